@@ -1,0 +1,73 @@
+# llmc: `make` builds build/llmc and build/libllmcrt.a; `make check` installs
+# what the tests need (scripts/deps.sh) and runs every test; `make demo`
+# exports a small model, compiles it and generates tokens.
+CC      ?= gcc
+BUILD   ?= build
+WARN    := -Wall -Wextra -Werror
+OPT     ?= -O2 -g
+ifeq ($(SAN),1)
+OPT     := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+BUILD   := build-san
+endif
+CFLAGS_C  := -std=c11 $(WARN) $(OPT) -D_GNU_SOURCE -I. -Icompiler -I$(BUILD)/gen -Iruntime
+CFLAGS_RT := -std=c99 $(WARN) $(OPT) -Iruntime
+LDLIBS    := -lprotobuf-c -lxxhash -lm
+LDFLAGS   := $(filter -fsanitize=%,$(OPT))
+
+ONNX_PROTO := /usr/include/onnx/onnx.proto
+GEN_C      := $(BUILD)/gen/onnx/onnx.pb-c.c
+
+RT_SRC   := $(wildcard runtime/*.c runtime/kernels/*.c)
+RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
+C_SRC    := $(filter-out compiler/main.c,$(wildcard compiler/*.c passes/*.c codegen/*.c))
+C_OBJ    := $(C_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+all: $(BUILD)/llmc $(BUILD)/libllmcrt.a
+
+$(GEN_C): $(ONNX_PROTO)
+	@mkdir -p $(BUILD)/gen/onnx
+	protoc-c --c_out=$(BUILD)/gen -I/usr/include onnx/onnx.proto
+
+$(BUILD)/gen/onnx/onnx.pb-c.o: $(GEN_C)
+	$(CC) -std=c11 $(OPT) -w -I$(BUILD)/gen -c $< -o $@
+
+$(BUILD)/runtime/%.o: runtime/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_RT) -MMD -c $< -o $@
+
+$(BUILD)/%.o: %.c | $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C) -MMD -c $< -o $@
+
+$(BUILD)/libllmcrt.a: $(RT_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libllmcc.a: $(C_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/llmc: $(BUILD)/compiler/main.o $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a tests/unit/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C) -Itests/unit -o $@ $< $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(LDFLAGS) $(LDLIBS)
+
+unit: $(UNIT_BIN)
+
+deps:
+	scripts/deps.sh
+
+check: deps
+	$(MAKE) all unit
+	BUILD=$(BUILD) tests/run_all.sh
+
+demo: deps all
+	scripts/demo.sh
+
+clean:
+	rm -rf build build-san
+
+.PHONY: all unit deps check demo clean
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

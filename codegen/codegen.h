@@ -1,0 +1,45 @@
+/* IR -> plan: lowering to the closed plan op set, static memory planning,
+ * weight segments and FlatBuffer writing (schemas/plan.fbs). */
+#ifndef LLMC_CODEGEN_H
+#define LLMC_CODEGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "ir.h"
+
+typedef struct {
+    const char *name;
+    uint32_t nodes;         /* live nodes after the pass */
+    uint64_t digest;        /* XXH64 of the canonical dump after the pass */
+} llmc_pass_record;
+
+typedef struct {
+    uint32_t max_context;               /* bound on S + P for arena sizing */
+    int n_passes;
+    const llmc_pass_record *passes;     /* recorded in the plan for `inspect` */
+} llmc_codegen_options;
+
+/* What the plan holds, for the CLI to print. */
+typedef struct {
+    uint32_t n_ops;
+    uint32_t op_counts[16];             /* indexed by llmc.plan.OpCode */
+    uint32_t n_tensors;
+    uint64_t arena_bytes;
+    uint64_t weight_bytes;
+    uint64_t file_bytes;
+} llmc_codegen_stats;
+
+/* Writes the plan to `path` atomically (a temporary file in the same
+ * directory, then rename): on failure nothing is left at `path`. */
+int llmc_codegen_to_file(const llmc_graph *g, const llmc_codegen_options *opt,
+                         const char *path, llmc_codegen_stats *stats, llmc_error *err);
+
+/* Builds the plan in memory: *plan is malloc'ed (64-byte aligned, free()
+ * it), *size its length.  Used by constant folding and check-onnx. */
+int llmc_codegen_to_memory(const llmc_graph *g, const llmc_codegen_options *opt,
+                           uint8_t **plan, size_t *size, llmc_codegen_stats *stats,
+                           llmc_error *err);
+
+#endif

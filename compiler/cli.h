@@ -1,0 +1,37 @@
+/* The `llmc` command line: one function per command (compiler/cmd_*.c). */
+#ifndef LLMC_CLI_H
+#define LLMC_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+
+#define LLMC_VERSION "0.1.0"
+
+int llmc_cmd_compile(int argc, char **argv);
+int llmc_cmd_inspect(int argc, char **argv);
+int llmc_cmd_run(int argc, char **argv);
+int llmc_cmd_verify(int argc, char **argv);
+int llmc_cmd_check_onnx(int argc, char **argv);
+int llmc_cmd_ops(int argc, char **argv);
+
+/* Prints "llmc: error: <msg>" to stderr and returns the status code. */
+int llmc_cli_report(const llmc_error *err);
+/* Usage error: prints the message and a pointer to --help; returns LLMC_E_USAGE. */
+int llmc_cli_usage(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True if argv[i] is --help or -h. */
+int llmc_cli_wants_help(int argc, char **argv);
+/* Parses a non-negative integer option value; returns -1 if malformed. */
+int64_t llmc_cli_parse_count(const char *text);
+
+/* A read-only mapping of a whole file (plans are executed in place). */
+typedef struct {
+    const uint8_t *data;
+    size_t size;
+} llmc_mapped_file;
+
+int llmc_map_file(const char *path, llmc_mapped_file *m, llmc_error *err);
+void llmc_unmap_file(llmc_mapped_file *m);
+
+#endif

@@ -1,0 +1,134 @@
+/* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR] [--dim NAME=N] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "codegen/codegen.h"
+#include "onnx_import.h"
+#include "passes/pipeline.h"
+
+#define MAX_DIM_BINDINGS 16
+#define MAX_PASSES 64
+
+static const char compile_help[] =
+    "usage: llmc compile MODEL.onnx -o OUT.plan [options]\n"
+    "\n"
+    "Imports MODEL.onnx (external data next to it), runs the pass pipeline and\n"
+    "writes OUT.plan atomically: on failure nothing is written.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output PATH     the plan to write (required)\n"
+    "  --max-context N       bound on past + new tokens the arena is sized for (default 2048)\n"
+    "  --dump-passes DIR     write DIR/NN-<pass>.txt, the canonical IR after every pass\n"
+    "  --dim NAME=N          bind a symbolic input dimension that is not an LLM role\n"
+    "  --explain             say why a pattern a pass looks for did not match\n";
+
+typedef struct {
+    const char *model, *output, *dump_dir;
+    uint32_t max_context;
+    int explain;
+    int n_dims;
+    llmc_dim_binding dims[MAX_DIM_BINDINGS];
+    char dim_names[MAX_DIM_BINDINGS][128];
+} compile_args;
+
+static int parse_dim(const char *text, llmc_dim_binding *b, char *name_buf, size_t cap)
+{
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text || (size_t)(eq - text) >= cap)
+        return -1;
+    memcpy(name_buf, text, (size_t)(eq - text));
+    name_buf[eq - text] = 0;
+    int64_t v = llmc_cli_parse_count(eq + 1);
+    if (v < 0)
+        return -1;
+    b->name = name_buf;
+    b->value = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, compile_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->max_context = 2048;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int has_value = i + 1 < argc;
+        if ((!strcmp(arg, "-o") || !strcmp(arg, "--output")) && has_value) {
+            a->output = argv[++i];
+        } else if (!strcmp(arg, "--max-context") && has_value) {
+            int64_t v = llmc_cli_parse_count(argv[++i]);
+            if (v < 1 || v > 1 << 24)
+                return llmc_cli_usage("compile", "--max-context wants an integer in 1..16777216, got '%s'", argv[i]);
+            a->max_context = (uint32_t)v;
+        } else if (!strcmp(arg, "--dump-passes") && has_value) {
+            a->dump_dir = argv[++i];
+        } else if (!strcmp(arg, "--dim") && has_value) {
+            if (a->n_dims == MAX_DIM_BINDINGS)
+                return llmc_cli_usage("compile", "at most %d --dim bindings", MAX_DIM_BINDINGS);
+            if (parse_dim(argv[++i], &a->dims[a->n_dims], a->dim_names[a->n_dims], sizeof a->dim_names[0]))
+                return llmc_cli_usage("compile", "--dim wants NAME=N, got '%s'", argv[i]);
+            a->n_dims++;
+        } else if (!strcmp(arg, "--explain")) {
+            a->explain = 1;
+        } else if (arg[0] == '-') {
+            return llmc_cli_usage("compile", "unknown option or missing value: '%s'", arg);
+        } else if (!a->model) {
+            a->model = arg;
+        } else {
+            return llmc_cli_usage("compile", "unexpected argument '%s'", arg);
+        }
+    }
+    if (!a->model)
+        return llmc_cli_usage("compile", "missing MODEL.onnx");
+    if (!a->output)
+        return llmc_cli_usage("compile", "missing -o OUT.plan");
+    return LLMC_OK;
+}
+
+static void print_pass_table(const llmc_pass_record *r, int n)
+{
+    printf("%-4s %-22s %8s  %s\n", "#", "pass", "nodes", "digest");
+    for (int i = 0; i < n; i++)
+        printf("%-4d %-22s %8u  %016llx\n", i, r[i].name, r[i].nodes, (unsigned long long)r[i].digest);
+}
+
+static void print_stats(const char *path, const llmc_codegen_stats *st)
+{
+    printf("wrote %s: %u ops, %u tensors, arena %llu bytes, weights %llu bytes, file %llu bytes\n",
+           path, st->n_ops, st->n_tensors, (unsigned long long)st->arena_bytes,
+           (unsigned long long)st->weight_bytes, (unsigned long long)st->file_bytes);
+}
+
+int llmc_cmd_compile(int argc, char **argv)
+{
+    if (llmc_cli_wants_help(argc, argv)) {
+        fputs(compile_help, stdout);
+        return 0;
+    }
+    compile_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc;
+    llmc_error err = {0};
+    llmc_graph g;
+    llmc_graph_init(&g);
+    llmc_import_options io = {.n_dims = a.n_dims, .dims = a.dims};
+    llmc_pass_ctx ctx = {.max_context = a.max_context, .explain = a.explain, .log = stderr};
+    llmc_pass_record records[MAX_PASSES];
+    int n_records = 0;
+    llmc_codegen_stats stats;
+    rc = llmc_import_onnx(a.model, &io, &g, &err);
+    if (!rc)
+        rc = llmc_pipeline_run(&g, &ctx, a.dump_dir, records, &n_records, &err);
+    if (!rc) {
+        print_pass_table(records, n_records);
+        llmc_codegen_options co = {.max_context = a.max_context, .n_passes = n_records, .passes = records};
+        rc = llmc_codegen_to_file(&g, &co, a.output, &stats, &err);
+    }
+    if (!rc)
+        print_stats(a.output, &stats);
+    llmc_graph_free(&g);
+    return rc ? llmc_cli_report(&err) : 0;
+}

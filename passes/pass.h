@@ -1,0 +1,24 @@
+/* One graph pass = one file in passes/ exporting one descriptor; the
+ * pipeline (pipeline.c) is one ordered table of them. */
+#ifndef LLMC_PASS_H
+#define LLMC_PASS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "diag.h"
+#include "ir.h"
+
+typedef struct {
+    uint32_t max_context;   /* bound on S + P */
+    bool explain;           /* print why a pattern did not match (to `log`) */
+    FILE *log;              /* explanations; may be NULL */
+} llmc_pass_ctx;
+
+typedef struct {
+    const char *name;       /* "shape-inference", "constant-folding", ... */
+    int (*run)(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err);
+} llmc_pass;
+
+#endif

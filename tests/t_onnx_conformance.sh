@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# ONNX conformance: every backend node test case (Debian's libonnx-testdata)
+# whose ops are all in `llmc ops` runs through `llmc check-onnx`.  Cases
+# listed in tests/onnx_exclusions.txt (name, then the reason) are skipped and
+# counted separately.
+set -u
+BUILD=${BUILD:-build}
+LLMC=$BUILD/llmc
+DATA=/usr/share/libonnx-testdata/data/node
+EXCLUDE=tests/onnx_exclusions.txt
+work=$BUILD/test-data/conformance
+mkdir -p "$work"
+
+"$LLMC" ops >"$work/ops.txt" || { echo "not ok 1 - llmc ops failed"; exit 1; }
+/usr/bin/python3 scripts/onnx_cases.py "$DATA" "$work/ops.txt" 13 17 >"$work/cases.txt" ||
+    { echo "not ok 1 - cannot list conformance cases"; exit 1; }
+
+n=0 excluded=0 failed=0
+while read -r dir; do
+    name=$(basename "$dir")
+    if grep -q "^$name[[:space:]]" "$EXCLUDE" 2>/dev/null; then
+        excluded=$((excluded + 1))
+        continue
+    fi
+    n=$((n + 1))
+    if out=$(timeout 60 "$LLMC" check-onnx "$dir" 2>&1); then
+        echo "ok $n - $name"
+    else
+        failed=$((failed + 1))
+        echo "not ok $n - $name: $(echo "$out" | tail -1 | cut -c1-300)"
+    fi
+done <"$work/cases.txt"
+echo "# conformance: $(wc -l <"$work/cases.txt") cases of $(wc -l <"$work/ops.txt") claimed ops;" \
+     "$n run, $failed failed, $excluded excluded (see $EXCLUDE)"
