@@ -1,0 +1,574 @@
+#!/usr/bin/python3
+"""Export small decoder-only LLMs with random weights to ONNX (with KV cache).
+
+Run with Debian's python (/usr/bin/python3): it has python3-torch and python3-onnx.
+
+Four families are written here in plain PyTorch (no transformers library):
+  llama  RMSNorm, RoPE (cos/sin computed in-graph from position_ids), SwiGLU, no biases
+  qwen2  llama + grouped-query attention, q/k/v biases, RoPE cos/sin cache gathered
+  gpt2   LayerNorm, tanh GELU, learned positions, `bias` causal buffer, tied lm_head
+  phi    LayerNorm, partial RoPE (cache gathered), parallel attn+MLP, erf GELU
+
+Graph interface (names are a contract with llmc and scripts/ort_generate.js):
+  inputs : input_ids [batch,sequence] i64, attention_mask [batch,total_sequence] i64,
+           position_ids [batch,sequence] i64,
+           past_key_values.{i}.key/.value [batch,kv_heads,past_sequence,head_dim] f32
+  outputs: logits [batch,sequence,vocab] f32,
+           present.{i}.key/.value [batch,kv_heads,total_sequence,head_dim] f32
+"""
+import argparse
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# Used for every masked attention score (additive masks and torch.where masks).
+MASK_VALUE = torch.finfo(torch.float32).min
+
+FAMILIES = ("llama", "qwen2", "gpt2", "phi")
+
+
+@dataclass
+class Config:
+    vocab: int
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    max_pos: int
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-5
+
+    @property
+    def head_dim(self):
+        return self.hidden // self.heads
+
+
+def make_config(family, size):
+    if size == "tiny":
+        mlp = 4 * 64 if family in ("gpt2", "phi") else 128
+        kv_heads = 2 if family == "qwen2" else 4
+        return Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=kv_heads,
+                      intermediate=mlp, max_pos=256)
+    if size == "qwen2-0.5b":
+        return Config(vocab=151936, hidden=896, layers=24, heads=14, kv_heads=2,
+                      intermediate=4864, max_pos=4096, rope_theta=1000000.0,
+                      norm_eps=1e-6)
+    raise ValueError(f"unknown size {size}")
+
+
+# ----------------------------------------------------------------------------
+# Shared building blocks
+# ----------------------------------------------------------------------------
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return x * torch.rsqrt(variance + self.eps) * self.weight
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rope(q, k, cos, sin):
+    """q,k: [b,h,s,d]; cos,sin: [b,s,d] (broadcast over heads)."""
+    cos = cos.unsqueeze(1)
+    sin = sin.unsqueeze(1)
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+def rope_inv_freq(rot_dim, theta):
+    return 1.0 / (theta ** (torch.arange(0, rot_dim, 2, dtype=torch.float32) / rot_dim))
+
+
+class RopeComputed(nn.Module):
+    """cos/sin computed in the graph from position_ids (HF Llama >= 4.38 style)."""
+
+    def __init__(self, rot_dim, theta, max_pos):
+        super().__init__()
+        self.register_buffer("inv_freq", rope_inv_freq(rot_dim, theta), persistent=False)
+
+    def forward(self, position_ids):
+        batch = position_ids.shape[0]
+        inv = self.inv_freq[None, :, None].expand(batch, -1, 1)      # [b, d/2, 1]
+        pos = position_ids[:, None, :].float()                        # [b, 1, s]
+        freqs = torch.matmul(inv, pos).transpose(1, 2)                # [b, s, d/2]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
+
+
+class RopeCached(nn.Module):
+    """cos/sin precomputed for max_pos positions, gathered by position_ids."""
+
+    def __init__(self, rot_dim, theta, max_pos):
+        super().__init__()
+        t = torch.arange(max_pos, dtype=torch.float32)
+        freqs = torch.outer(t, rope_inv_freq(rot_dim, theta))
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_cached", emb.cos(), persistent=False)
+        self.register_buffer("sin_cached", emb.sin(), persistent=False)
+
+    def forward(self, position_ids):
+        return self.cos_cached[position_ids], self.sin_cached[position_ids]
+
+
+def additive_causal_mask(attention_mask, past_len, seq_len):
+    """[b,1,s,total] float mask: 0 where attending, MASK_VALUE elsewhere.
+
+    Causal part is built from Range ops so it works for any past length
+    (including 0); padding part comes from attention_mask (1 = attend).
+    """
+    total = past_len + seq_len
+    q_pos = torch.arange(past_len, total, device=attention_mask.device)[:, None]
+    k_pos = torch.arange(total, device=attention_mask.device)[None, :]
+    causal = (k_pos <= q_pos)[None, None, :, :]                       # [1,1,s,total]
+    padding = attention_mask[:, None, None, :] != 0                   # [b,1,1,total]
+    allowed = causal & padding
+    return torch.where(allowed, torch.zeros(()), torch.full((), MASK_VALUE))
+
+
+def repeat_kv(x, n_rep):
+    """[b,kvh,s,d] -> [b,kvh*n_rep,s,d] via expand+reshape (HF repeat_kv)."""
+    if n_rep == 1:
+        return x
+    b, kvh, s, d = x.shape
+    x = x[:, :, None, :, :].expand(b, kvh, n_rep, s, d)
+    return x.reshape(b, kvh * n_rep, s, d)
+
+
+def attend(q, k, v, mask, n_rep, head_dim):
+    """Scaled dot-product attention with an additive mask; softmax in fp32."""
+    k = repeat_kv(k, n_rep)
+    v = repeat_kv(v, n_rep)
+    # head_dim is passed as a Python int so the scale is a traced constant.
+    scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(head_dim)
+    scores = scores + mask
+    probs = F.softmax(scores.float(), dim=-1).to(q.dtype)
+    return torch.matmul(probs, v)
+
+
+def split_heads(x, n_heads, head_dim):
+    b, s, _ = x.shape
+    return x.view(b, s, n_heads, head_dim).transpose(1, 2)
+
+
+def merge_heads(x):
+    b, h, s, d = x.shape
+    return x.transpose(1, 2).reshape(b, s, h * d)
+
+
+def append_past(past_k, past_v, k, v):
+    return torch.cat((past_k, k), dim=2), torch.cat((past_v, v), dim=2)
+
+
+# ----------------------------------------------------------------------------
+# llama / qwen2
+# ----------------------------------------------------------------------------
+
+class LlamaAttention(nn.Module):
+    def __init__(self, cfg, qkv_bias):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.head_dim
+        self.q_proj = nn.Linear(cfg.hidden, cfg.heads * d, bias=qkv_bias)
+        self.k_proj = nn.Linear(cfg.hidden, cfg.kv_heads * d, bias=qkv_bias)
+        self.v_proj = nn.Linear(cfg.hidden, cfg.kv_heads * d, bias=qkv_bias)
+        self.o_proj = nn.Linear(cfg.heads * d, cfg.hidden, bias=False)
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        c = self.cfg
+        q = split_heads(self.q_proj(x), c.heads, c.head_dim)
+        k = split_heads(self.k_proj(x), c.kv_heads, c.head_dim)
+        v = split_heads(self.v_proj(x), c.kv_heads, c.head_dim)
+        q, k = apply_rope(q, k, cos, sin)
+        k, v = append_past(past_k, past_v, k, v)
+        out = attend(q, k, v, mask, c.heads // c.kv_heads, c.head_dim)
+        return self.o_proj(merge_heads(out)), k, v
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaLayer(nn.Module):
+    def __init__(self, cfg, qkv_bias):
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.self_attn = LlamaAttention(cfg, qkv_bias)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.mlp = SwiGLU(cfg)
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        attn, k, v = self.self_attn(self.input_layernorm(x), cos, sin, mask, past_k, past_v)
+        x = x + attn
+        x = x + self.mlp(self.post_attention_layernorm(x))
+        return x, k, v
+
+
+class LlamaModel(nn.Module):
+    """family llama (qkv_bias=False, computed RoPE) or qwen2 (qkv_bias, cached RoPE)."""
+
+    def __init__(self, cfg, qkv_bias, rope_cls):
+        super().__init__()
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.rope = rope_cls(cfg.head_dim, cfg.rope_theta, cfg.max_pos)
+        self.layers = nn.ModuleList(LlamaLayer(cfg, qkv_bias) for _ in range(cfg.layers))
+        self.norm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        x = self.embed_tokens(input_ids)
+        cos, sin = self.rope(position_ids)
+        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1])
+        presents = []
+        for i, layer in enumerate(self.layers):
+            x, k, v = layer(x, cos, sin, mask, past[2 * i], past[2 * i + 1])
+            presents += [k, v]
+        return (self.lm_head(self.norm(x)), *presents)
+
+
+# ----------------------------------------------------------------------------
+# gpt2
+# ----------------------------------------------------------------------------
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class GPT2Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        # Lower-triangular causal buffer as in HF GPT-2 (bool, one per layer).
+        tril = torch.tril(torch.ones((cfg.max_pos, cfg.max_pos), dtype=torch.bool))
+        self.register_buffer("bias", tril.view(1, 1, cfg.max_pos, cfg.max_pos), persistent=False)
+        self.c_attn = nn.Linear(cfg.hidden, 3 * cfg.hidden)
+        self.c_proj = nn.Linear(cfg.hidden, cfg.hidden)
+
+    def forward(self, x, padding_mask, past_k, past_v):
+        c = self.cfg
+        q, k, v = self.c_attn(x).split(c.hidden, dim=2)
+        q = split_heads(q, c.heads, c.head_dim)
+        k = split_heads(k, c.heads, c.head_dim)
+        v = split_heads(v, c.heads, c.head_dim)
+        k, v = append_past(past_k, past_v, k, v)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(c.head_dim)
+        q_len, k_len = q.shape[-2], k.shape[-2]
+        causal = self.bias[:, :, k_len - q_len:k_len, :k_len]
+        scores = torch.where(causal, scores, torch.full((), MASK_VALUE))
+        # Padding is additive as in HF; where both masks apply the sum is -inf,
+        # which is harmless since every query attends at least to itself.
+        scores = scores + padding_mask
+        probs = F.softmax(scores.float(), dim=-1)
+        return self.c_proj(merge_heads(torch.matmul(probs, v))), k, v
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.c_fc = nn.Linear(cfg.hidden, cfg.intermediate)
+        self.c_proj = nn.Linear(cfg.intermediate, cfg.hidden)
+
+    def forward(self, x):
+        return self.c_proj(gelu_tanh(self.c_fc(x)))
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.attn = GPT2Attention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.mlp = GPT2MLP(cfg)
+
+    def forward(self, x, padding_mask, past_k, past_v):
+        attn, k, v = self.attn(self.ln_1(x), padding_mask, past_k, past_v)
+        x = x + attn
+        x = x + self.mlp(self.ln_2(x))
+        return x, k, v
+
+
+class GPT2Model(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.wte = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.wpe = nn.Embedding(cfg.max_pos, cfg.hidden)
+        self.h = nn.ModuleList(GPT2Block(cfg) for _ in range(cfg.layers))
+        self.ln_f = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        x = self.wte(input_ids) + self.wpe(position_ids)
+        # HF GPT-2: (1 - mask) * min, broadcast over heads and queries.
+        padding = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * MASK_VALUE
+        presents = []
+        for i, block in enumerate(self.h):
+            x, k, v = block(x, padding, past[2 * i], past[2 * i + 1])
+            presents += [k, v]
+        # Tied lm_head: logits use the token embedding matrix.
+        logits = torch.matmul(self.ln_f(x), self.wte.weight.t())
+        return (logits, *presents)
+
+
+# ----------------------------------------------------------------------------
+# phi
+# ----------------------------------------------------------------------------
+
+class PhiAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.rot_dim = cfg.head_dim // 2
+        self.q_proj = nn.Linear(cfg.hidden, cfg.hidden)
+        self.k_proj = nn.Linear(cfg.hidden, cfg.hidden)
+        self.v_proj = nn.Linear(cfg.hidden, cfg.hidden)
+        self.dense = nn.Linear(cfg.hidden, cfg.hidden)
+
+    def partial_rope(self, q, k, cos, sin):
+        r = self.rot_dim
+        q_rot, k_rot = apply_rope(q[..., :r], k[..., :r], cos, sin)
+        return (torch.cat((q_rot, q[..., r:]), dim=-1),
+                torch.cat((k_rot, k[..., r:]), dim=-1))
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        c = self.cfg
+        q = split_heads(self.q_proj(x), c.heads, c.head_dim)
+        k = split_heads(self.k_proj(x), c.heads, c.head_dim)
+        v = split_heads(self.v_proj(x), c.heads, c.head_dim)
+        q, k = self.partial_rope(q, k, cos, sin)
+        k, v = append_past(past_k, past_v, k, v)
+        out = attend(q, k, v, mask, 1, c.head_dim)
+        return self.dense(merge_heads(out)), k, v
+
+
+class PhiMLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.fc1 = nn.Linear(cfg.hidden, cfg.intermediate)
+        self.act = nn.GELU()  # erf form
+        self.fc2 = nn.Linear(cfg.intermediate, cfg.hidden)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class PhiLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.input_layernorm = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.self_attn = PhiAttention(cfg)
+        self.mlp = PhiMLP(cfg)
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        h = self.input_layernorm(x)
+        attn, k, v = self.self_attn(h, cos, sin, mask, past_k, past_v)
+        return x + attn + self.mlp(h), k, v
+
+
+class PhiModel(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.rope = RopeCached(cfg.head_dim // 2, cfg.rope_theta, cfg.max_pos)
+        self.layers = nn.ModuleList(PhiLayer(cfg) for _ in range(cfg.layers))
+        self.final_layernorm = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=True)
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        x = self.embed_tokens(input_ids)
+        cos, sin = self.rope(position_ids)
+        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1])
+        presents = []
+        for i, layer in enumerate(self.layers):
+            x, k, v = layer(x, cos, sin, mask, past[2 * i], past[2 * i + 1])
+            presents += [k, v]
+        return (self.lm_head(self.final_layernorm(x)), *presents)
+
+
+def build_model(family, cfg):
+    if family == "llama":
+        return LlamaModel(cfg, qkv_bias=False, rope_cls=RopeComputed)
+    if family == "qwen2":
+        return LlamaModel(cfg, qkv_bias=True, rope_cls=RopeCached)
+    if family == "gpt2":
+        return GPT2Model(cfg)
+    if family == "phi":
+        return PhiModel(cfg)
+    raise ValueError(family)
+
+
+# ----------------------------------------------------------------------------
+# Weights, export
+# ----------------------------------------------------------------------------
+
+@torch.no_grad()
+def randomize_weights(model, seed):
+    """Seeded random weights scaled so a random model gives O(1..10) logits.
+
+    Linear weights ~ N(0, 1/in_features) keep the residual stream at unit scale
+    through the layers, so attention/MLP outputs matter as much as the embedding
+    and greedy decoding does not collapse onto one token. GPT-2 is special: with
+    a tied lm_head a dominant token embedding makes every token predict itself,
+    so wte is small (std 0.02 as in GPT-2's init) and ln_f gets a gain of ~10
+    to bring the logits back to O(1..10). Other norm weights are near 1 and
+    biases small but nonzero so they are exercised.
+    """
+    gen = torch.Generator().manual_seed(seed)
+
+    def normal_(t, std, mean=0.0):
+        t.copy_(torch.randn(t.shape, generator=gen) * std + mean)
+
+    for name, p in model.named_parameters():
+        if name == "wte.weight":
+            normal_(p, 0.02)
+        elif name == "ln_f.weight":
+            normal_(p, 1.0, mean=10.0)
+        elif name == "wpe.weight":
+            normal_(p, 1.0)
+        elif name == "embed_tokens.weight":
+            normal_(p, 1.0)
+        elif p.dim() == 2:
+            normal_(p, 1.0 / math.sqrt(p.shape[1]))
+        elif name.endswith("bias"):
+            normal_(p, 0.05)
+        else:  # norm scales
+            normal_(p, 0.1, mean=1.0)
+
+
+def example_inputs(cfg, batch=3, past=5, seq=7):
+    """Trace inputs; distinct nonzero sizes so no dimension gets specialized."""
+    gen = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(0, cfg.vocab, (batch, seq), generator=gen)
+    attention_mask = torch.ones((batch, past + seq), dtype=torch.int64)
+    position_ids = torch.arange(past, past + seq).unsqueeze(0).expand(batch, seq).contiguous()
+    kv_shape = (batch, cfg.kv_heads, past, cfg.head_dim)
+    pasts = []
+    for _ in range(cfg.layers):
+        pasts += [torch.randn(kv_shape, generator=gen), torch.randn(kv_shape, generator=gen)]
+    return (input_ids, attention_mask, position_ids, *pasts)
+
+
+def io_names(cfg):
+    inputs = ["input_ids", "attention_mask", "position_ids"]
+    outputs = ["logits"]
+    dyn = {"input_ids": {0: "batch", 1: "sequence"},
+           "attention_mask": {0: "batch", 1: "total_sequence"},
+           "position_ids": {0: "batch", 1: "sequence"},
+           "logits": {0: "batch", 1: "sequence"}}
+    for i in range(cfg.layers):
+        for kind in ("key", "value"):
+            past, present = f"past_key_values.{i}.{kind}", f"present.{i}.{kind}"
+            inputs.append(past)
+            outputs.append(present)
+            dyn[past] = {0: "batch", 2: "past_sequence"}
+            dyn[present] = {0: "batch", 2: "total_sequence"}
+    return inputs, outputs, dyn
+
+
+def name_per_tensor_files(model):
+    """Give every external initializer a deterministic, filesystem-safe file name.
+
+    onnx's convert_model_to_external_data names a per-tensor file after the
+    tensor, but falls back to a random uuid1 for names it considers invalid
+    (e.g. torch's "onnx::MatMul_123"), which would break byte-identical output.
+    """
+    from onnx.external_data_helper import set_external_data, uses_external_data
+    used = set()
+    for tensor in model.graph.initializer:
+        if not uses_external_data(tensor):
+            continue
+        location = re.sub(r"[^A-Za-z0-9._-]", "_", tensor.name).lstrip(".") or "tensor"
+        while location in used:
+            location += "_"
+        used.add(location)
+        set_external_data(tensor, location)
+
+
+def resave_external(path, mode):
+    """Re-save with external data: one .data file or one file per tensor.
+
+    Only initializers move out (size_threshold=0: all of them); Constant node
+    attributes stay inline.
+    """
+    import onnx
+    from onnx.external_data_helper import (ExternalDataInfo, convert_model_to_external_data,
+                                           uses_external_data)
+    model = onnx.load(path)
+    if mode == "single":
+        convert_model_to_external_data(model, all_tensors_to_one_file=True,
+                                       location=os.path.basename(path) + ".data",
+                                       size_threshold=0)
+    else:
+        convert_model_to_external_data(model, all_tensors_to_one_file=False, size_threshold=0)
+        name_per_tensor_files(model)
+    # onnx appends to existing data files, so remove leftovers of earlier runs.
+    out_dir = os.path.dirname(os.path.abspath(path))
+    for tensor in model.graph.initializer:
+        if uses_external_data(tensor):
+            stale = os.path.join(out_dir, ExternalDataInfo(tensor).location)
+            if os.path.exists(stale):
+                os.remove(stale)
+    onnx.save_model(model, path)  # writes the external files next to path
+
+
+def summarize(path, family, opset, model):
+    import onnx
+    proto = onnx.load(path, load_external_data=False)
+    params = sum(p.numel() for p in model.parameters())
+    print(f"export_llm: family={family} opset={opset} nodes={len(proto.graph.node)} "
+          f"initializers={len(proto.graph.initializer)} params={params} out={path}",
+          file=sys.stderr)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--family", choices=FAMILIES, required=True)
+    ap.add_argument("--opset", type=int, default=14)
+    ap.add_argument("--size", choices=("tiny", "qwen2-0.5b"), default="tiny")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--external", choices=("none", "per-tensor", "single"), default="none")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.manual_seed(args.seed)
+    cfg = make_config(args.family, args.size)
+    model = build_model(args.family, cfg).eval()
+    randomize_weights(model, args.seed)
+    inputs, outputs, dyn = io_names(cfg)
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(out_dir, exist_ok=True)
+    with torch.no_grad():
+        # Models > 2 GiB are written by torch with one external file per tensor.
+        torch.onnx.export(model, example_inputs(cfg), args.out,
+                          input_names=inputs, output_names=outputs, dynamic_axes=dyn,
+                          opset_version=args.opset, do_constant_folding=True)
+    if args.external != "none":
+        resave_external(args.out, args.external)
+    summarize(args.out, args.family, args.opset, model)
+
+
+if __name__ == "__main__":
+    main()
