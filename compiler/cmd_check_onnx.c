@@ -52,7 +52,7 @@ static int compare_tensor(const llmc_rt_tensor *out, const llmc_tensor_file *ref
         double d = fabs((double)a[i] - (double)b[i]);
         if (isnan(d) || d > tol->worst_abs) {
             tol->worst_abs = isnan(d) ? INFINITY : d;
-            snprintf(tol->worst_where, sizeof tol->worst_where, "%s[%zu]", where, i);
+            snprintf(tol->worst_where, sizeof tol->worst_where, "%.200s[%zu]", where, i);
         }
         if (!(d <= tol->atol + tol->rtol * fabs((double)b[i])))
             return llmc_fail(err, LLMC_E_MISMATCH, "%s[%zu] = %.9g, expected %.9g (|diff| %.3g)", where, i,
@@ -113,7 +113,7 @@ static int run_data_set(llmc_rt_session *s, const char *dir, tolerance *tol, llm
         char where[512];
         llmc_rt_io io;
         llmc_rt_plan_io(s->plan, 1, (uint32_t)k, &io);
-        snprintf(where, sizeof where, "%s output %d '%s'", dir, k, io.name);
+        snprintf(where, sizeof where, "%.300s output %d '%.150s'", dir, k, io.name);
         if (llmc_rt_session_output(s, (uint32_t)k, &out, &rt) != LLMC_RT_OK)
             rc = llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", where, rt.msg);
         else

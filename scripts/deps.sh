@@ -12,6 +12,7 @@ ORT_NODE_VERSION="1.30.0"
 APT_PACKAGES=(
   gcc make libprotobuf-c-dev protobuf-c-compiler libonnx-dev libxxhash-dev
   flatbuffers-compiler python3-torch python3-onnx libonnx-testdata valgrind clang
+  xxhash
 )
 
 die() { echo "deps.sh: error: $*" >&2; exit 1; }
@@ -54,8 +55,11 @@ installed_ort_node_version() {
 }
 
 install_ort_node() {
-  command -v node >/dev/null || die "node not found on PATH"
-  command -v npm >/dev/null || die "npm not found on PATH"
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "apt: installing nodejs npm (node or npm missing)"
+    run_as_root apt-get install -y -qq --no-install-recommends nodejs npm \
+      || die "node/npm missing and apt-get install nodejs npm failed"
+  fi
   if [ "$(installed_ort_node_version)" = "$ORT_NODE_VERSION" ]; then
     echo "npm: onnxruntime-node@$ORT_NODE_VERSION present in .deps"
     return 0

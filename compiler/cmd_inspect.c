@@ -1,0 +1,212 @@
+/* llmc inspect PLAN [--json]: ops by type, tensors, weight and arena bytes,
+ * inputs/outputs, and the passes that produced the plan with their digests. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "io_roles.h"
+#include "ir.h"
+#include "llmc_rt.h"
+#include "plan_format.h"
+
+static const char inspect_help[] =
+    "usage: llmc inspect PLAN [--json]\n"
+    "\n"
+    "Describes a plan: format, target, source model hash, arena bytes, weight bytes,\n"
+    "tensors, ops by type, inputs/outputs with their roles, and the passes that ran\n"
+    "with their digests.  --json prints one JSON object (keys: ops_total, layers,\n"
+    "op_counts, arena_bytes, weight_bytes, tensors, passes, ...).\n";
+
+typedef struct {
+    const char *compiler_version, *target;
+    uint64_t weight_bytes;
+    uint32_t arena_tensors, weight_tensors;
+    uint32_t op_counts[OP_COUNT];
+} plan_summary;
+
+typedef struct {
+    const char *name;
+    uint32_t nodes;
+    uint64_t digest;
+} pass_row;
+
+static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
+{
+    fb_reader r = rt_reader(p);
+    fb_table root;
+    memset(s, 0, sizeof *s);
+    if (fb_table_at(&r, p->root, "Plan", &root, rt) || fb_string_field(&r, &root, PLAN_TARGET, &s->target, rt) ||
+        fb_string_field(&r, &root, PLAN_COMPILER_VERSION, &s->compiler_version, rt))
+        return -1;
+    for (uint32_t i = 0; i < p->n_tensors; i++) {
+        rt_tensor_desc t;
+        if (rt_read_tensor(&r, p, i, &t, rt))
+            return -1;
+        s->arena_tensors += t.kind == KIND_ARENA;
+        s->weight_tensors += t.kind == KIND_WEIGHT;
+    }
+    for (uint32_t i = 0; i < p->n_segments; i++) {
+        rt_segment_desc seg;
+        if (rt_read_segment(&r, p, i, &seg, rt))
+            return -1;
+        s->weight_bytes += seg.size;
+    }
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        rt_op_desc op;
+        if (rt_read_op(&r, p, i, &op, rt))
+            return -1;
+        s->op_counts[op.code]++;
+    }
+    return 0;
+}
+
+static int read_pass(const llmc_rt_plan *p, uint32_t i, pass_row *row, llmc_rt_error *rt)
+{
+    fb_reader r = rt_reader(p);
+    fb_vector passes = {p->passes, p->n_passes};
+    fb_table t;
+    uint64_t nodes, digest;
+    if (fb_vec_table(&r, passes, i, "PassRecord", &t, rt) || fb_string_field(&r, &t, PASS_NAME, &row->name, rt) ||
+        fb_scalar(&r, &t, PASS_NODES, 4, 0, &nodes, rt) || fb_scalar(&r, &t, PASS_DIGEST, 8, 0, &digest, rt))
+        return -1;
+    row->nodes = (uint32_t)nodes;
+    row->digest = digest;
+    return 0;
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void json_io(const llmc_rt_plan *p, int is_output, uint32_t n)
+{
+    printf("\"%s\": [", is_output ? "outputs" : "inputs");
+    for (uint32_t i = 0; i < n; i++) {
+        llmc_rt_io io;
+        llmc_rt_plan_io(p, is_output, i, &io);
+        printf("%s{\"name\": ", i ? ", " : "");
+        json_string(io.name);
+        printf(", \"dtype\": \"%s\", \"role\": \"%s\", \"layer\": %d}", llmc_dtype_name(io.dtype),
+               llmc_io_role_name(io.role), io.layer);
+    }
+    printf("]");
+}
+
+static int print_json(const char *path, const llmc_rt_plan *p, const plan_summary *s, llmc_rt_error *rt)
+{
+    printf("{\"file\": ");
+    json_string(path);
+    printf(", \"file_bytes\": %zu, \"format_version\": %u, \"target\": ", p->size, LLMC_RT_FORMAT_VERSION);
+    json_string(s->target);
+    printf(", \"compiler_version\": ");
+    json_string(s->compiler_version);
+    printf(", \"source_hash\": \"%016llx\", \"max_context\": %u, \"arena_bytes\": %llu, \"kv_bytes\": %llu, "
+           "\"weight_bytes\": %llu, \"segments\": %u, \"tensors\": %u, \"arena_tensors\": %u, "
+           "\"weight_tensors\": %u, \"layers\": %u, \"vocab_size\": %u, \"ops_total\": %u, \"op_counts\": {",
+           (unsigned long long)p->source_hash, p->max_context, (unsigned long long)p->arena_size,
+           (unsigned long long)p->kv_bytes, (unsigned long long)s->weight_bytes, p->n_segments, p->n_tensors,
+           s->arena_tensors, s->weight_tensors, p->n_layers, p->vocab_size, p->n_ops);
+    const char *sep = "";
+    for (int c = 0; c < OP_COUNT; c++) {
+        if (!s->op_counts[c])
+            continue;
+        printf("%s\"%s\": %u", sep, rt_op_code_name(c), s->op_counts[c]);
+        sep = ", ";
+    }
+    printf("}, ");
+    json_io(p, 0, p->n_inputs);
+    printf(", ");
+    json_io(p, 1, p->n_outputs);
+    printf(", \"passes\": [");
+    for (uint32_t i = 0; i < p->n_passes; i++) {
+        pass_row row;
+        if (read_pass(p, i, &row, rt))
+            return -1;
+        printf("%s{\"name\": ", i ? ", " : "");
+        json_string(row.name);
+        printf(", \"nodes\": %u, \"digest\": \"%016llx\"}", row.nodes, (unsigned long long)row.digest);
+    }
+    printf("]}\n");
+    return 0;
+}
+
+static void print_io_text(const llmc_rt_plan *p, int is_output, uint32_t n)
+{
+    printf("%s:\n", is_output ? "outputs" : "inputs");
+    for (uint32_t i = 0; i < n; i++) {
+        llmc_rt_io io;
+        llmc_rt_plan_io(p, is_output, i, &io);
+        printf("  %-32s %-6s %s", io.name, llmc_dtype_name(io.dtype), llmc_io_role_name(io.role));
+        printf(io.layer >= 0 ? " (layer %d)\n" : "\n", io.layer);
+    }
+}
+
+static int print_text(const char *path, const llmc_rt_plan *p, const plan_summary *s, llmc_rt_error *rt)
+{
+    printf("plan        %s (%zu bytes), format %u, target %s, %s\n", path, p->size, LLMC_RT_FORMAT_VERSION,
+           s->target, s->compiler_version);
+    printf("source      xxh64 %016llx\n", (unsigned long long)p->source_hash);
+    printf("max context %u tokens\n", p->max_context);
+    printf("arena       %llu bytes\n", (unsigned long long)p->arena_size);
+    printf("kv store    %llu bytes\n", (unsigned long long)p->kv_bytes);
+    printf("weights     %llu bytes in %u segments\n", (unsigned long long)s->weight_bytes, p->n_segments);
+    printf("tensors     %u (%u arena, %u weights)\n", p->n_tensors, s->arena_tensors, s->weight_tensors);
+    printf("layers      %u, vocab %u\n", p->n_layers, p->vocab_size);
+    printf("ops         %u\n", p->n_ops);
+    for (int c = 0; c < OP_COUNT; c++)
+        if (s->op_counts[c])
+            printf("  %-12s %u\n", rt_op_code_name(c), s->op_counts[c]);
+    print_io_text(p, 0, p->n_inputs);
+    print_io_text(p, 1, p->n_outputs);
+    printf("passes:\n");
+    for (uint32_t i = 0; i < p->n_passes; i++) {
+        pass_row row;
+        if (read_pass(p, i, &row, rt))
+            return -1;
+        printf("  %-22s %8u nodes  %016llx\n", row.name, row.nodes, (unsigned long long)row.digest);
+    }
+    return 0;
+}
+
+int llmc_cmd_inspect(int argc, char **argv)
+{
+    if (llmc_cli_wants_help(argc, argv)) {
+        fputs(inspect_help, stdout);
+        return 0;
+    }
+    const char *path = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (argv[i][0] == '-' || path)
+            return llmc_cli_usage("inspect", "unexpected argument '%s'", argv[i]);
+        else
+            path = argv[i];
+    }
+    if (!path)
+        return llmc_cli_usage("inspect", "missing PLAN");
+    llmc_error err = {0};
+    llmc_mapped_file file;
+    if (llmc_map_file(path, &file, &err))
+        return llmc_cli_report(&err);
+    llmc_rt_plan plan;
+    llmc_rt_error rt = {0};
+    plan_summary s;
+    if (llmc_rt_plan_open(&plan, file.data, file.size, 0, &rt) || summarize(&plan, &s, &rt) ||
+        (json ? print_json(path, &plan, &s, &rt) : print_text(path, &plan, &s, &rt)))
+        llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", path, rt.msg);
+    llmc_unmap_file(&file);
+    return err.code ? llmc_cli_report(&err) : 0;
+}

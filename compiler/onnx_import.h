@@ -1,0 +1,56 @@
+/* ONNX model -> llmc graph IR.
+ *
+ * The .onnx file is mapped read-only, hashed (XXH64, seed 0, into
+ * g->source_hash) and unpacked with protobuf-c.  Constants are not copied:
+ * raw_data initializers point into the unpacked message and external data
+ * into read-only mappings of the weight files; the graph keeps both alive
+ * (g->import_state) until llmc_graph_free().  Only initializers stored in
+ * the typed fields (float_data, int32_data, ...) get owned buffers.
+ *
+ * Graph-input dims: dim_value, or a dim_param bound by an explicit
+ * `--dim NAME=VALUE` or recognized from the input names (see io_roles.h):
+ * axis 0 of any LLM input is the batch (bound to 1), input_ids/position_ids
+ * axis 1 is S, past key/value axis 2 is P, attention_mask axis 1 is S when
+ * it shares input_ids' dim_param and P+S otherwise.  Other dim_params are
+ * an error.
+ *
+ * Errors name the file, the node (its name and "#i", its index in the ONNX
+ * node list), the op, the tensor and the offsets involved.  On failure the
+ * graph is left empty (llmc_graph_free() on it is harmless). */
+#ifndef LLMC_ONNX_IMPORT_H
+#define LLMC_ONNX_IMPORT_H
+
+#include <stdint.h>
+
+#include "diag.h"
+#include "ir.h"
+
+typedef struct {
+    const char *name;
+    int64_t value;
+} llmc_dim_binding;
+
+typedef struct {
+    int n_dims;
+    const llmc_dim_binding *dims;       /* --dim NAME=VALUE */
+} llmc_import_options;
+
+/* `opt` may be NULL (no bindings).  Returns LLMC_OK or the error code. */
+int llmc_import_onnx(const char *path, const llmc_import_options *opt, llmc_graph *g, llmc_error *err);
+
+/* Reads one serialized TensorProto file (ONNX backend test case
+ * input_N.pb/output_N.pb): dtype, dims, and a malloc'ed copy of the data in
+ * little-endian row-major order (NULL when the tensor is empty). */
+typedef struct {
+    char *name;
+    int dtype;
+    int rank;
+    int64_t dims[LLMC_MAX_RANK];
+    void *data;
+    uint64_t nbytes;
+} llmc_tensor_file;
+
+int llmc_read_tensor_pb(const char *path, llmc_tensor_file *t, llmc_error *err);
+void llmc_tensor_file_free(llmc_tensor_file *t);
+
+#endif

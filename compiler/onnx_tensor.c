@@ -1,0 +1,220 @@
+/* TensorProto decoding: shape checks, raw_data (used in place), the typed
+ * fields (converted into owned buffers), external data, and standalone
+ * TensorProto files (ONNX backend test data). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_import.h"
+#include "onnx_import_priv.h"
+
+/* raw_data is little-endian and is used in place, and the typed fields are
+ * copied with memcpy: both need a little-endian host. */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "llmc's ONNX importer assumes a little-endian host"
+#endif
+
+/* "[2,3,4]" into buf (truncated to fit). */
+static const char *format_dims(char *buf, size_t size, const int64_t *dims, int rank)
+{
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < rank && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%" PRId64, i ? "," : "", dims[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+int llmc_shape_elements(const int64_t *dims, int rank, const char *what, uint64_t *count,
+                        llmc_error *err)
+{
+    char shape[256];
+    *count = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 0)
+            return llmc_fail(err, LLMC_E_INPUT, "%s has negative dim %" PRId64 " at axis %d", what,
+                             dims[i], i);
+        uint64_t d = (uint64_t)dims[i];
+        if (d && *count > UINT64_MAX / d)
+            return llmc_fail(err, LLMC_E_INPUT, "%s: shape %s has more elements than 64 bits can count",
+                             what, format_dims(shape, sizeof shape, dims, rank));
+        *count *= d;
+    }
+    return LLMC_OK;
+}
+
+static int decode_shape(const Onnx__TensorProto *t, const char *what, llmc_onnx_tensor *out,
+                        uint64_t *nbytes, llmc_error *err)
+{
+    out->dtype = t->data_type;
+    size_t esize = llmc_dtype_size(out->dtype);
+    if (!esize)
+        return llmc_fail(err, LLMC_E_UNSUPPORTED, "%s has data type %s (%d), which llmc does not support",
+                         what, llmc_dtype_name(out->dtype), out->dtype);
+    if (t->n_dims > LLMC_MAX_RANK)
+        return llmc_fail(err, LLMC_E_UNSUPPORTED, "%s has rank %zu; llmc supports at most %d", what,
+                         t->n_dims, LLMC_MAX_RANK);
+    out->rank = (int)t->n_dims;
+    for (int i = 0; i < out->rank; i++)
+        out->dims[i] = t->dims[i];
+    uint64_t count;
+    int rc = llmc_shape_elements(out->dims, out->rank, what, &count, err);
+    if (rc)
+        return rc;
+    if (count > UINT64_MAX / esize) {
+        char shape[256];
+        return llmc_fail(err, LLMC_E_INPUT, "%s: shape %s has more bytes than 64 bits can count", what,
+                         format_dims(shape, sizeof shape, out->dims, out->rank));
+    }
+    *nbytes = count * esize;
+    return LLMC_OK;
+}
+
+/* The typed field that holds elements of `dtype` (see TensorProto in
+ * onnx.proto): int32_data also carries the narrower integer types, bool
+ * and the bit patterns of float16/bfloat16. */
+static size_t typed_field(const Onnx__TensorProto *t, int dtype, const char **field)
+{
+    switch (dtype) {
+    case LLMC_DT_FLOAT: *field = "float_data"; return t->n_float_data;
+    case LLMC_DT_INT64: *field = "int64_data"; return t->n_int64_data;
+    case LLMC_DT_DOUBLE: *field = "double_data"; return t->n_double_data;
+    case LLMC_DT_UINT32: case LLMC_DT_UINT64: *field = "uint64_data"; return t->n_uint64_data;
+    default: *field = "int32_data"; return t->n_int32_data;
+    }
+}
+
+static void narrow_int32_field(const Onnx__TensorProto *t, int dtype, uint64_t count, void *buf)
+{
+    for (uint64_t i = 0; i < count; i++) {
+        int32_t v = t->int32_data[i];
+        if (dtype == LLMC_DT_BOOL)
+            v = v != 0;
+        if (llmc_dtype_size(dtype) == 2) {
+            uint16_t h = (uint16_t)v;
+            memcpy((uint8_t *)buf + 2 * i, &h, 2);
+        } else {
+            ((uint8_t *)buf)[i] = (uint8_t)v;
+        }
+    }
+}
+
+static void copy_typed_field(const Onnx__TensorProto *t, int dtype, uint64_t count, void *buf)
+{
+    switch (dtype) {
+    case LLMC_DT_FLOAT: memcpy(buf, t->float_data, count * 4); break;
+    case LLMC_DT_INT64: memcpy(buf, t->int64_data, count * 8); break;
+    case LLMC_DT_DOUBLE: memcpy(buf, t->double_data, count * 8); break;
+    case LLMC_DT_UINT64: memcpy(buf, t->uint64_data, count * 8); break;
+    case LLMC_DT_INT32: memcpy(buf, t->int32_data, count * 4); break;
+    case LLMC_DT_UINT32:
+        for (uint64_t i = 0; i < count; i++) {
+            uint32_t v = (uint32_t)t->uint64_data[i];
+            memcpy((uint8_t *)buf + 4 * i, &v, 4);
+        }
+        break;
+    default: narrow_int32_field(t, dtype, count, buf); break;
+    }
+}
+
+static int decode_typed_data(const Onnx__TensorProto *t, const char *what, llmc_onnx_tensor *out,
+                             uint64_t nbytes, llmc_error *err)
+{
+    const char *field;
+    uint64_t count = nbytes / llmc_dtype_size(out->dtype);
+    size_t n = typed_field(t, out->dtype, &field);
+    if (n != count) {
+        char shape[256];
+        return llmc_fail(err, LLMC_E_INPUT, "%s has %zu elements in %s, its shape %s needs %" PRIu64,
+                         what, n, field, format_dims(shape, sizeof shape, out->dims, out->rank), count);
+    }
+    if (!count)
+        return LLMC_OK;
+    void *buf = malloc(nbytes);
+    if (!buf)
+        return llmc_fail(err, LLMC_E_NOMEM, "out of memory decoding %s", what);
+    copy_typed_field(t, out->dtype, count, buf);
+    out->data.data = buf;
+    out->data.nbytes = nbytes;
+    out->data.owned = true;
+    return LLMC_OK;
+}
+
+int llmc_onnx_tensor_decode(const Onnx__TensorProto *t, const char *what, llmc_ext_cache *ext,
+                            llmc_onnx_tensor *out, llmc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    uint64_t nbytes = 0;
+    int rc = decode_shape(t, what, out, &nbytes, err);
+    if (rc)
+        return rc;
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        if (!ext)
+            return llmc_fail(err, LLMC_E_UNSUPPORTED, "%s uses external data, which is not allowed here",
+                             what);
+        out->data.nbytes = nbytes;
+        return llmc_ext_data(ext, t, what, nbytes, &out->data.data, err);
+    }
+    if (!t->has_raw_data)
+        return decode_typed_data(t, what, out, nbytes, err);
+    if (t->raw_data.len != nbytes) {
+        char shape[256];
+        return llmc_fail(err, LLMC_E_INPUT, "%s has %zu bytes of raw_data, its shape %s of %s needs %" PRIu64,
+                         what, t->raw_data.len, format_dims(shape, sizeof shape, out->dims, out->rank),
+                         llmc_dtype_name(out->dtype), nbytes);
+    }
+    out->data.data = t->raw_data.data;
+    out->data.nbytes = nbytes;
+    return LLMC_OK;
+}
+
+/* Moves the decoded tensor into *f; borrowed data (raw_data inside the
+ * message, about to be freed) is copied. */
+static int fill_tensor_file(const Onnx__TensorProto *t, const llmc_onnx_tensor *d, llmc_tensor_file *f)
+{
+    f->dtype = d->dtype;
+    f->rank = d->rank;
+    memcpy(f->dims, d->dims, sizeof f->dims);
+    f->nbytes = d->data.nbytes;
+    if (d->data.owned)
+        f->data = (void *)d->data.data;
+    else if (f->nbytes && (f->data = malloc(f->nbytes)) != NULL)
+        memcpy(f->data, d->data.data, f->nbytes);
+    f->name = strdup(t->name ? t->name : "");
+    return f->name && (f->data || !f->nbytes) ? 0 : -1;
+}
+
+int llmc_read_tensor_pb(const char *path, llmc_tensor_file *t, llmc_error *err)
+{
+    memset(t, 0, sizeof *t);
+    llmc_mapped_file file;
+    int e = llmc_map_file(path, &file);
+    if (e)
+        return llmc_fail(err, LLMC_E_INPUT, "cannot open '%s': %s", path, strerror(e));
+    Onnx__TensorProto *msg = onnx__tensor_proto__unpack(NULL, file.size, file.map);
+    llmc_unmap_file(&file);
+    if (!msg || !msg->has_data_type) {
+        const char *why = msg ? "no data_type" : "protobuf parse failed";
+        if (msg)
+            onnx__tensor_proto__free_unpacked(msg, NULL);
+        return llmc_fail(err, LLMC_E_INPUT, "'%s' is not a valid TensorProto file (%s)", path, why);
+    }
+    char what[4200];
+    snprintf(what, sizeof what, "tensor file '%s'", path);
+    llmc_onnx_tensor d;
+    int rc = llmc_onnx_tensor_decode(msg, what, NULL, &d, err);
+    if (!rc && fill_tensor_file(msg, &d, t) != 0)
+        rc = llmc_fail(err, LLMC_E_NOMEM, "out of memory reading %s", what);
+    if (rc)
+        llmc_tensor_file_free(t);
+    onnx__tensor_proto__free_unpacked(msg, NULL);
+    return rc;
+}
+
+void llmc_tensor_file_free(llmc_tensor_file *t)
+{
+    free(t->name);
+    free(t->data);
+    memset(t, 0, sizeof *t);
+}

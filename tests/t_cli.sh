@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The command line contract: help, version, exit codes, atomic output,
+# pass dumps and their digests, determinism, inspect, verify.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+LLMC=$BUILD/llmc
+PY=/usr/bin/python3
+WORK=$BUILD/test-data/cli
+rm -rf "$WORK" && mkdir -p "$WORK"
+n=0 failures=0
+check() {   # check "description" command...
+    local what=$1; shift
+    n=$((n + 1))
+    if "$@" >"$WORK/last.log" 2>&1; then echo "ok $n - $what"
+    else failures=$((failures + 1)); echo "not ok $n - $what"; sed 's/^/# /' "$WORK/last.log" | head -20; fi
+}
+exits_with() {   # exits_with CODE command... : the command fails with exactly CODE
+    local want=$1; shift
+    "$@"; local got=$?
+    [ "$got" -eq "$want" ] || { echo "exit status $got, expected $want"; return 1; }
+}
+stderr_names() {   # stderr_names TEXT command... : stderr mentions TEXT
+    local text=$1; shift
+    "$@" 2>"$WORK/stderr.txt"
+    grep -qF -- "$text" "$WORK/stderr.txt" || { echo "stderr lacks '$text':"; cat "$WORK/stderr.txt"; return 1; }
+}
+
+MODEL=$WORK/llama.onnx
+$PY scripts/export_llm.py --family llama --opset 14 --size tiny --seed 3 --out "$MODEL" 2>/dev/null
+
+check "--version prints the version" sh -c "'$LLMC' --version | grep -q '^llmc [0-9]'"
+for cmd in compile inspect run verify check-onnx ops; do
+    check "$cmd --help prints usage and exits 0" sh -c "'$LLMC' $cmd --help | grep -q '^usage: llmc $cmd'"
+done
+check "unknown command exits 2" exits_with 2 "$LLMC" frobnicate
+check "compile without -o exits 2" exits_with 2 "$LLMC" compile "$MODEL"
+check "compile with an unknown flag exits 2" exits_with 2 "$LLMC" compile "$MODEL" -o "$WORK/x.plan" --frob
+check "compile of a missing file exits 3" exits_with 3 "$LLMC" compile "$WORK/nope.onnx" -o "$WORK/x.plan"
+check "compile of a missing file names it" stderr_names "nope.onnx" "$LLMC" compile "$WORK/nope.onnx" -o "$WORK/x.plan"
+printf 'this is not a protobuf' >"$WORK/garbage.onnx"
+check "compile of a non-ONNX file exits 3" exits_with 3 "$LLMC" compile "$WORK/garbage.onnx" -o "$WORK/x.plan"
+check "a failed compile writes nothing" test ! -e "$WORK/x.plan"
+check "compile into a missing folder exits 5" exits_with 5 "$LLMC" compile "$MODEL" -o "$WORK/no/such/dir/x.plan"
+
+check "compile with --dump-passes" "$LLMC" compile "$MODEL" -o "$WORK/a.plan" --max-context 128 --dump-passes "$WORK/dump-a"
+"$LLMC" compile "$MODEL" -o "$WORK/b.plan" --max-context 128 --dump-passes "$WORK/dump-b" >"$WORK/compile-b.txt" 2>&1
+check "two compiles give byte-identical plans" cmp "$WORK/a.plan" "$WORK/b.plan"
+check "two compiles give byte-identical pass dumps" diff -r "$WORK/dump-a" "$WORK/dump-b"
+check "a dump per pass, numbered" sh -c "ls '$WORK/dump-a' | grep -q '^01-shape-inference.txt$'"
+digests_match() {   # every digest in the pass table is xxh64 of its dump file
+    local line pass digest file count=0
+    while read -r _ pass _ digest; do
+        file=$(ls "$WORK"/dump-b/[0-9][0-9]-"$pass".txt 2>/dev/null | head -1)
+        [ -n "$file" ] || { echo "no dump for pass $pass"; return 1; }
+        [ "$(xxhsum -H64 "$file" | cut -d' ' -f1)" = "$digest" ] || { echo "digest mismatch for $pass"; return 1; }
+        count=$((count + 1))
+    done < <(grep -E '^[0-9]+ +[a-z-]+ +[0-9]+ +[0-9a-f]{16}$' "$WORK/compile-b.txt")
+    [ "$count" -ge 3 ] || { echo "only $count passes in the table"; return 1; }
+}
+check "pass table digests are the xxh64 of the dumps" digests_match
+
+check "verify accepts the plan" "$LLMC" verify "$WORK/a.plan"
+cp "$WORK/a.plan" "$WORK/flipped.plan"
+size=$(stat -c %s "$WORK/flipped.plan")
+printf '\xff' | dd of="$WORK/flipped.plan" bs=1 seek=$((size - 1)) conv=notrunc 2>/dev/null
+check "verify rejects a flipped weight byte (exit 6)" exits_with 6 "$LLMC" verify "$WORK/flipped.plan"
+head -c 100 "$WORK/a.plan" >"$WORK/short.plan"
+check "run rejects a truncated plan (exit 6)" exits_with 6 "$LLMC" run "$WORK/short.plan" --prompt-ids 1 --max-new 1
+
+inspect_json() {
+    "$LLMC" inspect "$WORK/a.plan" --json >"$WORK/inspect.json" || return 1
+    $PY - "$WORK/inspect.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["arena_bytes"] > 0, j["arena_bytes"]
+assert j["weight_bytes"] > 0
+assert sum(j["op_counts"].values()) == j["ops_total"]
+assert [p["name"] for p in j["passes"]][:1] == ["shape-inference"]
+assert j["max_context"] == 128
+PYEOF
+}
+check "inspect --json reports ops, arena, weights and passes" inspect_json
+check "inspect prints the arena size" sh -c "'$LLMC' inspect '$WORK/a.plan' | grep -qi 'arena'"
+check "run past the max context exits 2" exits_with 2 "$LLMC" run "$WORK/a.plan" --prompt-ids 1,2,3 --max-new 127
+check "run prints as many ids as asked" sh -c "test \$('$LLMC' run '$WORK/a.plan' --prompt-ids 1,2,3 --max-new 5 | wc -w) -eq 5"
+echo "1..$n"
+[ "$failures" -eq 0 ]
