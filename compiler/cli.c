@@ -1,14 +1,10 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 int llmc_cli_report(const llmc_error *err)
 {
@@ -47,35 +43,12 @@ int64_t llmc_cli_parse_count(const char *text)
     return v;
 }
 
-int llmc_map_file(const char *path, llmc_mapped_file *m, llmc_error *err)
+int llmc_cli_map(const char *path, llmc_mapped_file *m, llmc_error *err)
 {
-    m->data = NULL;
-    m->size = 0;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return llmc_fail(err, LLMC_E_INPUT, "cannot open '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return llmc_fail(err, LLMC_E_INPUT, "'%s' is not a regular file", path);
-    }
-    if (st.st_size == 0) {
-        close(fd);
+    int e = llmc_map_file(path, m);
+    if (e)
+        return llmc_fail(err, LLMC_E_INPUT, "cannot open '%s': %s", path, strerror(e));
+    if (!m->size)
         return llmc_fail(err, LLMC_E_INPUT, "'%s' is empty", path);
-    }
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED)
-        return llmc_fail(err, LLMC_E_INPUT, "cannot map '%s': %s", path, strerror(errno));
-    m->data = p;
-    m->size = (size_t)st.st_size;
     return LLMC_OK;
-}
-
-void llmc_unmap_file(llmc_mapped_file *m)
-{
-    if (m->data)
-        munmap((void *)m->data, m->size);
-    m->data = NULL;
-    m->size = 0;
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "diag.h"
+#include "file_map.h"
 
 #define LLMC_VERSION "0.1.0"
 
@@ -25,13 +26,8 @@ int llmc_cli_wants_help(int argc, char **argv);
 /* Parses a non-negative integer option value; returns -1 if malformed. */
 int64_t llmc_cli_parse_count(const char *text);
 
-/* A read-only mapping of a whole file (plans are executed in place). */
-typedef struct {
-    const uint8_t *data;
-    size_t size;
-} llmc_mapped_file;
-
-int llmc_map_file(const char *path, llmc_mapped_file *m, llmc_error *err);
-void llmc_unmap_file(llmc_mapped_file *m);
+/* Maps a whole plan or model read-only (plans are executed in place);
+ * an empty or unreadable file is an LLMC_E_INPUT error naming the path. */
+int llmc_cli_map(const char *path, llmc_mapped_file *m, llmc_error *err);
 
 #endif

@@ -199,12 +199,12 @@ int llmc_cmd_inspect(int argc, char **argv)
         return llmc_cli_usage("inspect", "missing PLAN");
     llmc_error err = {0};
     llmc_mapped_file file;
-    if (llmc_map_file(path, &file, &err))
+    if (llmc_cli_map(path, &file, &err))
         return llmc_cli_report(&err);
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
     plan_summary s;
-    if (llmc_rt_plan_open(&plan, file.data, file.size, 0, &rt) || summarize(&plan, &s, &rt) ||
+    if (llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) || summarize(&plan, &s, &rt) ||
         (json ? print_json(path, &plan, &s, &rt) : print_text(path, &plan, &s, &rt)))
         llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", path, rt.msg);
     llmc_unmap_file(&file);

@@ -138,13 +138,13 @@ int llmc_cmd_run(int argc, char **argv)
     run_args a;
     int rc = parse_args(argc, argv, &a);
     llmc_error err = {0};
-    llmc_mapped_file file = {0};
+    llmc_mapped_file file = {0, 0};
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
     FILE *logits_file = NULL;
     if (!rc)
-        rc = llmc_map_file(a.plan, &file, &err);
-    if (!rc && llmc_rt_plan_open(&plan, file.data, file.size, 0, &rt) != LLMC_RT_OK)
+        rc = llmc_cli_map(a.plan, &file, &err);
+    if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
     if (!rc && a.logits_out && !(logits_file = fopen(a.logits_out, "wb")))
         rc = llmc_fail(&err, LLMC_E_OUTPUT, "cannot write '%s': %s", a.logits_out, strerror(errno));

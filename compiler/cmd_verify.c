@@ -15,12 +15,12 @@ int llmc_cmd_verify(int argc, char **argv)
         return llmc_cli_usage("verify", argc < 2 ? "missing PLAN" : "unexpected argument '%s'", argv[argc - 1]);
     llmc_error err = {0};
     llmc_mapped_file file;
-    int rc = llmc_map_file(argv[1], &file, &err);
+    int rc = llmc_cli_map(argv[1], &file, &err);
     if (rc)
         return llmc_cli_report(&err);
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
-    llmc_rt_status st = llmc_rt_plan_open(&plan, file.data, file.size, LLMC_RT_VERIFY_HASHES, &rt);
+    llmc_rt_status st = llmc_rt_plan_open(&plan, file.map, file.size, LLMC_RT_VERIFY_HASHES, &rt);
     if (st != LLMC_RT_OK) {
         llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s: %s", argv[1], llmc_rt_status_text(st), rt.msg);
     } else {

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "diag.h"
+#include "file_map.h"
 #include "ir.h"
 #include "onnx/onnx.pb-c.h"
 #include "onnx_import.h"
@@ -14,15 +15,6 @@
 /* Names in messages are cut so that one long name cannot fill the message. */
 #define LLMC_NAME_FMT "'%.300s'"
 
-/* A whole file mapped read-only; map is NULL for an empty file. */
-typedef struct {
-    const uint8_t *map;
-    uint64_t size;
-} llmc_mapped_file;
-
-/* Returns 0 or an errno value (EISDIR/EINVAL for non-regular files). */
-int llmc_map_file(const char *path, llmc_mapped_file *f);
-void llmc_unmap_file(llmc_mapped_file *f);
 
 /* External data files of one model, each mapped once. */
 typedef struct llmc_ext_file llmc_ext_file;

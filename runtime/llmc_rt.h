@@ -108,6 +108,7 @@ typedef struct {
     uint8_t *arena;                   /* plan->arena_size bytes */
     uint8_t *kv;                      /* plan->kv_bytes bytes */
     uint32_t position;                /* P: tokens already in the KV store */
+    uint32_t last_S, last_P;          /* (S, P) of the last run, for outputs */
 } llmc_rt_session;
 
 /* Bytes of working memory llmc_rt_session_init() needs (arena + KV store +

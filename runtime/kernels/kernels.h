@@ -1,0 +1,92 @@
+/* Internal: reference fp32 kernels in portable C.
+ *
+ * A kernel gets dense row-major views (llmc_rt_tensor: dtype, rank, dims,
+ * data) whose dims the interpreter evaluated at this call's (S, P) and
+ * checked against the tensors' reserved bytes, so every element inside the
+ * dims of a view is addressable.  Kernels check how the views relate
+ * (broadcasting, matmul shapes, axes, dtypes) and fail with LLMC_RT_E_EXEC
+ * plus a message (the caller prefixes the op); they never touch memory
+ * outside the views and never allocate.  Inputs are only read. */
+#ifndef LLMC_RT_KERNELS_H
+#define LLMC_RT_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "llmc_rt.h"
+
+#define RT_R LLMC_RT_MAX_RANK
+
+typedef llmc_rt_tensor rt_view;
+
+/* Which dtypes each op accepts; the verifier asks these at plan open. */
+bool k_unary_supports(int kind, int x_dtype, int y_dtype);
+bool k_binary_supports(int kind, int a_dtype, int b_dtype, int y_dtype);
+bool k_cast_supports(int x_dtype, int y_dtype);
+bool k_reduce_supports(int kind, int x_dtype, int y_dtype);
+
+/* ref_elementwise.c */
+llmc_rt_status k_unary(int kind, const rt_view *x, rt_view *y, llmc_rt_error *err);
+llmc_rt_status k_binary(int kind, const rt_view *a, const rt_view *b, rt_view *y,
+                        llmc_rt_error *err);
+llmc_rt_status k_where(const rt_view *cond, const rt_view *x, const rt_view *other,
+                       rt_view *y, llmc_rt_error *err);
+llmc_rt_status k_cast(const rt_view *x, rt_view *y, llmc_rt_error *err);
+
+/* ref_matmul.c */
+llmc_rt_status k_matmul(const rt_view *a, const rt_view *b, rt_view *y, llmc_rt_error *err);
+
+/* ref_reduce.c: axes non-negative and distinct; none = every axis. */
+llmc_rt_status k_reduce(int kind, const rt_view *x, const int *axes, int n_axes,
+                        bool keepdims, rt_view *y, llmc_rt_error *err);
+
+/* ref_softmax.c */
+llmc_rt_status k_softmax(const rt_view *x, int axis, rt_view *y, llmc_rt_error *err);
+
+/* ref_layernorm.c: bias may be NULL. */
+llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view *bias,
+                           int axis, float epsilon, rt_view *y, llmc_rt_error *err);
+
+/* ref_gather.c */
+llmc_rt_status k_gather(const rt_view *data, const rt_view *indices, int axis, rt_view *y,
+                        llmc_rt_error *err);
+
+/* ref_copy.c: one Region of a Copy op with its Affines evaluated.  Arrays
+ * are indexed by destination axis except src_start (by source axis). */
+typedef struct {
+    int64_t dst_start[RT_R];
+    int64_t size[RT_R];
+    int64_t src_start[RT_R];
+    int src_axis[RT_R];
+    int64_t src_step[RT_R];
+} rt_region;
+
+llmc_rt_status k_copy_region(const rt_region *g, const rt_view *src, rt_view *dst,
+                             llmc_rt_error *err);
+llmc_rt_status k_reshape(const rt_view *x, rt_view *y, llmc_rt_error *err);
+
+/* ref_fill.c */
+llmc_rt_status k_fill(double value, rt_view *y, llmc_rt_error *err);
+llmc_rt_status k_range(const rt_view *start, const rt_view *limit, const rt_view *delta,
+                       rt_view *y, llmc_rt_error *err);
+
+/* ref_common.c: shared helpers */
+int64_t k_count(const rt_view *t);  /* element count (1 for a scalar) */
+size_t k_dtype_size(int dtype);     /* 0 if unsupported */
+void k_strides(const rt_view *t, int64_t *strides); /* row-major, in elements */
+bool k_same_dims(const rt_view *a, const rt_view *b);
+/* Offset (sum of index * stride) of element i of the row-major index space
+ * `dims` (n axes). */
+int64_t k_offset_of(int64_t i, int n, const int64_t *dims, const int64_t *strides);
+/* "[2, 3, 4]" style dims into buf, for messages. */
+const char *k_dims_text(const rt_view *t, char *buf, size_t cap);
+/* Numeric element i as int64 / as double, and stores that convert to the
+ * view's dtype (integers wrap like a C cast to the narrower type; floats
+ * truncate toward zero, saturating, NaN -> 0). */
+int64_t k_load_i(const rt_view *t, int64_t i);
+double k_load_f(const rt_view *t, int64_t i);
+void k_store_i(rt_view *t, int64_t i, int64_t v);
+void k_store_f(rt_view *t, int64_t i, double v);
+int64_t k_f2i(double v);
+
+#endif

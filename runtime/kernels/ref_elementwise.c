@@ -1,0 +1,374 @@
+/* Unary, Binary, Where and Cast with numpy broadcasting. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "rt_msg.h"
+
+enum { U_IDENTITY, U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_ERF, U_TANH, U_SIGMOID,
+       U_RECIPROCAL, U_RELU, U_SIN, U_COS, U_NOT, U_FLOOR, U_CEIL, U_COUNT };
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_EQUAL, B_LESS, B_GREATER,
+       B_LESS_EQUAL, B_GREATER_EQUAL, B_AND, B_OR, B_XOR, B_COUNT };
+
+static bool is_int(int dtype)
+{
+    return dtype == LLMC_RT_I32 || dtype == LLMC_RT_I64;
+}
+
+static bool is_numeric(int dtype)
+{
+    return dtype == LLMC_RT_F32 || is_int(dtype);
+}
+
+/* ---- broadcasting ------------------------------------------------------ */
+
+/* Up to three operands walked against the output's dims: element strides per
+ * output axis, 0 where the operand is broadcast. */
+typedef struct {
+    int rank;
+    int64_t dims[RT_R];
+    int64_t strides[3][RT_R];
+    int n_in;
+} bcast;
+
+static llmc_rt_status bcast_fail(const rt_view *const *in, int n_in, const rt_view *y,
+                                 llmc_rt_error *err)
+{
+    char a[96], b[96], c[96], out[96];
+    return rt_fail(err, LLMC_RT_E_EXEC, "operands %s %s %s do not broadcast to output %s",
+                   NULL,
+                   RT_S(k_dims_text(in[0], a, sizeof a),
+                        n_in > 1 ? k_dims_text(in[1], b, sizeof b) : "",
+                        n_in > 2 ? k_dims_text(in[2], c, sizeof c) : "",
+                        k_dims_text(y, out, sizeof out)));
+}
+
+static llmc_rt_status bcast_init(bcast *w, const rt_view *const *in, int n_in,
+                                 const rt_view *y, llmc_rt_error *err)
+{
+    w->rank = y->rank;
+    w->n_in = n_in;
+    memcpy(w->dims, y->dims, sizeof w->dims);
+    for (int k = 0; k < n_in; k++)
+        if (in[k]->rank > y->rank)
+            return bcast_fail(in, n_in, y, err);
+    for (int axis = 0; axis < y->rank; axis++) {
+        int64_t expect = 1;
+        for (int k = 0; k < n_in; k++) {
+            int a = axis - (y->rank - in[k]->rank);
+            int64_t d = a >= 0 ? in[k]->dims[a] : 1;
+            if (d != 1 && expect != 1 && d != expect)
+                return bcast_fail(in, n_in, y, err);
+            if (d != 1)
+                expect = d;
+        }
+        if (expect != y->dims[axis])
+            return bcast_fail(in, n_in, y, err);
+    }
+    for (int k = 0; k < n_in; k++) {
+        int64_t s[RT_R];
+        int shift = y->rank - in[k]->rank;
+        k_strides(in[k], s);
+        for (int axis = 0; axis < y->rank; axis++) {
+            int a = axis - shift;
+            w->strides[k][axis] = a >= 0 && in[k]->dims[a] != 1 ? s[a] : 0;
+        }
+    }
+    return LLMC_RT_OK;
+}
+
+/* Element offsets of every operand for output row `row` (rows run along the
+ * last axis). */
+static void bcast_row(const bcast *w, int64_t row, int64_t *off)
+{
+    for (int k = 0; k < w->n_in; k++)
+        off[k] = 0;
+    for (int axis = w->rank - 1; axis-- > 0;) {
+        int64_t i = row % w->dims[axis];
+        row /= w->dims[axis];
+        for (int k = 0; k < w->n_in; k++)
+            off[k] += i * w->strides[k][axis];
+    }
+}
+
+static int64_t bcast_row_len(const bcast *w)
+{
+    return w->rank ? w->dims[w->rank - 1] : 1;
+}
+
+static int64_t bcast_inner_stride(const bcast *w, int k)
+{
+    return w->rank ? w->strides[k][w->rank - 1] : 0;
+}
+
+/* ---- Unary ------------------------------------------------------------- */
+
+bool k_unary_supports(int kind, int x_dtype, int y_dtype)
+{
+    if (x_dtype != y_dtype || kind < 0 || kind >= U_COUNT || !k_dtype_size(x_dtype))
+        return false;
+    if (kind == U_IDENTITY)
+        return true;
+    if (x_dtype == LLMC_RT_F32)
+        return kind != U_NOT;
+    if (is_int(x_dtype))
+        return kind == U_NEG || kind == U_ABS || kind == U_RELU;
+    return x_dtype == LLMC_RT_BOOL && kind == U_NOT;
+}
+
+static float unary_f32(int kind, float x)
+{
+    switch (kind) {
+    case U_NEG: return -x;
+    case U_ABS: return fabsf(x);
+    case U_SQRT: return sqrtf(x);
+    case U_EXP: return expf(x);
+    case U_LOG: return logf(x);
+    case U_ERF: return erff(x);
+    case U_TANH: return tanhf(x);
+    case U_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case U_RECIPROCAL: return 1.0f / x;
+    case U_RELU: return x > 0.0f ? x : 0.0f;
+    case U_SIN: return sinf(x);
+    case U_COS: return cosf(x);
+    case U_FLOOR: return floorf(x);
+    case U_CEIL: return ceilf(x);
+    default: return x;
+    }
+}
+
+static int64_t unary_int(int kind, int64_t x)
+{
+    uint64_t neg = 0 - (uint64_t)x; /* wraps for INT64_MIN like ONNX Runtime */
+    int64_t negated = neg <= INT64_MAX ? (int64_t)neg : INT64_MIN;
+    switch (kind) {
+    case U_NEG: return negated;
+    case U_ABS: return x < 0 ? negated : x;
+    case U_RELU: return x > 0 ? x : 0;
+    case U_NOT: return !x;
+    default: return x;
+    }
+}
+
+llmc_rt_status k_unary(int kind, const rt_view *x, rt_view *y, llmc_rt_error *err)
+{
+    if (!k_unary_supports(kind, x->dtype, y->dtype))
+        return rt_fail(err, LLMC_RT_E_EXEC, "unary kind %d does not take dtype %d -> %d",
+                       RT_N(kind, x->dtype, y->dtype), NULL);
+    if (!k_same_dims(x, y))
+        return rt_fail(err, LLMC_RT_E_EXEC, "input and output dims differ", NULL, NULL);
+    int64_t n = k_count(x);
+    if (x->dtype == LLMC_RT_F32) {
+        const float *in = x->data;
+        float *out = y->data;
+        for (int64_t i = 0; i < n; i++)
+            out[i] = unary_f32(kind, in[i]);
+    } else if (kind == U_IDENTITY) {
+        memmove(y->data, x->data, (size_t)n * k_dtype_size(x->dtype));
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            k_store_i(y, i, unary_int(kind, k_load_i(x, i)));
+    }
+    return LLMC_RT_OK;
+}
+
+/* ---- Binary ------------------------------------------------------------ */
+
+static bool is_arith(int kind)
+{
+    return kind <= B_MIN && kind != B_POW;
+}
+
+static bool is_compare(int kind)
+{
+    return kind >= B_EQUAL && kind <= B_GREATER_EQUAL;
+}
+
+bool k_binary_supports(int kind, int a, int b, int y)
+{
+    if (kind == B_POW)
+        return a == LLMC_RT_F32 && is_numeric(b) && y == LLMC_RT_F32;
+    if (is_arith(kind))
+        return a == b && b == y && is_numeric(a);
+    if (is_compare(kind))
+        return a == b && y == LLMC_RT_BOOL &&
+               (is_numeric(a) || (kind == B_EQUAL && a == LLMC_RT_BOOL));
+    return kind >= B_AND && kind < B_COUNT && a == LLMC_RT_BOOL && b == LLMC_RT_BOOL &&
+           y == LLMC_RT_BOOL;
+}
+
+static float max_f32(float a, float b)
+{
+    return a != a || b != b ? NAN : (a > b ? a : b);
+}
+
+static float min_f32(float a, float b)
+{
+    return a != a || b != b ? NAN : (a < b ? a : b);
+}
+
+static float arith_f32(int kind, float a, float b)
+{
+    switch (kind) {
+    case B_ADD: return a + b;
+    case B_SUB: return a - b;
+    case B_MUL: return a * b;
+    case B_DIV: return a / b;
+    case B_POW: return powf(a, b);
+    case B_MAX: return max_f32(a, b);
+    default: return min_f32(a, b);
+    }
+}
+
+/* Integer arithmetic wraps (unsigned math); Div truncates toward zero. */
+static int64_t arith_int(int kind, int64_t a, int64_t b)
+{
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b, r;
+    switch (kind) {
+    case B_ADD: r = ua + ub; break;
+    case B_SUB: r = ua - ub; break;
+    case B_MUL: r = ua * ub; break;
+    case B_DIV: return a == INT64_MIN && b == -1 ? INT64_MIN : a / b;
+    case B_MAX: return a > b ? a : b;
+    default: return a < b ? a : b;
+    }
+    return r <= INT64_MAX ? (int64_t)r : -(int64_t)~r - 1;
+}
+
+static bool compare(int kind, double a, double b)
+{
+    switch (kind) {
+    case B_EQUAL: return a == b;
+    case B_LESS: return a < b;
+    case B_GREATER: return a > b;
+    case B_LESS_EQUAL: return a <= b;
+    default: return a >= b;
+    }
+}
+
+static bool compare_int(int kind, int64_t a, int64_t b)
+{
+    switch (kind) {
+    case B_EQUAL: return a == b;
+    case B_LESS: return a < b;
+    case B_GREATER: return a > b;
+    case B_LESS_EQUAL: return a <= b;
+    default: return a >= b;
+    }
+}
+
+static bool logic(int kind, bool a, bool b)
+{
+    return kind == B_AND ? a && b : kind == B_OR ? a || b : a != b;
+}
+
+/* One output element from operand elements ia, ib; false on division by 0. */
+static bool binary_elem(int kind, const rt_view *a, int64_t ia, const rt_view *b,
+                        int64_t ib, rt_view *y, int64_t iy)
+{
+    if (a->dtype == LLMC_RT_F32 && (is_arith(kind) || kind == B_POW)) {
+        ((float *)y->data)[iy] = arith_f32(kind, ((const float *)a->data)[ia],
+                                           (float)k_load_f(b, ib));
+    } else if (a->dtype == LLMC_RT_F32) {
+        ((uint8_t *)y->data)[iy] = compare(kind, k_load_f(a, ia), k_load_f(b, ib));
+    } else if (is_arith(kind)) {
+        int64_t vb = k_load_i(b, ib);
+        if (kind == B_DIV && vb == 0)
+            return false;
+        k_store_i(y, iy, arith_int(kind, k_load_i(a, ia), vb));
+    } else if (is_compare(kind)) {
+        ((uint8_t *)y->data)[iy] = compare_int(kind, k_load_i(a, ia), k_load_i(b, ib));
+    } else {
+        ((uint8_t *)y->data)[iy] = logic(kind, k_load_i(a, ia) != 0, k_load_i(b, ib) != 0);
+    }
+    return true;
+}
+
+llmc_rt_status k_binary(int kind, const rt_view *a, const rt_view *b, rt_view *y,
+                        llmc_rt_error *err)
+{
+    const rt_view *in[2] = {a, b};
+    bcast w;
+    if (!k_binary_supports(kind, a->dtype, b->dtype, y->dtype))
+        return rt_fail(err, LLMC_RT_E_EXEC, "binary kind %d does not take dtypes %d, %d -> %d",
+                       RT_N(kind, a->dtype, b->dtype, y->dtype), NULL);
+    llmc_rt_status st = bcast_init(&w, in, 2, y, err);
+    if (st)
+        return st;
+    int64_t len = bcast_row_len(&w), rows = len ? k_count(y) / len : 0;
+    int64_t sa = bcast_inner_stride(&w, 0), sb = bcast_inner_stride(&w, 1);
+    bool all_f32 = a->dtype == LLMC_RT_F32 && b->dtype == LLMC_RT_F32 && is_arith(kind);
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t off[2];
+        bcast_row(&w, row, off);
+        if (all_f32) { /* the common case, without per-element dtype dispatch */
+            const float *pa = (const float *)a->data + off[0], *pb = (const float *)b->data + off[1];
+            float *py = (float *)y->data + row * len;
+            for (int64_t j = 0; j < len; j++)
+                py[j] = arith_f32(kind, pa[j * sa], pb[j * sb]);
+            continue;
+        }
+        for (int64_t j = 0; j < len; j++)
+            if (!binary_elem(kind, a, off[0] + j * sa, b, off[1] + j * sb, y, row * len + j))
+                return rt_fail(err, LLMC_RT_E_EXEC, "integer division by zero", NULL, NULL);
+    }
+    return LLMC_RT_OK;
+}
+
+/* ---- Where ------------------------------------------------------------- */
+
+llmc_rt_status k_where(const rt_view *cond, const rt_view *x, const rt_view *other,
+                       rt_view *y, llmc_rt_error *err)
+{
+    const rt_view *in[3] = {cond, x, other};
+    size_t es = k_dtype_size(y->dtype);
+    bcast w;
+    if (cond->dtype != LLMC_RT_BOOL || x->dtype != y->dtype || other->dtype != y->dtype || !es)
+        return rt_fail(err, LLMC_RT_E_EXEC, "Where takes bool, T, T -> T; got %d, %d, %d -> %d",
+                       RT_N(cond->dtype, x->dtype, other->dtype, y->dtype), NULL);
+    llmc_rt_status st = bcast_init(&w, in, 3, y, err);
+    if (st)
+        return st;
+    int64_t len = bcast_row_len(&w), rows = len ? k_count(y) / len : 0;
+    const uint8_t *c = cond->data, *px = x->data, *po = other->data;
+    uint8_t *out = y->data;
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t off[3];
+        bcast_row(&w, row, off);
+        for (int64_t j = 0; j < len; j++) {
+            int64_t ic = off[0] + j * bcast_inner_stride(&w, 0);
+            int64_t ix = off[1] + j * bcast_inner_stride(&w, 1);
+            int64_t io = off[2] + j * bcast_inner_stride(&w, 2);
+            const uint8_t *src = c[ic] ? px + ix * es : po + io * es;
+            memcpy(out + (row * len + j) * es, src, es);
+        }
+    }
+    return LLMC_RT_OK;
+}
+
+/* ---- Cast -------------------------------------------------------------- */
+
+bool k_cast_supports(int x_dtype, int y_dtype)
+{
+    return k_dtype_size(x_dtype) && k_dtype_size(y_dtype);
+}
+
+llmc_rt_status k_cast(const rt_view *x, rt_view *y, llmc_rt_error *err)
+{
+    if (!k_cast_supports(x->dtype, y->dtype))
+        return rt_fail(err, LLMC_RT_E_EXEC, "Cast does not take dtype %d -> %d",
+                       RT_N(x->dtype, y->dtype), NULL);
+    if (!k_same_dims(x, y))
+        return rt_fail(err, LLMC_RT_E_EXEC, "input and output dims differ", NULL, NULL);
+    int64_t n = k_count(x);
+    if (x->dtype == y->dtype) {
+        memmove(y->data, x->data, (size_t)n * k_dtype_size(x->dtype));
+    } else if (x->dtype == LLMC_RT_F32) {
+        for (int64_t i = 0; i < n; i++)
+            k_store_f(y, i, ((const float *)x->data)[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            k_store_i(y, i, k_load_i(x, i));
+    }
+    return LLMC_RT_OK;
+}

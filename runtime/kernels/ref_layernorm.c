@@ -1,0 +1,75 @@
+/* LayerNorm over axes [axis, rank): y = (x - mean) / sqrt(var + eps) * scale + bias,
+ * scale and bias broadcast over the normalized shape. */
+#include <math.h>
+
+#include "kernels.h"
+#include "rt_msg.h"
+
+/* Element strides of a scale/bias operand over the normalized dims (0 where
+ * broadcast); false if it does not broadcast to them. */
+static bool param_strides(const rt_view *p, const int64_t *norm_dims, int n_norm,
+                          int64_t *strides)
+{
+    int64_t s[RT_R];
+    int shift = p->rank - n_norm; /* extra leading dims of p must be 1 */
+    for (int a = 0; a < shift; a++)
+        if (p->dims[a] != 1)
+            return false;
+    k_strides(p, s);
+    for (int a = 0; a < n_norm; a++) {
+        int pa = a + shift;
+        int64_t d = pa >= 0 ? p->dims[pa] : 1;
+        if (d != 1 && d != norm_dims[a])
+            return false;
+        strides[a] = d == 1 ? 0 : s[pa];
+    }
+    return true;
+}
+
+static bool is_f32(const rt_view *t)
+{
+    return !t || t->dtype == LLMC_RT_F32;
+}
+
+llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view *bias,
+                           int axis, float epsilon, rt_view *y, llmc_rt_error *err)
+{
+    int64_t sstr[RT_R], bstr[RT_R] = {0};
+    if (!is_f32(x) || !is_f32(scale) || !is_f32(bias) || !is_f32(y) || !k_same_dims(x, y))
+        return rt_fail(err, LLMC_RT_E_EXEC, "LayerNorm needs float32 operands and output "
+                       "dims equal to the input's", NULL, NULL);
+    if (axis < 0 || axis >= x->rank)
+        return rt_fail(err, LLMC_RT_E_EXEC, "axis %d outside rank %d", RT_N(axis, x->rank),
+                       NULL);
+    const int64_t *norm_dims = x->dims + axis;
+    int n_norm = x->rank - axis;
+    if (!param_strides(scale, norm_dims, n_norm, sstr) ||
+        (bias && !param_strides(bias, norm_dims, n_norm, bstr)))
+        return rt_fail(err, LLMC_RT_E_EXEC, "scale or bias does not broadcast to the "
+                       "normalized dims", NULL, NULL);
+    int64_t n = 1, outer = 1;
+    for (int a = 0; a < n_norm; a++)
+        n *= norm_dims[a];
+    for (int a = 0; a < axis; a++)
+        outer *= x->dims[a];
+    const float *sc = scale->data, *bi = bias ? bias->data : NULL;
+    for (int64_t o = 0; o < outer; o++) {
+        const float *in = (const float *)x->data + o * n;
+        float *out = (float *)y->data + o * n;
+        double mean = 0.0, var = 0.0;
+        for (int64_t j = 0; j < n; j++)
+            mean += in[j];
+        mean /= (double)n;
+        for (int64_t j = 0; j < n; j++)
+            var += (in[j] - mean) * (in[j] - mean);
+        var /= (double)n;
+        double inv = 1.0 / sqrt(var + epsilon);
+        for (int64_t j = 0; j < n; j++) {
+            double v = (in[j] - mean) * inv * sc[k_offset_of(j, n_norm, norm_dims, sstr)];
+            if (bi)
+                v += bi[k_offset_of(j, n_norm, norm_dims, bstr)];
+            out[j] = (float)v;
+        }
+    }
+    return LLMC_RT_OK;
+}

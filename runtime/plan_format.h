@@ -1,0 +1,183 @@
+/* Internal: reading the plan FlatBuffer (schemas/plan.fbs).
+ *
+ * Every accessor checks what it reads against the file bounds and returns
+ * a status, so the verifier (llmc_rt_plan_open) and the interpreter share one
+ * code path and nothing is ever read unchecked.  Binary format, little-endian:
+ *   byte 0: uoffset of the root table; bytes 4..7: identifier "LLMC"
+ *   table:  int32 soffset; its vtable is at table_pos - soffset
+ *   vtable: uint16 vtable_bytes, uint16 table_bytes, then one uint16 field
+ *           offset per field id (absent or 0 = field holds its default)
+ *   uoffset fields point forward relative to their own position
+ *   vector: uint32 length, elements;  string: uint32 length, bytes, NUL */
+#ifndef LLMC_RT_PLAN_FORMAT_H
+#define LLMC_RT_PLAN_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmc_rt.h"
+
+/* Field ids: declaration order in schemas/plan.fbs. */
+enum { PLAN_FORMAT_VERSION, PLAN_TARGET, PLAN_SOURCE_HASH, PLAN_COMPILER_VERSION,
+       PLAN_MAX_CONTEXT, PLAN_ARENA_SIZE, PLAN_TENSORS, PLAN_OPS, PLAN_INPUTS,
+       PLAN_OUTPUTS, PLAN_SEGMENTS, PLAN_PASSES, PLAN_VOCAB_SIZE, PLAN_N_LAYERS };
+enum { TENSOR_NAME, TENSOR_DTYPE, TENSOR_DIMS, TENSOR_KIND, TENSOR_ARENA_OFFSET,
+       TENSOR_MAX_BYTES, TENSOR_SEGMENT };
+enum { SEGMENT_OFFSET, SEGMENT_SIZE, SEGMENT_XXHASH64 };
+enum { OP_CODE, OP_NAME, OP_INPUTS, OP_OUTPUTS, OP_KIND, OP_AXIS, OP_AXES,
+       OP_KEEPDIMS, OP_EPSILON, OP_VALUE, OP_VALUES, OP_REGIONS };
+enum { REGION_SRC, REGION_DST, REGION_DST_START, REGION_SIZE, REGION_SRC_START,
+       REGION_SRC_AXIS, REGION_SRC_STEP };
+enum { IO_TENSOR, IO_ROLE, IO_LAYER };
+enum { PASS_NAME, PASS_NODES, PASS_DIGEST };
+
+enum { KIND_ARENA = 0, KIND_WEIGHT = 1 };
+
+enum { OP_COPY, OP_RESHAPE, OP_UNARY, OP_BINARY, OP_WHERE, OP_CAST, OP_MATMUL,
+       OP_REDUCE, OP_SOFTMAX, OP_LAYERNORM, OP_GATHER, OP_FILL, OP_RANGE,
+       OP_SYMBOLS, OP_COUNT };
+
+enum { ROLE_GENERIC, ROLE_INPUT_IDS, ROLE_ATTENTION_MASK, ROLE_POSITION_IDS,
+       ROLE_PAST_KEY, ROLE_PAST_VALUE, ROLE_LOGITS, ROLE_PRESENT_KEY,
+       ROLE_PRESENT_VALUE, ROLE_COUNT };
+
+#define AFFINE_BYTES 24u /* struct Affine { long c, s, p; } */
+
+/* The bytes being read.  `end` grows to the highest byte any verified object
+ * covers, which tells the verifier where the FlatBuffer ends. */
+typedef struct {
+    const uint8_t *base;
+    size_t size;
+    uint64_t end;
+} fb_reader;
+
+typedef struct {
+    const char *what;  /* table type, for messages */
+    uint32_t pos;      /* table start */
+    uint32_t vtable;   /* vtable start */
+    uint16_t n_fields; /* field slots the vtable has */
+    uint16_t bytes;    /* table size */
+} fb_table;
+
+typedef struct {
+    uint32_t pos; /* first element */
+    uint32_t len;
+} fb_vector;
+
+static inline uint32_t fb_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t fb_u64(const uint8_t *p)
+{
+    return (uint64_t)fb_u32(p) | (uint64_t)fb_u32(p + 4) << 32;
+}
+
+static inline int64_t fb_i64(const uint8_t *p)
+{
+    uint64_t u = fb_u64(p);
+    /* two's complement without implementation-defined conversion */
+    return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+}
+
+/* Element i of a verified vector of uint32 / of Affine. */
+static inline uint32_t fb_vec_u32(const fb_reader *r, fb_vector v, uint32_t i)
+{
+    return fb_u32(r->base + v.pos + 4u * i);
+}
+
+static inline const uint8_t *fb_vec_affine(const fb_reader *r, fb_vector v, uint32_t i)
+{
+    return r->base + v.pos + AFFINE_BYTES * i;
+}
+
+/* Low-level, in plan_reader.c.  `what` names the table for messages. */
+llmc_rt_status fb_table_at(fb_reader *r, uint64_t pos, const char *what, fb_table *t,
+                           llmc_rt_error *err);
+llmc_rt_status fb_scalar(fb_reader *r, const fb_table *t, int id, unsigned width,
+                         uint64_t dflt, uint64_t *out, llmc_rt_error *err);
+llmc_rt_status fb_vector_field(fb_reader *r, const fb_table *t, int id, unsigned elem_size,
+                               unsigned elem_align, fb_vector *out, llmc_rt_error *err);
+llmc_rt_status fb_string_field(fb_reader *r, const fb_table *t, int id, const char **out,
+                               llmc_rt_error *err);
+/* Element i of a vector of tables. */
+llmc_rt_status fb_vec_table(fb_reader *r, fb_vector v, uint32_t i, const char *what,
+                            fb_table *t, llmc_rt_error *err);
+
+/* Decoded tables.  Pointers and vectors point into the plan bytes. */
+typedef struct {
+    const char *name;
+    int dtype;
+    int kind;
+    fb_vector dims; /* of Affine */
+    uint64_t arena_offset, max_bytes;
+    uint32_t segment;
+} rt_tensor_desc;
+
+typedef struct {
+    uint64_t offset, size, xxhash64;
+} rt_segment_desc;
+
+typedef struct {
+    int code;
+    const char *name;
+    fb_vector inputs, outputs; /* of uint32 */
+    int kind;
+    int32_t axis;
+    fb_vector axes; /* of int32 */
+    bool keepdims;
+    float epsilon;
+    double value;
+    fb_vector values;  /* of Affine */
+    fb_vector regions; /* of Region tables */
+} rt_op_desc;
+
+typedef struct {
+    uint32_t src, dst;
+    fb_vector dst_start, size, src_start; /* of Affine */
+    fb_vector src_axis;                   /* of int8 */
+    fb_vector src_step;                   /* of int64 */
+} rt_region_desc;
+
+typedef struct {
+    uint32_t tensor;
+    int role;
+    int32_t layer;
+} rt_io_desc;
+
+/* Decoders (structure only; the verifier adds the semantic checks). */
+llmc_rt_status rt_read_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
+                              rt_tensor_desc *d, llmc_rt_error *err);
+llmc_rt_status rt_read_segment(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
+                               rt_segment_desc *d, llmc_rt_error *err);
+llmc_rt_status rt_read_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i, rt_op_desc *d,
+                          llmc_rt_error *err);
+llmc_rt_status rt_read_region(fb_reader *r, const rt_op_desc *op, uint32_t i,
+                              rt_region_desc *d, llmc_rt_error *err);
+llmc_rt_status rt_read_io(fb_reader *r, const llmc_rt_plan *p, int is_output, uint32_t i,
+                          rt_io_desc *d, llmc_rt_error *err);
+
+/* A reader over a verified plan. */
+static inline fb_reader rt_reader(const llmc_rt_plan *p)
+{
+    fb_reader r = {p->base, p->size, 0};
+    return r;
+}
+
+const char *rt_op_code_name(int code);
+
+/* Evaluates a tensor's dims at (S, P) and its byte size; a dim that
+ * overflows or is negative, or a byte size beyond UINT64_MAX, fails with
+ * `code`. */
+llmc_rt_status rt_eval_dims(const fb_reader *r, const rt_tensor_desc *d, int64_t S, int64_t P,
+                            int64_t *dims, uint64_t *bytes, llmc_rt_status code,
+                            llmc_rt_error *err);
+
+/* c + s*S + p*P; false on int64 overflow. */
+bool rt_affine_eval(const uint8_t *affine, int64_t S, int64_t P, int64_t *out);
+bool rt_mul_i64(int64_t a, int64_t b, int64_t *out);
+bool rt_add_i64(int64_t a, int64_t b, int64_t *out);
+
+#endif

@@ -1,0 +1,433 @@
+/* Checked FlatBuffer access and the table decoders (see plan_format.h). */
+#include "plan_format.h"
+
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "rt_msg.h"
+
+/* FlatBuffer objects must lie below 4 GiB (32-bit offsets); the file may be
+ * larger because weight segments use 64-bit offsets. */
+static uint64_t fb_limit(const fb_reader *r)
+{
+    return r->size < UINT32_MAX ? (uint64_t)r->size : UINT32_MAX;
+}
+
+/* Checks [pos, pos + len) lies inside the FlatBuffer part; records its end. */
+static llmc_rt_status fb_span(fb_reader *r, uint64_t pos, uint64_t len, uint64_t align,
+                              const char *what, llmc_rt_error *err)
+{
+    if (pos % align)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "%s at byte %u is not %u-byte aligned",
+                       RT_N((int64_t)pos, (int64_t)align), RT_S(what));
+    if (pos > fb_limit(r) || len > fb_limit(r) - pos)
+        return rt_fail(err, LLMC_RT_E_TRUNCATED,
+                       "%s at byte %u (%u bytes) runs past the end of the plan (%u bytes)",
+                       RT_N((int64_t)pos, (int64_t)len, (int64_t)r->size), RT_S(what));
+    if (pos + len > r->end)
+        r->end = pos + len;
+    return LLMC_RT_OK;
+}
+
+static uint16_t fb_u16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+llmc_rt_status fb_table_at(fb_reader *r, uint64_t pos, const char *what, fb_table *t,
+                           llmc_rt_error *err)
+{
+    llmc_rt_status st = fb_span(r, pos, 4, 4, what, err);
+    if (st)
+        return st;
+    int64_t vt = (int64_t)pos - (int64_t)(int32_t)fb_u32(r->base + pos);
+    if (vt < 0)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "%s at byte %u: vtable at byte %d",
+                       RT_N((int64_t)pos, vt), RT_S(what));
+    st = fb_span(r, (uint64_t)vt, 4, 2, "vtable", err);
+    if (st)
+        return rt_prefix(err, st, "%s at byte %u: ", RT_N((int64_t)pos), RT_S(what));
+    uint16_t vt_bytes = fb_u16(r->base + vt), table_bytes = fb_u16(r->base + vt + 2);
+    if (vt_bytes < 4 || vt_bytes % 2 || table_bytes < 4)
+        return rt_fail(err, LLMC_RT_E_CORRUPT,
+                       "%s at byte %u: vtable at byte %d has sizes %u/%u",
+                       RT_N((int64_t)pos, vt, vt_bytes, table_bytes), RT_S(what));
+    st = fb_span(r, (uint64_t)vt, vt_bytes, 2, "vtable", err);
+    if (!st)
+        st = fb_span(r, pos, table_bytes, 4, "table", err);
+    if (st)
+        return rt_prefix(err, st, "%s at byte %u: ", RT_N((int64_t)pos), RT_S(what));
+    t->what = what;
+    t->pos = (uint32_t)pos;
+    t->vtable = (uint32_t)vt;
+    t->n_fields = (uint16_t)((vt_bytes - 4) / 2);
+    t->bytes = table_bytes;
+    return LLMC_RT_OK;
+}
+
+/* Position of field `id` (0 if absent), checked to hold `width` aligned bytes. */
+static llmc_rt_status fb_field_pos(const fb_reader *r, const fb_table *t, int id,
+                                   unsigned width, uint32_t *pos, llmc_rt_error *err)
+{
+    uint16_t off = id < t->n_fields ? fb_u16(r->base + t->vtable + 4 + 2 * id) : 0;
+    *pos = 0;
+    if (!off)
+        return LLMC_RT_OK;
+    if (off + width > t->bytes || (t->pos + off) % width)
+        return rt_fail(err, LLMC_RT_E_CORRUPT,
+                       "%s at byte %u: field %d (%u bytes) at table offset %u is outside "
+                       "the table (%u bytes) or misaligned",
+                       RT_N(t->pos, id, width, off, t->bytes), RT_S(t->what));
+    *pos = t->pos + off;
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status fb_scalar(fb_reader *r, const fb_table *t, int id, unsigned width,
+                         uint64_t dflt, uint64_t *out, llmc_rt_error *err)
+{
+    uint32_t pos;
+    llmc_rt_status st = fb_field_pos(r, t, id, width, &pos, err);
+    *out = dflt;
+    if (st || !pos)
+        return st;
+    uint64_t v = 0;
+    for (unsigned i = width; i-- > 0;)
+        v = v << 8 | r->base[pos + i];
+    *out = v;
+    return LLMC_RT_OK;
+}
+
+/* Where the uoffset field `id` points (0 if the field is absent). */
+static llmc_rt_status fb_target(fb_reader *r, const fb_table *t, int id, uint64_t *target,
+                                llmc_rt_error *err)
+{
+    uint32_t pos;
+    llmc_rt_status st = fb_field_pos(r, t, id, 4, &pos, err);
+    *target = 0;
+    if (!st && pos)
+        *target = (uint64_t)pos + fb_u32(r->base + pos);
+    return st;
+}
+
+static llmc_rt_status fb_vector_at(fb_reader *r, uint64_t pos, unsigned elem_size,
+                                   unsigned elem_align, fb_vector *out, llmc_rt_error *err)
+{
+    llmc_rt_status st = fb_span(r, pos, 4, 4, "vector length", err);
+    if (st)
+        return st;
+    uint32_t len = fb_u32(r->base + pos);
+    /* writers do not align the data of an empty vector */
+    st = fb_span(r, pos + 4, (uint64_t)len * elem_size, len ? elem_align : 1, "vector data", err);
+    if (st)
+        return rt_prefix(err, st, "vector of %u elements: ", RT_N(len), NULL);
+    out->pos = (uint32_t)pos + 4;
+    out->len = len;
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status fb_vector_field(fb_reader *r, const fb_table *t, int id, unsigned elem_size,
+                               unsigned elem_align, fb_vector *out, llmc_rt_error *err)
+{
+    uint64_t target;
+    llmc_rt_status st = fb_target(r, t, id, &target, err);
+    out->pos = 0;
+    out->len = 0;
+    if (!st && target)
+        st = fb_vector_at(r, target, elem_size, elem_align, out, err);
+    if (st)
+        return rt_prefix(err, st, "%s field %d: ", RT_N(id), RT_S(t->what));
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status fb_string_field(fb_reader *r, const fb_table *t, int id, const char **out,
+                               llmc_rt_error *err)
+{
+    uint64_t target;
+    fb_vector chars = {0, 0};
+    llmc_rt_status st = fb_target(r, t, id, &target, err);
+    *out = "";
+    if (!st && target) {
+        /* one byte more than the length: the terminating NUL */
+        st = fb_vector_at(r, target, 1, 1, &chars, err);
+        if (!st)
+            st = fb_span(r, chars.pos, (uint64_t)chars.len + 1, 1, "string", err);
+        if (!st && r->base[chars.pos + chars.len] != 0)
+            st = rt_fail(err, LLMC_RT_E_CORRUPT, "string at byte %u lacks its NUL",
+                         RT_N(chars.pos), NULL);
+        if (!st)
+            *out = (const char *)r->base + chars.pos;
+    }
+    if (st)
+        return rt_prefix(err, st, "%s field %d: ", RT_N(id), RT_S(t->what));
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status fb_vec_table(fb_reader *r, fb_vector v, uint32_t i, const char *what,
+                            fb_table *t, llmc_rt_error *err)
+{
+    uint32_t elem = v.pos + 4u * i;
+    return fb_table_at(r, (uint64_t)elem + fb_u32(r->base + elem), what, t, err);
+}
+
+/* ---- decoders ---------------------------------------------------------- */
+
+static llmc_rt_status index_in(uint32_t i, uint32_t n, const char *what,
+                               llmc_rt_error *err)
+{
+    if (i < n)
+        return LLMC_RT_OK;
+    return rt_fail(err, LLMC_RT_E_CORRUPT, "%s index %u >= %u", RT_N(i, n), RT_S(what));
+}
+
+static int32_t as_i32(uint64_t v)
+{
+    uint32_t u = (uint32_t)v;
+    return u <= INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
+}
+
+static llmc_rt_status read_tensor_fields(fb_reader *r, const fb_table *t,
+                                         rt_tensor_desc *d, llmc_rt_error *err)
+{
+    uint64_t dtype = 0, kind = 0, segment = 0;
+    llmc_rt_status st = fb_string_field(r, t, TENSOR_NAME, &d->name, err);
+    if (!st)
+        st = fb_scalar(r, t, TENSOR_DTYPE, 4, LLMC_RT_F32, &dtype, err);
+    if (!st)
+        st = fb_vector_field(r, t, TENSOR_DIMS, AFFINE_BYTES, 8, &d->dims, err);
+    if (!st)
+        st = fb_scalar(r, t, TENSOR_KIND, 1, KIND_ARENA, &kind, err);
+    if (!st)
+        st = fb_scalar(r, t, TENSOR_ARENA_OFFSET, 8, 0, &d->arena_offset, err);
+    if (!st)
+        st = fb_scalar(r, t, TENSOR_MAX_BYTES, 8, 0, &d->max_bytes, err);
+    if (!st)
+        st = fb_scalar(r, t, TENSOR_SEGMENT, 4, 0, &segment, err);
+    d->dtype = as_i32(dtype);
+    d->kind = (int)kind;
+    d->segment = (uint32_t)segment;
+    return st;
+}
+
+llmc_rt_status rt_read_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
+                              rt_tensor_desc *d, llmc_rt_error *err)
+{
+    fb_vector v = {p->tensors, p->n_tensors};
+    fb_table t;
+    llmc_rt_status st = index_in(i, p->n_tensors, "tensor", err);
+    if (!st)
+        st = fb_vec_table(r, v, i, "Tensor", &t, err);
+    if (!st)
+        st = read_tensor_fields(r, &t, d, err);
+    if (st)
+        return rt_prefix(err, st, "tensor %u: ", RT_N(i), NULL);
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status rt_read_segment(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
+                               rt_segment_desc *d, llmc_rt_error *err)
+{
+    fb_vector v = {p->segments, p->n_segments};
+    fb_table t;
+    llmc_rt_status st = index_in(i, p->n_segments, "segment", err);
+    if (!st)
+        st = fb_vec_table(r, v, i, "Segment", &t, err);
+    if (!st)
+        st = fb_scalar(r, &t, SEGMENT_OFFSET, 8, 0, &d->offset, err);
+    if (!st)
+        st = fb_scalar(r, &t, SEGMENT_SIZE, 8, 0, &d->size, err);
+    if (!st)
+        st = fb_scalar(r, &t, SEGMENT_XXHASH64, 8, 0, &d->xxhash64, err);
+    if (st)
+        return rt_prefix(err, st, "segment %u: ", RT_N(i), NULL);
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status read_op_vectors(fb_reader *r, const fb_table *t, rt_op_desc *d,
+                                      llmc_rt_error *err)
+{
+    llmc_rt_status st = fb_vector_field(r, t, OP_INPUTS, 4, 4, &d->inputs, err);
+    if (!st)
+        st = fb_vector_field(r, t, OP_OUTPUTS, 4, 4, &d->outputs, err);
+    if (!st)
+        st = fb_vector_field(r, t, OP_AXES, 4, 4, &d->axes, err);
+    if (!st)
+        st = fb_vector_field(r, t, OP_VALUES, AFFINE_BYTES, 8, &d->values, err);
+    if (!st)
+        st = fb_vector_field(r, t, OP_REGIONS, 4, 4, &d->regions, err);
+    return st;
+}
+
+static llmc_rt_status read_op_scalars(fb_reader *r, const fb_table *t, rt_op_desc *d,
+                                      llmc_rt_error *err)
+{
+    uint64_t code, kind, axis, keepdims, epsilon, value;
+    llmc_rt_status st = fb_scalar(r, t, OP_CODE, 1, 0, &code, err);
+    if (!st)
+        st = fb_scalar(r, t, OP_KIND, 1, 0, &kind, err);
+    if (!st)
+        st = fb_scalar(r, t, OP_AXIS, 4, 0, &axis, err);
+    if (!st)
+        st = fb_scalar(r, t, OP_KEEPDIMS, 1, 1, &keepdims, err);
+    if (!st)
+        st = fb_scalar(r, t, OP_EPSILON, 4, 0, &epsilon, err);
+    if (!st)
+        st = fb_scalar(r, t, OP_VALUE, 8, 0, &value, err);
+    if (st)
+        return st;
+    uint32_t eps_bits = (uint32_t)epsilon;
+    d->code = (int)code;
+    d->kind = (int)kind;
+    d->axis = as_i32(axis);
+    d->keepdims = keepdims != 0;
+    memcpy(&d->epsilon, &eps_bits, sizeof d->epsilon);
+    memcpy(&d->value, &value, sizeof d->value);
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status rt_read_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i, rt_op_desc *d,
+                          llmc_rt_error *err)
+{
+    fb_vector v = {p->ops, p->n_ops};
+    fb_table t;
+    llmc_rt_status st = index_in(i, p->n_ops, "op", err);
+    if (!st)
+        st = fb_vec_table(r, v, i, "Op", &t, err);
+    if (!st)
+        st = fb_string_field(r, &t, OP_NAME, &d->name, err);
+    if (!st)
+        st = read_op_scalars(r, &t, d, err);
+    if (!st)
+        st = read_op_vectors(r, &t, d, err);
+    if (st)
+        return rt_prefix(err, st, "op %u: ", RT_N(i), NULL);
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status read_region_fields(fb_reader *r, const fb_table *t, rt_region_desc *d,
+                                         llmc_rt_error *err)
+{
+    uint64_t src = 0, dst = 0;
+    llmc_rt_status st = fb_scalar(r, t, REGION_SRC, 4, 0, &src, err);
+    if (!st)
+        st = fb_scalar(r, t, REGION_DST, 4, 0, &dst, err);
+    if (!st)
+        st = fb_vector_field(r, t, REGION_DST_START, AFFINE_BYTES, 8, &d->dst_start, err);
+    if (!st)
+        st = fb_vector_field(r, t, REGION_SIZE, AFFINE_BYTES, 8, &d->size, err);
+    if (!st)
+        st = fb_vector_field(r, t, REGION_SRC_START, AFFINE_BYTES, 8, &d->src_start, err);
+    if (!st)
+        st = fb_vector_field(r, t, REGION_SRC_AXIS, 1, 1, &d->src_axis, err);
+    if (!st)
+        st = fb_vector_field(r, t, REGION_SRC_STEP, 8, 8, &d->src_step, err);
+    d->src = (uint32_t)src;
+    d->dst = (uint32_t)dst;
+    return st;
+}
+
+llmc_rt_status rt_read_region(fb_reader *r, const rt_op_desc *op, uint32_t i,
+                              rt_region_desc *d, llmc_rt_error *err)
+{
+    fb_table t;
+    llmc_rt_status st = index_in(i, op->regions.len, "region", err);
+    if (!st)
+        st = fb_vec_table(r, op->regions, i, "Region", &t, err);
+    if (!st)
+        st = read_region_fields(r, &t, d, err);
+    if (st)
+        return rt_prefix(err, st, "region %u: ", RT_N(i), NULL);
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status rt_read_io(fb_reader *r, const llmc_rt_plan *p, int is_output, uint32_t i,
+                          rt_io_desc *d, llmc_rt_error *err)
+{
+    fb_vector v = is_output ? (fb_vector){p->outputs, p->n_outputs}
+                            : (fb_vector){p->inputs, p->n_inputs};
+    const char *what = is_output ? "output" : "input";
+    uint64_t tensor, role, layer;
+    fb_table t;
+    llmc_rt_status st = index_in(i, v.len, what, err);
+    if (!st)
+        st = fb_vec_table(r, v, i, "IoBinding", &t, err);
+    if (!st)
+        st = fb_scalar(r, &t, IO_TENSOR, 4, 0, &tensor, err);
+    if (!st)
+        st = fb_scalar(r, &t, IO_ROLE, 1, ROLE_GENERIC, &role, err);
+    if (!st)
+        st = fb_scalar(r, &t, IO_LAYER, 4, 0, &layer, err);
+    if (st)
+        return rt_prefix(err, st, "%s %u: ", RT_N(i), RT_S(what));
+    d->tensor = (uint32_t)tensor;
+    d->role = (int)role;
+    d->layer = as_i32(layer);
+    return LLMC_RT_OK;
+}
+
+/* ---- small shared helpers ---------------------------------------------- */
+
+const char *rt_op_code_name(int code)
+{
+    static const char *const names[OP_COUNT] = {
+        "Copy", "Reshape", "Unary", "Binary", "Where", "Cast", "MatMul",
+        "Reduce", "Softmax", "LayerNorm", "Gather", "Fill", "Range", "Symbols"};
+    return code >= 0 && code < OP_COUNT ? names[code] : "?";
+}
+
+bool rt_mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    uint64_t ua = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
+    uint64_t ub = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+    bool negative = (a < 0) != (b < 0);
+    if (ua && ub > UINT64_MAX / ua)
+        return false;
+    uint64_t m = ua * ub;
+    if (m > (uint64_t)INT64_MAX + (negative ? 1u : 0u))
+        return false;
+    if (!negative)
+        *out = (int64_t)m;
+    else
+        *out = m == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)m;
+    return true;
+}
+
+bool rt_add_i64(int64_t a, int64_t b, int64_t *out)
+{
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))
+        return false;
+    *out = a + b;
+    return true;
+}
+
+bool rt_affine_eval(const uint8_t *affine, int64_t S, int64_t P, int64_t *out)
+{
+    int64_t sS, pP, sum;
+    return rt_mul_i64(fb_i64(affine + 8), S, &sS) && rt_mul_i64(fb_i64(affine + 16), P, &pP) &&
+           rt_add_i64(fb_i64(affine), sS, &sum) && rt_add_i64(sum, pP, out);
+}
+
+llmc_rt_status rt_eval_dims(const fb_reader *r, const rt_tensor_desc *d, int64_t S, int64_t P,
+                            int64_t *dims, uint64_t *bytes, llmc_rt_status code,
+                            llmc_rt_error *err)
+{
+    uint64_t total = k_dtype_size(d->dtype);
+    bool overflow = false;
+    for (uint32_t k = 0; k < d->dims.len && k < LLMC_RT_MAX_RANK; k++) {
+        if (!rt_affine_eval(fb_vec_affine(r, d->dims, k), S, P, &dims[k]))
+            return rt_fail(err, code, "dim %d overflows at S=%d P=%d", RT_N(k, S, P), NULL);
+        if (dims[k] < 0)
+            return rt_fail(err, code, "dim %d is %d at S=%d P=%d", RT_N(k, dims[k], S, P), NULL);
+        if (dims[k] && total > UINT64_MAX / (uint64_t)dims[k])
+            overflow = true; /* unless a later dim is 0 */
+        total *= (uint64_t)dims[k];
+    }
+    for (uint32_t k = 0; k < d->dims.len && k < LLMC_RT_MAX_RANK; k++)
+        if (dims[k] == 0) {
+            overflow = false;
+            total = 0;
+        }
+    if (overflow)
+        return rt_fail(err, code, "byte size overflows at S=%d P=%d", RT_N(S, P), NULL);
+    *bytes = total;
+    return LLMC_RT_OK;
+}

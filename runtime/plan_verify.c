@@ -1,0 +1,620 @@
+/* llmc_rt_plan_open: proves the whole plan before anything executes.
+ * Structure (offsets, vectors, strings, tables) is checked by the decoders in
+ * plan_reader.c; this file adds the meaning: indices, op arities, dtypes,
+ * ranks, region shapes, arena and segment placement, hashes, IO bindings. */
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "plan_format.h"
+#include "rt_msg.h"
+
+#define ANY UINT32_MAX
+
+/* Inputs and outputs each op takes: min, max. */
+static const uint32_t op_arity[OP_COUNT][4] = {
+    [OP_COPY] = {0, ANY, 1, ANY},   [OP_RESHAPE] = {1, 1, 1, 1},
+    [OP_UNARY] = {1, 1, 1, 1},      [OP_BINARY] = {2, 2, 1, 1},
+    [OP_WHERE] = {3, 3, 1, 1},      [OP_CAST] = {1, 1, 1, 1},
+    [OP_MATMUL] = {2, 2, 1, 1},     [OP_REDUCE] = {1, 1, 1, 1},
+    [OP_SOFTMAX] = {1, 1, 1, 1},    [OP_LAYERNORM] = {2, 3, 1, 1},
+    [OP_GATHER] = {2, 2, 1, 1},     [OP_FILL] = {0, 0, 1, 1},
+    [OP_RANGE] = {3, 3, 1, 1},      [OP_SYMBOLS] = {0, 0, 1, 1},
+};
+
+static uint64_t align64(uint64_t v)
+{
+    return (v + 63) & ~(uint64_t)63;
+}
+
+/* ---- header ------------------------------------------------------------ */
+
+static llmc_rt_status read_plan_vectors(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
+                                        llmc_rt_error *err)
+{
+    static const int ids[6] = {PLAN_TENSORS, PLAN_OPS, PLAN_INPUTS, PLAN_OUTPUTS,
+                               PLAN_SEGMENTS, PLAN_PASSES};
+    uint32_t *pos[6] = {&p->tensors, &p->ops, &p->inputs, &p->outputs, &p->segments,
+                        &p->passes};
+    uint32_t *len[6] = {&p->n_tensors, &p->n_ops, &p->n_inputs, &p->n_outputs,
+                        &p->n_segments, &p->n_passes};
+    for (int i = 0; i < 6; i++) {
+        fb_vector v;
+        llmc_rt_status st = fb_vector_field(r, t, ids[i], 4, 4, &v, err);
+        if (st)
+            return st;
+        *pos[i] = v.pos;
+        *len[i] = v.len;
+    }
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
+                                        llmc_rt_error *err)
+{
+    uint64_t max_context = 0, vocab = 0, layers = 0;
+    const char *compiler_version;
+    llmc_rt_status st = fb_scalar(r, t, PLAN_SOURCE_HASH, 8, 0, &p->source_hash, err);
+    if (!st)
+        st = fb_string_field(r, t, PLAN_COMPILER_VERSION, &compiler_version, err);
+    if (!st)
+        st = fb_scalar(r, t, PLAN_MAX_CONTEXT, 4, 0, &max_context, err);
+    if (!st)
+        st = fb_scalar(r, t, PLAN_ARENA_SIZE, 8, 0, &p->arena_size, err);
+    if (!st)
+        st = fb_scalar(r, t, PLAN_VOCAB_SIZE, 4, 0, &vocab, err);
+    if (!st)
+        st = fb_scalar(r, t, PLAN_N_LAYERS, 4, 0, &layers, err);
+    p->max_context = (uint32_t)max_context;
+    p->vocab_size = (uint32_t)vocab;
+    p->n_layers = (uint32_t)layers;
+    return st;
+}
+
+static llmc_rt_status verify_header(fb_reader *r, llmc_rt_plan *p, llmc_rt_error *err)
+{
+    fb_table t;
+    uint64_t version;
+    const char *target;
+    if (r->size < 8)
+        return rt_fail(err, LLMC_RT_E_TRUNCATED, "plan has %u bytes; its header needs 8",
+                       RT_N((int64_t)r->size), NULL);
+    if (memcmp(r->base + 4, "LLMC", 4) != 0)
+        return rt_fail(err, LLMC_RT_E_MAGIC, "bytes 4..7 are not the identifier \"LLMC\"",
+                       NULL, NULL);
+    llmc_rt_status st = fb_table_at(r, fb_u32(r->base), "Plan", &t, err);
+    if (!st)
+        st = fb_scalar(r, &t, PLAN_FORMAT_VERSION, 4, 0, &version, err);
+    if (!st && version != LLMC_RT_FORMAT_VERSION)
+        return rt_fail(err, LLMC_RT_E_VERSION, "format_version %u; this runtime reads %u",
+                       RT_N((int64_t)version, LLMC_RT_FORMAT_VERSION), NULL);
+    if (!st)
+        st = fb_string_field(r, &t, PLAN_TARGET, &target, err);
+    if (!st && strcmp(target, LLMC_RT_TARGET) != 0)
+        return rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\"; this runtime runs \"%s\"", NULL,
+                       RT_S(target, LLMC_RT_TARGET));
+    if (!st)
+        st = read_plan_scalars(r, &t, p, err);
+    if (!st)
+        st = read_plan_vectors(r, &t, p, err);
+    p->root = t.pos;
+    return st;
+}
+
+/* ---- tensors ----------------------------------------------------------- */
+
+static llmc_rt_status verify_weight(fb_reader *r, const llmc_rt_plan *p, const rt_tensor_desc *d,
+                                    llmc_rt_error *err)
+{
+    rt_segment_desc seg;
+    int64_t dims[LLMC_RT_MAX_RANK];
+    uint64_t bytes;
+    for (uint32_t k = 0; k < d->dims.len; k++) {
+        const uint8_t *a = fb_vec_affine(r, d->dims, k);
+        if (fb_i64(a + 8) || fb_i64(a + 16))
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "weight dim %d depends on S or P",
+                           RT_N(k), NULL);
+    }
+    llmc_rt_status st = rt_eval_dims(r, d, 0, 0, dims, &bytes, LLMC_RT_E_CORRUPT, err);
+    if (!st)
+        st = rt_read_segment(r, p, d->segment, &seg, err);
+    if (!st && seg.size != bytes)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "weight has %u bytes but segment %u has %u",
+                       RT_N((int64_t)bytes, d->segment, (int64_t)seg.size), NULL);
+    return st;
+}
+
+static llmc_rt_status verify_arena_tensor(const llmc_rt_plan *p, const rt_tensor_desc *d,
+                                          llmc_rt_error *err)
+{
+    if (d->arena_offset % 64)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "arena_offset %u is not 64-byte aligned",
+                       RT_N((int64_t)d->arena_offset), NULL);
+    if (d->arena_offset > p->arena_size || d->max_bytes > p->arena_size - d->arena_offset)
+        return rt_fail(err, LLMC_RT_E_CORRUPT,
+                       "arena bytes [%u, %u + %u) exceed arena_size %u",
+                       RT_N((int64_t)d->arena_offset, (int64_t)d->arena_offset,
+                            (int64_t)d->max_bytes, (int64_t)p->arena_size), NULL);
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status verify_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
+                                    llmc_rt_error *err)
+{
+    rt_tensor_desc d;
+    llmc_rt_status st = rt_read_tensor(r, p, i, &d, err);
+    if (st)
+        return st;
+    if (!k_dtype_size(d.dtype))
+        st = rt_fail(err, LLMC_RT_E_CORRUPT, "dtype %d unsupported", RT_N(d.dtype), NULL);
+    else if (d.dims.len > LLMC_RT_MAX_RANK)
+        st = rt_fail(err, LLMC_RT_E_CORRUPT, "rank %u > %d", RT_N(d.dims.len, LLMC_RT_MAX_RANK),
+                     NULL);
+    else if (d.kind == KIND_ARENA)
+        st = verify_arena_tensor(p, &d, err);
+    else if (d.kind == KIND_WEIGHT)
+        st = verify_weight(r, p, &d, err);
+    else
+        st = rt_fail(err, LLMC_RT_E_CORRUPT, "kind %d unknown", RT_N(d.kind), NULL);
+    if (st)
+        return rt_prefix(err, st, "tensor %u '%s': ", RT_N(i), RT_S(d.name));
+    return LLMC_RT_OK;
+}
+
+/* ---- ops --------------------------------------------------------------- */
+
+/* What the op checks need to know about one of its tensors. */
+typedef struct {
+    int dtype, rank, kind;
+} tensor_meta;
+
+static tensor_meta meta_of(fb_reader *r, const llmc_rt_plan *p, uint32_t i)
+{
+    rt_tensor_desc d;
+    tensor_meta m = {0, 0, 0};
+    if (rt_read_tensor(r, p, i, &d, NULL) == LLMC_RT_OK) { /* verified already */
+        m.dtype = d.dtype;
+        m.rank = (int)d.dims.len;
+        m.kind = d.kind;
+    }
+    return m;
+}
+
+static llmc_rt_status verify_op_tensors(fb_reader *r, const llmc_rt_plan *p,
+                                        const rt_op_desc *op, llmc_rt_error *err)
+{
+    const uint32_t *arity = op_arity[op->code];
+    if (op->inputs.len < arity[0] || op->inputs.len > arity[1] ||
+        op->outputs.len < arity[2] || op->outputs.len > arity[3])
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "%u inputs and %u outputs; %s takes %u..%d "
+                       "inputs and %u..%d outputs",
+                       RT_N(op->inputs.len, op->outputs.len, arity[0],
+                            arity[1] == ANY ? -1 : (int64_t)arity[1], arity[2],
+                            arity[3] == ANY ? -1 : (int64_t)arity[3]),
+                       RT_S(rt_op_code_name(op->code)));
+    for (uint32_t k = 0; k < op->inputs.len + op->outputs.len; k++) {
+        bool is_in = k < op->inputs.len;
+        uint32_t slot = is_in ? k : k - op->inputs.len;
+        uint32_t t = fb_vec_u32(r, is_in ? op->inputs : op->outputs, slot);
+        if (t >= p->n_tensors)
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "%s %u: tensor %u >= %u tensors",
+                           RT_N(slot, t, p->n_tensors), RT_S(is_in ? "input" : "output"));
+        if (!is_in && meta_of(r, p, t).kind != KIND_ARENA)
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "output %u: tensor %u is a weight",
+                           RT_N(slot, t), NULL);
+    }
+    return LLMC_RT_OK;
+}
+
+static bool is_output_of(const fb_reader *r, const rt_op_desc *op, uint32_t t)
+{
+    for (uint32_t k = 0; k < op->outputs.len; k++)
+        if (fb_vec_u32(r, op->outputs, k) == t)
+            return true;
+    return false;
+}
+
+static llmc_rt_status verify_region(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                    uint32_t i, llmc_rt_error *err)
+{
+    rt_region_desc g;
+    llmc_rt_status st = rt_read_region(r, op, i, &g, err);
+    if (st)
+        return st;
+    if (g.src >= p->n_tensors)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u src tensor %u >= %u tensors",
+                       RT_N(i, g.src, p->n_tensors), NULL);
+    if (!is_output_of(r, op, g.dst))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u dst tensor %u is not an output "
+                       "of the op", RT_N(i, g.dst), NULL);
+    tensor_meta src = meta_of(r, p, g.src), dst = meta_of(r, p, g.dst);
+    uint32_t rd = (uint32_t)dst.rank;
+    if (src.dtype != dst.dtype)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u copies dtype %d into %d",
+                       RT_N(i, src.dtype, dst.dtype), NULL);
+    if (g.dst_start.len != rd || g.size.len != rd || g.src_axis.len != rd ||
+        g.src_step.len != rd || g.src_start.len != (uint32_t)src.rank)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u: dst_start/size/src_axis/src_step "
+                       "lengths %u/%u/%u/%u must be dst rank %d, src_start length %u src "
+                       "rank %d", RT_N(i, g.dst_start.len, g.size.len, g.src_axis.len,
+                                       g.src_step.len, rd, g.src_start.len, src.rank), NULL);
+    for (uint32_t k = 0; k < rd; k++) {
+        int axis = (int8_t)r->base[g.src_axis.pos + k];
+        if (axis < -1 || axis >= src.rank)
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u: src_axis[%u] = %d outside "
+                           "[-1, %d)", RT_N(i, k, axis, src.rank), NULL);
+    }
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status verify_reduce_axes(fb_reader *r, const rt_op_desc *op, tensor_meta x,
+                                         tensor_meta y, llmc_rt_error *err)
+{
+    int64_t prev = -1;
+    for (uint32_t k = 0; k < op->axes.len; k++) {
+        int64_t axis = (int32_t)fb_vec_u32(r, op->axes, k);
+        if (axis <= prev || axis >= x.rank)
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "axes[%u] = %d: axes must ascend within "
+                           "rank %d", RT_N(k, axis, x.rank), NULL);
+        prev = axis;
+    }
+    int removed = op->axes.len ? (int)op->axes.len : x.rank; /* no axes: all of them */
+    if (y.rank != (op->keepdims ? x.rank : x.rank - removed))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "output rank %d does not follow from input "
+                       "rank %d", RT_N(y.rank, x.rank), NULL);
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status bad_dtypes(const char *what, llmc_rt_error *err)
+{
+    return rt_fail(err, LLMC_RT_E_CORRUPT, "dtypes not supported: %s", NULL, RT_S(what));
+}
+
+static llmc_rt_status bad_axis(int64_t axis, int rank, llmc_rt_error *err)
+{
+    return rt_fail(err, LLMC_RT_E_CORRUPT, "axis %d outside rank %d", RT_N(axis, rank), NULL);
+}
+
+/* Per-opcode dtype, rank and attribute checks; in[] are the inputs, y the output. */
+static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
+                                          const rt_op_desc *op, const tensor_meta *in,
+                                          tensor_meta y, llmc_rt_error *err)
+{
+    const int F = LLMC_RT_F32;
+    switch (op->code) {
+    case OP_COPY:
+        for (uint32_t i = 0; i < op->regions.len; i++) {
+            llmc_rt_status st = verify_region(r, p, op, i, err);
+            if (st)
+                return st;
+        }
+        return LLMC_RT_OK;
+    case OP_RESHAPE:
+        return in[0].dtype == y.dtype ? LLMC_RT_OK : bad_dtypes("Reshape T -> T", err);
+    case OP_UNARY:
+        return k_unary_supports(op->kind, in[0].dtype, y.dtype)
+                   ? LLMC_RT_OK : bad_dtypes("Unary kind with these dtypes", err);
+    case OP_BINARY:
+        return k_binary_supports(op->kind, in[0].dtype, in[1].dtype, y.dtype)
+                   ? LLMC_RT_OK : bad_dtypes("Binary kind with these dtypes", err);
+    case OP_WHERE:
+        return in[0].dtype == LLMC_RT_BOOL && in[1].dtype == y.dtype && in[2].dtype == y.dtype
+                   ? LLMC_RT_OK : bad_dtypes("Where bool, T, T -> T", err);
+    case OP_CAST:
+        return k_cast_supports(in[0].dtype, y.dtype) ? LLMC_RT_OK : bad_dtypes("Cast", err);
+    case OP_MATMUL:
+        if (in[0].dtype != F || in[1].dtype != F || y.dtype != F)
+            return bad_dtypes("MatMul float32", err);
+        return in[0].rank && in[1].rank ? LLMC_RT_OK : bad_axis(0, 0, err);
+    case OP_REDUCE:
+        if (!k_reduce_supports(op->kind, in[0].dtype, y.dtype))
+            return bad_dtypes("Reduce kind with these dtypes", err);
+        return verify_reduce_axes(r, op, in[0], y, err);
+    case OP_SOFTMAX:
+    case OP_LAYERNORM:
+        for (uint32_t k = 0; k < op->inputs.len; k++)
+            if (in[k].dtype != F)
+                return bad_dtypes("float32 only", err);
+        if (y.dtype != F)
+            return bad_dtypes("float32 only", err);
+        return op->axis >= 0 && op->axis < in[0].rank ? LLMC_RT_OK
+                                                      : bad_axis(op->axis, in[0].rank, err);
+    case OP_GATHER:
+        if (y.dtype != in[0].dtype || (in[1].dtype != LLMC_RT_I32 && in[1].dtype != LLMC_RT_I64))
+            return bad_dtypes("Gather T, int32/int64 -> T", err);
+        if (op->axis < 0 || op->axis >= in[0].rank)
+            return bad_axis(op->axis, in[0].rank, err);
+        return y.rank == in[0].rank - 1 + in[1].rank ? LLMC_RT_OK
+                                                     : bad_axis(op->axis, y.rank, err);
+    case OP_RANGE:
+        if ((y.dtype != F && y.dtype != LLMC_RT_I32 && y.dtype != LLMC_RT_I64) ||
+            in[0].dtype != y.dtype || in[1].dtype != y.dtype || in[2].dtype != y.dtype)
+            return bad_dtypes("Range T, T, T -> T with T float32/int32/int64", err);
+        return y.rank == 1 ? LLMC_RT_OK : bad_axis(0, y.rank, err);
+    case OP_SYMBOLS:
+        return y.dtype == LLMC_RT_I64 && y.rank <= 1 ? LLMC_RT_OK
+                                                     : bad_dtypes("Symbols -> int64 [n]", err);
+    default: /* OP_FILL: any dtype */
+        return LLMC_RT_OK;
+    }
+}
+
+static llmc_rt_status verify_op_body(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                     llmc_rt_error *err)
+{
+    tensor_meta in[3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, y;
+    if (op->code < 0 || op->code >= OP_COUNT)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "opcode %d unknown", RT_N(op->code), NULL);
+    llmc_rt_status st = verify_op_tensors(r, p, op, err);
+    if (st)
+        return st;
+    for (uint32_t k = 0; k < op->inputs.len && k < 3; k++)
+        in[k] = meta_of(r, p, fb_vec_u32(r, op->inputs, k));
+    y = meta_of(r, p, fb_vec_u32(r, op->outputs, 0));
+    return verify_op_semantics(r, p, op, in, y, err);
+}
+
+static llmc_rt_status verify_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
+                                llmc_rt_error *err)
+{
+    rt_op_desc op;
+    llmc_rt_status st = rt_read_op(r, p, i, &op, err);
+    if (st)
+        return st;
+    st = verify_op_body(r, p, &op, err);
+    if (st)
+        return rt_prefix(err, st, "op %u (%s '%s'): ", RT_N(i),
+                         RT_S(rt_op_code_name(op.code), op.name));
+    return LLMC_RT_OK;
+}
+
+/* ---- IO bindings ------------------------------------------------------- */
+
+/* dtype and rank an LLM role implies; 0 dtype for Generic. */
+static const int role_dtype[ROLE_COUNT] = {0, LLMC_RT_I64, LLMC_RT_I64, LLMC_RT_I64,
+                                           LLMC_RT_F32, LLMC_RT_F32, LLMC_RT_F32,
+                                           LLMC_RT_F32, LLMC_RT_F32};
+static const int role_rank[ROLE_COUNT] = {0, 2, 2, 2, 4, 4, 3, 4, 4};
+
+static bool role_is_input(int role)
+{
+    return role <= ROLE_PAST_VALUE;
+}
+
+static bool role_is_kv(int role)
+{
+    return role == ROLE_PAST_KEY || role == ROLE_PAST_VALUE || role == ROLE_PRESENT_KEY ||
+           role == ROLE_PRESENT_VALUE;
+}
+
+static llmc_rt_status verify_binding(fb_reader *r, const llmc_rt_plan *p, const rt_io_desc *io,
+                                     int is_output, llmc_rt_error *err)
+{
+    if (io->tensor >= p->n_tensors)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "tensor %u >= %u tensors",
+                       RT_N(io->tensor, p->n_tensors), NULL);
+    if (io->role < 0 || io->role >= ROLE_COUNT ||
+        (io->role != ROLE_GENERIC && role_is_input(io->role) == (is_output != 0)))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "role %d is not an %s role",
+                       RT_N(io->role), RT_S(is_output ? "output" : "input"));
+    tensor_meta m = meta_of(r, p, io->tensor);
+    if (!is_output && m.kind != KIND_ARENA)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "input tensor %u is a weight",
+                       RT_N(io->tensor), NULL);
+    if (io->role != ROLE_GENERIC &&
+        (m.dtype != role_dtype[io->role] || m.rank != role_rank[io->role]))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "role %d needs dtype %d rank %d; tensor %u "
+                       "has dtype %d rank %d",
+                       RT_N(io->role, role_dtype[io->role], role_rank[io->role], io->tensor,
+                            m.dtype, m.rank), NULL);
+    if (role_is_kv(io->role) && (io->layer < 0 || (uint32_t)io->layer >= p->n_layers))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "layer %d outside [0, n_layers %u)",
+                       RT_N(io->layer, p->n_layers), NULL);
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status verify_io(fb_reader *r, const llmc_rt_plan *p, int is_output,
+                                llmc_rt_error *err)
+{
+    uint32_t n = is_output ? p->n_outputs : p->n_inputs;
+    for (uint32_t i = 0; i < n; i++) {
+        rt_io_desc io;
+        llmc_rt_status st = rt_read_io(r, p, is_output, i, &io, err);
+        if (st)
+            return st;
+        st = verify_binding(r, p, &io, is_output, err);
+        if (st)
+            return rt_prefix(err, st, "%s %u: ", RT_N(i), RT_S(is_output ? "output" : "input"));
+    }
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status verify_passes(fb_reader *r, const llmc_rt_plan *p, llmc_rt_error *err)
+{
+    fb_vector v = {p->passes, p->n_passes};
+    for (uint32_t i = 0; i < p->n_passes; i++) {
+        fb_table t;
+        const char *name;
+        uint64_t nodes, digest;
+        llmc_rt_status st = fb_vec_table(r, v, i, "PassRecord", &t, err);
+        if (!st)
+            st = fb_string_field(r, &t, PASS_NAME, &name, err);
+        if (!st)
+            st = fb_scalar(r, &t, PASS_NODES, 4, 0, &nodes, err);
+        if (!st)
+            st = fb_scalar(r, &t, PASS_DIGEST, 8, 0, &digest, err);
+        if (st)
+            return rt_prefix(err, st, "pass %u: ", RT_N(i), NULL);
+    }
+    return LLMC_RT_OK;
+}
+
+/* ---- segments ---------------------------------------------------------- */
+
+static llmc_rt_status verify_segment_place(const fb_reader *r, const rt_segment_desc *s,
+                                           uint64_t fb_end, llmc_rt_error *err)
+{
+    if (s->offset % 64)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "offset %u is not 64-byte aligned",
+                       RT_N((int64_t)s->offset), NULL);
+    if (s->offset < fb_end)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "offset %u lies inside the FlatBuffer "
+                       "(which ends at byte %u)", RT_N((int64_t)s->offset, (int64_t)fb_end), NULL);
+    if (s->offset > r->size || s->size > r->size - s->offset)
+        return rt_fail(err, LLMC_RT_E_TRUNCATED, "bytes [%u, %u + %u) run past the end of "
+                       "the plan (%u bytes)", RT_N((int64_t)s->offset, (int64_t)s->offset,
+                                                   (int64_t)s->size, (int64_t)r->size), NULL);
+    return LLMC_RT_OK;
+}
+
+static bool segments_overlap(const rt_segment_desc *a, const rt_segment_desc *b)
+{
+    return a->size && b->size && a->offset < b->offset + b->size &&
+           b->offset < a->offset + a->size;
+}
+
+/* Pairwise, but linear when the segments come sorted (the usual layout). */
+static llmc_rt_status verify_no_overlap(fb_reader *r, const llmc_rt_plan *p,
+                                        llmc_rt_error *err)
+{
+    rt_segment_desc a, b;
+    uint64_t prev_end = 0;
+    bool sorted = true;
+    for (uint32_t i = 0; i < p->n_segments && sorted; i++) {
+        rt_read_segment(r, p, i, &a, NULL); /* read before: cannot fail */
+        sorted = !a.size || a.offset >= prev_end;
+        if (a.size)
+            prev_end = a.offset + a.size;
+    }
+    for (uint32_t i = 0; i < p->n_segments && !sorted; i++) {
+        rt_read_segment(r, p, i, &a, NULL);
+        for (uint32_t j = i + 1; j < p->n_segments; j++) {
+            rt_read_segment(r, p, j, &b, NULL);
+            if (segments_overlap(&a, &b))
+                return rt_fail(err, LLMC_RT_E_CORRUPT, "segments %u and %u overlap",
+                               RT_N(i, j), NULL);
+        }
+    }
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status verify_segments(fb_reader *r, const llmc_rt_plan *p, unsigned flags,
+                                      llmc_rt_error *err)
+{
+    uint64_t fb_end = r->end; /* every table, vector and string is verified by now */
+    for (uint32_t i = 0; i < p->n_segments; i++) {
+        rt_segment_desc s;
+        llmc_rt_status st = rt_read_segment(r, p, i, &s, err);
+        if (!st)
+            st = verify_segment_place(r, &s, fb_end, err);
+        if (!st && (flags & LLMC_RT_VERIFY_HASHES) &&
+            llmc_rt_xxh64(r->base + s.offset, (size_t)s.size, 0) != s.xxhash64)
+            st = rt_fail(err, LLMC_RT_E_HASH, "xxhash64 of %u bytes at %u does not match",
+                         RT_N((int64_t)s.size, (int64_t)s.offset), NULL);
+        if (st)
+            return rt_prefix(err, st, "segment %u: ", RT_N(i), NULL);
+    }
+    return verify_no_overlap(r, p, err);
+}
+
+/* ---- KV store ---------------------------------------------------------- */
+
+static llmc_rt_status compute_kv_bytes(fb_reader *r, llmc_rt_plan *p, llmc_rt_error *err)
+{
+    p->kv_bytes = 0;
+    for (uint32_t i = 0; i < p->n_inputs; i++) {
+        rt_io_desc io;
+        rt_tensor_desc d;
+        int64_t dims[LLMC_RT_MAX_RANK];
+        uint64_t bytes;
+        llmc_rt_status st = rt_read_io(r, p, 0, i, &io, err);
+        if (st)
+            return st;
+        if (io.role != ROLE_PAST_KEY && io.role != ROLE_PAST_VALUE)
+            continue;
+        st = rt_read_tensor(r, p, io.tensor, &d, err);
+        if (!st)
+            st = rt_eval_dims(r, &d, 0, p->max_context, dims, &bytes, LLMC_RT_E_CORRUPT, err);
+        if (!st && align64(bytes) < bytes)
+            st = rt_fail(err, LLMC_RT_E_CORRUPT, "size overflows", NULL, NULL);
+        if (!st && p->kv_bytes + align64(bytes) < p->kv_bytes)
+            st = rt_fail(err, LLMC_RT_E_CORRUPT, "KV store size overflows", NULL, NULL);
+        if (st)
+            return rt_prefix(err, st, "input %u (KV store at P=max_context): ", RT_N(i), NULL);
+        p->kv_bytes += align64(bytes);
+    }
+    return LLMC_RT_OK;
+}
+
+/* ---- entry points ------------------------------------------------------ */
+
+static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
+                                 llmc_rt_error *err)
+{
+    llmc_rt_status st = verify_header(r, p, err);
+    for (uint32_t i = 0; !st && i < p->n_segments; i++) {
+        rt_segment_desc s;
+        st = rt_read_segment(r, p, i, &s, err);
+    }
+    for (uint32_t i = 0; !st && i < p->n_tensors; i++)
+        st = verify_tensor(r, p, i, err);
+    for (uint32_t i = 0; !st && i < p->n_ops; i++)
+        st = verify_op(r, p, i, err);
+    if (!st)
+        st = verify_io(r, p, 0, err);
+    if (!st)
+        st = verify_io(r, p, 1, err);
+    if (!st)
+        st = verify_passes(r, p, err);
+    if (!st)
+        st = verify_segments(r, p, flags, err);
+    if (!st)
+        st = compute_kv_bytes(r, p, err);
+    return st;
+}
+
+llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t size,
+                                 unsigned flags, llmc_rt_error *err)
+{
+    if (err) {
+        err->code = LLMC_RT_OK;
+        err->msg[0] = '\0';
+    }
+    if (!plan || !bytes)
+        return rt_fail(err, LLMC_RT_E_ARG, "plan and bytes must not be NULL", NULL, NULL);
+    if ((uintptr_t)bytes % 8)
+        return rt_fail(err, LLMC_RT_E_ARG, "plan bytes must be 8-byte aligned", NULL, NULL);
+    memset(plan, 0, sizeof *plan);
+    llmc_rt_plan p;
+    memset(&p, 0, sizeof p);
+    p.base = bytes;
+    p.size = size;
+    fb_reader r = {bytes, size, 8};
+    llmc_rt_status st = verify_all(&r, &p, flags, err);
+    if (st)
+        return st;
+    *plan = p;
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_plan_io(const llmc_rt_plan *plan, int is_output, uint32_t index,
+                               llmc_rt_io *io)
+{
+    rt_io_desc d;
+    rt_tensor_desc t;
+    if (!plan || !plan->base || !io)
+        return LLMC_RT_E_ARG;
+    fb_reader r = rt_reader(plan);
+    if (index >= (is_output ? plan->n_outputs : plan->n_inputs))
+        return LLMC_RT_E_ARG;
+    llmc_rt_status st = rt_read_io(&r, plan, is_output, index, &d, NULL);
+    if (!st)
+        st = rt_read_tensor(&r, plan, d.tensor, &t, NULL);
+    if (st)
+        return st;
+    io->name = t.name;
+    io->dtype = t.dtype;
+    io->role = d.role;
+    io->layer = d.layer;
+    io->tensor = d.tensor;
+    return LLMC_RT_OK;
+}

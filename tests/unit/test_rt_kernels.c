@@ -1,0 +1,570 @@
+/* Reference kernels against hand-computed values and plain loops. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "tap.h"
+
+static llmc_rt_error err;
+
+static rt_view view(int dtype, void *data, int rank, const int64_t *dims)
+{
+    rt_view v = {dtype, rank, {0}, data};
+    for (int i = 0; i < rank; i++)
+        v.dims[i] = dims[i];
+    return v;
+}
+#define V(dtype, data, ...) view(dtype, data, (int)(sizeof((int64_t[]){__VA_ARGS__}) / 8), \
+                                 (int64_t[]){__VA_ARGS__})
+#define SCALAR(dtype, data) view(dtype, data, 0, NULL)
+
+static float frand(void)
+{
+    return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+}
+
+static bool close_rel(double got, double want, double tol)
+{
+    if (isnan(want))
+        return isnan(got);
+    if (isinf(want))
+        return got == want;
+    return fabs(got - want) <= tol * fmax(1.0, fabs(want));
+}
+
+static bool all_close(const float *got, const double *want, int n, double tol)
+{
+    for (int i = 0; i < n; i++)
+        if (!close_rel(got[i], want[i], tol))
+            return false;
+    return true;
+}
+
+/* ---- elementwise -------------------------------------------------------- */
+
+static double unary_ref(int kind, double x)
+{
+    switch (kind) {
+    case 0: return x;
+    case 1: return -x;
+    case 2: return fabs(x);
+    case 3: return sqrt(x);
+    case 4: return exp(x);
+    case 5: return log(x);
+    case 6: return erf(x);
+    case 7: return tanh(x);
+    case 8: return 1.0 / (1.0 + exp(-x));
+    case 9: return 1.0 / x;
+    case 10: return x > 0 ? x : 0;
+    case 11: return sin(x);
+    case 12: return cos(x);
+    case 14: return floor(x);
+    default: return ceil(x);
+    }
+}
+
+static void test_unary(void)
+{
+    float x[64], y[64];
+    double want[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = (i - 32) * 0.173f + (i % 2 ? 0.013f : 0.0f);
+    for (int kind = 0; kind <= 15; kind++) {
+        if (kind == 13)
+            continue;
+        float xx[64];
+        for (int i = 0; i < 64; i++) /* positive inputs for Sqrt and Log */
+            xx[i] = kind == 3 || kind == 5 ? fabsf(x[i]) + 0.01f : x[i];
+        for (int i = 0; i < 64; i++)
+            want[i] = unary_ref(kind, xx[i]);
+        rt_view vx = V(LLMC_RT_F32, xx, 4, 16), vy = V(LLMC_RT_F32, y, 4, 16);
+        CHECK(k_unary(kind, &vx, &vy, &err) == LLMC_RT_OK && all_close(y, want, 64, 2e-6),
+              "unary kind %d on float32 matches libm in double", kind);
+    }
+    int64_t xi[4] = {-5, 0, 7, INT64_MIN}, yi[4];
+    rt_view vi = V(LLMC_RT_I64, xi, 4), vo = V(LLMC_RT_I64, yi, 4);
+    CHECK(k_unary(2, &vi, &vo, &err) == LLMC_RT_OK && yi[0] == 5 && yi[2] == 7 &&
+          yi[3] == INT64_MIN, "Abs on int64 (INT64_MIN wraps)");
+    CHECK(k_unary(10, &vi, &vo, &err) == LLMC_RT_OK && yi[0] == 0 && yi[2] == 7, "Relu on int64");
+    uint8_t b[3] = {0, 1, 0}, nb[3];
+    rt_view vb = V(LLMC_RT_BOOL, b, 3), vnb = V(LLMC_RT_BOOL, nb, 3);
+    CHECK(k_unary(13, &vb, &vnb, &err) == LLMC_RT_OK && nb[0] == 1 && nb[1] == 0, "Not on bool");
+    CHECK(k_unary(3, &vi, &vo, &err) == LLMC_RT_E_EXEC, "Sqrt on int64 refused");
+}
+
+static void test_binary(void)
+{
+    float a[6], b[3], y[6];
+    double want[6];
+    for (int i = 0; i < 6; i++)
+        a[i] = frand();
+    for (int i = 0; i < 3; i++)
+        b[i] = frand() + 2;
+    rt_view va = V(LLMC_RT_F32, a, 2, 3), vb = V(LLMC_RT_F32, b, 3), vy = V(LLMC_RT_F32, y, 2, 3);
+    const char *names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
+    for (int kind = 0; kind <= 6; kind++) {
+        for (int i = 0; i < 6; i++) {
+            double p = a[i], q = b[i % 3];
+            double r[] = {p + q, p - q, p * q, p / q, pow(fabs(p), q), fmax(p, q), fmin(p, q)};
+            want[i] = r[kind];
+        }
+        float aa[6];
+        for (int i = 0; i < 6; i++)
+            aa[i] = kind == 4 ? fabsf(a[i]) : a[i];
+        va.data = aa;
+        CHECK(k_binary(kind, &va, &vb, &vy, &err) == LLMC_RT_OK && all_close(y, want, 6, 1e-6),
+              "%s [2,3] op [3] broadcasts", names[kind]);
+    }
+    /* [2,1] * [1,3] -> [2,3] */
+    float c[2] = {2, 3}, d[3] = {1, 10, 100};
+    rt_view vc = V(LLMC_RT_F32, c, 2, 1), vd = V(LLMC_RT_F32, d, 1, 3);
+    CHECK(k_binary(2, &vc, &vd, &vy, &err) == LLMC_RT_OK && y[0] == 2 && y[2] == 200 &&
+          y[3] == 3 && y[5] == 300, "[2,1] * [1,3] outer product");
+    rt_view wrong = V(LLMC_RT_F32, y, 3, 2);
+    CHECK(k_binary(0, &vc, &vd, &wrong, &err) == LLMC_RT_E_EXEC, "bad output dims: %s", err.msg);
+    float n1 = NAN, one = 1, out1;
+    rt_view vn = SCALAR(LLMC_RT_F32, &n1), v1 = SCALAR(LLMC_RT_F32, &one),
+            vo = SCALAR(LLMC_RT_F32, &out1);
+    CHECK(k_binary(5, &v1, &vn, &vo, &err) == LLMC_RT_OK && isnan(out1), "Max propagates NaN");
+
+    int64_t ia[4] = {-7, 7, -7, INT64_MAX}, ib[4] = {2, -2, -2, 1}, iy[4];
+    rt_view via = V(LLMC_RT_I64, ia, 4), vib = V(LLMC_RT_I64, ib, 4), viy = V(LLMC_RT_I64, iy, 4);
+    CHECK(k_binary(3, &via, &vib, &viy, &err) == LLMC_RT_OK && iy[0] == -3 && iy[1] == -3 &&
+          iy[2] == 3 && iy[3] == INT64_MAX, "int64 Div truncates toward zero");
+    CHECK(k_binary(0, &via, &vib, &viy, &err) == LLMC_RT_OK && iy[3] == INT64_MIN,
+          "int64 Add wraps");
+    ib[1] = 0;
+    CHECK(k_binary(3, &via, &vib, &viy, &err) == LLMC_RT_E_EXEC, "int Div by zero: %s", err.msg);
+    int32_t ja[3] = {5, -5, 9}, jb[1] = {3}, jy[3];
+    rt_view vja = V(LLMC_RT_I32, ja, 3), vjb = V(LLMC_RT_I32, jb, 1), vjy = V(LLMC_RT_I32, jy, 3);
+    CHECK(k_binary(3, &vja, &vjb, &vjy, &err) == LLMC_RT_OK && jy[0] == 1 && jy[1] == -1 &&
+          jy[2] == 3, "int32 Div");
+    uint8_t cmp[6];
+    rt_view vcmp = V(LLMC_RT_BOOL, cmp, 2, 3);
+    float l[6] = {1, 2, 3, 4, 5, 6}, r[3] = {2, 2, 7};
+    rt_view vl = V(LLMC_RT_F32, l, 2, 3), vr = V(LLMC_RT_F32, r, 3);
+    CHECK(k_binary(8, &vl, &vr, &vcmp, &err) == LLMC_RT_OK && cmp[0] == 1 && cmp[1] == 0 &&
+          cmp[2] == 1 && cmp[3] == 0 && cmp[5] == 1, "Less gives bool");
+    CHECK(k_binary(11, &vl, &vr, &vcmp, &err) == LLMC_RT_OK && cmp[0] == 0 && cmp[1] == 1,
+          "GreaterOrEqual gives bool");
+    uint8_t p[4] = {0, 0, 1, 1}, q[4] = {0, 1, 0, 1}, o[4];
+    rt_view vp = V(LLMC_RT_BOOL, p, 4), vq = V(LLMC_RT_BOOL, q, 4), vo4 = V(LLMC_RT_BOOL, o, 4);
+    k_binary(12, &vp, &vq, &vo4, &err);
+    bool and_ok = !o[0] && !o[1] && !o[2] && o[3];
+    k_binary(13, &vp, &vq, &vo4, &err);
+    bool or_ok = !o[0] && o[1] && o[2] && o[3];
+    k_binary(14, &vp, &vq, &vo4, &err);
+    CHECK(and_ok && or_ok && !o[0] && o[1] && o[2] && !o[3], "And, Or, Xor truth tables");
+    float base[2] = {2, -3};
+    int64_t ex[2] = {3, 2};
+    float pw[2];
+    rt_view vbase = V(LLMC_RT_F32, base, 2), vex = V(LLMC_RT_I64, ex, 2), vpw = V(LLMC_RT_F32, pw, 2);
+    CHECK(k_binary(4, &vbase, &vex, &vpw, &err) == LLMC_RT_OK && pw[0] == 8 && pw[1] == 9,
+          "Pow float32 ^ int64");
+    CHECK(!k_binary_supports(0, LLMC_RT_F32, LLMC_RT_I64, LLMC_RT_F32) &&
+          !k_binary_supports(12, LLMC_RT_F32, LLMC_RT_F32, LLMC_RT_BOOL), "unsupported combos");
+}
+
+static void test_where_cast(void)
+{
+    uint8_t cond[3] = {1, 0, 1};
+    float x[2] = {10, 20}, yv = -1, out[6];
+    rt_view vc = V(LLMC_RT_BOOL, cond, 3), vx = V(LLMC_RT_F32, x, 2, 1),
+            vy = SCALAR(LLMC_RT_F32, &yv), vo = V(LLMC_RT_F32, out, 2, 3);
+    CHECK(k_where(&vc, &vx, &vy, &vo, &err) == LLMC_RT_OK && out[0] == 10 && out[1] == -1 &&
+          out[2] == 10 && out[3] == 20 && out[4] == -1, "Where broadcasts [3], [2,1], []");
+    float f[6] = {-2.7f, 2.7f, 0, NAN, 1e30f, -0.5f};
+    int64_t i64[6];
+    rt_view vf = V(LLMC_RT_F32, f, 6), vi = V(LLMC_RT_I64, i64, 6);
+    CHECK(k_cast(&vf, &vi, &err) == LLMC_RT_OK && i64[0] == -2 && i64[1] == 2 && i64[3] == 0 &&
+          i64[4] == INT64_MAX && i64[5] == 0, "float -> int64 truncates, saturates, NaN -> 0");
+    uint8_t bo[6];
+    rt_view vbo = V(LLMC_RT_BOOL, bo, 6);
+    CHECK(k_cast(&vf, &vbo, &err) == LLMC_RT_OK && bo[0] == 1 && bo[2] == 0 && bo[3] == 1,
+          "float -> bool");
+    int64_t big[2] = {(1ll << 32) + 5, -1};
+    int32_t small[2];
+    rt_view vbig = V(LLMC_RT_I64, big, 2), vsmall = V(LLMC_RT_I32, small, 2);
+    CHECK(k_cast(&vbig, &vsmall, &err) == LLMC_RT_OK && small[0] == 5 && small[1] == -1,
+          "int64 -> int32 wraps");
+    uint8_t u[2];
+    int8_t s8[2];
+    rt_view vu = V(LLMC_RT_U8, u, 2), vs8 = V(LLMC_RT_I8, s8, 2);
+    big[0] = 300;
+    CHECK(k_cast(&vbig, &vu, &err) == LLMC_RT_OK && u[0] == 44 && u[1] == 255 &&
+          k_cast(&vbig, &vs8, &err) == LLMC_RT_OK && s8[0] == 44 && s8[1] == -1,
+          "int64 -> uint8 / int8 wrap");
+    float back[2];
+    rt_view vback = V(LLMC_RT_F32, back, 2);
+    CHECK(k_cast(&vs8, &vback, &err) == LLMC_RT_OK && back[0] == 44 && back[1] == -1,
+          "int8 -> float");
+}
+
+/* ---- matmul ------------------------------------------------------------- */
+
+/* Naive numpy matmul on dims given in full (no 1-D handling here): a is
+ * [Ba..., M, K], b [Bb..., K, N] with batch broadcasting over `nb` axes. */
+static void naive_batched(const float *a, const float *b, double *y, int nb,
+                          const int64_t *ba, const int64_t *bb, const int64_t *by,
+                          int M, int K, int N)
+{
+    int64_t batches = 1;
+    for (int i = 0; i < nb; i++)
+        batches *= by[i];
+    for (int64_t t = 0; t < batches; t++) {
+        int64_t rest = t, ia = 0, ib = 0, sa = 1, sb = 1;
+        for (int i = nb - 1; i >= 0; i--) {
+            int64_t idx = rest % by[i];
+            rest /= by[i];
+            ia += (ba[i] == 1 ? 0 : idx) * sa;
+            ib += (bb[i] == 1 ? 0 : idx) * sb;
+            sa *= ba[i];
+            sb *= bb[i];
+        }
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                double acc = 0;
+                for (int k = 0; k < K; k++)
+                    acc += (double)a[ia * M * K + m * K + k] * b[ib * K * N + k * N + n];
+                y[t * M * N + m * N + n] = acc;
+            }
+    }
+}
+
+static void test_matmul(void)
+{
+    static float a[4096], b[4096], y[4096];
+    static double want[4096];
+    for (int i = 0; i < 4096; i++) {
+        a[i] = frand();
+        b[i] = frand();
+    }
+    int ok = 1;
+    for (int trial = 0; trial < 40; trial++) {
+        int M = 1 + rand() % 7, K = 1 + rand() % 9, N = 1 + rand() % 8;
+        int64_t ba[2] = {1 + rand() % 2, 1 + rand() % 3}, bb[2], by[2];
+        for (int i = 0; i < 2; i++) {
+            bb[i] = rand() % 2 ? ba[i] : 1;
+            if (rand() % 2) { /* broadcast a instead */
+                bb[i] = ba[i];
+                ba[i] = 1;
+            }
+            by[i] = ba[i] > bb[i] ? ba[i] : bb[i];
+        }
+        rt_view va = V(LLMC_RT_F32, a, ba[0], ba[1], M, K), vb = V(LLMC_RT_F32, b, bb[0], bb[1], K, N),
+                vy = V(LLMC_RT_F32, y, by[0], by[1], M, N);
+        naive_batched(a, b, want, 2, ba, bb, by, M, K, N);
+        if (k_matmul(&va, &vb, &vy, &err) != LLMC_RT_OK ||
+            !all_close(y, want, (int)(by[0] * by[1] * M * N), 1e-5)) {
+            ok = 0;
+            CHECK(0, "matmul trial %d: %s", trial, err.msg);
+        }
+    }
+    CHECK(ok, "40 random batched matmuls with broadcasting match a naive loop");
+    /* rank-3 times rank-2: batch only on the left */
+    rt_view va = V(LLMC_RT_F32, a, 3, 4, 5), vb = V(LLMC_RT_F32, b, 5, 6), vy = V(LLMC_RT_F32, y, 3, 4, 6);
+    int64_t one = 1, three = 3;
+    naive_batched(a, b, want, 1, &three, &one, &three, 4, 5, 6);
+    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_OK && all_close(y, want, 72, 1e-5),
+          "[3,4,5] x [5,6]");
+    /* 1-D operands */
+    va = V(LLMC_RT_F32, a, 5);
+    vb = V(LLMC_RT_F32, b, 2, 5, 3);
+    vy = V(LLMC_RT_F32, y, 2, 3);
+    int64_t two = 2;
+    naive_batched(a, b, want, 1, &one, &two, &two, 1, 5, 3);
+    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_OK && all_close(y, want, 6, 1e-5),
+          "[5] x [2,5,3] -> [2,3]");
+    va = V(LLMC_RT_F32, a, 4, 5);
+    vb = V(LLMC_RT_F32, b, 5);
+    vy = V(LLMC_RT_F32, y, 4);
+    naive_batched(a, b, want, 0, NULL, NULL, NULL, 4, 5, 1);
+    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_OK && all_close(y, want, 4, 1e-5),
+          "[4,5] x [5] -> [4]");
+    va = V(LLMC_RT_F32, a, 5);
+    vy = SCALAR(LLMC_RT_F32, y);
+    naive_batched(a, b, want, 0, NULL, NULL, NULL, 1, 5, 1);
+    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_OK && close_rel(y[0], want[0], 1e-5),
+          "[5] x [5] -> []");
+    va = V(LLMC_RT_F32, a, 4, 5);
+    vb = V(LLMC_RT_F32, b, 4, 3);
+    vy = V(LLMC_RT_F32, y, 4, 3);
+    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_E_EXEC, "K mismatch: %s", err.msg);
+    va = V(LLMC_RT_F32, a, 2, 4, 5);
+    vb = V(LLMC_RT_F32, b, 3, 5, 3);
+    vy = V(LLMC_RT_F32, y, 3, 4, 3);
+    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_E_EXEC, "batch 2 vs 3 refused");
+}
+
+/* ---- reduce, softmax, layernorm ---------------------------------------- */
+
+static void test_reduce(void)
+{
+    float x[24], y[24];
+    double want[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = frand() * 4;
+    rt_view vx = V(LLMC_RT_F32, x, 2, 3, 4), vy = V(LLMC_RT_F32, y, 2, 1, 4);
+    int ax1[1] = {1};
+    const char *names[] = {"Mean", "Sum", "Max", "Min", "Prod"};
+    for (int kind = 0; kind < 5; kind++) {
+        for (int i = 0; i < 2; i++)
+            for (int k = 0; k < 4; k++) {
+                double acc = kind == 4 ? 1 : kind == 2 ? -INFINITY : kind == 3 ? INFINITY : 0;
+                for (int j = 0; j < 3; j++) {
+                    double v = x[i * 12 + j * 4 + k];
+                    acc = kind == 4 ? acc * v : kind == 2 ? fmax(acc, v)
+                        : kind == 3 ? fmin(acc, v) : acc + v;
+                }
+                want[i * 4 + k] = kind == 0 ? acc / 3 : acc;
+            }
+        CHECK(k_reduce(kind, &vx, ax1, 1, true, &vy, &err) == LLMC_RT_OK &&
+              all_close(y, want, 8, 1e-6), "Reduce%s over axis 1 of [2,3,4], keepdims", names[kind]);
+    }
+    int ax02[2] = {0, 2};
+    vy = V(LLMC_RT_F32, y, 3);
+    for (int j = 0; j < 3; j++) {
+        want[j] = 0;
+        for (int i = 0; i < 2; i++)
+            for (int k = 0; k < 4; k++)
+                want[j] += x[i * 12 + j * 4 + k] / 8.0;
+    }
+    CHECK(k_reduce(0, &vx, ax02, 2, false, &vy, &err) == LLMC_RT_OK && all_close(y, want, 3, 1e-6),
+          "ReduceMean over axes [0, 2] without keepdims");
+    vy = V(LLMC_RT_F32, y, 2, 3);
+    CHECK(k_reduce(0, &vx, ax02, 2, false, &vy, &err) == LLMC_RT_E_EXEC, "wrong output dims: %s",
+          err.msg);
+    int64_t xi[6] = {1, 2, 3, 4, 5, 6}, yi[2];
+    rt_view vxi = V(LLMC_RT_I64, xi, 2, 3), vyi = V(LLMC_RT_I64, yi, 2);
+    CHECK(k_reduce(1, &vxi, ax1, 1, false, &vyi, &err) == LLMC_RT_OK && yi[0] == 6 && yi[1] == 15,
+          "int64 ReduceSum");
+    CHECK(k_reduce(4, &vxi, ax1, 1, false, &vyi, &err) == LLMC_RT_OK && yi[0] == 6 && yi[1] == 120,
+          "int64 ReduceProd");
+    vyi = SCALAR(LLMC_RT_I64, yi);
+    CHECK(k_reduce(2, &vxi, NULL, 0, false, &vyi, &err) == LLMC_RT_OK && yi[0] == 6,
+          "no axes reduces everything");
+}
+
+static void test_softmax(void)
+{
+    float x[24], y[24];
+    double want[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = frand() * 30; /* large values: max subtraction matters */
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 4; k++) {
+            double max = -INFINITY, sum = 0;
+            for (int j = 0; j < 3; j++)
+                max = fmax(max, x[i * 12 + j * 4 + k]);
+            for (int j = 0; j < 3; j++)
+                sum += exp(x[i * 12 + j * 4 + k] - max);
+            for (int j = 0; j < 3; j++)
+                want[i * 12 + j * 4 + k] = exp(x[i * 12 + j * 4 + k] - max) / sum;
+        }
+    rt_view vx = V(LLMC_RT_F32, x, 2, 3, 4), vy = V(LLMC_RT_F32, y, 2, 3, 4);
+    CHECK(k_softmax(&vx, 1, &vy, &err) == LLMC_RT_OK && all_close(y, want, 24, 1e-6),
+          "Softmax over the middle axis");
+    float big[2] = {1000, 1000}, out[2];
+    rt_view vb = V(LLMC_RT_F32, big, 2), vo = V(LLMC_RT_F32, out, 2);
+    CHECK(k_softmax(&vb, 0, &vo, &err) == LLMC_RT_OK && out[0] == 0.5f, "no overflow at 1000");
+    CHECK(k_softmax(&vx, 3, &vy, &err) == LLMC_RT_E_EXEC, "axis outside rank");
+}
+
+static void layernorm_ref(const float *x, int outer, int n, const float *scale,
+                          const int *scale_idx, const float *bias, double eps, double *y)
+{
+    for (int o = 0; o < outer; o++) {
+        double mean = 0, var = 0;
+        for (int j = 0; j < n; j++)
+            mean += x[o * n + j];
+        mean /= n;
+        for (int j = 0; j < n; j++)
+            var += (x[o * n + j] - mean) * (x[o * n + j] - mean);
+        var /= n;
+        for (int j = 0; j < n; j++)
+            y[o * n + j] = (x[o * n + j] - mean) / sqrt(var + eps) * scale[scale_idx[j]] +
+                           (bias ? bias[j % 4] : 0);
+    }
+}
+
+static void test_layernorm(void)
+{
+    float x[24], y[24], scale[12], bias[4];
+    double want[24];
+    int idx[12];
+    for (int i = 0; i < 24; i++)
+        x[i] = frand() * 3 + 1;
+    for (int i = 0; i < 12; i++)
+        scale[i] = frand();
+    for (int i = 0; i < 4; i++)
+        bias[i] = frand();
+    rt_view vx = V(LLMC_RT_F32, x, 2, 3, 4), vy = V(LLMC_RT_F32, y, 2, 3, 4);
+    rt_view vs = V(LLMC_RT_F32, scale, 4), vb = V(LLMC_RT_F32, bias, 4);
+    for (int j = 0; j < 12; j++)
+        idx[j] = j % 4;
+    layernorm_ref(x, 6, 4, scale, idx, bias, 1e-5, want);
+    CHECK(k_layernorm(&vx, &vs, &vb, 2, 1e-5f, &vy, &err) == LLMC_RT_OK &&
+          all_close(y, want, 24, 1e-5), "LayerNorm over the last axis with scale and bias");
+    for (int j = 0; j < 12; j++)
+        idx[j] = j;
+    vs = V(LLMC_RT_F32, scale, 3, 4);
+    layernorm_ref(x, 2, 12, scale, idx, NULL, 1e-3, want);
+    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &err) == LLMC_RT_OK &&
+          all_close(y, want, 24, 1e-5), "LayerNorm over axes [1, 3) with [3,4] scale, no bias");
+    for (int j = 0; j < 12; j++)
+        idx[j] = j % 4;
+    vs = V(LLMC_RT_F32, scale, 1, 1, 4);
+    layernorm_ref(x, 2, 12, scale, idx, NULL, 1e-3, want);
+    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &err) == LLMC_RT_OK &&
+          all_close(y, want, 24, 1e-5), "scale [1,1,4] broadcasts over normalized [3,4]");
+    vs = V(LLMC_RT_F32, scale, 3);
+    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &err) == LLMC_RT_E_EXEC,
+          "scale [3] does not broadcast to [3,4]");
+}
+
+/* ---- gather, copy, reshape, fill, range --------------------------------- */
+
+static void test_gather(void)
+{
+    float data[12], y[12];
+    for (int i = 0; i < 12; i++)
+        data[i] = (float)i;
+    int32_t idx[2] = {-1, 0};
+    rt_view vd = V(LLMC_RT_F32, data, 3, 4), vi = V(LLMC_RT_I32, idx, 2), vy = V(LLMC_RT_F32, y, 2, 4);
+    CHECK(k_gather(&vd, &vi, 0, &vy, &err) == LLMC_RT_OK && y[0] == 8 && y[3] == 11 &&
+          y[4] == 0 && y[7] == 3, "Gather rows with a negative index");
+    int64_t idx2[4] = {3, 1, -4, 2};
+    rt_view vi2 = V(LLMC_RT_I64, idx2, 2, 2), vy2 = V(LLMC_RT_F32, y, 3, 2, 2);
+    CHECK(k_gather(&vd, &vi2, 1, &vy2, &err) == LLMC_RT_OK && y[0] == 3 && y[1] == 1 &&
+          y[2] == 0 && y[3] == 2 && y[4] == 7 && y[11] == 10, "Gather axis 1 with [2,2] indices");
+    idx2[2] = 4;
+    CHECK(k_gather(&vd, &vi2, 1, &vy2, &err) == LLMC_RT_E_EXEC && strstr(err.msg, "index 4"),
+          "index out of range: %s", err.msg);
+}
+
+static rt_region region(int rank_dst, const int64_t *dst_start, const int64_t *size,
+                        int rank_src, const int64_t *src_start, const int *axis,
+                        const int64_t *step)
+{
+    rt_region g;
+    memset(&g, 0, sizeof g);
+    for (int k = 0; k < rank_dst; k++) {
+        g.dst_start[k] = dst_start[k];
+        g.size[k] = size[k];
+        g.src_axis[k] = axis[k];
+        g.src_step[k] = step[k];
+    }
+    for (int a = 0; a < rank_src; a++)
+        g.src_start[a] = src_start[a];
+    return g;
+}
+#define L(...) ((int64_t[]){__VA_ARGS__})
+#define AX(...) ((int[]){__VA_ARGS__})
+
+static void test_copy(void)
+{
+    float src[24], dst[48];
+    for (int i = 0; i < 24; i++)
+        src[i] = (float)i;
+    /* transpose [2,3,4] -> [4,2,3]: dst (k, i, j) = src (i, j, k) */
+    rt_view vs = V(LLMC_RT_F32, src, 2, 3, 4), vd = V(LLMC_RT_F32, dst, 4, 2, 3);
+    rt_region g = region(3, L(0, 0, 0), L(4, 2, 3), 3, L(0, 0, 0), AX(2, 0, 1), L(1, 1, 1));
+    int ok = k_copy_region(&g, &vs, &vd, &err) == LLMC_RT_OK;
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++)
+                ok &= dst[k * 6 + i * 3 + j] == src[i * 12 + j * 4 + k];
+    CHECK(ok, "transpose perm (2, 0, 1)");
+    /* slice x[:, ::-2, 1:3] of [2,3,4] -> [2,2,2] */
+    vd = V(LLMC_RT_F32, dst, 2, 2, 2);
+    g = region(3, L(0, 0, 0), L(2, 2, 2), 3, L(0, 2, 1), AX(0, 1, 2), L(1, -2, 1));
+    ok = k_copy_region(&g, &vs, &vd, &err) == LLMC_RT_OK;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 2; k++)
+                ok &= dst[i * 4 + j * 2 + k] == src[i * 12 + (2 - 2 * j) * 4 + 1 + k];
+    CHECK(ok, "slice with a negative step");
+    /* concat [2,3,4] and [2,1,4] along axis 1 -> [2,4,4] */
+    float other[8] = {100, 101, 102, 103, 104, 105, 106, 107};
+    rt_view vo = V(LLMC_RT_F32, other, 2, 1, 4);
+    vd = V(LLMC_RT_F32, dst, 2, 4, 4);
+    rt_region g1 = region(3, L(0, 0, 0), L(2, 3, 4), 3, L(0, 0, 0), AX(0, 1, 2), L(1, 1, 1));
+    rt_region g2 = region(3, L(0, 3, 0), L(2, 1, 4), 3, L(0, 0, 0), AX(0, 1, 2), L(1, 1, 1));
+    ok = k_copy_region(&g1, &vs, &vd, &err) == LLMC_RT_OK &&
+         k_copy_region(&g2, &vo, &vd, &err) == LLMC_RT_OK;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++)
+            for (int k = 0; k < 4; k++)
+                ok &= dst[i * 16 + j * 4 + k] ==
+                      (j < 3 ? src[i * 12 + j * 4 + k] : other[i * 4 + k]);
+    CHECK(ok, "concat of two regions");
+    /* expand [3,1] -> [2,3,4] */
+    float col[3] = {7, 8, 9};
+    rt_view vc = V(LLMC_RT_F32, col, 3, 1);
+    vd = V(LLMC_RT_F32, dst, 2, 3, 4);
+    g = region(3, L(0, 0, 0), L(2, 3, 4), 2, L(0, 0), AX(-1, 0, -1), L(0, 1, 0));
+    ok = k_copy_region(&g, &vc, &vd, &err) == LLMC_RT_OK;
+    for (int i = 0; i < 24; i++)
+        ok &= dst[i] == col[(i / 4) % 3];
+    CHECK(ok, "broadcast expand [3,1] -> [2,3,4]");
+    g = region(3, L(0, 1, 0), L(2, 3, 4), 2, L(0, 0), AX(-1, 0, -1), L(0, 1, 0));
+    CHECK(k_copy_region(&g, &vc, &vd, &err) == LLMC_RT_E_EXEC, "dst box past the dims: %s", err.msg);
+    g = region(3, L(0, 0, 0), L(2, 3, 4), 2, L(1, 0), AX(-1, 0, -1), L(0, 1, 0));
+    CHECK(k_copy_region(&g, &vc, &vd, &err) == LLMC_RT_E_EXEC, "src indices past the dims: %s",
+          err.msg);
+    g = region(3, L(0, 0, 0), L(2, 3, 4), 2, L(0, 0), AX(-1, 0, -1), L(0, INT64_MAX, 0));
+    CHECK(k_copy_region(&g, &vc, &vd, &err) == LLMC_RT_E_EXEC, "huge step overflows: %s", err.msg);
+    g = region(3, L(0, 0, 0), L(2, 1, 4), 2, L(2, 0), AX(-1, 0, -1), L(0, INT64_MAX, 0));
+    CHECK(k_copy_region(&g, &vc, &vd, &err) == LLMC_RT_OK && dst[0] == 9,
+          "size-1 axis ignores its step");
+    float scalar = 5;
+    rt_view vsc = SCALAR(LLMC_RT_F32, &scalar);
+    vd = V(LLMC_RT_F32, dst, 4);
+    g = region(1, L(0), L(4), 0, NULL, AX(-1), L(0));
+    CHECK(k_copy_region(&g, &vsc, &vd, &err) == LLMC_RT_OK && dst[0] == 5 && dst[3] == 5,
+          "scalar source broadcast");
+    rt_view r1 = V(LLMC_RT_F32, src, 2, 12), r2 = V(LLMC_RT_F32, dst, 24);
+    CHECK(k_reshape(&r1, &r2, &err) == LLMC_RT_OK && dst[23] == 23, "Reshape copies the bytes");
+    r2.dims[0] = 23;
+    CHECK(k_reshape(&r1, &r2, &err) == LLMC_RT_E_EXEC, "Reshape with another element count");
+}
+
+static void test_fill_range(void)
+{
+    int64_t i64[3];
+    float f[4];
+    uint8_t b[2];
+    rt_view vi = V(LLMC_RT_I64, i64, 3), vf = V(LLMC_RT_F32, f, 2, 2), vb = V(LLMC_RT_BOOL, b, 2);
+    CHECK(k_fill(-3.9, &vi, &err) == LLMC_RT_OK && i64[0] == -3 && i64[2] == -3,
+          "Fill int64 truncates the value");
+    CHECK(k_fill(0.25, &vf, &err) == LLMC_RT_OK && f[3] == 0.25f, "Fill float32");
+    CHECK(k_fill(2, &vb, &err) == LLMC_RT_OK && b[0] == 1, "Fill bool");
+    float s = 1, l = 2, d = 0.25f;
+    rt_view vs = SCALAR(LLMC_RT_F32, &s), vl = SCALAR(LLMC_RT_F32, &l), vd = SCALAR(LLMC_RT_F32, &d);
+    rt_view vo = V(LLMC_RT_F32, f, 4);
+    CHECK(k_range(&vs, &vl, &vd, &vo, &err) == LLMC_RT_OK && f[0] == 1 && f[1] == 1.25f &&
+          f[3] == 1.75f, "Range float32");
+    int64_t is = 10, il = 4, id = -2;
+    rt_view vis = SCALAR(LLMC_RT_I64, &is), vil = V(LLMC_RT_I64, &il, 1), vid = SCALAR(LLMC_RT_I64, &id);
+    CHECK(k_range(&vis, &vil, &vid, &vi, &err) == LLMC_RT_OK && i64[0] == 10 && i64[1] == 8 &&
+          i64[2] == 6, "Range int64 with a negative delta");
+    CHECK(k_range(&vs, &vil, &vid, &vi, &err) == LLMC_RT_E_EXEC, "Range with mixed dtypes");
+}
+
+int main(void)
+{
+    srand(3);
+    test_unary();
+    test_binary();
+    test_where_cast();
+    test_matmul();
+    test_reduce();
+    test_softmax();
+    test_layernorm();
+    test_gather();
+    test_copy();
+    test_fill_range();
+    return TAP_DONE();
+}
