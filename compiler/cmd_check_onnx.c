@@ -85,46 +85,70 @@ static void free_tensors(llmc_tensor_file *t, int n)
         llmc_tensor_file_free(&t[i]);
 }
 
-static int run_data_set(llmc_rt_session *s, const char *dir, tolerance *tol, llmc_error *err)
+/* ONNX operands an ahead-of-time compiler needs at compile time: shapes,
+ * axes, slice bounds, split sizes, range bounds.  Backend test cases often
+ * feed them as graph inputs; check-onnx binds such inputs to the data set's
+ * values as constants, as a deployable model would hold them. */
+static int is_shape_operand(const char *op, int k)
 {
-    llmc_tensor_file in[MAX_IO], ref[MAX_IO];
-    int n_in = 0, n_ref = 0, rc;
-    memset(in, 0, sizeof in);
-    memset(ref, 0, sizeof ref);
-    rc = read_tensors(dir, "input_", in, &n_in, err);
-    if (!rc)
-        rc = read_tensors(dir, "output_", ref, &n_ref, err);
-    if (!rc && (uint32_t)n_in != s->plan->n_inputs)
-        rc = llmc_fail(err, LLMC_E_INPUT, "%s: %d input files for %u model inputs", dir, n_in, s->plan->n_inputs);
-    if (!rc && (uint32_t)n_ref != s->plan->n_outputs)
-        rc = llmc_fail(err, LLMC_E_INPUT, "%s: %d output files for %u model outputs", dir, n_ref, s->plan->n_outputs);
-    llmc_rt_tensor args[MAX_IO];
-    for (int k = 0; !rc && k < n_in; k++) {
-        args[k].dtype = in[k].dtype;
-        args[k].rank = in[k].rank;
-        memcpy(args[k].dims, in[k].dims, sizeof args[k].dims);
-        args[k].data = in[k].data;
-    }
-    llmc_rt_error rt = {0};
-    if (!rc && llmc_rt_session_run(s, 0, 0, args, &rt) != LLMC_RT_OK)
-        rc = llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", dir, rt.msg);
-    for (int k = 0; !rc && k < n_ref; k++) {
-        llmc_rt_tensor out;
-        char where[512];
-        llmc_rt_io io;
-        llmc_rt_plan_io(s->plan, 1, (uint32_t)k, &io);
-        snprintf(where, sizeof where, "%.300s output %d '%.150s'", dir, k, io.name);
-        if (llmc_rt_session_output(s, (uint32_t)k, &out, &rt) != LLMC_RT_OK)
-            rc = llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", where, rt.msg);
-        else
-            rc = compare_tensor(&out, &ref[k], where, tol, err);
-    }
-    free_tensors(in, n_in);
-    free_tensors(ref, n_ref);
-    return rc;
+    static const struct { const char *op; unsigned mask; } table[] = {
+        {"Reshape", 1u << 1}, {"Expand", 1u << 1}, {"Squeeze", 1u << 1}, {"Unsqueeze", 1u << 1},
+        {"ReduceSum", 1u << 1}, {"Split", 1u << 1}, {"Slice", 0x1eu}, {"ConstantOfShape", 1u << 0},
+        {"Range", 0x7u},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (!strcmp(table[i].op, op))
+            return k < 32 && (table[i].mask >> k & 1u);
+    return 0;
 }
 
-static int compile_case(const char *case_dir, uint8_t **plan, size_t *size, llmc_error *err)
+static int only_shape_uses(const llmc_graph *g, int value)
+{
+    int uses = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const llmc_node *n = &g->nodes[i];
+        for (int k = 0; !n->dead && k < n->n_inputs; k++) {
+            if (n->inputs[k] != value)
+                continue;
+            if (!is_shape_operand(n->op_type, k))
+                return 0;
+            uses++;
+        }
+    }
+    return uses > 0 && !g->values[value].is_graph_output;
+}
+
+/* Turns shape-operand inputs into constants; `in` is compacted to the
+ * inputs that remain, in graph order. */
+static int bind_shape_inputs(llmc_graph *g, llmc_tensor_file *in, int *n_in, llmc_error *err)
+{
+    if (*n_in != g->n_inputs)
+        return llmc_fail(err, LLMC_E_INPUT, "%d input files for %d model inputs", *n_in, g->n_inputs);
+    int kept = 0;
+    for (int k = 0; k < g->n_inputs; k++) {
+        int v = g->inputs[k];
+        int integer = in[k].dtype == LLMC_DT_INT64 || in[k].dtype == LLMC_DT_INT32;
+        if (!integer || !only_shape_uses(g, v)) {
+            llmc_tensor_file keep = in[k];
+            in[k] = in[kept];
+            in[kept] = keep;
+            g->inputs[kept++] = v;
+            continue;
+        }
+        llmc_shape shape = {.rank = in[k].rank};
+        for (int d = 0; d < in[k].rank; d++)
+            shape.dims[d] = llmc_aff_const(in[k].dims[d]);
+        if (llmc_graph_set_const(g, v, in[k].dtype, &shape, in[k].data, in[k].nbytes))
+            return llmc_fail(err, LLMC_E_NOMEM, "out of memory binding input '%s'", g->values[v].name);
+        g->values[v].is_graph_input = false;
+    }
+    g->n_inputs = kept;
+    *n_in = kept;
+    return LLMC_OK;
+}
+
+static int compile_case(const char *case_dir, llmc_tensor_file *in, int *n_in, uint8_t **plan, size_t *size,
+                        llmc_error *err)
 {
     char model[4096];
     snprintf(model, sizeof model, "%s/model.onnx", case_dir);
@@ -136,11 +160,77 @@ static int compile_case(const char *case_dir, uint8_t **plan, size_t *size, llmc
     int n_records = 0;
     int rc = llmc_import_onnx(model, &io, &g, err);
     if (!rc)
+        rc = bind_shape_inputs(&g, in, n_in, err);
+    if (!rc)
         rc = llmc_pipeline_run(&g, &ctx, NULL, records, &n_records, err);
     llmc_codegen_options co = {.max_context = 1, .n_passes = n_records, .passes = records};
     if (!rc)
         rc = llmc_codegen_to_memory(&g, &co, plan, size, NULL, err);
     llmc_graph_free(&g);
+    return rc;
+}
+
+static int execute(const llmc_rt_plan *plan, const llmc_tensor_file *in, int n_in, const llmc_tensor_file *ref,
+                   int n_ref, const char *dir, tolerance *tol, llmc_error *err)
+{
+    if ((uint32_t)n_ref != plan->n_outputs)
+        return llmc_fail(err, LLMC_E_INPUT, "%s: %d output files for %u model outputs", dir, n_ref, plan->n_outputs);
+    size_t mem_size = llmc_rt_session_memory(plan);
+    void *mem = malloc(mem_size ? mem_size : 1);
+    if (!mem)
+        return llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes", mem_size);
+    llmc_rt_tensor args[MAX_IO];
+    for (int k = 0; k < n_in; k++) {
+        args[k].dtype = in[k].dtype;
+        args[k].rank = in[k].rank;
+        memcpy(args[k].dims, in[k].dims, sizeof args[k].dims);
+        args[k].data = in[k].data;
+    }
+    llmc_rt_session s;
+    llmc_rt_error rt = {0};
+    int rc = LLMC_OK;
+    if (llmc_rt_session_init(&s, plan, mem, mem_size, &rt) != LLMC_RT_OK ||
+        llmc_rt_session_run(&s, 0, 0, args, &rt) != LLMC_RT_OK)
+        rc = llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", dir, rt.msg);
+    for (int k = 0; !rc && k < n_ref; k++) {
+        llmc_rt_tensor out;
+        llmc_rt_io io;
+        char where[512];
+        llmc_rt_plan_io(plan, 1, (uint32_t)k, &io);
+        snprintf(where, sizeof where, "%.300s output %d '%.150s'", dir, k, io.name);
+        if (llmc_rt_session_output(&s, (uint32_t)k, &out, &rt) != LLMC_RT_OK)
+            rc = llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", where, rt.msg);
+        else
+            rc = compare_tensor(&out, &ref[k], where, tol, err);
+    }
+    free(mem);
+    return rc;
+}
+
+/* Compiles the case for this data set's shape operands, runs, compares. */
+static int run_data_set(const char *case_dir, const char *dir, tolerance *tol, llmc_error *err)
+{
+    llmc_tensor_file in[MAX_IO], ref[MAX_IO];
+    int n_in = 0, n_ref = 0, n_read = 0;
+    memset(in, 0, sizeof in);
+    memset(ref, 0, sizeof ref);
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    llmc_rt_plan plan;
+    llmc_rt_error rt = {0};
+    int rc = read_tensors(dir, "input_", in, &n_in, err);
+    n_read = n_in;
+    if (!rc)
+        rc = read_tensors(dir, "output_", ref, &n_ref, err);
+    if (!rc)
+        rc = compile_case(case_dir, in, &n_in, &bytes, &size, err);
+    if (!rc && llmc_rt_plan_open(&plan, bytes, size, LLMC_RT_VERIFY_HASHES, &rt) != LLMC_RT_OK)
+        rc = llmc_fail(err, LLMC_E_RUNTIME, "plan rejected: %s", rt.msg);
+    if (!rc)
+        rc = execute(&plan, in, n_in, ref, n_ref, dir, tol, err);
+    free(bytes);
+    free_tensors(in, n_read);
+    free_tensors(ref, n_ref);
     return rc;
 }
 
@@ -151,35 +241,20 @@ static int is_data_set(const struct dirent *e)
 
 static int run_case(const char *case_dir, tolerance *tol, int *n_sets, llmc_error *err)
 {
-    uint8_t *bytes = NULL;
-    size_t size = 0;
-    int rc = compile_case(case_dir, &bytes, &size, err);
-    llmc_rt_plan plan;
-    llmc_rt_session s;
-    llmc_rt_error rt = {0};
-    void *mem = NULL;
-    if (!rc && llmc_rt_plan_open(&plan, bytes, size, LLMC_RT_VERIFY_HASHES, &rt) != LLMC_RT_OK)
-        rc = llmc_fail(err, LLMC_E_RUNTIME, "plan rejected: %s", rt.msg);
-    size_t mem_size = rc ? 0 : llmc_rt_session_memory(&plan);
-    if (!rc && !(mem = malloc(mem_size ? mem_size : 1)))
-        rc = llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes", mem_size);
-    if (!rc && llmc_rt_session_init(&s, &plan, mem, mem_size, &rt) != LLMC_RT_OK)
-        rc = llmc_fail(err, LLMC_E_RUNTIME, "session: %s", rt.msg);
     struct dirent **sets = NULL;
-    int n = rc ? 0 : scandir(case_dir, &sets, is_data_set, alphasort);
+    int n = scandir(case_dir, &sets, is_data_set, alphasort);
+    int rc = LLMC_OK;
     for (int i = 0; i < n; i++) {
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/%s", case_dir, sets[i]->d_name);
         if (!rc)
-            rc = run_data_set(&s, dir, tol, err);
+            rc = run_data_set(case_dir, dir, tol, err);
         free(sets[i]);
     }
     free(sets);
     *n_sets = n;
     if (!rc && n <= 0)
         rc = llmc_fail(err, LLMC_E_INPUT, "%s has no test_data_set_* folder", case_dir);
-    free(mem);
-    free(bytes);
     return rc;
 }
 

@@ -12,7 +12,7 @@ enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_EQUAL, B_LESS, B_GREAT
 
 static bool is_int(int dtype)
 {
-    return dtype == LLMC_RT_I32 || dtype == LLMC_RT_I64;
+    return dtype == LLMC_RT_I32 || dtype == LLMC_RT_I64 || dtype == LLMC_RT_U8 || dtype == LLMC_RT_I8;
 }
 
 static bool is_numeric(int dtype)
@@ -187,7 +187,7 @@ static bool is_compare(int kind)
 bool k_binary_supports(int kind, int a, int b, int y)
 {
     if (kind == B_POW)
-        return a == LLMC_RT_F32 && is_numeric(b) && y == LLMC_RT_F32;
+        return (a == LLMC_RT_F32 || a == LLMC_RT_I32 || a == LLMC_RT_I64) && is_numeric(b) && y == a;
     if (is_arith(kind))
         return a == b && b == y && is_numeric(a);
     if (is_compare(kind))
@@ -269,6 +269,8 @@ static bool binary_elem(int kind, const rt_view *a, int64_t ia, const rt_view *b
     if (a->dtype == LLMC_RT_F32 && (is_arith(kind) || kind == B_POW)) {
         ((float *)y->data)[iy] = arith_f32(kind, ((const float *)a->data)[ia],
                                            (float)k_load_f(b, ib));
+    } else if (kind == B_POW) { /* integer base: ONNX Pow keeps the base's type */
+        k_store_f(y, iy, pow(k_load_f(a, ia), k_load_f(b, ib)));
     } else if (a->dtype == LLMC_RT_F32) {
         ((uint8_t *)y->data)[iy] = compare(kind, k_load_f(a, ia), k_load_f(b, ib));
     } else if (is_arith(kind)) {

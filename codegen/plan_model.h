@@ -1,0 +1,104 @@
+/* The plan as codegen builds it in memory, before it is serialized:
+ * lower.c fills tensors and ops from the graph, memory_plan.c assigns arena
+ * offsets, plan_writer.c writes the FlatBuffer and the weight segments.
+ * Enum values mirror schemas/plan.fbs. */
+#ifndef LLMC_PLAN_MODEL_H
+#define LLMC_PLAN_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "ir.h"
+
+enum { /* llmc.plan.OpCode */
+    CG_OP_COPY, CG_OP_RESHAPE, CG_OP_UNARY, CG_OP_BINARY, CG_OP_WHERE, CG_OP_CAST,
+    CG_OP_MATMUL, CG_OP_REDUCE, CG_OP_SOFTMAX, CG_OP_LAYERNORM, CG_OP_GATHER,
+    CG_OP_FILL, CG_OP_RANGE, CG_OP_SYMBOLS,
+    CG_OP_COUNT
+};
+
+enum { /* llmc.plan.UnaryKind */
+    CG_UN_IDENTITY, CG_UN_NEG, CG_UN_ABS, CG_UN_SQRT, CG_UN_EXP, CG_UN_LOG, CG_UN_ERF,
+    CG_UN_TANH, CG_UN_SIGMOID, CG_UN_RECIPROCAL, CG_UN_RELU, CG_UN_SIN, CG_UN_COS,
+    CG_UN_NOT, CG_UN_FLOOR, CG_UN_CEIL
+};
+
+enum { /* llmc.plan.BinaryKind */
+    CG_BIN_ADD, CG_BIN_SUB, CG_BIN_MUL, CG_BIN_DIV, CG_BIN_POW, CG_BIN_MAX, CG_BIN_MIN,
+    CG_BIN_EQUAL, CG_BIN_LESS, CG_BIN_GREATER, CG_BIN_LESS_OR_EQUAL,
+    CG_BIN_GREATER_OR_EQUAL, CG_BIN_AND, CG_BIN_OR, CG_BIN_XOR
+};
+
+enum { /* llmc.plan.ReduceKind */
+    CG_RED_MEAN, CG_RED_SUM, CG_RED_MAX, CG_RED_MIN, CG_RED_PROD
+};
+
+typedef struct {
+    char *name;
+    int dtype;                          /* ONNX numbering, one of plan DType */
+    int rank;
+    llmc_affine dims[LLMC_MAX_RANK];
+    bool is_weight;
+    /* Weight: bytes in graph memory (or `owned`), and its segment */
+    const void *data;
+    uint64_t nbytes;
+    void *owned;                        /* constants lowering made up (Gemm alpha) */
+    uint32_t segment;
+    /* Arena: filled by the memory planner */
+    uint64_t max_bytes, arena_offset;
+    int first_op, last_op;              /* lifetime; -1 = before op 0, n_ops = after the last */
+} cg_tensor;
+
+/* One strided copy, as llmc.plan.Region. */
+typedef struct {
+    uint32_t src, dst;
+    int src_rank, dst_rank;
+    llmc_affine dst_start[LLMC_MAX_RANK];
+    llmc_affine size[LLMC_MAX_RANK];
+    llmc_affine src_start[LLMC_MAX_RANK];
+    int8_t src_axis[LLMC_MAX_RANK];
+    int64_t src_step[LLMC_MAX_RANK];
+} cg_region;
+
+typedef struct {
+    int code;                           /* CG_OP_* */
+    char *name;                         /* the ONNX node */
+    int n_inputs, n_outputs, n_regions, n_values, n_axes;
+    uint32_t *inputs, *outputs;         /* tensor indices */
+    cg_region *regions;                 /* Copy */
+    llmc_affine *values;                /* Symbols */
+    int32_t axes[LLMC_MAX_RANK];        /* Reduce: ascending, non-negative */
+    uint8_t kind;
+    int32_t axis;
+    bool keepdims;
+    float epsilon;
+    double value;
+} cg_op;
+
+typedef struct {
+    uint32_t tensor;
+    int role;                           /* llmc_io_role */
+    int layer;
+} cg_binding;
+
+typedef struct {
+    int n_tensors, cap_tensors;
+    cg_tensor *tensors;
+    int n_ops, cap_ops;
+    cg_op *ops;
+    int n_inputs, n_outputs;
+    cg_binding *inputs, *outputs;
+    uint32_t n_segments;                /* = number of weight tensors */
+    uint64_t arena_size;
+} cg_plan;
+
+/* Graph -> tensors, ops and bindings (op order = topological order). */
+int cg_lower(const llmc_graph *g, cg_plan *p, llmc_error *err);
+/* True if cg_lower handles this ONNX op type (default domain). */
+bool cg_can_lower(const char *op_type);
+/* Sizes every Arena tensor for S + P <= max_context and assigns offsets. */
+int cg_memory_plan(cg_plan *p, uint32_t max_context, llmc_error *err);
+void cg_plan_free(cg_plan *p);
+
+#endif

@@ -1,0 +1,508 @@
+/* Plan file = FlatBuffer (schemas/plan.fbs), zero padding to 64 bytes,
+ * then one 64-byte aligned segment per weight tensor.  The weights are
+ * never copied in memory on the way to a file: they are hashed and written
+ * straight from the graph's constants (which may be mmapped). */
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "codegen.h"
+#include "fb_builder.h"
+#include "io_roles.h"
+#include "plan_model.h"
+
+#define PLAN_FORMAT_VERSION 1
+#define PLAN_TARGET "generic-f32"
+#define PLAN_COMPILER_VERSION "llmc 0.1.0"
+#define SEGMENT_ALIGN 64
+#define WRITE_CHUNK ((size_t)1 << 26)
+
+_Static_assert(CG_OP_COUNT <= sizeof(((llmc_codegen_stats *)0)->op_counts) / sizeof(uint32_t),
+               "llmc_codegen_stats.op_counts has a slot per OpCode");
+
+typedef struct {
+    cg_plan plan;
+    const cg_tensor **weight;   /* segment index -> its tensor */
+    uint64_t *seg_offset;       /* from the start of the file */
+    uint64_t *seg_hash;
+    fb_builder fb;
+    const uint8_t *fb_data;
+    size_t fb_size;
+    uint64_t file_size;
+} plan_image;
+
+static uint64_t round_up(uint64_t x, uint64_t a)
+{
+    return (x + a - 1) / a * a;
+}
+
+static uint64_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static uint64_t double_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* ---- FlatBuffer encoding of the plan model; empty vectors are left out ---- */
+
+static fb_ref affine_vector(fb_builder *b, const llmc_affine *a, int n)
+{
+    if (n <= 0)
+        return 0;
+    fb_vector_begin(b, (size_t)n, 24, 8);
+    for (int i = n; i-- > 0;) {   /* back to front: fields in reverse too */
+        fb_push_le(b, (uint64_t)a[i].p, 8);
+        fb_push_le(b, (uint64_t)a[i].s, 8);
+        fb_push_le(b, (uint64_t)a[i].c, 8);
+    }
+    return fb_vector_end(b, (size_t)n);
+}
+
+/* A vector of int8 / int32 / uint32 / int64 given as int64 values. */
+static fb_ref int_vector(fb_builder *b, const int64_t *v, int n, size_t size)
+{
+    if (n <= 0)
+        return 0;
+    fb_vector_begin(b, (size_t)n, size, size);
+    for (int i = n; i-- > 0;)
+        fb_push_le(b, (uint64_t)v[i], size);
+    return fb_vector_end(b, (size_t)n);
+}
+
+static fb_ref u32_vector(fb_builder *b, const uint32_t *v, int n)
+{
+    if (n <= 0)
+        return 0;
+    fb_vector_begin(b, (size_t)n, 4, 4);
+    for (int i = n; i-- > 0;)
+        fb_push_le(b, v[i], 4);
+    return fb_vector_end(b, (size_t)n);
+}
+
+static void field_ref(fb_builder *b, int field, fb_ref ref)
+{
+    if (ref)
+        fb_field_ref(b, field, ref);
+}
+
+static void field_nonzero(fb_builder *b, int field, uint64_t value, size_t size)
+{
+    if (value)
+        fb_field_scalar(b, field, value, size);
+}
+
+static fb_ref write_tensor(fb_builder *b, const cg_tensor *t)
+{
+    fb_ref name = fb_string(b, t->name), dims = affine_vector(b, t->dims, t->rank);
+    fb_table_begin(b);
+    field_ref(b, 0, name);
+    if (t->dtype != LLMC_DT_FLOAT)
+        fb_field_scalar(b, 1, (uint64_t)t->dtype, 4);
+    field_ref(b, 2, dims);
+    if (t->is_weight) {
+        fb_field_scalar(b, 3, 1, 1);
+        field_nonzero(b, 6, t->segment, 4);
+    } else {
+        field_nonzero(b, 4, t->arena_offset, 8);
+        field_nonzero(b, 5, t->max_bytes, 8);
+    }
+    return fb_table_end(b);
+}
+
+static fb_ref write_region(fb_builder *b, const cg_region *r)
+{
+    int64_t axis[LLMC_MAX_RANK];
+    for (int k = 0; k < r->dst_rank; k++)
+        axis[k] = r->src_axis[k];
+    fb_ref dst_start = affine_vector(b, r->dst_start, r->dst_rank);
+    fb_ref size = affine_vector(b, r->size, r->dst_rank);
+    fb_ref src_start = affine_vector(b, r->src_start, r->src_rank);
+    fb_ref src_axis = int_vector(b, axis, r->dst_rank, 1);
+    fb_ref src_step = int_vector(b, r->src_step, r->dst_rank, 8);
+    fb_table_begin(b);
+    field_nonzero(b, 0, r->src, 4);
+    field_nonzero(b, 1, r->dst, 4);
+    field_ref(b, 2, dst_start);
+    field_ref(b, 3, size);
+    field_ref(b, 4, src_start);
+    field_ref(b, 5, src_axis);
+    field_ref(b, 6, src_step);
+    return fb_table_end(b);
+}
+
+static fb_ref write_regions(fb_builder *b, const cg_op *op)
+{
+    if (op->n_regions == 0)
+        return 0;
+    fb_ref *refs = malloc(sizeof *refs * (size_t)op->n_regions);
+    if (!refs) {
+        b->failed = true;
+        return 0;
+    }
+    for (int i = 0; i < op->n_regions; i++)
+        refs[i] = write_region(b, &op->regions[i]);
+    fb_ref v = fb_vector_refs(b, refs, (size_t)op->n_regions);
+    free(refs);
+    return v;
+}
+
+static fb_ref write_op(fb_builder *b, const cg_op *op)
+{
+    int64_t axes[LLMC_MAX_RANK];
+    for (int k = 0; k < op->n_axes; k++)
+        axes[k] = op->axes[k];
+    fb_ref regions = write_regions(b, op);
+    fb_ref name = fb_string(b, op->name);
+    fb_ref inputs = u32_vector(b, op->inputs, op->n_inputs);
+    fb_ref outputs = u32_vector(b, op->outputs, op->n_outputs);
+    fb_ref axes_v = int_vector(b, axes, op->n_axes, 4);
+    fb_ref values = affine_vector(b, op->values, op->n_values);
+    fb_table_begin(b);
+    field_nonzero(b, 0, (uint64_t)op->code, 1);
+    field_ref(b, 1, name);
+    field_ref(b, 2, inputs);
+    field_ref(b, 3, outputs);
+    field_nonzero(b, 4, op->kind, 1);
+    field_nonzero(b, 5, (uint32_t)op->axis, 4);
+    field_ref(b, 6, axes_v);
+    if (!op->keepdims)
+        fb_field_scalar(b, 7, 0, 1);
+    field_nonzero(b, 8, float_bits(op->epsilon), 4);
+    field_nonzero(b, 9, double_bits(op->value), 8);
+    field_ref(b, 10, values);
+    field_ref(b, 11, regions);
+    return fb_table_end(b);
+}
+
+static bool is_cache_role(int role)
+{
+    return role == LLMC_ROLE_PAST_KEY || role == LLMC_ROLE_PAST_VALUE ||
+           role == LLMC_ROLE_PRESENT_KEY || role == LLMC_ROLE_PRESENT_VALUE;
+}
+
+static fb_ref write_binding(fb_builder *b, const cg_binding *io)
+{
+    fb_table_begin(b);
+    field_nonzero(b, 0, io->tensor, 4);
+    field_nonzero(b, 1, (uint64_t)io->role, 1);
+    if (is_cache_role(io->role))
+        field_nonzero(b, 2, (uint32_t)io->layer, 4);
+    return fb_table_end(b);
+}
+
+/* Every Segment field is written even when 0, so the FlatBuffer's size does
+ * not depend on the offsets (see build_flatbuffer). */
+static fb_ref write_segment(fb_builder *b, uint64_t offset, uint64_t size, uint64_t hash)
+{
+    fb_table_begin(b);
+    fb_field_scalar(b, 0, offset, 8);
+    fb_field_scalar(b, 1, size, 8);
+    fb_field_scalar(b, 2, hash, 8);
+    return fb_table_end(b);
+}
+
+static fb_ref write_pass(fb_builder *b, const llmc_pass_record *pr)
+{
+    fb_ref name = fb_string(b, pr->name ? pr->name : "");
+    fb_table_begin(b);
+    field_ref(b, 0, name);
+    field_nonzero(b, 1, pr->nodes, 4);
+    field_nonzero(b, 2, pr->digest, 8);
+    return fb_table_end(b);
+}
+
+static uint32_t vocab_size(const cg_plan *p)
+{
+    for (int i = 0; i < p->n_outputs; i++) {
+        const cg_tensor *t = &p->tensors[p->outputs[i].tensor];
+        if (p->outputs[i].role == LLMC_ROLE_LOGITS && t->rank > 0 &&
+            llmc_aff_is_const(t->dims[t->rank - 1]))
+            return (uint32_t)t->dims[t->rank - 1].c;
+    }
+    return 0;
+}
+
+static uint32_t layer_count(const cg_plan *p)
+{
+    uint32_t n = 0;
+    for (int i = 0; i < p->n_inputs; i++)
+        n += p->inputs[i].role == LLMC_ROLE_PAST_KEY;
+    return n;
+}
+
+static int max_int(int a, int b)
+{
+    return a > b ? a : b;
+}
+
+/* `refs` has room for the longest of the plan's vectors. */
+static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codegen_options *opt,
+                         fb_ref *refs)
+{
+    fb_builder *b = &img->fb;
+    const cg_plan *p = &img->plan;
+    fb_ref target = fb_string(b, PLAN_TARGET);
+    fb_ref version = fb_string(b, PLAN_COMPILER_VERSION);
+    for (int i = 0; i < p->n_tensors; i++)
+        refs[i] = write_tensor(b, &p->tensors[i]);
+    fb_ref tensors = fb_vector_refs(b, refs, (size_t)p->n_tensors);
+    for (int i = 0; i < p->n_ops; i++)
+        refs[i] = write_op(b, &p->ops[i]);
+    fb_ref ops = fb_vector_refs(b, refs, (size_t)p->n_ops);
+    for (int i = 0; i < p->n_inputs; i++)
+        refs[i] = write_binding(b, &p->inputs[i]);
+    fb_ref inputs = fb_vector_refs(b, refs, (size_t)p->n_inputs);
+    for (int i = 0; i < p->n_outputs; i++)
+        refs[i] = write_binding(b, &p->outputs[i]);
+    fb_ref outputs = fb_vector_refs(b, refs, (size_t)p->n_outputs);
+    for (uint32_t i = 0; i < p->n_segments; i++)
+        refs[i] = write_segment(b, img->seg_offset[i], img->weight[i]->nbytes, img->seg_hash[i]);
+    fb_ref segments = fb_vector_refs(b, refs, p->n_segments);
+    for (int i = 0; i < opt->n_passes; i++)
+        refs[i] = write_pass(b, &opt->passes[i]);
+    fb_ref passes = fb_vector_refs(b, refs, (size_t)opt->n_passes);
+    fb_table_begin(b);
+    fb_field_scalar(b, 0, PLAN_FORMAT_VERSION, 4);
+    field_ref(b, 1, target);
+    field_nonzero(b, 2, g->source_hash, 8);
+    field_ref(b, 3, version);
+    field_nonzero(b, 4, opt->max_context, 4);
+    field_nonzero(b, 5, p->arena_size, 8);
+    field_ref(b, 6, tensors);
+    field_ref(b, 7, ops);
+    field_ref(b, 8, inputs);
+    field_ref(b, 9, outputs);
+    field_ref(b, 10, segments);
+    field_ref(b, 11, passes);
+    field_nonzero(b, 12, vocab_size(p), 4);
+    field_nonzero(b, 13, layer_count(p), 4);
+    return fb_table_end(b);
+}
+
+/* The segment offsets live inside the FlatBuffer and depend on its size:
+ * build it once to learn the size (which the offsets' values cannot
+ * change), lay the segments out after it, then build it for real. */
+static int build_flatbuffer(plan_image *img, const llmc_graph *g, const llmc_codegen_options *opt,
+                            llmc_error *err)
+{
+    const cg_plan *p = &img->plan;
+    int longest = max_int(max_int(p->n_tensors, p->n_ops), max_int(p->n_inputs, p->n_outputs));
+    longest = max_int(max_int(longest, (int)p->n_segments), opt->n_passes);
+    fb_ref *refs = malloc(sizeof *refs * (size_t)(longest + 1));
+    if (!refs)
+        return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
+    int rc = LLMC_OK;
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        uint64_t at = round_up(img->fb_size, SEGMENT_ALIGN);
+        for (uint32_t i = 0; i < img->plan.n_segments; i++) {
+            img->seg_offset[i] = at = round_up(at, SEGMENT_ALIGN);
+            at += img->weight[i]->nbytes;
+        }
+        img->file_size = at;
+        size_t measured = img->fb_size;
+        fb_free(&img->fb);
+        fb_init(&img->fb);
+        fb_ref root = write_plan(img, g, opt, refs);
+        if (fb_finish(&img->fb, root, "LLMC", &img->fb_data, &img->fb_size))
+            rc = llmc_fail(err, LLMC_E_NOMEM, "cannot build the plan FlatBuffer "
+                                              "(out of memory or larger than 2 GiB)");
+        else if (pass == 1 && img->fb_size != measured)
+            rc = llmc_fail(err, LLMC_E_INTERNAL, "plan FlatBuffer size changed between builds");
+    }
+    free(refs);
+    return rc;
+}
+
+static int hash_segments(plan_image *img, llmc_error *err)
+{
+    cg_plan *p = &img->plan;
+    size_t n = (size_t)p->n_segments + 1;
+    img->weight = calloc(n, sizeof *img->weight);
+    img->seg_offset = calloc(n, sizeof *img->seg_offset);
+    img->seg_hash = calloc(n, sizeof *img->seg_hash);
+    if (!img->weight || !img->seg_offset || !img->seg_hash)
+        return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
+    for (int i = 0; i < p->n_tensors; i++)
+        if (p->tensors[i].is_weight)
+            img->weight[p->tensors[i].segment] = &p->tensors[i];
+    for (uint32_t s = 0; s < p->n_segments; s++)
+        img->seg_hash[s] = XXH64(img->weight[s]->data, img->weight[s]->nbytes, 0);
+    return LLMC_OK;
+}
+
+static void image_free(plan_image *img)
+{
+    cg_plan_free(&img->plan);
+    fb_free(&img->fb);
+    free(img->weight);
+    free(img->seg_offset);
+    free(img->seg_hash);
+}
+
+static void fill_stats(const plan_image *img, llmc_codegen_stats *stats)
+{
+    if (!stats)
+        return;
+    const cg_plan *p = &img->plan;
+    memset(stats, 0, sizeof *stats);
+    stats->n_ops = (uint32_t)p->n_ops;
+    for (int i = 0; i < p->n_ops; i++)
+        stats->op_counts[p->ops[i].code]++;
+    stats->n_tensors = (uint32_t)p->n_tensors;
+    stats->arena_bytes = p->arena_size;
+    for (uint32_t s = 0; s < p->n_segments; s++)
+        stats->weight_bytes += img->weight[s]->nbytes;
+    stats->file_bytes = img->file_size;
+}
+
+static int build_image(const llmc_graph *g, const llmc_codegen_options *opt, plan_image *img,
+                       llmc_error *err)
+{
+    memset(img, 0, sizeof *img);
+    fb_init(&img->fb);
+    int rc = cg_lower(g, &img->plan, err);
+    if (!rc)
+        rc = cg_memory_plan(&img->plan, opt->max_context, err);
+    if (!rc)
+        rc = hash_segments(img, err);
+    if (!rc)
+        rc = build_flatbuffer(img, g, opt, err);
+    return rc;
+}
+
+static const llmc_codegen_options *options_or_default(const llmc_codegen_options *opt)
+{
+    static const llmc_codegen_options none;
+    return opt ? opt : &none;
+}
+
+int llmc_codegen_to_memory(const llmc_graph *g, const llmc_codegen_options *opt,
+                           uint8_t **plan, size_t *size, llmc_codegen_stats *stats,
+                           llmc_error *err)
+{
+    plan_image img;
+    opt = options_or_default(opt);
+    *plan = NULL;
+    *size = 0;
+    int rc = build_image(g, opt, &img, err);
+    void *buf = NULL;
+    if (!rc && posix_memalign(&buf, SEGMENT_ALIGN, img.file_size ? img.file_size : 1))
+        rc = llmc_fail(err, LLMC_E_NOMEM, "out of memory for a %llu-byte plan",
+                       (unsigned long long)img.file_size);
+    if (!rc) {
+        uint8_t *out = buf;
+        memset(out, 0, img.file_size);
+        memcpy(out, img.fb_data, img.fb_size);
+        for (uint32_t s = 0; s < img.plan.n_segments; s++)
+            if (img.weight[s]->nbytes)
+                memcpy(out + img.seg_offset[s], img.weight[s]->data, img.weight[s]->nbytes);
+        *plan = out;
+        *size = img.file_size;
+        fill_stats(&img, stats);
+    }
+    image_free(&img);
+    return rc;
+}
+
+/* ---- streaming to a file ---- */
+
+static int write_all(int fd, const void *data, uint64_t n)
+{
+    const uint8_t *p = data;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n < WRITE_CHUNK ? (size_t)n : WRITE_CHUNK);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w == 0)
+            errno = EIO;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (uint64_t)w;
+    }
+    return 0;
+}
+
+static int write_zeros(int fd, uint64_t n)
+{
+    static const uint8_t zeros[SEGMENT_ALIGN];
+    return n > sizeof zeros ? (errno = EINVAL, -1) : write_all(fd, zeros, n);
+}
+
+static int write_image(int fd, const plan_image *img)
+{
+    uint64_t at = img->fb_size;
+    if (write_all(fd, img->fb_data, img->fb_size))
+        return -1;
+    for (uint32_t s = 0; s < img->plan.n_segments; s++) {
+        if (write_zeros(fd, img->seg_offset[s] - at) ||
+            write_all(fd, img->weight[s]->data, img->weight[s]->nbytes))
+            return -1;
+        at = img->seg_offset[s] + img->weight[s]->nbytes;
+    }
+    return write_zeros(fd, img->file_size - at);
+}
+
+/* mkstemp creates files 0600; give the plan the usual 0666 & ~umask. */
+static int set_default_mode(int fd)
+{
+    mode_t mask = umask(0);
+    umask(mask);
+    return fchmod(fd, 0666 & ~mask);
+}
+
+static int write_file_atomically(const plan_image *img, const char *path, llmc_error *err)
+{
+    size_t n = strlen(path);
+    char *tmp = malloc(n + sizeof ".tmp.XXXXXX");
+    if (!tmp)
+        return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+    int fd = mkstemp(tmp);
+    bool ok = fd >= 0 && set_default_mode(fd) == 0 && write_image(fd, img) == 0;
+    int error = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) {
+        ok = false;
+        error = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = false;
+        error = errno;
+    }
+    int rc = LLMC_OK;
+    if (!ok) {
+        if (fd >= 0)
+            unlink(tmp);
+        rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", path, strerror(error));
+    }
+    free(tmp);
+    return rc;
+}
+
+int llmc_codegen_to_file(const llmc_graph *g, const llmc_codegen_options *opt, const char *path,
+                         llmc_codegen_stats *stats, llmc_error *err)
+{
+    plan_image img;
+    opt = options_or_default(opt);
+    int rc = build_image(g, opt, &img, err);
+    if (!rc)
+        rc = write_file_atomically(&img, path, err);
+    if (!rc)
+        fill_stats(&img, stats);
+    image_free(&img);
+    return rc;
+}
