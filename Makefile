@@ -66,8 +66,12 @@ check: deps
 demo: deps all
 	scripts/demo.sh
 
+# The 2.5 GB Qwen2-0.5B-shaped model: export, compile, run against ONNX Runtime.
+big-model: deps all
+	scripts/big_model.sh
+
 clean:
 	rm -rf build build-san
 
-.PHONY: all unit deps check demo clean
+.PHONY: all unit deps check demo big-model clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

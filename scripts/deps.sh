@@ -12,7 +12,7 @@ ORT_NODE_VERSION="1.30.0"
 APT_PACKAGES=(
   gcc make libprotobuf-c-dev protobuf-c-compiler libonnx-dev libxxhash-dev
   flatbuffers-compiler python3-torch python3-onnx libonnx-testdata valgrind clang
-  xxhash
+  xxhash time
 )
 
 die() { echo "deps.sh: error: $*" >&2; exit 1; }

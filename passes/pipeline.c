@@ -1,0 +1,68 @@
+/* The pipeline: one ordered table of passes (pipeline.h). */
+#include "pipeline.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ir_dump.h"
+
+static const llmc_pass *const pipeline[] = {
+    /* dtypes, affine shapes in (S, P), contents of small int tensors */
+    &llmc_pass_shape_inference,
+    /* Shape chains -> constants or llmc.Symbols; constant subgraphs evaluated */
+    &llmc_pass_constant_folding,
+    /* what folding left unread */
+    &llmc_pass_dead_code,
+};
+
+#define PIPELINE_LENGTH ((int)(sizeof pipeline / sizeof pipeline[0]))
+_Static_assert(PIPELINE_LENGTH <= LLMC_PIPELINE_MAX_PASSES, "raise LLMC_PIPELINE_MAX_PASSES");
+
+int llmc_pipeline_length(void)
+{
+    return PIPELINE_LENGTH;
+}
+
+static int make_dir(const char *dir, llmc_error *err)
+{
+    if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+        return LLMC_OK;
+    return llmc_fail(err, LLMC_E_OUTPUT, "cannot create dump directory '%s': %s", dir, strerror(errno));
+}
+
+static int write_dump(const llmc_graph *g, const char *dir, int index, const char *name, llmc_error *err)
+{
+    char path[4096];
+    int len = snprintf(path, sizeof path, "%s/%02d-%s.txt", dir, index, name);
+    if (len < 0 || (size_t)len >= sizeof path)
+        return llmc_fail(err, LLMC_E_OUTPUT, "dump path too long in '%s'", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+    int rc = llmc_ir_dump(g, f);
+    rc |= fclose(f);
+    return rc ? llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path) : LLMC_OK;
+}
+
+int llmc_pipeline_run(llmc_graph *g, const llmc_pass_ctx *ctx, const char *dump_dir,
+                      llmc_pass_record *records, int *n_records, llmc_error *err)
+{
+    int rc = LLMC_OK;
+    *n_records = 0;
+    if (dump_dir && ((rc = make_dir(dump_dir, err)) || (rc = write_dump(g, dump_dir, 0, "import", err))))
+        return rc;
+    for (int i = 0; i < PIPELINE_LENGTH; i++) {
+        const llmc_pass *pass = pipeline[i];
+        if ((rc = pass->run(g, ctx, err)))
+            return rc;
+        records[i].name = pass->name;
+        records[i].nodes = (uint32_t)llmc_graph_live_nodes(g);
+        records[i].digest = llmc_ir_digest(g);
+        *n_records = i + 1;
+        if (dump_dir && (rc = write_dump(g, dump_dir, i + 1, pass->name, err)))
+            return rc;
+    }
+    return LLMC_OK;
+}

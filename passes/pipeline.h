@@ -1,0 +1,31 @@
+/* The pass pipeline: one ordered table (pipeline.c) run over the imported
+ * graph, recording the live node count and the IR digest after each pass. */
+#ifndef LLMC_PIPELINE_H
+#define LLMC_PIPELINE_H
+
+#include "codegen/codegen.h"
+#include "diag.h"
+#include "ir.h"
+#include "pass.h"
+
+/* Every pass, one descriptor per file in passes/. */
+extern const llmc_pass llmc_pass_shape_inference;
+extern const llmc_pass llmc_pass_constant_folding;
+extern const llmc_pass llmc_pass_dead_code;
+
+/* Upper bound on the pipeline length: size of the records array. */
+#define LLMC_PIPELINE_MAX_PASSES 32
+
+/* Number of passes in the table (what *n_records will be on success). */
+int llmc_pipeline_length(void);
+
+/* Runs every pass in order.  After each one, records[i] gets its name, the
+ * live node count and llmc_ir_digest(); with dump_dir set (created if
+ * missing), the canonical dump goes to dump_dir/00-import.txt before the
+ * first pass and dump_dir/NN-<pass>.txt after pass NN (01, 02, ...).
+ * `records` holds LLMC_PIPELINE_MAX_PASSES entries; *n_records counts the
+ * passes that completed, also on failure. */
+int llmc_pipeline_run(llmc_graph *g, const llmc_pass_ctx *ctx, const char *dump_dir,
+                      llmc_pass_record *records, int *n_records, llmc_error *err);
+
+#endif

@@ -1,0 +1,23 @@
+/* Pieces of shape inference that constant folding reuses.  The pass itself
+ * is the descriptor llmc_pass_shape_inference (pipeline.h). */
+#ifndef LLMC_SHAPE_INFERENCE_H
+#define LLMC_SHAPE_INFERENCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "diag.h"
+#include "ir.h"
+
+/* Known contents of an integer value: its constant data (int64, int32 or
+ * bool, at most `max` elements), its symbolic contents, or nothing when it
+ * has no elements.  Returns the element count, or -1 when unknown. */
+int llmc_value_ints(const llmc_graph *g, int value, llmc_affine *vals, int max);
+
+/* ONNX Reshape: output shape of `in` reshaped to `target` (0 copies the
+ * input dim unless allowzero, one -1 is solved from the element count).
+ * Returns LLMC_OK, or LLMC_E_INPUT / LLMC_E_UNSUPPORTED with `why` filled. */
+int llmc_reshape_shape(const llmc_shape *in, const llmc_affine *target, int n, bool allowzero,
+                       llmc_shape *out, char *why, size_t why_size);
+
+#endif
