@@ -570,24 +570,45 @@ static int lower_softmax(lower_ctx *L, int kind)
     return rc;
 }
 
+static bool layernorm_stats_used(const lower_ctx *L)
+{
+    for (int k = 1; k <= 2; k++) {
+        int v = node_out(L, k);
+        if (v >= 0 && llmc_graph_use_count(L->g, v) > 0)
+            return true;
+    }
+    return false;
+}
+
+/* Mean (k = 1) or InvStdDev (k = 2): the node's value when it has one, else
+ * a scratch tensor of x's dims with 1 over [axis, rank). */
+static int layernorm_stats_output(lower_ctx *L, int k, int32_t axis, uint32_t *t)
+{
+    if (node_out(L, k) >= 0)
+        return lower_output(L, k, t);
+    const llmc_shape *x = &node_in_value(L, 0)->shape;
+    llmc_affine dims[LLMC_MAX_RANK];
+    for (int a = 0; a < x->rank; a++)
+        dims[a] = a < axis ? x->dims[a] : llmc_aff_const(1);
+    return lower_temp(L, k == 1 ? "/mean" : "/inv_std_dev", LLMC_DT_FLOAT, x->rank, dims, t);
+}
+
+/* Outputs y, plus Mean and InvStdDev (both, the plan op has 1 or 3 outputs)
+ * when either is used. */
 static int lower_layernorm(lower_ctx *L, int kind)
 {
     (void)kind;
-    for (int k = 1; k < cur_node(L)->n_outputs; k++) {
-        int v = node_out(L, k);
-        if (v >= 0 && llmc_graph_use_count(L->g, v) > 0)
-            return lower_fail(L, LLMC_E_UNSUPPORTED, v,
-                              "the Mean and InvStdDev outputs are not supported");
-    }
     int32_t axis = 0;
-    uint32_t in[3], out;
-    int n_in = node_in(L, 2) >= 0 ? 3 : 2;
+    uint32_t in[3], out[3];
+    int n_in = node_in(L, 2) >= 0 ? 3 : 2, n_out = layernorm_stats_used(L) ? 3 : 1;
     int rc = lower_axis(L, llmc_node_attr_int(L->g, L->node, "axis", -1),
                         node_in_value(L, 0)->shape.rank, &axis);
     for (int k = 0; k < n_in && !rc; k++)
         rc = lower_input(L, k, &in[k]);
     if (!rc)
-        rc = lower_output(L, 0, &out);
+        rc = lower_output(L, 0, &out[0]);
+    for (int k = 1; k < n_out && !rc; k++)
+        rc = layernorm_stats_output(L, k, axis, &out[k]);
     if (rc)
         return rc;
     cg_op *op = lower_emit(L, CG_OP_LAYERNORM);
@@ -597,7 +618,9 @@ static int lower_layernorm(lower_ctx *L, int kind)
     op->epsilon = llmc_node_attr_float(L->g, L->node, "epsilon", 1e-5f);
     for (int k = 0; k < n_in && !rc; k++)
         rc = op_add_input(L, op, in[k]);
-    return rc ? rc : op_add_output(L, op, out);
+    for (int k = 0; k < n_out && !rc; k++)
+        rc = op_add_output(L, op, out[k]);
+    return rc;
 }
 
 /* ---- shapes and constants ---- */

@@ -147,26 +147,26 @@ static int bind_shape_inputs(llmc_graph *g, llmc_tensor_file *in, int *n_in, llm
     return LLMC_OK;
 }
 
-static int compile_case(const char *case_dir, llmc_tensor_file *in, int *n_in, uint8_t **plan, size_t *size,
-                        llmc_error *err)
+static int import_case(const char *case_dir, llmc_graph *g, llmc_error *err)
 {
     char model[4096];
     snprintf(model, sizeof model, "%s/model.onnx", case_dir);
-    llmc_graph g;
-    llmc_graph_init(&g);
     llmc_import_options io = {0};
+    return llmc_import_onnx(model, &io, g, err);
+}
+
+static int compile_graph(llmc_graph *g, llmc_tensor_file *in, int *n_in, uint8_t **plan,
+                         size_t *size, llmc_error *err)
+{
     llmc_pass_ctx ctx = {.max_context = 1};
     llmc_pass_record records[MAX_PASSES];
     int n_records = 0;
-    int rc = llmc_import_onnx(model, &io, &g, err);
+    int rc = bind_shape_inputs(g, in, n_in, err);
     if (!rc)
-        rc = bind_shape_inputs(&g, in, n_in, err);
-    if (!rc)
-        rc = llmc_pipeline_run(&g, &ctx, NULL, records, &n_records, err);
+        rc = llmc_pipeline_run(g, &ctx, NULL, records, &n_records, err);
     llmc_codegen_options co = {.max_context = 1, .n_passes = n_records, .passes = records};
     if (!rc)
-        rc = llmc_codegen_to_memory(&g, &co, plan, size, NULL, err);
-    llmc_graph_free(&g);
+        rc = llmc_codegen_to_memory(g, &co, plan, size, NULL, err);
     return rc;
 }
 
@@ -207,7 +207,9 @@ static int execute(const llmc_rt_plan *plan, const llmc_tensor_file *in, int n_i
     return rc;
 }
 
-/* Compiles the case for this data set's shape operands, runs, compares. */
+/* Compiles the case for this data set's shape operands, runs, compares.
+ * The model is imported first: a model llmc rejects (e.g. a sequence input)
+ * is reported as such, not as a data file that does not parse as a tensor. */
 static int run_data_set(const char *case_dir, const char *dir, tolerance *tol, llmc_error *err)
 {
     llmc_tensor_file in[MAX_IO], ref[MAX_IO];
@@ -218,12 +220,17 @@ static int run_data_set(const char *case_dir, const char *dir, tolerance *tol, l
     size_t size = 0;
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
-    int rc = read_tensors(dir, "input_", in, &n_in, err);
+    llmc_graph g;
+    llmc_graph_init(&g);
+    int rc = import_case(case_dir, &g, err);
+    if (!rc)
+        rc = read_tensors(dir, "input_", in, &n_in, err);
     n_read = n_in;
     if (!rc)
         rc = read_tensors(dir, "output_", ref, &n_ref, err);
     if (!rc)
-        rc = compile_case(case_dir, in, &n_in, &bytes, &size, err);
+        rc = compile_graph(&g, in, &n_in, &bytes, &size, err);
+    llmc_graph_free(&g);
     if (!rc && llmc_rt_plan_open(&plan, bytes, size, LLMC_RT_VERIFY_HASHES, &rt) != LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_RUNTIME, "plan rejected: %s", rt.msg);
     if (!rc)

@@ -132,6 +132,16 @@ static int count_symbolic(const llmc_affine *t, int n, int *last, bool *has_minu
     return count;
 }
 
+static bool same_shape(const llmc_shape *a, const llmc_shape *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (!llmc_aff_eq(a->dims[i], b->dims[i]))
+            return false;
+    return true;
+}
+
 /* Rewrites symbolic target dims to 0 / -1; false when some must stay. */
 static bool constant_target(const llmc_shape *in, bool allowzero, llmc_affine *t, int n)
 {
@@ -166,7 +176,7 @@ static int fold_reshape_target(folder *f, int node)
     char why[512];
     if (cnt <= 0 || !constant_target(in, allowzero, t, cnt) ||
         llmc_reshape_shape(in, t, cnt, allowzero, &check, why, sizeof why) != LLMC_OK ||
-        memcmp(&check.dims, &g->values[out].shape.dims, sizeof check.dims[0] * (size_t)check.rank))
+        !same_shape(&check, &g->values[out].shape))
         return LLMC_OK;   /* (c) gives the target to a Symbols node instead */
     for (int i = 0; i < cnt; i++)
         ints[i] = t[i].c;
@@ -234,10 +244,7 @@ static bool worth_evaluating(const folder *f, int node)
 static int store_result(folder *f, int node, int v, const llmc_eval_tensor *r)
 {
     llmc_value *val = &f->g->values[v];
-    bool same = r->dtype == val->dtype && r->shape.rank == val->shape.rank;
-    for (int i = 0; same && i < r->shape.rank; i++)
-        same = llmc_aff_eq(r->shape.dims[i], val->shape.dims[i]);
-    if (!same)
+    if (r->dtype != val->dtype || !same_shape(&r->shape, &val->shape))
         return llmc_fail(f->err, LLMC_E_INTERNAL,
                          "node '%s' (#%d, %s): evaluated output '%s' disagrees with shape inference",
                          f->g->nodes[node].name, node, f->g->nodes[node].op_type, val->name);
@@ -340,8 +347,17 @@ static bool absorbs(const llmc_graph *g, int node)
     return any && !is_symbols_node(n);
 }
 
+static bool defines_any(const llmc_graph *g, int node)
+{
+    for (int k = 0; k < g->nodes[node].n_outputs; k++)
+        if (defines(g, node, g->nodes[node].outputs[k]))
+            return true;
+    return false;
+}
+
 /* Marks values read by something that will stay: a graph output or a
- * consumer that does not absorb them. */
+ * consumer that does not absorb them.  A node that defines nothing any more
+ * (folded away, waiting for dead-code) reads nothing. */
 static bool *values_needing_symbols(const llmc_graph *g)
 {
     bool *need = calloc((size_t)g->n_values + 1, sizeof(bool));
@@ -350,7 +366,7 @@ static bool *values_needing_symbols(const llmc_graph *g)
     for (int k = 0; k < g->n_outputs; k++)
         need[g->outputs[k]] = true;
     for (int i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i].dead || absorbs(g, i))
+        if (g->nodes[i].dead || absorbs(g, i) || !defines_any(g, i))
             continue;
         for (int k = 0; k < g->nodes[i].n_inputs; k++)
             if (g->nodes[i].inputs[k] >= 0)

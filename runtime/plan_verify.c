@@ -16,7 +16,7 @@ static const uint32_t op_arity[OP_COUNT][4] = {
     [OP_UNARY] = {1, 1, 1, 1},      [OP_BINARY] = {2, 2, 1, 1},
     [OP_WHERE] = {3, 3, 1, 1},      [OP_CAST] = {1, 1, 1, 1},
     [OP_MATMUL] = {2, 2, 1, 1},     [OP_REDUCE] = {1, 1, 1, 1},
-    [OP_SOFTMAX] = {1, 1, 1, 1},    [OP_LAYERNORM] = {2, 3, 1, 1},
+    [OP_SOFTMAX] = {1, 1, 1, 1},    [OP_LAYERNORM] = {2, 3, 1, 3},
     [OP_GATHER] = {2, 2, 1, 1},     [OP_FILL] = {0, 0, 1, 1},
     [OP_RANGE] = {3, 3, 1, 1},      [OP_SYMBOLS] = {0, 0, 1, 1},
 };
@@ -274,6 +274,21 @@ static llmc_rt_status bad_axis(int64_t axis, int rank, llmc_rt_error *err)
     return rt_fail(err, LLMC_RT_E_CORRUPT, "axis %d outside rank %d", RT_N(axis, rank), NULL);
 }
 
+/* LayerNorm's outputs: y alone, or y, Mean and InvStdDev (float32, x's rank). */
+static llmc_rt_status verify_layernorm_stats(fb_reader *r, const llmc_rt_plan *p,
+                                             const rt_op_desc *op, int rank, llmc_rt_error *err)
+{
+    if (op->outputs.len == 2)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "LayerNorm has 1 output or 3 (y, mean, "
+                       "inv_std_dev), not 2", NULL, NULL);
+    for (uint32_t k = 1; k < op->outputs.len; k++) {
+        tensor_meta stats = meta_of(r, p, fb_vec_u32(r, op->outputs, k));
+        if (stats.dtype != LLMC_RT_F32 || stats.rank != rank)
+            return bad_dtypes("LayerNorm mean and inv_std_dev float32 of the input's rank", err);
+    }
+    return LLMC_RT_OK;
+}
+
 /* Per-opcode dtype, rank and attribute checks; in[] are the inputs, y the output. */
 static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
                                           const rt_op_desc *op, const tensor_meta *in,
@@ -316,8 +331,10 @@ static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
                 return bad_dtypes("float32 only", err);
         if (y.dtype != F)
             return bad_dtypes("float32 only", err);
-        return op->axis >= 0 && op->axis < in[0].rank ? LLMC_RT_OK
-                                                      : bad_axis(op->axis, in[0].rank, err);
+        if (op->axis < 0 || op->axis >= in[0].rank)
+            return bad_axis(op->axis, in[0].rank, err);
+        return op->code == OP_LAYERNORM ? verify_layernorm_stats(r, p, op, in[0].rank, err)
+                                        : LLMC_RT_OK;
     case OP_GATHER:
         if (y.dtype != in[0].dtype || (in[1].dtype != LLMC_RT_I32 && in[1].dtype != LLMC_RT_I64))
             return bad_dtypes("Gather T, int32/int64 -> T", err);

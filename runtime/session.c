@@ -154,10 +154,22 @@ static llmc_rt_status exec_reduce(const fb_reader *r, const rt_op_desc *op, cons
     return k_reduce(op->kind, x, axes, n, op->keepdims, y, err);
 }
 
-/* Runs one op whose inputs (at most 3 outside Copy) and output are viewed. */
-static llmc_rt_status dispatch(const fb_reader *r, const rt_op_desc *op, const rt_view *in,
-                               rt_view *y, int64_t S, int64_t P, llmc_rt_error *err)
+/* LayerNorm writes y and, with 3 outputs, Mean and InvStdDev. */
+static llmc_rt_status exec_layernorm(const rt_op_desc *op, const rt_view *in, rt_view *out,
+                                     llmc_rt_error *err)
 {
+    bool with_stats = op->outputs.len == 3;
+    rt_layernorm_stats stats = {with_stats ? &out[1] : NULL, with_stats ? &out[2] : NULL};
+    return k_layernorm(&in[0], &in[1], op->inputs.len > 2 ? &in[2] : NULL, op->axis,
+                       op->epsilon, &out[0], &stats, err);
+}
+
+/* Runs one op whose inputs and outputs (at most 3 each outside Copy) are
+ * viewed; most ops have the one output out[0]. */
+static llmc_rt_status dispatch(const fb_reader *r, const rt_op_desc *op, const rt_view *in,
+                               rt_view *out, int64_t S, int64_t P, llmc_rt_error *err)
+{
+    rt_view *y = &out[0];
     switch (op->code) {
     case OP_RESHAPE: return k_reshape(&in[0], y, err);
     case OP_UNARY: return k_unary(op->kind, &in[0], y, err);
@@ -167,9 +179,7 @@ static llmc_rt_status dispatch(const fb_reader *r, const rt_op_desc *op, const r
     case OP_MATMUL: return k_matmul(&in[0], &in[1], y, err);
     case OP_REDUCE: return exec_reduce(r, op, &in[0], y, err);
     case OP_SOFTMAX: return k_softmax(&in[0], op->axis, y, err);
-    case OP_LAYERNORM:
-        return k_layernorm(&in[0], &in[1], op->inputs.len > 2 ? &in[2] : NULL, op->axis,
-                           op->epsilon, y, err);
+    case OP_LAYERNORM: return exec_layernorm(op, in, out, err);
     case OP_GATHER: return k_gather(&in[0], &in[1], op->axis, y, err);
     case OP_FILL: return k_fill(op->value, y, err);
     case OP_RANGE: return k_range(&in[0], &in[1], &in[2], y, err);
@@ -179,22 +189,32 @@ static llmc_rt_status dispatch(const fb_reader *r, const rt_op_desc *op, const r
     }
 }
 
+/* Views of the tensors listed in `tensors` (an op's inputs or outputs). */
+static llmc_rt_status view_all(const llmc_rt_session *s, fb_reader *r, fb_vector tensors,
+                               int64_t S, int64_t P, rt_view *views, llmc_rt_error *err)
+{
+    for (uint32_t k = 0; k < tensors.len; k++) {
+        llmc_rt_status st = view_of(s, r, fb_vec_u32(r, tensors, k), S, P, &views[k], err);
+        if (st)
+            return st;
+    }
+    return LLMC_RT_OK;
+}
+
 static llmc_rt_status exec_op_body(const llmc_rt_session *s, fb_reader *r,
                                    const rt_op_desc *op, int64_t S, int64_t P,
                                    llmc_rt_error *err)
 {
-    rt_view in[3], y;
+    rt_view in[3], out[3];
     if (op->code == OP_COPY)
         return exec_copy(s, r, op, S, P, err);
-    if (op->inputs.len > 3 || op->outputs.len < 1) /* the verifier's arity check */
+    /* the verifier's arity check */
+    if (op->inputs.len > 3 || op->outputs.len < 1 || op->outputs.len > 3)
         return rt_fail(err, LLMC_RT_E_EXEC, "unexpected operand count", NULL, NULL);
-    for (uint32_t k = 0; k < op->inputs.len; k++) {
-        llmc_rt_status st = view_of(s, r, fb_vec_u32(r, op->inputs, k), S, P, &in[k], err);
-        if (st)
-            return st;
-    }
-    llmc_rt_status st = view_of(s, r, fb_vec_u32(r, op->outputs, 0), S, P, &y, err);
-    return st ? st : dispatch(r, op, in, &y, S, P, err);
+    llmc_rt_status st = view_all(s, r, op->inputs, S, P, in, err);
+    if (!st)
+        st = view_all(s, r, op->outputs, S, P, out, err);
+    return st ? st : dispatch(r, op, in, out, S, P, err);
 }
 
 static llmc_rt_status run_ops(const llmc_rt_session *s, int64_t S, int64_t P,

@@ -16,7 +16,8 @@ mkdir -p "$log_dir"
 run_one() {
     local name=$1; shift
     local log=$log_dir/$name.log
-    "$@" >"$log" 2>&1
+    # A hang is a failure too: no single test may take longer than this.
+    timeout "${TEST_TIMEOUT:-900}" "$@" >"$log" 2>&1
     local rc=$?
     local ok notok
     ok=$(grep -c '^ok ' "$log")

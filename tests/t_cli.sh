@@ -84,5 +84,28 @@ check "inspect --json reports ops, arena, weights and passes" inspect_json
 check "inspect prints the arena size" sh -c "'$LLMC' inspect '$WORK/a.plan' | grep -qi 'arena'"
 check "run past the max context exits 2" exits_with 2 "$LLMC" run "$WORK/a.plan" --prompt-ids 1,2,3 --max-new 127
 check "run prints as many ids as asked" sh -c "test \$('$LLMC' run '$WORK/a.plan' --prompt-ids 1,2,3 --max-new 5 | wc -w) -eq 5"
+# check-onnx imports the model before it reads the data set, so a sequence
+# input is reported as such, not as a data file that is not a tensor.
+SEQ_CASE=$WORK/sequence_case
+mkdir -p "$SEQ_CASE/test_data_set_0"
+$PY - "$SEQ_CASE" <<'PYEOF'
+import sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+case = sys.argv[1]
+seq = helper.make_tensor_sequence_value_info
+graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                          [seq("x", TensorProto.FLOAT, [2])], [seq("y", TensorProto.FLOAT, [2])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+open(case + "/model.onnx", "wb").write(model.SerializeToString())
+items = [np.ones(2, np.float32)]
+for name in ("input_0", "output_0"):
+    data = numpy_helper.from_list(items, name).SerializeToString()
+    open("%s/test_data_set_0/%s.pb" % (case, name), "wb").write(data)
+PYEOF
+check "check-onnx of a sequence input exits 4" exits_with 4 "$LLMC" check-onnx "$SEQ_CASE"
+check "check-onnx of a sequence input says it is not a tensor" \
+    sh -c "'$LLMC' check-onnx '$SEQ_CASE' | grep -q \"input 'x' is not a tensor\""
+
 echo "1..$n"
 [ "$failures" -eq 0 ]

@@ -14,11 +14,13 @@ result() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else failure
 
 # Undefined symbols the runtime may use: memory/string helpers and libm.
 ALLOWED='^(memcpy|memmove|memset|memcmp|strlen|strcmp|strncmp|expf|logf|sqrtf|erff|tanhf|sinf|cosf|powf|floorf|ceilf|fabsf|exp|log|sqrt|erf|tanh|sin|cos|pow|floor|ceil|fabs|truncf|roundf|fmaxf|fminf|nearbyintf|lrintf|__[a-z_0-9]+)$'
-nm -u "$LIB" 2>/dev/null | awk '{print $NF}' | sort -u >"$WORK/undefined.txt"
+nm -u "$LIB" 2>/dev/null | awk 'NF == 2 && $1 == "U" {print $2}' | sort -u >"$WORK/undefined.txt"
 grep -Ev "$ALLOWED" "$WORK/undefined.txt" | grep -Ev '^(llmc_|rt_|fb_|k_)' >"$WORK/forbidden.txt"
 [ -s "$WORK/forbidden.txt" ] && sed 's/^/# forbidden symbol: /' "$WORK/forbidden.txt"
 result "$([ -s "$WORK/forbidden.txt" ] && echo 1 || echo 0)" "libllmcrt.a calls no malloc, stdio or threads"
-writable=$(nm "$LIB" 2>/dev/null | awk '$2 ~ /^[BbDdCc]$/ {print $3}')
+# Symbols in .data/.bss are writable state; .data.rel.ro (const pointer
+# tables under PIE) and .rodata are not.
+writable=$(objdump -t "$LIB" 2>/dev/null | awk '$0 ~ / (\.data|\.bss|\*COM\*)[ \t]/ {print $NF}')
 [ -n "$writable" ] && echo "# writable globals: $writable"
 result "$([ -n "$writable" ] && echo 1 || echo 0)" "libllmcrt.a has no writable globals"
 

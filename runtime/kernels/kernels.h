@@ -43,9 +43,17 @@ llmc_rt_status k_reduce(int kind, const rt_view *x, const int *axes, int n_axes,
 /* ref_softmax.c */
 llmc_rt_status k_softmax(const rt_view *x, int axis, rt_view *y, llmc_rt_error *err);
 
-/* ref_layernorm.c: bias may be NULL. */
+/* ref_layernorm.c: bias may be NULL.  stats is required; each of its views
+ * that is not NULL (float32, x's dims with 1 over [axis, rank)) receives one
+ * value per normalized row. */
+typedef struct {
+    rt_view *mean;
+    rt_view *inv_std_dev;   /* 1 / sqrt(variance + epsilon) */
+} rt_layernorm_stats;
+
 llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view *bias,
-                           int axis, float epsilon, rt_view *y, llmc_rt_error *err);
+                           int axis, float epsilon, rt_view *y, const rt_layernorm_stats *stats,
+                           llmc_rt_error *err);
 
 /* ref_gather.c */
 llmc_rt_status k_gather(const rt_view *data, const rt_view *indices, int axis, rt_view *y,

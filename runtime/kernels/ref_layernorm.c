@@ -1,5 +1,6 @@
 /* LayerNorm over axes [axis, rank): y = (x - mean) / sqrt(var + eps) * scale + bias,
- * scale and bias broadcast over the normalized shape. */
+ * scale and bias broadcast over the normalized shape; optionally each row's
+ * mean and 1 / sqrt(var + eps) (ONNX's Mean and InvStdDev outputs). */
 #include <math.h>
 
 #include "kernels.h"
@@ -31,16 +32,57 @@ static bool is_f32(const rt_view *t)
     return !t || t->dtype == LLMC_RT_F32;
 }
 
-llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view *bias,
-                           int axis, float epsilon, rt_view *y, llmc_rt_error *err)
+/* Mean and InvStdDev have x's dims up to axis and 1 from there on. */
+static bool stats_dims_ok(const rt_view *x, int axis, const rt_view *stats)
 {
-    int64_t sstr[RT_R], bstr[RT_R] = {0};
+    if (!stats)
+        return true;
+    if (stats->dtype != LLMC_RT_F32 || stats->rank != x->rank)
+        return false;
+    for (int a = 0; a < x->rank; a++)
+        if (stats->dims[a] != (a < axis ? x->dims[a] : 1))
+            return false;
+    return true;
+}
+
+static llmc_rt_status check_operands(const rt_view *x, const rt_view *scale,
+                                     const rt_view *bias, int axis, const rt_view *y,
+                                     const rt_layernorm_stats *stats, llmc_rt_error *err)
+{
     if (!is_f32(x) || !is_f32(scale) || !is_f32(bias) || !is_f32(y) || !k_same_dims(x, y))
         return rt_fail(err, LLMC_RT_E_EXEC, "LayerNorm needs float32 operands and output "
                        "dims equal to the input's", NULL, NULL);
     if (axis < 0 || axis >= x->rank)
         return rt_fail(err, LLMC_RT_E_EXEC, "axis %d outside rank %d", RT_N(axis, x->rank),
                        NULL);
+    if (!stats_dims_ok(x, axis, stats->mean) || !stats_dims_ok(x, axis, stats->inv_std_dev))
+        return rt_fail(err, LLMC_RT_E_EXEC, "Mean and InvStdDev need float32 and the input's "
+                       "dims with 1 over the normalized axes", NULL, NULL);
+    return LLMC_RT_OK;
+}
+
+/* Mean and 1 / sqrt(variance + epsilon) of one row of n elements. */
+static void row_stats(const float *in, int64_t n, float epsilon, double *mean,
+                      double *inv_std_dev)
+{
+    double sum = 0.0, var = 0.0;
+    for (int64_t j = 0; j < n; j++)
+        sum += in[j];
+    *mean = sum / (double)n;
+    for (int64_t j = 0; j < n; j++)
+        var += (in[j] - *mean) * (in[j] - *mean);
+    var /= (double)n;
+    *inv_std_dev = 1.0 / sqrt(var + epsilon);
+}
+
+llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view *bias,
+                           int axis, float epsilon, rt_view *y, const rt_layernorm_stats *stats,
+                           llmc_rt_error *err)
+{
+    int64_t sstr[RT_R], bstr[RT_R] = {0};
+    llmc_rt_status st = check_operands(x, scale, bias, axis, y, stats, err);
+    if (st)
+        return st;
     const int64_t *norm_dims = x->dims + axis;
     int n_norm = x->rank - axis;
     if (!param_strides(scale, norm_dims, n_norm, sstr) ||
@@ -56,14 +98,12 @@ llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view
     for (int64_t o = 0; o < outer; o++) {
         const float *in = (const float *)x->data + o * n;
         float *out = (float *)y->data + o * n;
-        double mean = 0.0, var = 0.0;
-        for (int64_t j = 0; j < n; j++)
-            mean += in[j];
-        mean /= (double)n;
-        for (int64_t j = 0; j < n; j++)
-            var += (in[j] - mean) * (in[j] - mean);
-        var /= (double)n;
-        double inv = 1.0 / sqrt(var + epsilon);
+        double mean, inv;
+        row_stats(in, n, epsilon, &mean, &inv);
+        if (stats->mean)
+            ((float *)stats->mean->data)[o] = (float)mean;
+        if (stats->inv_std_dev)
+            ((float *)stats->inv_std_dev->data)[o] = (float)inv;
         for (int64_t j = 0; j < n; j++) {
             double v = (in[j] - mean) * inv * sc[k_offset_of(j, n_norm, norm_dims, sstr)];
             if (bi)

@@ -8,8 +8,9 @@ int main(int argc, char **argv)
 {
     FILE *f = fopen(argv[1], "rb");                       /* or mmap, or flash */
     fseek(f, 0, SEEK_END); long size = ftell(f); rewind(f);
-    void *bytes = aligned_alloc(64, (size_t)size + 64);
+    void *bytes = malloc((size_t)size);                   /* plans need 8-byte alignment */
     if (fread(bytes, 1, (size_t)size, f) != (size_t)size) return 1;
+    fclose(f);
     llmc_rt_plan plan; llmc_rt_session s; llmc_rt_error err;
     if (llmc_rt_plan_open(&plan, bytes, (size_t)size, 0, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
     size_t mem_size = llmc_rt_session_memory(&plan);    /* arena + KV store */

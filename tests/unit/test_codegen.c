@@ -655,33 +655,61 @@ static void test_split_expand_io(void)
     llmc_graph_free(&g);
 }
 
+/* LayerNorm x[S,4] -> y, mean (InvStdDev absent); mean a graph output iff
+ * mean_is_output. */
+static void build_layernorm(llmc_graph *g, bool mean_is_output)
+{
+    llmc_graph_init(g);
+    g->opset = 17;
+    int x = input(g, "x", LLMC_DT_FLOAT, 2, (llmc_affine[]){S_, C_(4)});
+    int sc = constant(g, "scale", LLMC_DT_FLOAT, 1, (int64_t[]){4}, (float[]){1, 1, 1, 1});
+    int y = value(g, "y", LLMC_DT_FLOAT, 2, (llmc_affine[]){S_, C_(4)});
+    int mean = value(g, "mean", LLMC_DT_FLOAT, 2, (llmc_affine[]){S_, C_(1)});
+    node(g, "LayerNormalization", "ln", 2, (int[]){x, sc}, 2, (int[]){y, mean});
+    output(g, y);
+    if (mean_is_output)
+        output(g, mean);
+}
+
+static void test_layernorm_stats(void)
+{
+    llmc_graph g;
+    llmc_error err;
+    size_t size;
+    build_layernorm(&g, false);
+    uint8_t *p = compile(&g, &size, &err);
+    CHECK(p && vec_len(p, plan_op(p, 0), 3) == 1, "LayerNorm with Mean unused: 1 output (%s)",
+          err.msg);
+    free(p);
+    llmc_graph_free(&g);
+
+    build_layernorm(&g, true);
+    p = compile(&g, &size, &err);
+    CHECK(p && strcmp(op_codes(p), "LayerNorm") == 0 && vec_len(p, plan_op(p, 0), 3) == 3,
+          "Mean used: y, mean and a scratch inv_std_dev (%s)", p ? op_codes(p) : err.msg);
+    float x[2 * 4] = {1, 2, 3, 4, -1, -1, 5, 5}, want_mean[2] = {2.5f, 2};
+    llmc_rt_tensor in = {LLMC_RT_F32, 2, {2, 4}, x};
+    runner run = {0};
+    char msg[256] = "no plan";
+    int st = p ? run_plan(&run, p, size, 2, 0, &in, msg) : -1;
+    const float *mean = st ? NULL : run_output(&run, 1);
+    CHECK(mean && close_to(mean, want_mean, 2), "runtime writes each row's mean (%s)", msg);
+    free(run.memory);
+    free(p);
+    llmc_graph_free(&g);
+}
+
 static void test_errors(void)
 {
     llmc_graph g;
     llmc_error err;
     size_t size;
     llmc_graph_init(&g);
-    g.opset = 17;
     int x = input(&g, "x", LLMC_DT_FLOAT, 2, (llmc_affine[]){S_, C_(4)});
-    int sc = constant(&g, "scale", LLMC_DT_FLOAT, 1, (int64_t[]){4}, (float[]){1, 1, 1, 1});
-    int y = value(&g, "y", LLMC_DT_FLOAT, 2, (llmc_affine[]){S_, C_(4)});
-    int mean = value(&g, "mean", LLMC_DT_FLOAT, 2, (llmc_affine[]){S_, C_(1)});
-    node(&g, "LayerNormalization", "ln", 2, (int[]){x, sc}, 2, (int[]){y, mean});
-    output(&g, y);
-    output(&g, mean);
-    uint8_t *p = compile(&g, &size, &err);
-    CHECK(!p && err.code == LLMC_E_UNSUPPORTED && strstr(err.msg, "'ln'") &&
-              strstr(err.msg, "LayerNormalization") && strstr(err.msg, "'mean'"),
-          "LayerNorm Mean output used: unsupported, names node/op/value (%s)", err.msg);
-    free(p);
-    llmc_graph_free(&g);
-
-    llmc_graph_init(&g);
-    x = input(&g, "x", LLMC_DT_FLOAT, 2, (llmc_affine[]){S_, C_(4)});
-    y = value(&g, "y", LLMC_DT_FLOAT, -1, NULL);
+    int y = value(&g, "y", LLMC_DT_FLOAT, -1, NULL);
     node(&g, "Relu", "relu", 1, &x, 1, &y);
     output(&g, y);
-    p = compile(&g, &size, &err);
+    uint8_t *p = compile(&g, &size, &err);
     CHECK(!p && err.code == LLMC_E_UNSUPPORTED && strstr(err.msg, "'y'") &&
               strstr(err.msg, "unknown"),
           "unknown shape: unsupported (%s)", err.msg);
@@ -937,6 +965,7 @@ int main(int argc, char **argv)
     test_reduce_axes();
     test_gather_and_shape();
     test_split_expand_io();
+    test_layernorm_stats();
     test_errors();
     test_memory_plan();
     test_determinism_and_files();

@@ -394,6 +394,7 @@ static void test_layernorm(void)
     float x[24], y[24], scale[12], bias[4];
     double want[24];
     int idx[12];
+    const rt_layernorm_stats no_stats = {NULL, NULL};
     for (int i = 0; i < 24; i++)
         x[i] = frand() * 3 + 1;
     for (int i = 0; i < 12; i++)
@@ -405,23 +406,77 @@ static void test_layernorm(void)
     for (int j = 0; j < 12; j++)
         idx[j] = j % 4;
     layernorm_ref(x, 6, 4, scale, idx, bias, 1e-5, want);
-    CHECK(k_layernorm(&vx, &vs, &vb, 2, 1e-5f, &vy, &err) == LLMC_RT_OK &&
+    CHECK(k_layernorm(&vx, &vs, &vb, 2, 1e-5f, &vy, &no_stats, &err) == LLMC_RT_OK &&
           all_close(y, want, 24, 1e-5), "LayerNorm over the last axis with scale and bias");
     for (int j = 0; j < 12; j++)
         idx[j] = j;
     vs = V(LLMC_RT_F32, scale, 3, 4);
     layernorm_ref(x, 2, 12, scale, idx, NULL, 1e-3, want);
-    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &err) == LLMC_RT_OK &&
+    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &no_stats, &err) == LLMC_RT_OK &&
           all_close(y, want, 24, 1e-5), "LayerNorm over axes [1, 3) with [3,4] scale, no bias");
     for (int j = 0; j < 12; j++)
         idx[j] = j % 4;
     vs = V(LLMC_RT_F32, scale, 1, 1, 4);
     layernorm_ref(x, 2, 12, scale, idx, NULL, 1e-3, want);
-    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &err) == LLMC_RT_OK &&
+    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &no_stats, &err) == LLMC_RT_OK &&
           all_close(y, want, 24, 1e-5), "scale [1,1,4] broadcasts over normalized [3,4]");
     vs = V(LLMC_RT_F32, scale, 3);
-    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &err) == LLMC_RT_E_EXEC,
+    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &no_stats, &err) == LLMC_RT_E_EXEC,
           "scale [3] does not broadcast to [3,4]");
+}
+
+/* Per-row mean and 1 / sqrt(var + eps) of `outer` rows of n elements. */
+static void layernorm_stats_ref(const float *x, int outer, int n, double eps, double *mean,
+                                double *inv_std_dev)
+{
+    for (int o = 0; o < outer; o++) {
+        double sum = 0, squares = 0;
+        for (int j = 0; j < n; j++)
+            sum += x[o * n + j];
+        mean[o] = sum / n;
+        for (int j = 0; j < n; j++)
+            squares += (x[o * n + j] - mean[o]) * (x[o * n + j] - mean[o]);
+        inv_std_dev[o] = 1 / sqrt(squares / n + eps);
+    }
+}
+
+static void test_layernorm_stats(void)
+{
+    float x[24], y[24], scale[12], mean[6], inv[6];
+    double want_y[24], want_mean[6], want_inv[6];
+    int idx[12];
+    for (int i = 0; i < 24; i++)
+        x[i] = frand() * 3 + 1;
+    for (int i = 0; i < 12; i++) {
+        scale[i] = frand();
+        idx[i] = i % 4;
+    }
+    rt_view vx = V(LLMC_RT_F32, x, 2, 3, 4), vy = V(LLMC_RT_F32, y, 2, 3, 4);
+    rt_view vs = V(LLMC_RT_F32, scale, 4);
+    rt_view vm = V(LLMC_RT_F32, mean, 2, 3, 1), vi = V(LLMC_RT_F32, inv, 2, 3, 1);
+    rt_layernorm_stats stats = {&vm, &vi};
+    layernorm_ref(x, 6, 4, scale, idx, NULL, 1e-5, want_y);
+    layernorm_stats_ref(x, 6, 4, 1e-5, want_mean, want_inv);
+    CHECK(k_layernorm(&vx, &vs, NULL, 2, 1e-5f, &vy, &stats, &err) == LLMC_RT_OK &&
+              all_close(y, want_y, 24, 1e-5) && all_close(mean, want_mean, 6, 1e-6) &&
+              all_close(inv, want_inv, 6, 1e-5),
+          "LayerNorm axis 2 writes y, Mean [2,3,1] and InvStdDev [2,3,1]");
+    vs = V(LLMC_RT_F32, scale, 3, 4);
+    vm = V(LLMC_RT_F32, mean, 2, 1, 1);
+    for (int j = 0; j < 12; j++)
+        idx[j] = j;
+    stats.inv_std_dev = NULL;
+    layernorm_ref(x, 2, 12, scale, idx, NULL, 1e-3, want_y);
+    layernorm_stats_ref(x, 2, 12, 1e-3, want_mean, want_inv);
+    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &stats, &err) == LLMC_RT_OK &&
+              all_close(y, want_y, 24, 1e-5) && all_close(mean, want_mean, 2, 1e-6),
+          "LayerNorm axis 1 with Mean [2,1,1] only");
+    vm = V(LLMC_RT_F32, mean, 2, 3, 1);
+    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &stats, &err) == LLMC_RT_E_EXEC,
+          "Mean [2,3,1] for axis 1 refused: %s", err.msg);
+    vm = V(LLMC_RT_F32, mean, 2, 1);
+    CHECK(k_layernorm(&vx, &vs, NULL, 1, 1e-3f, &vy, &stats, &err) == LLMC_RT_E_EXEC,
+          "Mean of rank 2 for a rank-3 input refused");
 }
 
 /* ---- gather, copy, reshape, fill, range --------------------------------- */
@@ -563,6 +618,7 @@ int main(void)
     test_reduce();
     test_softmax();
     test_layernorm();
+    test_layernorm_stats();
     test_gather();
     test_copy();
     test_fill_range();

@@ -10,11 +10,27 @@
 
 enum {
     V_VALID, V_VERSION, V_TARGET, V_BAD_SRC, V_BAD_INPUT, V_ARITY, V_DTYPE, V_REGION_LEN,
-    V_ROLE_DTYPE, V_LAYER, V_WEIGHT_OUTPUT, V_AXES
+    V_ROLE_DTYPE, V_LAYER, V_WEIGHT_OUTPUT, V_AXES, V_LAYERNORM_2_OUTPUTS,
+    V_LAYERNORM_STATS_DTYPE
 };
 
 static tp_plan tp;
 static float wt[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, bias[3] = {0.5f, -1, 2};
+
+/* LayerNorm(z, b) after the mlp: with outputs y, mean (no inv_std_dev), or
+ * with an int64 mean. */
+static void add_layernorm(int variant, int z, int b)
+{
+    int n = tp_tensor(&tp, "n", "Float32", "S,3");
+    int mean = tp_tensor(&tp, "mean", variant == V_LAYERNORM_2_OUTPUTS ? "Float32" : "Int64", "S,1");
+    int inv = tp_tensor(&tp, "inv", "Float32", "S,1");
+    if (variant == V_LAYERNORM_2_OUTPUTS)
+        tp_op(&tp, "code: \"LayerNorm\", name: \"ln\", axis: 1, inputs: [%d, %d], "
+              "outputs: [%d, %d]", z, b, n, mean);
+    else
+        tp_op(&tp, "code: \"LayerNorm\", name: \"ln\", axis: 1, inputs: [%d, %d], "
+              "outputs: [%d, %d, %d]", z, b, n, mean, inv);
+}
 
 /* The mlp of test_rt_session (Softmax(x Transpose(wt) + b)), with one defect. */
 static uint8_t *build(int variant, size_t *size)
@@ -48,6 +64,8 @@ static uint8_t *build(int variant, size_t *size)
     if (variant == V_AXES)
         tp_op(&tp, "code: \"Reduce\", name: \"r\", axes: [1, 0], inputs: [%d], outputs: [%d]",
               z, y);
+    if (variant == V_LAYERNORM_2_OUTPUTS || variant == V_LAYERNORM_STATS_DTYPE)
+        add_layernorm(variant, z, b);
     tp_io(&tp, 0, x, variant == V_ROLE_DTYPE ? "InputIds" : "Generic", 0);
     tp_io(&tp, 1, y, variant == V_LAYER ? "PresentKey" : "Generic", 3);
     return tp_finish(&tp, "rt_verify", size);
@@ -190,6 +208,10 @@ static void test_defects(const uint8_t *bytes, size_t size)
     expect_code(V_LAYER, LLMC_RT_E_CORRUPT, "output 0: role 7", "PresentKey on a rank-2 tensor");
     expect_code(V_WEIGHT_OUTPUT, LLMC_RT_E_CORRUPT, "tensor 3 is a weight", "op writes a weight");
     expect_code(V_AXES, LLMC_RT_E_CORRUPT, "axes must ascend", "Reduce axes order");
+    expect_code(V_LAYERNORM_2_OUTPUTS, LLMC_RT_E_CORRUPT, "op 4 (LayerNorm 'ln'): LayerNorm "
+                "has 1 output or 3", "LayerNorm with y and mean only");
+    expect_code(V_LAYERNORM_STATS_DTYPE, LLMC_RT_E_CORRUPT, "LayerNorm mean and inv_std_dev "
+                "float32", "LayerNorm int64 mean");
     expect_patched(bytes, size, wbase + 64, wbase, 0, LLMC_RT_E_CORRUPT, "overlap",
                    "overlapping segments");
     expect_patched(bytes, size, wbase + 64, wbase + 72, 0, LLMC_RT_E_CORRUPT, "aligned",
