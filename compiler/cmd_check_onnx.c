@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "codegen/codegen.h"
 #include "llmc_rt.h"
 #include "onnx_import.h"
+#include "passes/evaluate.h"
 #include "passes/pipeline.h"
 
 #define MAX_PASSES 64
@@ -31,14 +31,24 @@ typedef struct {
 } tolerance;
 
 /* Compares one output; returns LLMC_OK or LLMC_E_MISMATCH with a message. */
-static int compare_tensor(const llmc_rt_tensor *out, const llmc_tensor_file *ref, const char *where,
+static int same_shape(const llmc_shape *s, const llmc_tensor_file *ref)
+{
+    if (s->rank != ref->rank)
+        return 0;
+    for (int d = 0; d < ref->rank; d++)
+        if (s->dims[d].c != ref->dims[d])
+            return 0;
+    return 1;
+}
+
+static int compare_tensor(const llmc_eval_tensor *out, const llmc_tensor_file *ref, const char *where,
                           tolerance *tol, llmc_error *err)
 {
     if (out->dtype != ref->dtype)
         return llmc_fail(err, LLMC_E_MISMATCH, "%s: dtype %d, expected %d", where, out->dtype, ref->dtype);
-    if (out->rank != ref->rank || memcmp(out->dims, ref->dims, sizeof(int64_t) * (size_t)ref->rank))
+    if (!same_shape(&out->shape, ref) || out->nbytes != ref->nbytes)
         return llmc_fail(err, LLMC_E_MISMATCH, "%s: shape differs from the reference (rank %d vs %d)", where,
-                         out->rank, ref->rank);
+                         out->shape.rank, ref->rank);
     size_t elem = llmc_dtype_size(ref->dtype), n = elem ? ref->nbytes / elem : 0;
     if (ref->dtype != LLMC_DT_FLOAT) {
         if (memcmp(out->data, ref->data, ref->nbytes))
@@ -155,55 +165,39 @@ static int import_case(const char *case_dir, llmc_graph *g, llmc_error *err)
     return llmc_import_onnx(model, &io, g, err);
 }
 
-static int compile_graph(llmc_graph *g, llmc_tensor_file *in, int *n_in, uint8_t **plan,
-                         size_t *size, llmc_error *err)
+static int compile_graph(llmc_graph *g, llmc_tensor_file *in, int *n_in, llmc_error *err)
 {
     llmc_pass_ctx ctx = {.max_context = 1};
     llmc_pass_record records[MAX_PASSES];
     int n_records = 0;
     int rc = bind_shape_inputs(g, in, n_in, err);
-    if (!rc)
-        rc = llmc_pipeline_run(g, &ctx, NULL, records, &n_records, err);
-    llmc_codegen_options co = {.max_context = 1, .n_passes = n_records, .passes = records};
-    if (!rc)
-        rc = llmc_codegen_to_memory(g, &co, plan, size, NULL, err);
-    return rc;
+    return rc ? rc : llmc_pipeline_run(g, &ctx, NULL, records, &n_records, err);
 }
 
-static int execute(const llmc_rt_plan *plan, const llmc_tensor_file *in, int n_in, const llmc_tensor_file *ref,
+/* Runs the compiled graph on the runtime (llmc_evaluate_graph: codegen to
+ * an in-memory plan, verify, execute) and compares every output. */
+static int execute(const llmc_graph *g, const llmc_tensor_file *in, int n_in, const llmc_tensor_file *ref,
                    int n_ref, const char *dir, tolerance *tol, llmc_error *err)
 {
-    if ((uint32_t)n_ref != plan->n_outputs)
-        return llmc_fail(err, LLMC_E_INPUT, "%s: %d output files for %u model outputs", dir, n_ref, plan->n_outputs);
-    size_t mem_size = llmc_rt_session_memory(plan);
-    void *mem = malloc(mem_size ? mem_size : 1);
-    if (!mem)
-        return llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes", mem_size);
+    if (n_ref != g->n_outputs)
+        return llmc_fail(err, LLMC_E_INPUT, "%s: %d output files for %d model outputs", dir, n_ref, g->n_outputs);
     llmc_rt_tensor args[MAX_IO];
+    llmc_eval_tensor outs[MAX_IO];
+    memset(outs, 0, sizeof outs);
     for (int k = 0; k < n_in; k++) {
         args[k].dtype = in[k].dtype;
         args[k].rank = in[k].rank;
         memcpy(args[k].dims, in[k].dims, sizeof args[k].dims);
         args[k].data = in[k].data;
     }
-    llmc_rt_session s;
-    llmc_rt_error rt = {0};
-    int rc = LLMC_OK;
-    if (llmc_rt_session_init(&s, plan, mem, mem_size, &rt) != LLMC_RT_OK ||
-        llmc_rt_session_run(&s, 0, 0, args, &rt) != LLMC_RT_OK)
-        rc = llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", dir, rt.msg);
+    int rc = llmc_evaluate_graph(g, 0, 0, 1, args, outs, err);
     for (int k = 0; !rc && k < n_ref; k++) {
-        llmc_rt_tensor out;
-        llmc_rt_io io;
         char where[512];
-        llmc_rt_plan_io(plan, 1, (uint32_t)k, &io);
-        snprintf(where, sizeof where, "%.300s output %d '%.150s'", dir, k, io.name);
-        if (llmc_rt_session_output(&s, (uint32_t)k, &out, &rt) != LLMC_RT_OK)
-            rc = llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", where, rt.msg);
-        else
-            rc = compare_tensor(&out, &ref[k], where, tol, err);
+        snprintf(where, sizeof where, "%.300s output %d '%.150s'", dir, k, g->values[g->outputs[k]].name);
+        rc = compare_tensor(&outs[k], &ref[k], where, tol, err);
     }
-    free(mem);
+    for (int k = 0; k < n_ref; k++)
+        llmc_eval_tensor_free(&outs[k]);
     return rc;
 }
 
@@ -216,10 +210,6 @@ static int run_data_set(const char *case_dir, const char *dir, tolerance *tol, l
     int n_in = 0, n_ref = 0, n_read = 0;
     memset(in, 0, sizeof in);
     memset(ref, 0, sizeof ref);
-    uint8_t *bytes = NULL;
-    size_t size = 0;
-    llmc_rt_plan plan;
-    llmc_rt_error rt = {0};
     llmc_graph g;
     llmc_graph_init(&g);
     int rc = import_case(case_dir, &g, err);
@@ -229,13 +219,10 @@ static int run_data_set(const char *case_dir, const char *dir, tolerance *tol, l
     if (!rc)
         rc = read_tensors(dir, "output_", ref, &n_ref, err);
     if (!rc)
-        rc = compile_graph(&g, in, &n_in, &bytes, &size, err);
-    llmc_graph_free(&g);
-    if (!rc && llmc_rt_plan_open(&plan, bytes, size, LLMC_RT_VERIFY_HASHES, &rt) != LLMC_RT_OK)
-        rc = llmc_fail(err, LLMC_E_RUNTIME, "plan rejected: %s", rt.msg);
+        rc = compile_graph(&g, in, &n_in, err);
     if (!rc)
-        rc = execute(&plan, in, n_in, ref, n_ref, dir, tol, err);
-    free(bytes);
+        rc = execute(&g, in, n_in, ref, n_ref, dir, tol, err);
+    llmc_graph_free(&g);
     free_tensors(in, n_read);
     free_tensors(ref, n_ref);
     return rc;

@@ -29,6 +29,7 @@ run_one() {
     passed=$((passed + ok))
     failed=$((failed + notok))
     printf '%-40s %5d passed %5d failed\n' "$name" "$ok" "$notok"
+    grep '^# summary: ' "$log" | sed 's/^# summary: /    /'
     if [ "$notok" -ne 0 ]; then
         grep -A3 '^not ok' "$log" | head -40 | sed 's/^/    /'
     fi

@@ -15,7 +15,9 @@ PROMPT=5,17,42,7
 MAX_NEW=16
 VOCAB=512                    # tiny size vocabulary
 SEED=0
-VARIANTS="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17"
+# family@opset[:external-data layout]; the last two read their weights from
+# external files (one file with offsets, and one file per tensor).
+VARIANTS="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor"
 
 MODELS=$BUILD/models
 WORK=$BUILD/e2e_llm
@@ -29,12 +31,17 @@ diag()   { sed 's/^/# /' "$@"; }
 
 # Export unless a model at least as new as the exporter is cached.
 export_model() {
-    local family=$1 opset=$2 out=$3
+    local family=$1 opset=$2 external=$3 out=$4
     if [ -s "$out" ] && [ "$out" -nt scripts/export_llm.py ]; then return 0; fi
     rm -f "$out"
-    "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny \
-        --seed "$SEED" --out "$out.tmp.onnx" >"$out.log" 2>&1 \
-        && mv "$out.tmp.onnx" "$out"
+    if [ "$external" = none ]; then
+        "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny \
+            --seed "$SEED" --out "$out.tmp.onnx" >"$out.log" 2>&1 \
+            && mv "$out.tmp.onnx" "$out"
+    else   # external data files are named after the .onnx: export in place
+        "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny \
+            --seed "$SEED" --external "$external" --out "$out" >"$out.log" 2>&1
+    fi
 }
 
 run_ort() {
@@ -52,12 +59,16 @@ run_llmc() {
 
 # Two checks per variant; any failure before comparing fails both.
 test_variant() {
-    local family=${1%@*} opset=${1#*@}
-    local name="$family opset $opset"
-    local model=$MODELS/$family-op$opset-s$SEED.onnx base=$WORK/$family-op$opset
+    local spec=${1%:*} external=none
+    [ "$spec" != "$1" ] && external=${1#*:}
+    local family=${spec%@*} opset=${spec#*@}
+    local name="$family opset $opset" tag=$family-op$opset
+    if [ "$external" != none ]; then name="$name, $external external data"; tag=$tag-$external; mkdir -p "$MODELS/$tag"; fi
+    local model=$MODELS/$tag-s$SEED.onnx base=$WORK/$tag
+    [ "$external" != none ] && model=$MODELS/$tag/model.onnx
     rm -f "$base".*
     local why=""
-    if ! export_model "$family" "$opset" "$model"; then
+    if ! export_model "$family" "$opset" "$external" "$model"; then
         why="export failed"; diag "$model.log"
     elif ! run_ort "$model" "$base"; then
         why="onnxruntime failed"; diag "$base.ort.log"

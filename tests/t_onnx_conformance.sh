@@ -30,5 +30,5 @@ while read -r dir; do
         echo "not ok $n - $name: $(echo "$out" | tail -1 | cut -c1-300)"
     fi
 done <"$work/cases.txt"
-echo "# conformance: $(wc -l <"$work/cases.txt") cases of $(wc -l <"$work/ops.txt") claimed ops;" \
+echo "# summary: conformance: $(wc -l <"$work/cases.txt") cases of $(wc -l <"$work/ops.txt") claimed ops;" \
      "$n run, $failed failed, $excluded excluded (see $EXCLUDE)"
