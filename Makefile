@@ -61,7 +61,7 @@ deps:
 
 check: deps
 	$(MAKE) all unit
-	BUILD=$(BUILD) tests/run_all.sh
+	BUILD=$(BUILD) SAN_FLAGS="$(LDFLAGS)" tests/run_all.sh
 
 demo: deps all
 	scripts/demo.sh

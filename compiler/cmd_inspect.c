@@ -148,7 +148,8 @@ static void print_io_text(const llmc_rt_plan *p, int is_output, uint32_t n)
         llmc_rt_io io;
         llmc_rt_plan_io(p, is_output, i, &io);
         printf("  %-32s %-6s %s", io.name, llmc_dtype_name(io.dtype), llmc_io_role_name(io.role));
-        printf(io.layer >= 0 ? " (layer %d)\n" : "\n", io.layer);
+        int cache_role = io.role >= LLMC_ROLE_PAST_KEY && io.role != LLMC_ROLE_LOGITS;
+        printf(cache_role ? " (layer %d)\n" : "\n", io.layer);
     }
 }
 

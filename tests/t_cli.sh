@@ -81,6 +81,21 @@ assert j["max_context"] == 128
 PYEOF
 }
 check "inspect --json reports ops, arena, weights and passes" inspect_json
+flatc_agrees() {   # Debian's flatc decodes the LLM plan; its JSON agrees with inspect
+    rm -rf "$WORK/flatc" && mkdir -p "$WORK/flatc"
+    flatc --json --raw-binary --strict-json -o "$WORK/flatc" schemas/plan.fbs -- "$WORK/a.plan" || return 1
+    $PY - "$WORK/flatc/a.json" "$WORK/inspect.json" <<'PYEOF'
+import json, sys
+plan, inspect = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert plan["format_version"] == 1 and plan["target"] == "generic-f32"
+assert len(plan["tensors"]) == inspect["tensors"], (len(plan["tensors"]), inspect["tensors"])
+assert len(plan["ops"]) == inspect["ops_total"]
+assert int(plan["arena_size"]) == inspect["arena_bytes"]
+assert sum(int(s["size"]) for s in plan["segments"]) == inspect["weight_bytes"]
+assert [i["role"] for i in plan["inputs"]][:1] == ["InputIds"]
+PYEOF
+}
+check "flatc decodes the LLM plan against schemas/plan.fbs and agrees with inspect" flatc_agrees
 check "inspect prints the arena size" sh -c "'$LLMC' inspect '$WORK/a.plan' | grep -qi 'arena'"
 check "run past the max context exits 2" exits_with 2 "$LLMC" run "$WORK/a.plan" --prompt-ids 1,2,3 --max-new 127
 check "run prints as many ids as asked" sh -c "test \$('$LLMC' run '$WORK/a.plan' --prompt-ids 1,2,3 --max-new 5 | wc -w) -eq 5"

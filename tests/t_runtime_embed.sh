@@ -20,11 +20,14 @@ grep -Ev "$ALLOWED" "$WORK/undefined.txt" | grep -Ev '^(llmc_|rt_|fb_|k_)' >"$WO
 result "$([ -s "$WORK/forbidden.txt" ] && echo 1 || echo 0)" "libllmcrt.a calls no malloc, stdio or threads"
 # Symbols in .data/.bss are writable state; .data.rel.ro (const pointer
 # tables under PIE) and .rodata are not.
-writable=$(objdump -t "$LIB" 2>/dev/null | awk '$0 ~ / (\.data|\.bss|\*COM\*)[ \t]/ {print $NF}')
+writable=$(objdump -t "$LIB" 2>/dev/null | awk '$0 ~ / O (\.data|\.bss|\*COM\*)[ \t]/ {print $NF}')
 [ -n "$writable" ] && echo "# writable globals: $writable"
 result "$([ -n "$writable" ] && echo 1 || echo 0)" "libllmcrt.a has no writable globals"
 
-gcc -std=c99 -Wall -Wextra -Werror -O2 -Iruntime tests/embed/embed_example.c "$LIB" -lm -o "$WORK/embed_example" 2>"$WORK/cc.log"
+# SAN_FLAGS: the sanitizer flags of a `make check SAN=1` build, whose
+# library needs the sanitizer runtimes at link time.
+gcc -std=c99 -Wall -Wextra -Werror -O2 ${SAN_FLAGS:-} -Iruntime tests/embed/embed_example.c "$LIB" -lm \
+    -o "$WORK/embed_example" 2>"$WORK/cc.log"
 result $? "the embedding example builds against llmc_rt.h and libllmcrt.a alone"
 
 MODEL=$WORK/qwen2.onnx

@@ -27,5 +27,6 @@ int main(int argc, char **argv)
         printf(k ? " %lld" : "%lld", (long long)token);
     }
     printf("\n");
+    free(logits); free(mem); free(bytes);
     return 0;
 }
