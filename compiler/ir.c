@@ -120,6 +120,7 @@ int llmc_graph_add_value(llmc_graph *g, const char *name, int dtype)
         return -1;
     v->dtype = dtype;
     v->shape.rank = -1;
+    v->declared.rank = -1;
     v->producer = -1;
     return g->n_values++;
 }

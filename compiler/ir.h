@@ -73,6 +73,9 @@ typedef struct {
     char *name;
     int dtype;                          /* llmc_dtype */
     llmc_shape shape;                   /* rank -1 until shape inference */
+    llmc_shape declared;                /* what the ONNX file states (graph output or
+                                         * value_info), rank -1 if nothing fully
+                                         * known; shape inference checks it */
     int producer;                       /* node id, -1 for inputs/constants */
     bool is_graph_input;
     bool is_graph_output;

@@ -621,8 +621,32 @@ static int import_outputs(importer *imp)
             v->dtype = tt->elem_type;
         if (v->shape.rank < 0)
             v->shape = shape;
+        if (!v->is_const && !v->is_graph_input)
+            v->declared = shape;
         v->is_graph_output = true;
         imp->g->outputs[imp->g->n_outputs++] = id;
+    }
+    return LLMC_OK;
+}
+
+/* value_info: element types and, where every dim is a number or a bound
+ * dim_param, the shape the exporter claims; shape inference checks it. */
+static int import_value_info(importer *imp)
+{
+    for (size_t i = 0; i < imp->gp->n_value_info; i++) {
+        const Onnx__ValueInfoProto *vi = imp->gp->value_info[i];
+        int id = vi->name ? lookup_value(imp, vi->name) : -1;
+        const Onnx__TypeProto__Tensor *tt = llmc_onnx_tensor_type(vi);
+        if (id < 0 || !tt)
+            continue;   /* describes nothing this graph computes, or not a tensor */
+        llmc_value *v = &imp->g->values[id];
+        if (v->is_const || v->is_graph_input)
+            continue;
+        int rc = llmc_output_shape(&imp->dims, vi, &v->declared, imp->err);
+        if (rc)
+            return rc;
+        if (v->dtype == LLMC_DT_UNDEFINED)
+            v->dtype = tt->elem_type;
     }
     return LLMC_OK;
 }
@@ -649,7 +673,7 @@ int llmc_import_onnx(const char *path, const llmc_import_options *opt, llmc_grap
     static int (*const steps[])(importer *) = {
         start_import, check_required_names, check_opset, refuse_subgraphs, refuse_unsupported_ops,
         names_init, import_initializers, collect_inputs, bind_dims, import_inputs,
-        define_node_outputs, import_nodes, import_outputs, check_acyclic,
+        define_node_outputs, import_nodes, import_outputs, import_value_info, check_acyclic,
     };
     llmc_graph_init(g);
     importer imp = {.path = path, .opt = opt, .g = g, .err = err};

@@ -1504,6 +1504,39 @@ static int check_graph_inputs(const llmc_graph *g, llmc_error *err)
     return LLMC_OK;
 }
 
+static void shape_text(const llmc_shape *s, char *buf, size_t cap)
+{
+    size_t used = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < s->rank && used < cap; d++) {
+        char dim[96];
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", d ? "," : "", aff_str(s->dims[d], dim));
+    }
+    if (used < cap)
+        snprintf(buf + used, cap - used, "]");
+}
+
+/* The exporter's value_info and output shapes must agree with inference:
+ * a disagreement means the model is not what its file says it is. */
+static int check_declared_shapes(const llmc_graph *g, llmc_error *err)
+{
+    for (int i = 0; i < g->n_values; i++) {
+        const llmc_value *v = &g->values[i];
+        if (v->declared.rank < 0 || v->shape.rank < 0 || (v->producer < 0 && !v->is_graph_output))
+            continue;
+        bool same = v->declared.rank == v->shape.rank;
+        for (int d = 0; same && d < v->shape.rank; d++)
+            same = llmc_aff_eq(v->declared.dims[d], v->shape.dims[d]);
+        if (!same) {
+            char want[512], got[512];
+            shape_text(&v->declared, want, sizeof want);
+            shape_text(&v->shape, got, sizeof got);
+            return llmc_fail(err, LLMC_E_INPUT, "value '%s': the model declares shape %s but its producer gives %s",
+                             v->name, want, got);
+        }
+    }
+    return LLMC_OK;
+}
+
 static int run_shape_inference(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
 {
     int rc = check_graph_inputs(g, err);
@@ -1527,7 +1560,7 @@ static int run_shape_inference(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_err
         rc = infer_node(&c);
     }
     free(order);
-    return rc;
+    return rc ? rc : check_declared_shapes(g, err);
 }
 
 const llmc_pass llmc_pass_shape_inference = {"shape-inference", run_shape_inference};

@@ -43,6 +43,28 @@ check "compile of a non-ONNX file exits 3" exits_with 3 "$LLMC" compile "$WORK/g
 check "a failed compile writes nothing" test ! -e "$WORK/x.plan"
 check "compile into a missing folder exits 5" exits_with 5 "$LLMC" compile "$MODEL" -o "$WORK/no/such/dir/x.plan"
 
+# value_info is checked against shape inference: a file that lies about a
+# shape is refused (exit 3, naming the value); a truthful one compiles.
+value_info_model() {   # value_info_model DIMS OUT: Y = Add(A, B) over [2,3], value_info Y: DIMS
+    $PY - "$1" "$2" <<'PYEOF'
+import sys
+import onnx
+from onnx import TensorProto, helper
+dims = [int(d) for d in sys.argv[1].split(",")]
+graph = helper.make_graph(
+    [helper.make_node("Add", ["A", "B"], ["Y"], name="add"), helper.make_node("Relu", ["Y"], ["Z"], name="relu")],
+    "vi", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in "AB"],
+    [helper.make_tensor_value_info("Z", TensorProto.FLOAT, [2, 3])],
+    value_info=[helper.make_tensor_value_info("Y", TensorProto.FLOAT, dims)])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), sys.argv[2])
+PYEOF
+}
+value_info_model 3,2 "$WORK/vi-wrong.onnx"
+value_info_model 2,3 "$WORK/vi-right.onnx"
+check "a value_info shape that disagrees with the graph exits 3" exits_with 3 "$LLMC" compile "$WORK/vi-wrong.onnx" -o "$WORK/vi.plan"
+check "the value_info error names the value and both shapes" stderr_names "value 'Y': the model declares shape [3,2] but its producer gives [2,3]" "$LLMC" compile "$WORK/vi-wrong.onnx" -o "$WORK/vi.plan"
+check "a truthful value_info compiles" "$LLMC" compile "$WORK/vi-right.onnx" -o "$WORK/vi.plan"
+
 check "compile with --dump-passes" "$LLMC" compile "$MODEL" -o "$WORK/a.plan" --max-context 128 --dump-passes "$WORK/dump-a"
 "$LLMC" compile "$MODEL" -o "$WORK/b.plan" --max-context 128 --dump-passes "$WORK/dump-b" >"$WORK/compile-b.txt" 2>&1
 check "two compiles give byte-identical plans" cmp "$WORK/a.plan" "$WORK/b.plan"
