@@ -23,14 +23,21 @@ static int emit_copy(lower_ctx *L, cg_op **op)
 
 /* A Copy op from src to dst with one region (identity mapping when the
  * ranks match); *r is valid until the next emit. */
+/* A Copy op reading src and writing dst, with no regions yet. */
+static int emit_copy_between(lower_ctx *L, uint32_t src, uint32_t dst, cg_op **op)
+{
+    int rc = emit_copy(L, op);
+    if (!rc)
+        rc = op_add_input(L, *op, src);
+    if (!rc)
+        rc = op_add_output(L, *op, dst);
+    return rc;
+}
+
 static int emit_copy_region(lower_ctx *L, uint32_t src, uint32_t dst, cg_region **r)
 {
     cg_op *op;
-    int rc = emit_copy(L, &op);
-    if (!rc)
-        rc = op_add_input(L, op, src);
-    if (!rc)
-        rc = op_add_output(L, op, dst);
+    int rc = emit_copy_between(L, src, dst, &op);
     if (rc)
         return rc;
     *r = op_add_region(L, op, src, dst);
@@ -337,11 +344,7 @@ static int gather_regions(lower_ctx *L, int32_t axis, uint64_t count)
     if (!rc)
         rc = lower_output(L, 0, &dst);
     if (!rc)
-        rc = emit_copy(L, &op);
-    if (!rc)
-        rc = op_add_input(L, op, src);
-    if (!rc)
-        rc = op_add_output(L, op, dst);
+        rc = emit_copy_between(L, src, dst, &op);
     if (rc)
         return rc;
     llmc_affine dim = L->p->tensors[src].dims[axis];

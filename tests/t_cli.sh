@@ -8,13 +8,7 @@ LLMC=$BUILD/llmc
 PY=/usr/bin/python3
 WORK=$BUILD/test-data/cli
 rm -rf "$WORK" && mkdir -p "$WORK"
-n=0 failures=0
-check() {   # check "description" command...
-    local what=$1; shift
-    n=$((n + 1))
-    if "$@" >"$WORK/last.log" 2>&1; then echo "ok $n - $what"
-    else failures=$((failures + 1)); echo "not ok $n - $what"; sed 's/^/# /' "$WORK/last.log" | head -20; fi
-}
+. tests/tap.sh
 exits_with() {   # exits_with CODE command... : the command fails with exactly CODE
     local want=$1; shift
     "$@"; local got=$?
@@ -144,5 +138,4 @@ check "check-onnx of a sequence input exits 4" exits_with 4 "$LLMC" check-onnx "
 check "check-onnx of a sequence input says it is not a tensor" \
     sh -c "'$LLMC' check-onnx '$SEQ_CASE' | grep -q \"input 'x' is not a tensor\""
 
-echo "1..$n"
-[ "$failures" -eq 0 ]
+tap_done

@@ -12,13 +12,7 @@ WORK=$BUILD/test-data/plan-schema
 rm -rf "$WORK" && mkdir -p "$WORK"
 PLAN=$WORK/sample.plan
 JSON=$WORK/sample.json
-n=0 failures=0
-check() {   # check "description" command...
-    local what=$1; shift
-    n=$((n + 1))
-    if "$@" >"$WORK/last.log" 2>&1; then echo "ok $n - $what"
-    else failures=$((failures + 1)); echo "not ok $n - $what"; sed 's/^/# /' "$WORK/last.log" | head -20; fi
-}
+. tests/tap.sh
 plan_has() {   # plan_has PYTHON-EXPR : true for the decoded plan `p` (and `size`, the file size)
     $PY - "$JSON" "$PLAN" "$1" <<'EOF'
 import json, os, sys
@@ -62,5 +56,4 @@ roundtrip() {
     cmp "$JSON" "$WORK/rt/sample.json"
 }
 check "JSON -> flatc binary -> JSON round trip is identical" roundtrip
-echo "1..$n"
-[ "$failures" -eq 0 ]
+tap_done
