@@ -44,6 +44,26 @@ static int emit_copy_region(lower_ctx *L, uint32_t src, uint32_t dst, cg_region 
     return *r ? LLMC_OK : L->err->code;
 }
 
+/* The node's input 0 copied to its output 0: the Copy op, no regions yet. */
+static int emit_node_copy(lower_ctx *L, uint32_t *src, uint32_t *dst, cg_op **op)
+{
+    int rc = lower_input(L, 0, src);
+    if (!rc)
+        rc = lower_output(L, 0, dst);
+    return rc ? rc : emit_copy_between(L, *src, *dst, op);
+}
+
+/* The same with one region from input 0 to output 0. */
+static int emit_node_region(lower_ctx *L, uint32_t *src, uint32_t *dst, cg_region **r)
+{
+    cg_op *op;
+    int rc = emit_node_copy(L, src, dst, &op);
+    if (rc)
+        return rc;
+    *r = op_add_region(L, op, *src, *dst);
+    return *r ? LLMC_OK : L->err->code;
+}
+
 int lower_transpose_2d(lower_ctx *L, uint32_t src, const char *suffix, uint32_t *out)
 {
     const cg_tensor s = L->p->tensors[src];
@@ -163,11 +183,7 @@ int lower_slice(lower_ctx *L, int unused)
     uint32_t src, dst;
     cg_region *r;
     if (!rc)
-        rc = lower_input(L, 0, &src);
-    if (!rc)
-        rc = lower_output(L, 0, &dst);
-    if (!rc)
-        rc = emit_copy_region(L, src, dst, &r);
+        rc = emit_node_region(L, &src, &dst, &r);
     if (rc)
         return rc;
     memcpy(r->src_start, src_start, sizeof *src_start * (size_t)in->rank);
@@ -266,11 +282,7 @@ int lower_expand(lower_ctx *L, int unused)
     (void)unused;
     uint32_t src, dst;
     cg_region *r;
-    int rc = lower_input(L, 0, &src);
-    if (!rc)
-        rc = lower_output(L, 0, &dst);
-    if (!rc)
-        rc = emit_copy_region(L, src, dst, &r);
+    int rc = emit_node_region(L, &src, &dst, &r);
     if (rc)
         return rc;
     const cg_tensor *s = &L->p->tensors[src], *d = &L->p->tensors[dst];
@@ -340,11 +352,7 @@ static int gather_regions(lower_ctx *L, int32_t axis, uint64_t count)
     int q = idx->shape.rank;
     uint32_t src, dst;
     cg_op *op;
-    int rc = lower_input(L, 0, &src);
-    if (!rc)
-        rc = lower_output(L, 0, &dst);
-    if (!rc)
-        rc = emit_copy_between(L, src, dst, &op);
+    int rc = emit_node_copy(L, &src, &dst, &op);
     if (rc)
         return rc;
     llmc_affine dim = L->p->tensors[src].dims[axis];
