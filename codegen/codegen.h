@@ -13,6 +13,7 @@ typedef struct {
     const char *name;
     uint32_t nodes;         /* live nodes after the pass */
     uint64_t digest;        /* XXH64 of the canonical dump after the pass */
+    char detail[160];       /* what the pass reports it did ("" if nothing) */
 } llmc_pass_record;
 
 typedef struct {
@@ -24,7 +25,7 @@ typedef struct {
 /* What the plan holds, for the CLI to print. */
 typedef struct {
     uint32_t n_ops;
-    uint32_t op_counts[16];             /* indexed by llmc.plan.OpCode */
+    uint32_t op_counts[32];             /* indexed by llmc.plan.OpCode */
     uint32_t n_tensors;
     uint64_t arena_bytes;
     uint64_t weight_bytes;

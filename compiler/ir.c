@@ -207,6 +207,41 @@ int llmc_node_add_attr(llmc_graph *g, int node, const llmc_attr *attr)
     return 0;
 }
 
+int llmc_graph_add_llmc_node(llmc_graph *g, const char *op_type, const char *name,
+                             const int *inputs, int n_inputs, const int *outputs, int n_outputs)
+{
+    int id = llmc_graph_add_node(g, op_type, name, inputs, n_inputs, outputs, n_outputs);
+    if (id < 0)
+        return -1;
+    char *domain = dup_str("llmc");
+    if (!domain) {
+        llmc_graph_erase_node(g, id);
+        return -1;
+    }
+    free(g->nodes[id].domain);
+    g->nodes[id].domain = domain;
+    g->nodes[id].opset = 1;
+    return id;
+}
+
+int llmc_node_set_int(llmc_graph *g, int node, const char *name, int64_t value)
+{
+    llmc_attr a = {.name = (char *)name, .type = LLMC_ATTR_INT, .i = value};
+    return llmc_node_add_attr(g, node, &a);
+}
+
+int llmc_node_set_float(llmc_graph *g, int node, const char *name, float value)
+{
+    llmc_attr a = {.name = (char *)name, .type = LLMC_ATTR_FLOAT, .f = value};
+    return llmc_node_add_attr(g, node, &a);
+}
+
+int llmc_node_set_ints(llmc_graph *g, int node, const char *name, const int64_t *values, int n)
+{
+    llmc_attr a = {.name = (char *)name, .type = LLMC_ATTR_INTS, .n_ints = n, .ints = (int64_t *)values};
+    return llmc_node_add_attr(g, node, &a);
+}
+
 void llmc_graph_replace_value(llmc_graph *g, int old_value, int new_value)
 {
     for (int i = 0; i < g->n_nodes; i++) {

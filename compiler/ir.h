@@ -155,6 +155,13 @@ int llmc_graph_find_value(const llmc_graph *g, const char *name);       /* -1 if
 int llmc_graph_add_node(llmc_graph *g, const char *op_type, const char *name,
                         const int *inputs, int n_inputs, const int *outputs, int n_outputs);
 int llmc_node_add_attr(llmc_graph *g, int node, const llmc_attr *attr); /* deep copy */
+/* A node of the "llmc" domain (compiler/llmc_ops.h), opset 1; -1 on OOM. */
+int llmc_graph_add_llmc_node(llmc_graph *g, const char *op_type, const char *name,
+                             const int *inputs, int n_inputs, const int *outputs, int n_outputs);
+/* Scalar and list attributes; 0 on success, -1 on OOM. */
+int llmc_node_set_int(llmc_graph *g, int node, const char *name, int64_t value);
+int llmc_node_set_float(llmc_graph *g, int node, const char *name, float value);
+int llmc_node_set_ints(llmc_graph *g, int node, const char *name, const int64_t *values, int n);
 /* Every use of `old_value` (node inputs and graph outputs) now reads `new_value`. */
 void llmc_graph_replace_value(llmc_graph *g, int old_value, int new_value);
 void llmc_graph_erase_node(llmc_graph *g, int node);

@@ -375,12 +375,6 @@ static bool *values_needing_symbols(const llmc_graph *g)
     return need;
 }
 
-static int add_ints_attr(llmc_graph *g, int node, const char *name, const int64_t *ints, int n)
-{
-    llmc_attr a = {.name = (char *)name, .type = LLMC_ATTR_INTS, .n_ints = n, .ints = (int64_t *)ints};
-    return llmc_node_add_attr(g, node, &a);
-}
-
 static int make_symbols_node(folder *f, int v)
 {
     llmc_graph *g = f->g;
@@ -394,17 +388,11 @@ static int make_symbols_node(folder *f, int v)
     for (int i = 0; i < val->shape.rank; i++)
         dims[i] = val->shape.dims[i].c;
     char *name = unique_name(g, val->name, "/Symbols");
-    int node = name ? llmc_graph_add_node(g, "Symbols", name, NULL, 0, &v, 1) : -1;
+    int node = name ? llmc_graph_add_llmc_node(g, "Symbols", name, NULL, 0, &v, 1) : -1;
     free(name);
-    char *domain = node >= 0 ? strdup("llmc") : NULL;
-    if (!domain || add_ints_attr(g, node, "values", values, 3 * g->values[v].n_sym) ||
-        add_ints_attr(g, node, "shape", dims, g->values[v].shape.rank)) {
-        free(domain);
+    if (node < 0 || llmc_node_set_ints(g, node, "values", values, 3 * g->values[v].n_sym) ||
+        llmc_node_set_ints(g, node, "shape", dims, g->values[v].shape.rank))
         return llmc_fail(f->err, LLMC_E_NOMEM, "constant-folding: out of memory");
-    }
-    free(g->nodes[node].domain);
-    g->nodes[node].domain = domain;
-    g->nodes[node].opset = 1;
     f->changed = true;
     return LLMC_OK;
 }

@@ -14,6 +14,10 @@ typedef struct {
     uint32_t max_context;   /* bound on S + P */
     bool explain;           /* print why a pattern did not match (to `log`) */
     FILE *log;              /* explanations; may be NULL */
+    /* A pass may describe what it did here (NUL-terminated, e.g. "3 merged");
+     * the pipeline clears it before each pass and keeps it in the pass table. */
+    char *detail;
+    size_t detail_size;
 } llmc_pass_ctx;
 
 typedef struct {

@@ -55,7 +55,11 @@ int llmc_pipeline_run(llmc_graph *g, const llmc_pass_ctx *ctx, const char *dump_
         return rc;
     for (int i = 0; i < PIPELINE_LENGTH; i++) {
         const llmc_pass *pass = pipeline[i];
-        if ((rc = pass->run(g, ctx, err)))
+        llmc_pass_ctx pass_ctx = *ctx;
+        pass_ctx.detail = records[i].detail;
+        pass_ctx.detail_size = sizeof records[i].detail;
+        records[i].detail[0] = '\0';
+        if ((rc = pass->run(g, &pass_ctx, err)))
             return rc;
         records[i].name = pass->name;
         records[i].nodes = (uint32_t)llmc_graph_live_nodes(g);

@@ -1,0 +1,70 @@
+/* The llmc operator domain: the fused ops graph passes produce.
+ *
+ * Nodes of these ops have domain "llmc" (LLMC_DOMAIN) and reuse the output
+ * value ids of the subgraph they replace, so shapes and dtypes stay what
+ * shape inference computed.  Every op is float32 unless stated; every shape
+ * is affine in (S, P) as in ir.h.  Codegen lowers each one to the plan op
+ * named in brackets (schemas/plan.fbs).
+ *
+ * Symbols() -> y                                               [Symbols]
+ *     INTS values: (c, s, p) per element; y int64 = c + s*S + p*P.
+ *
+ * RMSNorm(x, scale) -> y                                       [RMSNorm]
+ *     FLOAT epsilon.  Over the last axis of x (length D, scale [D]):
+ *     y = x / sqrt(mean(x^2) + epsilon) * scale.
+ *     (LayerNorm fusion produces the ONNX op LayerNormalization.)
+ *
+ * Gelu(x) -> y                                       [Unary Gelu / GeluTanh]
+ *     INT tanh (default 0).  0: y = 0.5 x (1 + erf(x / sqrt 2));
+ *     1: y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+ * Silu(x) -> y                                                 [Unary Silu]
+ *     y = x * sigmoid(x).
+ * SwiGLU(gate, up) -> y                                      [Binary SwiGLU]
+ *     y = silu(gate) * up, numpy broadcasting.
+ *
+ * Linear(x, W, bias?, residual?) -> y_0 .. y_{n-1}              [Linear]
+ *     x [..., K]; W constant [K, N] (ONNX MatMul orientation); bias constant
+ *     [N] or omitted (-1); residual omitted or [..., N] and only with n == 1.
+ *     z = x W + bias + residual is split along the last axis: y_j gets the
+ *     next N_j columns (N_j = last dim of y_j, sum N_j = N).  Codegen stores
+ *     W transposed, [N, K], so each output feature's weights are contiguous.
+ *
+ * Rope(x, cos, sin) -> y                                          [Rope]
+ *     INT rotary_dim (even, <= D).  x [..., S, D]: axis -2 is the token
+ *     axis; token s sits at position P + s.  cos, sin constant
+ *     [max_context, rotary_dim], row t = the model's table at position t.
+ *     With h = rotary_dim / 2, for i < rotary_dim:
+ *         rot_i = -x_{i+h} (i < h),  x_{i-h} (i >= h)     (rotate-half)
+ *         y_i   = x_i * cos[P+s][i] + rot_i * sin[P+s][i]
+ *     and y_i = x_i for rotary_dim <= i < D (partial rotary).
+ *
+ * Attention(q, k, v, cos?, sin?) -> o                          [Attention]
+ *     INT heads, kv_heads (divides heads), head_dim, cache (0-based index of
+ *     this op's KV cache), rotary_dim (0 = no RoPE; then cos/sin omitted);
+ *     FLOAT scale.  q [1, S, heads*head_dim], k, v [1, S, kv_heads*head_dim]:
+ *     the new tokens only, heads interleaved as [S, heads, head_dim].
+ *     If rotary_dim > 0, Rope (above) is applied per head to q and k first.
+ *     The op appends the new k, v rows to its cache (positions P .. P+S-1)
+ *     and computes, per head h with kv head g = h / (heads / kv_heads),
+ *         o[s, h] = softmax_t(scale * q[s,h] . K[t,g], t <= P + s) . V[., g]
+ *     (causal; the cache holds t < P).  o [1, S, heads*head_dim].
+ *     The graph's past_key_values inputs and present outputs are gone: the
+ *     runtime owns the cache.
+ */
+#ifndef LLMC_OPS_H
+#define LLMC_OPS_H
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "ir.h"
+
+#define LLMC_DOMAIN "llmc"
+
+/* Is node `n` the llmc-domain op `op_type`? */
+static inline bool llmc_is_op(const llmc_node *n, const char *op_type)
+{
+    return strcmp(n->domain, LLMC_DOMAIN) == 0 && strcmp(n->op_type, op_type) == 0;
+}
+
+#endif
