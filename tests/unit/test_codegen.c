@@ -945,7 +945,7 @@ static int write_sample_plan(const char *path)
     llmc_graph g;
     llmc_error err = {0};
     build_attention_like(&g);
-    llmc_pass_record passes[2] = {{"shape-inference", 4, 0xabc}, {"dead-code", 4, 0xdef}};
+    llmc_pass_record passes[2] = {{"shape-inference", 4, 0xabc, ""}, {"dead-code", 4, 0xdef, ""}};
     llmc_codegen_options opt = {.max_context = MAX_CONTEXT, .n_passes = 2, .passes = passes};
     int rc = llmc_codegen_to_file(&g, &opt, path, NULL, &err);
     if (rc)
