@@ -50,7 +50,7 @@ $(BUILD)/libllmcc.a: $(C_OBJ)
 $(BUILD)/llmc: $(BUILD)/compiler/main.o $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a tests/unit/tap.h
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_C) -Itests/unit -o $@ $< $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(LDFLAGS) $(LDLIBS)
 

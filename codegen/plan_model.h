@@ -75,6 +75,9 @@ typedef struct {
     bool keepdims;
     float epsilon;
     double value;
+    int32_t heads, kv_heads, head_dim, rotary_dim;  /* Attention, Rope */
+    float scale;                                    /* Attention */
+    uint32_t cache;                                 /* Attention */
 } cg_op;
 
 typedef struct {

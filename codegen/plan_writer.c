@@ -17,7 +17,11 @@
 #include "io_roles.h"
 #include "plan_model.h"
 
-#define PLAN_FORMAT_VERSION 1
+#define PLAN_FORMAT_VERSION 2
+/* Cache positions per KV chunk: 64 rows of a 64..128-wide head are 16..32 KB
+ * per head, large enough to stream and small enough that a short context
+ * wastes little. */
+#define PLAN_KV_CHUNK_POSITIONS 64
 #define PLAN_TARGET "generic-f32"
 #define PLAN_COMPILER_VERSION "llmc 0.1.0"
 #define SEGMENT_ALIGN 64
@@ -184,6 +188,12 @@ static fb_ref write_op(fb_builder *b, const cg_op *op)
     field_nonzero(b, 9, double_bits(op->value), 8);
     field_ref(b, 10, values);
     field_ref(b, 11, regions);
+    field_nonzero(b, 12, (uint32_t)op->heads, 4);
+    field_nonzero(b, 13, (uint32_t)op->kv_heads, 4);
+    field_nonzero(b, 14, (uint32_t)op->head_dim, 4);
+    field_nonzero(b, 15, (uint32_t)op->rotary_dim, 4);
+    field_nonzero(b, 16, float_bits(op->scale), 4);
+    field_nonzero(b, 17, op->cache, 4);
     return fb_table_end(b);
 }
 
@@ -217,10 +227,12 @@ static fb_ref write_segment(fb_builder *b, uint64_t offset, uint64_t size, uint6
 static fb_ref write_pass(fb_builder *b, const llmc_pass_record *pr)
 {
     fb_ref name = fb_string(b, pr->name ? pr->name : "");
+    fb_ref detail = fb_string(b, pr->detail);
     fb_table_begin(b);
     field_ref(b, 0, name);
     field_nonzero(b, 1, pr->nodes, 4);
     field_nonzero(b, 2, pr->digest, 8);
+    field_ref(b, 3, detail);
     return fb_table_end(b);
 }
 
@@ -235,9 +247,19 @@ static uint32_t vocab_size(const cg_plan *p)
     return 0;
 }
 
-static uint32_t layer_count(const cg_plan *p)
+/* KV caches Attention ops own: one per op, numbered 0 .. n-1. */
+static uint32_t cache_count(const cg_plan *p)
 {
     uint32_t n = 0;
+    for (int i = 0; i < p->n_ops; i++)
+        n += p->ops[i].code == CG_OP_ATTENTION;
+    return n;
+}
+
+/* Decoder layers: those fed through past_key_values plus the fused ones. */
+static uint32_t layer_count(const cg_plan *p)
+{
+    uint32_t n = cache_count(p);
     for (int i = 0; i < p->n_inputs; i++)
         n += p->inputs[i].role == LLMC_ROLE_PAST_KEY;
     return n;
@@ -289,6 +311,9 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     field_ref(b, 11, passes);
     field_nonzero(b, 12, vocab_size(p), 4);
     field_nonzero(b, 13, layer_count(p), 4);
+    field_nonzero(b, 14, cache_count(p), 4);
+    if (cache_count(p))
+        field_nonzero(b, 15, PLAN_KV_CHUNK_POSITIONS, 4);
     return fb_table_end(b);
 }
 

@@ -28,6 +28,7 @@ typedef struct {
     const char *name;
     uint32_t nodes;
     uint64_t digest;
+    const char *detail;
 } pass_row;
 
 static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
@@ -67,7 +68,8 @@ static int read_pass(const llmc_rt_plan *p, uint32_t i, pass_row *row, llmc_rt_e
     fb_table t;
     uint64_t nodes, digest;
     if (fb_vec_table(&r, passes, i, "PassRecord", &t, rt) || fb_string_field(&r, &t, PASS_NAME, &row->name, rt) ||
-        fb_scalar(&r, &t, PASS_NODES, 4, 0, &nodes, rt) || fb_scalar(&r, &t, PASS_DIGEST, 8, 0, &digest, rt))
+        fb_scalar(&r, &t, PASS_NODES, 4, 0, &nodes, rt) || fb_scalar(&r, &t, PASS_DIGEST, 8, 0, &digest, rt) ||
+        fb_string_field(&r, &t, PASS_DETAIL, &row->detail, rt))
         return -1;
     row->nodes = (uint32_t)nodes;
     row->digest = digest;
@@ -135,7 +137,10 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
             return -1;
         printf("%s{\"name\": ", i ? ", " : "");
         json_string(row.name);
-        printf(", \"nodes\": %u, \"digest\": \"%016llx\"}", row.nodes, (unsigned long long)row.digest);
+        printf(", \"nodes\": %u, \"digest\": \"%016llx\", \"detail\": ", row.nodes,
+               (unsigned long long)row.digest);
+        json_string(row.detail);
+        putchar('}');
     }
     printf("]}\n");
     return 0;
@@ -175,7 +180,8 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
         pass_row row;
         if (read_pass(p, i, &row, rt))
             return -1;
-        printf("  %-22s %8u nodes  %016llx\n", row.name, row.nodes, (unsigned long long)row.digest);
+        printf("  %-22s %8u nodes  %016llx  %s\n", row.name, row.nodes, (unsigned long long)row.digest,
+               row.detail ? row.detail : "");
     }
     return 0;
 }

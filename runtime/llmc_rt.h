@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LLMC_RT_FORMAT_VERSION 1u
+#define LLMC_RT_FORMAT_VERSION 2u
 #define LLMC_RT_TARGET "generic-f32"
 #define LLMC_RT_MAX_RANK 8
 
@@ -64,6 +64,8 @@ typedef struct {
     uint32_t max_context;
     uint32_t vocab_size;
     uint32_t n_layers;
+    uint32_t n_caches;      /* KV caches owned by Attention ops */
+    uint32_t kv_chunk;      /* cache positions per chunk */
     uint64_t source_hash;
 } llmc_rt_plan;
 

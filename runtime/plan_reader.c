@@ -257,6 +257,28 @@ static llmc_rt_status read_op_vectors(fb_reader *r, const fb_table *t, rt_op_des
     return st;
 }
 
+static llmc_rt_status read_attention_scalars(fb_reader *r, const fb_table *t, rt_op_desc *d,
+                                            llmc_rt_error *err)
+{
+    static const int ids[4] = {OP_HEADS, OP_KV_HEADS, OP_HEAD_DIM, OP_ROTARY_DIM};
+    int32_t *dst[4] = {&d->heads, &d->kv_heads, &d->head_dim, &d->rotary_dim};
+    uint64_t v = 0;
+    for (int k = 0; k < 4; k++) {
+        llmc_rt_status st = fb_scalar(r, t, ids[k], 4, 0, &v, err);
+        if (st)
+            return st;
+        *dst[k] = as_i32(v);
+    }
+    llmc_rt_status st = fb_scalar(r, t, OP_SCALE, 4, 0, &v, err);
+    if (st)
+        return st;
+    uint32_t scale_bits = (uint32_t)v;
+    memcpy(&d->scale, &scale_bits, sizeof d->scale);
+    st = fb_scalar(r, t, OP_CACHE, 4, 0, &v, err);
+    d->cache = (uint32_t)v;
+    return st;
+}
+
 static llmc_rt_status read_op_scalars(fb_reader *r, const fb_table *t, rt_op_desc *d,
                                       llmc_rt_error *err)
 {
@@ -281,7 +303,7 @@ static llmc_rt_status read_op_scalars(fb_reader *r, const fb_table *t, rt_op_des
     d->keepdims = keepdims != 0;
     memcpy(&d->epsilon, &eps_bits, sizeof d->epsilon);
     memcpy(&d->value, &value, sizeof d->value);
-    return LLMC_RT_OK;
+    return read_attention_scalars(r, t, d, err);
 }
 
 llmc_rt_status rt_read_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i, rt_op_desc *d,
@@ -370,7 +392,8 @@ const char *rt_op_code_name(int code)
 {
     static const char *const names[OP_COUNT] = {
         "Copy", "Reshape", "Unary", "Binary", "Where", "Cast", "MatMul",
-        "Reduce", "Softmax", "LayerNorm", "Gather", "Fill", "Range", "Symbols"};
+        "Reduce", "Softmax", "LayerNorm", "Gather", "Fill", "Range", "Symbols", "Linear",
+        "RMSNorm", "Rope", "Attention"};
     return code >= 0 && code < OP_COUNT ? names[code] : "?";
 }
 

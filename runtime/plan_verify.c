@@ -19,6 +19,8 @@ static const uint32_t op_arity[OP_COUNT][4] = {
     [OP_SOFTMAX] = {1, 1, 1, 1},    [OP_LAYERNORM] = {2, 3, 1, 3},
     [OP_GATHER] = {2, 2, 1, 1},     [OP_FILL] = {0, 0, 1, 1},
     [OP_RANGE] = {3, 3, 1, 1},      [OP_SYMBOLS] = {0, 0, 1, 1},
+    [OP_LINEAR] = {2, 4, 1, ANY},   [OP_RMSNORM] = {2, 2, 1, 1},
+    [OP_ROPE] = {3, 3, 1, 1},       [OP_ATTENTION] = {3, 5, 1, 1},
 };
 
 static uint64_t align64(uint64_t v)
@@ -51,7 +53,7 @@ static llmc_rt_status read_plan_vectors(fb_reader *r, const fb_table *t, llmc_rt
 static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
                                         llmc_rt_error *err)
 {
-    uint64_t max_context = 0, vocab = 0, layers = 0;
+    uint64_t max_context = 0, vocab = 0, layers = 0, caches = 0, chunk = 0;
     const char *compiler_version;
     llmc_rt_status st = fb_scalar(r, t, PLAN_SOURCE_HASH, 8, 0, &p->source_hash, err);
     if (!st)
@@ -64,6 +66,12 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
         st = fb_scalar(r, t, PLAN_VOCAB_SIZE, 4, 0, &vocab, err);
     if (!st)
         st = fb_scalar(r, t, PLAN_N_LAYERS, 4, 0, &layers, err);
+    if (!st)
+        st = fb_scalar(r, t, PLAN_N_CACHES, 4, 0, &caches, err);
+    if (!st)
+        st = fb_scalar(r, t, PLAN_KV_CHUNK, 4, 0, &chunk, err);
+    p->n_caches = (uint32_t)caches;
+    p->kv_chunk = (uint32_t)chunk;
     p->max_context = (uint32_t)max_context;
     p->vocab_size = (uint32_t)vocab;
     p->n_layers = (uint32_t)layers;
@@ -350,8 +358,11 @@ static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
     case OP_SYMBOLS:
         return y.dtype == LLMC_RT_I64 && y.rank <= 1 ? LLMC_RT_OK
                                                      : bad_dtypes("Symbols -> int64 [n]", err);
-    default: /* OP_FILL: any dtype */
+    case OP_FILL: /* any dtype */
         return LLMC_RT_OK;
+    default:
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "opcode %d (%s) not supported by this runtime",
+                       RT_N(op->code), RT_S(rt_op_code_name(op->code)));
     }
 }
 

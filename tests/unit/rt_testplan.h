@@ -35,7 +35,7 @@ static inline void tp_init(tp_plan *p, unsigned max_context)
 {
     memset(p, 0, sizeof *p);
     p->max_context = max_context;
-    p->format_version = 1;
+    p->format_version = LLMC_RT_FORMAT_VERSION;
     p->target = "generic-f32";
 }
 

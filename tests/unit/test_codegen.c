@@ -345,8 +345,8 @@ static void test_attention_like(void)
     CHECK(scalar(p, plan_op(p, 3), 5, 4, 99) == 2, "Softmax axis -1 normalized to 2");
     CHECK(scalar(p, plan_op(p, 2), 4, 1, 0) == 0, "Add is BinaryKind Add");
     CHECK(vec_len(p, root(p), PLAN_TENSORS) == 7, "7 tensors (x, xt, W, mm, bias, biased, y)");
-    CHECK(scalar(p, root(p), 0, 4, 0) == 1 && strcmp(string(p, root(p), 1), "generic-f32") == 0,
-          "format_version 1, target generic-f32");
+    CHECK(scalar(p, root(p), 0, 4, 0) == 2 && strcmp(string(p, root(p), 1), "generic-f32") == 0,
+          "format_version 2, target generic-f32");
     CHECK(scalar(p, root(p), 2, 8, 0) == 0x1234, "source_hash from the graph");
     CHECK(vec_len(p, root(p), PLAN_SEGMENTS) == 2, "one segment per constant");
     bool segments_ok = true;

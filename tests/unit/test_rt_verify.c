@@ -37,7 +37,7 @@ static uint8_t *build(int variant, size_t *size)
 {
     tp_init(&tp, 8);
     if (variant == V_VERSION)
-        tp.format_version = 2;
+        tp.format_version = LLMC_RT_FORMAT_VERSION + 1;
     if (variant == V_TARGET)
         tp.target = "cuda-f16";
     int x = tp_tensor(&tp, "x", "Float32", "S,4");
@@ -194,7 +194,7 @@ static void test_defects(const uint8_t *bytes, size_t size)
     copy[5] = 'X';
     CHECK(open_copy(copy, size, 0, &err) == LLMC_RT_E_MAGIC, "bad identifier: %s", err.msg);
     free(copy);
-    expect_code(V_VERSION, LLMC_RT_E_VERSION, "format_version 2", "wrong version");
+    expect_code(V_VERSION, LLMC_RT_E_VERSION, "format_version 3", "wrong version");
     expect_code(V_TARGET, LLMC_RT_E_TARGET, "cuda-f16", "wrong target");
     expect_code(V_BAD_SRC, LLMC_RT_E_CORRUPT,
                 "op 0 (Copy 'model/Transpose_3'): region 0 src tensor 999 >= 7 tensors",
