@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end LLM parity: llmc vs ONNX Runtime on tiny random decoder models.
 #
-# For each family@opset: export a tiny model (cached in $BUILD/models), run
-# greedy decoding with ONNX Runtime (scripts/ort_generate.js), compile with
-# `llmc compile` and decode with `llmc run`, then check (TAP):
+# For each family@opset: export a tiny model (cached in $BUILD/models) and
+# compile it with `llmc compile` (the whole pass pipeline: fused attention
+# with the runtime's own KV cache).  Then for prompts of 1, 7 and 64 tokens,
+# each followed by 32 greedy decode steps, run ONNX Runtime
+# (scripts/ort_generate.js) and `llmc run`, and check (TAP):
 #   - the generated token ids are identical
 #   - every logits row is within 1e-4 * max|ref logit| (scripts/compare_logits.py)
 # If $BUILD/llmc does not exist the llmc checks are reported as `not ok`.
@@ -11,13 +13,12 @@ set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 PY=/usr/bin/python3          # Debian python: has torch + onnx (pyenv python does not)
-PROMPT=5,17,42,7
-MAX_NEW=16
+MAX_NEW=32
 VOCAB=512                    # tiny size vocabulary
 SEED=0
 # family@opset[:external-data layout]; the last two read their weights from
 # external files (one file with offsets, and one file per tensor).
-VARIANTS="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor"
+VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor"}
 
 MODELS=$BUILD/models
 WORK=$BUILD/e2e_llm
@@ -44,38 +45,33 @@ export_model() {
     fi
 }
 
+# Prompts of 1, 7 and 64 tokens (ids below the tiny vocabulary).
+PROMPTS="5 5,17,42,7,99,3,250 $(seq -s, 0 63 | awk -F, '{for (i = 1; i <= NF; i++) printf "%s%d", (i > 1 ? "," : ""), ($i * 37 + 11) % 512}')"
+
 run_ort() {
-    local model=$1 base=$2
-    node scripts/ort_generate.js "$model" --prompt-ids "$PROMPT" --max-new "$MAX_NEW" \
+    local model=$1 base=$2 prompt=$3
+    node scripts/ort_generate.js "$model" --prompt-ids "$prompt" --max-new "$MAX_NEW" \
         --logits-out "$base.ort.bin" >"$base.ort.tok" 2>"$base.ort.log"
 }
 
 run_llmc() {
-    local model=$1 base=$2
-    "$BUILD/llmc" compile "$model" -o "$base.plan" --max-context 256 >"$base.llmc.log" 2>&1 \
-        && "$BUILD/llmc" run "$base.plan" --prompt-ids "$PROMPT" --max-new "$MAX_NEW" \
-            --logits-out "$base.llmc.bin" >"$base.llmc.tok" 2>>"$base.llmc.log"
+    local plan=$1 base=$2 prompt=$3
+    "$BUILD/llmc" run "$plan" --prompt-ids "$prompt" --max-new "$MAX_NEW" \
+        --logits-out "$base.llmc.bin" >"$base.llmc.tok" 2>"$base.llmc.log"
 }
 
-# Two checks per variant; any failure before comparing fails both.
-test_variant() {
-    local spec=${1%:*} external=none
-    [ "$spec" != "$1" ] && external=${1#*:}
-    local family=${spec%@*} opset=${spec#*@}
-    local name="$family opset $opset" tag=$family-op$opset
-    if [ "$external" != none ]; then name="$name, $external external data"; tag=$tag-$external; mkdir -p "$MODELS/$tag"; fi
-    local model=$MODELS/$tag-s$SEED.onnx base=$WORK/$tag
-    [ "$external" != none ] && model=$MODELS/$tag/model.onnx
-    rm -f "$base".*
-    local why=""
-    if ! export_model "$family" "$opset" "$external" "$model"; then
-        why="export failed"; diag "$model.log"
-    elif ! run_ort "$model" "$base"; then
+compile_llmc() {
+    local model=$1 plan=$2
+    [ -x "$BUILD/llmc" ] && "$BUILD/llmc" compile "$model" -o "$plan" --max-context 256 >"$plan.log" 2>&1
+}
+
+# Two checks per prompt; any failure before comparing fails both.
+test_prompt() {
+    local name=$1 model=$2 plan=$3 base=$4 prompt=$5 why=$6
+    if [ -z "$why" ] && ! run_ort "$model" "$base" "$prompt"; then
         why="onnxruntime failed"; diag "$base.ort.log"
-    elif [ ! -x "$BUILD/llmc" ]; then
-        why="$BUILD/llmc not built"
-    elif ! run_llmc "$model" "$base"; then
-        why="llmc failed"; diag "$base.llmc.log"
+    elif [ -z "$why" ] && ! run_llmc "$plan" "$base" "$prompt"; then
+        why="llmc run failed"; diag "$base.llmc.log"
     fi
     if [ -n "$why" ]; then
         not_ok "$name: tokens match onnxruntime ($why)"
@@ -98,8 +94,30 @@ test_variant() {
     diag "$base.cmp.log"
 }
 
+test_variant() {
+    local spec=${1%:*} external=none
+    [ "$spec" != "$1" ] && external=${1#*:}
+    local family=${spec%@*} opset=${spec#*@}
+    local name="$family opset $opset" tag=$family-op$opset
+    if [ "$external" != none ]; then name="$name, $external external data"; tag=$tag-$external; mkdir -p "$MODELS/$tag"; fi
+    local model=$MODELS/$tag-s$SEED.onnx plan=$WORK/$tag.plan
+    [ "$external" != none ] && model=$MODELS/$tag/model.onnx
+    rm -f "$WORK/$tag".*
+    local why=""
+    if ! export_model "$family" "$opset" "$external" "$model"; then
+        why="export failed"; diag "$model.log"
+    elif ! compile_llmc "$model" "$plan"; then
+        why="llmc compile failed"; [ -f "$plan.log" ] && diag "$plan.log"
+    fi
+    local prompt
+    for prompt in $PROMPTS; do
+        local n=$(echo "$prompt" | tr , '\n' | wc -l)
+        test_prompt "$name, $n-token prompt + $MAX_NEW" "$model" "$plan" "$WORK/$tag-p$n" "$prompt" "$why"
+    done
+}
+
 set -- $VARIANTS
-echo "1..$(($# * 2))"
+echo "1..$(($# * 6))"
 for variant in "$@"; do
     test_variant "$variant"
 done

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Ops per decoder layer: llmc's plan beside ONNX Runtime's optimized graph.
+
+For each family@opset the tiny model is exported twice, with 2 and with 3
+decoder layers (same seed).  The difference between the two counts is the
+exact number of ops one layer costs, so the embedding, the final norm, the
+lm_head and the mask/position preamble do not blur the figure.
+
+  llmc      plan ops (`llmc inspect --json` ops_total) of `llmc compile`
+  ORT       nodes of the model ONNX Runtime writes after optimizing at
+            level "all" (scripts/ort_optimize.js)
+
+  scripts/op_counts.py [--llmc build/llmc] [--work DIR] [--max-per-layer N]
+                       [--variants llama@14,qwen2@17,...]
+
+Prints one row per model; with --max-per-layer, exits 1 if any llmc
+per-layer count is above N.  Run with Debian's python (torch + onnx).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import onnx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
+            "gpt2@13", "gpt2@17", "phi@14", "phi@17")
+
+
+def run(cmd):
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"op_counts: {' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc.stdout
+
+
+def export(family, opset, layers, out):
+    if not os.path.exists(out):
+        run([sys.executable, os.path.join(ROOT, "scripts/export_llm.py"), "--family", family,
+             "--opset", str(opset), "--size", "tiny", "--layers", str(layers), "--out", out])
+    return len(onnx.load(out, load_external_data=False).graph.node)
+
+
+def llmc_ops(llmc, model, work):
+    plan = model[:-len(".onnx")] + ".plan"
+    run([llmc, "compile", model, "-o", plan, "--max-context", "256"])
+    info = json.loads(run([llmc, "inspect", plan, "--json"]))
+    return info["ops_total"], info["op_counts"]
+
+
+def ort_nodes(model):
+    optimized = model[:-len(".onnx")] + ".ort.onnx"
+    run(["node", os.path.join(ROOT, "scripts/ort_optimize.js"), model, optimized])
+    return len(onnx.load(optimized, load_external_data=False).graph.node)
+
+
+def measure(variant, llmc, work):
+    family, opset = variant.split("@")
+    row = {"model": variant}
+    for layers in (2, 3):
+        model = os.path.join(work, f"{family}_op{opset}_L{layers}.onnx")
+        row[f"onnx{layers}"] = export(family, int(opset), layers, model)
+        row[f"llmc{layers}"], row[f"op_counts{layers}"] = llmc_ops(llmc, model, work)
+        row[f"ort{layers}"] = ort_nodes(model)
+    for key in ("onnx", "llmc", "ort"):
+        row[f"{key}_per_layer"] = row[f"{key}3"] - row[f"{key}2"]
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--llmc", default=os.path.join(ROOT, "build/llmc"))
+    ap.add_argument("--work", default=os.path.join(ROOT, "build/op_counts"))
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--max-per-layer", type=int)
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    print(f"{'model':10} {'ONNX nodes':>10} {'ORT nodes':>10} {'llmc ops':>9}"
+          f" | per layer: {'ONNX':>5} {'ORT':>5} {'llmc':>5}   llmc ops of one layer")
+    worst = 0
+    for variant in args.variants.split(","):
+        r = measure(variant, args.llmc, args.work)
+        layer_ops = {k: r["op_counts3"][k] - r["op_counts2"].get(k, 0) for k in r["op_counts3"]}
+        layer_ops = ", ".join(f"{k} {v}" for k, v in sorted(layer_ops.items()) if v)
+        print(f"{r['model']:10} {r['onnx2']:>10} {r['ort2']:>10} {r['llmc2']:>9}"
+              f" | {'':10} {r['onnx_per_layer']:>5} {r['ort_per_layer']:>5}"
+              f" {r['llmc_per_layer']:>5}   {layer_ops}")
+        worst = max(worst, r["llmc_per_layer"])
+    print(f"(2-layer models; per-layer = 3-layer count minus 2-layer count; worst llmc {worst})")
+    if args.max_per_layer is not None and worst > args.max_per_layer:
+        sys.exit(f"op_counts: {worst} llmc ops per layer > {args.max_per_layer}")
+
+
+if __name__ == "__main__":
+    main()
