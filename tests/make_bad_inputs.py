@@ -58,6 +58,7 @@ def tensor_errors(out):
     save(model(RELU, [vi], Y), out, "negative_dim_input.onnx")
     absurd = float_input("x", [1 << 40, 1 << 40])
     save(model(RELU, [absurd], Y), out, "absurd_dim_input.onnx")
+    save(model(RELU, [float_input("x", [1 << 62])], Y), out, "absurd_bytes_input.onnx")
     unbound = float_input("x", [1, "mystery"])
     save(model(RELU, [unbound], Y), out, "unbound_dim.onnx")
     relu_with([TensorProto(name="odd_type", data_type=TensorProto.STRING, dims=[1], string_data=[b"hi"])],
@@ -91,8 +92,9 @@ def external_errors(out):
 def graph_errors(out):
     save(model([helper.make_node("Relu", ["x"], ["y"], name="first"),
                 helper.make_node("Neg", ["x"], ["y"], name="second")], X2, Y), out, "duplicate_producer.onnx")
-    w = numpy_helper.from_array(np.ones(2, np.float32), "x")
-    save(model(RELU, X2, Y, [w]), out, "initializer_shadows_input.onnx")
+    twins = [numpy_helper.from_array(np.full(2, v, np.float32), "w") for v in (1, 2)]
+    save(model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], X2, Y, twins),
+         out, "duplicate_initializer.onnx")
     save(model([helper.make_node("Add", ["x", "ghost_value"], ["y"], name="adder")], X2, Y),
          out, "undefined_input.onnx")
     save(model(RELU, X2, [float_input("nowhere", None)]), out, "undefined_output.onnx")
