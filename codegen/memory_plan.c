@@ -64,7 +64,7 @@ static int worst_case_elems(const cg_tensor *t, uint32_t max_context, int64_t *o
     if (worst == -1)
         return fail_tensor(err, t, "a dim is negative within the bounds");
     if (worst == -2)
-        return fail_tensor(err, t, "too large");
+        return fail_tensor(err, t, "its element count overflows 64 bits within S + P <= max_context");
     *out = worst;
     return LLMC_OK;
 }
@@ -82,7 +82,7 @@ static int size_tensors(cg_plan *p, uint32_t max_context, llmc_error *err)
         uint64_t bytes;
         if (__builtin_mul_overflow((uint64_t)elems, llmc_dtype_size(t->dtype), &bytes) ||
             bytes > UINT64_MAX - ARENA_ALIGN)
-            return fail_tensor(err, t, "too large");
+            return fail_tensor(err, t, "its byte size overflows 64 bits");
         t->max_bytes = round_up(bytes, ARENA_ALIGN);
     }
     return LLMC_OK;

@@ -15,6 +15,7 @@
 #include "codegen.h"
 #include "fb_builder.h"
 #include "io_roles.h"
+#include "out_file.h"
 #include "plan_model.h"
 
 #define PLAN_FORMAT_VERSION 2
@@ -481,41 +482,15 @@ static int write_image(int fd, const plan_image *img)
     return write_zeros(fd, img->file_size - at);
 }
 
-/* mkstemp creates files 0600; give the plan the usual 0666 & ~umask. */
-static int set_default_mode(int fd)
-{
-    mode_t mask = umask(0);
-    umask(mask);
-    return fchmod(fd, 0666 & ~mask);
-}
-
 static int write_file_atomically(const plan_image *img, const char *path, llmc_error *err)
 {
-    size_t n = strlen(path);
-    char *tmp = malloc(n + sizeof ".tmp.XXXXXX");
-    if (!tmp)
-        return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
-    int fd = mkstemp(tmp);
-    bool ok = fd >= 0 && set_default_mode(fd) == 0 && write_image(fd, img) == 0;
-    int error = errno;
-    if (fd >= 0 && close(fd) != 0 && ok) {
-        ok = false;
-        error = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        error = errno;
-    }
+    llmc_output out;
+    if (!llmc_out_create(path, &out, err))
+        return err->code;
     int rc = LLMC_OK;
-    if (!ok) {
-        if (fd >= 0)
-            unlink(tmp);
-        rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", path, strerror(error));
-    }
-    free(tmp);
-    return rc;
+    if (write_image(fileno(out.file), img) != 0)
+        rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+    return llmc_out_finish(&out, rc, err);
 }
 
 int llmc_codegen_to_file(const llmc_graph *g, const llmc_codegen_options *opt, const char *path,

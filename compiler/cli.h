@@ -7,6 +7,7 @@
 
 #include "diag.h"
 #include "file_map.h"
+#include "out_file.h"
 
 #define LLMC_VERSION "0.1.0"
 

@@ -102,6 +102,10 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_fi
     if ((uint64_t)a->n_prompt + a->max_new - 1 > plan->max_context)
         return llmc_fail(err, LLMC_E_USAGE, "prompt (%u) + generated tokens (%u) exceed the plan's max context %u",
                          a->n_prompt, a->max_new, plan->max_context);
+    for (uint32_t i = 0; i < a->n_prompt; i++)
+        if (a->prompt[i] >= plan->vocab_size)
+            return llmc_fail(err, LLMC_E_USAGE, "prompt id %lld (position %u) is outside the vocabulary [0, %u) of '%s'",
+                             (long long)a->prompt[i], i, plan->vocab_size, a->plan);
     size_t mem_size = llmc_rt_session_memory(plan);
     void *mem = malloc(mem_size);
     float *logits = malloc(sizeof(float) * plan->vocab_size);
@@ -141,17 +145,16 @@ int llmc_cmd_run(int argc, char **argv)
     llmc_mapped_file file = {0, 0};
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
-    FILE *logits_file = NULL;
+    llmc_output logits = {0};
     if (!rc)
         rc = llmc_cli_map(a.plan, &file, &err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
-    if (!rc && a.logits_out && !(logits_file = fopen(a.logits_out, "wb")))
-        rc = llmc_fail(&err, LLMC_E_OUTPUT, "cannot write '%s': %s", a.logits_out, strerror(errno));
+    if (!rc && a.logits_out && !llmc_out_create(a.logits_out, &logits, &err))
+        rc = err.code;
     if (!rc)
-        rc = generate(&plan, &a, logits_file, &err);
-    if (logits_file && fclose(logits_file) != 0 && !rc)
-        rc = llmc_fail(&err, LLMC_E_OUTPUT, "cannot write '%s': %s", a.logits_out, strerror(errno));
+        rc = generate(&plan, &a, logits.file, &err);
+    rc = llmc_out_finish(&logits, rc, &err);
     llmc_unmap_file(&file);
     free(a.prompt);
     if (rc == LLMC_E_USAGE && !err.msg[0])

@@ -1,6 +1,7 @@
 /* Graph input/output dims: dim_value, or a dim_param bound to an affine
  * c + s*S + p*P by --dim or by the LLM role of the input (onnx_import.h). */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,7 +160,17 @@ int llmc_input_shape(const llmc_dim_table *t, const Onnx__ValueInfoProto *vi, ll
                              "every input dim fixed or named", vi->name, k);
         }
     }
-    return LLMC_OK;
+    /* The fixed dims alone must have a countable product (S and P are
+     * bounded later, by the memory plan). */
+    int64_t fixed[LLMC_MAX_RANK];
+    int n_fixed = 0;
+    for (int k = 0; k < shape->rank; k++)
+        if (!shape->dims[k].s && !shape->dims[k].p)
+            fixed[n_fixed++] = shape->dims[k].c;
+    char what[400];
+    snprintf(what, sizeof what, "input " LLMC_NAME_FMT, vi->name);
+    uint64_t count;
+    return llmc_shape_elements(fixed, n_fixed, what, &count, err);
 }
 
 int llmc_output_shape(const llmc_dim_table *t, const Onnx__ValueInfoProto *vi, llmc_shape *shape, llmc_error *err)

@@ -8,6 +8,7 @@
 #include "onnx_import.h"
 #include "onnx_import_priv.h"
 #include "onnx_ops.h"
+#include "pb_diagnose.h"
 
 /* What the graph keeps alive for its constants (g->import_state). */
 typedef struct {
@@ -39,6 +40,7 @@ typedef struct {
     const Onnx__ValueInfoProto **inputs; /* graph inputs that are not initializers */
     size_t n_inputs;
     llmc_dim_table dims;
+    char opset_problem[160];            /* reported with the unsupported operators */
 } importer;
 
 /* proto2 leaves absent strings NULL (node names and domains are optional). */
@@ -88,9 +90,11 @@ static int load_model(importer *imp)
     } else {
         imp->g->source_hash = XXH64(f.map, f.size, 0);
         imp->state->model = onnx__model_proto__unpack(NULL, f.size, f.map);
+        char why[1024] = "protobuf parse failed";
         if (!imp->state->model)
-            rc = llmc_fail(imp->err, LLMC_E_INPUT, "'%s' is not a valid ONNX model (protobuf parse failed)",
-                           imp->path);
+            llmc_pb_diagnose(&onnx__model_proto__descriptor, f.map, f.size, why, sizeof why);
+        if (!imp->state->model)
+            rc = llmc_fail(imp->err, LLMC_E_INPUT, "'%s' is not a valid ONNX model (%s)", imp->path, why);
     }
     llmc_unmap_file(&f);
     return rc;
@@ -170,10 +174,11 @@ static int check_opset(importer *imp)
                          "'%s' imports no opset of domain '' (llmc supports opsets %d..%d of it)", imp->path,
                          LLMC_MIN_OPSET, LLMC_MAX_OPSET);
     if (v < LLMC_MIN_OPSET || v > LLMC_MAX_OPSET)
-        return llmc_fail(imp->err, LLMC_E_UNSUPPORTED,
-                         "opset %" PRId64 " of domain '' is outside the supported range %d..%d",
-                         v, LLMC_MIN_OPSET, LLMC_MAX_OPSET);
-    imp->g->opset = (int)v;
+        snprintf(imp->opset_problem, sizeof imp->opset_problem,
+                 "opset %" PRId64 " of domain '' is outside the supported range %d..%d", v, LLMC_MIN_OPSET,
+                 LLMC_MAX_OPSET);
+    else
+        imp->g->opset = (int)v;
     return LLMC_OK;
 }
 
@@ -218,18 +223,21 @@ static int describe_unsupported(const importer *imp, size_t idx, const char *sep
                     n->op_type, version);
 }
 
-/* One error listing every unsupported node, cut with "... and N more"
- * when the message buffer is full. */
+/* One error listing an unsupported default opset and every unsupported
+ * node, cut with "... and N more" when the message buffer is full. */
 static int refuse_unsupported_ops(importer *imp)
 {
     size_t total = 0;
     for (size_t i = 0; i < imp->gp->n_node; i++)
         total += !node_supported(imp->gp->node[i]);
-    if (!total)
+    if (!total && !imp->opset_problem[0])
         return LLMC_OK;
+    if (!total)
+        return llmc_fail(imp->err, LLMC_E_UNSUPPORTED, "%s", imp->opset_problem);
     char msg[sizeof imp->err->msg], item[1024];
     const size_t tail_room = 48;        /* for "; ... and N more" */
-    size_t used = (size_t)snprintf(msg, sizeof msg, "unsupported operators (%zu): ", total), listed = 0;
+    size_t used = (size_t)snprintf(msg, sizeof msg, "%s%sunsupported operators (%zu): ", imp->opset_problem,
+                                   imp->opset_problem[0] ? "; " : "", total), listed = 0;
     for (size_t i = 0; i < imp->gp->n_node; i++) {
         if (node_supported(imp->gp->node[i]))
             continue;

@@ -8,6 +8,7 @@
 
 #include "onnx_import.h"
 #include "onnx_import_priv.h"
+#include "pb_diagnose.h"
 
 /* raw_data is little-endian and is used in place, and the typed fields are
  * copied with memcpy: both need a little-endian host. */
@@ -193,9 +194,11 @@ int llmc_read_tensor_pb(const char *path, llmc_tensor_file *t, llmc_error *err)
     if (e)
         return llmc_fail(err, LLMC_E_INPUT, "cannot open '%s': %s", path, strerror(e));
     Onnx__TensorProto *msg = onnx__tensor_proto__unpack(NULL, file.size, file.map);
+    char why[1024] = "no data_type";
+    if (!msg && !llmc_pb_diagnose(&onnx__tensor_proto__descriptor, file.map, file.size, why, sizeof why))
+        snprintf(why, sizeof why, "protobuf parse failed");
     llmc_unmap_file(&file);
     if (!msg || !msg->has_data_type) {
-        const char *why = msg ? "no data_type" : "protobuf parse failed";
         if (msg)
             onnx__tensor_proto__free_unpacked(msg, NULL);
         return llmc_fail(err, LLMC_E_INPUT, "'%s' is not a valid TensorProto file (%s)", path, why);

@@ -534,14 +534,21 @@ static llmc_rt_status verify_segments(fb_reader *r, const llmc_rt_plan *p, unsig
         llmc_rt_status st = rt_read_segment(r, p, i, &s, err);
         if (!st)
             st = verify_segment_place(r, &s, fb_end, err);
-        if (!st && (flags & LLMC_RT_VERIFY_HASHES) &&
-            llmc_rt_xxh64(r->base + s.offset, (size_t)s.size, 0) != s.xxhash64)
-            st = rt_fail(err, LLMC_RT_E_HASH, "xxhash64 of %u bytes at %u does not match",
-                         RT_N((int64_t)s.size, (int64_t)s.offset), NULL);
         if (st)
             return rt_prefix(err, st, "segment %u: ", RT_N(i), NULL);
     }
-    return verify_no_overlap(r, p, err);
+    /* Placement before hashes: a misplaced segment is reported as such,
+     * not as the hash mismatch that reading the wrong bytes gives. */
+    llmc_rt_status st = verify_no_overlap(r, p, err);
+    for (uint32_t i = 0; !st && (flags & LLMC_RT_VERIFY_HASHES) && i < p->n_segments; i++) {
+        rt_segment_desc s;
+        rt_read_segment(r, p, i, &s, NULL); /* read above: cannot fail */
+        if (llmc_rt_xxh64(r->base + s.offset, (size_t)s.size, 0) != s.xxhash64)
+            st = rt_prefix(err, rt_fail(err, LLMC_RT_E_HASH, "xxhash64 of %u bytes at %u does not match",
+                                        RT_N((int64_t)s.size, (int64_t)s.offset), NULL),
+                           "segment %u: ", RT_N(i), NULL);
+    }
+    return st;
 }
 
 /* ---- KV store ---------------------------------------------------------- */

@@ -1,13 +1,14 @@
 # TAP helpers for tests/t_*.sh (sourced).  The caller sets WORK (a scratch
 # folder); `check "what" command...` runs the command and prints
-# "ok N - what" or "not ok N - what" followed by the command's output;
-# `tap_done` prints the plan line and returns non-zero if anything failed.
+# "ok N - what" or "not ok N - what" followed by the command's output (its
+# first TAP_LOG_LINES lines, default 20); `tap_done` prints the plan line and
+# returns non-zero if anything failed.
 n=0 failures=0
 check() {
     local what=$1; shift
     n=$((n + 1))
     if "$@" >"$WORK/last.log" 2>&1; then echo "ok $n - $what"
-    else failures=$((failures + 1)); echo "not ok $n - $what"; sed 's/^/# /' "$WORK/last.log" | head -20; fi
+    else failures=$((failures + 1)); echo "not ok $n - $what"; sed 's/^/# /' "$WORK/last.log" | head -"${TAP_LOG_LINES:-20}"; fi
 }
 tap_done() {
     echo "1..$n"
