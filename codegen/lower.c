@@ -930,6 +930,11 @@ static const lowering *find_lowering(const llmc_node *n)
     return find_in(lowerings, COUNT_OF(lowerings), n->op_type);
 }
 
+const char *cg_llmc_op(int i)
+{
+    return i >= 0 && (size_t)i < COUNT_OF(llmc_lowerings) ? llmc_lowerings[i].op_type : NULL;
+}
+
 bool cg_can_lower(const char *op_type)
 {
     llmc_node n = {.op_type = (char *)op_type, .domain = ""};
