@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "io_roles.h"
+#include "llmc_ops.h"
 
 /* ---- messages ---- */
 
@@ -192,6 +193,17 @@ int lower_temp(lower_ctx *L, const char *suffix, int dtype, int rank, const llmc
     return new_tensor(L, base, suffix, dtype, rank, dims, t);
 }
 
+/* Tensor t becomes a Weight over malloc'ed `data`, which the plan owns. */
+static void own_weight(lower_ctx *L, uint32_t t, void *data, uint64_t nbytes)
+{
+    cg_tensor *x = &L->p->tensors[t];
+    x->is_weight = true;
+    x->owned = data;
+    x->data = data;
+    x->nbytes = nbytes;
+    x->segment = L->p->n_segments++;
+}
+
 /* A float scalar Weight the lowering makes up (Gemm's alpha and beta). */
 static int scalar_weight(lower_ctx *L, const char *suffix, float value, uint32_t *t)
 {
@@ -204,12 +216,7 @@ static int scalar_weight(lower_ctx *L, const char *suffix, float value, uint32_t
         free(data);
         return rc;
     }
-    cg_tensor *x = &L->p->tensors[*t];
-    x->is_weight = true;
-    x->owned = data;
-    x->data = data;
-    x->nbytes = sizeof *data;
-    x->segment = L->p->n_segments++;
+    own_weight(L, *t, data, sizeof *data);
     return LLMC_OK;
 }
 
@@ -733,6 +740,127 @@ static int lower_constant_of_shape(lower_ctx *L, int kind)
     return rc;
 }
 
+/* ---- llmc-domain fused ops (compiler/llmc_ops.h) ---- */
+
+/* Gelu: INT tanh selects the tanh approximation. */
+static int lower_gelu(lower_ctx *L, int kind)
+{
+    (void)kind;
+    bool tanh_form = llmc_node_attr_int(L->g, L->node, "tanh", 0) != 0;
+    return lower_unary(L, tanh_form ? CG_UN_GELU_TANH : CG_UN_GELU);
+}
+
+static int lower_rmsnorm(lower_ctx *L, int kind)
+{
+    int rc = emit_simple(L, CG_OP_RMSNORM, kind, 2);
+    if (!rc)
+        L->p->ops[L->p->n_ops - 1].epsilon = llmc_node_attr_float(L->g, L->node, "epsilon", 1e-5f);
+    return rc;
+}
+
+static int lower_rope(lower_ctx *L, int kind)
+{
+    int64_t rotary_dim = llmc_node_attr_int(L->g, L->node, "rotary_dim", 0);
+    const llmc_shape *x = &node_in_value(L, 0)->shape;
+    if (rotary_dim <= 0 || rotary_dim % 2 || x->rank < 2 ||
+        !llmc_aff_is_const(x->dims[x->rank - 1]) || rotary_dim > x->dims[x->rank - 1].c)
+        return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "rotary_dim %lld must be even, > 0 and "
+                          "at most the constant last dim of x [..., S, D]", (long long)rotary_dim);
+    int rc = emit_simple(L, CG_OP_ROPE, kind, 3);
+    if (!rc)
+        L->p->ops[L->p->n_ops - 1].rotary_dim = (int32_t)rotary_dim;
+    return rc;
+}
+
+/* W [K, N] as a new Weight [N, K] (one row per output feature), named
+ * after W. */
+static int transposed_weight(lower_ctx *L, int wv, uint32_t *t)
+{
+    const llmc_value *w = &L->g->values[wv];
+    int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
+    const uint8_t *src = w->konst.data;
+    float *data = malloc(sizeof *data * (size_t)(n * k > 0 ? n * k : 1));
+    if (!data)
+        return out_of_memory(L);
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++) /* memcpy: constants need not be aligned */
+            memcpy(&data[j * k + i], src + sizeof(float) * (size_t)(i * n + j), sizeof(float));
+    llmc_affine dims[2] = {llmc_aff_const(n), llmc_aff_const(k)};
+    int rc = new_tensor(L, w->name, "/transposed", LLMC_DT_FLOAT, 2, dims, t);
+    if (rc) {
+        free(data);
+        return rc;
+    }
+    own_weight(L, *t, data, sizeof *data * (uint64_t)(n * k));
+    return LLMC_OK;
+}
+
+/* Checks W (a float32 constant [K, N]) against x [..., K] and the outputs,
+ * whose last dims must add up to N. */
+static int check_linear(lower_ctx *L, int wv)
+{
+    const llmc_value *w = &L->g->values[wv];
+    const llmc_shape *x = &node_in_value(L, 0)->shape;
+    if (!w->is_const || w->dtype != LLMC_DT_FLOAT || w->shape.rank != 2 ||
+        !shape_is_const(&w->shape) || const_elems(&w->shape) * sizeof(float) != w->konst.nbytes)
+        return lower_fail(L, LLMC_E_UNSUPPORTED, wv, "W must be a float32 constant [K, N]");
+    if (x->rank < 1 || !llmc_aff_eq(x->dims[x->rank - 1], w->shape.dims[0]))
+        return lower_fail(L, LLMC_E_UNSUPPORTED, node_in(L, 0), "must be [..., K] with K = %lld",
+                          (long long)w->shape.dims[0].c);
+    int64_t sum = 0;
+    for (int j = 0; j < cur_node(L)->n_outputs; j++) {
+        int v = node_out(L, j);
+        const llmc_shape *y = v >= 0 ? &L->g->values[v].shape : NULL;
+        if (!y || y->rank != x->rank || !llmc_aff_is_const(y->dims[y->rank - 1]))
+            return lower_fail(L, LLMC_E_UNSUPPORTED, v, "output %d must have x's rank and a "
+                              "constant last dim", j);
+        sum += y->dims[y->rank - 1].c;
+    }
+    if (sum != w->shape.dims[1].c)
+        return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "output last dims add up to %lld; W has "
+                          "N = %lld columns", (long long)sum, (long long)w->shape.dims[1].c);
+    if (node_in(L, 3) >= 0 && cur_node(L)->n_outputs != 1)
+        return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "a residual needs exactly one output");
+    return LLMC_OK;
+}
+
+/* Linear(x, W, bias?, residual?) -> y_0..: kind bit 0 = bias, bit 1 = residual. */
+static int lower_linear(lower_ctx *L, int kind)
+{
+    (void)kind;
+    int wv = node_in(L, 1);
+    uint32_t in[4];
+    int n_in = 2;
+    uint8_t bits = 0;
+    if (wv < 0)
+        return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "input 1 (W) is missing");
+    int rc = check_linear(L, wv);
+    if (!rc)
+        rc = lower_input(L, 0, &in[0]);
+    if (!rc)
+        rc = transposed_weight(L, wv, &in[1]);
+    for (int k = 2; k <= 3 && !rc; k++)
+        if (node_in(L, k) >= 0) {
+            bits |= (uint8_t)(1u << (k - 2));
+            rc = lower_input(L, k, &in[n_in++]);
+        }
+    if (rc)
+        return rc;
+    cg_op *op = lower_emit(L, CG_OP_LINEAR);
+    if (!op)
+        return L->err->code;
+    op->kind = bits;
+    for (int k = 0; k < n_in && !rc; k++)
+        rc = op_add_input(L, op, in[k]);
+    for (int j = 0; j < cur_node(L)->n_outputs && !rc; j++) {
+        uint32_t y;
+        rc = lower_output(L, j, &y);
+        if (!rc)
+            rc = op_add_output(L, op, y);
+    }
+    return rc;
+}
+
 /* ---- dispatch ---- */
 
 typedef struct {
@@ -775,18 +903,36 @@ static const lowering lowerings[] = {
     {"ConstantOfShape", lower_constant_of_shape, 0}, {"Range", lower_range, 0},
 };
 
-static const lowering symbols_lowering = {"Symbols", lower_symbols, 0};
+/* The llmc domain (compiler/llmc_ops.h); Attention is not lowered yet. */
+static const lowering llmc_lowerings[] = {
+    {"Symbols", lower_symbols, 0}, {"RMSNorm", lower_rmsnorm, 0},
+    {"Gelu", lower_gelu, 0}, {"Silu", lower_unary, CG_UN_SILU},
+    {"SwiGLU", lower_binary, CG_BIN_SWIGLU}, {"Linear", lower_linear, 0},
+    {"Rope", lower_rope, 0},
+};
+
+#define COUNT_OF(a) (sizeof (a) / sizeof *(a))
+
+static const lowering *find_in(const lowering *table, size_t n, const char *op_type)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(table[i].op_type, op_type) == 0)
+            return &table[i];
+    return NULL;
+}
 
 static const lowering *find_lowering(const llmc_node *n)
 {
-    if (strcmp(n->domain, "llmc") == 0)
-        return strcmp(n->op_type, "Symbols") == 0 ? &symbols_lowering : NULL;
+    if (strcmp(n->domain, LLMC_DOMAIN) == 0)
+        return find_in(llmc_lowerings, COUNT_OF(llmc_lowerings), n->op_type);
     if (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
         return NULL;
-    for (size_t i = 0; i < sizeof lowerings / sizeof *lowerings; i++)
-        if (strcmp(lowerings[i].op_type, n->op_type) == 0)
-            return &lowerings[i];
-    return NULL;
+    return find_in(lowerings, COUNT_OF(lowerings), n->op_type);
+}
+
+const char *cg_llmc_op(int i)
+{
+    return i >= 0 && (size_t)i < COUNT_OF(llmc_lowerings) ? llmc_lowerings[i].op_type : NULL;
 }
 
 bool cg_can_lower(const char *op_type)

@@ -101,6 +101,9 @@ typedef struct {
 int cg_lower(const llmc_graph *g, cg_plan *p, llmc_error *err);
 /* True if cg_lower handles this ONNX op type (default domain). */
 bool cg_can_lower(const char *op_type);
+/* The i-th llmc-domain op (compiler/llmc_ops.h) cg_lower handles; NULL
+ * past the last. */
+const char *cg_llmc_op(int i);
 /* Sizes every Arena tensor for S + P <= max_context and assigns offsets. */
 int cg_memory_plan(cg_plan *p, uint32_t max_context, llmc_error *err);
 void cg_plan_free(cg_plan *p);

@@ -297,6 +297,153 @@ static llmc_rt_status verify_layernorm_stats(fb_reader *r, const llmc_rt_plan *p
     return LLMC_RT_OK;
 }
 
+/* ---- fused ops --------------------------------------------------------- */
+
+#define MAX_META 5 /* inputs described by tensor_meta: the most any op but Copy takes */
+
+/* Dim `axis` (negative: from the end) of tensor t, when it is a constant. */
+static bool const_dim(fb_reader *r, const llmc_rt_plan *p, uint32_t t, int axis, int64_t *out)
+{
+    rt_tensor_desc d;
+    if (rt_read_tensor(r, p, t, &d, NULL) != LLMC_RT_OK)
+        return false;
+    if (axis < 0)
+        axis += (int)d.dims.len;
+    if (axis < 0 || (uint32_t)axis >= d.dims.len)
+        return false;
+    const uint8_t *a = fb_vec_affine(r, d.dims, (uint32_t)axis);
+    *out = fb_i64(a);
+    return !fb_i64(a + 8) && !fb_i64(a + 16);
+}
+
+/* Do dims [0, n) of tensors a and b have the same Affines? */
+static bool same_leading_dims(fb_reader *r, const llmc_rt_plan *p, uint32_t a, uint32_t b,
+                              uint32_t n)
+{
+    rt_tensor_desc da, db;
+    if (rt_read_tensor(r, p, a, &da, NULL) || rt_read_tensor(r, p, b, &db, NULL) ||
+        da.dims.len < n || db.dims.len < n)
+        return false;
+    return memcmp(r->base + da.dims.pos, r->base + db.dims.pos, (size_t)n * AFFINE_BYTES) == 0;
+}
+
+static uint32_t op_in(const fb_reader *r, const rt_op_desc *op, uint32_t k)
+{
+    return fb_vec_u32(r, op->inputs, k);
+}
+
+static uint32_t op_out(const fb_reader *r, const rt_op_desc *op, uint32_t k)
+{
+    return fb_vec_u32(r, op->outputs, k);
+}
+
+static bool all_f32(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op)
+{
+    for (uint32_t k = 0; k < op->inputs.len + op->outputs.len; k++) {
+        bool is_in = k < op->inputs.len;
+        uint32_t t = is_in ? op_in(r, op, k) : op_out(r, op, k - op->inputs.len);
+        if (meta_of(r, p, t).dtype != LLMC_RT_F32)
+            return false;
+    }
+    return true;
+}
+
+static llmc_rt_status bad_shape(const char *fmt, const int64_t *nums, llmc_rt_error *err)
+{
+    return rt_fail(err, LLMC_RT_E_CORRUPT, fmt, nums, NULL);
+}
+
+/* Bias [N] when kind & 1, then residual (y's dims, one output) when kind & 2. */
+static llmc_rt_status verify_linear_extras(fb_reader *r, const llmc_rt_plan *p,
+                                          const rt_op_desc *op, int64_t n, llmc_rt_error *err)
+{
+    uint32_t next = 2;
+    int64_t bias_n;
+    uint32_t want = 2u + (op->kind & 1) + (op->kind >> 1 & 1);
+    if (op->kind & ~3 || op->inputs.len != want)
+        return bad_shape("kind %d (bit 0 bias, bit 1 residual) does not match %d inputs",
+                         RT_N(op->kind, op->inputs.len), err);
+    if (op->kind & 1) {
+        uint32_t b = op_in(r, op, next++);
+        if (meta_of(r, p, b).rank != 1 || !const_dim(r, p, b, 0, &bias_n) || bias_n != n)
+            return bad_shape("bias must be [N] = [%d]", RT_N(n), err);
+    }
+    if (op->kind & 2) {
+        uint32_t res = op_in(r, op, next), y = op_out(r, op, 0);
+        tensor_meta m = meta_of(r, p, res);
+        if (op->outputs.len != 1 || m.rank != meta_of(r, p, y).rank ||
+            !same_leading_dims(r, p, res, y, (uint32_t)m.rank))
+            return bad_shape("residual needs exactly one output, with the residual's dims",
+                             NULL, err);
+    }
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status verify_linear(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                    llmc_rt_error *err)
+{
+    uint32_t x = op_in(r, op, 0), w = op_in(r, op, 1);
+    tensor_meta mx = meta_of(r, p, x), mw = meta_of(r, p, w);
+    int64_t n, k, xk, sum = 0;
+    if (!all_f32(r, p, op))
+        return bad_dtypes("Linear float32", err);
+    if (mw.kind != KIND_WEIGHT || mw.rank != 2 || !const_dim(r, p, w, 0, &n) ||
+        !const_dim(r, p, w, 1, &k))
+        return bad_shape("W must be a weight of rank 2 [N, K]", NULL, err);
+    if (mx.rank < 1 || (const_dim(r, p, x, -1, &xk) && xk != k))
+        return bad_shape("x must be [..., K] with K = %d, W's second dim", RT_N(k), err);
+    for (uint32_t j = 0; j < op->outputs.len; j++) {
+        uint32_t y = op_out(r, op, j);
+        int64_t nj;
+        if (meta_of(r, p, y).rank != mx.rank || !const_dim(r, p, y, -1, &nj) ||
+            !same_leading_dims(r, p, x, y, (uint32_t)mx.rank - 1))
+            return bad_shape("output %u must have x's dims but a constant last one",
+                             RT_N(j), err);
+        sum += nj;
+    }
+    if (sum != n)
+        return bad_shape("output last dims sum to %d; W has N = %d rows", RT_N(sum, n), err);
+    return verify_linear_extras(r, p, op, n, err);
+}
+
+static llmc_rt_status verify_rmsnorm(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                     llmc_rt_error *err)
+{
+    uint32_t x = op_in(r, op, 0), scale = op_in(r, op, 1);
+    int64_t d, sd;
+    if (!all_f32(r, p, op))
+        return bad_dtypes("RMSNorm float32", err);
+    if (meta_of(r, p, x).rank < 1 || meta_of(r, p, op_out(r, op, 0)).rank != meta_of(r, p, x).rank)
+        return bad_axis(-1, meta_of(r, p, x).rank, err);
+    if (!const_dim(r, p, x, -1, &d) || meta_of(r, p, scale).rank != 1 ||
+        !const_dim(r, p, scale, 0, &sd) || sd != d)
+        return bad_shape("scale must be [D] with D the input's constant last dim", NULL, err);
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status verify_rope(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                  llmc_rt_error *err)
+{
+    uint32_t x = op_in(r, op, 0);
+    int rank = meta_of(r, p, x).rank;
+    int64_t d, rows, cols;
+    if (!all_f32(r, p, op))
+        return bad_dtypes("Rope float32", err);
+    if (rank < 2 || meta_of(r, p, op_out(r, op, 0)).rank != rank || !const_dim(r, p, x, -1, &d))
+        return bad_shape("x must be [..., S, D] with a constant D", NULL, err);
+    if (op->rotary_dim <= 0 || op->rotary_dim % 2 || op->rotary_dim > d)
+        return bad_shape("rotary_dim %d must be even, > 0 and <= the last dim %d",
+                         RT_N(op->rotary_dim, d), err);
+    for (uint32_t k = 1; k <= 2; k++) {
+        uint32_t t = op_in(r, op, k);
+        if (meta_of(r, p, t).rank != 2 || !const_dim(r, p, t, 0, &rows) ||
+            !const_dim(r, p, t, 1, &cols) || rows != p->max_context || cols != op->rotary_dim)
+            return bad_shape("cos and sin must be [max_context %u, rotary_dim %d]",
+                             RT_N(p->max_context, op->rotary_dim), err);
+    }
+    return LLMC_RT_OK;
+}
+
 /* Per-opcode dtype, rank and attribute checks; in[] are the inputs, y the output. */
 static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
                                           const rt_op_desc *op, const tensor_meta *in,
@@ -360,6 +507,12 @@ static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
                                                      : bad_dtypes("Symbols -> int64 [n]", err);
     case OP_FILL: /* any dtype */
         return LLMC_RT_OK;
+    case OP_LINEAR:
+        return verify_linear(r, p, op, err);
+    case OP_RMSNORM:
+        return verify_rmsnorm(r, p, op, err);
+    case OP_ROPE:
+        return verify_rope(r, p, op, err);
     default:
         return rt_fail(err, LLMC_RT_E_CORRUPT, "opcode %d (%s) not supported by this runtime",
                        RT_N(op->code), RT_S(rt_op_code_name(op->code)));
@@ -369,13 +522,14 @@ static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
 static llmc_rt_status verify_op_body(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
                                      llmc_rt_error *err)
 {
-    tensor_meta in[3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, y;
+    tensor_meta in[MAX_META], y;
+    memset(in, 0, sizeof in);
     if (op->code < 0 || op->code >= OP_COUNT)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "opcode %d unknown", RT_N(op->code), NULL);
     llmc_rt_status st = verify_op_tensors(r, p, op, err);
     if (st)
         return st;
-    for (uint32_t k = 0; k < op->inputs.len && k < 3; k++)
+    for (uint32_t k = 0; k < op->inputs.len && k < MAX_META; k++)
         in[k] = meta_of(r, p, fb_vec_u32(r, op->inputs, k));
     y = meta_of(r, p, fb_vec_u32(r, op->outputs, 0));
     return verify_op_semantics(r, p, op, in, y, err);

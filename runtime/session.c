@@ -6,6 +6,7 @@
 #include "rt_msg.h"
 
 #define NO_RUN UINT32_MAX /* last_S before the first run */
+#define MAX_OP_INPUTS 5   /* the most any op but Copy takes (plan_verify.c op_arity) */
 
 static uint64_t align64(uint64_t v)
 {
@@ -164,8 +165,32 @@ static llmc_rt_status exec_layernorm(const rt_op_desc *op, const rt_view *in, rt
                        op->epsilon, &out[0], &stats, err);
 }
 
-/* Runs one op whose inputs and outputs (at most 3 each outside Copy) are
- * viewed; most ops have the one output out[0]. */
+/* Linear: inputs x, W, then bias if kind & 1, residual if kind & 2; each
+ * output takes the next columns of z, viewed one at a time (any number). */
+static llmc_rt_status exec_linear(const llmc_rt_session *s, fb_reader *r, const rt_op_desc *op,
+                                  const rt_view *in, int64_t S, int64_t P, llmc_rt_error *err)
+{
+    int next = 2;
+    const rt_view *bias = op->kind & 1 ? &in[next++] : NULL;
+    const rt_view *residual = op->kind & 2 ? &in[next++] : NULL;
+    if ((uint32_t)next != op->inputs.len) /* the verifier's kind check */
+        return rt_fail(err, LLMC_RT_E_EXEC, "kind %d does not match %u inputs",
+                       RT_N(op->kind, op->inputs.len), NULL);
+    int64_t col0 = 0;
+    for (uint32_t j = 0; j < op->outputs.len; j++) {
+        rt_view y;
+        llmc_rt_status st = view_of(s, r, fb_vec_u32(r, op->outputs, j), S, P, &y, err);
+        if (!st)
+            st = k_linear(&in[0], &in[1], bias, residual, col0, &y, err);
+        if (st)
+            return rt_prefix(err, st, "output %u: ", RT_N(j), NULL);
+        col0 += y.rank ? y.dims[y.rank - 1] : 0;
+    }
+    return LLMC_RT_OK;
+}
+
+/* Runs one op whose inputs (at most MAX_OP_INPUTS) and outputs (at most 3
+ * outside Copy and Linear) are viewed; most ops have the one output out[0]. */
 static llmc_rt_status dispatch(const fb_reader *r, const rt_op_desc *op, const rt_view *in,
                                rt_view *out, int64_t S, int64_t P, llmc_rt_error *err)
 {
@@ -184,6 +209,8 @@ static llmc_rt_status dispatch(const fb_reader *r, const rt_op_desc *op, const r
     case OP_FILL: return k_fill(op->value, y, err);
     case OP_RANGE: return k_range(&in[0], &in[1], &in[2], y, err);
     case OP_SYMBOLS: return exec_symbols(r, op, S, P, y, err);
+    case OP_RMSNORM: return k_rmsnorm(&in[0], &in[1], op->epsilon, y, err);
+    case OP_ROPE: return k_rope(&in[0], &in[1], &in[2], op->rotary_dim, P, y, err);
     default:
         return rt_fail(err, LLMC_RT_E_EXEC, "opcode %d unknown", RT_N(op->code), NULL);
     }
@@ -205,13 +232,16 @@ static llmc_rt_status exec_op_body(const llmc_rt_session *s, fb_reader *r,
                                    const rt_op_desc *op, int64_t S, int64_t P,
                                    llmc_rt_error *err)
 {
-    rt_view in[3], out[3];
+    rt_view in[MAX_OP_INPUTS], out[3];
     if (op->code == OP_COPY)
         return exec_copy(s, r, op, S, P, err);
     /* the verifier's arity check */
-    if (op->inputs.len > 3 || op->outputs.len < 1 || op->outputs.len > 3)
+    if (op->inputs.len > MAX_OP_INPUTS || op->outputs.len < 1 ||
+        (op->outputs.len > 3 && op->code != OP_LINEAR))
         return rt_fail(err, LLMC_RT_E_EXEC, "unexpected operand count", NULL, NULL);
     llmc_rt_status st = view_all(s, r, op->inputs, S, P, in, err);
+    if (!st && op->code == OP_LINEAR)
+        return exec_linear(s, r, op, in, S, P, err);
     if (!st)
         st = view_all(s, r, op->outputs, S, P, out, err);
     return st ? st : dispatch(r, op, in, out, S, P, err);

@@ -27,6 +27,7 @@ check "--version prints the version" sh -c "'$LLMC' --version | grep -q '^llmc [
 for cmd in compile inspect run verify check-onnx ops; do
     check "$cmd --help prints usage and exits 0" sh -c "'$LLMC' $cmd --help | grep -q '^usage: llmc $cmd'"
 done
+check "ops lists the fused llmc-domain ops" sh -c "'$LLMC' ops | grep -qx llmc.Linear && '$LLMC' ops | grep -qx llmc.RMSNorm"
 check "unknown command exits 2" exits_with 2 "$LLMC" frobnicate
 check "compile without -o exits 2" exits_with 2 "$LLMC" compile "$MODEL"
 check "compile with an unknown flag exits 2" exits_with 2 "$LLMC" compile "$MODEL" -o "$WORK/x.plan" --frob

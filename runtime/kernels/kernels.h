@@ -55,6 +55,21 @@ llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view
                            int axis, float epsilon, rt_view *y, const rt_layernorm_stats *stats,
                            llmc_rt_error *err);
 
+/* ref_layernorm.c: over the last axis; scale is [D], D = x's last dim. */
+llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, rt_view *y,
+                         llmc_rt_error *err);
+
+/* ref_linear.c: y = x W^T + bias + residual for the output columns
+ * [col0, col0 + y's last dim) of z; x [..., K], W [N, K], bias [N] or NULL,
+ * residual NULL or y's dims (it is added to y's columns as they are). */
+llmc_rt_status k_linear(const rt_view *x, const rt_view *w, const rt_view *bias,
+                        const rt_view *residual, int64_t col0, rt_view *y, llmc_rt_error *err);
+
+/* ref_rope.c: rotate-half RoPE; x [..., S, D], token s at position P + s;
+ * cos, sin [rows >= P + S, rotary_dim]. */
+llmc_rt_status k_rope(const rt_view *x, const rt_view *cos, const rt_view *sin,
+                      int64_t rotary_dim, int64_t P, rt_view *y, llmc_rt_error *err);
+
 /* ref_gather.c */
 llmc_rt_status k_gather(const rt_view *data, const rt_view *indices, int axis, rt_view *y,
                         llmc_rt_error *err);

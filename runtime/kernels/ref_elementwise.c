@@ -6,9 +6,10 @@
 #include "rt_msg.h"
 
 enum { U_IDENTITY, U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_ERF, U_TANH, U_SIGMOID,
-       U_RECIPROCAL, U_RELU, U_SIN, U_COS, U_NOT, U_FLOOR, U_CEIL, U_COUNT };
+       U_RECIPROCAL, U_RELU, U_SIN, U_COS, U_NOT, U_FLOOR, U_CEIL, U_GELU, U_GELU_TANH,
+       U_SILU, U_COUNT };
 enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_EQUAL, B_LESS, B_GREATER,
-       B_LESS_EQUAL, B_GREATER_EQUAL, B_AND, B_OR, B_XOR, B_COUNT };
+       B_LESS_EQUAL, B_GREATER_EQUAL, B_AND, B_OR, B_XOR, B_SWIGLU, B_COUNT };
 
 static bool is_int(int dtype)
 {
@@ -116,6 +117,27 @@ bool k_unary_supports(int kind, int x_dtype, int y_dtype)
     return x_dtype == LLMC_RT_BOOL && kind == U_NOT;
 }
 
+/* x * sigmoid(x) without overflow: exp of a non-positive argument only. */
+static float silu_f32(float x)
+{
+    if (x >= 0.0f)
+        return x / (1.0f + expf(-x));
+    float e = expf(x);
+    return x * e / (1.0f + e);
+}
+
+/* GELU, erf form: 0.5 x (1 + erf(x / sqrt 2)). */
+static float gelu_f32(float x)
+{
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+
+/* GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+static float gelu_tanh_f32(float x)
+{
+    return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+}
+
 static float unary_f32(int kind, float x)
 {
     switch (kind) {
@@ -133,6 +155,9 @@ static float unary_f32(int kind, float x)
     case U_COS: return cosf(x);
     case U_FLOOR: return floorf(x);
     case U_CEIL: return ceilf(x);
+    case U_GELU: return gelu_f32(x);
+    case U_GELU_TANH: return gelu_tanh_f32(x);
+    case U_SILU: return silu_f32(x);
     default: return x;
     }
 }
@@ -179,6 +204,12 @@ static bool is_arith(int kind)
     return kind <= B_MIN && kind != B_POW;
 }
 
+/* Kinds computed by arith_f32 when the operands are float32. */
+static bool is_f32_arith(int kind)
+{
+    return is_arith(kind) || kind == B_POW || kind == B_SWIGLU;
+}
+
 static bool is_compare(int kind)
 {
     return kind >= B_EQUAL && kind <= B_GREATER_EQUAL;
@@ -186,6 +217,8 @@ static bool is_compare(int kind)
 
 bool k_binary_supports(int kind, int a, int b, int y)
 {
+    if (kind == B_SWIGLU)
+        return a == LLMC_RT_F32 && b == LLMC_RT_F32 && y == LLMC_RT_F32;
     if (kind == B_POW)
         return (a == LLMC_RT_F32 || a == LLMC_RT_I32 || a == LLMC_RT_I64) && is_numeric(b) && y == a;
     if (is_arith(kind))
@@ -216,6 +249,7 @@ static float arith_f32(int kind, float a, float b)
     case B_DIV: return a / b;
     case B_POW: return powf(a, b);
     case B_MAX: return max_f32(a, b);
+    case B_SWIGLU: return silu_f32(a) * b;
     default: return min_f32(a, b);
     }
 }
@@ -266,7 +300,7 @@ static bool logic(int kind, bool a, bool b)
 static bool binary_elem(int kind, const rt_view *a, int64_t ia, const rt_view *b,
                         int64_t ib, rt_view *y, int64_t iy)
 {
-    if (a->dtype == LLMC_RT_F32 && (is_arith(kind) || kind == B_POW)) {
+    if (a->dtype == LLMC_RT_F32 && is_f32_arith(kind)) {
         ((float *)y->data)[iy] = arith_f32(kind, ((const float *)a->data)[ia],
                                            (float)k_load_f(b, ib));
     } else if (kind == B_POW) { /* integer base: ONNX Pow keeps the base's type */
@@ -299,7 +333,8 @@ llmc_rt_status k_binary(int kind, const rt_view *a, const rt_view *b, rt_view *y
         return st;
     int64_t len = bcast_row_len(&w), rows = len ? k_count(y) / len : 0;
     int64_t sa = bcast_inner_stride(&w, 0), sb = bcast_inner_stride(&w, 1);
-    bool all_f32 = a->dtype == LLMC_RT_F32 && b->dtype == LLMC_RT_F32 && is_arith(kind);
+    bool all_f32 = a->dtype == LLMC_RT_F32 && b->dtype == LLMC_RT_F32 &&
+                   (is_arith(kind) || kind == B_SWIGLU);
     for (int64_t row = 0; row < rows; row++) {
         int64_t off[2];
         bcast_row(&w, row, off);

@@ -113,3 +113,30 @@ llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view
     }
     return LLMC_RT_OK;
 }
+
+/* RMSNorm over the last axis: y = x / sqrt(mean(x^2) + epsilon) * scale,
+ * scale [D].  The sum of squares is kept in double, as LayerNorm's. */
+llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, rt_view *y,
+                         llmc_rt_error *err)
+{
+    if (!is_f32(x) || !is_f32(scale) || !is_f32(y) || !k_same_dims(x, y) || x->rank < 1)
+        return rt_fail(err, LLMC_RT_E_EXEC, "RMSNorm needs float32 operands of rank >= 1 "
+                       "and output dims equal to the input's", NULL, NULL);
+    int64_t d = x->dims[x->rank - 1];
+    if (scale->rank != 1 || scale->dims[0] != d)
+        return rt_fail(err, LLMC_RT_E_EXEC, "scale must be [%d], the input's last dim",
+                       RT_N(d), NULL);
+    int64_t rows = d ? k_count(x) / d : 0;
+    const float *sc = scale->data;
+    for (int64_t o = 0; o < rows; o++) {
+        const float *in = (const float *)x->data + o * d;
+        float *out = (float *)y->data + o * d;
+        double sum = 0.0;
+        for (int64_t j = 0; j < d; j++)
+            sum += (double)in[j] * in[j];
+        float inv = (float)(1.0 / sqrt(sum / (double)d + epsilon));
+        for (int64_t j = 0; j < d; j++)
+            out[j] = in[j] * inv * sc[j];
+    }
+    return LLMC_RT_OK;
+}
