@@ -29,8 +29,8 @@ check "test_codegen writes the sample plan" "$BUILD/tests/test_codegen" --write-
 check "flatc decodes it with schemas/plan.fbs" \
     flatc --json --raw-binary --strict-json -o "$WORK" schemas/plan.fbs -- "$PLAN"
 check "identifier LLMC at bytes 4..7" sh -c "head -c 8 '$PLAN' | tail -c 4 | grep -q '^LLMC$'"
-check "format_version 1, target generic-f32" \
-    plan_has "p['format_version'] == 1 and p['target'] == 'generic-f32'"
+check "format_version 2, target generic-f32" \
+    plan_has "p['format_version'] == 2 and p['target'] == 'generic-f32'"
 check "compiler_version, max_context 32, source_hash" \
     plan_has "p['compiler_version'] == 'llmc 0.1.0' and p['max_context'] == 32 and p['source_hash'] == 0x1234"
 check "7 tensors, 2 of them weights" \
