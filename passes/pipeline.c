@@ -15,6 +15,8 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_constant_folding,
     /* what folding left unread */
     &llmc_pass_dead_code,
+    /* rotate-half RoPE -> llmc.Rope with compile-time cos/sin tables */
+    &llmc_pass_rope_fusion,
 };
 
 #define PIPELINE_LENGTH ((int)(sizeof pipeline / sizeof pipeline[0]))
