@@ -92,6 +92,9 @@ static int mirror_value(llmc_graph *sub, const llmc_graph *g, int v)
         return -1;
     llmc_value *dst = &sub->values[id];
     dst->shape = src->shape;
+    /* codegen reads symbolic contents (e.g. Slice bounds [P]) */
+    dst->n_sym = src->n_sym;
+    memcpy(dst->sym, src->sym, sizeof dst->sym);
     if (src->is_const) {
         dst->is_const = true;
         dst->konst = (llmc_const){src->konst.data, src->konst.nbytes, false};
