@@ -216,8 +216,9 @@ static int strip_repeat_kv(const llmc_graph *g, int v, int64_t *repeat)
     return g->nodes[un].inputs[0];
 }
 
-/* K_all or V_all: [repeat_kv](Concat(past, heads, axis=2)); `reader` is
- * the one node of the attention reading the Concat's output chain. */
+/* K_all or V_all: [repeat_kv](Concat(past, heads, axis=2)) with past the
+ * layer's past_key_values input, read by nothing else, and the Concat's
+ * output (present) read only by the attention and its own graph output. */
 static bool match_kv(const llmc_graph *g, int v, kv_path *kv, int past_role, int present_role, attn_match *m,
                      const char *what)
 {
