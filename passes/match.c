@@ -92,13 +92,13 @@ bool llmc_match_slice_last(const llmc_graph *g, int node, int64_t start, int64_t
         return false;
     if (axis < 0)
         axis += in->rank;
-    if (s < 0)
-        s += len;
-    if (e < 0)
-        e += len;
-    bool end_ok = end < 0 ? e >= len : e == end;
+    /* ONNX: negative bounds count from the end, then clamp to [0, len] */
+    s = s < 0 ? s + len : s;
+    e = e < 0 ? e + len : e;
+    s = s < 0 ? 0 : s > len ? len : s;
+    e = e < 0 ? 0 : e > len ? len : e;
     *x = n->inputs[0];
-    return axis == in->rank - 1 && step == 1 && s == start && end_ok;
+    return axis == in->rank - 1 && step == 1 && s == start && e == (end < 0 ? len : end);
 }
 
 int llmc_match_sweep(llmc_graph *g, llmc_error *err)

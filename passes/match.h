@@ -30,7 +30,8 @@ int llmc_match_axis_attr(const llmc_graph *g, int node, const char *name, int64_
 bool llmc_match_ints_attr(const llmc_graph *g, int node, const char *name, const int64_t *want, int n);
 
 /* Slice node `node` on the last axis of its input with step 1 from `start`
- * to `end` (end < 0: through the end of the axis)?  Input x gets its data. */
+ * to `end` (end < 0: through the end of the axis), bounds compared after
+ * ONNX's clamping?  *x gets its data input. */
 bool llmc_match_slice_last(const llmc_graph *g, int node, int64_t start, int64_t end, int *x);
 
 /* Erases the nodes whose outputs nobody reads, and unread constants:

@@ -59,9 +59,11 @@ static void explain(const rope_fuser *f, int node, const char *fmt, ...)
 
 /* ---- matching the rotate-half ---- */
 
-/* Concat(Neg(Slice(x, h, end)), Slice(x, 0, h), axis=-1) with D = 2h the
- * last dim of x: *x gets x.  *why says which condition failed. */
-static bool match_rotate_half(const llmc_graph *g, int v, int *x, const char **why)
+/* Concat(Neg(Slice(src, h, 2h)), Slice(src, 0, h), axis=-1): *src gets
+ * the sliced value, whose last dim is 2h (x itself) or more (when a Slice
+ * fusion merged x = src[..., :2h] into the halves).  *why says which
+ * condition failed. */
+static bool match_rotate_half(const llmc_graph *g, int v, int *src, const char **why)
 {
     int cat = llmc_match_producer(g, v, "Concat");
     if (cat < 0 || g->nodes[cat].n_inputs != 2)
@@ -81,15 +83,26 @@ static bool match_rotate_half(const llmc_graph *g, int v, int *x, const char **w
     if (!llmc_aff_is_const(d) || d.c % 2 != 0 || d.c < 2)
         return (*why = "the last dim is not a known even number"), false;
     int64_t h = d.c / 2;
-    int x_upper, x_lower;
-    if (!llmc_match_slice_last(g, upper, h, -1, &x_upper))
-        return (*why = "the negated Slice is not x[..., D/2:] on the last axis"), false;
-    if (!llmc_match_slice_last(g, lower, 0, h, &x_lower))
+    int src_upper, src_lower;
+    if (!llmc_match_slice_last(g, upper, h, 2 * h, &src_upper))
+        return (*why = "the negated Slice is not x[..., D/2:D] on the last axis"), false;
+    if (!llmc_match_slice_last(g, lower, 0, h, &src_lower))
         return (*why = "the second Slice is not x[..., :D/2] on the last axis"), false;
-    if (x_upper != x_lower || g->values[x_upper].shape.dims[rank - 1].c != d.c)
-        return (*why = "the Slices do not cut one x of last dim D"), false;
-    *x = x_upper;
+    if (src_upper != src_lower)
+        return (*why = "the Slices do not cut one x"), false;
+    *src = src_upper;
     return true;
+}
+
+/* Is v the x whose halves `src` holds: src itself with last dim 2h, or
+ * Slice(src)[..., :2h]? */
+static bool is_rotated_x(const llmc_graph *g, int v, int src, int64_t two_h)
+{
+    const llmc_shape *s = &g->values[v].shape;
+    int slice = llmc_match_producer(g, v, "Slice"), sliced;
+    if (s->rank < 2 || !llmc_aff_eq(s->dims[s->rank - 1], llmc_aff_const(two_h)))
+        return false;
+    return v == src || (slice >= 0 && llmc_match_slice_last(g, slice, 0, two_h, &sliced) && sliced == src);
 }
 
 typedef struct {
@@ -102,13 +115,14 @@ static bool match_muls(const llmc_graph *g, int x_mul, int rot_mul, rope_match *
 {
     const llmc_node *xm = &g->nodes[x_mul], *rm = &g->nodes[rot_mul];
     for (int i = 0; i < 2; i++) {
-        int x;
-        if (!match_rotate_half(g, rm->inputs[i], &x, why))
+        int src;
+        if (!match_rotate_half(g, rm->inputs[i], &src, why))
             continue;
+        const llmc_shape *rot = &g->values[rm->inputs[i]].shape;
+        int64_t two_h = rot->dims[rot->rank - 1].c;
         for (int j = 0; j < 2; j++)
-            if (xm->inputs[j] == x) {
-                *m = (rope_match){x, xm->inputs[1 - j], rm->inputs[1 - i], 0};
-                m->dim = g->values[x].shape.dims[g->values[x].shape.rank - 1].c;
+            if (is_rotated_x(g, xm->inputs[j], src, two_h)) {
+                *m = (rope_match){xm->inputs[j], xm->inputs[1 - j], rm->inputs[1 - i], two_h};
                 return true;
             }
         return (*why = "the other Mul does not read the rotated x"), false;
@@ -266,8 +280,8 @@ static int fuse_rotate_half(rope_fuser *f, int add)
     if (!match_muls(g, m0, m1, &m, &why) && !match_muls(g, m1, m0, &m, &why))
         return explain(f, add, "%s", why), LLMC_OK;
     const llmc_shape *xs = &g->values[m.x].shape;
-    if (!llmc_match_dim_is_s(xs->dims[xs->rank - 2]))
-        return explain(f, add, "%s", "axis -2 of x is not the token axis S"), LLMC_OK;
+    if (g->values[m.x].dtype != LLMC_DT_FLOAT || !llmc_match_dim_is_s(xs->dims[xs->rank - 2]))
+        return explain(f, add, "%s", "x is not float with the token axis S at -2"), LLMC_OK;
     if (!table_shape_ok(g, m.cos, m.x, m.dim) || !table_shape_ok(g, m.sin, m.x, m.dim))
         return explain(f, add, "%s", "cos/sin are not float [1, .., 1, S, D] broadcast over x"), LLMC_OK;
     int cos, sin, rc;

@@ -39,6 +39,8 @@ typedef struct {
     mask_style mask;
     bool scale_on_qk;           /* q and K^T each times dim^-1/4, not scores / sqrt(dim) */
     bool bad_slice;             /* the rotate-half's lower half starts at 1 */
+    bool halves_from_head;      /* partial: the halves slice the whole head, as
+                                 * after a Slice fusion, not x[..., :rotary] */
     bool present_read_elsewhere;
 } layer_spec;
 
@@ -111,16 +113,18 @@ static int rope_table_value(builder *b, const layer_spec *l, const char *fn)
     return OP(&b->g, "Unsqueeze", nm(b, l->layer, what), t, CI64(&b->g, nm(b, l->layer, "ax1"), 1));
 }
 
-/* x * cos + cat(-x[..., h:], x[..., :h]) * sin; `swapped` writes every
- * operand pair the other way round. */
-static int rotate_half(builder *b, const layer_spec *l, const char *tag, int x, int cos, int sin, bool swapped)
+/* x * cos + cat(-src[..., h:2h], src[..., :h]) * sin with x = src[..., :2h];
+ * `swapped` writes every operand pair the other way round. */
+static int rotate_half(builder *b, const layer_spec *l, const char *tag, int x, int src, int cos, int sin,
+                       bool swapped)
 {
     int64_t h = l->rotary / 2;
     char what[64];
     snprintf(what, sizeof what, "%s_hi", tag);
-    int hi = last_axis_slice(b, l->layer, what, x, h, INT64_MAX);
+    int hi = last_axis_slice(b, l->layer, what, src, h, src == x ? INT64_MAX : 2 * h);
     snprintf(what, sizeof what, "%s_lo", tag);
-    int lo = l->bad_slice ? last_axis_slice(b, l->layer, what, x, 1, h + 1) : last_axis_slice(b, l->layer, what, x, 0, h);
+    int lo = l->bad_slice ? last_axis_slice(b, l->layer, what, src, 1, h + 1)
+                          : last_axis_slice(b, l->layer, what, src, 0, h);
     snprintf(what, sizeof what, "%s_neg", tag);
     int neg = OP(&b->g, "Neg", nm(b, l->layer, what), hi);
     snprintf(what, sizeof what, "%s_rot", tag);
@@ -137,14 +141,15 @@ static int rotate_half(builder *b, const layer_spec *l, const char *tag, int x, 
 static int rope(builder *b, const layer_spec *l, const char *tag, int x, int cos, int sin, bool swapped)
 {
     if (l->rotary == l->dim)
-        return rotate_half(b, l, tag, x, cos, sin, swapped);
+        return rotate_half(b, l, tag, x, x, cos, sin, swapped);
     char what[64];
     snprintf(what, sizeof what, "%s_rotary", tag);
     int xr = last_axis_slice(b, l->layer, what, x, 0, l->rotary);
     snprintf(what, sizeof what, "%s_pass", tag);
     int xp = last_axis_slice(b, l->layer, what, x, l->rotary, INT64_MAX);
     snprintf(what, sizeof what, "%s_cat", tag);
-    return concat_last(b, l->layer, what, rotate_half(b, l, tag, xr, cos, sin, swapped), xp);
+    int src = l->halves_from_head ? x : xr;
+    return concat_last(b, l->layer, what, rotate_half(b, l, tag, xr, src, cos, sin, swapped), xp);
 }
 
 /* X [1, S, heads*dim] -> [1, heads, S, dim] */
@@ -745,6 +750,9 @@ int main(void)
                  (layer_spec){.heads = 4, .kv_heads = 2, .dim = 8, .rotary = 8, .mask = MASK_WHERE});
     test_variant("partial rotary 4 of 8, scale on q and k",
                  (layer_spec){.heads = 2, .kv_heads = 2, .dim = 8, .rotary = 4, .mask = MASK_ADDITIVE, .scale_on_qk = true});
+    test_variant("partial rotary, halves sliced from the whole head",
+                 (layer_spec){.heads = 2, .kv_heads = 2, .dim = 16, .rotary = 8, .mask = MASK_ADDITIVE,
+                              .halves_from_head = true});
     test_variant("no RoPE, Where mask + padding (gpt2)",
                  (layer_spec){.heads = 2, .kv_heads = 2, .dim = 16, .mask = MASK_WHERE});
     test_variant("GQA 4/1, no RoPE, additive mask, scale on q and k",
