@@ -221,7 +221,8 @@ static int table_for(rope_fuser *f, int node, int source, int64_t dim, int *tabl
     if (rc == LLMC_E_NOMEM)
         return llmc_fail(f->err, rc, "%s", why.msg);
     if (rc) {
-        explain(f, node, "'%s' is not a table of positions: %s", f->g->values[source].name, why.msg);
+        explain(f, node, "'%s' is not a table of positions 0..%u (--max-context): %s", f->g->values[source].name,
+                f->ctx->max_context - 1, why.msg);
         return remember_table(f, source, -1);
     }
     rc = LLMC_OK;
