@@ -33,4 +33,14 @@ int llmc_evaluate_graph(const llmc_graph *g, uint32_t S, uint32_t P, uint32_t ma
  * data NULL, for omitted outputs). */
 int llmc_evaluate_node(const llmc_graph *g, int node, llmc_eval_tensor *outputs, llmc_error *err);
 
+/* Evaluates value `value` of `g` at (S, P) as a function of the call
+ * position alone: its ancestor subgraph runs with the role inputs bound by
+ * the LLM contract (position_ids = P .. P+S-1 along the last axis,
+ * attention_mask = all ones).  If the value depends on any other graph
+ * input (input_ids, past_key_values, ...), returns LLMC_E_UNSUPPORTED with a
+ * message naming it; evaluation errors as llmc_evaluate_graph.  The caller
+ * frees *out with llmc_eval_tensor_free. */
+int llmc_evaluate_position_value(const llmc_graph *g, int value, uint32_t S, uint32_t P,
+                                 llmc_eval_tensor *out, llmc_error *err);
+
 #endif

@@ -15,6 +15,11 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_constant_folding,
     /* what folding left unread */
     &llmc_pass_dead_code,
+    /* rotate-half RoPE -> llmc.Rope with compile-time cos/sin tables */
+    &llmc_pass_rope_fusion,
+    /* Q.K^T, causal mask, Softmax, .V, GQA repeat and past/present Concats
+     * -> llmc.Attention owning the KV cache */
+    &llmc_pass_attention_fusion,
 };
 
 #define PIPELINE_LENGTH ((int)(sizeof pipeline / sizeof pipeline[0]))

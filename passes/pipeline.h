@@ -12,6 +12,8 @@
 extern const llmc_pass llmc_pass_shape_inference;
 extern const llmc_pass llmc_pass_constant_folding;
 extern const llmc_pass llmc_pass_dead_code;
+extern const llmc_pass llmc_pass_rope_fusion;
+extern const llmc_pass llmc_pass_attention_fusion;
 
 /* Upper bound on the pipeline length: size of the records array. */
 #define LLMC_PIPELINE_MAX_PASSES 32

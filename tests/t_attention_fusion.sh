@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Attention and RoPE fusion on the exported tiny families (TAP).
+#
+# For each family@opset: export a tiny model (cached in $BUILD/models, the
+# names t_e2e_llm.sh uses), compile it with --dump-passes and read the IR
+# dumped after attention-fusion.  Every layer must be fused: one
+# llmc.Attention per past_key_values.N.key input of the import, no Softmax
+# left, no past/present in the graph I/O, and for the RoPE families no Neg
+# left (every rotate-half became an llmc.Rope).  The dumps are written
+# before codegen, so this does not need codegen to lower llmc.Attention.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+PY=/usr/bin/python3          # Debian python: has torch + onnx (pyenv python does not)
+SEED=0
+MAX_CONTEXT=256              # the tiny models' RoPE tables hold 256 positions
+VARIANTS="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17"
+MODELS=$BUILD/models
+WORK=$BUILD/attention_fusion
+mkdir -p "$MODELS" "$WORK"
+. tests/tap.sh
+
+# Export unless a model at least as new as the exporter is cached.
+cached_model() {
+    local family=$1 opset=$2 out=$3
+    [ -s "$out" ] && [ "$out" -nt scripts/export_llm.py ] && return 0
+    "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny --seed "$SEED" \
+        --out "$out.tmp.onnx" >"$out.log" 2>&1 && mv "$out.tmp.onnx" "$out"
+}
+
+# The compile may fail in codegen (llmc.Attention lowering): only the dump counts.
+dump_passes() {
+    local model=$1 dir=$2
+    rm -rf "$dir"
+    "$BUILD/llmc" compile "$model" -o "$dir.plan" --max-context "$MAX_CONTEXT" --explain \
+        --dump-passes "$dir" >"$dir.log" 2>&1
+    ls "$dir"/*-attention-fusion.txt
+}
+
+count() { grep -c -E "$1" "$2"; }
+equal() { [ "$1" -eq "$2" ] || { echo "got $1, want $2"; return 1; }; }
+no_fusion_refusals() { ! grep -E '(attention|rope)-fusion: .* not fused' "$1"; }
+
+for variant in $VARIANTS; do
+    family=${variant%@*} opset=${variant#*@}
+    model=$MODELS/$family-op$opset-s$SEED.onnx dir=$WORK/$family-op$opset
+    check "$family opset $opset: exported" cached_model "$family" "$opset" "$model"
+    check "$family opset $opset: passes dumped" dump_passes "$model" "$dir"
+    after=$(ls "$dir"/*-attention-fusion.txt)
+    layers=$(count '^input +past_key_values\.[0-9]+\.key ' "$dir/00-import.txt")
+    check "$family opset $opset: $layers layers in the import" test "$layers" -gt 0
+    check "$family opset $opset: one llmc.Attention per layer" \
+        equal "$(count '^node +llmc\.Attention ' "$after")" "$layers"
+    check "$family opset $opset: no Softmax left" equal "$(count '^node +Softmax ' "$after")" 0
+    check "$family opset $opset: no past/present graph I/O" \
+        equal "$(count '^(input|output) +(past|present)' "$after")" 0
+    check "$family opset $opset: no fusion refused (--explain)" no_fusion_refusals "$dir.log"
+    if [ "$family" != gpt2 ]; then
+        check "$family opset $opset: every rotate-half became llmc.Rope (no Neg left)" \
+            equal "$(count '^node +Neg ' "$after")" 0
+    fi
+done
+tap_done
