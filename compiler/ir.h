@@ -60,6 +60,16 @@ typedef struct {
     llmc_affine dims[LLMC_MAX_RANK];
 } llmc_shape;
 
+static inline bool llmc_shape_eq(const llmc_shape *a, const llmc_shape *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (!llmc_aff_eq(a->dims[i], b->dims[i]))
+            return false;
+    return true;
+}
+
 /* Constant tensor data.  `data` points either into memory the graph owns
  * (owned=true, freed with the graph) or into a mapping/buffer that outlives
  * the graph (the importer's mmap of external data or the unpacked protobuf). */

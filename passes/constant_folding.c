@@ -116,16 +116,6 @@ static int count_symbolic(const llmc_affine *t, int n, int *last, bool *has_minu
     return count;
 }
 
-static bool same_shape(const llmc_shape *a, const llmc_shape *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!llmc_aff_eq(a->dims[i], b->dims[i]))
-            return false;
-    return true;
-}
-
 /* Rewrites symbolic target dims to 0 / -1; false when some must stay. */
 static bool constant_target(const llmc_shape *in, bool allowzero, llmc_affine *t, int n)
 {
@@ -160,7 +150,7 @@ static int fold_reshape_target(folder *f, int node)
     char why[512];
     if (cnt <= 0 || !constant_target(in, allowzero, t, cnt) ||
         llmc_reshape_shape(in, t, cnt, allowzero, &check, why, sizeof why) != LLMC_OK ||
-        !same_shape(&check, &g->values[out].shape))
+        !llmc_shape_eq(&check, &g->values[out].shape))
         return LLMC_OK;   /* (c) gives the target to a Symbols node instead */
     for (int i = 0; i < cnt; i++)
         ints[i] = t[i].c;
@@ -228,7 +218,7 @@ static bool worth_evaluating(const folder *f, int node)
 static int store_result(folder *f, int node, int v, const llmc_eval_tensor *r)
 {
     llmc_value *val = &f->g->values[v];
-    if (r->dtype != val->dtype || !same_shape(&r->shape, &val->shape))
+    if (r->dtype != val->dtype || !llmc_shape_eq(&r->shape, &val->shape))
         return llmc_fail(f->err, LLMC_E_INTERNAL,
                          "node '%s' (#%d, %s): evaluated output '%s' disagrees with shape inference",
                          f->g->nodes[node].name, node, f->g->nodes[node].op_type, val->name);

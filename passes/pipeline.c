@@ -15,6 +15,8 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_constant_folding,
     /* what folding left unread */
     &llmc_pass_dead_code,
+    /* equal constants, then equal nodes (e.g. the per-layer Symbols) */
+    &llmc_pass_cse,
 };
 
 #define PIPELINE_LENGTH ((int)(sizeof pipeline / sizeof pipeline[0]))

@@ -12,6 +12,7 @@
 extern const llmc_pass llmc_pass_shape_inference;
 extern const llmc_pass llmc_pass_constant_folding;
 extern const llmc_pass llmc_pass_dead_code;
+extern const llmc_pass llmc_pass_cse;
 
 /* Upper bound on the pipeline length: size of the records array. */
 #define LLMC_PIPELINE_MAX_PASSES 32

@@ -1,0 +1,272 @@
+/* The rewriting passes (cse, slice-fusion, lora-reorder) on hand-built
+ * graphs: what they rewrite, what they must leave alone (with the
+ * explanation --explain prints), and that the graph computes the same
+ * values before and after (llmc_evaluate_graph runs the runtime's kernels). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_util.h"
+#include "passes/evaluate.h"
+#include "passes/pipeline.h"
+#include "tap.h"
+
+#define MAX_OUTPUTS 4
+
+/* A pass run with --explain on: explanations land in `log`. */
+typedef struct {
+    char detail[160];
+    char *log;
+    size_t log_size;
+} pass_report;
+
+static void new_graph(llmc_graph *g)
+{
+    llmc_graph_init(g);
+    g->opset = 17;
+}
+
+static int run_pass(const llmc_pass *pass, llmc_graph *g, pass_report *rep)
+{
+    llmc_error err = {0};
+    FILE *log = open_memstream(&rep->log, &rep->log_size);
+    llmc_pass_ctx ctx = {.max_context = 256, .explain = true, .log = log, .detail = rep->detail,
+                         .detail_size = sizeof rep->detail};
+    rep->detail[0] = 0;
+    int rc = pass->run(g, &ctx, &err);
+    fclose(log);
+    if (rc)
+        printf("# %s: %s\n", pass->name, err.msg);
+    return rc;
+}
+
+static void report_free(pass_report *rep)
+{
+    free(rep->log);
+    rep->log = NULL;
+}
+
+static int infer(llmc_graph *g)
+{
+    pass_report rep;
+    int rc = run_pass(&llmc_pass_shape_inference, g, &rep);
+    report_free(&rep);
+    return rc;
+}
+
+/* ---- numerical equivalence ---- */
+
+typedef struct {
+    int n;
+    llmc_eval_tensor out[MAX_OUTPUTS];
+} results;
+
+static int evaluate(const llmc_graph *g, uint32_t S, const llmc_rt_tensor *inputs, results *r)
+{
+    llmc_error err = {0};
+    r->n = g->n_outputs;
+    int rc = llmc_evaluate_graph(g, S, 0, 256, inputs, r->out, &err);
+    if (rc)
+        printf("# evaluate: %s\n", err.msg);
+    return rc;
+}
+
+static void results_free(results *r)
+{
+    for (int k = 0; k < r->n; k++)
+        llmc_eval_tensor_free(&r->out[k]);
+}
+
+/* Every float output within rel_tol * max|before| of its value before. */
+static bool same_results(const results *a, const results *b, float rel_tol)
+{
+    if (a->n != b->n)
+        return false;
+    for (int k = 0; k < a->n; k++) {
+        const llmc_eval_tensor *x = &a->out[k], *y = &b->out[k];
+        if (x->nbytes != y->nbytes || x->dtype != LLMC_DT_FLOAT || y->dtype != LLMC_DT_FLOAT || !x->data)
+            return false;
+        const float *p = x->data, *q = y->data;
+        size_t n = x->nbytes / sizeof(float);
+        float scale = 0;
+        for (size_t i = 0; i < n; i++)
+            scale = fmaxf(scale, fabsf(p[i]));
+        for (size_t i = 0; i < n; i++)
+            if (!(fabsf(p[i] - q[i]) <= rel_tol * scale))
+                return false;
+    }
+    return true;
+}
+
+/* Evaluates g, runs the pass, evaluates again: true when both agree. */
+static bool pass_keeps_values(const llmc_pass *pass, llmc_graph *g, uint32_t S, const llmc_rt_tensor *inputs,
+                              float rel_tol, pass_report *rep)
+{
+    results before = {0}, after = {0};
+    bool ok = evaluate(g, S, inputs, &before) == 0 && run_pass(pass, g, rep) == 0 &&
+              evaluate(g, S, inputs, &after) == 0 && same_results(&before, &after, rel_tol);
+    results_free(&before);
+    results_free(&after);
+    return ok;
+}
+
+static void fill(float *x, int n, uint32_t seed)
+{
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)((seed >> 8) % 2001) / 1000.0f - 1.0f;
+    }
+}
+
+static int g_const_f32(llmc_graph *g, const char *name, llmc_shape s, const float *data)
+{
+    return g_const(g, name, LLMC_DT_FLOAT, s, data);
+}
+
+/* ---- cse ---- */
+
+/* Paper 000's duplicate: two ReduceMean -> Div chains over the same x, each
+ * scaled by its own copy of the constant 2; they meet in an Add. */
+static void test_cse_chains(void)
+{
+    llmc_graph g;
+    pass_report rep;
+    new_graph(&g);
+    float two = 2.0f;
+    int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(8)));
+    int two_a = g_const_f32(&g, "two_a", SCALAR, &two), two_b = g_const_f32(&g, "two_b", SCALAR, &two);
+    int m1 = g_node(&g, "ReduceMean", "m1", NULL, 1, x), m2 = g_node(&g, "ReduceMean", "m2", NULL, 1, x);
+    ATTR_INTS(&g, m1, "axes", -1);
+    ATTR_INTS(&g, m2, "axes", -1);
+    int d1 = OP(&g, "Div", "d1", x, op_value(&g, m1)), d2 = OP(&g, "Div", "d2", x, op_value(&g, m2));
+    int y = OP(&g, "Add", "y", OP(&g, "Mul", "e1", d1, two_a), OP(&g, "Mul", "e2", d2, two_b));
+    g_output(&g, y);
+    CHECK(infer(&g) == 0, "cse chains: shapes inferred");
+    float xs[2 * 8];
+    fill(xs, 16, 1);
+    llmc_rt_tensor in = {LLMC_RT_F32, 3, {1, 2, 8}, xs};
+    CHECK(pass_keeps_values(&llmc_pass_cse, &g, 2, &in, 0, &rep), "cse chains: same values, bit for bit");
+    CHECK(count_op(&g, "ReduceMean") == 1 && count_op(&g, "Div") == 1 && count_op(&g, "Mul") == 1,
+          "cse chains: one ReduceMean, one Div, one Mul left (%d, %d, %d)", count_op(&g, "ReduceMean"),
+          count_op(&g, "Div"), count_op(&g, "Mul"));
+    int add = producer_of(&g, g.outputs[0]);
+    CHECK(g.outputs[0] == y && g.nodes[add].inputs[0] == g.nodes[add].inputs[1],
+          "cse chains: the Add reads the one Mul twice, graph output unchanged");
+    CHECK(strcmp(rep.detail, "3 nodes merged, 1 constants merged") == 0, "cse chains: detail '%s'", rep.detail);
+    CHECK(!g.values[two_b].is_const && g.values[two_a].is_const, "cse chains: the later constant is dropped");
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
+/* Equal except for one attribute, one constant's dtype or shape: nothing
+ * merges. */
+static void test_cse_differences(void)
+{
+    llmc_graph g;
+    pass_report rep;
+    new_graph(&g);
+    int64_t pair[2] = {1, 2};
+    float one = 1.0f;
+    int32_t one_bits;
+    memcpy(&one_bits, &one, sizeof one_bits);
+    int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(2), K(4)));
+    int s1 = g_node(&g, "Softmax", "s1", NULL, 1, x), s2 = g_node(&g, "Softmax", "s2", NULL, 1, x);
+    attr_int(&g, s1, "axis", -1);
+    attr_int(&g, s2, "axis", 0);
+    int row = g_const(&g, "row", LLMC_DT_INT64, SHAPE(K(2)), pair);
+    int col = g_const(&g, "col", LLMC_DT_INT64, SHAPE(K(2), K(1)), pair);
+    int f = g_const_f32(&g, "f", SCALAR, &one);
+    int i = g_const(&g, "i", LLMC_DT_INT32, SCALAR, &one_bits);
+    int cast = g_node(&g, "Cast", "fi", NULL, 1, i);
+    attr_int(&g, cast, "to", LLMC_DT_FLOAT);
+    g_output(&g, op_value(&g, s1));
+    g_output(&g, op_value(&g, s2));
+    g_output(&g, OP(&g, "Add", "a1", x, f));
+    g_output(&g, OP(&g, "Add", "a2", x, op_value(&g, cast)));
+    OP(&g, "Identity", "r1", row);
+    OP(&g, "Identity", "r2", col);
+    CHECK(infer(&g) == 0, "cse differences: shapes inferred");
+    int live = llmc_graph_live_nodes(&g);
+    CHECK(run_pass(&llmc_pass_cse, &g, &rep) == 0 && llmc_graph_live_nodes(&g) == live,
+          "cse differences: Softmax axis -1 vs 0, float 1.0 vs int32 of the same bits, [2] vs [2,1] "
+          "(%d -> %d nodes)", live, llmc_graph_live_nodes(&g));
+    CHECK(strcmp(rep.detail, "0 nodes merged, 0 constants merged") == 0, "cse differences: detail '%s'",
+          rep.detail);
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
+/* Equal nodes that produce graph outputs: the output names must survive. */
+static void test_cse_graph_outputs(void)
+{
+    llmc_graph g;
+    pass_report rep;
+    new_graph(&g);
+    int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(4)));
+    int n1 = OP(&g, "Neg", "n1", x), n2 = OP(&g, "Neg", "n2", x);
+    g_output(&g, n1);
+    g_output(&g, n2);
+    CHECK(infer(&g) == 0 && run_pass(&llmc_pass_cse, &g, &rep) == 0, "cse outputs: pass runs");
+    CHECK(count_op(&g, "Neg") == 2 && g.outputs[0] == n1 && g.outputs[1] == n2,
+          "cse outputs: two graph outputs stay two nodes");
+    CHECK(rep.log && strstr(rep.log, "node 'n2' (#1, Neg) equals 'n1' (#0) but is not merged: "
+                                     "both produce graph outputs"),
+          "cse outputs: the refusal is explained");
+    report_free(&rep);
+    llmc_graph_free(&g);
+
+    /* Only the later one is a graph output: it is kept, the earlier goes. */
+    new_graph(&g);
+    x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(4)));
+    n1 = OP(&g, "Neg", "n1", x);
+    int a = OP(&g, "Abs", "a", n1);
+    n2 = OP(&g, "Neg", "n2", x);
+    g_output(&g, a);
+    g_output(&g, n2);
+    float xs[4] = {1, -2, 3, -4};
+    llmc_rt_tensor in = {LLMC_RT_F32, 1, {4}, xs};
+    CHECK(infer(&g) == 0 && pass_keeps_values(&llmc_pass_cse, &g, 1, &in, 0, &rep), "cse outputs: same values");
+    CHECK(count_op(&g, "Neg") == 1 && producer_of(&g, n1) < 0, "cse outputs: n1's producer is gone");
+    CHECK(g.outputs[1] == n2 && g.nodes[producer_of(&g, a)].inputs[0] == n2,
+          "cse outputs: the graph output 'n2' is kept and Abs reads it");
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
+static int symbols_node(llmc_graph *g, const char *name, const int64_t *values)
+{
+    int v = llmc_graph_add_value(g, name, LLMC_DT_INT64);
+    int node = llmc_graph_add_llmc_node(g, "Symbols", name, NULL, 0, &v, 1);
+    llmc_node_set_ints(g, node, "values", values, 3);
+    llmc_node_set_ints(g, node, "shape", NULL, 0);
+    g->values[v].shape = SCALAR;
+    return v;
+}
+
+/* llmc.Symbols nodes have no inputs: equal attributes make them equal. */
+static void test_cse_symbols(void)
+{
+    llmc_graph g;
+    pass_report rep;
+    new_graph(&g);
+    int64_t total[3] = {0, 1, 1}, past[3] = {0, 0, 1};
+    int t1 = symbols_node(&g, "t1", total), t2 = symbols_node(&g, "t2", total), p = symbols_node(&g, "p", past);
+    g_output(&g, OP(&g, "Add", "sum", OP(&g, "Add", "tt", t1, t2), p));
+    CHECK(infer(&g) == 0 && run_pass(&llmc_pass_cse, &g, &rep) == 0, "cse symbols: pass runs");
+    CHECK(count_op(&g, "Symbols") == 2, "cse symbols: [P+S] twice -> once, [P] stays (%d Symbols)",
+          count_op(&g, "Symbols"));
+    CHECK(strcmp(rep.detail, "1 nodes merged, 0 constants merged") == 0, "cse symbols: detail '%s'", rep.detail);
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
+int main(void)
+{
+    test_cse_chains();
+    test_cse_differences();
+    test_cse_graph_outputs();
+    test_cse_symbols();
+    return TAP_DONE();
+}
