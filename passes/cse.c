@@ -295,10 +295,8 @@ static int merge_pair(cse_state *c, int first, int node)
 {
     bool first_out = has_graph_output(c->g, first), node_out = has_graph_output(c->g, node);
     if (first_out && node_out) {
-        if (c->ctx->explain && c->ctx->log)
-            fprintf(c->ctx->log,
-                    "cse: node '%s' (#%d, %s) equals '%s' (#%d) but is not merged: both produce graph outputs\n",
-                    c->g->nodes[node].name, node, c->g->nodes[node].op_type, c->g->nodes[first].name, first);
+        llmc_pass_explain(c->ctx, "cse", c->g, node, "equals '%s' (#%d) but both produce graph outputs",
+                          c->g->nodes[first].name, first);
         return first;
     }
     if (node_out) {
@@ -367,9 +365,8 @@ static int run_cse(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
     }
     int rc = merge_nodes(&c, err);
     free(c.repl);
-    if (!rc && ctx->detail && ctx->detail_size)
-        snprintf(ctx->detail, ctx->detail_size, "%d nodes merged, %d constants merged", c.nodes_merged,
-                 c.consts_merged);
+    if (!rc)
+        llmc_pass_detail(ctx, "%d nodes merged, %d constants merged", c.nodes_merged, c.consts_merged);
     return rc;
 }
 

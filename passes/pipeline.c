@@ -11,6 +11,8 @@
 static const llmc_pass *const pipeline[] = {
     /* dtypes, affine shapes in (S, P), contents of small int tensors */
     &llmc_pass_shape_inference,
+    /* x (B A)^T -> (x A^T) B^T; before folding turns B A into the dense delta */
+    &llmc_pass_lora_reorder,
     /* Shape chains -> constants or llmc.Symbols; constant subgraphs evaluated */
     &llmc_pass_constant_folding,
     /* what folding left unread */
