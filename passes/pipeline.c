@@ -19,6 +19,8 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_dead_code,
     /* equal constants, then equal nodes (e.g. the per-layer Symbols) */
     &llmc_pass_cse,
+    /* Slice(Slice(x)) -> Slice(x) where the bounds compose exactly */
+    &llmc_pass_slice_fusion,
 };
 
 #define PIPELINE_LENGTH ((int)(sizeof pipeline / sizeof pipeline[0]))

@@ -14,6 +14,7 @@ extern const llmc_pass llmc_pass_lora_reorder;
 extern const llmc_pass llmc_pass_constant_folding;
 extern const llmc_pass llmc_pass_dead_code;
 extern const llmc_pass llmc_pass_cse;
+extern const llmc_pass llmc_pass_slice_fusion;
 
 /* Upper bound on the pipeline length: size of the records array. */
 #define LLMC_PIPELINE_MAX_PASSES 32

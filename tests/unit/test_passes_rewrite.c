@@ -50,7 +50,7 @@ static void report_free(pass_report *rep)
 
 static int infer(llmc_graph *g)
 {
-    pass_report rep;
+    pass_report rep = {0};
     int rc = run_pass(&llmc_pass_shape_inference, g, &rep);
     report_free(&rep);
     return rc;
@@ -100,12 +100,13 @@ static bool same_results(const results *a, const results *b, float rel_tol)
     return true;
 }
 
-/* Evaluates g, runs the pass, evaluates again: true when both agree. */
+/* Evaluates g, runs the pass, evaluates again: true when both agree.  Shape
+ * inference runs again first, so the rewritten nodes' own shapes count. */
 static bool pass_keeps_values(const llmc_pass *pass, llmc_graph *g, uint32_t S, const llmc_rt_tensor *inputs,
                               float rel_tol, pass_report *rep)
 {
     results before = {0}, after = {0};
-    bool ok = evaluate(g, S, inputs, &before) == 0 && run_pass(pass, g, rep) == 0 &&
+    bool ok = evaluate(g, S, inputs, &before) == 0 && run_pass(pass, g, rep) == 0 && infer(g) == 0 &&
               evaluate(g, S, inputs, &after) == 0 && same_results(&before, &after, rel_tol);
     results_free(&before);
     results_free(&after);
@@ -132,7 +133,7 @@ static int g_const_f32(llmc_graph *g, const char *name, llmc_shape s, const floa
 static void test_cse_chains(void)
 {
     llmc_graph g;
-    pass_report rep;
+    pass_report rep = {0};
     new_graph(&g);
     float two = 2.0f;
     int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(8)));
@@ -165,7 +166,7 @@ static void test_cse_chains(void)
 static void test_cse_differences(void)
 {
     llmc_graph g;
-    pass_report rep;
+    pass_report rep = {0};
     new_graph(&g);
     int64_t pair[2] = {1, 2};
     float one = 1.0f;
@@ -202,7 +203,7 @@ static void test_cse_differences(void)
 static void test_cse_graph_outputs(void)
 {
     llmc_graph g;
-    pass_report rep;
+    pass_report rep = {0};
     new_graph(&g);
     int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(4)));
     int n1 = OP(&g, "Neg", "n1", x), n2 = OP(&g, "Neg", "n2", x);
@@ -235,13 +236,15 @@ static void test_cse_graph_outputs(void)
     llmc_graph_free(&g);
 }
 
-static int symbols_node(llmc_graph *g, const char *name, const int64_t *values)
+/* An llmc.Symbols value of one element (a scalar, or [1] if `vector`). */
+static int symbols_node(llmc_graph *g, const char *name, const int64_t *values, bool vector)
 {
+    static const int64_t one = 1;
     int v = llmc_graph_add_value(g, name, LLMC_DT_INT64);
     int node = llmc_graph_add_llmc_node(g, "Symbols", name, NULL, 0, &v, 1);
     llmc_node_set_ints(g, node, "values", values, 3);
-    llmc_node_set_ints(g, node, "shape", NULL, 0);
-    g->values[v].shape = SCALAR;
+    llmc_node_set_ints(g, node, "shape", &one, vector);
+    g->values[v].shape = vector ? SHAPE(K(1)) : SCALAR;
     return v;
 }
 
@@ -249,10 +252,11 @@ static int symbols_node(llmc_graph *g, const char *name, const int64_t *values)
 static void test_cse_symbols(void)
 {
     llmc_graph g;
-    pass_report rep;
+    pass_report rep = {0};
     new_graph(&g);
     int64_t total[3] = {0, 1, 1}, past[3] = {0, 0, 1};
-    int t1 = symbols_node(&g, "t1", total), t2 = symbols_node(&g, "t2", total), p = symbols_node(&g, "p", past);
+    int t1 = symbols_node(&g, "t1", total, false), t2 = symbols_node(&g, "t2", total, false);
+    int p = symbols_node(&g, "p", past, false);
     g_output(&g, OP(&g, "Add", "sum", OP(&g, "Add", "tt", t1, t2), p));
     CHECK(infer(&g) == 0 && run_pass(&llmc_pass_cse, &g, &rep) == 0, "cse symbols: pass runs");
     CHECK(count_op(&g, "Symbols") == 2, "cse symbols: [P+S] twice -> once, [P] stays (%d Symbols)",
@@ -299,7 +303,7 @@ static bool is_const_of(const llmc_graph *g, int v, int rows, int cols)
 static void test_lora_transposed(void)
 {
     llmc_graph g;
-    pass_report rep;
+    pass_report rep = {0};
     float a[LORA_R * LORA_IN], b[LORA_OUT * LORA_R], xs[3 * LORA_IN];
     lora_graph l = build_lora(&g, LORA_R, a, b);
     fill(xs, 3 * LORA_IN, 9);
@@ -329,7 +333,7 @@ static void test_lora_transposed(void)
 static void test_lora_plain_forms(void)
 {
     llmc_graph g;
-    pass_report rep;
+    pass_report rep = {0};
     float l_data[LORA_IN * LORA_R], r_data[LORA_R * LORA_OUT], xs[3 * LORA_IN];
     fill(l_data, LORA_IN * LORA_R, 3);
     fill(r_data, LORA_R * LORA_OUT, 4);
@@ -371,7 +375,7 @@ static void test_lora_plain_forms(void)
  * says which condition. */
 static void check_lora_refused(llmc_graph *g, const char *what, const char *why)
 {
-    pass_report rep;
+    pass_report rep = {0};
     int live = llmc_graph_live_nodes(g);
     CHECK(infer(g) == 0 && run_pass(&llmc_pass_lora_reorder, g, &rep) == 0 && llmc_graph_live_nodes(g) == live &&
               count_op(g, "Transpose") == 1,
@@ -427,6 +431,164 @@ static void test_lora_in_pipeline(void)
     llmc_graph_free(&g);
 }
 
+/* ---- slice-fusion ---- */
+
+/* Slice(x, starts, ends, axes, steps) with 1-element bounds. */
+static int slice1(llmc_graph *g, const char *name, int x, int64_t start, int64_t end, int64_t axis, int64_t step)
+{
+    char n[4][64];
+    const char *what[4] = {"starts", "ends", "axes", "steps"};
+    for (int i = 0; i < 4; i++)
+        snprintf(n[i], sizeof n[i], "%s_%s", name, what[i]);
+    return OP(g, "Slice", name, x, CI64(g, n[0], start), CI64(g, n[1], end), CI64(g, n[2], axis),
+              CI64(g, n[3], step));
+}
+
+/* The bounds input k of the one Slice left, as a C array. */
+static const int64_t *fused_bounds(const llmc_graph *g, int k)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead && strcmp(g->nodes[i].op_type, "Slice") == 0)
+            return g->values[g->nodes[i].inputs[k]].konst.data;
+    return NULL;
+}
+
+static bool fused_axis_is(const llmc_graph *g, int64_t start, int64_t end, int64_t axis, int64_t step)
+{
+    const int64_t *st = fused_bounds(g, 1), *en = fused_bounds(g, 2), *ax = fused_bounds(g, 3),
+                  *sp = fused_bounds(g, 4);
+    return count_op(g, "Slice") == 1 && st && st[0] == start && en[0] == end && ax[0] == axis && sp[0] == step;
+}
+
+/* x [rows, 3] with a constant row count; y = outer(inner(x)) along axis 0. */
+static void check_const_dim(const char *what, int64_t rows, const int64_t inner[3], const int64_t outer[3],
+                            const int64_t want[3])
+{
+    llmc_graph g;
+    pass_report rep = {0};
+    float xs[32 * 3];
+    fill(xs, (int)rows * 3, 11);
+    new_graph(&g);
+    int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(rows), K(3)));
+    int in = slice1(&g, "inner", x, inner[0], inner[1], 0, inner[2]);
+    g_output(&g, slice1(&g, "outer", in, outer[0], outer[1], 0, outer[2]));
+    llmc_rt_tensor t = {LLMC_RT_F32, 2, {rows, 3}, xs};
+    CHECK(infer(&g) == 0 && pass_keeps_values(&llmc_pass_slice_fusion, &g, 1, &t, 0, &rep),
+          "slice %s: same values", what);
+    CHECK(fused_axis_is(&g, want[0], want[1], 0, want[2]), "slice %s: one Slice [%lld:%lld:%lld]", what,
+          (long long)want[0], (long long)want[1], (long long)want[2]);
+    CHECK(strcmp(rep.detail, "1 Slice pairs fused, 0 left") == 0, "slice %s: detail '%s'", what, rep.detail);
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
+static void test_slice_const_dims(void)
+{
+    /* rows 9,7,5,3,1 then positions 1..3: rows 7,5,3 */
+    check_const_dim("[-1::-2][1:4]", 10, (int64_t[]){-1, INT64_MIN, -2}, (int64_t[]){1, 4, 1},
+                    (int64_t[]){7, 2, -2});
+    /* rows 1,4,7 (end clamped) reversed: 7,4,1 */
+    check_const_dim("[1:100:3][::-1]", 10, (int64_t[]){1, 100, 3}, (int64_t[]){-1, -100, -1},
+                    (int64_t[]){7, 0, -3});
+    /* all rows reversed: the end before row 0 must not read as -1 */
+    check_const_dim("[0:10][::-1]", 10, (int64_t[]){0, 10, 1}, (int64_t[]){-1, INT64_MIN, -1},
+                    (int64_t[]){9, INT64_MIN, -1});
+}
+
+static void test_slice_axes_and_symbols(void)
+{
+    llmc_graph g;
+    pass_report rep = {0};
+    float xs[4 * 7 * 6];
+    fill(xs, 4 * 7 * 6, 12);
+
+    /* Different axes: x[1:4, :, -4::2]. */
+    new_graph(&g);
+    int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(4), SYM_S, K(6)));
+    int in = slice1(&g, "inner", x, 1, 4, 0, 1);
+    g_output(&g, slice1(&g, "outer", in, -4, INT64_MAX, -1, 2));
+    llmc_rt_tensor t = {LLMC_RT_F32, 3, {4, 7, 6}, xs};
+    CHECK(infer(&g) == 0 && pass_keeps_values(&llmc_pass_slice_fusion, &g, 7, &t, 0, &rep),
+          "slice different axes: same values");
+    const int64_t *ax = fused_bounds(&g, 3), *st = fused_bounds(&g, 1);
+    CHECK(count_op(&g, "Slice") == 1 && ax && ax[0] == 0 && ax[1] == 2 && st[0] == 1 && st[1] == -4,
+          "slice different axes: one Slice over axes 0 and 2");
+    report_free(&rep);
+    llmc_graph_free(&g);
+
+    /* Axis S: x[1:][2:5:2] = x[3:6:2] for every S. */
+    new_graph(&g);
+    x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(SYM_S, K(4)));
+    in = slice1(&g, "inner", x, 1, INT64_MAX, 0, 1);
+    g_output(&g, slice1(&g, "outer", in, 2, 5, 0, 2));
+    t = (llmc_rt_tensor){LLMC_RT_F32, 2, {7, 4}, xs};
+    CHECK(infer(&g) == 0 && pass_keeps_values(&llmc_pass_slice_fusion, &g, 7, &t, 0, &rep),
+          "slice on S: same values at S = 7");
+    CHECK(fused_axis_is(&g, 3, 6, 0, 2), "slice on S: [1:][2:5:2] -> [3:6:2]");
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
+/* The pattern with one condition broken: both Slices stay, explained. */
+static void check_slice_refused(llmc_graph *g, const char *what, const char *why)
+{
+    pass_report rep = {0};
+    CHECK(infer(g) == 0 && run_pass(&llmc_pass_slice_fusion, g, &rep) == 0 && count_op(g, "Slice") >= 2,
+          "slice refused, %s: no fusion", what);
+    CHECK(rep.log && strstr(rep.log, "slice-fusion: node 'outer' (#") &&
+              strstr(rep.log, ", Slice) not rewritten: ") && strstr(rep.log, why),
+          "slice refused, %s: explained (%s)", what, why);
+    CHECK(strcmp(rep.detail, "0 Slice pairs fused, 1 left") == 0, "slice refused, %s: detail '%s'", what,
+          rep.detail);
+    report_free(&rep);
+    llmc_graph_free(g);
+}
+
+static void test_slice_refusals(void)
+{
+    llmc_graph g;
+    new_graph(&g);
+    int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(SYM_S, K(4)));
+    int in = slice1(&g, "inner", x, 0, INT64_MAX, 0, 1);
+    g_output(&g, slice1(&g, "outer", in, -2, INT64_MAX, 0, 1));
+    check_slice_refused(&g, "negative start on S", "axis 0 (dim [S]): a negative index or step on a symbolic dim");
+
+    new_graph(&g);
+    x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(8), K(4)));
+    in = slice1(&g, "inner", x, 1, 7, 0, 1);
+    g_output(&g, slice1(&g, "outer", in, 0, 2, 1, 1));
+    g_output(&g, OP(&g, "Neg", "other", in));
+    check_slice_refused(&g, "inner read twice", "the inner Slice 'inner' has other readers");
+
+    new_graph(&g);
+    x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(8), K(4)));
+    int64_t past[3] = {0, 0, 1};
+    in = OP(&g, "Slice", "inner", x, symbols_node(&g, "start", past, true), CI64(&g, "e", 7));
+    g_output(&g, slice1(&g, "outer", in, 0, 2, 1, 1));
+    check_slice_refused(&g, "start [P] from llmc.Symbols", "Slice 'inner' has bounds that are not constants");
+}
+
+/* Three Slices on one axis fuse into one. */
+static void test_slice_chain(void)
+{
+    llmc_graph g;
+    pass_report rep = {0};
+    float xs[16 * 2];
+    fill(xs, 32, 13);
+    new_graph(&g);
+    int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(16), K(2)));
+    int a = slice1(&g, "a", x, 2, 16, 0, 1), b = slice1(&g, "b", a, 1, 12, 0, 2);
+    g_output(&g, slice1(&g, "c", b, -1, 0, 0, -1));
+    llmc_rt_tensor t = {LLMC_RT_F32, 2, {16, 2}, xs};
+    CHECK(infer(&g) == 0 && pass_keeps_values(&llmc_pass_slice_fusion, &g, 1, &t, 0, &rep),
+          "slice chain of three: same values");
+    /* rows 2..15, then 3,5,...,13, then 13,11,...,5 (position 0 excluded) */
+    CHECK(fused_axis_is(&g, 13, 4, 0, -2), "slice chain of three: one Slice [13:4:-2]");
+    CHECK(strcmp(rep.detail, "2 Slice pairs fused, 0 left") == 0, "slice chain of three: detail '%s'", rep.detail);
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
 int main(void)
 {
     test_cse_chains();
@@ -437,5 +599,9 @@ int main(void)
     test_lora_plain_forms();
     test_lora_refusals();
     test_lora_in_pipeline();
+    test_slice_const_dims();
+    test_slice_axes_and_symbols();
+    test_slice_refusals();
+    test_slice_chain();
     return TAP_DONE();
 }
