@@ -24,6 +24,12 @@
 
 #include "pass.h"
 
+/* memcmp of n bytes; empty arrays may be NULL, which memcmp must not get. */
+static bool same_bytes(const void *a, const void *b, size_t n)
+{
+    return n == 0 || memcmp(a, b, n) == 0;
+}
+
 /* ---- an open-addressing table of ids keyed by content hash ---- */
 
 typedef bool (*same_fn)(const llmc_graph *g, int a, int b);
@@ -121,7 +127,7 @@ static bool same_const(const llmc_graph *g, int a, int b)
 {
     const llmc_value *x = &g->values[a], *y = &g->values[b];
     return x->dtype == y->dtype && llmc_shape_eq(&x->shape, &y->shape) && x->konst.nbytes == y->konst.nbytes &&
-           memcmp(x->konst.data, y->konst.data, (size_t)x->konst.nbytes) == 0;
+           same_bytes(x->konst.data, y->konst.data, (size_t)x->konst.nbytes);
 }
 
 /* Every constant equal to a lower-numbered one is replaced by it. */
@@ -160,20 +166,20 @@ static bool same_attr(const llmc_attr *a, const llmc_attr *b)
         return false;
     switch (a->type) {
     case LLMC_ATTR_FLOAT:
-        return memcmp(&a->f, &b->f, sizeof a->f) == 0;   /* bits: NaN == NaN, -0 != 0 */
+        return same_bytes(&a->f, &b->f, sizeof a->f);   /* bits: NaN == NaN, -0 != 0 */
     case LLMC_ATTR_INT:
         return a->i == b->i;
     case LLMC_ATTR_STRING:
         return strcmp(a->s, b->s) == 0;
     case LLMC_ATTR_FLOATS:
-        return a->n_floats == b->n_floats && memcmp(a->floats, b->floats, sizeof(float) * (size_t)a->n_floats) == 0;
+        return a->n_floats == b->n_floats && same_bytes(a->floats, b->floats, sizeof(float) * (size_t)a->n_floats);
     case LLMC_ATTR_INTS:
-        return a->n_ints == b->n_ints && memcmp(a->ints, b->ints, sizeof(int64_t) * (size_t)a->n_ints) == 0;
+        return a->n_ints == b->n_ints && same_bytes(a->ints, b->ints, sizeof(int64_t) * (size_t)a->n_ints);
     case LLMC_ATTR_TENSOR:
         return a->t_dtype == b->t_dtype && a->t_rank == b->t_rank &&
-               memcmp(a->t_dims, b->t_dims, sizeof(int64_t) * (size_t)a->t_rank) == 0 &&
+               same_bytes(a->t_dims, b->t_dims, sizeof(int64_t) * (size_t)a->t_rank) &&
                a->t_data.nbytes == b->t_data.nbytes &&
-               memcmp(a->t_data.data, b->t_data.data, (size_t)a->t_data.nbytes) == 0;
+               same_bytes(a->t_data.data, b->t_data.data, (size_t)a->t_data.nbytes);
     default:
         return false;   /* graphs and string lists: never proven equal */
     }
@@ -245,7 +251,7 @@ static bool same_node(const llmc_graph *g, int a, int b)
     const llmc_node *x = &g->nodes[a], *y = &g->nodes[b];
     if (strcmp(x->op_type, y->op_type) || strcmp(x->domain, y->domain) || x->opset != y->opset ||
         x->n_inputs != y->n_inputs || x->n_outputs != y->n_outputs ||
-        memcmp(x->inputs, y->inputs, sizeof(int) * (size_t)x->n_inputs))
+        !same_bytes(x->inputs, y->inputs, sizeof(int) * (size_t)x->n_inputs))
         return false;
     for (int k = 0; k < x->n_outputs; k++)
         if ((x->outputs[k] < 0) != (y->outputs[k] < 0))
