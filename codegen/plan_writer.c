@@ -228,7 +228,7 @@ static fb_ref write_segment(fb_builder *b, uint64_t offset, uint64_t size, uint6
 static fb_ref write_pass(fb_builder *b, const llmc_pass_record *pr)
 {
     fb_ref name = fb_string(b, pr->name ? pr->name : "");
-    fb_ref detail = fb_string(b, pr->detail);
+    fb_ref detail = pr->detail[0] ? fb_string(b, pr->detail) : 0;
     fb_table_begin(b);
     field_ref(b, 0, name);
     field_nonzero(b, 1, pr->nodes, 4);

@@ -89,9 +89,10 @@ static int parse_args(int argc, char **argv, compile_args *a)
 
 static void print_pass_table(const llmc_pass_record *r, int n)
 {
-    printf("%-4s %-22s %8s  %s\n", "#", "pass", "nodes", "digest");
+    printf("%-4s %-22s %8s  %-16s  %s\n", "#", "pass", "nodes", "digest", "what it did");
     for (int i = 0; i < n; i++)
-        printf("%-4d %-22s %8u  %016llx\n", i, r[i].name, r[i].nodes, (unsigned long long)r[i].digest);
+        printf("%-4d %-22s %8u  %016llx%s%s\n", i, r[i].name, r[i].nodes, (unsigned long long)r[i].digest,
+               r[i].detail[0] ? "  " : "", r[i].detail);
 }
 
 static void print_stats(const char *path, const llmc_codegen_stats *st)

@@ -14,8 +14,9 @@ static const char inspect_help[] =
     "\n"
     "Describes a plan: format, target, source model hash, arena bytes, weight bytes,\n"
     "tensors, ops by type, inputs/outputs with their roles, and the passes that ran\n"
-    "with their digests.  --json prints one JSON object (keys: ops_total, layers,\n"
-    "op_counts, arena_bytes, weight_bytes, tensors, passes, ...).\n";
+    "with their digests and what each reported doing.  --json prints one JSON\n"
+    "object (keys: ops_total, layers, op_counts, arena_bytes, weight_bytes, tensors,\n"
+    "passes, ...).\n";
 
 typedef struct {
     const char *compiler_version, *target;
@@ -26,9 +27,9 @@ typedef struct {
 
 typedef struct {
     const char *name;
+    const char *detail;     /* "" when the pass reported nothing */
     uint32_t nodes;
     uint64_t digest;
-    const char *detail;
 } pass_row;
 
 static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
@@ -68,8 +69,8 @@ static int read_pass(const llmc_rt_plan *p, uint32_t i, pass_row *row, llmc_rt_e
     fb_table t;
     uint64_t nodes, digest;
     if (fb_vec_table(&r, passes, i, "PassRecord", &t, rt) || fb_string_field(&r, &t, PASS_NAME, &row->name, rt) ||
-        fb_scalar(&r, &t, PASS_NODES, 4, 0, &nodes, rt) || fb_scalar(&r, &t, PASS_DIGEST, 8, 0, &digest, rt) ||
-        fb_string_field(&r, &t, PASS_DETAIL, &row->detail, rt))
+        fb_string_field(&r, &t, PASS_DETAIL, &row->detail, rt) ||
+        fb_scalar(&r, &t, PASS_NODES, 4, 0, &nodes, rt) || fb_scalar(&r, &t, PASS_DIGEST, 8, 0, &digest, rt))
         return -1;
     row->nodes = (uint32_t)nodes;
     row->digest = digest;
@@ -140,7 +141,7 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
         printf(", \"nodes\": %u, \"digest\": \"%016llx\", \"detail\": ", row.nodes,
                (unsigned long long)row.digest);
         json_string(row.detail);
-        putchar('}');
+        printf("}");
     }
     printf("]}\n");
     return 0;
@@ -180,8 +181,8 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
         pass_row row;
         if (read_pass(p, i, &row, rt))
             return -1;
-        printf("  %-22s %8u nodes  %016llx  %s\n", row.name, row.nodes, (unsigned long long)row.digest,
-               row.detail ? row.detail : "");
+        printf("  %-22s %8u nodes  %016llx%s%s\n", row.name, row.nodes, (unsigned long long)row.digest,
+               row.detail[0] ? "  " : "", row.detail);
     }
     return 0;
 }

@@ -1,6 +1,7 @@
 /* Graph IR storage and the rewriting API (see ir.h). */
 #include "ir.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -459,4 +460,29 @@ int llmc_graph_use_count(const llmc_graph *g, int value)
     for (int k = 0; k < g->n_outputs; k++)
         uses += g->outputs[k] == value;
     return uses;
+}
+
+char *llmc_graph_unique_name(const llmc_graph *g, const char *base, const char *suffix)
+{
+    size_t size = strlen(base) + strlen(suffix) + 24;
+    char *name = malloc(size);
+    for (int i = 0; name; i++) {
+        if (i == 0)
+            snprintf(name, size, "%s%s", base, suffix);
+        else
+            snprintf(name, size, "%s%s%d", base, suffix, i);
+        if (llmc_graph_find_value(g, name) < 0)
+            break;
+    }
+    return name;
+}
+
+void llmc_graph_drop_const(llmc_graph *g, int value)
+{
+    llmc_value *v = &g->values[value];
+    if (v->konst.owned)
+        free((void *)v->konst.data);
+    v->konst = (llmc_const){NULL, 0, false};
+    v->is_const = false;
+    v->n_sym = 0;
 }

@@ -60,6 +60,16 @@ typedef struct {
     llmc_affine dims[LLMC_MAX_RANK];
 } llmc_shape;
 
+static inline bool llmc_shape_eq(const llmc_shape *a, const llmc_shape *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (!llmc_aff_eq(a->dims[i], b->dims[i]))
+            return false;
+    return true;
+}
+
 /* Constant tensor data.  `data` points either into memory the graph owns
  * (owned=true, freed with the graph) or into a mapping/buffer that outlives
  * the graph (the importer's mmap of external data or the unpacked protobuf). */
@@ -151,6 +161,9 @@ void llmc_graph_init(llmc_graph *g);
 void llmc_graph_free(llmc_graph *g);
 int llmc_graph_add_value(llmc_graph *g, const char *name, int dtype);   /* returns id, -1 on OOM */
 int llmc_graph_find_value(const llmc_graph *g, const char *name);       /* -1 if absent */
+/* A value name not yet used: base + suffix, else base + suffix + N (N = 1,
+ * 2, ...); malloc'ed, NULL on OOM. */
+char *llmc_graph_unique_name(const llmc_graph *g, const char *base, const char *suffix);
 /* Insert a node; copies the input/output id arrays; sets producer of outputs. */
 int llmc_graph_add_node(llmc_graph *g, const char *op_type, const char *name,
                         const int *inputs, int n_inputs, const int *outputs, int n_outputs);
@@ -169,6 +182,10 @@ void llmc_graph_erase_node(llmc_graph *g, int node);
  * producer, if any, no longer defines it (the node may become dead). */
 int llmc_graph_set_const(llmc_graph *g, int value, int dtype, const llmc_shape *shape,
                          const void *data, uint64_t nbytes);
+/* The IR has no value deletion (ids stay stable), so a constant nobody
+ * reads any more is dropped by releasing its bytes and clearing is_const:
+ * nothing lists it, codegen and the dump skip it. */
+void llmc_graph_drop_const(llmc_graph *g, int value);
 
 /* ---- queries ---- */
 const llmc_attr *llmc_node_attr(const llmc_graph *g, int node, const char *name);

@@ -102,22 +102,6 @@ static int fold_known_value(folder *f, int v)
 
 /* ---- (b) Reshape targets ---- */
 
-/* A name not yet used in the graph: base + suffix, then base + suffix + N. */
-static char *unique_name(const llmc_graph *g, const char *base, const char *suffix)
-{
-    size_t size = strlen(base) + strlen(suffix) + 24;
-    char *name = malloc(size);
-    for (int i = 0; name; i++) {
-        if (i == 0)
-            snprintf(name, size, "%s%s", base, suffix);
-        else
-            snprintf(name, size, "%s%s%d", base, suffix, i);
-        if (llmc_graph_find_value(g, name) < 0)
-            break;
-    }
-    return name;
-}
-
 static int count_symbolic(const llmc_affine *t, int n, int *last, bool *has_minus_one)
 {
     int count = 0;
@@ -130,16 +114,6 @@ static int count_symbolic(const llmc_affine *t, int n, int *last, bool *has_minu
         *has_minus_one |= llmc_aff_eq(t[i], llmc_aff_const(-1));
     }
     return count;
-}
-
-static bool same_shape(const llmc_shape *a, const llmc_shape *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!llmc_aff_eq(a->dims[i], b->dims[i]))
-            return false;
-    return true;
 }
 
 /* Rewrites symbolic target dims to 0 / -1; false when some must stay. */
@@ -176,11 +150,11 @@ static int fold_reshape_target(folder *f, int node)
     char why[512];
     if (cnt <= 0 || !constant_target(in, allowzero, t, cnt) ||
         llmc_reshape_shape(in, t, cnt, allowzero, &check, why, sizeof why) != LLMC_OK ||
-        !same_shape(&check, &g->values[out].shape))
+        !llmc_shape_eq(&check, &g->values[out].shape))
         return LLMC_OK;   /* (c) gives the target to a Symbols node instead */
     for (int i = 0; i < cnt; i++)
         ints[i] = t[i].c;
-    char *name = unique_name(g, g->values[target].name, ".const");
+    char *name = llmc_graph_unique_name(g, g->values[target].name, ".const");
     int v = name ? llmc_graph_add_value(g, name, LLMC_DT_INT64) : -1;
     llmc_shape shape = {.rank = 1, .dims = {llmc_aff_const(cnt)}};
     free(name);
@@ -244,7 +218,7 @@ static bool worth_evaluating(const folder *f, int node)
 static int store_result(folder *f, int node, int v, const llmc_eval_tensor *r)
 {
     llmc_value *val = &f->g->values[v];
-    if (r->dtype != val->dtype || !same_shape(&r->shape, &val->shape))
+    if (r->dtype != val->dtype || !llmc_shape_eq(&r->shape, &val->shape))
         return llmc_fail(f->err, LLMC_E_INTERNAL,
                          "node '%s' (#%d, %s): evaluated output '%s' disagrees with shape inference",
                          f->g->nodes[node].name, node, f->g->nodes[node].op_type, val->name);
@@ -387,7 +361,7 @@ static int make_symbols_node(folder *f, int v)
     }
     for (int i = 0; i < val->shape.rank; i++)
         dims[i] = val->shape.dims[i].c;
-    char *name = unique_name(g, val->name, "/Symbols");
+    char *name = llmc_graph_unique_name(g, val->name, "/Symbols");
     int node = name ? llmc_graph_add_llmc_node(g, "Symbols", name, NULL, 0, &v, 1) : -1;
     free(name);
     if (node < 0 || llmc_node_set_ints(g, node, "values", values, 3 * g->values[v].n_sym) ||

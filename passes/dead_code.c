@@ -64,20 +64,13 @@ static int erase_unused_nodes(llmc_graph *g, int *uses)
     return 0;
 }
 
-/* The IR has no value deletion (ids stay stable), so an unread constant is
- * dropped by releasing its bytes and clearing is_const: nothing lists it,
- * codegen and the dump skip it. */
+/* An unread constant loses its bytes (llmc_graph_drop_const). */
 static void drop_unused_constants(llmc_graph *g, const int *uses)
 {
     for (int v = 0; v < g->n_values; v++) {
-        llmc_value *val = &g->values[v];
-        if (!val->is_const || uses[v] > 0 || val->is_graph_input || val->is_graph_output)
-            continue;
-        if (val->konst.owned)
-            free((void *)val->konst.data);
-        val->konst = (llmc_const){NULL, 0, false};
-        val->is_const = false;
-        val->n_sym = 0;
+        const llmc_value *val = &g->values[v];
+        if (val->is_const && uses[v] == 0 && !val->is_graph_input && !val->is_graph_output)
+            llmc_graph_drop_const(g, v);
     }
 }
 

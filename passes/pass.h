@@ -25,4 +25,11 @@ typedef struct {
     int (*run)(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err);
 } llmc_pass;
 
+/* With ctx->explain: "PASS: node 'NAME' (#ID, OP) not rewritten: WHY\n" to
+ * ctx->log, WHY formatted from fmt. */
+void llmc_pass_explain(const llmc_pass_ctx *ctx, const char *pass, const llmc_graph *g, int node,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Formats what the pass did into ctx->detail (if the caller gave room). */
+void llmc_pass_detail(const llmc_pass_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

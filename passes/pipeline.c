@@ -11,10 +11,16 @@
 static const llmc_pass *const pipeline[] = {
     /* dtypes, affine shapes in (S, P), contents of small int tensors */
     &llmc_pass_shape_inference,
+    /* x (B A)^T -> (x A^T) B^T; before folding turns B A into the dense delta */
+    &llmc_pass_lora_reorder,
     /* Shape chains -> constants or llmc.Symbols; constant subgraphs evaluated */
     &llmc_pass_constant_folding,
     /* what folding left unread */
     &llmc_pass_dead_code,
+    /* equal constants, then equal nodes (e.g. the per-layer Symbols) */
+    &llmc_pass_cse,
+    /* Slice(Slice(x)) -> Slice(x) where the bounds compose exactly */
+    &llmc_pass_slice_fusion,
     /* rotate-half RoPE -> llmc.Rope with compile-time cos/sin tables */
     &llmc_pass_rope_fusion,
     /* Q.K^T, causal mask, Softmax, .V, GQA repeat and past/present Concats

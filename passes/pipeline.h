@@ -10,8 +10,11 @@
 
 /* Every pass, one descriptor per file in passes/. */
 extern const llmc_pass llmc_pass_shape_inference;
+extern const llmc_pass llmc_pass_lora_reorder;
 extern const llmc_pass llmc_pass_constant_folding;
 extern const llmc_pass llmc_pass_dead_code;
+extern const llmc_pass llmc_pass_cse;
+extern const llmc_pass llmc_pass_slice_fusion;
 extern const llmc_pass llmc_pass_rope_fusion;
 extern const llmc_pass llmc_pass_attention_fusion;
 

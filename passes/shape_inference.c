@@ -777,8 +777,7 @@ static void strided_sym(const llmc_shape *in, const llmc_affine *in_sym, const i
     }
 }
 
-/* ONNX Slice of one axis with constant dim, start, end and step. */
-static void slice_axis_const(int64_t d, int64_t s, int64_t e, int64_t k, int64_t *first, int64_t *len)
+void llmc_slice_axis_const(int64_t d, int64_t s, int64_t e, int64_t k, int64_t *first, int64_t *len)
 {
     s += s < 0 ? d : 0;
     e += e < 0 ? d : 0;
@@ -848,7 +847,7 @@ static int slice_axis(const infer *c, llmc_affine dim, llmc_affine s, llmc_affin
 {
     if (llmc_aff_is_const(dim) && llmc_aff_is_const(s) && llmc_aff_is_const(e)) {
         int64_t f, l;
-        slice_axis_const(dim.c, s.c, e.c, k, &f, &l);
+        llmc_slice_axis_const(dim.c, s.c, e.c, k, &f, &l);
         *first = llmc_aff_const(f);
         *len = llmc_aff_const(l);
         return LLMC_OK;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "diag.h"
 #include "ir.h"
@@ -19,5 +20,10 @@ int llmc_value_ints(const llmc_graph *g, int value, llmc_affine *vals, int max);
  * Returns LLMC_OK, or LLMC_E_INPUT / LLMC_E_UNSUPPORTED with `why` filled. */
 int llmc_reshape_shape(const llmc_shape *in, const llmc_affine *target, int n, bool allowzero,
                        llmc_shape *out, char *why, size_t why_size);
+
+/* ONNX Slice (opset 13) of one axis of constant length d with start s, end
+ * e and step k != 0: negative indices count from the end, then clamp.
+ * *first = the first index taken, *len = how many. */
+void llmc_slice_axis_const(int64_t d, int64_t s, int64_t e, int64_t k, int64_t *first, int64_t *len);
 
 #endif

@@ -405,6 +405,50 @@ class PhiModel(nn.Module):
         return (self.lm_head(self.final_layernorm(x)), *presents)
 
 
+# ----------------------------------------------------------------------------
+# LoRA adapters
+# ----------------------------------------------------------------------------
+
+LORA_RANK = 4
+LORA_SCALE = 0.5
+# The projections that get an adapter: q and v (gpt2 computes q, k, v in one
+# c_attn projection, so its adapter sits on c_attn).
+LORA_TARGETS = ("q_proj", "v_proj", "c_attn")
+
+
+class LoraLinear(nn.Module):
+    """base(x) + x (B A)^T * scale, in the naive order: the dense out x in
+    product B @ A is formed first (llmc's lora-reorder pass undoes that)."""
+
+    def __init__(self, base, rank, scale):
+        super().__init__()
+        self.base = base
+        self.lora_a = nn.Parameter(torch.zeros(rank, base.in_features))
+        self.lora_b = nn.Parameter(torch.zeros(base.out_features, rank))
+        self.scale = scale
+
+    def forward(self, x):
+        return self.base(x) + torch.matmul(x, (self.lora_b @ self.lora_a).t()) * self.scale
+
+
+@torch.no_grad()
+def add_lora(model, seed):
+    """Wraps every LORA_TARGETS Linear in a LoraLinear with random A and B.
+
+    B is nonzero (unlike training's zero init) so the bypass changes the
+    logits.  A separate generator leaves the base weights as without --lora.
+    """
+    gen = torch.Generator().manual_seed(seed + 1)
+    targets = [(name, m) for name, m in model.named_modules()
+               if name.rsplit(".", 1)[-1] in LORA_TARGETS and isinstance(m, nn.Linear)]
+    for name, linear in targets:
+        parent_name, _, attr = name.rpartition(".")
+        lora = LoraLinear(linear, LORA_RANK, LORA_SCALE)
+        lora.lora_a.copy_(torch.randn(lora.lora_a.shape, generator=gen) / math.sqrt(linear.in_features))
+        lora.lora_b.copy_(torch.randn(lora.lora_b.shape, generator=gen) / math.sqrt(LORA_RANK))
+        setattr(model.get_submodule(parent_name), attr, lora)
+
+
 def build_model(family, cfg):
     if family == "llama":
         return LlamaModel(cfg, qkv_bias=False, rope_cls=RopeComputed)
@@ -548,6 +592,9 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     ap.add_argument("--external", choices=("none", "per-tensor", "single"), default="none")
+    ap.add_argument("--layers", type=int, help="number of decoder layers (default: the size's)")
+    ap.add_argument("--lora", action="store_true",
+                    help=f"rank-{LORA_RANK} LoRA adapters on {', '.join(LORA_TARGETS)} of every layer")
     return ap.parse_args(argv)
 
 
@@ -555,8 +602,12 @@ def main(argv=None):
     args = parse_args(argv)
     torch.manual_seed(args.seed)
     cfg = make_config(args.family, args.size)
+    if args.layers is not None:
+        cfg.layers = args.layers
     model = build_model(args.family, cfg).eval()
     randomize_weights(model, args.seed)
+    if args.lora:
+        add_lora(model, args.seed)
     inputs, outputs, dyn = io_names(cfg)
     out_dir = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(out_dir, exist_ok=True)
@@ -564,7 +615,10 @@ def main(argv=None):
         # Models > 2 GiB are written by torch with one external file per tensor.
         torch.onnx.export(model, example_inputs(cfg), args.out,
                           input_names=inputs, output_names=outputs, dynamic_axes=dyn,
-                          opset_version=args.opset, do_constant_folding=True)
+                          opset_version=args.opset,
+                          # torch's folding would replace B @ A by the dense
+                          # delta; LoRA exports keep it for lora-reorder.
+                          do_constant_folding=not args.lora)
     if args.external != "none":
         resave_external(args.out, args.external)
     summarize(args.out, args.family, args.opset, model)

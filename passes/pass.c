@@ -1,0 +1,28 @@
+/* Reporting helpers every pass shares (pass.h). */
+#include <stdarg.h>
+
+#include "pass.h"
+
+void llmc_pass_explain(const llmc_pass_ctx *ctx, const char *pass, const llmc_graph *g, int node,
+                       const char *fmt, ...)
+{
+    if (!ctx->explain || !ctx->log)
+        return;
+    const llmc_node *n = &g->nodes[node];
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(ctx->log, "%s: node '%s' (#%d, %s) not rewritten: ", pass, n->name, node, n->op_type);
+    vfprintf(ctx->log, fmt, ap);
+    fputc('\n', ctx->log);
+    va_end(ap);
+}
+
+void llmc_pass_detail(const llmc_pass_ctx *ctx, const char *fmt, ...)
+{
+    if (!ctx->detail || ctx->detail_size == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->detail, ctx->detail_size, fmt, ap);
+    va_end(ap);
+}
