@@ -15,6 +15,13 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_constant_folding,
     /* what folding left unread */
     &llmc_pass_dead_code,
+    /* decomposed LayerNorm -> ONNX LayerNormalization (before rmsnorm-fusion,
+     * which leaves centered norms to it) */
+    &llmc_pass_layernorm_fusion,
+    /* x / sqrt(mean(x^2) + eps) * scale -> llmc.RMSNorm */
+    &llmc_pass_rmsnorm_fusion,
+    /* GELU (erf, tanh), SiLU -> llmc.Gelu, llmc.Silu; then Silu * up -> llmc.SwiGLU */
+    &llmc_pass_activation_fusion,
 };
 
 #define PIPELINE_LENGTH ((int)(sizeof pipeline / sizeof pipeline[0]))
