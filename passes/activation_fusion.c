@@ -184,14 +184,12 @@ static int visit_silu(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
 
 static int run_activation_fusion(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
 {
-    int erf = 0, tanh_form = 0, silu = 0, swiglu = 0;
-    int rc = llmc_fusion_walk(g, ctx, PASS_NAME, visit_erf, &erf, err);
-    rc = rc ? rc : llmc_fusion_walk(g, ctx, PASS_NAME, visit_tanh, &tanh_form, err);
-    rc = rc ? rc : llmc_fusion_walk(g, ctx, PASS_NAME, visit_sigmoid, &silu, err);
-    rc = rc ? rc : llmc_fusion_walk(g, ctx, PASS_NAME, visit_silu, &swiglu, err);
+    /* SwiGLU last: it is built from the Silu nodes the walk before makes */
+    static const llmc_fusion_visit walks[] = {visit_erf, visit_tanh, visit_sigmoid, visit_silu};
+    int n[4];
+    int rc = llmc_fusion_walks(g, ctx, PASS_NAME, walks, 4, n, err);
     if (rc == LLMC_OK)
-        llmc_detail_set(ctx, "%d gelu (%d tanh form), %d silu (%d into swiglu)", erf + tanh_form, tanh_form,
-                        silu, swiglu);
+        llmc_detail_set(ctx, "%d gelu (%d tanh form), %d silu (%d into swiglu)", n[0] + n[1], n[1], n[2], n[3]);
     return rc;
 }
 

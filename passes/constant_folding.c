@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "evaluate.h"
+#include "fusion_match.h"
 #include "pass.h"
 #include "pipeline.h"
 #include "shape_inference.h"
@@ -102,22 +103,6 @@ static int fold_known_value(folder *f, int v)
 
 /* ---- (b) Reshape targets ---- */
 
-/* A name not yet used in the graph: base + suffix, then base + suffix + N. */
-static char *unique_name(const llmc_graph *g, const char *base, const char *suffix)
-{
-    size_t size = strlen(base) + strlen(suffix) + 24;
-    char *name = malloc(size);
-    for (int i = 0; name; i++) {
-        if (i == 0)
-            snprintf(name, size, "%s%s", base, suffix);
-        else
-            snprintf(name, size, "%s%s%d", base, suffix, i);
-        if (llmc_graph_find_value(g, name) < 0)
-            break;
-    }
-    return name;
-}
-
 static int count_symbolic(const llmc_affine *t, int n, int *last, bool *has_minus_one)
 {
     int count = 0;
@@ -180,7 +165,7 @@ static int fold_reshape_target(folder *f, int node)
         return LLMC_OK;   /* (c) gives the target to a Symbols node instead */
     for (int i = 0; i < cnt; i++)
         ints[i] = t[i].c;
-    char *name = unique_name(g, g->values[target].name, ".const");
+    char *name = llmc_unique_name(g, g->values[target].name, ".const");
     int v = name ? llmc_graph_add_value(g, name, LLMC_DT_INT64) : -1;
     llmc_shape shape = {.rank = 1, .dims = {llmc_aff_const(cnt)}};
     free(name);
@@ -387,7 +372,7 @@ static int make_symbols_node(folder *f, int v)
     }
     for (int i = 0; i < val->shape.rank; i++)
         dims[i] = val->shape.dims[i].c;
-    char *name = unique_name(g, val->name, "/Symbols");
+    char *name = llmc_unique_name(g, val->name, "/Symbols");
     int node = name ? llmc_graph_add_llmc_node(g, "Symbols", name, NULL, 0, &v, 1) : -1;
     free(name);
     if (node < 0 || llmc_node_set_ints(g, node, "values", values, 3 * g->values[v].n_sym) ||

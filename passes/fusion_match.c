@@ -204,23 +204,57 @@ bool llmc_match_is_closed(llmc_match *m, int root)
     return true;
 }
 
-int llmc_match_replace(llmc_match *m, int root, const char *op_type, bool onnx, const int *inputs, int n_inputs)
+int llmc_match_replace_outputs(llmc_match *m, int named, const char *op_type, bool onnx, const int *inputs,
+                               int n_inputs, const int *outputs, int n_outputs)
 {
     llmc_graph *g = m->g;
-    int n_outputs = g->nodes[root].n_outputs;
-    int *outputs = malloc(sizeof(int) * (size_t)n_outputs);
-    char *name = strdup(g->nodes[root].name);
-    int id = -1;
-    if (outputs && name) {
-        memcpy(outputs, g->nodes[root].outputs, sizeof(int) * (size_t)n_outputs);
-        for (int i = 0; i < m->n_nodes; i++)
-            llmc_graph_erase_node(g, m->nodes[i]);
-        id = onnx ? llmc_graph_add_node(g, op_type, name, inputs, n_inputs, outputs, n_outputs)
+    char *name = strdup(g->nodes[named].name);
+    if (!name)
+        return -1;
+    for (int i = 0; i < m->n_nodes; i++)
+        llmc_graph_erase_node(g, m->nodes[i]);
+    int id = onnx ? llmc_graph_add_node(g, op_type, name, inputs, n_inputs, outputs, n_outputs)
                   : llmc_graph_add_llmc_node(g, op_type, name, inputs, n_inputs, outputs, n_outputs);
-    }
-    free(outputs);
     free(name);
     return id;
+}
+
+int llmc_match_replace(llmc_match *m, int root, const char *op_type, bool onnx, const int *inputs, int n_inputs)
+{
+    const llmc_node *r = &m->g->nodes[root];
+    int n_outputs = r->n_outputs;
+    int *outputs = malloc(sizeof(int) * (size_t)n_outputs);
+    int id = -1;
+    if (outputs) {
+        memcpy(outputs, r->outputs, sizeof(int) * (size_t)n_outputs);
+        id = llmc_match_replace_outputs(m, root, op_type, onnx, inputs, n_inputs, outputs, n_outputs);
+    }
+    free(outputs);
+    return id;
+}
+
+char *llmc_unique_name(const llmc_graph *g, const char *base, const char *suffix)
+{
+    size_t size = strlen(base) + strlen(suffix) + 24;
+    char *name = malloc(size);
+    for (int i = 0; name; i++) {
+        if (i == 0)
+            snprintf(name, size, "%s%s", base, suffix);
+        else
+            snprintf(name, size, "%s%s%d", base, suffix, i);
+        if (llmc_graph_find_value(g, name) < 0)
+            break;
+    }
+    return name;
+}
+
+int llmc_add_const(llmc_graph *g, const char *base, const char *suffix, int dtype, const llmc_shape *shape,
+                   const void *data, uint64_t nbytes)
+{
+    char *name = llmc_unique_name(g, base, suffix);
+    int v = name ? llmc_graph_add_value(g, name, dtype) : -1;
+    free(name);
+    return v < 0 || llmc_graph_set_const(g, v, dtype, shape, data, nbytes) ? -1 : v;
 }
 
 int llmc_fusion_walk(llmc_graph *g, const llmc_pass_ctx *ctx, const char *pass, llmc_fusion_visit visit,
@@ -240,6 +274,15 @@ int llmc_fusion_walk(llmc_graph *g, const llmc_pass_ctx *ctx, const char *pass, 
         return llmc_fail(err, LLMC_E_INPUT, "%s: the graph has a cycle through node '%s' (#%d, %s)", pass,
                          g->nodes[cycle].name, cycle, g->nodes[cycle].op_type);
     return LLMC_OK;
+}
+
+int llmc_fusion_walks(llmc_graph *g, const llmc_pass_ctx *ctx, const char *pass, const llmc_fusion_visit *visits,
+                      int n, int *counts, llmc_error *err)
+{
+    int rc = LLMC_OK;
+    for (int i = 0; i < n && rc == LLMC_OK; i++)
+        rc = llmc_fusion_walk(g, ctx, pass, visits[i], &counts[i], err);
+    return rc;
 }
 
 void llmc_detail_set(const llmc_pass_ctx *ctx, const char *fmt, ...)

@@ -1,4 +1,4 @@
-/* What the fusion passes share: walking a candidate subgraph node by node,
+/* What the fusion passes share (and constant folding, for names): walking a candidate subgraph node by node,
  * checking its constants, explaining why a candidate was rejected, and
  * replacing the matched nodes with one fused node.
  *
@@ -69,6 +69,16 @@ bool llmc_match_is_closed(llmc_match *m, int root);
  * name.  Returns the new node id, -1 on OOM. */
 int llmc_match_replace(llmc_match *m, int root, const char *op_type, bool onnx, const int *inputs,
                        int n_inputs);
+/* The same with explicit outputs; the new node takes node `named`'s name. */
+int llmc_match_replace_outputs(llmc_match *m, int named, const char *op_type, bool onnx, const int *inputs,
+                               int n_inputs, const int *outputs, int n_outputs);
+/* A name no value has yet: base + suffix, else base + suffix + N; malloc'ed,
+ * NULL on OOM. */
+char *llmc_unique_name(const llmc_graph *g, const char *base, const char *suffix);
+/* A new constant value named base + suffix (made unique) that owns a copy
+ * of `data`; -1 on OOM. */
+int llmc_add_const(llmc_graph *g, const char *base, const char *suffix, int dtype, const llmc_shape *shape,
+                   const void *data, uint64_t nbytes);
 
 /* Calls visit(g, ctx, node) for every node live when the walk started, in
  * topological order, skipping nodes an earlier visit erased; visit returns
@@ -77,6 +87,11 @@ int llmc_match_replace(llmc_match *m, int root, const char *op_type, bool onnx, 
 typedef int (*llmc_fusion_visit)(llmc_graph *g, const llmc_pass_ctx *ctx, int node);
 int llmc_fusion_walk(llmc_graph *g, const llmc_pass_ctx *ctx, const char *pass, llmc_fusion_visit visit,
                      int *count, llmc_error *err);
+
+/* llmc_fusion_walk with each of visits[0..n), in order; counts[i] gets the
+ * count of walk i. */
+int llmc_fusion_walks(llmc_graph *g, const llmc_pass_ctx *ctx, const char *pass, const llmc_fusion_visit *visits,
+                      int n, int *counts, llmc_error *err);
 
 /* Writes the pass's summary to ctx->detail (when the caller gave one). */
 void llmc_detail_set(const llmc_pass_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -22,6 +22,9 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_rmsnorm_fusion,
     /* GELU (erf, tanh), SiLU -> llmc.Gelu, llmc.Silu; then Silu * up -> llmc.SwiGLU */
     &llmc_pass_activation_fusion,
+    /* MatMul/Gemm by constant weights (+ bias) -> llmc.Linear; siblings on
+     * one input merged; Splits and residual Adds absorbed */
+    &llmc_pass_linear_fusion,
 };
 
 #define PIPELINE_LENGTH ((int)(sizeof pipeline / sizeof pipeline[0]))

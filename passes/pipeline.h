@@ -15,6 +15,7 @@ extern const llmc_pass llmc_pass_dead_code;
 extern const llmc_pass llmc_pass_layernorm_fusion;
 extern const llmc_pass llmc_pass_rmsnorm_fusion;
 extern const llmc_pass llmc_pass_activation_fusion;
+extern const llmc_pass llmc_pass_linear_fusion;
 
 /* Upper bound on the pipeline length: size of the records array. */
 #define LLMC_PIPELINE_MAX_PASSES 32
