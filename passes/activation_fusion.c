@@ -40,12 +40,12 @@ static int match_half_x_one_plus(llmc_match *m, int act_node, int x)
     int act = g->nodes[act_node].outputs[0];
     int one_plus = llmc_match_consumer(m, act, "Add");
     if (one_plus < 0 || !llmc_const_near(g, llmc_other_input(g, one_plus, act), 1.0))
-        return llmc_match_reject(m, act_node, "not read by one Add(., 1)"), -1;
+        return llmc_match_reject(m, act_node, "not read by exactly one Add(., 1)"), -1;
     int sum = g->nodes[one_plus].outputs[0];
     int mul = llmc_match_consumer(m, sum, "Mul");
     int other = mul >= 0 ? llmc_other_input(g, mul, sum) : -1;
     if (other < 0)
-        return llmc_match_reject(m, one_plus, "not read by one Mul"), -1;
+        return llmc_match_reject(m, one_plus, "not read by exactly one Mul"), -1;
     int root = -1;
     if (llmc_const_near(g, other, 0.5)) {                      /* x * ((1 + e) * 0.5) */
         root = llmc_match_consumer(m, g->nodes[mul].outputs[0], "Mul");
@@ -139,7 +139,7 @@ static int fuse_silu(llmc_graph *g, const llmc_pass_ctx *ctx, int sigmoid)
     int root = llmc_match_consumer(&m, s, "Mul");
     bool ok = root >= 0 && llmc_strip_casts(g, llmc_other_input(g, root, s)) == llmc_strip_casts(g, x);
     if (!ok)
-        llmc_match_reject(&m, sigmoid, "not read by one Mul(x, Sigmoid(x))");
+        llmc_match_reject(&m, sigmoid, "not read by exactly one Mul(x, Sigmoid(x))");
     else if (!llmc_shape_equal(&g->values[g->nodes[root].outputs[0]].shape, &g->values[x].shape))
         ok = llmc_match_reject(&m, root, "the result is broadcast to another shape than x's");
     return replace_unary(&m, ok ? root : -1, "Silu", x, 0);

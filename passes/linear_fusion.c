@@ -69,6 +69,10 @@ static int match_bias_add(llmc_match *m, int y, int64_t n, int *bias)
     if (*bias >= 0 && llmc_const_vector(g, *bias, llmc_aff_const(n)) &&
         llmc_shape_equal(&g->values[g->nodes[add].outputs[0]].shape, &g->values[y].shape))
         return add;
+    if (*bias >= 0 && g->values[*bias].is_const) {
+        llmc_match_reject(m, add, "a constant addend that is not a float bias [N]: the Linear gets no bias");
+        llmc_match_explain(m);
+    }
     m->n_nodes = n_before;
     *bias = -1;
     return -1;
@@ -328,8 +332,8 @@ static int visit_residual(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
     int y = n->outputs[0];
     int add = llmc_match_consumer(&m, y, "Add");
     int r = add >= 0 ? llmc_other_input(g, add, y) : -1;
-    if (r < 0)
-        return 0;
+    if (r < 0 || g->values[r].is_const)
+        return 0;   /* a constant addend is a bias question, settled in step 1 */
     if (g->values[r].dtype != LLMC_DT_FLOAT || !llmc_shape_equal(&g->values[r].shape, &g->values[y].shape) ||
         !llmc_shape_equal(&g->values[g->nodes[add].outputs[0]].shape, &g->values[y].shape))
         return give_up(&m, add, "the residual is not a float tensor of the Linear's output shape");

@@ -69,7 +69,7 @@ static int match_division(llmc_match *m, int sqrt_node, int *numerator)
     int inv = llmc_match_consumer(m, root, "Reciprocal");
     int div = inv < 0 ? llmc_match_consumer(m, root, "Div") : -1;
     if (inv < 0 && div < 0)
-        return llmc_match_reject(m, sqrt_node, "its only reader is not a Div or Reciprocal"), -1;
+        return llmc_match_reject(m, sqrt_node, "it is not read by exactly one Div or Reciprocal"), -1;
     if (div >= 0 && llmc_strip_casts(g, g->nodes[div].inputs[1]) != llmc_strip_casts(g, root))
         return llmc_match_reject(m, div, "the square root is the numerator"), -1;
     if (div >= 0 && !llmc_const_near(g, g->nodes[div].inputs[0], 1.0)) {
