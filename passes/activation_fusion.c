@@ -8,9 +8,9 @@
  *
  * The erf argument may be Div(x, sqrt 2) or Mul(x, 1/sqrt 2); the final
  * product may group as (x * (1 + e)) * 0.5, x * ((1 + e) * 0.5) or
- * (x * 0.5) * (1 + e), every Add and Mul in either operand order.  Every
- * constant (0.5, 1, sqrt 2, 0.044715, sqrt(2/pi), the exponent 3) must be
- * within 1e-6 relative of its value, the result must have x's shape, and no
+ * (x * 0.5) * (1 + e), every Add and Mul in either operand order.  The exponent must
+ * be exactly 3 and every other constant (0.5, 1, sqrt 2, 0.044715,
+ * sqrt(2/pi)) within 1e-6 relative of its value, the result must have x's shape, and no
  * intermediate may be read outside the pattern (the Silu feeding a SwiGLU
  * included).  Erf, Tanh and Sigmoid are the anchors: a failure at one of
  * them is what --explain reports. */
@@ -110,7 +110,8 @@ static int tanh_argument(llmc_match *m, int tanh_node)
         int cubic = llmc_match_producer(m, g->nodes[add].inputs[k], "Mul");
         int cube = cubic >= 0 ? times_const(g, cubic, 0.044715) : -1;
         int pow = cube >= 0 ? llmc_match_producer(m, cube, "Pow") : -1;
-        if (pow >= 0 && llmc_const_near(g, g->nodes[pow].inputs[1], 3.0) &&
+        double exponent;
+        if (pow >= 0 && llmc_const_scalar(g, g->nodes[pow].inputs[1], &exponent) && exponent == 3.0 &&
             llmc_strip_casts(g, g->nodes[pow].inputs[0]) == llmc_strip_casts(g, x))
             return x;
         m->n_nodes = n_before;

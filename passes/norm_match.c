@@ -49,8 +49,9 @@ static int match_square(llmc_match *m, int mean)
     const llmc_graph *g = m->g;
     int sq = g->nodes[mean].inputs[0];
     int pow = llmc_match_producer(m, sq, "Pow");
+    double exponent;
     if (pow >= 0) {
-        if (!llmc_const_near(g, g->nodes[pow].inputs[1], 2.0))
+        if (!llmc_const_scalar(g, g->nodes[pow].inputs[1], &exponent) || exponent != 2.0)
             return llmc_match_reject(m, pow, "the exponent is not the constant 2"), -1;
         return g->nodes[pow].inputs[0];
     }

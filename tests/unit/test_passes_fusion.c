@@ -316,6 +316,14 @@ static void cube_instead_of_square(llmc_graph *g)
     memcpy((void *)g->values[v].konst.data, &three, sizeof three);
 }
 
+/* The float right above 2: the exponent must be 2 exactly. */
+static void almost_square(llmc_graph *g)
+{
+    float above = nextafterf(2.0f, 3.0f);
+    int v = g->nodes[node_named(g, "sq")].inputs[1];
+    memcpy((void *)g->values[v].konst.data, &above, sizeof above);
+}
+
 static void mean_over_axis_1(llmc_graph *g)
 {
     llmc_attr *a = (llmc_attr *)llmc_node_attr(g, node_named(g, "mean"), "axes");
@@ -349,6 +357,7 @@ static void scale_of_one_element(llmc_graph *g)
 static void test_rmsnorm_rejections(void)
 {
     expect_rmsnorm_rejected("Pow(x, 3)", cube_instead_of_square, "the exponent is not the constant 2");
+    expect_rmsnorm_rejected("Pow(x, 2.0000002)", almost_square, "the exponent is not the constant 2");
     expect_rmsnorm_rejected("mean over axis 1", mean_over_axis_1, "not over the last axis only");
     expect_rmsnorm_rejected("keepdims=0", mean_without_keepdims, "keepdims is 0");
     expect_rmsnorm_rejected("x^2 read outside", square_also_an_output, "output 'sq' is also read outside the pattern");
