@@ -75,6 +75,15 @@ int llmc_strip_casts(const llmc_graph *g, int v)
     return v;
 }
 
+bool llmc_match_add_casts(llmc_match *m, int v)
+{
+    int p;
+    for (; v >= 0 && (p = m->g->values[v].producer) >= 0 && is_identity_cast(m->g, p); v = m->g->nodes[p].inputs[0])
+        if (!llmc_match_add(m, p))
+            return false;
+    return true;
+}
+
 int llmc_match_producer(llmc_match *m, int v, const char *op_type)
 {
     const llmc_graph *g = m->g;

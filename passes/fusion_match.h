@@ -48,6 +48,8 @@ int llmc_match_producer(llmc_match *m, int v, const char *op_type);
  * Casts in between are collected.  -1, nothing collected, when v has other
  * readers, is a graph output or is read by another op. */
 int llmc_match_consumer(llmc_match *m, int v, const char *op_type);
+/* Collects the identity Casts above v. */
+bool llmc_match_add_casts(llmc_match *m, int v);
 /* v with identity Casts above it stepped over (not collected). */
 int llmc_strip_casts(const llmc_graph *g, int v);
 /* The input of binary node `node` other than `v`; -1 if v is not an input. */

@@ -32,7 +32,7 @@ static bool match_centering(llmc_match *m, const llmc_norm_parts *parts, int *x)
     if (llmc_strip_casts(g, g->nodes[sub].inputs[0]) != llmc_strip_casts(g, *x))
         return llmc_match_reject(m, sub, "it centers another value than the one averaged");
     if (llmc_strip_casts(g, parts->numerator) == llmc_strip_casts(g, parts->squared))
-        return true;
+        return llmc_match_add_casts(m, parts->numerator);   /* Div(Cast(d), .) */
     int sub2 = llmc_match_producer(m, parts->numerator, "Sub");
     if (sub2 < 0 || llmc_strip_casts(g, g->nodes[sub2].inputs[0]) != llmc_strip_casts(g, *x) ||
         llmc_strip_casts(g, g->nodes[sub2].inputs[1]) != llmc_strip_casts(g, mu))

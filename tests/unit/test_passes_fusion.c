@@ -368,10 +368,12 @@ static void test_rmsnorm_rejections(void)
 
 /* ---- layernorm-fusion ---- */
 
+typedef enum { LN_TORCH, LN_TWO_SUBS, LN_CAST } ln_form;
+
 /* mu = mean(x); d = x - mu; (d / sqrt(mean(d^2) + eps)) * scale + bias.
- * two_subs: the division reads a second Sub(x, mu), with an identity Cast
- * around it; bias may be NULL. */
-static int build_layernorm(llmc_graph *g, bool two_subs, const float *scale, const float *bias, int *x, int *sc,
+ * LN_TWO_SUBS: the division reads a second Sub(x, mu) through an identity
+ * Cast; LN_CAST: it reads Cast(d).  bias may be NULL. */
+static int build_layernorm(llmc_graph *g, ln_form form, const float *scale, const float *bias, int *x, int *sc,
                            int *bi)
 {
     *x = x_input(g, "x", D);
@@ -384,8 +386,8 @@ static int build_layernorm(llmc_graph *g, bool two_subs, const float *scale, con
     ATTR_INTS(g, var_node, "axes", 2);
     int root = OP(g, "Sqrt", "root", OP(g, "Add", "ve", op_value(g, var_node), fconst(g, "eps", 1e-5f)));
     int num = d;
-    if (two_subs) {
-        int cast = g_node(g, "Cast", "cast", NULL, 1, OP(g, "Sub", "d2", *x, mu));
+    if (form != LN_TORCH) {
+        int cast = g_node(g, "Cast", "cast", NULL, 1, form == LN_TWO_SUBS ? OP(g, "Sub", "d2", *x, mu) : d);
         attr_int(g, cast, "to", LLMC_DT_FLOAT);
         num = op_value(g, cast);
     }
@@ -403,14 +405,16 @@ static void test_layernorm(void)
     fill(x, ROWS * D, 3);
     fill(scale, D, 4);
     fill(bias, D, 5);
-    for (int variant = 0; variant < 2; variant++) {
-        const char *what = variant ? "two Subs, a Cast, no bias" : "torch opset-14 form with bias";
-        const float *b = variant ? NULL : bias;
+    static const char *names[] = {"torch opset-14 form with bias", "two Subs, a Cast, no bias",
+                                  "Div(Cast(d), .), no bias"};
+    for (int form = LN_TORCH; form <= LN_CAST; form++) {
+        const char *what = names[form];
+        const float *b = form == LN_TORCH ? bias : NULL;
         llmc_graph g;
         pass_run r = {0};
         int xv, sv, bv;
         new_graph(&g);
-        int y = build_layernorm(&g, variant, scale, b, &xv, &sv, &bv);
+        int y = build_layernorm(&g, (ln_form)form, scale, b, &xv, &sv, &bv);
         CHECK(infer(&g) == LLMC_OK, "%s: shapes infer", what);
         layernorm_ref(x, scale, b, 1e-5f, want);
         CHECK(evaluate(&g, (float *[]){x}, (float *[]){got}) == LLMC_OK && close_to(got, want, ROWS * D),
@@ -442,7 +446,7 @@ static void test_layernorm_rejections(void)
     pass_run r = {0};
     int xv, sv, bv;
     new_graph(&g);
-    build_layernorm(&g, false, scale, bias, &xv, &sv, &bv);
+    build_layernorm(&g, LN_TORCH, scale, bias, &xv, &sv, &bv);
     ((llmc_attr *)llmc_node_attr(&g, node_named(&g, "mu"), "axes"))->ints[0] = 1;
     expect_unfused(&g, &llmc_pass_layernorm_fusion, "LayerNormalization",
                    "layernorm-fusion: node 'mu' (#0, ReduceMean) not fused: the mean is not over the last axis only",
@@ -450,7 +454,7 @@ static void test_layernorm_rejections(void)
 
     /* The Sub's result also read elsewhere */
     new_graph(&g);
-    build_layernorm(&g, false, scale, bias, &xv, &sv, &bv);
+    build_layernorm(&g, LN_TORCH, scale, bias, &xv, &sv, &bv);
     g_output(&g, g.nodes[node_named(&g, "d")].outputs[0]);
     expect_unfused(&g, &llmc_pass_layernorm_fusion, "LayerNormalization", "output 'd' is also read outside",
                    "x - mean(x) read outside");
