@@ -246,7 +246,6 @@ static int build_rmsnorm(llmc_graph *g, rms_form form, const float *scale, float
         normed = OP(g, "Mul", "normed", *x, OP(g, "Div", "inv", fconst(g, "one", 1.0f), root));
     }
     int y = form == RMS_VARIANTS ? OP(g, "Mul", "y", *sc, normed) : OP(g, "Mul", "y", normed, *sc);
-    g_output(g, y);
     return y;
 }
 
@@ -263,6 +262,7 @@ static void test_rmsnorm_forms(void)
         int xv, sv;
         new_graph(&g);
         int y = build_rmsnorm(&g, (rms_form)form, scale, 1e-6f, &xv, &sv);
+        g_output(&g, y);
         CHECK(infer(&g) == LLMC_OK, "%s: shapes infer", names[form]);
         rmsnorm_ref(x, scale, 1e-6f, want);
         CHECK(evaluate(&g, (float *[]){x}, (float *[]){got}) == LLMC_OK && close_to(got, want, ROWS * D),
@@ -288,7 +288,7 @@ static void expect_rmsnorm_rejected(const char *what, void (*spoil)(llmc_graph *
     pass_run r = {0};
     int xv, sv;
     new_graph(&g);
-    build_rmsnorm(&g, RMS_TORCH, scale, 1e-6f, &xv, &sv);
+    g_output(&g, build_rmsnorm(&g, RMS_TORCH, scale, 1e-6f, &xv, &sv));
     spoil(&g);
     CHECK(infer(&g) == LLMC_OK, "%s: shapes infer", what);
     int before = llmc_graph_live_nodes(&g);
@@ -821,6 +821,70 @@ static void test_linear_not_projections(void)
     llmc_graph_free(&g);
 }
 
+/* ---- the pipeline ---- */
+
+/* Position of the pass `name` in the records; n when absent. */
+static int record_index(const llmc_pass_record *rec, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(rec[i].name, name) == 0)
+            return i;
+    return n;
+}
+
+/* A LLaMA MLP block, x + down(silu(gate(h)) * up(h)) with h = RMSNorm(x),
+ * through the whole pipeline: RMSNorm, one Linear for gate and up, SwiGLU,
+ * and the down Linear with x as its residual. */
+static void test_pipeline_mlp_block(void)
+{
+    enum { F = 6 };
+    float x[ROWS * D], scale[D], wg[D * F], wu[D * F], wd[F * D], got[ROWS * D];
+    double h[ROWS * D], gate[ROWS * F], up[ROWS * F], want[ROWS * D];
+    float hf[ROWS * D], act[ROWS * F];
+    fill(x, ROWS * D, 26);
+    fill(scale, D, 27);
+    fill(wg, D * F, 28);
+    fill(wu, D * F, 29);
+    fill(wd, F * D, 30);
+    llmc_graph g;
+    new_graph(&g);
+    int xv, sv;
+    int hv = build_rmsnorm(&g, RMS_TORCH, scale, 1e-6f, &xv, &sv);
+    int gv = OP(&g, "MatMul", "gate", hv, matrix(&g, "wg", D, F, wg));
+    int uv = OP(&g, "MatMul", "up", hv, matrix(&g, "wu", D, F, wu));
+    int av = OP(&g, "Mul", "act", OP(&g, "Mul", "silu", gv, OP(&g, "Sigmoid", "sig", gv)), uv);
+    int y = OP(&g, "Add", "y", xv, OP(&g, "MatMul", "down", av, matrix(&g, "wd", F, D, wd)));
+    g_output(&g, y);
+    CHECK(infer(&g) == LLMC_OK && evaluate(&g, (float *[]){x}, (float *[]){got}) == LLMC_OK, "MLP block evaluates");
+    rmsnorm_ref(x, scale, 1e-6f, h);
+    for (int i = 0; i < ROWS * D; i++)
+        hf[i] = (float)h[i];
+    linear_ref(hf, wg, NULL, NULL, D, F, gate);
+    linear_ref(hf, wu, NULL, NULL, D, F, up);
+    for (int i = 0; i < ROWS * F; i++)
+        act[i] = (float)(silu_ref(gate[i]) * up[i]);
+    linear_ref(act, wd, NULL, x, F, D, want);
+    CHECK(close_to(got, want, ROWS * D), "the original block computes x + down(swiglu(gate(h), up(h)))");
+
+    llmc_pass_record rec[LLMC_PIPELINE_MAX_PASSES];
+    llmc_pass_ctx ctx = {.max_context = 64};
+    llmc_error err = {0};
+    int n_rec = 0;
+    CHECK(llmc_pipeline_run(&g, &ctx, NULL, rec, &n_rec, &err) == LLMC_OK, "pipeline runs (%s)", err.msg);
+    CHECK(record_index(rec, n_rec, "dead-code") < record_index(rec, n_rec, "layernorm-fusion") &&
+              record_index(rec, n_rec, "layernorm-fusion") < record_index(rec, n_rec, "rmsnorm-fusion") &&
+              record_index(rec, n_rec, "rmsnorm-fusion") < record_index(rec, n_rec, "activation-fusion") &&
+              record_index(rec, n_rec, "activation-fusion") < record_index(rec, n_rec, "linear-fusion") &&
+              record_index(rec, n_rec, "linear-fusion") < n_rec,
+          "the pipeline runs dead-code, layernorm-, rmsnorm-, activation-, linear-fusion in this order");
+    int h_fused = g.nodes[producer_of(&g, gv)].inputs[0];
+    CHECK(llmc_graph_live_nodes(&g) == 4 && IS_FUSED(&g, h_fused, "RMSNorm", xv, sv) &&
+              IS_FUSED(&g, gv, "Linear", h_fused, -2) && producer_of(&g, gv) == producer_of(&g, uv) &&
+              IS_FUSED(&g, av, "SwiGLU", gv, uv) && IS_FUSED(&g, y, "Linear", av, -2, -1, xv),
+          "4 nodes: RMSNorm, Linear -> (gate, up), SwiGLU, Linear(act, Wd, -, x)");
+    llmc_graph_free(&g);
+}
+
 int main(void)
 {
     test_rmsnorm_forms();
@@ -835,5 +899,6 @@ int main(void)
     test_linear_residual();
     test_linear_gemm();
     test_linear_not_projections();
+    test_pipeline_mlp_block();
     return TAP_DONE();
 }
