@@ -31,8 +31,10 @@ enum { LIN_X, LIN_W, LIN_BIAS, LIN_RESIDUAL, LIN_INPUTS };
 
 static bool is_float_matrix(const llmc_graph *g, int v)
 {
+    if (v < 0)
+        return false;
     const llmc_value *val = &g->values[v];
-    return v >= 0 && val->is_const && val->konst.data && val->dtype == LLMC_DT_FLOAT && val->shape.rank == 2 &&
+    return val->is_const && val->konst.data && val->dtype == LLMC_DT_FLOAT && val->shape.rank == 2 &&
            llmc_aff_is_const(val->shape.dims[0]) && llmc_aff_is_const(val->shape.dims[1]);
 }
 
