@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "evaluate.h"
+#include "fusion_match.h"
 #include "pass.h"
 #include "pipeline.h"
 #include "shape_inference.h"

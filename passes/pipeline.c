@@ -21,11 +21,21 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_cse,
     /* Slice(Slice(x)) -> Slice(x) where the bounds compose exactly */
     &llmc_pass_slice_fusion,
+    /* decomposed LayerNorm -> ONNX LayerNormalization (before rmsnorm-fusion,
+     * which leaves centered norms to it) */
+    &llmc_pass_layernorm_fusion,
+    /* x / sqrt(mean(x^2) + eps) * scale -> llmc.RMSNorm */
+    &llmc_pass_rmsnorm_fusion,
+    /* GELU (erf, tanh), SiLU -> llmc.Gelu, llmc.Silu; then Silu * up -> llmc.SwiGLU */
+    &llmc_pass_activation_fusion,
     /* rotate-half RoPE -> llmc.Rope with compile-time cos/sin tables */
     &llmc_pass_rope_fusion,
     /* Q.K^T, causal mask, Softmax, .V, GQA repeat and past/present Concats
      * -> llmc.Attention owning the KV cache */
     &llmc_pass_attention_fusion,
+    /* MatMul/Gemm by constant weights (+ bias) -> llmc.Linear; siblings on
+     * one input merged; Splits and residual Adds absorbed */
+    &llmc_pass_linear_fusion,
 };
 
 #define PIPELINE_LENGTH ((int)(sizeof pipeline / sizeof pipeline[0]))

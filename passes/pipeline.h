@@ -15,8 +15,12 @@ extern const llmc_pass llmc_pass_constant_folding;
 extern const llmc_pass llmc_pass_dead_code;
 extern const llmc_pass llmc_pass_cse;
 extern const llmc_pass llmc_pass_slice_fusion;
+extern const llmc_pass llmc_pass_layernorm_fusion;
+extern const llmc_pass llmc_pass_rmsnorm_fusion;
+extern const llmc_pass llmc_pass_activation_fusion;
 extern const llmc_pass llmc_pass_rope_fusion;
 extern const llmc_pass llmc_pass_attention_fusion;
+extern const llmc_pass llmc_pass_linear_fusion;
 
 /* Upper bound on the pipeline length: size of the records array. */
 #define LLMC_PIPELINE_MAX_PASSES 32

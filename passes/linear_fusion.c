@@ -1,0 +1,357 @@
+/* linear-fusion: projections by constant weights -> llmc.Linear, in four
+ * steps, each over the result of the one before:
+ *
+ *  1. formation: MatMul(x, W), W a float constant [K, N] and x float
+ *     [..., K], with a following Add of a float constant bias [N] (either
+ *     operand order, nothing broadcast past the MatMul's shape) when there
+ *     is one and the MatMul's output has no other reader -> Linear(x, W,
+ *     bias).  Gemm(A, B, C) with alpha = beta = 1 and transA = 0 too: B
+ *     becomes [K, N] (transposed into a new constant when transB = 1), C
+ *     must be a constant [N] or [1, N].
+ *  2. merging: Linears reading the same x (q/k/v; gate/up) become one whose
+ *     W is theirs concatenated along N (a new constant) and whose outputs
+ *     are theirs in node-id order; biases are concatenated, zeros standing
+ *     in for a missing one only when some sibling has a bias.
+ *  3. splits: a Split along the last axis that is the only reader of a
+ *     Linear output (GPT-2's c_attn) becomes outputs of the Linear.
+ *  4. residual: Add(y, r) with y the only output of a Linear, read by
+ *     nothing else, and r of y's shape (no broadcasting) -> the Linear
+ *     takes r as its residual input and the Add's output.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusion_match.h"
+#include "llmc_ops.h"
+#include "pass.h"
+
+#define PASS_NAME "linear-fusion"
+/* Linear(x, W, bias, residual): input positions */
+enum { LIN_X, LIN_W, LIN_BIAS, LIN_RESIDUAL, LIN_INPUTS };
+
+static bool is_float_matrix(const llmc_graph *g, int v)
+{
+    if (v < 0)
+        return false;
+    const llmc_value *val = &g->values[v];
+    return val->is_const && val->konst.data && val->dtype == LLMC_DT_FLOAT && val->shape.rank == 2 &&
+           llmc_aff_is_const(val->shape.dims[0]) && llmc_aff_is_const(val->shape.dims[1]);
+}
+
+static int64_t dim(const llmc_graph *g, int v, int axis)
+{
+    return g->values[v].shape.dims[axis].c;
+}
+
+/* Records and explains why the candidate at `node` was not fused; 0. */
+static int give_up(llmc_match *m, int node, const char *why)
+{
+    llmc_match_reject(m, node, "%s", why);
+    llmc_match_explain(m);
+    return 0;
+}
+
+/* x is float [..., k] */
+static bool is_input_of_width(const llmc_graph *g, int x, int64_t k)
+{
+    const llmc_shape *xs = &g->values[x].shape;
+    return g->values[x].dtype == LLMC_DT_FLOAT && xs->rank >= 1 && llmc_aff_eq(xs->dims[xs->rank - 1], llmc_aff_const(k));
+}
+
+/* ---- 1. formation ---- */
+
+/* An Add of a float constant [N] reading `y` alone: its node (collected),
+ * *bias the constant; -1 with the match unchanged. */
+static int match_bias_add(llmc_match *m, int y, int64_t n, int *bias)
+{
+    const llmc_graph *g = m->g;
+    int n_before = m->n_nodes;
+    int add = llmc_match_consumer(m, y, "Add");
+    *bias = add >= 0 ? llmc_other_input(g, add, y) : -1;
+    if (*bias >= 0 && llmc_const_vector(g, *bias, llmc_aff_const(n)) &&
+        llmc_shape_equal(&g->values[g->nodes[add].outputs[0]].shape, &g->values[y].shape))
+        return add;
+    if (*bias >= 0 && g->values[*bias].is_const) {
+        llmc_match_reject(m, add, "a constant addend that is not a float bias [N]: the Linear gets no bias");
+        llmc_match_explain(m);
+    }
+    m->n_nodes = n_before;
+    *bias = -1;
+    return -1;
+}
+
+/* Replaces the match by Linear(x, w, bias?) taking root's outputs. */
+static int emit_linear(llmc_match *m, int root, int x, int w, int bias)
+{
+    int inputs[3] = {x, w, bias};
+    return llmc_match_replace(m, root, "Linear", false, inputs, bias >= 0 ? 3 : 2) < 0 ? -1 : 1;
+}
+
+static int form_from_matmul(llmc_graph *g, const llmc_pass_ctx *ctx, int mm)
+{
+    llmc_match m;
+    llmc_match_init(&m, g, ctx, PASS_NAME);
+    llmc_match_add(&m, mm);
+    int x = g->nodes[mm].inputs[0], w = g->nodes[mm].inputs[1];
+    if (!g->values[w].is_const)
+        return 0;   /* activation times activation (attention): not a projection */
+    if (!is_float_matrix(g, w))
+        return give_up(&m, mm, "the weight is not a 2-D float constant");
+    if (!is_input_of_width(g, x, dim(g, w, 0)))
+        return give_up(&m, mm, "x is not float [..., K] with K the weight's rows");
+    int bias, add = match_bias_add(&m, g->nodes[mm].outputs[0], dim(g, w, 1), &bias);
+    return emit_linear(&m, add >= 0 ? add : mm, x, w, bias);
+}
+
+/* B transposed: a new constant [K, N] from B [N, K]; -1 on OOM. */
+static int transposed(llmc_graph *g, int b)
+{
+    int64_t n = dim(g, b, 0), k = dim(g, b, 1);
+    const float *src = g->values[b].konst.data;
+    float *t = malloc(sizeof(float) * (size_t)(n * k) + 1);
+    if (!t)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < k; j++)
+            t[j * n + i] = src[i * k + j];
+    llmc_shape shape = {.rank = 2, .dims = {llmc_aff_const(k), llmc_aff_const(n)}};
+    int v = llmc_add_const(g, g->values[b].name, ".transposed", LLMC_DT_FLOAT, &shape, t, sizeof(float) * (size_t)(n * k));
+    free(t);
+    return v;
+}
+
+/* Gemm's C as a bias [N]: C itself, a [N] copy of a [1, N] C, or -1 when
+ * absent; -2 when C is something else, -3 on OOM. */
+static int gemm_bias(llmc_graph *g, int c, int64_t n)
+{
+    if (c < 0)
+        return -1;
+    if (llmc_const_vector(g, c, llmc_aff_const(n)))
+        return c;
+    if (!is_float_matrix(g, c) || dim(g, c, 0) != 1 || dim(g, c, 1) != n)
+        return -2;
+    llmc_shape shape = {.rank = 1, .dims = {llmc_aff_const(n)}};
+    int v = llmc_add_const(g, g->values[c].name, ".row", LLMC_DT_FLOAT, &shape, g->values[c].konst.data,
+                           sizeof(float) * (size_t)n);
+    return v < 0 ? -3 : v;
+}
+
+static bool gemm_is_plain(const llmc_graph *g, int node)
+{
+    return llmc_node_attr_float(g, node, "alpha", 1.0f) == 1.0f && llmc_node_attr_float(g, node, "beta", 1.0f) == 1.0f &&
+           llmc_node_attr_int(g, node, "transA", 0) == 0;
+}
+
+static int form_from_gemm(llmc_graph *g, const llmc_pass_ctx *ctx, int gemm)
+{
+    llmc_match m;
+    llmc_match_init(&m, g, ctx, PASS_NAME);
+    llmc_match_add(&m, gemm);
+    const llmc_node *n = &g->nodes[gemm];
+    int a = n->inputs[0], b = n->inputs[1], c = n->n_inputs > 2 ? n->inputs[2] : -1;
+    bool trans_b = llmc_node_attr_int(g, gemm, "transB", 0) != 0;
+    if (!is_float_matrix(g, b) || !gemm_is_plain(g, gemm) || g->values[a].shape.rank != 2 ||
+        !is_input_of_width(g, a, dim(g, b, trans_b ? 1 : 0)))
+        return give_up(&m, gemm, "not A [M, K] times a constant float B with alpha = beta = 1, transA = 0");
+    int bias = gemm_bias(g, c, dim(g, b, trans_b ? 0 : 1));
+    if (bias == -2)
+        return give_up(&m, gemm, "C is not a float constant [N] or [1, N]");
+    int w = trans_b ? transposed(g, b) : b;
+    if (bias == -3 || w < 0)
+        return -1;
+    return emit_linear(&m, gemm, a, w, bias);
+}
+
+static int visit_projection(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
+{
+    if (llmc_is_onnx_op(&g->nodes[node], "MatMul"))
+        return form_from_matmul(g, ctx, node);
+    return llmc_is_onnx_op(&g->nodes[node], "Gemm") ? form_from_gemm(g, ctx, node) : 0;
+}
+
+/* ---- 2. merging ---- */
+
+/* A live Linear without a residual input. */
+static bool is_plain_linear(const llmc_node *n)
+{
+    return !n->dead && llmc_is_op(n, "Linear") && n->n_inputs <= LIN_RESIDUAL;
+}
+
+static int bias_of(const llmc_node *n)
+{
+    return n->n_inputs > LIN_BIAS ? n->inputs[LIN_BIAS] : -1;
+}
+
+/* The members' weights [K, N_i] side by side: a new constant [K, sum N_i]. */
+static int concat_weights(llmc_graph *g, const int *members, int n, int64_t total)
+{
+    int first = g->nodes[members[0]].inputs[LIN_W];
+    int64_t k = dim(g, first, 0), col = 0;
+    float *cat = malloc(sizeof(float) * (size_t)(k * total) + 1);
+    for (int i = 0; cat && i < n; i++) {
+        int w = g->nodes[members[i]].inputs[LIN_W];
+        int64_t width = dim(g, w, 1);
+        const float *src = g->values[w].konst.data;
+        for (int64_t r = 0; r < k; r++)
+            memcpy(cat + r * total + col, src + r * width, sizeof(float) * (size_t)width);
+        col += width;
+    }
+    llmc_shape shape = {.rank = 2, .dims = {llmc_aff_const(k), llmc_aff_const(total)}};
+    int v = cat ? llmc_add_const(g, g->values[first].name, ".merged", LLMC_DT_FLOAT, &shape, cat,
+                                 sizeof(float) * (size_t)(k * total))
+                : -1;
+    free(cat);
+    return v;
+}
+
+/* The members' biases in a row, zeros for a missing one: a new constant
+ * [total]; -1 when no member has a bias, -2 on OOM. */
+static int concat_biases(llmc_graph *g, const int *members, int n, int64_t total)
+{
+    int with_bias = -1;
+    for (int i = 0; i < n && with_bias < 0; i++)
+        with_bias = bias_of(&g->nodes[members[i]]) >= 0 ? members[i] : -1;
+    if (with_bias < 0)
+        return -1;
+    float *cat = calloc((size_t)total + 1, sizeof(float));
+    int64_t col = 0;
+    for (int i = 0; cat && i < n; i++) {
+        int w = g->nodes[members[i]].inputs[LIN_W], b = bias_of(&g->nodes[members[i]]);
+        if (b >= 0)
+            memcpy(cat + col, g->values[b].konst.data, sizeof(float) * (size_t)dim(g, w, 1));
+        col += dim(g, w, 1);
+    }
+    llmc_shape shape = {.rank = 1, .dims = {llmc_aff_const(total)}};
+    int v = cat ? llmc_add_const(g, g->values[bias_of(&g->nodes[with_bias])].name, ".merged", LLMC_DT_FLOAT, &shape,
+                                 cat, sizeof(float) * (size_t)total)
+                : -1;
+    free(cat);
+    return v < 0 ? -2 : v;
+}
+
+static int merge_group(llmc_graph *g, const llmc_pass_ctx *ctx, const int *members, int n)
+{
+    llmc_match m;
+    int64_t total = 0;
+    int n_out = 0, *outputs = NULL, rc = -1;
+    llmc_match_init(&m, g, ctx, PASS_NAME);
+    for (int i = 0; i < n; i++) {
+        llmc_match_add(&m, members[i]);
+        total += dim(g, g->nodes[members[i]].inputs[LIN_W], 1);
+        n_out += g->nodes[members[i]].n_outputs;
+    }
+    int w = concat_weights(g, members, n, total), bias = concat_biases(g, members, n, total);
+    if (w >= 0 && bias != -2 && (outputs = malloc(sizeof(int) * (size_t)n_out))) {
+        n_out = 0;
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < g->nodes[members[i]].n_outputs; k++)
+                outputs[n_out++] = g->nodes[members[i]].outputs[k];
+        int inputs[3] = {g->nodes[members[0]].inputs[LIN_X], w, bias};
+        rc = llmc_match_replace_outputs(&m, members[0], "Linear", false, inputs, bias >= 0 ? 3 : 2, outputs, n_out) < 0
+                 ? -1
+                 : 1;
+    }
+    free(outputs);
+    return rc;
+}
+
+/* Visiting the first Linear of a group (in topological order) merges its
+ * siblings, in node-id order, into it. */
+static int visit_merge(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
+{
+    if (!is_plain_linear(&g->nodes[node]) || g->nodes[node].n_outputs < 1)
+        return 0;
+    int x = g->nodes[node].inputs[LIN_X], n = 0, rc = 0;
+    int *members = malloc(sizeof(int) * (size_t)g->n_nodes);
+    for (int i = 0; members && i < g->n_nodes; i++)
+        if (is_plain_linear(&g->nodes[i]) && g->nodes[i].inputs[LIN_X] == x && n < LLMC_MATCH_MAX_NODES)
+            members[n++] = i;
+    if (!members)
+        rc = -1;
+    else if (n > 1)
+        rc = merge_group(g, ctx, members, n);
+    free(members);
+    return rc;
+}
+
+/* ---- 3. splits ---- */
+
+/* The Split that alone reads y, along its last axis: collected, its node;
+ * -1 (nothing collected) otherwise. */
+static int last_axis_split(llmc_match *m, int y)
+{
+    const llmc_graph *g = m->g;
+    const llmc_shape *ys = &g->values[y].shape;
+    int n_before = m->n_nodes, split = llmc_match_consumer(m, y, "Split");
+    int64_t axis = split >= 0 ? llmc_node_attr_int(g, split, "axis", 0) : 0;
+    bool ok = split >= 0 && (axis == -1 || axis == ys->rank - 1);
+    for (int k = 0; ok && k < g->nodes[split].n_outputs; k++) {
+        int v = g->nodes[split].outputs[k];
+        ok = v >= 0 && g->values[v].shape.rank == ys->rank &&
+             llmc_aff_is_const(g->values[v].shape.dims[ys->rank - 1]);
+        for (int d = 0; ok && d < ys->rank - 1; d++)
+            ok = llmc_aff_eq(g->values[v].shape.dims[d], ys->dims[d]);
+    }
+    if (!ok)
+        m->n_nodes = n_before;
+    return ok ? split : -1;
+}
+
+static int visit_splits(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
+{
+    const llmc_node *n = &g->nodes[node];
+    if (!is_plain_linear(n))
+        return 0;
+    llmc_match m;
+    llmc_match_init(&m, g, ctx, PASS_NAME);
+    llmc_match_add(&m, node);
+    int outputs[LLMC_MATCH_MAX_NODES * 4], n_out = 0;
+    for (int k = 0; k < n->n_outputs; k++) {
+        int split = last_axis_split(&m, n->outputs[k]);
+        const llmc_node *s = split >= 0 ? &g->nodes[split] : NULL;
+        if (split >= 0 && n_out + s->n_outputs + n->n_outputs - k <= (int)(sizeof outputs / sizeof outputs[0])) {
+            memcpy(outputs + n_out, s->outputs, sizeof(int) * (size_t)s->n_outputs);
+            n_out += s->n_outputs;
+        } else {
+            outputs[n_out++] = n->outputs[k];
+        }
+    }
+    if (m.n_nodes == 1)
+        return 0;
+    return llmc_match_replace_outputs(&m, node, "Linear", false, n->inputs, n->n_inputs, outputs, n_out) < 0 ? -1 : 1;
+}
+
+/* ---- 4. residual ---- */
+
+static int visit_residual(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
+{
+    const llmc_node *n = &g->nodes[node];
+    if (!is_plain_linear(n) || n->n_outputs != 1)
+        return 0;
+    llmc_match m;
+    llmc_match_init(&m, g, ctx, PASS_NAME);
+    llmc_match_add(&m, node);
+    int y = n->outputs[0];
+    int add = llmc_match_consumer(&m, y, "Add");
+    int r = add >= 0 ? llmc_other_input(g, add, y) : -1;
+    if (r < 0 || g->values[r].is_const)
+        return 0;   /* a constant addend is a bias question, settled in step 1 */
+    if (g->values[r].dtype != LLMC_DT_FLOAT || !llmc_shape_equal(&g->values[r].shape, &g->values[y].shape) ||
+        !llmc_shape_equal(&g->values[g->nodes[add].outputs[0]].shape, &g->values[y].shape))
+        return give_up(&m, add, "the residual is not a float tensor of the Linear's output shape");
+    int inputs[LIN_INPUTS] = {n->inputs[LIN_X], n->inputs[LIN_W], bias_of(n), r};
+    return llmc_match_replace(&m, add, "Linear", false, inputs, LIN_INPUTS) < 0 ? -1 : 1;
+}
+
+static int run_linear_fusion(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
+{
+    /* steps 1..4 in order: projections, merging, splits, residuals */
+    static const llmc_fusion_visit steps[] = {visit_projection, visit_merge, visit_splits, visit_residual};
+    int n[4];
+    int rc = llmc_fusion_walks(g, ctx, PASS_NAME, steps, 4, n, err);
+    if (rc == LLMC_OK)
+        llmc_detail_set(ctx, "%d linears, %d merged groups, %d residuals, %d splits absorbed", n[0], n[1], n[3], n[2]);
+    return rc;
+}
+
+const llmc_pass llmc_pass_linear_fusion = {PASS_NAME, run_linear_fusion};
