@@ -5,8 +5,10 @@
  * of working memory whose size llmc_rt_session_memory() reports.
  *
  *   plan file  ->  llmc_rt_plan_open()     verifies every offset, once
- *   memory     ->  llmc_rt_session_init()  arena + KV store carved from it
- *   tokens     ->  llmc_rt_session_feed()  logits of the last token
+ *   memory     ->  llmc_rt_session_init()  arena, KV store, cache pool carved from it
+ *   tokens     ->  llmc_prefill() / llmc_decode()  (llmc_rt_session_feed)
+ *                                          logits of the last token
+ *   logits     ->  llmc_sample()           the next token
  *
  * Working memory layout (one block, 64-byte aligned pieces):
  *   [ arena: tensors of one call, offsets planned by the compiler ]

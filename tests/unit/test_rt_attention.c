@@ -177,6 +177,34 @@ static uint8_t *build_op_plan(const attn_ref *a, size_t *size, llmc_error *err)
     return bytes;
 }
 
+/* Lowering refuses inconsistent llmc.Attention attributes at compile time. */
+static void test_lowering_errors(void)
+{
+    static const struct { attn_cfg c; int cache; const char *msg; } bad[] = {
+        {{3, 2, 8, 0}, 0, "kv_heads | heads"},
+        {{2, 1, 8, 3}, 0, "even rotary_dim"},
+        {{2, 1, 8, 0}, 1, "cache 1 outside [0, 1 Attention ops)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const attn_cfg *c = &bad[i].c;
+        llmc_graph g;
+        llmc_error err;
+        size_t size;
+        llmc_graph_init(&g);
+        g.opset = 17;
+        int q = g_input(&g, "q", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->H * c->D)));
+        int k = g_input(&g, "k", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->G * c->D)));
+        int o = value(&g, "o", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->H * c->D)));
+        add_attention(&g, "attn", c, q, k, k, k, k, bad[i].cache, o);
+        g_output(&g, o);
+        uint8_t *bytes = compile(&g, &size, &err);
+        CHECK(!bytes && strstr(err.msg, bad[i].msg) && strstr(err.msg, "node 'attn'"),
+              "lowering refuses: %s", err.msg);
+        free(bytes);
+        llmc_graph_free(&g);
+    }
+}
+
 /* One call at (S, P) with random q, k, v; returns the worst relative error. */
 static double op_step(runner *r, attn_ref *a, int S, int P, llmc_rt_status *st,
                       llmc_rt_error *err)
@@ -763,6 +791,7 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++)
         test_op(&cfgs[i].c, cfgs[i].what);
+    test_lowering_errors();
     test_model();
     test_verifier();
     test_sampler();
