@@ -173,7 +173,10 @@ void llmc_rt_session_reset(llmc_rt_session *s);
 
 /* Generic execution (any plan): `inputs` has plan->n_inputs tensors in plan
  * order, each matching the dtype and the dims of its input evaluated at
- * (S, P).  Outputs stay in the arena until the next run. */
+ * (S, P).  Outputs stay in the arena until the next run.  An Attention op
+ * reads positions [0, P) of its cache, so earlier runs must have written
+ * them (else LLMC_RT_E_EXEC); it then holds P + S positions.  Runs do not
+ * move the session's position (feeds do). */
 llmc_rt_status llmc_rt_session_run(llmc_rt_session *s, uint32_t S, uint32_t P,
                                    const llmc_rt_tensor *inputs, llmc_rt_error *err);
 llmc_rt_status llmc_rt_session_output(const llmc_rt_session *s, uint32_t index,

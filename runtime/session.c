@@ -305,12 +305,11 @@ static llmc_rt_status take_chunks(llmc_rt_session *s, uint32_t *slots, int64_t e
 }
 
 /* Attention: rows [0, P) must be in the op's cache; appends rows P .. P+S-1. */
-static llmc_rt_status exec_attention(llmc_rt_session *s, fb_reader *r, const rt_op_desc *op,
+static llmc_rt_status exec_attention(llmc_rt_session *s, const rt_op_desc *op,
                                      const rt_view *in, rt_view *o, int64_t S, int64_t P,
                                      uint64_t *moved, llmc_rt_error *err)
 {
     uint32_t *table = s->caches + (uint64_t)op->cache * (1u + s->chunks_per_cache);
-    (void)r;
     if (op->cache >= s->plan->n_caches || P > table[0])
         return rt_fail(err, LLMC_RT_E_EXEC, "cache %u holds %u positions; the call starts at "
                        "P=%d", RT_N(op->cache, op->cache < s->plan->n_caches ? table[0] : 0, P),
@@ -345,7 +344,7 @@ static llmc_rt_status exec_op_body(llmc_rt_session *s, fb_reader *r, const rt_op
     if (!st)
         st = view_all(s, r, op->outputs, S, P, out, err);
     if (!st && op->code == OP_ATTENTION)
-        st = exec_attention(s, r, op, in, &out[0], S, P, moved, err);
+        st = exec_attention(s, op, in, &out[0], S, P, moved, err);
     else if (!st)
         st = dispatch(r, op, in, out, S, P, err);
     for (uint32_t k = 0; !st && k < op->outputs.len; k++)
