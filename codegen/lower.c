@@ -3,7 +3,9 @@
  * tensors.  Layout ops (regions) are in lower_layout.c. */
 #include "lower_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -861,6 +863,61 @@ static int lower_linear(lower_ctx *L, int kind)
     return rc;
 }
 
+/* ---- fused ops (compiler/llmc_ops.h) ---- */
+
+static int live_llmc_ops(const llmc_graph *g, const char *op_type)
+{
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        n += !g->nodes[i].dead && llmc_is_op(&g->nodes[i], op_type);
+    return n;
+}
+
+/* llmc.Attention(q, k, v, cos?, sin?): the attributes become op fields;
+ * cos and sin, constants, become Weight tensors.  kv_heads defaults to
+ * heads, scale to 1/sqrt(head_dim), cache to 0. */
+static int lower_attention(lower_ctx *L, int kind)
+{
+    (void)kind;
+    const llmc_graph *g = L->g;
+    int node = L->node, n_caches = live_llmc_ops(g, "Attention");
+    int64_t heads = llmc_node_attr_int(g, node, "heads", 0);
+    int64_t kv_heads = llmc_node_attr_int(g, node, "kv_heads", heads);
+    int64_t head_dim = llmc_node_attr_int(g, node, "head_dim", 0);
+    int64_t rotary_dim = llmc_node_attr_int(g, node, "rotary_dim", 0);
+    int64_t cache = llmc_node_attr_int(g, node, "cache", 0);
+    float scale = llmc_node_attr_float(g, node, "scale", head_dim > 0 ? 1.0f / sqrtf((float)head_dim) : 1.0f);
+    int n_in = rotary_dim > 0 ? 5 : 3;
+    if (heads < 1 || kv_heads < 1 || heads % kv_heads || head_dim < 1 || heads * head_dim > INT32_MAX ||
+        rotary_dim < 0 || rotary_dim % 2 || rotary_dim > head_dim)
+        return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "heads %lld, kv_heads %lld, head_dim %lld, rotary_dim "
+                          "%lld: need kv_heads | heads and an even rotary_dim <= head_dim",
+                          (long long)heads, (long long)kv_heads, (long long)head_dim, (long long)rotary_dim);
+    if (cache < 0 || cache >= n_caches)
+        return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "cache %lld outside [0, %d Attention ops)",
+                          (long long)cache, n_caches);
+    if (!isfinite(scale))
+        return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "scale is not finite");
+    uint32_t in[5], out;
+    int rc = LLMC_OK;
+    for (int k = 0; k < n_in && !rc; k++)
+        rc = lower_input(L, k, &in[k]);
+    if (!rc)
+        rc = lower_output(L, 0, &out);
+    cg_op *op = rc ? NULL : lower_emit(L, CG_OP_ATTENTION);
+    if (!op)
+        return rc ? rc : L->err->code;
+    op->heads = (int32_t)heads;
+    op->kv_heads = (int32_t)kv_heads;
+    op->head_dim = (int32_t)head_dim;
+    op->rotary_dim = (int32_t)rotary_dim;
+    op->scale = scale;
+    op->cache = (uint32_t)cache;
+    for (int k = 0; k < n_in && !rc; k++)
+        rc = op_add_input(L, op, in[k]);
+    return rc ? rc : op_add_output(L, op, out);
+}
+
 /* ---- dispatch ---- */
 
 typedef struct {
@@ -903,12 +960,12 @@ static const lowering lowerings[] = {
     {"ConstantOfShape", lower_constant_of_shape, 0}, {"Range", lower_range, 0},
 };
 
-/* The llmc domain (compiler/llmc_ops.h); Attention is not lowered yet. */
+/* The llmc domain (compiler/llmc_ops.h). */
 static const lowering llmc_lowerings[] = {
     {"Symbols", lower_symbols, 0}, {"RMSNorm", lower_rmsnorm, 0},
     {"Gelu", lower_gelu, 0}, {"Silu", lower_unary, CG_UN_SILU},
     {"SwiGLU", lower_binary, CG_BIN_SWIGLU}, {"Linear", lower_linear, 0},
-    {"Rope", lower_rope, 0},
+    {"Rope", lower_rope, 0}, {"Attention", lower_attention, 0},
 };
 
 #define COUNT_OF(a) (sizeof (a) / sizeof *(a))

@@ -1,6 +1,10 @@
 /* llmc run PLAN --prompt-ids 5,17,42 --max-new N [--logits-out FILE]
- * Greedy decoding: argmax of each logits row, ties to the lowest id. */
+ *          [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID]
+ * Greedy decoding (argmax of each logits row, ties to the lowest id) unless
+ * a sampling flag is given; both go through the runtime's llmc_sampler. */
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,51 +16,121 @@
 
 static const char run_help[] =
     "usage: llmc run PLAN --prompt-ids ID,ID,... --max-new N [--logits-out FILE]\n"
+    "                [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID,...]\n"
     "\n"
-    "Feeds the prompt, then generates N tokens greedily (argmax, ties to the lowest id)\n"
-    "and prints the generated ids space-separated on one line.\n"
+    "Feeds the prompt, then generates N tokens and prints the generated ids\n"
+    "space-separated on one line.  Without --temp, --top-k, --top-p and --seed the\n"
+    "tokens are greedy (argmax, ties to the lowest id); with any of them they are\n"
+    "sampled (temperature 1 unless --temp says otherwise).\n"
     "\n"
     "options:\n"
     "  --prompt-ids LIST   comma-separated token ids (required)\n"
     "  --max-new N         tokens to generate (default 16)\n"
     "  --logits-out FILE   raw little-endian float32 rows of vocab size, one per generated\n"
     "                      token: row 0 = logits at the last prompt position, row k = logits\n"
-    "                      after feeding generated token k-1\n";
+    "                      after feeding generated token k-1\n"
+    "  --temp T            sampling temperature (0 = greedy)\n"
+    "  --top-k K           sample among the K most likely ids (0 = all)\n"
+    "  --top-p P           sample among the most likely ids whose probability reaches P\n"
+    "                      (0 < P <= 1; 1 = all)\n"
+    "  --seed N            seed of the sampler's PRNG (default 0): same seed, same ids\n"
+    "  --stop LIST         comma-separated ids: generation ends after printing one of them\n";
 
 typedef struct {
     const char *plan, *logits_out;
-    int64_t *prompt;
-    uint32_t n_prompt;
+    int64_t *prompt, *stop;
+    uint32_t n_prompt, n_stop;
     uint32_t max_new;
+    bool sampling;            /* any of --temp --top-k --top-p --seed */
+    bool has_temp;
+    float temp, top_p;
+    uint32_t top_k;
+    uint64_t seed;
 } run_args;
 
-static int parse_ids(const char *text, run_args *a)
+static int parse_ids(const char *text, int64_t **ids, uint32_t *n)
 {
-    a->prompt = malloc(sizeof(int64_t) * MAX_PROMPT);
-    if (!a->prompt)
+    *ids = malloc(sizeof(int64_t) * MAX_PROMPT);
+    if (!*ids)
         return -1;
     const char *p = text;
     while (*p) {
         char *end;
         errno = 0;
         long long v = strtoll(p, &end, 10);
-        if (end == p || errno || v < 0 || a->n_prompt == MAX_PROMPT || (*end && *end != ','))
+        if (end == p || errno || v < 0 || *n == MAX_PROMPT || (*end && *end != ','))
             return -1;
-        a->prompt[a->n_prompt++] = v;
+        (*ids)[(*n)++] = v;
         p = *end ? end + 1 : end;
     }
-    return a->n_prompt ? 0 : -1;
+    return *n ? 0 : -1;
+}
+
+/* A finite float in [lo, hi]; -1 if the text is not one. */
+static int parse_float(const char *text, float lo, float hi, float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(text, &end);
+    if (end == text || *end || errno || !isfinite(v) || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_u64(const char *text, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || *end || errno || text[0] == '-')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The sampling flags; 1 if `arg` is not one of them. */
+static int parse_sampling(const char *arg, const char *value, run_args *a)
+{
+    int64_t k;
+    if (!strcmp(arg, "--temp")) {
+        a->has_temp = true;
+        if (parse_float(value, 0.0f, 1e6f, &a->temp))
+            return llmc_cli_usage("run", "--temp wants a number >= 0, got '%s'", value);
+    } else if (!strcmp(arg, "--top-k")) {
+        if ((k = llmc_cli_parse_count(value)) < 0 || k > UINT32_MAX)
+            return llmc_cli_usage("run", "--top-k wants an integer >= 0, got '%s'", value);
+        a->top_k = (uint32_t)k;
+    } else if (!strcmp(arg, "--top-p")) {
+        if (parse_float(value, 0.0f, 1.0f, &a->top_p) || a->top_p <= 0.0f)
+            return llmc_cli_usage("run", "--top-p wants a number in (0, 1], got '%s'", value);
+    } else if (!strcmp(arg, "--seed")) {
+        if (parse_u64(value, &a->seed))
+            return llmc_cli_usage("run", "--seed wants an integer >= 0, got '%s'", value);
+    } else {
+        return 1;
+    }
+    a->sampling = true;
+    return LLMC_OK;
 }
 
 static int parse_args(int argc, char **argv, run_args *a)
 {
     memset(a, 0, sizeof *a);
     a->max_new = 16;
+    a->top_p = 1.0f;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
-        int has_value = i + 1 < argc;
-        if (!strcmp(arg, "--prompt-ids") && has_value) {
-            if (a->prompt || parse_ids(argv[++i], a))
+        int has_value = i + 1 < argc, rc = has_value ? parse_sampling(arg, argv[i + 1], a) : 1;
+        if (rc != 1) {
+            if (rc)
+                return rc;
+            i++;
+        } else if (!strcmp(arg, "--stop") && has_value) {
+            if (a->stop || parse_ids(argv[++i], &a->stop, &a->n_stop))
+                return llmc_cli_usage("run", "--stop wants comma-separated non-negative ids, got '%s'", argv[i]);
+        } else if (!strcmp(arg, "--prompt-ids") && has_value) {
+            if (a->prompt || parse_ids(argv[++i], &a->prompt, &a->n_prompt))
                 return llmc_cli_usage("run", "--prompt-ids wants comma-separated non-negative ids, got '%s'", argv[i]);
         } else if (!strcmp(arg, "--max-new") && has_value) {
             int64_t v = llmc_cli_parse_count(argv[++i]);
@@ -80,21 +154,23 @@ static int parse_args(int argc, char **argv, run_args *a)
     return LLMC_OK;
 }
 
-static int64_t argmax(const float *x, uint32_t n)
-{
-    uint32_t best = 0;
-    for (uint32_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 static int runtime_error(llmc_error *err, const char *what, const llmc_rt_error *rt)
 {
     return llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", what, rt->msg[0] ? rt->msg : llmc_rt_status_text(rt->code));
 }
 
-/* Runs the greedy loop; writes ids to stdout and logits rows to `logits_file`. */
+/* Greedy, or the sampling the flags ask for (temperature 1 by default). */
+static void sampler_for(const run_args *a, llmc_sampler *sm)
+{
+    if (!a->sampling)
+        llmc_sampler_init(sm, 0.0f, 0, 1.0f, 0);
+    else
+        llmc_sampler_init(sm, a->has_temp ? a->temp : 1.0f, a->top_k, a->top_p, a->seed);
+    sm->stop = a->stop;
+    sm->n_stop = a->n_stop;
+}
+
+/* Runs the generation loop; writes ids to stdout and logits rows to `logits_file`. */
 static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_file, llmc_error *err)
 {
     if (!plan->vocab_size)
@@ -107,28 +183,38 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_fi
             return llmc_fail(err, LLMC_E_USAGE, "prompt id %lld (position %u) is outside the vocabulary [0, %u) of '%s'",
                              (long long)a->prompt[i], i, plan->vocab_size, a->plan);
     size_t mem_size = llmc_rt_session_memory(plan);
-    void *mem = malloc(mem_size);
+    size_t scratch_size = LLMC_SAMPLER_SCRATCH_BYTES(plan->vocab_size);
+    void *mem = malloc(mem_size), *scratch = malloc(scratch_size);
     float *logits = malloc(sizeof(float) * plan->vocab_size);
     int rc = LLMC_OK;
     llmc_rt_session s;
     llmc_rt_error rt = {0};
-    if (!mem || !logits) {
+    llmc_sampler sm;
+    sampler_for(a, &sm);
+    if (!mem || !logits || !scratch) {
         rc = llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes of working memory", mem_size);
     } else if (llmc_rt_session_init(&s, plan, mem, mem_size, &rt) != LLMC_RT_OK) {
         rc = runtime_error(err, "session", &rt);
-    } else if (llmc_rt_session_feed(&s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK) {
+    } else if (llmc_prefill(&s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK) {
         rc = runtime_error(err, "prompt", &rt);
     }
     for (uint32_t k = 0; !rc && k < a->max_new; k++) {
-        int64_t token = argmax(logits, plan->vocab_size);
+        int64_t token = 0;
+        if (llmc_sample(&sm, logits, plan->vocab_size, scratch, scratch_size, &token, &rt) != LLMC_RT_OK) {
+            rc = runtime_error(err, "sampling", &rt);
+            break;
+        }
         printf(k ? " %lld" : "%lld", (long long)token);
         if (logits_file && fwrite(logits, sizeof(float), plan->vocab_size, logits_file) != plan->vocab_size)
             rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", a->logits_out, strerror(errno));
-        if (!rc && k + 1 < a->max_new && llmc_rt_session_feed(&s, &token, 1, logits, &rt) != LLMC_RT_OK)
+        if (llmc_sampler_is_stop(&sm, token))
+            break;
+        if (!rc && k + 1 < a->max_new && llmc_decode(&s, token, logits, &rt) != LLMC_RT_OK)
             rc = runtime_error(err, "decode", &rt);
     }
     printf("\n");
     free(mem);
+    free(scratch);
     free(logits);
     return rc;
 }
@@ -157,6 +243,7 @@ int llmc_cmd_run(int argc, char **argv)
     rc = llmc_out_finish(&logits, rc, &err);
     llmc_unmap_file(&file);
     free(a.prompt);
+    free(a.stop);
     if (rc == LLMC_E_USAGE && !err.msg[0])
         return rc;
     return rc ? llmc_cli_report(&err) : 0;

@@ -61,10 +61,10 @@
 
 #define LLMC_DOMAIN "llmc"
 
-/* Is node `n` the default-domain (ONNX) op `op_type`? */
+/* Is node `n` a live default-domain (ONNX) op `op_type`? */
 static inline bool llmc_is_onnx_op(const llmc_node *n, const char *op_type)
 {
-    return (n->domain[0] == 0 || strcmp(n->domain, "ai.onnx") == 0) && strcmp(n->op_type, op_type) == 0;
+    return !n->dead && (n->domain[0] == 0 || strcmp(n->domain, "ai.onnx") == 0) && strcmp(n->op_type, op_type) == 0;
 }
 
 /* Is node `n` the llmc-domain op `op_type`? */

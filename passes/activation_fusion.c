@@ -57,7 +57,7 @@ static int match_half_x_one_plus(llmc_match *m, int act_node, int x)
         if (root >= 0 && !llmc_const_near(g, llmc_other_input(g, root, g->nodes[mul].outputs[0]), 0.5))
             root = -1;
     } else {                                                     /* (x * 0.5) * (1 + e) */
-        int half = llmc_match_producer(m, other, "Mul");
+        int half = llmc_fusion_producer(m, other, "Mul");
         root = half >= 0 && llmc_strip_casts(g, times_const(g, half, 0.5)) == llmc_strip_casts(g, x) ? mul : -1;
     }
     if (root < 0)
@@ -86,10 +86,10 @@ static int erf_argument(llmc_match *m, int erf)
 {
     const llmc_graph *g = m->g;
     int arg = g->nodes[erf].inputs[0];
-    int div = llmc_match_producer(m, arg, "Div");
+    int div = llmc_fusion_producer(m, arg, "Div");
     if (div >= 0 && llmc_const_near(g, g->nodes[div].inputs[1], sqrt(2.0)))
         return g->nodes[div].inputs[0];
-    int mul = div < 0 ? llmc_match_producer(m, arg, "Mul") : -1;
+    int mul = div < 0 ? llmc_fusion_producer(m, arg, "Mul") : -1;
     int x = mul >= 0 ? times_const(g, mul, sqrt(0.5)) : -1;
     if (x < 0)
         llmc_match_reject(m, erf, "its input is not x / sqrt(2) or x * (1 / sqrt(2))");
@@ -100,16 +100,16 @@ static int erf_argument(llmc_match *m, int erf)
 static int tanh_argument(llmc_match *m, int tanh_node)
 {
     const llmc_graph *g = m->g;
-    int scaled = llmc_match_producer(m, g->nodes[tanh_node].inputs[0], "Mul");
+    int scaled = llmc_fusion_producer(m, g->nodes[tanh_node].inputs[0], "Mul");
     int inner = scaled >= 0 ? times_const(g, scaled, sqrt(2.0 / M_PI)) : -1;
-    int add = inner >= 0 ? llmc_match_producer(m, inner, "Add") : -1;
+    int add = inner >= 0 ? llmc_fusion_producer(m, inner, "Add") : -1;
     if (add < 0)
         return llmc_match_reject(m, tanh_node, "its input is not sqrt(2/pi) * Add(x, c * x^3)"), -1;
     for (int k = 0; k < 2; k++) {
         int x = g->nodes[add].inputs[1 - k], n_before = m->n_nodes;
-        int cubic = llmc_match_producer(m, g->nodes[add].inputs[k], "Mul");
+        int cubic = llmc_fusion_producer(m, g->nodes[add].inputs[k], "Mul");
         int cube = cubic >= 0 ? times_const(g, cubic, 0.044715) : -1;
-        int pow = cube >= 0 ? llmc_match_producer(m, cube, "Pow") : -1;
+        int pow = cube >= 0 ? llmc_fusion_producer(m, cube, "Pow") : -1;
         double exponent;
         if (pow >= 0 && llmc_const_scalar(g, g->nodes[pow].inputs[1], &exponent) && exponent == 3.0 &&
             llmc_strip_casts(g, g->nodes[pow].inputs[0]) == llmc_strip_casts(g, x))

@@ -43,12 +43,6 @@ void llmc_match_explain(const llmc_match *m)
             m->why);
 }
 
-bool llmc_is_onnx_op(const llmc_node *n, const char *op_type)
-{
-    return !n->dead && (n->domain[0] == 0 || strcmp(n->domain, "ai.onnx") == 0) &&
-           strcmp(n->op_type, op_type) == 0;
-}
-
 bool llmc_match_add(llmc_match *m, int node)
 {
     for (int i = 0; i < m->n_nodes; i++)
@@ -84,7 +78,7 @@ bool llmc_match_add_casts(llmc_match *m, int v)
     return true;
 }
 
-int llmc_match_producer(llmc_match *m, int v, const char *op_type)
+int llmc_fusion_producer(llmc_match *m, int v, const char *op_type)
 {
     const llmc_graph *g = m->g;
     int p, n_before = m->n_nodes;

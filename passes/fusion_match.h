@@ -15,6 +15,7 @@
 
 #include "diag.h"
 #include "ir.h"
+#include "llmc_ops.h"
 #include "pass.h"
 
 #define LLMC_MATCH_MAX_NODES 24
@@ -37,13 +38,11 @@ bool llmc_match_reject(llmc_match *m, int node, const char *fmt, ...) __attribut
  * "<pass>: node 'NAME' (#ID, OP) not fused: <why>". */
 void llmc_match_explain(const llmc_match *m);
 
-/* Is n a live node of the default ONNX domain with this op_type? */
-bool llmc_is_onnx_op(const llmc_node *n, const char *op_type);
 /* Adds a node to the match (once); false when the match is full. */
 bool llmc_match_add(llmc_match *m, int node);
 /* The producer of v when it is the op `op_type`; it and the identity Casts
  * in between are collected.  -1 otherwise, and nothing is collected. */
-int llmc_match_producer(llmc_match *m, int v, const char *op_type);
+int llmc_fusion_producer(llmc_match *m, int v, const char *op_type);
 /* The only reader of v when it is the op `op_type`; it and the identity
  * Casts in between are collected.  -1, nothing collected, when v has other
  * readers, is a graph output or is read by another op. */

@@ -23,9 +23,9 @@
 static bool match_centering(llmc_match *m, const llmc_norm_parts *parts, int *x)
 {
     const llmc_graph *g = m->g;
-    int sub = llmc_match_producer(m, parts->squared, "Sub");
+    int sub = llmc_fusion_producer(m, parts->squared, "Sub");
     int mu = g->nodes[sub].inputs[1];
-    int mean = llmc_match_producer(m, mu, "ReduceMean");
+    int mean = llmc_fusion_producer(m, mu, "ReduceMean");
     if (!llmc_reduces_last_axis(m, mean))
         return false;
     *x = g->nodes[mean].inputs[0];
@@ -33,7 +33,7 @@ static bool match_centering(llmc_match *m, const llmc_norm_parts *parts, int *x)
         return llmc_match_reject(m, sub, "it centers another value than the one averaged");
     if (llmc_strip_casts(g, parts->numerator) == llmc_strip_casts(g, parts->squared))
         return llmc_match_add_casts(m, parts->numerator);   /* Div(Cast(d), .) */
-    int sub2 = llmc_match_producer(m, parts->numerator, "Sub");
+    int sub2 = llmc_fusion_producer(m, parts->numerator, "Sub");
     if (sub2 < 0 || llmc_strip_casts(g, g->nodes[sub2].inputs[0]) != llmc_strip_casts(g, *x) ||
         llmc_strip_casts(g, g->nodes[sub2].inputs[1]) != llmc_strip_casts(g, mu))
         return llmc_match_reject(m, sub, "the value divided is not x - mean(x)");

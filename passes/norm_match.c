@@ -31,7 +31,7 @@ static int match_mean_plus_eps(llmc_match *m, int add, float *epsilon)
 {
     const llmc_node *n = &m->g->nodes[add];
     for (int k = 0; k < 2 && n->n_inputs == 2; k++) {
-        int mean = llmc_match_producer(m, n->inputs[k], "ReduceMean");
+        int mean = llmc_fusion_producer(m, n->inputs[k], "ReduceMean");
         double eps;
         if (mean < 0)
             continue;
@@ -48,14 +48,14 @@ static int match_square(llmc_match *m, int mean)
 {
     const llmc_graph *g = m->g;
     int sq = g->nodes[mean].inputs[0];
-    int pow = llmc_match_producer(m, sq, "Pow");
+    int pow = llmc_fusion_producer(m, sq, "Pow");
     double exponent;
     if (pow >= 0) {
         if (!llmc_const_scalar(g, g->nodes[pow].inputs[1], &exponent) || exponent != 2.0)
             return llmc_match_reject(m, pow, "the exponent is not the constant 2"), -1;
         return g->nodes[pow].inputs[0];
     }
-    int mul = llmc_match_producer(m, sq, "Mul");
+    int mul = llmc_fusion_producer(m, sq, "Mul");
     if (mul >= 0 && llmc_strip_casts(g, g->nodes[mul].inputs[0]) == llmc_strip_casts(g, g->nodes[mul].inputs[1]))
         return g->nodes[mul].inputs[0];
     return llmc_match_reject(m, mean, "the mean is not of a square Pow(d, 2) or Mul(d, d)"), -1;
@@ -112,7 +112,7 @@ bool llmc_match_norm(llmc_match *m, int sqrt_node, llmc_norm_parts *parts)
     const llmc_graph *g = m->g;
     parts->squared = -1;
     llmc_match_add(m, sqrt_node);
-    int add = llmc_match_producer(m, g->nodes[sqrt_node].inputs[0], "Add");
+    int add = llmc_fusion_producer(m, g->nodes[sqrt_node].inputs[0], "Add");
     if (add < 0)
         return llmc_match_reject(m, sqrt_node, "its input is not Add(mean, epsilon)");
     int mean = match_mean_plus_eps(m, add, &parts->epsilon);

@@ -5,12 +5,22 @@
  * of working memory whose size llmc_rt_session_memory() reports.
  *
  *   plan file  ->  llmc_rt_plan_open()     verifies every offset, once
- *   memory     ->  llmc_rt_session_init()  arena + KV store carved from it
- *   tokens     ->  llmc_rt_session_feed()  logits of the last token
+ *   memory     ->  llmc_rt_session_init()  arena, KV store, cache pool carved from it
+ *   tokens     ->  llmc_prefill() / llmc_decode()  (llmc_rt_session_feed)
+ *                                          logits of the last token
+ *   logits     ->  llmc_sample()           the next token
  *
  * Working memory layout (one block, 64-byte aligned pieces):
  *   [ arena: tensors of one call, offsets planned by the compiler ]
- *   [ KV store: present K/V of every layer, up to max_context rows ]
+ *   [ KV store: past/present K/V of every unfused layer (PastKey inputs),
+ *     max_context rows each, copied in and out around every call ]
+ *   [ cache table: per fused cache (Attention op), uint32 rows held, then
+ *     the pool slot of each of its chunks (UINT32_MAX = not taken yet) ]
+ *   [ KV pool: n_caches * ceil(context / kv_chunk) chunk slots of
+ *     plan->kv_slot_bytes each; a chunk is kv_chunk positions of one cache,
+ *     K [kv_heads, kv_chunk, head_dim] then V likewise (floats) ]
+ * A fused cache takes its next chunk from the pool when a call first
+ * writes a position in it; the Attention op appends only the new rows.
  */
 #ifndef LLMC_RT_H
 #define LLMC_RT_H
@@ -66,6 +76,7 @@ typedef struct {
     uint32_t n_layers;
     uint32_t n_caches;      /* KV caches owned by Attention ops */
     uint32_t kv_chunk;      /* cache positions per chunk */
+    uint64_t kv_slot_bytes; /* one pool chunk: K and V of the widest cache, 64-aligned */
     uint64_t source_hash;
 } llmc_rt_plan;
 
@@ -105,20 +116,49 @@ typedef struct {
 llmc_rt_status llmc_rt_plan_io(const llmc_rt_plan *plan, int is_output, uint32_t index,
                                llmc_rt_io *io);
 
+/* What the session's runs moved.  Bytes moved = bytes written into the
+ * arena by placing inputs, by every op's outputs (a Copy op: its regions),
+ * by the foundation's KV store copies (past in, present out) and the K/V
+ * rows Attention ops append to their caches; the cache rows attention reads
+ * are not counted. */
+typedef struct {
+    uint64_t bytes_last;              /* the last run (successful or not) */
+    uint64_t bytes_total;             /* since init */
+    uint64_t runs;                    /* runs and feeds since init */
+    uint32_t kv_chunks_used;          /* pool chunks taken since init / reset */
+    uint32_t kv_chunks;               /* pool chunks available */
+} llmc_rt_stats;
+
 typedef struct {
     const llmc_rt_plan *plan;
     uint8_t *arena;                   /* plan->arena_size bytes */
     uint8_t *kv;                      /* plan->kv_bytes bytes */
+    uint32_t *caches;                 /* n_caches * (1 + chunks_per_cache): rows, slots */
+    uint8_t *kv_pool;                 /* pool_chunks * plan->kv_slot_bytes */
+    uint32_t chunks_per_cache, pool_chunks, pool_used;
+    uint32_t context;                 /* S + P bound of this session (<= max_context) */
     uint32_t position;                /* P: tokens already in the KV store */
     uint32_t last_S, last_P;          /* (S, P) of the last run, for outputs */
+    llmc_rt_stats stats;
 } llmc_rt_session;
 
 /* Bytes of working memory llmc_rt_session_init() needs (arena + KV store +
- * alignment slack). */
+ * cache table + KV pool for max_context positions + alignment slack). */
 size_t llmc_rt_session_memory(const llmc_rt_plan *plan);
+/* The same for a session that never goes beyond `context` positions
+ * (1 <= context <= max_context): the fused caches' pool shrinks to
+ * ceil(context / kv_chunk) chunks per cache; the arena and the unfused KV
+ * store stay sized for max_context.  SIZE_MAX if context is out of range. */
+size_t llmc_rt_session_memory_for(const llmc_rt_plan *plan, uint32_t context);
 
 llmc_rt_status llmc_rt_session_init(llmc_rt_session *s, const llmc_rt_plan *plan,
                                     void *memory, size_t memory_size, llmc_rt_error *err);
+/* A session bounded by `context` positions (llmc_rt_session_memory_for):
+ * runs and feeds with S + P > context fail with LLMC_RT_E_BOUNDS. */
+llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *plan,
+                                        uint32_t context, void *memory, size_t memory_size,
+                                        llmc_rt_error *err);
+llmc_rt_status llmc_rt_session_stats(const llmc_rt_session *s, llmc_rt_stats *out);
 
 /* Feeds n tokens at the session's position (prompt or one generated token),
  * advances the position by n and writes the logits of the last token
@@ -127,16 +167,67 @@ llmc_rt_status llmc_rt_session_init(llmc_rt_session *s, const llmc_rt_plan *plan
 llmc_rt_status llmc_rt_session_feed(llmc_rt_session *s, const int64_t *tokens, uint32_t n,
                                     float *logits, llmc_rt_error *err);
 
-/* Forgets the KV store: the next feed starts at position 0. */
+/* Forgets the KV store and returns every cache chunk to the pool: the next
+ * feed starts at position 0. */
 void llmc_rt_session_reset(llmc_rt_session *s);
 
 /* Generic execution (any plan): `inputs` has plan->n_inputs tensors in plan
  * order, each matching the dtype and the dims of its input evaluated at
- * (S, P).  Outputs stay in the arena until the next run. */
+ * (S, P).  Outputs stay in the arena until the next run.  An Attention op
+ * reads positions [0, P) of its cache, so earlier runs must have written
+ * them (else LLMC_RT_E_EXEC); it then holds P + S positions.  Runs do not
+ * move the session's position (feeds do). */
 llmc_rt_status llmc_rt_session_run(llmc_rt_session *s, uint32_t S, uint32_t P,
                                    const llmc_rt_tensor *inputs, llmc_rt_error *err);
 llmc_rt_status llmc_rt_session_output(const llmc_rt_session *s, uint32_t index,
                                       llmc_rt_tensor *out, llmc_rt_error *err);
+
+/* ---- generation --------------------------------------------------------
+ * Works for fused plans (Attention ops own the KV caches) and for unfused
+ * ones (past_key_values fed through the KV store), and mixtures of both.
+ *
+ * llmc_prefill feeds n >= 1 prompt tokens at the session's position (0
+ * after init or llmc_reset; more prefills continue the sequence) and, if
+ * logits is not NULL, writes the last token's logits (vocab_size floats).
+ * llmc_decode feeds one token and writes its logits (logits may be NULL).
+ * llmc_reset starts a new sequence. */
+llmc_rt_status llmc_prefill(llmc_rt_session *s, const int64_t *tokens, uint32_t n,
+                            float *logits, llmc_rt_error *err);
+llmc_rt_status llmc_decode(llmc_rt_session *s, int64_t token, float *logits,
+                           llmc_rt_error *err);
+void llmc_reset(llmc_rt_session *s);
+
+/* ---- sampling ------------------------------------------------------------
+ * A caller-owned sampler; no globals.  temperature <= 0 or top_k == 1 is
+ * greedy (argmax, ties to the lowest id, like `llmc run`).  Otherwise the
+ * candidates are the top_k highest logits (0 = all), then the smallest set
+ * of the most probable ones whose probability reaches top_p (top_p <= 0 or
+ * >= 1: no nucleus cut), and one is drawn from softmax(logits / temperature)
+ * over them with the sampler's PRNG (xorshift64*, seeded by splitmix64), so
+ * a seed reproduces a sequence.  Stop tokens are the caller's list. */
+typedef struct {
+    float temperature;
+    uint32_t top_k;
+    float top_p;
+    uint64_t rng;                     /* PRNG state, never 0 */
+    const int64_t *stop;              /* stop token ids (may be NULL) */
+    uint32_t n_stop;
+} llmc_sampler;
+
+/* Scratch llmc_sample needs for a vocabulary of n ids: 8 * n bytes (an id
+ * and a probability per candidate), 4-byte aligned. */
+#define LLMC_SAMPLER_SCRATCH_BYTES(n) ((size_t)(n) * 8u)
+
+void llmc_sampler_init(llmc_sampler *sm, float temperature, uint32_t top_k, float top_p,
+                       uint64_t seed);
+/* Picks a token from logits[0, n).  scratch may be NULL when sampling is
+ * greedy. */
+llmc_rt_status llmc_sample(llmc_sampler *sm, const float *logits, uint32_t n, void *scratch,
+                           size_t scratch_size, int64_t *token, llmc_rt_error *err);
+/* 1 if token is one of the sampler's stop tokens. */
+int llmc_sampler_is_stop(const llmc_sampler *sm, int64_t token);
+/* The next uniform double in [0, 1) from the sampler's PRNG. */
+double llmc_sampler_uniform(llmc_sampler *sm);
 
 /* XXH64 (seed 0), the hash the plan uses for weight segments. */
 uint64_t llmc_rt_xxh64(const void *data, size_t len, uint64_t seed);

@@ -2,6 +2,7 @@
  * Structure (offsets, vectors, strings, tables) is checked by the decoders in
  * plan_reader.c; this file adds the meaning: indices, op arities, dtypes,
  * ranks, region shapes, arena and segment placement, hashes, IO bindings. */
+#include <math.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -348,6 +349,37 @@ static bool all_f32(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op)
     return true;
 }
 
+/* ---- Attention ---------------------------------------------------------- */
+
+/* Dim `axis` of tensor t: *c + *s * S + *q * P (tensors verified already). */
+static void dim_of(fb_reader *r, const llmc_rt_plan *p, uint32_t t, uint32_t axis, int64_t *c,
+                   int64_t *s, int64_t *q)
+{
+    rt_tensor_desc d;
+    *c = *s = *q = -1;
+    if (rt_read_tensor(r, p, t, &d, NULL) == LLMC_RT_OK && axis < d.dims.len) {
+        const uint8_t *a = fb_vec_affine(r, d.dims, axis);
+        *c = fb_i64(a);
+        *s = fb_i64(a + 8);
+        *q = fb_i64(a + 16);
+    }
+}
+
+/* Input k (or the output for k = inputs.len) has dims [want0, want1, ...]
+ * where a want of -1 stands for S and others are constants. */
+static bool dims_match(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op, uint32_t k,
+                       const int64_t *want, uint32_t rank)
+{
+    uint32_t t = k < op->inputs.len ? fb_vec_u32(r, op->inputs, k) : fb_vec_u32(r, op->outputs, 0);
+    for (uint32_t a = 0; a < rank; a++) {
+        int64_t c, s, q;
+        dim_of(r, p, t, a, &c, &s, &q);
+        if (want[a] < 0 ? (c || s != 1 || q) : (c != want[a] || s || q))
+            return false;
+    }
+    return true;
+}
+
 static llmc_rt_status bad_shape(const char *fmt, const int64_t *nums, llmc_rt_error *err)
 {
     return rt_fail(err, LLMC_RT_E_CORRUPT, fmt, nums, NULL);
@@ -444,6 +476,41 @@ static llmc_rt_status verify_rope(fb_reader *r, const llmc_rt_plan *p, const rt_
     return LLMC_RT_OK;
 }
 
+static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
+                                       const rt_op_desc *op, const tensor_meta *in,
+                                       tensor_meta y, llmc_rt_error *err)
+{
+    int64_t H = op->heads, G = op->kv_heads, D = op->head_dim, R = op->rotary_dim;
+    uint32_t n_in = R > 0 ? 5 : 3;
+    if (H < 1 || G < 1 || H % G || D < 1 || D > RT_ATTN_MAX_HEAD_DIM || R < 0 || R % 2 || R > D)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "heads %d, kv_heads %d, head_dim %d (at most "
+                       "%d), rotary_dim %d: need kv_heads | heads and an even rotary_dim <= "
+                       "head_dim", RT_N(H, G, D, RT_ATTN_MAX_HEAD_DIM, R), NULL);
+    if (!isfinite(op->scale))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "scale is not finite", NULL, NULL);
+    if (op->inputs.len != n_in)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "%u inputs; rotary_dim %d needs %u",
+                       RT_N(op->inputs.len, R, n_in), NULL);
+    for (uint32_t k = 0; k < n_in; k++)
+        if (in[k].dtype != LLMC_RT_F32 || in[k].rank != (k < 3 ? 3 : 2))
+            return bad_dtypes("Attention float32 q, k, v [1, S, n] (cos, sin [rows, n])", err);
+    if (y.dtype != LLMC_RT_F32 || y.rank != 3)
+        return bad_dtypes("Attention -> float32 [1, S, heads*head_dim]", err);
+    const int64_t q_dims[3] = {1, -1, H * D}, kv_dims[3] = {1, -1, G * D};
+    const int64_t table[2] = {p->max_context, R};
+    if (!dims_match(r, p, op, 0, q_dims, 3) || !dims_match(r, p, op, op->inputs.len, q_dims, 3) ||
+        !dims_match(r, p, op, 1, kv_dims, 3) || !dims_match(r, p, op, 2, kv_dims, 3))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "q and the output must be [1, S, %d], k and v "
+                       "[1, S, %d]", RT_N(H * D, G * D), NULL);
+    if (R && (!dims_match(r, p, op, 3, table, 2) || !dims_match(r, p, op, 4, table, 2)))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "cos and sin must be [max_context %u, "
+                       "rotary_dim %d]", RT_N(p->max_context, R), NULL);
+    if (op->cache >= p->n_caches)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "cache %u >= n_caches %u",
+                       RT_N(op->cache, p->n_caches), NULL);
+    return LLMC_RT_OK;
+}
+
 /* Per-opcode dtype, rank and attribute checks; in[] are the inputs, y the output. */
 static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
                                           const rt_op_desc *op, const tensor_meta *in,
@@ -513,6 +580,8 @@ static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
         return verify_rmsnorm(r, p, op, err);
     case OP_ROPE:
         return verify_rope(r, p, op, err);
+    case OP_ATTENTION:
+        return verify_attention(r, p, op, in, y, err);
     default:
         return rt_fail(err, LLMC_RT_E_CORRUPT, "opcode %d (%s) not supported by this runtime",
                        RT_N(op->code), RT_S(rt_op_code_name(op->code)));
@@ -734,6 +803,43 @@ static llmc_rt_status compute_kv_bytes(fb_reader *r, llmc_rt_plan *p, llmc_rt_er
     return LLMC_RT_OK;
 }
 
+/* ---- fused KV caches ---------------------------------------------------- */
+
+/* Every cache index belongs to exactly one Attention op; sizes the pool
+ * chunk slot (K and V of the widest cache, 64-aligned). */
+static llmc_rt_status verify_caches(fb_reader *r, llmc_rt_plan *p, llmc_rt_error *err)
+{
+    uint32_t seen = 0;
+    p->kv_slot_bytes = 0;
+    if (p->n_caches && (p->kv_chunk < 1 || p->n_caches > p->n_ops))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "n_caches %u needs kv_chunk >= 1 (has %u) and "
+                       "at most one cache per op", RT_N(p->n_caches, p->kv_chunk), NULL);
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        rt_op_desc op, other;
+        rt_read_op(r, p, i, &op, NULL); /* verified: cannot fail */
+        if (op.code != OP_ATTENTION)
+            continue;
+        for (uint32_t j = 0; j < i; j++)
+            if (!rt_read_op(r, p, j, &other, NULL) && other.code == OP_ATTENTION &&
+                other.cache == op.cache)
+                return rt_fail(err, LLMC_RT_E_CORRUPT, "ops %u and %u both use cache %u",
+                               RT_N(j, i, op.cache), NULL);
+        seen++;
+        /* 2 * kv_heads * kv_chunk * head_dim floats; kv_heads < 2^31, head_dim
+         * <= RT_ATTN_MAX_HEAD_DIM */
+        uint64_t row = 2u * (uint64_t)op.kv_heads * (uint64_t)op.head_dim * sizeof(float);
+        if (row > (UINT64_MAX - 64) / p->kv_chunk)
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "op %u: cache chunk size overflows",
+                           RT_N(i), NULL);
+        if (align64(row * p->kv_chunk) > p->kv_slot_bytes)
+            p->kv_slot_bytes = align64(row * p->kv_chunk);
+    }
+    if (seen != p->n_caches)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "n_caches %u but %u Attention ops",
+                       RT_N(p->n_caches, seen), NULL);
+    return LLMC_RT_OK;
+}
+
 /* ---- entry points ------------------------------------------------------ */
 
 static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
@@ -748,6 +854,8 @@ static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
         st = verify_tensor(r, p, i, err);
     for (uint32_t i = 0; !st && i < p->n_ops; i++)
         st = verify_op(r, p, i, err);
+    if (!st)
+        st = verify_caches(r, p, err);
     if (!st)
         st = verify_io(r, p, 0, err);
     if (!st)

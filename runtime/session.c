@@ -13,42 +13,113 @@ static uint64_t align64(uint64_t v)
     return (v + 63) & ~(uint64_t)63;
 }
 
+#define NO_SLOT UINT32_MAX /* a cache chunk not taken from the pool yet */
+
+/* The pieces of working memory (see the layout in llmc_rt.h), as byte
+ * offsets from the 64-aligned start; false if they do not fit in size_t. */
+typedef struct {
+    uint64_t kv, table, pool, end;
+    uint32_t chunks_per_cache, pool_chunks;
+} mem_layout;
+
+static bool layout_for(const llmc_rt_plan *p, uint32_t context, mem_layout *m)
+{
+    if (context < 1 || context > p->max_context)
+        return false;
+    uint64_t arena = align64(p->arena_size);
+    m->chunks_per_cache = p->n_caches ? (uint32_t)((context - 1ull) / p->kv_chunk + 1) : 0;
+    uint64_t pool_chunks = (uint64_t)p->n_caches * m->chunks_per_cache; /* n_caches <= n_ops */
+    uint64_t table = 4u * (uint64_t)p->n_caches * (1u + (uint64_t)m->chunks_per_cache);
+    if (arena < p->arena_size || pool_chunks > UINT32_MAX || p->kv_bytes > UINT64_MAX / 4 ||
+        (p->kv_slot_bytes && pool_chunks > UINT64_MAX / 4 / p->kv_slot_bytes))
+        return false;
+    m->pool_chunks = (uint32_t)pool_chunks;
+    m->kv = arena;
+    m->table = m->kv + p->kv_bytes;
+    m->pool = m->table + align64(table);
+    m->end = m->pool + pool_chunks * p->kv_slot_bytes;
+    return m->end >= arena && m->end <= SIZE_MAX - 64;
+}
+
+size_t llmc_rt_session_memory_for(const llmc_rt_plan *plan, uint32_t context)
+{
+    mem_layout m;
+    if (!plan || !layout_for(plan, context, &m))
+        return SIZE_MAX; /* cannot be provided: init will say so */
+    return (size_t)(m.end + 64); /* + 64: aligning the block */
+}
+
 size_t llmc_rt_session_memory(const llmc_rt_plan *plan)
 {
-    if (!plan)
-        return 0;
-    uint64_t arena = align64(plan->arena_size);
-    if (arena < plan->arena_size || plan->kv_bytes > UINT64_MAX - 64 - arena ||
-        arena + plan->kv_bytes + 64 > SIZE_MAX)
-        return SIZE_MAX; /* cannot be provided: init will say so */
-    return (size_t)(arena + plan->kv_bytes + 64); /* + 64: aligning the block */
+    return plan ? llmc_rt_session_memory_for(plan, plan->max_context) : 0;
+}
+
+/* Empties every fused cache and returns its chunks to the pool. */
+static void caches_clear(llmc_rt_session *s)
+{
+    uint32_t stride = 1 + s->chunks_per_cache;
+    for (uint32_t c = 0; c < s->plan->n_caches; c++) {
+        s->caches[c * stride] = 0;
+        for (uint32_t k = 1; k < stride; k++)
+            s->caches[c * stride + k] = NO_SLOT;
+    }
+    s->pool_used = 0;
+    s->stats.kv_chunks_used = 0;
+}
+
+llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *plan,
+                                        uint32_t context, void *memory, size_t memory_size,
+                                        llmc_rt_error *err)
+{
+    mem_layout m;
+    if (!s || !plan || !plan->base || !memory)
+        return rt_fail(err, LLMC_RT_E_ARG, "session, plan and memory must not be NULL", NULL,
+                       NULL);
+    if (context < 1 || context > plan->max_context)
+        return rt_fail(err, LLMC_RT_E_ARG, "context %u outside [1, max_context %u]",
+                       RT_N(context, plan->max_context), NULL);
+    size_t need = llmc_rt_session_memory_for(plan, context);
+    if (need == SIZE_MAX || memory_size < need || !layout_for(plan, context, &m))
+        return rt_fail(err, LLMC_RT_E_MEMORY, "working memory has %u bytes; the plan needs %u",
+                       RT_N((int64_t)memory_size, (int64_t)need), NULL);
+    uint8_t *base = memory;
+    base += (64 - (uintptr_t)base % 64) % 64;
+    memset(s, 0, sizeof *s);
+    s->plan = plan;
+    s->arena = base;
+    s->kv = base + m.kv;
+    s->caches = (uint32_t *)(void *)(base + m.table);
+    s->kv_pool = base + m.pool;
+    s->chunks_per_cache = m.chunks_per_cache;
+    s->pool_chunks = m.pool_chunks;
+    s->context = context;
+    s->last_S = NO_RUN;
+    s->stats.kv_chunks = m.pool_chunks;
+    caches_clear(s);
+    return LLMC_RT_OK;
 }
 
 llmc_rt_status llmc_rt_session_init(llmc_rt_session *s, const llmc_rt_plan *plan,
                                     void *memory, size_t memory_size, llmc_rt_error *err)
 {
-    if (!s || !plan || !plan->base || !memory)
-        return rt_fail(err, LLMC_RT_E_ARG, "session, plan and memory must not be NULL", NULL,
-                       NULL);
-    size_t need = llmc_rt_session_memory(plan);
-    if (need == SIZE_MAX || memory_size < need)
-        return rt_fail(err, LLMC_RT_E_MEMORY, "working memory has %u bytes; the plan needs %u",
-                       RT_N((int64_t)memory_size, (int64_t)need), NULL);
-    uint8_t *base = memory;
-    base += (64 - (uintptr_t)base % 64) % 64;
-    s->plan = plan;
-    s->arena = base;
-    s->kv = base + align64(plan->arena_size);
-    s->position = 0;
-    s->last_S = NO_RUN;
-    s->last_P = 0;
-    return LLMC_RT_OK;
+    return llmc_rt_session_init_for(s, plan, plan ? plan->max_context : 0, memory,
+                                    memory_size, err);
 }
 
 void llmc_rt_session_reset(llmc_rt_session *s)
 {
-    if (s)
-        s->position = 0;
+    if (!s || !s->plan || !s->caches)
+        return;
+    s->position = 0;
+    caches_clear(s);
+}
+
+llmc_rt_status llmc_rt_session_stats(const llmc_rt_session *s, llmc_rt_stats *out)
+{
+    if (!s || !s->plan || !out)
+        return LLMC_RT_E_ARG;
+    *out = s->stats;
+    return LLMC_RT_OK;
 }
 
 /* ---- tensor views ------------------------------------------------------ */
@@ -111,8 +182,17 @@ static llmc_rt_status region_of(const fb_reader *r, const rt_region_desc *d, int
     return st;
 }
 
+/* Bytes a region writes into its destination. */
+static uint64_t region_bytes(const rt_region *g, const rt_view *dst)
+{
+    uint64_t n = k_dtype_size(dst->dtype);
+    for (int k = 0; k < dst->rank; k++)
+        n *= (uint64_t)g->size[k];
+    return n;
+}
+
 static llmc_rt_status exec_copy(const llmc_rt_session *s, fb_reader *r, const rt_op_desc *op,
-                                int64_t S, int64_t P, llmc_rt_error *err)
+                                int64_t S, int64_t P, uint64_t *moved, llmc_rt_error *err)
 {
     for (uint32_t i = 0; i < op->regions.len; i++) {
         rt_region_desc d;
@@ -129,6 +209,7 @@ static llmc_rt_status exec_copy(const llmc_rt_session *s, fb_reader *r, const rt
             st = k_copy_region(&g, &src, &dst, err);
         if (st)
             return rt_prefix(err, st, "region %u: ", RT_N(i), NULL);
+        *moved += region_bytes(&g, &dst);
     }
     return LLMC_RT_OK;
 }
@@ -167,8 +248,10 @@ static llmc_rt_status exec_layernorm(const rt_op_desc *op, const rt_view *in, rt
 
 /* Linear: inputs x, W, then bias if kind & 1, residual if kind & 2; each
  * output takes the next columns of z, viewed one at a time (any number). */
+/* Linear: each output takes the next columns; adds the bytes written to *moved. */
 static llmc_rt_status exec_linear(const llmc_rt_session *s, fb_reader *r, const rt_op_desc *op,
-                                  const rt_view *in, int64_t S, int64_t P, llmc_rt_error *err)
+                                  const rt_view *in, int64_t S, int64_t P, uint64_t *moved,
+                                  llmc_rt_error *err)
 {
     int next = 2;
     const rt_view *bias = op->kind & 1 ? &in[next++] : NULL;
@@ -185,6 +268,7 @@ static llmc_rt_status exec_linear(const llmc_rt_session *s, fb_reader *r, const 
         if (st)
             return rt_prefix(err, st, "output %u: ", RT_N(j), NULL);
         col0 += y.rank ? y.dims[y.rank - 1] : 0;
+        *moved += view_bytes(&y);
     }
     return LLMC_RT_OK;
 }
@@ -228,26 +312,79 @@ static llmc_rt_status view_all(const llmc_rt_session *s, fb_reader *r, fb_vector
     return LLMC_RT_OK;
 }
 
-static llmc_rt_status exec_op_body(const llmc_rt_session *s, fb_reader *r,
-                                   const rt_op_desc *op, int64_t S, int64_t P,
-                                   llmc_rt_error *err)
+/* ---- fused KV caches --------------------------------------------------- */
+
+/* Takes pool chunks for the positions [0, end) of a cache that lack one. */
+static llmc_rt_status take_chunks(llmc_rt_session *s, uint32_t *slots, int64_t end,
+                                  llmc_rt_error *err)
+{
+    int64_t need = (end + s->plan->kv_chunk - 1) / s->plan->kv_chunk;
+    if (need > s->chunks_per_cache)
+        return rt_fail(err, LLMC_RT_E_BOUNDS, "%d positions exceed the session's %u chunks",
+                       RT_N(end, s->chunks_per_cache), NULL);
+    for (int64_t c = 0; c < need; c++) {
+        if (slots[c] != NO_SLOT)
+            continue;
+        if (s->pool_used == s->pool_chunks)
+            return rt_fail(err, LLMC_RT_E_MEMORY, "KV pool exhausted (%u chunks)",
+                           RT_N(s->pool_chunks), NULL);
+        slots[c] = s->pool_used++;
+    }
+    s->stats.kv_chunks_used = s->pool_used;
+    return LLMC_RT_OK;
+}
+
+/* Attention: rows [0, P) must be in the op's cache; appends rows P .. P+S-1. */
+static llmc_rt_status exec_attention(llmc_rt_session *s, const rt_op_desc *op,
+                                     const rt_view *in, rt_view *o, int64_t S, int64_t P,
+                                     uint64_t *moved, llmc_rt_error *err)
+{
+    uint32_t *table = s->caches + (uint64_t)op->cache * (1u + s->chunks_per_cache);
+    if (op->cache >= s->plan->n_caches || P > table[0])
+        return rt_fail(err, LLMC_RT_E_EXEC, "cache %u holds %u positions; the call starts at "
+                       "P=%d", RT_N(op->cache, op->cache < s->plan->n_caches ? table[0] : 0, P),
+                       NULL);
+    llmc_rt_status st = take_chunks(s, table + 1, P + S, err);
+    if (st)
+        return st;
+    rt_kv_cache cache = {s->kv_pool, table + 1, s->plan->kv_slot_bytes, s->plan->kv_chunk};
+    rt_attention_attrs a = {op->heads, op->kv_heads, op->head_dim, op->rotary_dim, op->scale};
+    bool rope = op->rotary_dim > 0 && op->inputs.len == 5;
+    st = k_attention(&a, &in[0], &in[1], &in[2], rope ? &in[3] : NULL, rope ? &in[4] : NULL,
+                     &cache, P, o, err);
+    if (st)
+        return st;
+    table[0] = (uint32_t)(P + S);
+    *moved += 2u * (uint64_t)S * (uint64_t)a.kv_heads * (uint64_t)a.head_dim * sizeof(float);
+    return LLMC_RT_OK;
+}
+
+/* Runs one op; adds the bytes it wrote to *moved. */
+static llmc_rt_status exec_op_body(llmc_rt_session *s, fb_reader *r, const rt_op_desc *op,
+                                   int64_t S, int64_t P, uint64_t *moved, llmc_rt_error *err)
 {
     rt_view in[MAX_OP_INPUTS], out[3];
     if (op->code == OP_COPY)
-        return exec_copy(s, r, op, S, P, err);
+        return exec_copy(s, r, op, S, P, moved, err);
     /* the verifier's arity check */
     if (op->inputs.len > MAX_OP_INPUTS || op->outputs.len < 1 ||
         (op->outputs.len > 3 && op->code != OP_LINEAR))
         return rt_fail(err, LLMC_RT_E_EXEC, "unexpected operand count", NULL, NULL);
     llmc_rt_status st = view_all(s, r, op->inputs, S, P, in, err);
     if (!st && op->code == OP_LINEAR)
-        return exec_linear(s, r, op, in, S, P, err);
+        return exec_linear(s, r, op, in, S, P, moved, err);
     if (!st)
         st = view_all(s, r, op->outputs, S, P, out, err);
-    return st ? st : dispatch(r, op, in, out, S, P, err);
+    if (!st && op->code == OP_ATTENTION)
+        st = exec_attention(s, op, in, &out[0], S, P, moved, err);
+    else if (!st)
+        st = dispatch(r, op, in, out, S, P, err);
+    for (uint32_t k = 0; !st && k < op->outputs.len; k++)
+        *moved += view_bytes(&out[k]);
+    return st;
 }
 
-static llmc_rt_status run_ops(const llmc_rt_session *s, int64_t S, int64_t P,
+static llmc_rt_status run_ops(llmc_rt_session *s, int64_t S, int64_t P, uint64_t *moved,
                               llmc_rt_error *err)
 {
     fb_reader r = rt_reader(s->plan);
@@ -256,7 +393,7 @@ static llmc_rt_status run_ops(const llmc_rt_session *s, int64_t S, int64_t P,
         llmc_rt_status st = rt_read_op(&r, s->plan, i, &op, err);
         if (st)
             return st;
-        st = exec_op_body(s, &r, &op, S, P, err);
+        st = exec_op_body(s, &r, &op, S, P, moved, err);
         if (st)
             return rt_prefix(err, st, "op %u (%s '%s'): ", RT_N(i),
                              RT_S(rt_op_code_name(op.code), op.name));
@@ -305,14 +442,22 @@ static bool plan_is_static(const llmc_rt_plan *p)
     return true;
 }
 
-static llmc_rt_status check_bounds(const llmc_rt_plan *p, uint32_t S, uint32_t P,
+static llmc_rt_status check_bounds(const llmc_rt_session *s, uint32_t S, uint32_t P,
                                    bool allow_static_zero, llmc_rt_error *err)
 {
-    if ((S == 0 && !(allow_static_zero && plan_is_static(p))) ||
-        (uint64_t)S + P > p->max_context)
+    if ((S == 0 && !(allow_static_zero && plan_is_static(s->plan))) ||
+        (uint64_t)S + P > s->context)
         return rt_fail(err, LLMC_RT_E_BOUNDS, "S=%u P=%u outside 1 <= S, S + P <= "
-                       "max_context %u", RT_N(S, P, p->max_context), NULL);
+                       "context %u", RT_N(S, P, s->context), NULL);
     return LLMC_RT_OK;
+}
+
+/* Records what a run moved. */
+static void count_run(llmc_rt_session *s, uint64_t moved)
+{
+    s->stats.bytes_last = moved;
+    s->stats.bytes_total += moved;
+    s->stats.runs++;
 }
 
 /* ---- generic run ------------------------------------------------------- */
@@ -326,7 +471,7 @@ static llmc_rt_status check_session(const llmc_rt_session *s, llmc_rt_error *err
 
 static llmc_rt_status place_input(const llmc_rt_session *s, fb_reader *r, uint32_t i,
                                   const llmc_rt_tensor *given, uint32_t S, uint32_t P,
-                                  llmc_rt_error *err)
+                                  uint64_t *moved, llmc_rt_error *err)
 {
     rt_io_desc io;
     rt_view v;
@@ -347,6 +492,7 @@ static llmc_rt_status place_input(const llmc_rt_session *s, fb_reader *r, uint32
         return rt_fail(err, LLMC_RT_E_ARG, "input %u: data is NULL", RT_N(i), NULL);
     if (view_bytes(&v) && given->data != v.data)
         memmove(v.data, given->data, (size_t)view_bytes(&v));
+    *moved += view_bytes(&v);
     return LLMC_RT_OK;
 }
 
@@ -358,12 +504,14 @@ llmc_rt_status llmc_rt_session_run(llmc_rt_session *s, uint32_t S, uint32_t P,
         return st;
     if (!inputs && s->plan->n_inputs)
         return rt_fail(err, LLMC_RT_E_ARG, "inputs is NULL", NULL, NULL);
-    st = check_bounds(s->plan, S, P, true, err);
+    st = check_bounds(s, S, P, true, err);
     fb_reader r = rt_reader(s->plan);
+    uint64_t moved = 0;
     for (uint32_t i = 0; !st && i < s->plan->n_inputs; i++)
-        st = place_input(s, &r, i, &inputs[i], S, P, err);
+        st = place_input(s, &r, i, &inputs[i], S, P, &moved, err);
     if (!st)
-        st = run_ops(s, S, P, err);
+        st = run_ops(s, S, P, &moved, err);
+    count_run(s, moved);
     s->last_S = st ? NO_RUN : S;
     s->last_P = P;
     return st;
@@ -466,15 +614,17 @@ static llmc_rt_status check_count(const rt_view *v, int64_t want, llmc_rt_error 
                    RT_N(k_count(v), want), NULL);
 }
 
+/* Fills one input of the LLM path; every role writes the whole view. */
 static llmc_rt_status fill_input(const llmc_rt_session *s, fb_reader *r, const rt_io_desc *io,
                                  const int64_t *tokens, int64_t S, int64_t P,
-                                 llmc_rt_error *err)
+                                 uint64_t *moved, llmc_rt_error *err)
 {
     rt_view v;
     kv_slot slot;
     llmc_rt_status st = view_of(s, r, io->tensor, S, P, &v, err);
     if (st)
         return st;
+    *moved += view_bytes(&v);
     int64_t *ints = v.data;
     switch (io->role) {
     case ROLE_INPUT_IDS:
@@ -507,7 +657,8 @@ static llmc_rt_status fill_input(const llmc_rt_session *s, fb_reader *r, const r
 }
 
 static llmc_rt_status take_output(const llmc_rt_session *s, fb_reader *r, const rt_io_desc *io,
-                                  int64_t S, int64_t P, float *logits, llmc_rt_error *err)
+                                  int64_t S, int64_t P, float *logits, uint64_t *moved,
+                                  llmc_rt_error *err)
 {
     rt_view v;
     kv_slot slot;
@@ -532,6 +683,8 @@ static llmc_rt_status take_output(const llmc_rt_session *s, fb_reader *r, const 
         st = check_kv_view(&v, &slot, P + S, err);
     if (!st)
         kv_copy(&slot, v.data, P + S, true);
+    if (!st)
+        *moved += view_bytes(&v);
     return st;
 }
 
@@ -548,13 +701,13 @@ static bool has_binding(const llmc_rt_plan *p, int is_output, int role)
 }
 
 static llmc_rt_status feed_inputs(llmc_rt_session *s, fb_reader *r, const int64_t *tokens,
-                                  int64_t S, int64_t P, llmc_rt_error *err)
+                                  int64_t S, int64_t P, uint64_t *moved, llmc_rt_error *err)
 {
     for (uint32_t i = 0; i < s->plan->n_inputs; i++) {
         rt_io_desc io;
         llmc_rt_status st = rt_read_io(r, s->plan, 0, i, &io, err);
         if (!st)
-            st = fill_input(s, r, &io, tokens, S, P, err);
+            st = fill_input(s, r, &io, tokens, S, P, moved, err);
         if (st)
             return rt_prefix(err, st, "input %u: ", RT_N(i), NULL);
     }
@@ -562,13 +715,13 @@ static llmc_rt_status feed_inputs(llmc_rt_session *s, fb_reader *r, const int64_
 }
 
 static llmc_rt_status take_outputs(llmc_rt_session *s, fb_reader *r, int64_t S, int64_t P,
-                                   float *logits, llmc_rt_error *err)
+                                   float *logits, uint64_t *moved, llmc_rt_error *err)
 {
     for (uint32_t i = 0; i < s->plan->n_outputs; i++) {
         rt_io_desc io;
         llmc_rt_status st = rt_read_io(r, s->plan, 1, i, &io, err);
         if (!st)
-            st = take_output(s, r, &io, S, P, logits, err);
+            st = take_output(s, r, &io, S, P, logits, moved, err);
         if (st)
             return rt_prefix(err, st, "output %u: ", RT_N(i), NULL);
     }
@@ -586,19 +739,40 @@ llmc_rt_status llmc_rt_session_feed(llmc_rt_session *s, const int64_t *tokens, u
     if (!has_binding(s->plan, 0, ROLE_INPUT_IDS) || !has_binding(s->plan, 1, ROLE_LOGITS))
         return rt_fail(err, LLMC_RT_E_ARG, "feed needs a plan with InputIds and Logits "
                        "bindings", NULL, NULL);
-    st = check_bounds(s->plan, n, s->position, false, err);
+    st = check_bounds(s, n, s->position, false, err);
     if (st)
         return st;
     fb_reader r = rt_reader(s->plan);
     int64_t S = n, P = s->position;
-    st = feed_inputs(s, &r, tokens, S, P, err);
+    uint64_t moved = 0;
+    st = feed_inputs(s, &r, tokens, S, P, &moved, err);
     if (!st)
-        st = run_ops(s, S, P, err);
+        st = run_ops(s, S, P, &moved, err);
     if (!st)
-        st = take_outputs(s, &r, S, P, logits, err);
+        st = take_outputs(s, &r, S, P, logits, &moved, err);
+    count_run(s, moved);
     s->last_S = st ? NO_RUN : n;
     s->last_P = s->position;
     if (!st)
         s->position += n;
     return st;
+}
+
+/* ---- generation -------------------------------------------------------- */
+
+llmc_rt_status llmc_prefill(llmc_rt_session *s, const int64_t *tokens, uint32_t n,
+                            float *logits, llmc_rt_error *err)
+{
+    return llmc_rt_session_feed(s, tokens, n, logits, err);
+}
+
+llmc_rt_status llmc_decode(llmc_rt_session *s, int64_t token, float *logits,
+                           llmc_rt_error *err)
+{
+    return llmc_rt_session_feed(s, &token, 1, logits, err);
+}
+
+void llmc_reset(llmc_rt_session *s)
+{
+    llmc_rt_session_reset(s);
 }

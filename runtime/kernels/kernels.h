@@ -93,6 +93,37 @@ llmc_rt_status k_fill(double value, rt_view *y, llmc_rt_error *err);
 llmc_rt_status k_range(const rt_view *start, const rt_view *limit, const rt_view *delta,
                        rt_view *y, llmc_rt_error *err);
 
+/* ref_attention.c: the fused Attention op (compiler/llmc_ops.h) over a
+ * chunked KV cache.  A cache chunk holds kv_chunk positions of every kv
+ * head, K then V, each [kv_heads, kv_chunk, head_dim] floats, so a head's
+ * rows are contiguous inside a chunk; chunk c (positions c*kv_chunk ..) lives
+ * at pool + slot[c] * slot_bytes.  The session makes sure chunks covering
+ * positions [0, P + S) exist before the call. */
+#define RT_ATTN_MAX_HEAD_DIM 1024 /* bounds the kernel's stack row (4 KiB) */
+
+typedef struct {
+    uint8_t *pool;          /* chunk slots */
+    const uint32_t *slot;   /* slot of chunk c, for c < ceil((P + S) / chunk) */
+    uint64_t slot_bytes;    /* >= 2 * kv_heads * chunk * head_dim * 4, 64-aligned */
+    int64_t chunk;          /* positions per chunk (Plan.kv_chunk) */
+} rt_kv_cache;
+
+typedef struct {
+    int64_t heads, kv_heads, head_dim, rotary_dim;
+    float scale;
+} rt_attention_attrs;
+
+/* q [1, S, heads*head_dim], k, v [1, S, kv_heads*head_dim]; cos, sin
+ * [rows >= P + S, rotary_dim] or NULL when rotary_dim is 0.  Appends the
+ * new (rotated) K and V rows at positions P .. P+S-1, then writes o. */
+llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const rt_view *k,
+                           const rt_view *v, const rt_view *cos, const rt_view *sin,
+                           const rt_kv_cache *cache, int64_t P, rt_view *o, llmc_rt_error *err);
+/* Rotate-half RoPE of one row x[0, d) into y (no aliasing) with the table
+ * rows cos, sin [rotary_dim]; columns >= rotary_dim are copied. */
+void k_rope_row(const float *x, float *y, int64_t d, int64_t rotary_dim, const float *cos,
+                const float *sin);
+
 /* ref_common.c: shared helpers */
 int64_t k_count(const rt_view *t);  /* element count (1 for a scalar) */
 size_t k_dtype_size(int dtype);     /* 0 if unsupported */

@@ -419,7 +419,8 @@ static void test_lora_in_pipeline(void)
     bool dense = false;
     for (int v = 0; v < g.n_values; v++)
         dense |= is_const_of(&g, v, LORA_IN, LORA_OUT) || is_const_of(&g, v, LORA_OUT, LORA_IN);
-    CHECK(!dense && count_op(&g, "MatMul") == 2, "lora pipeline: no dense 16x8 product anywhere, two MatMuls");
+    CHECK(!dense && count_op(&g, "MatMul") + count_op(&g, "Linear") == 2,
+          "lora pipeline: no dense 16x8 product anywhere, two thin products (MatMul or Linear)");
     int reorder_at = -1, folding_at = -1;
     for (int i = 0; i < n_rec; i++) {
         reorder_at = strcmp(rec[i].name, "lora-reorder") == 0 ? i : reorder_at;

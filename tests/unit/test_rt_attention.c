@@ -1,0 +1,799 @@
+/* The fused Attention op and the generation API:
+ *   - llmc.Attention compiled from an IR graph and run through the runtime,
+ *     against a double-precision reference in this file (MHA, GQA, full and
+ *     partial RoPE, prompts of 1, 7 and 64 tokens, decode across the chunk
+ *     boundaries at 64 and 128, reset, a smaller session context);
+ *   - a 2-layer model fused, unfused (ONNX ops with past/present I/O) and
+ *     mixed: same logits through llmc_prefill/llmc_decode, and the bytes a
+ *     decode step moves (llmc_rt_session_stats) constant for the fused plan
+ *     but growing with P for the unfused one;
+ *   - the verifier's Attention checks on hand-written plans;
+ *   - the sampler. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "graph_util.h"
+#include "llmc_rt.h"
+#include "passes/pipeline.h"
+#include "rt_testplan.h"
+#include "tap.h"
+
+enum { CTX = 160 }; /* > 150 decode positions; chunks of 64: 3 per cache */
+
+static float frand(void)
+{
+    return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+}
+
+static int value(llmc_graph *g, const char *name, int dtype, llmc_shape s)
+{
+    int v = llmc_graph_add_value(g, name, dtype);
+    g->values[v].shape = s;
+    return v;
+}
+
+/* RoPE tables [CTX, R], HF layout: frequency i and i + R/2 equal. */
+static float *rope_table(int R, int is_sin)
+{
+    float *t = malloc(sizeof(float) * CTX * (R ? R : 1));
+    for (int p = 0; p < CTX; p++)
+        for (int i = 0; i < R; i++) {
+            double theta = p * pow(10000.0, -2.0 * (i % (R / 2)) / R);
+            t[p * R + i] = (float)(is_sin ? sin(theta) : cos(theta));
+        }
+    return t;
+}
+
+typedef struct {
+    int H, G, D, R; /* heads, kv_heads, head_dim, rotary_dim */
+} attn_cfg;
+
+static int add_attention(llmc_graph *g, const char *name, const attn_cfg *c, int q, int k,
+                         int v, int cos_v, int sin_v, int cache, int out)
+{
+    int ins[5] = {q, k, v, cos_v, sin_v};
+    int n = llmc_graph_add_llmc_node(g, "Attention", name, ins, c->R ? 5 : 3, &out, 1);
+    llmc_node_set_int(g, n, "heads", c->H);
+    llmc_node_set_int(g, n, "kv_heads", c->G);
+    llmc_node_set_int(g, n, "head_dim", c->D);
+    llmc_node_set_int(g, n, "rotary_dim", c->R);
+    llmc_node_set_int(g, n, "cache", cache);
+    llmc_node_set_float(g, n, "scale", 1.0f / sqrtf((float)c->D));
+    return n;
+}
+
+static uint8_t *compile(const llmc_graph *g, size_t *size, llmc_error *err)
+{
+    llmc_codegen_options opt = {.max_context = CTX};
+    uint8_t *plan = NULL;
+    memset(err, 0, sizeof *err);
+    return llmc_codegen_to_memory(g, &opt, &plan, size, NULL, err) ? NULL : plan;
+}
+
+typedef struct {
+    uint8_t *bytes;
+    llmc_rt_plan plan;
+    llmc_rt_session s;
+    void *mem;
+} runner;
+
+static int runner_open(runner *r, uint8_t *bytes, size_t size, uint32_t context,
+                       llmc_rt_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->bytes = bytes;
+    if (!bytes || llmc_rt_plan_open(&r->plan, bytes, size, LLMC_RT_VERIFY_HASHES, err))
+        return -1;
+    size_t need = llmc_rt_session_memory_for(&r->plan, context);
+    r->mem = malloc(need);
+    return llmc_rt_session_init_for(&r->s, &r->plan, context, r->mem, need, err) ? -1 : 0;
+}
+
+static void runner_close(runner *r)
+{
+    free(r->mem);
+    free(r->bytes);
+}
+
+/* ---- the op against a double reference -------------------------------- */
+
+typedef struct {
+    attn_cfg c;
+    float *cos_t, *sin_t;
+    double *K, *V; /* [CTX][G][D]: rotated keys and values by position */
+} attn_ref;
+
+static void rope_d(const attn_ref *a, const float *x, int pos, double *y)
+{
+    int D = a->c.D, R = a->c.R, h = R / 2;
+    for (int i = 0; i < D; i++) {
+        if (i >= R) {
+            y[i] = x[i];
+            continue;
+        }
+        double rot = i < h ? -(double)x[i + h] : x[i - h];
+        y[i] = x[i] * (double)a->cos_t[pos * R + i] + rot * (double)a->sin_t[pos * R + i];
+    }
+}
+
+/* Appends S rows at P and writes the reference o [S, H*D]. */
+static void attn_reference(attn_ref *a, const float *q, const float *k, const float *v, int S,
+                           int P, double *o)
+{
+    int H = a->c.H, G = a->c.G, D = a->c.D;
+    double qr[64], score[CTX];
+    for (int s = 0; s < S; s++)
+        for (int g = 0; g < G; g++) {
+            rope_d(a, k + (s * G + g) * D, P + s, a->K + ((P + s) * G + g) * D);
+            for (int i = 0; i < D; i++)
+                a->V[((P + s) * G + g) * D + i] = v[(s * G + g) * D + i];
+        }
+    for (int s = 0; s < S; s++)
+        for (int h = 0; h < H; h++) {
+            int g = h / (H / G), n = P + s + 1;
+            double mx = -INFINITY, sum = 0;
+            rope_d(a, q + (s * H + h) * D, P + s, qr);
+            for (int t = 0; t < n; t++) {
+                score[t] = 0;
+                for (int i = 0; i < D; i++)
+                    score[t] += qr[i] * a->K[(t * G + g) * D + i];
+                score[t] /= sqrt((double)D);
+                mx = fmax(mx, score[t]);
+            }
+            for (int t = 0; t < n; t++)
+                sum += score[t] = exp(score[t] - mx);
+            for (int i = 0; i < D; i++) {
+                double acc = 0;
+                for (int t = 0; t < n; t++)
+                    acc += score[t] * a->V[(t * G + g) * D + i];
+                o[(s * H + h) * D + i] = acc / sum;
+            }
+        }
+}
+
+/* q, k, v graph inputs -> llmc.Attention -> o. */
+static uint8_t *build_op_plan(const attn_ref *a, size_t *size, llmc_error *err)
+{
+    llmc_graph g;
+    llmc_graph_init(&g);
+    g.opset = 17;
+    const attn_cfg *c = &a->c;
+    int q = g_input(&g, "q", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->H * c->D)));
+    int k = g_input(&g, "k", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->G * c->D)));
+    int v = g_input(&g, "v", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->G * c->D)));
+    int cs = -1, sn = -1;
+    if (c->R) {
+        cs = g_const(&g, "rope.cos", LLMC_DT_FLOAT, SHAPE(K(CTX), K(c->R)), a->cos_t);
+        sn = g_const(&g, "rope.sin", LLMC_DT_FLOAT, SHAPE(K(CTX), K(c->R)), a->sin_t);
+    }
+    int o = value(&g, "o", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->H * c->D)));
+    add_attention(&g, "attn", c, q, k, v, cs, sn, 0, o);
+    g_output(&g, o);
+    uint8_t *bytes = compile(&g, size, err);
+    llmc_graph_free(&g);
+    return bytes;
+}
+
+/* Lowering refuses inconsistent llmc.Attention attributes at compile time. */
+static void test_lowering_errors(void)
+{
+    static const struct { attn_cfg c; int cache; const char *msg; } bad[] = {
+        {{3, 2, 8, 0}, 0, "kv_heads | heads"},
+        {{2, 1, 8, 3}, 0, "even rotary_dim"},
+        {{2, 1, 8, 0}, 1, "cache 1 outside [0, 1 Attention ops)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const attn_cfg *c = &bad[i].c;
+        llmc_graph g;
+        llmc_error err;
+        size_t size;
+        llmc_graph_init(&g);
+        g.opset = 17;
+        int q = g_input(&g, "q", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->H * c->D)));
+        int k = g_input(&g, "k", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->G * c->D)));
+        int o = value(&g, "o", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->H * c->D)));
+        add_attention(&g, "attn", c, q, k, k, k, k, bad[i].cache, o);
+        g_output(&g, o);
+        uint8_t *bytes = compile(&g, &size, &err);
+        CHECK(!bytes && strstr(err.msg, bad[i].msg) && strstr(err.msg, "node 'attn'"),
+              "lowering refuses: %s", err.msg);
+        free(bytes);
+        llmc_graph_free(&g);
+    }
+}
+
+/* One call at (S, P) with random q, k, v; returns the worst relative error. */
+static double op_step(runner *r, attn_ref *a, int S, int P, llmc_rt_status *st,
+                      llmc_rt_error *err)
+{
+    const attn_cfg *c = &a->c;
+    int nq = S * c->H * c->D, nk = S * c->G * c->D;
+    float *q = malloc(sizeof(float) * (size_t)nq), *k = malloc(sizeof(float) * (size_t)nk);
+    float *v = malloc(sizeof(float) * (size_t)nk);
+    double *want = malloc(sizeof(double) * (size_t)nq), worst = 0;
+    for (int i = 0; i < nq; i++)
+        q[i] = 2 * frand();
+    for (int i = 0; i < nk; i++) {
+        k[i] = 2 * frand();
+        v[i] = frand();
+    }
+    llmc_rt_tensor in[3] = {{LLMC_RT_F32, 3, {1, S, c->H * c->D}, q},
+                            {LLMC_RT_F32, 3, {1, S, c->G * c->D}, k},
+                            {LLMC_RT_F32, 3, {1, S, c->G * c->D}, v}};
+    llmc_rt_tensor out;
+    *st = llmc_rt_session_run(&r->s, (uint32_t)S, (uint32_t)P, in, err);
+    if (!*st)
+        *st = llmc_rt_session_output(&r->s, 0, &out, err);
+    if (!*st) {
+        attn_reference(a, q, k, v, S, P, want);
+        for (int i = 0; i < nq; i++)
+            worst = fmax(worst, fabs(((float *)out.data)[i] - want[i]) / (1 + fabs(want[i])));
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(want);
+    return worst;
+}
+
+static void test_op(const attn_cfg *c, const char *what)
+{
+    attn_ref a = {*c, rope_table(c->R, 0), rope_table(c->R, 1), NULL, NULL};
+    a.K = malloc(sizeof(double) * CTX * (size_t)(c->G * c->D));
+    a.V = malloc(sizeof(double) * CTX * (size_t)(c->G * c->D));
+    llmc_error cerr;
+    llmc_rt_error err = {0};
+    size_t size;
+    runner r;
+    uint8_t *bytes = build_op_plan(&a, &size, &cerr);
+    CHECK(bytes != NULL, "%s: llmc.Attention compiles (%s)", what, cerr.msg);
+    if (runner_open(&r, bytes, size, CTX, &err)) {
+        CHECK(0, "%s: plan opens (%s)", what, err.msg);
+        runner_close(&r);
+        return;
+    }
+    CHECK(r.plan.n_caches == 1 && r.plan.kv_chunk == 64 && r.plan.n_layers == 1 &&
+              r.plan.kv_slot_bytes == (uint64_t)2 * c->G * 64 * c->D * 4,
+          "%s: n_caches 1, kv_chunk 64, a chunk slot holds K and V (%llu bytes)", what,
+          (unsigned long long)r.plan.kv_slot_bytes);
+    static const int prompts[3] = {1, 7, 64};
+    for (int i = 0; i < 3; i++) {
+        llmc_rt_status st = LLMC_RT_OK;
+        llmc_reset(&r.s);
+        double worst = op_step(&r, &a, prompts[i], 0, &st, &err);
+        CHECK(!st && worst < 2e-5, "%s: prompt S=%d matches the double reference (%g) %s",
+              what, prompts[i], worst, st ? err.msg : "");
+        int P = prompts[i], steps = 0;
+        double worst_decode = 0;
+        while (!st && P < 141) { /* crosses 64 and 128; one 5-row call across 128 */
+            int S = P == 126 ? 5 : 1;
+            worst_decode = fmax(worst_decode, op_step(&r, &a, S, P, &st, &err));
+            P += S;
+            steps++;
+        }
+        llmc_rt_stats stats;
+        llmc_rt_session_stats(&r.s, &stats);
+        CHECK(!st && worst_decode < 2e-5 && stats.kv_chunks_used == 3 && stats.kv_chunks == 3,
+              "%s: %d decode calls after S=%d up to P=%d match (%g); 3 of 3 chunks taken %s",
+              what, steps, prompts[i], P, worst_decode, st ? err.msg : "");
+    }
+    llmc_reset(&r.s);
+    llmc_rt_status st = LLMC_RT_OK;
+    op_step(&r, &a, 1, 3, &st, &err);
+    CHECK(st == LLMC_RT_E_EXEC && strstr(err.msg, "holds 0 positions"),
+          "%s: after reset a call at P=3 is refused: %s", what, err.msg);
+    runner_close(&r);
+
+    /* a session of 70 positions: 2 chunks, less memory, bounded */
+    bytes = build_op_plan(&a, &size, &cerr);
+    if (!runner_open(&r, bytes, size, 70, &err)) {
+        size_t full = llmc_rt_session_memory(&r.plan), part = llmc_rt_session_memory_for(&r.plan, 70);
+        double worst = op_step(&r, &a, 64, 0, &st, &err);
+        for (int P = 64; !st && P < 70; P++)
+            worst = fmax(worst, op_step(&r, &a, 1, P, &st, &err));
+        CHECK(!st && worst < 2e-5 && r.s.pool_chunks == 2 && r.s.pool_used == 2 &&
+                  full - part == r.plan.kv_slot_bytes,
+              "%s: context 70 uses 2 chunks, one chunk less memory, matches (%g)", what, worst);
+        op_step(&r, &a, 1, 70, &st, &err);
+        CHECK(st == LLMC_RT_E_BOUNDS, "%s: position 70 outside the session context", what);
+        CHECK(llmc_rt_session_memory_for(&r.plan, CTX + 1) == SIZE_MAX &&
+                  llmc_rt_session_memory_for(&r.plan, 0) == SIZE_MAX,
+              "memory_for refuses context 0 and > max_context");
+    } else {
+        CHECK(0, "%s: context-70 session (%s)", what, err.msg);
+    }
+    runner_close(&r);
+    free(a.cos_t);
+    free(a.sin_t);
+    free(a.K);
+    free(a.V);
+}
+
+/* ---- a 2-layer model: fused, unfused, mixed ---------------------------- */
+
+enum { VOC = 11, DM = 16, MH = 2, MD = 8, LAYERS = 2 };
+
+static float embed[VOC * DM], lm_head[DM * VOC], wts[LAYERS][4][DM * DM];
+static float *m_cos, *m_sin;
+
+typedef struct {
+    llmc_graph *g;
+    int pos, cos_v, sin_v;
+    int holes[LAYERS]; /* attention outputs added after shape inference */
+    int hole_in[LAYERS][3];
+} model_b;
+
+static const char *nm(int layer, const char *what)
+{
+    static char bufs[16][64];
+    static int next;
+    char *b = bufs[next++ % 16];
+    snprintf(b, sizeof bufs[0], "l%d.%s", layer, what);
+    return b;
+}
+
+/* rotate-half RoPE in ONNX ops on x [1, h, S, MD] with cos4, sin4 [1, 1, S, MD]. */
+static int onnx_rope(llmc_graph *g, int layer, const char *tag, int x, int cos4, int sin4)
+{
+    char n[32];
+    snprintf(n, sizeof n, "%s.x1", tag);
+    int x1 = OP(g, "Slice", nm(layer, n), x, CI64(g, nm(layer, "s0"), 0),
+                CI64(g, nm(layer, "s1"), MD / 2), CI64(g, nm(layer, "s3"), 3));
+    snprintf(n, sizeof n, "%s.x2", tag);
+    int x2 = OP(g, "Slice", nm(layer, n), x, CI64(g, nm(layer, "t0"), MD / 2),
+                CI64(g, nm(layer, "t1"), MD), CI64(g, nm(layer, "t3"), 3));
+    snprintf(n, sizeof n, "%s.neg", tag);
+    int neg = OP(g, "Neg", nm(layer, n), x2);
+    snprintf(n, sizeof n, "%s.rot", tag);
+    int rot = OP(g, "Concat", nm(layer, n), neg, x1);
+    attr_int(g, producer_of(g, rot), "axis", 3);
+    snprintf(n, sizeof n, "%s.xc", tag);
+    int xc = OP(g, "Mul", nm(layer, n), x, cos4);
+    snprintf(n, sizeof n, "%s.rs", tag);
+    int rs = OP(g, "Mul", nm(layer, n), rot, sin4);
+    snprintf(n, sizeof n, "%s.roped", tag);
+    return OP(g, "Add", nm(layer, n), xc, rs);
+}
+
+static int heads_first(llmc_graph *g, int layer, const char *tag, int x)
+{
+    char n[32];
+    snprintf(n, sizeof n, "%s.4d", tag);
+    int x4 = OP(g, "Reshape", nm(layer, n), x, CI64(g, nm(layer, "shape4"), 0, 0, MH, MD));
+    snprintf(n, sizeof n, "%s.t", tag);
+    int t = OP(g, "Transpose", nm(layer, n), x4);
+    ATTR_INTS(g, producer_of(g, t), "perm", 0, 2, 1, 3);
+    return t;
+}
+
+/* Attention in ONNX ops with past/present: what exporters write. */
+static int unfused_attention(model_b *m, int layer, int q, int k, int v)
+{
+    llmc_graph *g = m->g;
+    char name[64];
+    int qt = heads_first(g, layer, "q", q), kt = heads_first(g, layer, "k", k);
+    int vt = heads_first(g, layer, "v", v);
+    int cg = OP(g, "Gather", nm(layer, "cos"), m->cos_v, m->pos);
+    int sg = OP(g, "Gather", nm(layer, "sin"), m->sin_v, m->pos);
+    int cos4 = OP(g, "Unsqueeze", nm(layer, "cos4"), cg, CI64(g, nm(layer, "ax1"), 1));
+    int sin4 = OP(g, "Unsqueeze", nm(layer, "sin4"), sg, CI64(g, nm(layer, "ax1b"), 1));
+    int qr = onnx_rope(g, layer, "q", qt, cos4, sin4), kr = onnx_rope(g, layer, "k", kt, cos4, sin4);
+    snprintf(name, sizeof name, "past_key_values.%d.key", layer);
+    int pk = g_input(g, name, LLMC_DT_FLOAT, SHAPE(K(1), K(MH), SYM_P, K(MD)));
+    snprintf(name, sizeof name, "past_key_values.%d.value", layer);
+    int pv = g_input(g, name, LLMC_DT_FLOAT, SHAPE(K(1), K(MH), SYM_P, K(MD)));
+    snprintf(name, sizeof name, "present.%d.key", layer);
+    int prk = OP(g, "Concat", name, pk, kr);
+    attr_int(g, producer_of(g, prk), "axis", 2);
+    snprintf(name, sizeof name, "present.%d.value", layer);
+    int prv = OP(g, "Concat", name, pv, vt);
+    attr_int(g, producer_of(g, prv), "axis", 2);
+    g_output(g, prk);
+    g_output(g, prv);
+    int kT = OP(g, "Transpose", nm(layer, "kT"), prk);
+    ATTR_INTS(g, producer_of(g, kT), "perm", 0, 1, 3, 2);
+    int sc = OP(g, "MatMul", nm(layer, "scores"), qr, kT);
+    float scale = 1.0f / sqrtf((float)MD), neg_inf = -INFINITY, zero = 0;
+    int scs = OP(g, "Mul", nm(layer, "scaled"), sc,
+                 g_const(g, nm(layer, "scale"), LLMC_DT_FLOAT, SCALAR, &scale));
+    int shp = OP(g, "Shape", nm(layer, "kshape"), prk);
+    int len = OP(g, "Gather", nm(layer, "klen"), shp, g_scalar_i64(g, nm(layer, "two"), 2));
+    int rng = OP(g, "Range", nm(layer, "t"), g_scalar_i64(g, nm(layer, "zero"), 0), len,
+                 g_scalar_i64(g, nm(layer, "one"), 1));
+    int qp = OP(g, "Unsqueeze", nm(layer, "qpos"), m->pos, CI64(g, nm(layer, "ax13"), 1, 3));
+    int gt = OP(g, "Greater", nm(layer, "future"), rng, qp);
+    int mask = OP(g, "Where", nm(layer, "mask"), gt,
+                  g_const(g, nm(layer, "ninf"), LLMC_DT_FLOAT, SCALAR, &neg_inf),
+                  g_const(g, nm(layer, "zf"), LLMC_DT_FLOAT, SCALAR, &zero));
+    int msk = OP(g, "Add", nm(layer, "masked"), scs, mask);
+    int pr = OP(g, "Softmax", nm(layer, "probs"), msk);
+    attr_int(g, producer_of(g, pr), "axis", -1);
+    int cx = OP(g, "MatMul", nm(layer, "ctx"), pr, prv);
+    int cxt = OP(g, "Transpose", nm(layer, "ctx.t"), cx);
+    ATTR_INTS(g, producer_of(g, cxt), "perm", 0, 2, 1, 3);
+    return OP(g, "Reshape", nm(layer, "ctx.3d"), cxt, CI64(g, nm(layer, "shape3"), 0, 0, MH * MD));
+}
+
+static int build_layer(model_b *m, int layer, int x, bool fused)
+{
+    llmc_graph *g = m->g;
+    int w[4];
+    for (int i = 0; i < 4; i++) {
+        char n[16];
+        snprintf(n, sizeof n, "w%d", i);
+        w[i] = g_const(g, nm(layer, n), LLMC_DT_FLOAT, SHAPE(K(DM), K(DM)), wts[layer][i]);
+    }
+    int q = OP(g, "MatMul", nm(layer, "q"), x, w[0]);
+    int k = OP(g, "MatMul", nm(layer, "k"), x, w[1]);
+    int v = OP(g, "MatMul", nm(layer, "v"), x, w[2]);
+    int a;
+    if (fused) { /* a graph input until shape inference has run */
+        a = g_input(g, nm(layer, "attn"), LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(MH * MD)));
+        m->holes[layer] = a;
+        m->hole_in[layer][0] = q;
+        m->hole_in[layer][1] = k;
+        m->hole_in[layer][2] = v;
+    } else {
+        a = unfused_attention(m, layer, q, k, v);
+        m->holes[layer] = -1;
+    }
+    int o = OP(g, "MatMul", nm(layer, "o"), a, w[3]);
+    return OP(g, "Add", nm(layer, "h"), x, o);
+}
+
+/* Turns hole value v (a graph input) into the output of an llmc.Attention. */
+static void fill_hole(model_b *m, int layer)
+{
+    llmc_graph *g = m->g;
+    int v = m->holes[layer], k = 0;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] != v)
+            g->inputs[k++] = g->inputs[i];
+    g->n_inputs = k;
+    g->values[v].is_graph_input = false;
+    attn_cfg c = {MH, MH, MD, MD};
+    add_attention(g, nm(layer, "attention"), &c, m->hole_in[layer][0], m->hole_in[layer][1],
+                  m->hole_in[layer][2], m->cos_v, m->sin_v, layer, v);
+}
+
+/* fused_mask bit l: layer l uses llmc.Attention. */
+static uint8_t *build_model(unsigned fused_mask, size_t *size, llmc_error *err)
+{
+    llmc_graph g;
+    llmc_graph_init(&g);
+    g.opset = 17;
+    model_b m = {&g, -1, -1, -1, {-1, -1}, {{0}}};
+    int ids = g_input(&g, "input_ids", LLMC_DT_INT64, SHAPE(K(1), SYM_S));
+    if (fused_mask != (1u << LAYERS) - 1)
+        m.pos = g_input(&g, "position_ids", LLMC_DT_INT64, SHAPE(K(1), SYM_S));
+    m.cos_v = g_const(&g, "rope.cos", LLMC_DT_FLOAT, SHAPE(K(CTX), K(MD)), m_cos);
+    m.sin_v = g_const(&g, "rope.sin", LLMC_DT_FLOAT, SHAPE(K(CTX), K(MD)), m_sin);
+    int table = g_const(&g, "embed", LLMC_DT_FLOAT, SHAPE(K(VOC), K(DM)), embed);
+    int x = OP(&g, "Gather", "x", table, ids);
+    for (int l = 0; l < LAYERS; l++)
+        x = build_layer(&m, l, x, fused_mask >> l & 1);
+    int head = g_const(&g, "lm_head", LLMC_DT_FLOAT, SHAPE(K(DM), K(VOC)), lm_head);
+    g_output(&g, OP(&g, "MatMul", "logits", x, head));
+    llmc_pass_ctx ctx = {.max_context = CTX};
+    memset(err, 0, sizeof *err);
+    uint8_t *bytes = NULL;
+    if (llmc_pass_shape_inference.run(&g, &ctx, err) == LLMC_OK) {
+        for (int l = 0; l < LAYERS; l++)
+            if (m.holes[l] >= 0)
+                fill_hole(&m, l);
+        bytes = compile(&g, size, err);
+    }
+    llmc_graph_free(&g);
+    return bytes;
+}
+
+static double logits_diff(const float *a, const float *b)
+{
+    double worst = 0, top = 0;
+    for (int i = 0; i < VOC; i++) {
+        worst = fmax(worst, fabs(a[i] - b[i]));
+        top = fmax(top, fabs(b[i]));
+    }
+    return worst / fmax(top, 1e-30);
+}
+
+static void test_model(void)
+{
+    for (int i = 0; i < VOC * DM; i++) {
+        embed[i] = frand();
+        lm_head[i] = frand();
+    }
+    for (int l = 0; l < LAYERS; l++)
+        for (int j = 0; j < 4; j++)
+            for (int i = 0; i < DM * DM; i++)
+                wts[l][j][i] = 0.5f * frand();
+    m_cos = rope_table(MD, 0);
+    m_sin = rope_table(MD, 1);
+    static const unsigned masks[3] = {3, 0, 1};
+    static const char *const names[3] = {"fused", "unfused", "mixed (layer 0 fused)"};
+    runner r[3];
+    llmc_rt_error err = {0};
+    for (int i = 0; i < 3; i++) {
+        llmc_error cerr;
+        size_t size = 0;
+        uint8_t *bytes = build_model(masks[i], &size, &cerr);
+        CHECK(bytes != NULL, "%s model compiles (%s)", names[i], cerr.msg);
+        int rc = runner_open(&r[i], bytes, size, CTX, &err);
+        CHECK(rc == 0, "%s model opens (%s)", names[i], err.msg);
+        if (rc) {
+            for (int j = 0; j <= i; j++)
+                runner_close(&r[j]);
+            return;
+        }
+    }
+    CHECK(r[0].plan.n_caches == 2 && r[0].plan.kv_bytes == 0 && r[1].plan.n_caches == 0 &&
+              r[1].plan.kv_bytes > 0 && r[2].plan.n_caches == 1 && r[2].plan.kv_bytes > 0 &&
+              r[0].plan.n_layers == 2 && r[2].plan.n_layers == 2,
+          "fused plan: 2 caches, no KV store; unfused: KV store; mixed: both");
+
+    int64_t tokens[CTX];
+    for (int i = 0; i < CTX; i++)
+        tokens[i] = rand() % VOC;
+    float logits[3][VOC], first[VOC];
+    uint64_t bytes10[3] = {0}, bytes150[3] = {0};
+    double worst = 0;
+    llmc_rt_status st = LLMC_RT_OK;
+    for (int i = 0; i < 3 && !st; i++)
+        st = llmc_prefill(&r[i].s, tokens, 7, logits[i], &err);
+    CHECK(!st && logits_diff(logits[1], logits[0]) < 1e-5 && logits_diff(logits[2], logits[0]) < 1e-5,
+          "prefill of 7: fused, unfused and mixed logits agree (%g, %g) %s",
+          logits_diff(logits[1], logits[0]), logits_diff(logits[2], logits[0]), st ? err.msg : "");
+    memcpy(first, logits[0], sizeof first);
+    int P = 7;
+    for (; P < 151 && !st; P++) {
+        for (int i = 0; i < 3 && !st; i++) {
+            st = llmc_decode(&r[i].s, tokens[P], logits[i], &err);
+            llmc_rt_stats stats;
+            llmc_rt_session_stats(&r[i].s, &stats);
+            if (P == 10)
+                bytes10[i] = stats.bytes_last;
+            if (P == 150)
+                bytes150[i] = stats.bytes_last;
+        }
+        worst = fmax(worst, fmax(logits_diff(logits[1], logits[0]), logits_diff(logits[2], logits[0])));
+    }
+    CHECK(!st && P == 151 && worst < 1e-5 && r[0].s.position == 151,
+          "decode to position 151: logits agree at every step (worst %g relative to max|logit|) %s",
+          worst, st ? err.msg : "");
+    CHECK(bytes10[0] > 0 && bytes10[0] == bytes150[0],
+          "fused: a decode step moves %llu bytes at P=10 and %llu at P=150",
+          (unsigned long long)bytes10[0], (unsigned long long)bytes150[0]);
+    CHECK(bytes150[1] > bytes10[1] + 2 * 2 * 140 * MH * MD * 4,
+          "unfused: a decode step moves %llu bytes at P=10 but %llu at P=150",
+          (unsigned long long)bytes10[1], (unsigned long long)bytes150[1]);
+    CHECK(bytes150[2] > bytes10[2], "mixed: grows too (%llu -> %llu)",
+          (unsigned long long)bytes10[2], (unsigned long long)bytes150[2]);
+    llmc_rt_stats stats;
+    llmc_rt_session_stats(&r[0].s, &stats);
+    CHECK(stats.kv_chunks_used == 6 && stats.kv_chunks == 6 && stats.runs == 145,
+          "fused: 2 caches x 3 chunks taken at 151 positions, 145 runs counted");
+    llmc_reset(&r[0].s);
+    st = llmc_prefill(&r[0].s, tokens, 7, logits[0], &err);
+    llmc_rt_session_stats(&r[0].s, &stats);
+    CHECK(!st && !memcmp(logits[0], first, sizeof first) && stats.kv_chunks_used == 2 &&
+              r[0].s.position == 7,
+          "llmc_reset: the same prompt gives bit-identical logits; 2 chunks in use again");
+    st = llmc_prefill(&r[0].s, tokens + 7, 1, NULL, &err);
+    CHECK(!st && r[0].s.position == 8, "prefill continues a sequence; NULL logits allowed");
+    for (int i = 0; i < 3; i++)
+        runner_close(&r[i]);
+    free(m_cos);
+    free(m_sin);
+}
+
+/* ---- the verifier ------------------------------------------------------- */
+
+static tp_plan tp;
+static float tp_cos[16 * 4], tp_sin[16 * 4];
+
+typedef struct {
+    const char *q_dims, *k_dims, *q_dtype, *table_dims, *fields, *extra;
+    int with_tables, two_ops;
+} bad_case;
+
+static uint8_t *attention_plan(const bad_case *c, size_t *size)
+{
+    tp_init(&tp, 16);
+    snprintf(tp.extra, sizeof tp.extra, "%s", c->extra ? c->extra : "n_caches: 1, kv_chunk: 64, n_layers: 1,");
+    int q = tp_tensor(&tp, "q", c->q_dtype ? c->q_dtype : "Float32", c->q_dims ? c->q_dims : "1,S,16");
+    int k = tp_tensor(&tp, "k", "Float32", c->k_dims ? c->k_dims : "1,S,8");
+    int v = tp_tensor(&tp, "v", "Float32", "1,S,8");
+    int o = tp_tensor(&tp, "o", "Float32", "1,S,16");
+    int o2 = tp_tensor(&tp, "o2", "Float32", "1,S,16");
+    const char *td = c->table_dims ? c->table_dims : "16,4";
+    int cs = tp_weight(&tp, "cos", "Float32", td, tp_cos, sizeof tp_cos);
+    int sn = tp_weight(&tp, "sin", "Float32", td, tp_sin, sizeof tp_sin);
+    const char *fields = c->fields ? c->fields : "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: 0.35";
+    for (int i = 0; i <= c->two_ops; i++) {
+        char ins[64];
+        if (c->with_tables)
+            snprintf(ins, sizeof ins, "%d, %d, %d, %d, %d", q, k, v, cs, sn);
+        else
+            snprintf(ins, sizeof ins, "%d, %d, %d", q, k, v);
+        tp_op(&tp, "code: \"Attention\", name: \"attn%d\", inputs: [%s], outputs: [%d], %s", i,
+              ins, i ? o2 : o, fields);
+    }
+    tp_io(&tp, 0, q, "Generic", 0);
+    tp_io(&tp, 0, k, "Generic", 0);
+    tp_io(&tp, 0, v, "Generic", 0);
+    tp_io(&tp, 1, o, "Generic", 0);
+    return tp_finish(&tp, "rt_attention_verify", size);
+}
+
+static void test_verifier(void)
+{
+    static const struct {
+        bad_case c;
+        const char *what, *msg;
+    } cases[] = {
+        {{.with_tables = 1}, "a well-formed Attention op opens", NULL},
+        {{.with_tables = 1, .fields = "heads: 3, kv_heads: 2, head_dim: 8, rotary_dim: 4, scale: 0.35"},
+         "heads not a multiple of kv_heads", "kv_heads | heads"},
+        {{.with_tables = 1, .q_dims = "1,S,12"}, "q last dim != heads*head_dim", "must be [1, S, 16]"},
+        {{.with_tables = 1, .k_dims = "1,S,16"}, "k last dim != kv_heads*head_dim", "k and v"},
+        {{.with_tables = 1, .k_dims = "1,P,8"}, "k rows not S", "k and v"},
+        {{.with_tables = 1, .q_dtype = "Int32"}, "q int32", "float32"},
+        {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 3, scale: 0.35"},
+         "odd rotary_dim", "even rotary_dim"},
+        {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 10, scale: 0.35"},
+         "rotary_dim > head_dim", "even rotary_dim"},
+        {{.with_tables = 0}, "rotary_dim 4 without cos/sin", "needs 5"},
+        {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, scale: 0.35"},
+         "cos/sin given with rotary_dim 0", "needs 3"},
+        {{.with_tables = 1, .table_dims = "8,8"}, "table rows != max_context", "max_context 16"},
+        {{.with_tables = 1, .table_dims = "32,2"}, "table cols != rotary_dim", "rotary_dim 4"},
+        {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: inf"},
+         "scale infinite", "not finite"},
+        {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: 0.35, cache: 1"},
+         "cache >= n_caches", "cache 1 >= n_caches 1"},
+        {{.with_tables = 1, .two_ops = 1, .extra = "n_caches: 2, kv_chunk: 64, n_layers: 2,"},
+         "two ops on cache 0", "both use cache 0"},
+        {{.with_tables = 1, .extra = "n_caches: 2, kv_chunk: 64, n_layers: 2,"},
+         "n_caches 2 with one Attention op", "n_caches"},
+        {{.with_tables = 1, .extra = "n_caches: 1, n_layers: 1,"}, "kv_chunk 0", "kv_chunk >= 1"},
+        {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 0, rotary_dim: 0, scale: 0.35"},
+         "head_dim 0", "head_dim 0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t size = 0;
+        uint8_t *bytes = attention_plan(&cases[i].c, &size);
+        llmc_rt_plan plan;
+        llmc_rt_error err = {0};
+        llmc_rt_status st = bytes ? llmc_rt_plan_open(&plan, bytes, size, 0, &err) : LLMC_RT_E_ARG;
+        if (!cases[i].msg)
+            CHECK(st == LLMC_RT_OK && plan.n_caches == 1 && plan.kv_slot_bytes == 2 * 64 * 8 * 4,
+                  "%s (%s)", cases[i].what, err.msg);
+        else
+            CHECK(st == LLMC_RT_E_CORRUPT && strstr(err.msg, cases[i].msg),
+                  "rejected: %s: %s", cases[i].what, err.msg);
+        free(bytes);
+    }
+}
+
+/* ---- sampling ------------------------------------------------------------ */
+
+static void test_sampler(void)
+{
+    enum { N = 50 };
+    float logits[N];
+    uint8_t scratch[LLMC_SAMPLER_SCRATCH_BYTES(N)] __attribute__((aligned(4)));
+    llmc_rt_error err;
+    llmc_sampler sm;
+    int64_t tok = -1, best = 0;
+    int agree = 1;
+    for (int trial = 0; trial < 20; trial++) {
+        for (int i = 0; i < N; i++)
+            logits[i] = 3 * frand();
+        best = 0;
+        for (int i = 1; i < N; i++)
+            best = logits[i] > logits[best] ? i : best;
+        llmc_sampler_init(&sm, 0.0f, 0, 1.0f, trial);
+        agree &= !llmc_sample(&sm, logits, N, NULL, 0, &tok, &err) && tok == best;
+        llmc_sampler_init(&sm, 1e-4f, 0, 1.0f, trial);
+        agree &= !llmc_sample(&sm, logits, N, scratch, sizeof scratch, &tok, &err) && tok == best;
+        llmc_sampler_init(&sm, 1.5f, 1, 1.0f, trial);
+        agree &= !llmc_sample(&sm, logits, N, NULL, 0, &tok, &err) && tok == best;
+        llmc_sampler_init(&sm, 1.0f, 0, 1e-6f, trial);
+        agree &= !llmc_sample(&sm, logits, N, scratch, sizeof scratch, &tok, &err) && tok == best;
+    }
+    CHECK(agree, "greedy = argmax; temperature -> 0, top-k 1 and tiny top-p all pick the argmax");
+    logits[3] = logits[7] = 100; /* a tie: the lowest id, as `llmc run` */
+    llmc_sampler_init(&sm, 0.0f, 0, 1.0f, 1);
+    CHECK(!llmc_sample(&sm, logits, N, NULL, 0, &tok, &err) && tok == 3, "greedy ties to the lowest id");
+
+    for (int i = 0; i < N; i++)
+        logits[i] = 2 * frand();
+    int64_t a[64], b[64], c[64];
+    llmc_sampler s1, s2, s3;
+    llmc_sampler_init(&s1, 1.0f, 20, 0.9f, 42);
+    llmc_sampler_init(&s2, 1.0f, 20, 0.9f, 42);
+    llmc_sampler_init(&s3, 1.0f, 20, 0.9f, 43);
+    for (int i = 0; i < 64; i++) {
+        llmc_sample(&s1, logits, N, scratch, sizeof scratch, &a[i], &err);
+        llmc_sample(&s2, logits, N, scratch, sizeof scratch, &b[i], &err);
+        llmc_sample(&s3, logits, N, scratch, sizeof scratch, &c[i], &err);
+    }
+    CHECK(!memcmp(a, b, sizeof a) && memcmp(a, c, sizeof a), "same seed, same draws; another seed differs");
+    CHECK(llmc_sample(&s1, logits, N, scratch, sizeof scratch - 1, &tok, &err) == LLMC_RT_E_MEMORY,
+          "too little scratch is refused: %s", err.msg);
+
+    /* exact distributions: temperature 0.7, top-k 10, top-p 0.8 */
+    enum { DRAWS = 200000 };
+    static const struct { float t; uint32_t k; float p; const char *what; } dists[3] = {
+        {0.7f, 0, 1.0f, "temperature 0.7"}, {1.0f, 10, 1.0f, "top-k 10"}, {1.0f, 0, 0.8f, "top-p 0.8"}};
+    for (int d = 0; d < 3; d++) {
+        int order[N];
+        double prob[N], sum = 0, mx = -1e30;
+        for (int i = 0; i < N; i++) {
+            order[i] = i;
+            mx = fmax(mx, logits[i]);
+        }
+        for (int i = 0; i < N; i++) /* selection sort by logit, descending */
+            for (int j = i + 1; j < N; j++)
+                if (logits[order[j]] > logits[order[i]]) {
+                    int t = order[i];
+                    order[i] = order[j];
+                    order[j] = t;
+                }
+        for (int i = 0; i < N; i++)
+            prob[i] = 0;
+        int keep = dists[d].k ? (int)dists[d].k : N;
+        for (int i = 0; i < keep; i++)
+            sum += prob[order[i]] = exp((logits[order[i]] - mx) / dists[d].t);
+        if (dists[d].p < 1) {
+            double cum = 0;
+            int n = 0;
+            while (cum < dists[d].p * sum)
+                cum += prob[order[n++]];
+            for (int i = n; i < N; i++)
+                prob[order[i]] = 0;
+            sum = cum;
+        }
+        int counts[N] = {0};
+        llmc_sampler_init(&sm, dists[d].t, dists[d].k, dists[d].p, 7);
+        for (int i = 0; i < DRAWS; i++) {
+            llmc_sample(&sm, logits, N, scratch, sizeof scratch, &tok, &err);
+            counts[tok]++;
+        }
+        double worst = 0;
+        int outside = 0;
+        for (int i = 0; i < N; i++) {
+            double pi = prob[i] / sum, sd = sqrt(pi * (1 - pi) / DRAWS);
+            worst = fmax(worst, fabs(counts[i] / (double)DRAWS - pi) / fmax(sd, 1e-9));
+            outside += pi == 0 && counts[i];
+        }
+        CHECK(worst < 5 && !outside, "%s: %d draws match the exact probabilities (worst %.2f sigma), "
+              "none outside the candidates", dists[d].what, DRAWS, worst);
+    }
+    int64_t stops[2] = {5, 9};
+    llmc_sampler_init(&sm, 0, 0, 1, 0);
+    sm.stop = stops;
+    sm.n_stop = 2;
+    CHECK(llmc_sampler_is_stop(&sm, 9) && !llmc_sampler_is_stop(&sm, 4), "stop tokens recognized");
+}
+
+int main(void)
+{
+    srand(3);
+    static const struct { attn_cfg c; const char *what; } cfgs[] = {
+        {{4, 4, 8, 0}, "MHA, no RoPE"},
+        {{4, 2, 8, 8}, "GQA 4/2, full RoPE"},
+        {{6, 2, 16, 8}, "GQA 6/2, partial RoPE 8 of 16"},
+        {{2, 1, 4, 4}, "MQA 2/1, RoPE"},
+    };
+    for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++)
+        test_op(&cfgs[i].c, cfgs[i].what);
+    test_lowering_errors();
+    test_model();
+    test_verifier();
+    test_sampler();
+    return TAP_DONE();
+}
