@@ -1,5 +1,5 @@
 /* llmc run PLAN --prompt-ids 5,17,42 --max-new N [--logits-out FILE]
- *          [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID]
+ *          [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID] [--stats]
  * Greedy decoding (argmax of each logits row, ties to the lowest id) unless
  * a sampling flag is given; both go through the runtime's llmc_sampler. */
 #include <errno.h>
@@ -16,7 +16,7 @@
 
 static const char run_help[] =
     "usage: llmc run PLAN --prompt-ids ID,ID,... --max-new N [--logits-out FILE]\n"
-    "                [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID,...]\n"
+    "                [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID,...] [--stats]\n"
     "\n"
     "Feeds the prompt, then generates N tokens and prints the generated ids\n"
     "space-separated on one line.  Without --temp, --top-k, --top-p and --seed the\n"
@@ -34,7 +34,11 @@ static const char run_help[] =
     "  --top-p P           sample among the most likely ids whose probability reaches P\n"
     "                      (0 < P <= 1; 1 = all)\n"
     "  --seed N            seed of the sampler's PRNG (default 0): same seed, same ids\n"
-    "  --stop LIST         comma-separated ids: generation ends after printing one of them\n";
+    "  --stop LIST         comma-separated ids: generation ends after printing one of them\n"
+    "  --stats             after the prompt and each decode step, print to stderr the\n"
+    "                      position, the bytes the runtime moved (written by ops, copied,\n"
+    "                      appended to the KV cache; not the cache rows attention reads)\n"
+    "                      and the KV chunks in use\n";
 
 typedef struct {
     const char *plan, *logits_out;
@@ -42,6 +46,7 @@ typedef struct {
     uint32_t n_prompt, n_stop;
     uint32_t max_new;
     bool sampling;            /* any of --temp --top-k --top-p --seed */
+    bool stats;               /* --stats */
     bool has_temp;
     float temp, top_p;
     uint32_t top_k;
@@ -137,6 +142,8 @@ static int parse_args(int argc, char **argv, run_args *a)
             if (v < 1 || v > 1 << 24)
                 return llmc_cli_usage("run", "--max-new wants an integer >= 1, got '%s'", argv[i]);
             a->max_new = (uint32_t)v;
+        } else if (!strcmp(arg, "--stats")) {
+            a->stats = true;
         } else if (!strcmp(arg, "--logits-out") && has_value) {
             a->logits_out = argv[++i];
         } else if (arg[0] == '-') {
@@ -170,6 +177,15 @@ static void sampler_for(const run_args *a, llmc_sampler *sm)
     sm->n_stop = a->n_stop;
 }
 
+/* --stats: one line per run (the prompt, then each decode step). */
+static void print_stats(const llmc_rt_session *s, const char *what)
+{
+    llmc_rt_stats st;
+    if (llmc_rt_session_stats(s, &st) == LLMC_RT_OK)
+        fprintf(stderr, "llmc run: %s tokens_cached=%u bytes_moved=%llu kv_chunks=%u/%u\n", what, s->position,
+                (unsigned long long)st.bytes_last, st.kv_chunks_used, st.kv_chunks);
+}
+
 /* Runs the generation loop; writes ids to stdout and logits rows to `logits_file`. */
 static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_file, llmc_error *err)
 {
@@ -197,6 +213,8 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_fi
         rc = runtime_error(err, "session", &rt);
     } else if (llmc_prefill(&s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK) {
         rc = runtime_error(err, "prompt", &rt);
+    } else if (a->stats) {
+        print_stats(&s, "prompt");
     }
     for (uint32_t k = 0; !rc && k < a->max_new; k++) {
         int64_t token = 0;
@@ -211,6 +229,8 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_fi
             break;
         if (!rc && k + 1 < a->max_new && llmc_decode(&s, token, logits, &rt) != LLMC_RT_OK)
             rc = runtime_error(err, "decode", &rt);
+        else if (!rc && k + 1 < a->max_new && a->stats)
+            print_stats(&s, "decode");
     }
     printf("\n");
     free(mem);

@@ -1,5 +1,7 @@
 /* dead-code: erases nodes whose outputs nobody reads, then drops constants
- * nobody reads.
+ * nobody reads, and graph inputs nobody reads whose contents the runtime
+ * synthesizes by contract (attention_mask, position_ids: once attention is
+ * fused, nothing may read them, and feeding them would cost O(P) per step).
  *
  * A worklist over use counts, so a chain of any length dies in O(nodes)
  * without recursion: erasing a node releases its inputs, and a producer
@@ -8,6 +10,7 @@
  * node) do not keep it alive. */
 #include <stdlib.h>
 
+#include "io_roles.h"
 #include "pass.h"
 
 /* Uses of every value by live nodes and graph outputs. */
@@ -74,6 +77,25 @@ static void drop_unused_constants(llmc_graph *g, const int *uses)
     }
 }
 
+static bool is_synthesized_input(const llmc_value *val)
+{
+    int layer, role = llmc_io_role(val->name, 0, &layer);
+    return role == LLMC_ROLE_ATTENTION_MASK || role == LLMC_ROLE_POSITION_IDS;
+}
+
+static void drop_unused_synthesized_inputs(llmc_graph *g, const int *uses)
+{
+    int kept = 0;
+    for (int k = 0; k < g->n_inputs; k++) {
+        llmc_value *val = &g->values[g->inputs[k]];
+        if (uses[g->inputs[k]] == 0 && is_synthesized_input(val))
+            val->is_graph_input = false;
+        else
+            g->inputs[kept++] = g->inputs[k];
+    }
+    g->n_inputs = kept;
+}
+
 static int run_dead_code(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
 {
     (void)ctx;
@@ -83,6 +105,7 @@ static int run_dead_code(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *er
         return llmc_fail(err, LLMC_E_NOMEM, "dead-code: out of memory");
     }
     drop_unused_constants(g, uses);
+    drop_unused_synthesized_inputs(g, uses);
     free(uses);
     return LLMC_OK;
 }

@@ -665,7 +665,8 @@ static void test_layers(void)
     CHECK(a0 >= 0 && a1 >= 0 && llmc_node_attr_int(&b.g, a0, "cache", -1) == 0 &&
               llmc_node_attr_int(&b.g, a1, "cache", -1) == 1 && strcmp(detail, "2 of 2 layers fused") == 0,
           "two layers: cache 0 for layer 0, cache 1 for layer 1 (detail '%s')", detail);
-    CHECK(b.g.n_inputs == 8 && b.g.n_outputs == 2, "two layers: only positions, mask and x inputs, the outputs left");
+    CHECK(b.g.n_inputs == 6 && b.g.n_outputs == 2,
+          "two layers: only the q/k/v inputs and the outputs left (mask and positions unread, dropped)");
     llmc_graph_free(&b.g);
 
     l0.mask = MASK_NONCAUSAL;
