@@ -30,6 +30,8 @@ typedef struct {
     uint64_t arena_bytes;
     uint64_t weight_bytes;
     uint64_t file_bytes;
+    uint32_t layers;                    /* decoder layers the op names show */
+    uint32_t layer_ops_min, layer_ops_max;  /* plan ops per layer */
 } llmc_codegen_stats;
 
 /* Writes the plan to `path` atomically (a temporary file in the same

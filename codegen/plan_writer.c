@@ -16,6 +16,7 @@
 #include "fb_builder.h"
 #include "io_roles.h"
 #include "out_file.h"
+#include "layer_name.h"
 #include "plan_model.h"
 
 #define PLAN_FORMAT_VERSION 2
@@ -385,8 +386,13 @@ static void fill_stats(const plan_image *img, llmc_codegen_stats *stats)
     const cg_plan *p = &img->plan;
     memset(stats, 0, sizeof *stats);
     stats->n_ops = (uint32_t)p->n_ops;
-    for (int i = 0; i < p->n_ops; i++)
+    llmc_layer_tally tally = {{0}, 0};
+    for (int i = 0; i < p->n_ops; i++) {
         stats->op_counts[p->ops[i].code]++;
+        llmc_layer_tally_add(&tally, p->ops[i].name);
+    }
+    stats->layers = (uint32_t)tally.n_layers;
+    llmc_layer_tally_range(&tally, &stats->layer_ops_min, &stats->layer_ops_max);
     stats->n_tensors = (uint32_t)p->n_tensors;
     stats->arena_bytes = p->arena_size;
     for (uint32_t s = 0; s < p->n_segments; s++)

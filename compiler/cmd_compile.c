@@ -100,6 +100,12 @@ static void print_stats(const char *path, const llmc_codegen_stats *st)
     printf("wrote %s: %u ops, %u tensors, arena %llu bytes, weights %llu bytes, file %llu bytes\n",
            path, st->n_ops, st->n_tensors, (unsigned long long)st->arena_bytes,
            (unsigned long long)st->weight_bytes, (unsigned long long)st->file_bytes);
+    if (st->layers)
+        printf("ops per decoder layer: %u", st->layer_ops_max);
+    if (st->layers && st->layer_ops_min != st->layer_ops_max)
+        printf(" (%u in the smallest)", st->layer_ops_min);
+    if (st->layers)
+        printf(" over %u layers\n", st->layers);
 }
 
 int llmc_cmd_compile(int argc, char **argv)

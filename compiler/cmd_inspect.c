@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "layer_name.h"
 #include "cli.h"
 #include "io_roles.h"
 #include "ir.h"
@@ -23,6 +24,7 @@ typedef struct {
     uint64_t weight_bytes;
     uint32_t arena_tensors, weight_tensors;
     uint32_t op_counts[OP_COUNT];
+    uint32_t layer_ops_min, layer_ops_max;  /* ops per decoder layer (op names) */
 } plan_summary;
 
 typedef struct {
@@ -53,12 +55,15 @@ static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
             return -1;
         s->weight_bytes += seg.size;
     }
+    llmc_layer_tally tally = {{0}, 0};
     for (uint32_t i = 0; i < p->n_ops; i++) {
         rt_op_desc op;
         if (rt_read_op(&r, p, i, &op, rt))
             return -1;
         s->op_counts[op.code]++;
+        llmc_layer_tally_add(&tally, op.name);
     }
+    llmc_layer_tally_range(&tally, &s->layer_ops_min, &s->layer_ops_max);
     return 0;
 }
 
@@ -116,10 +121,10 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
     json_string(s->compiler_version);
     printf(", \"source_hash\": \"%016llx\", \"max_context\": %u, \"arena_bytes\": %llu, \"kv_bytes\": %llu, "
            "\"weight_bytes\": %llu, \"segments\": %u, \"tensors\": %u, \"arena_tensors\": %u, "
-           "\"weight_tensors\": %u, \"layers\": %u, \"vocab_size\": %u, \"ops_total\": %u, \"op_counts\": {",
+           "\"weight_tensors\": %u, \"layers\": %u, \"vocab_size\": %u, \"ops_total\": %u, \"ops_per_layer\": %u, \"op_counts\": {",
            (unsigned long long)p->source_hash, p->max_context, (unsigned long long)p->arena_size,
            (unsigned long long)p->kv_bytes, (unsigned long long)s->weight_bytes, p->n_segments, p->n_tensors,
-           s->arena_tensors, s->weight_tensors, p->n_layers, p->vocab_size, p->n_ops);
+           s->arena_tensors, s->weight_tensors, p->n_layers, p->vocab_size, p->n_ops, s->layer_ops_max);
     const char *sep = "";
     for (int c = 0; c < OP_COUNT; c++) {
         if (!s->op_counts[c])
@@ -170,7 +175,7 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
     printf("weights     %llu bytes in %u segments\n", (unsigned long long)s->weight_bytes, p->n_segments);
     printf("tensors     %u (%u arena, %u weights)\n", p->n_tensors, s->arena_tensors, s->weight_tensors);
     printf("layers      %u, vocab %u\n", p->n_layers, p->vocab_size);
-    printf("ops         %u\n", p->n_ops);
+    printf("ops         %u, %u per decoder layer\n", p->n_ops, s->layer_ops_max);
     for (int c = 0; c < OP_COUNT; c++)
         if (s->op_counts[c])
             printf("  %-12s %u\n", rt_op_code_name(c), s->op_counts[c]);

@@ -6,6 +6,7 @@
 #include "graph_util.h"
 #include "ir.h"
 #include "ir_dump.h"
+#include "layer_name.h"
 #include "tap.h"
 
 static char *dump_text(const llmc_graph *g)
@@ -185,8 +186,28 @@ static void test_long_chain(void)
     llmc_graph_free(&g);
 }
 
+/* Op names -> decoder layer, and the per-layer tally compile/inspect print. */
+static void test_layer_names(void)
+{
+    CHECK(llmc_layer_of_name("/model/layers.3/mlp/down_proj/MatMul") == 3, "/model/layers.3/... is layer 3");
+    CHECK(llmc_layer_of_name("/h.11/attn/Softmax/Attention") == 11, "/h.11/... is layer 11");
+    CHECK(llmc_layer_of_name("/embed_tokens/Gather") == -1 && llmc_layer_of_name("/MatMul") == -1 &&
+              llmc_layer_of_name("layers.2") == -1 && llmc_layer_of_name("/x.y/z") == -1 &&
+              llmc_layer_of_name("/.4/z") == -1 && llmc_layer_of_name("/layers.99999/a") == -1,
+          "names without a /word.N component (or N beyond the tally) name no layer");
+    llmc_layer_tally t = {{0}, 0};
+    const char *ops[] = {"/wte/Gather", "/h.0/a", "/h.0/b", "/h.1/a", "/h.1/b", "/h.1/c", "/ln_f/x"};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        llmc_layer_tally_add(&t, ops[i]);
+    uint32_t lo, hi;
+    llmc_layer_tally_range(&t, &lo, &hi);
+    CHECK(t.n_layers == 2 && lo == 2 && hi == 3, "tally: 2 layers, 2..3 ops (got %lld, %u..%u)",
+          (long long)t.n_layers, lo, hi);
+}
+
 int main(void)
 {
+    test_layer_names();
     test_affine_format();
     test_api();
     test_cycle();
