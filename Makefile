@@ -9,9 +9,9 @@ ifeq ($(SAN),1)
 OPT     := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 BUILD   := build-san
 endif
-CFLAGS_C  := -std=c11 $(WARN) $(OPT) -D_GNU_SOURCE -I. -Icompiler -I$(BUILD)/gen -Iruntime
+CFLAGS_C  := -std=c11 $(WARN) $(OPT) -D_GNU_SOURCE -I. -Icompiler -I$(BUILD)/gen -Iruntime -Iruntime/platform
 CFLAGS_RT := -std=c99 $(WARN) $(OPT) -Iruntime
-LDLIBS    := -lprotobuf-c -lxxhash -lm
+LDLIBS    := -lprotobuf-c -lxxhash -lm -pthread
 LDFLAGS   := $(filter -fsanitize=%,$(OPT))
 
 ONNX_PROTO := /usr/include/onnx/onnx.proto
@@ -19,12 +19,15 @@ GEN_C      := $(BUILD)/gen/onnx/onnx.pb-c.c
 
 RT_SRC   := $(wildcard runtime/*.c runtime/kernels/*.c)
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
+# Optional platform files (threads): their own archive, never in libllmcrt.a.
+THR_OBJ  := $(BUILD)/runtime/platform/threads_pthread.o
+THR_LIB  := $(BUILD)/libllmcrt_threads.a
 C_SRC    := $(filter-out compiler/main.c,$(wildcard compiler/*.c passes/*.c codegen/*.c))
 C_OBJ    := $(C_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: $(BUILD)/llmc $(BUILD)/libllmcrt.a
+all: $(BUILD)/llmc $(BUILD)/libllmcrt.a $(THR_LIB)
 
 $(GEN_C): $(ONNX_PROTO)
 	@mkdir -p $(BUILD)/gen/onnx
@@ -44,15 +47,20 @@ $(BUILD)/%.o: %.c | $(GEN_C)
 $(BUILD)/libllmcrt.a: $(RT_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
+$(THR_OBJ): CFLAGS_RT := -std=c11 $(WARN) $(OPT) -D_POSIX_C_SOURCE=200809L -Iruntime
+
+$(THR_LIB): $(THR_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/libllmcc.a: $(C_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/llmc: $(BUILD)/compiler/main.o $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a
+$(BUILD)/llmc: $(BUILD)/compiler/main.o $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(wildcard tests/unit/*.h)
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_C) -Itests/unit -o $@ $< $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS_C) -Itests/unit -o $@ $< $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB) $(LDFLAGS) $(LDLIBS)
 
 unit: $(UNIT_BIN)
 

@@ -20,6 +20,8 @@ typedef struct {
     uint32_t max_context;               /* bound on S + P for arena sizing */
     int n_passes;
     const llmc_pass_record *passes;     /* recorded in the plan for `inspect` */
+    uint32_t threads;                   /* for hashing segments; 0 or 1 = this thread.
+                                         * The plan's bytes never depend on it. */
 } llmc_codegen_options;
 
 /* What the plan holds, for the CLI to print. */

@@ -14,6 +14,7 @@
 
 #include "codegen.h"
 #include "fb_builder.h"
+#include "llmc_threads.h"
 #include "io_roles.h"
 #include "out_file.h"
 #include "layer_name.h"
@@ -353,7 +354,15 @@ static int build_flatbuffer(plan_image *img, const llmc_graph *g, const llmc_cod
     return rc;
 }
 
-static int hash_segments(plan_image *img, llmc_error *err)
+/* Segment s's XXH64 into its own slot: tasks share nothing, so the hashes
+ * are the same whichever thread computes which. */
+static void hash_task(void *ctx, uint32_t s)
+{
+    plan_image *img = ctx;
+    img->seg_hash[s] = XXH64(img->weight[s]->data, img->weight[s]->nbytes, 0);
+}
+
+static int hash_segments(plan_image *img, uint32_t threads, llmc_error *err)
 {
     cg_plan *p = &img->plan;
     size_t n = (size_t)p->n_segments + 1;
@@ -365,8 +374,10 @@ static int hash_segments(plan_image *img, llmc_error *err)
     for (int i = 0; i < p->n_tensors; i++)
         if (p->tensors[i].is_weight)
             img->weight[p->tensors[i].segment] = &p->tensors[i];
-    for (uint32_t s = 0; s < p->n_segments; s++)
-        img->seg_hash[s] = XXH64(img->weight[s]->data, img->weight[s]->nbytes, 0);
+    /* one segment per task; a pool that cannot start means this thread */
+    llmc_threads *pool = threads > 1 && p->n_segments > 1 ? llmc_threads_create(threads) : NULL;
+    llmc_threads_parallel(pool, p->n_segments, hash_task, img);
+    llmc_threads_destroy(pool);
     return LLMC_OK;
 }
 
@@ -409,7 +420,7 @@ static int build_image(const llmc_graph *g, const llmc_codegen_options *opt, pla
     if (!rc)
         rc = cg_memory_plan(&img->plan, opt->max_context, err);
     if (!rc)
-        rc = hash_segments(img, err);
+        rc = hash_segments(img, opt->threads, err);
     if (!rc)
         rc = build_flatbuffer(img, g, opt, err);
     return rc;

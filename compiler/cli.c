@@ -43,6 +43,16 @@ int64_t llmc_cli_parse_count(const char *text)
     return v;
 }
 
+int llmc_cli_parse_threads(const char *command, const char *text, uint32_t *threads)
+{
+    int64_t v = llmc_cli_parse_count(text);
+    if (v < 1 || v > LLMC_CLI_MAX_THREADS)
+        return llmc_cli_usage(command, "--threads wants an integer in 1..%d, got '%s'",
+                              LLMC_CLI_MAX_THREADS, text);
+    *threads = (uint32_t)v;
+    return LLMC_OK;
+}
+
 int llmc_cli_map(const char *path, llmc_mapped_file *m, llmc_error *err)
 {
     int e = llmc_map_file(path, m);

@@ -26,6 +26,9 @@ int llmc_cli_usage(const char *command, const char *fmt, ...) __attribute__((for
 int llmc_cli_wants_help(int argc, char **argv);
 /* Parses a non-negative integer option value; returns -1 if malformed. */
 int64_t llmc_cli_parse_count(const char *text);
+/* --threads N (1..LLMC_CLI_MAX_THREADS) of `command`; a usage error if not. */
+#define LLMC_CLI_MAX_THREADS 256
+int llmc_cli_parse_threads(const char *command, const char *text, uint32_t *threads);
 
 /* Maps a whole plan or model read-only (plans are executed in place);
  * an empty or unreadable file is an LLMC_E_INPUT error naming the path. */

@@ -1,4 +1,5 @@
-/* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR] [--dim NAME=N] */
+/* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR] [--dim NAME=N]
+ *              [--threads N] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +23,14 @@ static const char compile_help[] =
     "  --max-context N       bound on past + new tokens the arena is sized for (default 2048)\n"
     "  --dump-passes DIR     write DIR/NN-<pass>.txt, the canonical IR after every pass\n"
     "  --dim NAME=N          bind a symbolic input dimension that is not an LLM role\n"
-    "  --explain             say why a pattern a pass looks for did not match\n";
+    "  --explain             say why a pattern a pass looks for did not match\n"
+    "  --threads N           threads for hashing weight segments (default 1); the plan is\n"
+    "                        byte-identical for every N\n";
 
 typedef struct {
     const char *model, *output, *dump_dir;
     uint32_t max_context;
+    uint32_t threads;
     int explain;
     int n_dims;
     llmc_dim_binding dims[MAX_DIM_BINDINGS];
@@ -52,6 +56,7 @@ static int parse_args(int argc, char **argv, compile_args *a)
 {
     memset(a, 0, sizeof *a);
     a->max_context = 2048;
+    a->threads = 1;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         int has_value = i + 1 < argc;
@@ -62,6 +67,9 @@ static int parse_args(int argc, char **argv, compile_args *a)
             if (v < 1 || v > 1 << 24)
                 return llmc_cli_usage("compile", "--max-context wants an integer in 1..16777216, got '%s'", argv[i]);
             a->max_context = (uint32_t)v;
+        } else if (!strcmp(arg, "--threads") && has_value) {
+            if (llmc_cli_parse_threads("compile", argv[++i], &a->threads))
+                return LLMC_E_USAGE;
         } else if (!strcmp(arg, "--dump-passes") && has_value) {
             a->dump_dir = argv[++i];
         } else if (!strcmp(arg, "--dim") && has_value) {
@@ -131,7 +139,8 @@ int llmc_cmd_compile(int argc, char **argv)
         rc = llmc_pipeline_run(&g, &ctx, a.dump_dir, records, &n_records, &err);
     if (!rc) {
         print_pass_table(records, n_records);
-        llmc_codegen_options co = {.max_context = a.max_context, .n_passes = n_records, .passes = records};
+        llmc_codegen_options co = {.max_context = a.max_context, .n_passes = n_records, .passes = records,
+                                   .threads = a.threads};
         rc = llmc_codegen_to_file(&g, &co, a.output, &stats, &err);
     }
     if (!rc)

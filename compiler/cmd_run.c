@@ -1,5 +1,6 @@
 /* llmc run PLAN --prompt-ids 5,17,42 --max-new N [--logits-out FILE]
  *          [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID] [--stats]
+ *          [--threads N]
  * Greedy decoding (argmax of each logits row, ties to the lowest id) unless
  * a sampling flag is given; both go through the runtime's llmc_sampler. */
 #include <errno.h>
@@ -11,12 +12,14 @@
 
 #include "cli.h"
 #include "llmc_rt.h"
+#include "llmc_threads.h"
 
 #define MAX_PROMPT 65536
 
 static const char run_help[] =
     "usage: llmc run PLAN --prompt-ids ID,ID,... --max-new N [--logits-out FILE]\n"
     "                [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID,...] [--stats]\n"
+    "                [--threads N]\n"
     "\n"
     "Feeds the prompt, then generates N tokens and prints the generated ids\n"
     "space-separated on one line.  Without --temp, --top-k, --top-p and --seed the\n"
@@ -38,13 +41,17 @@ static const char run_help[] =
     "  --stats             after the prompt and each decode step, print to stderr the\n"
     "                      position, the bytes the runtime moved (written by ops, copied,\n"
     "                      appended to the KV cache; not the cache rows attention reads)\n"
-    "                      and the KV chunks in use\n";
+    "                      and the KV chunks in use\n"
+    "  --threads N         threads the runtime may use, the caller included (default 1):\n"
+    "                      Linear, MatMul and Attention are split into tasks fixed by the\n"
+    "                      shapes, so ids and logits are bitwise identical for every N\n";
 
 typedef struct {
     const char *plan, *logits_out;
     int64_t *prompt, *stop;
     uint32_t n_prompt, n_stop;
     uint32_t max_new;
+    uint32_t threads;         /* --threads */
     bool sampling;            /* any of --temp --top-k --top-p --seed */
     bool stats;               /* --stats */
     bool has_temp;
@@ -123,6 +130,7 @@ static int parse_args(int argc, char **argv, run_args *a)
 {
     memset(a, 0, sizeof *a);
     a->max_new = 16;
+    a->threads = 1;
     a->top_p = 1.0f;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -142,6 +150,9 @@ static int parse_args(int argc, char **argv, run_args *a)
             if (v < 1 || v > 1 << 24)
                 return llmc_cli_usage("run", "--max-new wants an integer >= 1, got '%s'", argv[i]);
             a->max_new = (uint32_t)v;
+        } else if (!strcmp(arg, "--threads") && has_value) {
+            if (llmc_cli_parse_threads("run", argv[++i], &a->threads))
+                return LLMC_E_USAGE;
         } else if (!strcmp(arg, "--stats")) {
             a->stats = true;
         } else if (!strcmp(arg, "--logits-out") && has_value) {
@@ -186,6 +197,16 @@ static void print_stats(const llmc_rt_session *s, const char *what)
                 (unsigned long long)st.bytes_last, st.kv_chunks_used, st.kv_chunks);
 }
 
+/* A session on mem whose ops run on pool's threads (NULL: serial). */
+static llmc_rt_status session_start(llmc_rt_session *s, const llmc_rt_plan *plan, void *mem,
+                                    size_t mem_size, llmc_threads *pool, llmc_rt_error *rt)
+{
+    llmc_rt_status st = llmc_rt_session_init(s, plan, mem, mem_size, rt);
+    if (!st)
+        llmc_rt_session_set_parallel(s, pool ? llmc_threads_parallel : NULL, pool);
+    return st;
+}
+
 /* Runs the generation loop; writes ids to stdout and logits rows to `logits_file`. */
 static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_file, llmc_error *err)
 {
@@ -201,6 +222,7 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_fi
     size_t mem_size = llmc_rt_session_memory(plan);
     size_t scratch_size = LLMC_SAMPLER_SCRATCH_BYTES(plan->vocab_size);
     void *mem = malloc(mem_size), *scratch = malloc(scratch_size);
+    llmc_threads *pool = a->threads > 1 ? llmc_threads_create(a->threads) : NULL;
     float *logits = malloc(sizeof(float) * plan->vocab_size);
     int rc = LLMC_OK;
     llmc_rt_session s;
@@ -209,7 +231,9 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_fi
     sampler_for(a, &sm);
     if (!mem || !logits || !scratch) {
         rc = llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes of working memory", mem_size);
-    } else if (llmc_rt_session_init(&s, plan, mem, mem_size, &rt) != LLMC_RT_OK) {
+    } else if (a->threads > 1 && !pool) {
+        rc = llmc_fail(err, LLMC_E_NOMEM, "cannot start %u threads", a->threads);
+    } else if (session_start(&s, plan, mem, mem_size, pool, &rt) != LLMC_RT_OK) {
         rc = runtime_error(err, "session", &rt);
     } else if (llmc_prefill(&s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK) {
         rc = runtime_error(err, "prompt", &rt);
@@ -233,6 +257,7 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_fi
             print_stats(&s, "decode");
     }
     printf("\n");
+    llmc_threads_destroy(pool);
     free(mem);
     free(scratch);
     free(logits);

@@ -1,6 +1,7 @@
 /* llmc runtime: executes a plan written by `llmc compile`.
  *
- * C99, no malloc, no globals, no stdio, no threads; libm only.  The caller
+ * C99, no malloc, no globals, no stdio, no threads; libm only (a caller may
+ * lend the session its own threads: llmc_rt_session_set_parallel).  The caller
  * owns every byte: the plan file (mapped, in RAM or in flash) and one block
  * of working memory whose size llmc_rt_session_memory() reports.
  *
@@ -129,8 +130,24 @@ typedef struct {
     uint32_t kv_chunks;               /* pool chunks available */
 } llmc_rt_stats;
 
+/* ---- threads (optional) --------------------------------------------------
+ * The runtime creates no threads.  A caller that has some installs a
+ * parallel-for on the session: fn(pool, n, task, ctx) must call task(ctx, i)
+ * exactly once for every i in [0, n), in any order and on any threads, and
+ * return when all calls have returned (runtime/platform/llmc_threads.h is a
+ * pthread implementation).  The runtime splits Linear (blocks of output
+ * features), MatMul (rows) and Attention (heads) into a number of tasks that
+ * depends only on the shapes, never on the threads; each task computes
+ * exactly what the serial code computes for its part, in the same order, so
+ * outputs are bitwise identical for any thread count and without a hook. */
+typedef void (*llmc_rt_task_fn)(void *ctx, uint32_t i);
+typedef void (*llmc_rt_parallel_fn)(void *pool, uint32_t n_tasks, llmc_rt_task_fn task,
+                                    void *ctx);
+
 typedef struct {
     const llmc_rt_plan *plan;
+    llmc_rt_parallel_fn parallel;     /* NULL: serial (the default after init) */
+    void *parallel_pool;              /* passed to parallel as `pool` */
     uint8_t *arena;                   /* plan->arena_size bytes */
     uint8_t *kv;                      /* plan->kv_bytes bytes */
     uint32_t *caches;                 /* n_caches * (1 + chunks_per_cache): rows, slots */
@@ -158,6 +175,9 @@ llmc_rt_status llmc_rt_session_init(llmc_rt_session *s, const llmc_rt_plan *plan
 llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *plan,
                                         uint32_t context, void *memory, size_t memory_size,
                                         llmc_rt_error *err);
+/* Installs (fn, pool) as the session's parallel-for; fn NULL = serial.
+ * Call after init (init clears it); the pool must outlive the runs. */
+void llmc_rt_session_set_parallel(llmc_rt_session *s, llmc_rt_parallel_fn fn, void *pool);
 llmc_rt_status llmc_rt_session_stats(const llmc_rt_session *s, llmc_rt_stats *out);
 
 /* Feeds n tokens at the session's position (prompt or one generated token),

@@ -114,6 +114,21 @@ void llmc_rt_session_reset(llmc_rt_session *s)
     caches_clear(s);
 }
 
+void llmc_rt_session_set_parallel(llmc_rt_session *s, llmc_rt_parallel_fn fn, void *pool)
+{
+    if (!s)
+        return;
+    s->parallel = fn;
+    s->parallel_pool = fn ? pool : NULL;
+}
+
+/* The kernels' view of the session's parallel-for. */
+static rt_parallel session_parallel(const llmc_rt_session *s)
+{
+    rt_parallel par = {s->parallel, s->parallel_pool};
+    return par;
+}
+
 llmc_rt_status llmc_rt_session_stats(const llmc_rt_session *s, llmc_rt_stats *out)
 {
     if (!s || !s->plan || !out)
@@ -259,12 +274,13 @@ static llmc_rt_status exec_linear(const llmc_rt_session *s, fb_reader *r, const 
     if ((uint32_t)next != op->inputs.len) /* the verifier's kind check */
         return rt_fail(err, LLMC_RT_E_EXEC, "kind %d does not match %u inputs",
                        RT_N(op->kind, op->inputs.len), NULL);
+    rt_parallel par = session_parallel(s);
     int64_t col0 = 0;
     for (uint32_t j = 0; j < op->outputs.len; j++) {
         rt_view y;
         llmc_rt_status st = view_of(s, r, fb_vec_u32(r, op->outputs, j), S, P, &y, err);
         if (!st)
-            st = k_linear(&in[0], &in[1], bias, residual, col0, &y, err);
+            st = k_linear(&in[0], &in[1], bias, residual, col0, &y, &par, err);
         if (st)
             return rt_prefix(err, st, "output %u: ", RT_N(j), NULL);
         col0 += y.rank ? y.dims[y.rank - 1] : 0;
@@ -276,7 +292,8 @@ static llmc_rt_status exec_linear(const llmc_rt_session *s, fb_reader *r, const 
 /* Runs one op whose inputs (at most MAX_OP_INPUTS) and outputs (at most 3
  * outside Copy and Linear) are viewed; most ops have the one output out[0]. */
 static llmc_rt_status dispatch(const fb_reader *r, const rt_op_desc *op, const rt_view *in,
-                               rt_view *out, int64_t S, int64_t P, llmc_rt_error *err)
+                               rt_view *out, int64_t S, int64_t P, const rt_parallel *par,
+                               llmc_rt_error *err)
 {
     rt_view *y = &out[0];
     switch (op->code) {
@@ -285,7 +302,7 @@ static llmc_rt_status dispatch(const fb_reader *r, const rt_op_desc *op, const r
     case OP_BINARY: return k_binary(op->kind, &in[0], &in[1], y, err);
     case OP_WHERE: return k_where(&in[0], &in[1], &in[2], y, err);
     case OP_CAST: return k_cast(&in[0], y, err);
-    case OP_MATMUL: return k_matmul(&in[0], &in[1], y, err);
+    case OP_MATMUL: return k_matmul(&in[0], &in[1], y, par, err);
     case OP_REDUCE: return exec_reduce(r, op, &in[0], y, err);
     case OP_SOFTMAX: return k_softmax(&in[0], op->axis, y, err);
     case OP_LAYERNORM: return exec_layernorm(op, in, out, err);
@@ -350,8 +367,9 @@ static llmc_rt_status exec_attention(llmc_rt_session *s, const rt_op_desc *op,
     rt_kv_cache cache = {s->kv_pool, table + 1, s->plan->kv_slot_bytes, s->plan->kv_chunk};
     rt_attention_attrs a = {op->heads, op->kv_heads, op->head_dim, op->rotary_dim, op->scale};
     bool rope = op->rotary_dim > 0 && op->inputs.len == 5;
+    rt_parallel par = session_parallel(s);
     st = k_attention(&a, &in[0], &in[1], &in[2], rope ? &in[3] : NULL, rope ? &in[4] : NULL,
-                     &cache, P, o, err);
+                     &cache, P, o, &par, err);
     if (st)
         return st;
     table[0] = (uint32_t)(P + S);
@@ -377,8 +395,10 @@ static llmc_rt_status exec_op_body(llmc_rt_session *s, fb_reader *r, const rt_op
         st = view_all(s, r, op->outputs, S, P, out, err);
     if (!st && op->code == OP_ATTENTION)
         st = exec_attention(s, op, in, &out[0], S, P, moved, err);
-    else if (!st)
-        st = dispatch(r, op, in, out, S, P, err);
+    else if (!st) {
+        rt_parallel par = session_parallel(s);
+        st = dispatch(r, op, in, out, S, P, &par, err);
+    }
     for (uint32_t k = 0; !st && k < op->outputs.len; k++)
         *moved += view_bytes(&out[k]);
     return st;

@@ -19,6 +19,17 @@
 
 typedef llmc_rt_tensor rt_view;
 
+/* The session's parallel-for (llmc_rt.h); a NULL pointer or fn = serial. */
+typedef struct {
+    llmc_rt_parallel_fn fn;
+    void *pool;
+} rt_parallel;
+
+/* ref_common.c: task(ctx, i) for every i in [0, n), through par when it has
+ * a fn and n > 1, else in order on this thread.  Kernels pick n from the
+ * shapes alone, so the result never depends on the thread count. */
+void rt_parallel_for(const rt_parallel *par, uint32_t n, llmc_rt_task_fn task, void *ctx);
+
 /* Which dtypes each op accepts; the verifier asks these at plan open. */
 bool k_unary_supports(int kind, int x_dtype, int y_dtype);
 bool k_binary_supports(int kind, int a_dtype, int b_dtype, int y_dtype);
@@ -34,7 +45,8 @@ llmc_rt_status k_where(const rt_view *cond, const rt_view *x, const rt_view *oth
 llmc_rt_status k_cast(const rt_view *x, rt_view *y, llmc_rt_error *err);
 
 /* ref_matmul.c */
-llmc_rt_status k_matmul(const rt_view *a, const rt_view *b, rt_view *y, llmc_rt_error *err);
+llmc_rt_status k_matmul(const rt_view *a, const rt_view *b, rt_view *y, const rt_parallel *par,
+                        llmc_rt_error *err);
 
 /* ref_reduce.c: axes non-negative and distinct; none = every axis. */
 llmc_rt_status k_reduce(int kind, const rt_view *x, const int *axes, int n_axes,
@@ -63,7 +75,8 @@ llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, 
  * [col0, col0 + y's last dim) of z; x [..., K], W [N, K], bias [N] or NULL,
  * residual NULL or y's dims (it is added to y's columns as they are). */
 llmc_rt_status k_linear(const rt_view *x, const rt_view *w, const rt_view *bias,
-                        const rt_view *residual, int64_t col0, rt_view *y, llmc_rt_error *err);
+                        const rt_view *residual, int64_t col0, rt_view *y,
+                        const rt_parallel *par, llmc_rt_error *err);
 
 /* ref_rope.c: rotate-half RoPE; x [..., S, D], token s at position P + s;
  * cos, sin [rows >= P + S, rotary_dim]. */
@@ -118,7 +131,8 @@ typedef struct {
  * new (rotated) K and V rows at positions P .. P+S-1, then writes o. */
 llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const rt_view *k,
                            const rt_view *v, const rt_view *cos, const rt_view *sin,
-                           const rt_kv_cache *cache, int64_t P, rt_view *o, llmc_rt_error *err);
+                           const rt_kv_cache *cache, int64_t P, rt_view *o,
+                           const rt_parallel *par, llmc_rt_error *err);
 /* Rotate-half RoPE of one row x[0, d) into y (no aliasing) with the table
  * rows cos, sin [rotary_dim]; columns >= rotary_dim are copied. */
 void k_rope_row(const float *x, float *y, int64_t d, int64_t rotary_dim, const float *cos,

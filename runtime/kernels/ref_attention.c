@@ -116,29 +116,62 @@ static void attend_row(const rt_attention_attrs *a, const rt_kv_cache *c, int64_
         o[i] /= l;
 }
 
-llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const rt_view *k,
-                           const rt_view *v, const rt_view *cos, const rt_view *sin,
-                           const rt_kv_cache *cache, int64_t P, rt_view *o, llmc_rt_error *err)
+/* Tasks: one per query head (each writes only its own columns of o and
+ * reads the cache, which append_rows filled before), every row s in order;
+ * one task for all heads when the op is under PARALLEL_MIN_MACS
+ * multiply-adds in all. */
+#define PARALLEL_MIN_MACS (1 << 15)
+
+typedef struct {
+    const rt_attention_attrs *a;
+    const rt_view *q, *cos, *sin;
+    const rt_kv_cache *cache;
+    int64_t S, P, heads_per_task;
+    float *o;
+} attention_job;
+
+static void attention_heads(const attention_job *J, int64_t h0, int64_t h1)
 {
-    llmc_rt_status st = check_views(a, q, k, v, cos, sin, P, o, err);
-    if (st)
-        return st;
-    int64_t S = q->dims[1], D = a->head_dim, rot = a->rotary_dim;
+    const rt_attention_attrs *a = J->a;
+    int64_t D = a->head_dim, rot = a->rotary_dim, P = J->P;
     int64_t group = a->heads / a->kv_heads, width = a->heads * D;
     float qrow[RT_ATTN_MAX_HEAD_DIM];
-    /* causal: row s reads positions <= P + s, so all new rows can go in first */
-    append_rows(a, k, v, cos, sin, cache, S, P);
-    for (int64_t s = 0; s < S; s++)
-        for (int64_t h = 0; h < a->heads; h++) {
-            const float *qs = (const float *)q->data + s * width + h * D;
+    for (int64_t s = 0; s < J->S; s++)
+        for (int64_t h = h0; h < h1; h++) {
+            const float *qs = (const float *)J->q->data + s * width + h * D;
             if (rot)
-                k_rope_row(qs, qrow, D, rot, (const float *)cos->data + (P + s) * rot,
-                           (const float *)sin->data + (P + s) * rot);
+                k_rope_row(qs, qrow, D, rot, (const float *)J->cos->data + (P + s) * rot,
+                           (const float *)J->sin->data + (P + s) * rot);
             else
                 memcpy(qrow, qs, (size_t)D * sizeof *qrow);
             for (int64_t i = 0; i < D; i++)
                 qrow[i] *= a->scale;
-            attend_row(a, cache, h / group, qrow, P + s + 1, (float *)o->data + s * width + h * D);
+            attend_row(a, J->cache, h / group, qrow, P + s + 1, J->o + s * width + h * D);
         }
+}
+
+static void attention_task(void *ctx, uint32_t i)
+{
+    const attention_job *J = ctx;
+    int64_t h0 = (int64_t)i * J->heads_per_task;
+    attention_heads(J, h0, h0 + J->heads_per_task);
+}
+
+llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const rt_view *k,
+                           const rt_view *v, const rt_view *cos, const rt_view *sin,
+                           const rt_kv_cache *cache, int64_t P, rt_view *o,
+                           const rt_parallel *par, llmc_rt_error *err)
+{
+    llmc_rt_status st = check_views(a, q, k, v, cos, sin, P, o, err);
+    if (st)
+        return st;
+    int64_t S = q->dims[1];
+    /* causal: row s reads positions <= P + s, so all new rows can go in first */
+    append_rows(a, k, v, cos, sin, cache, S, P);
+    attention_job J = {a, q, cos, sin, cache, S, P, 1, o->data};
+    /* 2 D multiply-adds per cached position per (row, head) */
+    bool small = 2 * S * (P + S) * a->heads * a->head_dim < PARALLEL_MIN_MACS;
+    J.heads_per_task = small ? a->heads : 1;
+    rt_parallel_for(par, (uint32_t)(a->heads / J.heads_per_task), attention_task, &J);
     return LLMC_RT_OK;
 }

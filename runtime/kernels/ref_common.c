@@ -147,3 +147,13 @@ int64_t k_f2i(double v)
         return INT64_MIN;
     return (int64_t)v; /* truncates toward zero */
 }
+
+void rt_parallel_for(const rt_parallel *par, uint32_t n, llmc_rt_task_fn task, void *ctx)
+{
+    if (par && par->fn && n > 1) {
+        par->fn(par->pool, n, task, ctx);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        task(ctx, i);
+}

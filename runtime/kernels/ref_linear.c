@@ -87,8 +87,54 @@ static bool shapes_ok(const rt_view *x, const rt_view *w, const rt_view *bias,
     return !residual || k_same_dims(residual, y);
 }
 
+/* Tasks: blocks of TASK_FEATURES output features (whole ROWS blocks; every
+ * output element is one dot_rows lane sum whatever block it is in, so any
+ * split gives the serial bits).  16 features of a 896-wide decode are ~14k
+ * multiply-adds, a few microseconds: enough to hide handing a task out, and
+ * a 4864-wide MLP still gives 300 tasks to balance.  Under PARALLEL_MIN_MACS
+ * in all the op is one task (waking threads would cost more). */
+#define TASK_FEATURES (4 * ROWS)
+#define PARALLEL_MIN_MACS (1 << 15)
+
+typedef struct {
+    const float *xs, *ws, *bs, *rs;   /* x [m, k]; W rows of y's columns; bias; residual [m, n] */
+    float *ys;                        /* y [m, n] */
+    int64_t m, k, n, per_task;        /* per_task: features of one task */
+} linear_job;
+
+/* y's columns [j0, j1). */
+static void linear_cols(const linear_job *J, int64_t j0, int64_t j1)
+{
+    int64_t k = J->k, n = J->n;
+    /* features outer, tokens inner: a block of W rows stays in cache while
+     * every token uses it */
+    for (int64_t j = j0; j < j1; j += ROWS) {
+        int rows = j1 - j < ROWS ? (int)(j1 - j) : ROWS;
+        for (int64_t t = 0; t < J->m; t++) {
+            float z[ROWS];
+            dot_rows(J->xs + t * k, J->ws + j * k, k, rows, z);
+            for (int r = 0; r < rows; r++) {
+                float v = z[r];
+                if (J->bs)
+                    v += J->bs[j + r];
+                if (J->rs)
+                    v += J->rs[t * n + j + r];
+                J->ys[t * n + j + r] = v;
+            }
+        }
+    }
+}
+
+static void linear_task(void *ctx, uint32_t i)
+{
+    const linear_job *J = ctx;
+    int64_t j0 = (int64_t)i * J->per_task;
+    linear_cols(J, j0, J->n - j0 < J->per_task ? J->n : j0 + J->per_task);
+}
+
 llmc_rt_status k_linear(const rt_view *x, const rt_view *w, const rt_view *bias,
-                        const rt_view *residual, int64_t col0, rt_view *y, llmc_rt_error *err)
+                        const rt_view *residual, int64_t col0, rt_view *y,
+                        const rt_parallel *par, llmc_rt_error *err)
 {
     if (!is_f32(x) || !is_f32(w) || !is_f32(bias) || !is_f32(residual) || !is_f32(y))
         return rt_fail(err, LLMC_RT_E_EXEC, "Linear takes float32 only", NULL, NULL);
@@ -99,29 +145,20 @@ llmc_rt_status k_linear(const rt_view *x, const rt_view *w, const rt_view *bias,
                        RT_S(k_dims_text(x, tx, sizeof tx), k_dims_text(w, tw, sizeof tw),
                             k_dims_text(y, ty, sizeof ty)));
     }
-    int64_t k = w->dims[1], n = y->dims[y->rank - 1];
-    int64_t m = n ? k_count(y) / n : 0;
-    const float *xs = x->data, *ws = (const float *)w->data + col0 * k;
-    const float *bs = bias ? (const float *)bias->data + col0 : NULL;
-    const float *rs = residual ? residual->data : NULL;
-    float *ys = y->data;
-    /* features outer, tokens inner: a block of W rows stays in cache while
-     * every token uses it */
-    for (int64_t j = 0; j < n; j += ROWS) {
-        int rows = n - j < ROWS ? (int)(n - j) : ROWS;
-        for (int64_t t = 0; t < m; t++) {
-            float z[ROWS];
-            const float *xt = xs + t * k;
-            dot_rows(xt, ws + j * k, k, rows, z);
-            for (int r = 0; r < rows; r++) {
-                float v = z[r];
-                if (bs)
-                    v += bs[j + r];
-                if (rs)
-                    v += rs[t * n + j + r];
-                ys[t * n + j + r] = v;
-            }
-        }
-    }
+    linear_job J;
+    J.k = w->dims[1];
+    J.n = y->dims[y->rank - 1];
+    J.m = J.n ? k_count(y) / J.n : 0;
+    J.xs = x->data;
+    J.ws = (const float *)w->data + col0 * J.k;
+    J.bs = bias ? (const float *)bias->data + col0 : NULL;
+    J.rs = residual ? residual->data : NULL;
+    J.ys = y->data;
+    bool small = J.m * J.n * J.k < PARALLEL_MIN_MACS;
+    J.per_task = small || J.n <= TASK_FEATURES ? J.n : TASK_FEATURES;
+    int64_t tasks = J.per_task ? (J.n + J.per_task - 1) / J.per_task : 0;
+    if (tasks > UINT32_MAX)
+        return rt_fail(err, LLMC_RT_E_EXEC, "Linear has too many output features", NULL, NULL);
+    rt_parallel_for(par, (uint32_t)tasks, linear_task, &J);
     return LLMC_RT_OK;
 }

@@ -58,21 +58,64 @@ static bool batch_layout(const mm_operand *a, const mm_operand *b, const rt_view
     return n <= y->rank && memcmp(dims, y->dims, (size_t)n * sizeof *dims) == 0;
 }
 
-static void gemm(const float *a, const float *b, float *c, int64_t m, int64_t k, int64_t n)
+/* Tasks: one per (matrix of the batch, block of TASK_ROWS rows, block of
+ * TASK_COLS columns).  Every element of c is the sum over p in order from
+ * 0.0f whatever block it is in, so any split gives the serial bits; column
+ * blocks give a one-row (decode) product more than one task.  Under
+ * PARALLEL_MIN_MACS in all the op is one task per matrix. */
+#define TASK_ROWS 16
+#define TASK_COLS 256
+#define PARALLEL_MIN_MACS (1 << 15)
+
+typedef struct {
+    const float *a, *b;
+    float *c;
+    int nb;                                    /* batch axes */
+    const int64_t *dims, *stride_a, *stride_b; /* per batch axis */
+    int64_t m, k, n;                           /* one matrix product */
+    int64_t row_blocks, col_blocks, rows, cols; /* blocks per matrix; rows, cols of one */
+} matmul_job;
+
+/* c[i0:i1, j0:j1] of one matrix product. */
+static void gemm_block(const float *a, const float *b, float *c, int64_t k, int64_t n,
+                       int64_t i0, int64_t i1, int64_t j0, int64_t j1)
 {
-    memset(c, 0, (size_t)(m * n) * sizeof *c);
-    for (int64_t i = 0; i < m; i++) {
+    for (int64_t i = i0; i < i1; i++) {
         float *crow = c + i * n;
+        memset(crow + j0, 0, (size_t)(j1 - j0) * sizeof *crow);
         for (int64_t p = 0; p < k; p++) {
             float aip = a[i * k + p];
             const float *brow = b + p * n;
-            for (int64_t j = 0; j < n; j++)
+            for (int64_t j = j0; j < j1; j++)
                 crow[j] += aip * brow[j];
         }
     }
 }
 
-llmc_rt_status k_matmul(const rt_view *a, const rt_view *b, rt_view *y, llmc_rt_error *err)
+static void matmul_task(void *ctx, uint32_t task)
+{
+    const matmul_job *J = ctx;
+    int64_t cb = task % J->col_blocks, rb = task / J->col_blocks % J->row_blocks;
+    int64_t t = task / J->col_blocks / J->row_blocks, rest = t, off_a = 0, off_b = 0;
+    for (int i = J->nb; i-- > 0;) {
+        off_a += rest % J->dims[i] * J->stride_a[i];
+        off_b += rest % J->dims[i] * J->stride_b[i];
+        rest /= J->dims[i];
+    }
+    int64_t i0 = rb * J->rows, j0 = cb * J->cols;
+    int64_t i1 = J->m - i0 < J->rows ? J->m : i0 + J->rows;
+    int64_t j1 = J->n - j0 < J->cols ? J->n : j0 + J->cols;
+    gemm_block(J->a + off_a * J->m * J->k, J->b + off_b * J->k * J->n, J->c + t * J->m * J->n,
+               J->k, J->n, i0, i1, j0, j1);
+}
+
+static int64_t blocks(int64_t len, int64_t block)
+{
+    return len ? (len + block - 1) / block : 1;
+}
+
+llmc_rt_status k_matmul(const rt_view *a, const rt_view *b, rt_view *y, const rt_parallel *par,
+                        llmc_rt_error *err)
 {
     if (a->dtype != LLMC_RT_F32 || b->dtype != LLMC_RT_F32 || y->dtype != LLMC_RT_F32)
         return rt_fail(err, LLMC_RT_E_EXEC, "MatMul takes float32 only", NULL, NULL);
@@ -91,16 +134,17 @@ llmc_rt_status k_matmul(const rt_view *a, const rt_view *b, rt_view *y, llmc_rt_
     int64_t batches = 1;
     for (int i = 0; i < nb; i++)
         batches *= dims[i];
-    int64_t size_a = ma.rows * ma.cols, size_b = mb.rows * mb.cols, size_y = ma.rows * mb.cols;
-    for (int64_t t = 0; t < batches; t++) {
-        int64_t rest = t, off_a = 0, off_b = 0;
-        for (int i = nb; i-- > 0;) {
-            off_a += rest % dims[i] * stride_a[i];
-            off_b += rest % dims[i] * stride_b[i];
-            rest /= dims[i];
-        }
-        gemm((const float *)a->data + off_a * size_a, (const float *)b->data + off_b * size_b,
-             (float *)y->data + t * size_y, ma.rows, ma.cols, mb.cols);
+    matmul_job J = {a->data, b->data, y->data, nb, dims, stride_a, stride_b,
+                    ma.rows, ma.cols, mb.cols, 1, 1, ma.rows, mb.cols};
+    if (batches * J.m * J.k * J.n >= PARALLEL_MIN_MACS) {
+        J.rows = TASK_ROWS;
+        J.cols = TASK_COLS;
+        J.row_blocks = blocks(J.m, J.rows);
+        J.col_blocks = blocks(J.n, J.cols);
     }
+    int64_t tasks = batches * J.row_blocks * J.col_blocks;
+    if (tasks > UINT32_MAX)
+        return rt_fail(err, LLMC_RT_E_EXEC, "MatMul has too many rows", NULL, NULL);
+    rt_parallel_for(par, (uint32_t)tasks, matmul_task, &J);
     return LLMC_RT_OK;
 }

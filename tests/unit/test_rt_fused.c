@@ -87,7 +87,7 @@ static void check_linear_split(int m, int k, const int *widths, int n_out, bool 
             for (int c = 0; c < widths[j]; c++)
                 want[t * widths[j] + c] = z[t * n + col0 + c];
         rt_view vy = V(y, 1, m, widths[j]);
-        ok &= k_linear(&vx, &vw, with_bias ? &vb : NULL, NULL, col0, &vy, &err) == LLMC_RT_OK;
+        ok &= k_linear(&vx, &vw, with_bias ? &vb : NULL, NULL, col0, &vy, NULL, &err) == LLMC_RT_OK;
         double e = max_rel_err(y, want, m * widths[j]);
         worst = e > worst ? e : worst;
         col0 += widths[j];
@@ -116,18 +116,18 @@ static void test_linear(void)
     double *want = linear_ref(x, w, bias, res, m, k, n);
     rt_view vx = V(x, 2, 2, k), vw = V(w, n, k), vb = V(bias, n), vr = V(res, 2, 2, n),
             vy = V(y, 2, 2, n);
-    CHECK(k_linear(&vx, &vw, &vb, &vr, 0, &vy, &err) == LLMC_RT_OK &&
+    CHECK(k_linear(&vx, &vw, &vb, &vr, 0, &vy, NULL, &err) == LLMC_RT_OK &&
           max_rel_err(y, want, m * n) <= 1e-5, "Linear rank 3 with bias + residual: %.2g",
           max_rel_err(y, want, m * n));
     double *want2 = linear_ref(x, w, NULL, res, m, k, n);
-    CHECK(k_linear(&vx, &vw, NULL, &vr, 0, &vy, &err) == LLMC_RT_OK &&
+    CHECK(k_linear(&vx, &vw, NULL, &vr, 0, &vy, NULL, &err) == LLMC_RT_OK &&
           max_rel_err(y, want2, m * n) <= 1e-5, "Linear with residual only");
     rt_view bad_y = V(y, 2, 2, 6);
-    CHECK(k_linear(&vx, &vw, NULL, NULL, 6, &bad_y, &err) == LLMC_RT_E_EXEC &&
+    CHECK(k_linear(&vx, &vw, NULL, NULL, 6, &bad_y, NULL, &err) == LLMC_RT_E_EXEC &&
               strstr(err.msg, "columns 6"),
           "Linear columns past N rejected: %s", err.msg);
     rt_view bad_x = V(x, 2, 2, k - 1);
-    CHECK(k_linear(&bad_x, &vw, NULL, NULL, 0, &vy, &err) == LLMC_RT_E_EXEC,
+    CHECK(k_linear(&bad_x, &vw, NULL, NULL, 0, &vy, NULL, &err) == LLMC_RT_E_EXEC,
           "Linear with x's last dim != K rejected");
     free(x);
     free(w);

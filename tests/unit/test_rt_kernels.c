@@ -256,7 +256,7 @@ static void test_matmul(void)
         rt_view va = V(LLMC_RT_F32, a, ba[0], ba[1], M, K), vb = V(LLMC_RT_F32, b, bb[0], bb[1], K, N),
                 vy = V(LLMC_RT_F32, y, by[0], by[1], M, N);
         naive_batched(a, b, want, 2, ba, bb, by, M, K, N);
-        if (k_matmul(&va, &vb, &vy, &err) != LLMC_RT_OK ||
+        if (k_matmul(&va, &vb, &vy, NULL, &err) != LLMC_RT_OK ||
             !all_close(y, want, (int)(by[0] * by[1] * M * N), 1e-5)) {
             ok = 0;
             CHECK(0, "matmul trial %d: %s", trial, err.msg);
@@ -267,7 +267,7 @@ static void test_matmul(void)
     rt_view va = V(LLMC_RT_F32, a, 3, 4, 5), vb = V(LLMC_RT_F32, b, 5, 6), vy = V(LLMC_RT_F32, y, 3, 4, 6);
     int64_t one = 1, three = 3;
     naive_batched(a, b, want, 1, &three, &one, &three, 4, 5, 6);
-    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_OK && all_close(y, want, 72, 1e-5),
+    CHECK(k_matmul(&va, &vb, &vy, NULL, &err) == LLMC_RT_OK && all_close(y, want, 72, 1e-5),
           "[3,4,5] x [5,6]");
     /* 1-D operands */
     va = V(LLMC_RT_F32, a, 5);
@@ -275,27 +275,27 @@ static void test_matmul(void)
     vy = V(LLMC_RT_F32, y, 2, 3);
     int64_t two = 2;
     naive_batched(a, b, want, 1, &one, &two, &two, 1, 5, 3);
-    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_OK && all_close(y, want, 6, 1e-5),
+    CHECK(k_matmul(&va, &vb, &vy, NULL, &err) == LLMC_RT_OK && all_close(y, want, 6, 1e-5),
           "[5] x [2,5,3] -> [2,3]");
     va = V(LLMC_RT_F32, a, 4, 5);
     vb = V(LLMC_RT_F32, b, 5);
     vy = V(LLMC_RT_F32, y, 4);
     naive_batched(a, b, want, 0, NULL, NULL, NULL, 4, 5, 1);
-    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_OK && all_close(y, want, 4, 1e-5),
+    CHECK(k_matmul(&va, &vb, &vy, NULL, &err) == LLMC_RT_OK && all_close(y, want, 4, 1e-5),
           "[4,5] x [5] -> [4]");
     va = V(LLMC_RT_F32, a, 5);
     vy = SCALAR(LLMC_RT_F32, y);
     naive_batched(a, b, want, 0, NULL, NULL, NULL, 1, 5, 1);
-    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_OK && close_rel(y[0], want[0], 1e-5),
+    CHECK(k_matmul(&va, &vb, &vy, NULL, &err) == LLMC_RT_OK && close_rel(y[0], want[0], 1e-5),
           "[5] x [5] -> []");
     va = V(LLMC_RT_F32, a, 4, 5);
     vb = V(LLMC_RT_F32, b, 4, 3);
     vy = V(LLMC_RT_F32, y, 4, 3);
-    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_E_EXEC, "K mismatch: %s", err.msg);
+    CHECK(k_matmul(&va, &vb, &vy, NULL, &err) == LLMC_RT_E_EXEC, "K mismatch: %s", err.msg);
     va = V(LLMC_RT_F32, a, 2, 4, 5);
     vb = V(LLMC_RT_F32, b, 3, 5, 3);
     vy = V(LLMC_RT_F32, y, 3, 4, 3);
-    CHECK(k_matmul(&va, &vb, &vy, &err) == LLMC_RT_E_EXEC, "batch 2 vs 3 refused");
+    CHECK(k_matmul(&va, &vb, &vy, NULL, &err) == LLMC_RT_E_EXEC, "batch 2 vs 3 refused");
 }
 
 /* ---- reduce, softmax, layernorm ---------------------------------------- */

@@ -1,0 +1,37 @@
+/* Optional platform file (threads_pthread.c, built into libllmcrt_threads.a,
+ * never into libllmcrt.a): a pthread pool that implements the runtime's
+ * parallel-for hook.
+ *
+ *   llmc_threads *pool = llmc_threads_create(4);   // the caller + 3 workers
+ *   llmc_rt_session_set_parallel(&session, llmc_threads_parallel, pool);
+ *   ... llmc_prefill / llmc_decode ...
+ *   llmc_threads_destroy(pool);
+ *
+ * Workers sleep on a condition variable between calls; the calling thread
+ * runs tasks too; tasks are handed out one at a time from an atomic
+ * counter, so which thread runs which task varies but each runs once.  One
+ * call at a time per pool: a task must not call llmc_threads_parallel on
+ * its own pool, and two threads must not share a pool at once. */
+#ifndef LLMC_THREADS_H
+#define LLMC_THREADS_H
+
+#include <stdint.h>
+
+#include "llmc_rt.h"
+
+typedef struct llmc_threads llmc_threads;
+
+/* A pool of n_threads threads counting the caller (n_threads - 1 workers;
+ * 1 = no workers, everything runs on the caller).  NULL if n_threads is 0
+ * or out of memory / threads. */
+llmc_threads *llmc_threads_create(uint32_t n_threads);
+/* Stops and joins the workers and frees the pool (NULL is fine). */
+void llmc_threads_destroy(llmc_threads *pool);
+/* n_threads the pool was created with. */
+uint32_t llmc_threads_count(const llmc_threads *pool);
+/* llmc_rt_parallel_fn: task(ctx, i) once for every i in [0, n_tasks);
+ * returns when all have returned.  pool is an llmc_threads * (NULL = run
+ * them in order on the caller). */
+void llmc_threads_parallel(void *pool, uint32_t n_tasks, llmc_rt_task_fn task, void *ctx);
+
+#endif
