@@ -13,7 +13,7 @@ set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 out=${1:-$BUILD/fuzz-campaign}
-targets=${CAMPAIGN_TARGETS:-fuzz_onnx_tensor fuzz_onnx_import fuzz_plan_open fuzz_plan_run fuzz_compile}
+targets=${CAMPAIGN_TARGETS:-fuzz_onnx_tensor fuzz_onnx_import fuzz_compile fuzz_plan_open fuzz_plan_run}
 mkdir -p "$out/bin" "$out/logs"
 export ASAN_OPTIONS=detect_leaks=1:symbolize=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
