@@ -254,6 +254,37 @@ static int refuse_unsupported_ops(importer *imp)
     return llmc_fail(imp->err, LLMC_E_UNSUPPORTED, "%s", msg);
 }
 
+/* Input and output counts against the operator's schema (onnx_ops.h), so
+ * that no later step sees a Less with one input or a Where with two. */
+static int check_arity(importer *imp)
+{
+    char node[512];
+    for (size_t i = 0; i < imp->gp->n_node; i++) {
+        const Onnx__NodeProto *n = imp->gp->node[i];
+        const llmc_onnx_op_info *op = llmc_onnx_op_find(n->op_type);
+        const char *what = NULL;
+        int lo = 0, hi = 0;
+        size_t count = 0;
+        if (n->n_input < (size_t)op->min_inputs || n->n_input > (size_t)op->max_inputs)
+            what = "input", lo = op->min_inputs, hi = op->max_inputs, count = n->n_input;
+        else if (n->n_output < (size_t)op->min_outputs || n->n_output > (size_t)op->max_outputs)
+            what = "output", lo = op->min_outputs, hi = op->max_outputs, count = n->n_output;
+        if (!what)
+            continue;
+        char range[48];
+        if (hi == LLMC_ONNX_N)
+            snprintf(range, sizeof range, "at least %d", lo);
+        else if (lo == hi)
+            snprintf(range, sizeof range, "%d", lo);
+        else
+            snprintf(range, sizeof range, "%d to %d", lo, hi);
+        return llmc_fail(imp->err, LLMC_E_INPUT, "%s has %zu %s%s; %s takes %s",
+                         describe_node(imp, i, node, sizeof node), count, what, count == 1 ? "" : "s",
+                         n->op_type, range);
+    }
+    return LLMC_OK;
+}
+
 /* ---- names ---- */
 
 static int names_init(importer *imp)
@@ -681,6 +712,7 @@ static int import_model(importer *imp)
 {
     static int (*const steps[])(importer *) = {
         start_import, check_required_names, check_opset, refuse_subgraphs, refuse_unsupported_ops,
+        check_arity,
         names_init, import_initializers, collect_inputs, bind_dims, import_inputs,
         define_node_outputs, import_nodes, import_outputs, import_value_info, check_acyclic,
     };
