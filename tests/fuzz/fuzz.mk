@@ -31,7 +31,7 @@ $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_DIR)/libfuzzdeps.
 
 fuzz-build: $(FUZZ_BINS)
 
-fuzz: deps fuzz-build
+fuzz: deps all fuzz-build
 	BUILD=$(BUILD) scripts/fuzz_seeds.sh
 	@fail=0; for t in $(FUZZ_TARGETS); do \
 	    BUILD=$(BUILD) tests/fuzz/run_target.sh $$t $(FUZZ_SECONDS) || fail=1; \
