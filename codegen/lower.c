@@ -517,7 +517,8 @@ static int reduce_axes(lower_ctx *L, int rank, int32_t *axes, int *n)
     if (attr && attr->type == LLMC_ATTR_INTS) {
         if (attr->n_ints > LLMC_MAX_RANK)
             return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "too many axes");
-        memcpy(raw, attr->ints, sizeof *raw * (size_t)attr->n_ints);
+        for (int i = 0; i < attr->n_ints; i++)    /* ints is NULL when axes = [] */
+            raw[i] = attr->ints[i];
         *n = attr->n_ints;
     } else {
         rc = lower_const_ints(L, 1, raw, LLMC_MAX_RANK, n);

@@ -21,6 +21,7 @@ seeds=$BUILD/fuzz/seeds/$target
 
 # -timeout: seconds one input may take before it counts as a hang;
 # -rss_limit_mb: beyond this the target is out of memory (a finding too).
+before=$(find "$artifacts" -type f | wc -l)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 "$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -detect_leaks=1 \
@@ -28,7 +29,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 rc=$?
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 time_s=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
-crashes=$(find "$artifacts" -type f | wc -l)
+crashes=$(( $(find "$artifacts" -type f | wc -l) - before ))   # this run's findings
 units=$(find "$corpus" -type f | wc -l)
 execs=${execs:-0} time_s=${time_s:-$seconds}
 echo "$target: $execs execs in $time_s s ($((execs / (time_s > 0 ? time_s : 1)))/s), corpus $units units, crashes $crashes"
