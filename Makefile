@@ -68,8 +68,10 @@ deps:
 	scripts/deps.sh
 
 check: deps
-	$(MAKE) all unit
+	$(MAKE) all unit fuzz-build
 	BUILD=$(BUILD) SAN_FLAGS="$(LDFLAGS)" tests/run_all.sh
+
+include tests/fuzz/fuzz.mk
 
 demo: deps all
 	scripts/demo.sh

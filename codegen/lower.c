@@ -12,6 +12,7 @@
 
 #include "io_roles.h"
 #include "llmc_ops.h"
+#include "kernels/kernels.h"
 
 /* ---- messages ---- */
 
@@ -498,7 +499,7 @@ static int lower_gemm(lower_ctx *L, int kind)
     rc = lower_input(L, 2, &c);
     if (!rc && beta != 1.0f) {
         const cg_tensor tc = L->p->tensors[c];
-        uint32_t scaled;
+        uint32_t scaled = 0;
         rc = scalar_weight(L, "/beta", beta, &factor);
         if (!rc)
             rc = lower_temp(L, "/beta_c", tc.dtype, tc.rank, tc.dims, &scaled);
@@ -525,7 +526,8 @@ static int reduce_axes(lower_ctx *L, int rank, int32_t *axes, int *n)
     if (attr && attr->type == LLMC_ATTR_INTS) {
         if (attr->n_ints > LLMC_MAX_RANK)
             return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "too many axes");
-        memcpy(raw, attr->ints, sizeof *raw * (size_t)attr->n_ints);
+        for (int i = 0; i < attr->n_ints; i++)    /* ints is NULL when axes = [] */
+            raw[i] = attr->ints[i];
         *n = attr->n_ints;
     } else {
         rc = lower_const_ints(L, 1, raw, LLMC_MAX_RANK, n);
@@ -1065,6 +1067,44 @@ static int bind_outputs(lower_ctx *L)
 
 /* ---- driver ---- */
 
+static bool all_float32(const lower_ctx *L, const cg_op *op)
+{
+    for (int k = 0; k < op->n_inputs; k++)
+        if (L->p->tensors[op->inputs[k]].dtype != LLMC_DT_FLOAT)
+            return false;
+    for (int k = 0; k < op->n_outputs; k++)
+        if (L->p->tensors[op->outputs[k]].dtype != LLMC_DT_FLOAT)
+            return false;
+    return true;
+}
+
+/* The dtypes the runtime's kernels handle (the verifier checks the same at
+ * plan open: elementwise, Cast and Reduce by the kernels' tables, MatMul,
+ * Softmax and LayerNorm float32 only): a node the importer accepts with
+ * other dtypes (Ceil on int8, Gemm on int32) is refused here, at compile
+ * time, rather than written into a plan the runtime rejects. */
+static int check_kernel_dtypes(lower_ctx *L, const cg_op *op)
+{
+    const cg_tensor *t = L->p->tensors;
+    int x = op->n_inputs > 0 ? t[op->inputs[0]].dtype : 0;
+    int b = op->n_inputs > 1 ? t[op->inputs[1]].dtype : 0;
+    int y = op->n_outputs > 0 ? t[op->outputs[0]].dtype : 0;
+    bool ok = true;
+    switch (op->code) {
+    case CG_OP_UNARY: ok = k_unary_supports(op->kind, x, y); break;
+    case CG_OP_BINARY: ok = k_binary_supports(op->kind, x, b, y); break;
+    case CG_OP_CAST: ok = k_cast_supports(x, y); break;
+    case CG_OP_REDUCE: ok = k_reduce_supports(op->kind, x, y); break;
+    case CG_OP_MATMUL: case CG_OP_SOFTMAX: case CG_OP_LAYERNORM: ok = all_float32(L, op); break;
+    default: break;
+    }
+    if (ok)
+        return LLMC_OK;
+    return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "the runtime has no kernel for it on %s%s%s -> %s",
+                      llmc_dtype_name(x), op->n_inputs > 1 ? ", " : "",
+                      op->n_inputs > 1 ? llmc_dtype_name(b) : "", llmc_dtype_name(y));
+}
+
 static int lower_node(lower_ctx *L)
 {
     const llmc_node *n = cur_node(L);
@@ -1075,7 +1115,11 @@ static int lower_node(lower_ctx *L)
     for (int k = 0; k < n->n_outputs; k++)
         if (n->outputs[k] >= 0 && L->g->values[n->outputs[k]].shape.rank < 0)
             return lower_fail(L, LLMC_E_UNSUPPORTED, n->outputs[k], "shape is unknown");
-    return low->lower(L, low->kind);
+    int first_op = L->p->n_ops;
+    int rc = low->lower(L, low->kind);
+    for (int i = first_op; !rc && i < L->p->n_ops; i++)
+        rc = check_kernel_dtypes(L, &L->p->ops[i]);
+    return rc;
 }
 
 static int lower_nodes(lower_ctx *L)

@@ -17,7 +17,7 @@ int llmc_cmd_ops(int argc, char **argv)
     }
     if (argc > 1)
         return llmc_cli_usage("ops", "unexpected argument '%s'", argv[1]);
-#define PRINT_OP(name) puts(#name);
+#define PRINT_OP(name, ...) puts(#name);
     LLMC_ONNX_OP_LIST(PRINT_OP)
 #undef PRINT_OP
     for (int i = 0; cg_llmc_op(i); i++)

@@ -30,6 +30,8 @@ typedef struct {
 
 typedef struct {
     const char *path;
+    const uint8_t *bytes;               /* the model in memory, or NULL: map `path` */
+    size_t size;
     const llmc_import_options *opt;
     llmc_graph *g;
     llmc_error *err;
@@ -72,30 +74,36 @@ static void import_state_free(void *p)
     free(s);
 }
 
-/* Maps the file, hashes it and unpacks it; the mapping is dropped right
- * after, since protobuf-c copies everything it keeps. */
+/* Hashes the serialized model and unpacks it; protobuf-c copies everything
+ * it keeps, so the bytes are not needed afterwards. */
+static int unpack_model(importer *imp, const uint8_t *bytes, uint64_t size)
+{
+    if (size == 0)
+        return llmc_fail(imp->err, LLMC_E_INPUT, "'%s' is not a valid ONNX model (empty file)", imp->path);
+    if (size > INT32_MAX)
+        return llmc_fail(imp->err, LLMC_E_INPUT,
+                         "'%s' is %" PRIu64 " bytes, over the 2 GiB protobuf limit: "
+                         "larger models must keep their weights in external data files", imp->path, size);
+    imp->g->source_hash = XXH64(bytes, (size_t)size, 0);
+    imp->state->model = onnx__model_proto__unpack(NULL, (size_t)size, bytes);
+    if (imp->state->model)
+        return LLMC_OK;
+    char why[1024] = "protobuf parse failed";
+    llmc_pb_diagnose(&onnx__model_proto__descriptor, bytes, (size_t)size, why, sizeof why);
+    return llmc_fail(imp->err, LLMC_E_INPUT, "'%s' is not a valid ONNX model (%s)", imp->path, why);
+}
+
+/* Maps the file (unless the bytes were given) and unpacks it; the mapping
+ * is dropped right after. */
 static int load_model(importer *imp)
 {
+    if (imp->bytes)
+        return unpack_model(imp, imp->bytes, imp->size);
     llmc_mapped_file f;
     int e = llmc_map_file(imp->path, &f);
     if (e)
         return llmc_fail(imp->err, LLMC_E_INPUT, "cannot open '%s': %s", imp->path, strerror(e));
-    int rc = LLMC_OK;
-    if (f.size == 0) {
-        rc = llmc_fail(imp->err, LLMC_E_INPUT, "'%s' is not a valid ONNX model (empty file)", imp->path);
-    } else if (f.size > INT32_MAX) {
-        rc = llmc_fail(imp->err, LLMC_E_INPUT,
-                       "'%s' is %" PRIu64 " bytes, over the 2 GiB protobuf limit: "
-                       "larger models must keep their weights in external data files", imp->path, f.size);
-    } else {
-        imp->g->source_hash = XXH64(f.map, f.size, 0);
-        imp->state->model = onnx__model_proto__unpack(NULL, f.size, f.map);
-        char why[1024] = "protobuf parse failed";
-        if (!imp->state->model)
-            llmc_pb_diagnose(&onnx__model_proto__descriptor, f.map, f.size, why, sizeof why);
-        if (!imp->state->model)
-            rc = llmc_fail(imp->err, LLMC_E_INPUT, "'%s' is not a valid ONNX model (%s)", imp->path, why);
-    }
+    int rc = unpack_model(imp, f.map, f.size);
     llmc_unmap_file(&f);
     return rc;
 }
@@ -251,6 +259,37 @@ static int refuse_unsupported_ops(importer *imp)
     if (listed < total)
         snprintf(msg + used, sizeof msg - used, "%s... and %zu more", listed ? "; " : "", total - listed);
     return llmc_fail(imp->err, LLMC_E_UNSUPPORTED, "%s", msg);
+}
+
+/* Input and output counts against the operator's schema (onnx_ops.h), so
+ * that no later step sees a Less with one input or a Where with two. */
+static int check_arity(importer *imp)
+{
+    char node[512];
+    for (size_t i = 0; i < imp->gp->n_node; i++) {
+        const Onnx__NodeProto *n = imp->gp->node[i];
+        const llmc_onnx_op_info *op = llmc_onnx_op_find(n->op_type);
+        const char *what = NULL;
+        int lo = 0, hi = 0;
+        size_t count = 0;
+        if (n->n_input < (size_t)op->min_inputs || n->n_input > (size_t)op->max_inputs)
+            what = "input", lo = op->min_inputs, hi = op->max_inputs, count = n->n_input;
+        else if (n->n_output < (size_t)op->min_outputs || n->n_output > (size_t)op->max_outputs)
+            what = "output", lo = op->min_outputs, hi = op->max_outputs, count = n->n_output;
+        if (!what)
+            continue;
+        char range[48];
+        if (hi == LLMC_ONNX_N)
+            snprintf(range, sizeof range, "at least %d", lo);
+        else if (lo == hi)
+            snprintf(range, sizeof range, "%d", lo);
+        else
+            snprintf(range, sizeof range, "%d to %d", lo, hi);
+        return llmc_fail(imp->err, LLMC_E_INPUT, "%s has %zu %s%s; %s takes %s",
+                         describe_node(imp, i, node, sizeof node), count, what, count == 1 ? "" : "s",
+                         n->op_type, range);
+    }
+    return LLMC_OK;
 }
 
 /* ---- names ---- */
@@ -676,22 +715,38 @@ static int check_acyclic(importer *imp)
                      g->nodes[cycle_node].name, g->nodes[cycle_node].op_type);
 }
 
-int llmc_import_onnx(const char *path, const llmc_import_options *opt, llmc_graph *g, llmc_error *err)
+static int import_model(importer *imp)
 {
     static int (*const steps[])(importer *) = {
         start_import, check_required_names, check_opset, refuse_subgraphs, refuse_unsupported_ops,
+        check_arity,
         names_init, import_initializers, collect_inputs, bind_dims, import_inputs,
         define_node_outputs, import_nodes, import_outputs, import_value_info, check_acyclic,
     };
-    llmc_graph_init(g);
-    importer imp = {.path = path, .opt = opt, .g = g, .err = err};
+    llmc_graph_init(imp->g);
     int rc = LLMC_OK;
     for (size_t i = 0; !rc && i < sizeof steps / sizeof *steps; i++)
-        rc = steps[i](&imp);
-    free(imp.slots);
-    free(imp.inputs);
-    llmc_dim_table_free(&imp.dims);
+        rc = steps[i](imp);
+    free(imp->slots);
+    free(imp->inputs);
+    llmc_dim_table_free(&imp->dims);
     if (rc)
-        llmc_graph_free(g);
+        llmc_graph_free(imp->g);
     return rc;
+}
+
+int llmc_import_onnx(const char *path, const llmc_import_options *opt, llmc_graph *g, llmc_error *err)
+{
+    importer imp = {.path = path, .opt = opt, .g = g, .err = err};
+    return import_model(&imp);
+}
+
+int llmc_import_onnx_memory(const void *bytes, size_t size, const char *path,
+                            const llmc_import_options *opt, llmc_graph *g, llmc_error *err)
+{
+    /* A non-NULL pointer even for size 0, so load_model does not map `path`. */
+    static const uint8_t empty[1];
+    importer imp = {.path = path, .bytes = bytes ? bytes : empty, .size = size, .opt = opt, .g = g,
+                    .err = err};
+    return import_model(&imp);
 }

@@ -38,6 +38,13 @@ typedef struct {
 /* `opt` may be NULL (no bindings).  Returns LLMC_OK or the error code. */
 int llmc_import_onnx(const char *path, const llmc_import_options *opt, llmc_graph *g, llmc_error *err);
 
+/* The same on a serialized model already in memory (`size` bytes, needed
+ * only during the call).  `path` names the model in messages, and its
+ * folder is where external data files are looked up (and must stay): it
+ * need not exist as a file, but its folder must. */
+int llmc_import_onnx_memory(const void *bytes, size_t size, const char *path,
+                            const llmc_import_options *opt, llmc_graph *g, llmc_error *err);
+
 /* Reads one serialized TensorProto file (ONNX backend test case
  * input_N.pb/output_N.pb): dtype, dims, and a malloc'ed copy of the data in
  * little-endian row-major order (NULL when the tensor is empty). */
@@ -51,6 +58,10 @@ typedef struct {
 } llmc_tensor_file;
 
 int llmc_read_tensor_pb(const char *path, llmc_tensor_file *t, llmc_error *err);
+/* The same on a serialized TensorProto in memory; `name` names it in
+ * messages. */
+int llmc_read_tensor_pb_memory(const void *bytes, size_t size, const char *name, llmc_tensor_file *t,
+                               llmc_error *err);
 void llmc_tensor_file_free(llmc_tensor_file *t);
 
 #endif

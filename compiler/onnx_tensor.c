@@ -186,25 +186,21 @@ static int fill_tensor_file(const Onnx__TensorProto *t, const llmc_onnx_tensor *
     return f->name && (f->data || !f->nbytes) ? 0 : -1;
 }
 
-int llmc_read_tensor_pb(const char *path, llmc_tensor_file *t, llmc_error *err)
+int llmc_read_tensor_pb_memory(const void *bytes, size_t size, const char *name, llmc_tensor_file *t,
+                               llmc_error *err)
 {
     memset(t, 0, sizeof *t);
-    llmc_mapped_file file;
-    int e = llmc_map_file(path, &file);
-    if (e)
-        return llmc_fail(err, LLMC_E_INPUT, "cannot open '%s': %s", path, strerror(e));
-    Onnx__TensorProto *msg = onnx__tensor_proto__unpack(NULL, file.size, file.map);
+    Onnx__TensorProto *msg = onnx__tensor_proto__unpack(NULL, size, bytes);
     char why[1024] = "no data_type";
-    if (!msg && !llmc_pb_diagnose(&onnx__tensor_proto__descriptor, file.map, file.size, why, sizeof why))
+    if (!msg && !llmc_pb_diagnose(&onnx__tensor_proto__descriptor, bytes, size, why, sizeof why))
         snprintf(why, sizeof why, "protobuf parse failed");
-    llmc_unmap_file(&file);
     if (!msg || !msg->has_data_type) {
         if (msg)
             onnx__tensor_proto__free_unpacked(msg, NULL);
-        return llmc_fail(err, LLMC_E_INPUT, "'%s' is not a valid TensorProto file (%s)", path, why);
+        return llmc_fail(err, LLMC_E_INPUT, "'%s' is not a valid TensorProto file (%s)", name, why);
     }
     char what[4200];
-    snprintf(what, sizeof what, "tensor file '%s'", path);
+    snprintf(what, sizeof what, "tensor file '%s'", name);
     llmc_onnx_tensor d;
     int rc = llmc_onnx_tensor_decode(msg, what, NULL, &d, err);
     if (!rc && fill_tensor_file(msg, &d, t) != 0)
@@ -212,6 +208,18 @@ int llmc_read_tensor_pb(const char *path, llmc_tensor_file *t, llmc_error *err)
     if (rc)
         llmc_tensor_file_free(t);
     onnx__tensor_proto__free_unpacked(msg, NULL);
+    return rc;
+}
+
+int llmc_read_tensor_pb(const char *path, llmc_tensor_file *t, llmc_error *err)
+{
+    memset(t, 0, sizeof *t);
+    llmc_mapped_file file;
+    int e = llmc_map_file(path, &file);
+    if (e)
+        return llmc_fail(err, LLMC_E_INPUT, "cannot open '%s': %s", path, strerror(e));
+    int rc = llmc_read_tensor_pb_memory(file.map, file.size, path, t, err);
+    llmc_unmap_file(&file);
     return rc;
 }
 

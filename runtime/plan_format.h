@@ -174,8 +174,8 @@ static inline fb_reader rt_reader(const llmc_rt_plan *p)
 const char *rt_op_code_name(int code);
 
 /* Evaluates a tensor's dims at (S, P) and its byte size; a dim that
- * overflows or is negative, or a byte size beyond UINT64_MAX, fails with
- * `code`. */
+ * overflows or is negative, or non-zero dims whose byte size is beyond
+ * INT64_MAX (even if another dim is 0), fails with `code`. */
 llmc_rt_status rt_eval_dims(const fb_reader *r, const rt_tensor_desc *d, int64_t S, int64_t P,
                             int64_t *dims, uint64_t *bytes, llmc_rt_status code,
                             llmc_rt_error *err);

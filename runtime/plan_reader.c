@@ -433,24 +433,23 @@ llmc_rt_status rt_eval_dims(const fb_reader *r, const rt_tensor_desc *d, int64_t
                             int64_t *dims, uint64_t *bytes, llmc_rt_status code,
                             llmc_rt_error *err)
 {
-    uint64_t total = k_dtype_size(d->dtype);
-    bool overflow = false;
+    /* The bytes of the non-zero dims must fit in int64 even when another
+     * dim is 0: kernels multiply dims (counts, strides) in any order, so
+     * [0, 2^40, 2^40] must not pass as an empty tensor. */
+    uint64_t nonzero = k_dtype_size(d->dtype);
+    bool empty = false;
     for (uint32_t k = 0; k < d->dims.len && k < LLMC_RT_MAX_RANK; k++) {
         if (!rt_affine_eval(fb_vec_affine(r, d->dims, k), S, P, &dims[k]))
             return rt_fail(err, code, "dim %d overflows at S=%d P=%d", RT_N(k, S, P), NULL);
         if (dims[k] < 0)
             return rt_fail(err, code, "dim %d is %d at S=%d P=%d", RT_N(k, dims[k], S, P), NULL);
-        if (dims[k] && total > UINT64_MAX / (uint64_t)dims[k])
-            overflow = true; /* unless a later dim is 0 */
-        total *= (uint64_t)dims[k];
+        if (dims[k] == 0)
+            empty = true;
+        else if (nonzero > (uint64_t)INT64_MAX / (uint64_t)dims[k])
+            return rt_fail(err, code, "byte size overflows at S=%d P=%d", RT_N(S, P), NULL);
+        else
+            nonzero *= (uint64_t)dims[k];
     }
-    for (uint32_t k = 0; k < d->dims.len && k < LLMC_RT_MAX_RANK; k++)
-        if (dims[k] == 0) {
-            overflow = false;
-            total = 0;
-        }
-    if (overflow)
-        return rt_fail(err, code, "byte size overflows at S=%d P=%d", RT_N(S, P), NULL);
-    *bytes = total;
+    *bytes = empty ? 0 : nonzero;
     return LLMC_RT_OK;
 }

@@ -730,7 +730,7 @@ static void test_every_op_lowers(void)
 {
     int missing = 0;
     char names[512] = "";
-#define CHECK_OP_(op)                                                                   \
+#define CHECK_OP_(op, ...)                                                              \
     if (!cg_can_lower(#op)) {                                                           \
         missing++;                                                                      \
         strcat(names, " " #op);                                                         \

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Seed corpora of the fuzz targets (tests/fuzz/), generated into
+# $BUILD/fuzz/seeds/<target>/ (binary, not committed):
+#   fuzz_onnx_import, fuzz_compile   every model.onnx of Debian's ONNX backend
+#                                    node cases + tiny LLM exports (torch)
+#   fuzz_onnx_tensor                 every test_data_set_*/*.pb of those cases
+#   fuzz_plan_open                   plans `llmc compile` writes for all of them
+#   fuzz_plan_run                    the same plans + an 8-byte seed each
+# Does nothing when the seeds are newer than this script and the compiler;
+# FORCE=1 regenerates.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+LLMC=$BUILD/llmc
+DATA=/usr/share/libonnx-testdata/data/node
+SEEDS=$BUILD/fuzz/seeds
+STAMP=$SEEDS/.done
+PY=/usr/bin/python3
+
+if [ "${FORCE:-0}" != 1 ] && [ -f "$STAMP" ] && [ "$STAMP" -nt "$0" ] && [ "$STAMP" -nt "$LLMC" ]; then
+    echo "fuzz_seeds: $SEEDS up to date"
+    exit 0
+fi
+[ -x "$LLMC" ] || { echo "fuzz_seeds: $LLMC missing (run make)" >&2; exit 1; }
+[ -d "$DATA" ] || { echo "fuzz_seeds: $DATA missing (libonnx-testdata)" >&2; exit 1; }
+rm -rf "$SEEDS"
+for t in fuzz_onnx_import fuzz_compile fuzz_onnx_tensor fuzz_plan_open fuzz_plan_run; do
+    mkdir -p "$SEEDS/$t"
+done
+models=$BUILD/fuzz/models
+mkdir -p "$models"
+
+# Tiny LLMs (vocab 512, hidden 64, 2 layers), weights inside the .onnx.
+for spec in llama:14 qwen2:17 gpt2:14 phi:17; do
+    family=${spec%:*} opset=${spec#*:}
+    out=$models/$family-$opset.onnx
+    if [ ! -s "$out" ] || [ scripts/export_llm.py -nt "$out" ]; then
+        "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny --seed 1 \
+            --out "$out.tmp.onnx" >"$out.log" 2>&1 && mv "$out.tmp.onnx" "$out" ||
+            { echo "fuzz_seeds: export of $family@$opset failed (see $out.log)" >&2; exit 1; }
+    fi
+    cp "$out" "$SEEDS/fuzz_onnx_import/llm-$family-$opset.onnx"
+    cp "$out" "$SEEDS/fuzz_compile/llm-$family-$opset.onnx"
+    "$LLMC" compile "$out" -o "$SEEDS/fuzz_plan_open/llm-$family-$opset.plan" \
+        --max-context 32 >/dev/null
+done
+
+for dir in "$DATA"/*/; do
+    name=$(basename "$dir")
+    [ -f "$dir/model.onnx" ] || continue
+    cp "$dir/model.onnx" "$SEEDS/fuzz_onnx_import/$name.onnx"
+    cp "$dir/model.onnx" "$SEEDS/fuzz_compile/$name.onnx"
+    for pb in "$dir"/test_data_set_*/*.pb; do
+        [ -f "$pb" ] || continue
+        set_name=$(basename "$(dirname "$pb")")
+        cp "$pb" "$SEEDS/fuzz_onnx_tensor/$name-$set_name-$(basename "$pb")"
+    done
+    # Cases whose shape operands are graph inputs do not compile alone: skipped.
+    timeout 20 "$LLMC" compile "$dir/model.onnx" -o "$SEEDS/fuzz_plan_open/$name.plan" \
+        --max-context 16 >/dev/null 2>&1 || rm -f "$SEEDS/fuzz_plan_open/$name.plan"
+done
+
+# Plan + 8-byte little-endian seed, two seeds per plan.
+for plan in "$SEEDS"/fuzz_plan_open/*.plan; do
+    base=$SEEDS/fuzz_plan_run/$(basename "$plan" .plan)
+    { cat "$plan"; printf '\001\000\000\000\000\000\000\000'; } >"$base-1.bin"
+    { cat "$plan"; printf '\347\003\000\000\000\000\000\200'; } >"$base-2.bin"
+done
+
+for t in "$SEEDS"/*/; do
+    printf 'fuzz_seeds: %-18s %5d files %8d KiB\n' "$(basename "$t")" "$(find "$t" -type f | wc -l)" \
+        "$(du -sk "$t" | cut -f1)"
+done
+touch "$STAMP"
