@@ -190,7 +190,7 @@ static int run_activation_fusion(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_e
     int n[4];
     int rc = llmc_fusion_walks(g, ctx, PASS_NAME, walks, 4, n, err);
     if (rc == LLMC_OK)
-        llmc_detail_set(ctx, "%d gelu (%d tanh form), %d silu (%d into swiglu)", n[0] + n[1], n[1], n[2], n[3]);
+        llmc_pass_detail(ctx, "%d gelu (%d tanh form), %d silu (%d into swiglu)", n[0] + n[1], n[1], n[2], n[3]);
     return rc;
 }
 

@@ -272,13 +272,3 @@ int llmc_fusion_walks(llmc_graph *g, const llmc_pass_ctx *ctx, const char *pass,
         rc = llmc_fusion_walk(g, ctx, pass, visits[i], &counts[i], err);
     return rc;
 }
-
-void llmc_detail_set(const llmc_pass_ctx *ctx, const char *fmt, ...)
-{
-    if (!ctx->detail || ctx->detail_size == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ctx->detail, ctx->detail_size, fmt, ap);
-    va_end(ap);
-}

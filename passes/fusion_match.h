@@ -91,7 +91,5 @@ int llmc_fusion_walk(llmc_graph *g, const llmc_pass_ctx *ctx, const char *pass, 
 int llmc_fusion_walks(llmc_graph *g, const llmc_pass_ctx *ctx, const char *pass, const llmc_fusion_visit *visits,
                       int n, int *counts, llmc_error *err);
 
-/* Writes the pass's summary to ctx->detail (when the caller gave one). */
-void llmc_detail_set(const llmc_pass_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -94,7 +94,7 @@ static int run_layernorm_fusion(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_er
         native += llmc_is_onnx_op(&g->nodes[i], "LayerNormalization");
     int rc = llmc_fusion_walk(g, ctx, PASS_NAME, visit, &fused, err);
     if (rc == LLMC_OK)
-        llmc_detail_set(ctx, "%d fused, %d already LayerNormalization", fused, native);
+        llmc_pass_detail(ctx, "%d fused, %d already LayerNormalization", fused, native);
     return rc;
 }
 

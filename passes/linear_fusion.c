@@ -350,7 +350,7 @@ static int run_linear_fusion(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error
     int n[4];
     int rc = llmc_fusion_walks(g, ctx, PASS_NAME, steps, 4, n, err);
     if (rc == LLMC_OK)
-        llmc_detail_set(ctx, "%d linears, %d merged groups, %d residuals, %d splits absorbed", n[0], n[1], n[3], n[2]);
+        llmc_pass_detail(ctx, "%d linears, %d merged groups, %d residuals, %d splits absorbed", n[0], n[1], n[3], n[2]);
     return rc;
 }
 

@@ -46,7 +46,7 @@ static int run_rmsnorm_fusion(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_erro
     int fused;
     int rc = llmc_fusion_walk(g, ctx, PASS_NAME, visit, &fused, err);
     if (rc == LLMC_OK)
-        llmc_detail_set(ctx, "%d fused", fused);
+        llmc_pass_detail(ctx, "%d fused", fused);
     return rc;
 }
 
