@@ -62,7 +62,7 @@ typedef struct {
 
 static inline bool llmc_shape_eq(const llmc_shape *a, const llmc_shape *b)
 {
-    if (a->rank != b->rank)
+    if (a->rank < 0 || a->rank != b->rank)   /* an unknown shape equals nothing */
         return false;
     for (int i = 0; i < a->rank; i++)
         if (!llmc_aff_eq(a->dims[i], b->dims[i]))

@@ -62,7 +62,7 @@ static int match_half_x_one_plus(llmc_match *m, int act_node, int x)
     }
     if (root < 0)
         return llmc_match_reject(m, mul, "(1 + %s) is not multiplied by 0.5 * x", g->nodes[act_node].op_type), -1;
-    if (!llmc_shape_equal(&g->values[g->nodes[root].outputs[0]].shape, &g->values[x].shape))
+    if (!llmc_shape_eq(&g->values[g->nodes[root].outputs[0]].shape, &g->values[x].shape))
         return llmc_match_reject(m, root, "the result is broadcast to another shape than x's"), -1;
     return root;
 }
@@ -111,7 +111,7 @@ static int tanh_argument(llmc_match *m, int tanh_node)
         int cube = cubic >= 0 ? times_const(g, cubic, 0.044715) : -1;
         int pow = cube >= 0 ? llmc_fusion_producer(m, cube, "Pow") : -1;
         double exponent;
-        if (pow >= 0 && llmc_const_scalar(g, g->nodes[pow].inputs[1], &exponent) && exponent == 3.0 &&
+        if (pow >= 0 && llmc_match_const_scalar(g, g->nodes[pow].inputs[1], &exponent) && exponent == 3.0 &&
             llmc_strip_casts(g, g->nodes[pow].inputs[0]) == llmc_strip_casts(g, x))
             return x;
         m->n_nodes = n_before;
@@ -141,7 +141,7 @@ static int fuse_silu(llmc_graph *g, const llmc_pass_ctx *ctx, int sigmoid)
     bool ok = root >= 0 && llmc_strip_casts(g, llmc_other_input(g, root, s)) == llmc_strip_casts(g, x);
     if (!ok)
         llmc_match_reject(&m, sigmoid, "not read by exactly one Mul(x, Sigmoid(x))");
-    else if (!llmc_shape_equal(&g->values[g->nodes[root].outputs[0]].shape, &g->values[x].shape))
+    else if (!llmc_shape_eq(&g->values[g->nodes[root].outputs[0]].shape, &g->values[x].shape))
         ok = llmc_match_reject(&m, root, "the result is broadcast to another shape than x's");
     return replace_unary(&m, ok ? root : -1, "Silu", x, 0);
 }

@@ -134,32 +134,10 @@ int llmc_other_input(const llmc_graph *g, int node, int v)
     return -1;
 }
 
-bool llmc_const_scalar(const llmc_graph *g, int v, double *x)
-{
-    if (v < 0)
-        return false;
-    const llmc_value *val = &g->values[v];
-    int64_t numel;
-    if (!val->is_const || !val->konst.data || !llmc_shape_numel_const(&val->shape, &numel) ||
-        numel != 1)
-        return false;
-    if (val->dtype == LLMC_DT_FLOAT)
-        *x = *(const float *)val->konst.data;
-    else if (val->dtype == LLMC_DT_DOUBLE)
-        *x = *(const double *)val->konst.data;
-    else if (val->dtype == LLMC_DT_INT64)
-        *x = (double)*(const int64_t *)val->konst.data;
-    else if (val->dtype == LLMC_DT_INT32)
-        *x = *(const int32_t *)val->konst.data;
-    else
-        return false;
-    return true;
-}
-
 bool llmc_const_near(const llmc_graph *g, int v, double want)
 {
     double x;
-    return llmc_const_scalar(g, v, &x) && fabs(x - want) <= CONST_REL_TOL * fabs(want);
+    return llmc_match_const_scalar(g, v, &x) && fabs(x - want) <= CONST_REL_TOL * fabs(want);
 }
 
 bool llmc_const_vector(const llmc_graph *g, int v, llmc_affine len)
@@ -169,16 +147,6 @@ bool llmc_const_vector(const llmc_graph *g, int v, llmc_affine len)
     const llmc_value *val = &g->values[v];
     return val->is_const && val->konst.data && val->dtype == LLMC_DT_FLOAT && val->shape.rank == 1 &&
            llmc_aff_is_const(len) && llmc_aff_eq(val->shape.dims[0], len);
-}
-
-bool llmc_shape_equal(const llmc_shape *a, const llmc_shape *b)
-{
-    if (a->rank < 0 || a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!llmc_aff_eq(a->dims[i], b->dims[i]))
-            return false;
-    return true;
 }
 
 static int uses_inside(const llmc_match *m, int v)

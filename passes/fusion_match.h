@@ -16,6 +16,7 @@
 #include "diag.h"
 #include "ir.h"
 #include "llmc_ops.h"
+#include "match.h"
 #include "pass.h"
 
 #define LLMC_MATCH_MAX_NODES 24
@@ -54,13 +55,10 @@ int llmc_strip_casts(const llmc_graph *g, int v);
 /* The input of binary node `node` other than `v`; -1 if v is not an input. */
 int llmc_other_input(const llmc_graph *g, int node, int v);
 
-/* v is a float/int constant with exactly one element; *x gets it. */
-bool llmc_const_scalar(const llmc_graph *g, int v, double *x);
-/* llmc_const_scalar and |x - want| <= 1e-6 |want| (exactly 0 when want is 0). */
+/* llmc_match_const_scalar (match.h) and |x - want| <= 1e-6 |want| (exactly 0 when want is 0). */
 bool llmc_const_near(const llmc_graph *g, int v, double want);
 /* v is a float constant of shape [len]. */
 bool llmc_const_vector(const llmc_graph *g, int v, llmc_affine len);
-bool llmc_shape_equal(const llmc_shape *a, const llmc_shape *b);
 
 /* No output of a collected node other than `root`'s is read outside the
  * match or is a graph output.  Explains the first violation. */

@@ -50,7 +50,7 @@ static int match_bias(llmc_match *m, int *root)
     int add = llmc_match_consumer(m, scaled, "Add");
     int bias = add >= 0 ? llmc_other_input(g, add, scaled) : -1;
     if (bias < 0 || !llmc_const_vector(g, bias, shape->dims[shape->rank - 1]) ||
-        !llmc_shape_equal(&g->values[g->nodes[add].outputs[0]].shape, shape)) {
+        !llmc_shape_eq(&g->values[g->nodes[add].outputs[0]].shape, shape)) {
         m->n_nodes = n_before;
         return -1;
     }

@@ -69,7 +69,7 @@ static int match_bias_add(llmc_match *m, int y, int64_t n, int *bias)
     int add = llmc_match_consumer(m, y, "Add");
     *bias = add >= 0 ? llmc_other_input(g, add, y) : -1;
     if (*bias >= 0 && llmc_const_vector(g, *bias, llmc_aff_const(n)) &&
-        llmc_shape_equal(&g->values[g->nodes[add].outputs[0]].shape, &g->values[y].shape))
+        llmc_shape_eq(&g->values[g->nodes[add].outputs[0]].shape, &g->values[y].shape))
         return add;
     if (*bias >= 0 && g->values[*bias].is_const) {
         llmc_match_reject(m, add, "a constant addend that is not a float bias [N]: the Linear gets no bias");
@@ -336,8 +336,8 @@ static int visit_residual(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
     int r = add >= 0 ? llmc_other_input(g, add, y) : -1;
     if (r < 0 || g->values[r].is_const)
         return 0;   /* a constant addend is a bias question, settled in step 1 */
-    if (g->values[r].dtype != LLMC_DT_FLOAT || !llmc_shape_equal(&g->values[r].shape, &g->values[y].shape) ||
-        !llmc_shape_equal(&g->values[g->nodes[add].outputs[0]].shape, &g->values[y].shape))
+    if (g->values[r].dtype != LLMC_DT_FLOAT || !llmc_shape_eq(&g->values[r].shape, &g->values[y].shape) ||
+        !llmc_shape_eq(&g->values[g->nodes[add].outputs[0]].shape, &g->values[y].shape))
         return give_up(&m, add, "the residual is not a float tensor of the Linear's output shape");
     int inputs[LIN_INPUTS] = {n->inputs[LIN_X], n->inputs[LIN_W], bias_of(n), r};
     return llmc_match_replace(&m, add, "Linear", false, inputs, LIN_INPUTS) < 0 ? -1 : 1;

@@ -37,12 +37,18 @@ bool llmc_match_const_ints(const llmc_graph *g, int v, int64_t *out, int max, in
 
 bool llmc_match_const_scalar(const llmc_graph *g, int v, double *x)
 {
-    float f;
-    if (v < 0 || !g->values[v].is_const || g->values[v].dtype != LLMC_DT_FLOAT ||
-        g->values[v].konst.nbytes != sizeof f)
+    if (v < 0 || !g->values[v].is_const || !g->values[v].konst.data)
         return false;
-    memcpy(&f, g->values[v].konst.data, sizeof f);
-    *x = f;
+    const llmc_value *val = &g->values[v];
+    union { float f; double d; int64_t i64; int32_t i32; } u;
+    size_t size = llmc_dtype_size(val->dtype);
+    bool numeric = val->dtype == LLMC_DT_FLOAT || val->dtype == LLMC_DT_DOUBLE ||
+                   val->dtype == LLMC_DT_INT64 || val->dtype == LLMC_DT_INT32;
+    if (!numeric || val->konst.nbytes != size)   /* exactly one element */
+        return false;
+    memcpy(&u, val->konst.data, size);           /* constants may be unaligned */
+    *x = val->dtype == LLMC_DT_FLOAT ? u.f : val->dtype == LLMC_DT_DOUBLE ? u.d
+       : val->dtype == LLMC_DT_INT64 ? (double)u.i64 : u.i32;
     return true;
 }
 

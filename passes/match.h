@@ -16,7 +16,7 @@ int llmc_match_producer(const llmc_graph *g, int v, const char *op);
  * out[]; *n gets the count.  False if v is not such a constant. */
 bool llmc_match_const_ints(const llmc_graph *g, int v, int64_t *out, int max, int *n);
 
-/* The one element of a constant float tensor with a single element. */
+/* The value of a float, double, int64 or int32 constant with exactly one element. */
 bool llmc_match_const_scalar(const llmc_graph *g, int v, double *x);
 
 /* Is dim d exactly the symbol S (tokens of this call)? */

@@ -35,7 +35,7 @@ static int match_mean_plus_eps(llmc_match *m, int add, float *epsilon)
         double eps;
         if (mean < 0)
             continue;
-        if (!llmc_const_scalar(m->g, n->inputs[1 - k], &eps) || !(eps >= 0) || !isfinite(eps))
+        if (!llmc_match_const_scalar(m->g, n->inputs[1 - k], &eps) || !(eps >= 0) || !isfinite(eps))
             return llmc_match_reject(m, add, "epsilon is not a scalar constant >= 0"), -1;
         *epsilon = (float)eps;
         return mean;
@@ -51,7 +51,7 @@ static int match_square(llmc_match *m, int mean)
     int pow = llmc_fusion_producer(m, sq, "Pow");
     double exponent;
     if (pow >= 0) {
-        if (!llmc_const_scalar(g, g->nodes[pow].inputs[1], &exponent) || exponent != 2.0)
+        if (!llmc_match_const_scalar(g, g->nodes[pow].inputs[1], &exponent) || exponent != 2.0)
             return llmc_match_reject(m, pow, "the exponent is not the constant 2"), -1;
         return g->nodes[pow].inputs[0];
     }
@@ -126,7 +126,7 @@ bool llmc_match_norm(llmc_match *m, int sqrt_node, llmc_norm_parts *parts)
     if (normalized < 0 || parts->numerator < 0 ||
         (parts->root = match_scale(m, normalized, shape->dims[shape->rank - 1], &parts->scale)) < 0)
         return llmc_match_reject(m, sqrt_node, "the division by the square root does not match");
-    if (!llmc_shape_equal(&g->values[g->nodes[parts->root].outputs[0]].shape, shape))
+    if (!llmc_shape_eq(&g->values[g->nodes[parts->root].outputs[0]].shape, shape))
         return llmc_match_reject(m, parts->root, "the result is broadcast to another shape than the input's");
     return true;
 }
