@@ -62,7 +62,14 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_C) -Itests/unit -o $@ $< $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB) $(LDFLAGS) $(LDLIBS)
 
-unit: $(UNIT_BIN)
+# LD_PRELOAD fault injection for t_bad_input (never sanitized: it is
+# preloaded into sanitized binaries too).
+FAULT_SHIM := $(BUILD)/faults/flip_write.so
+$(FAULT_SHIM): tests/faults/flip_write.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) -O2 -shared -fPIC -o $@ $< -ldl
+
+unit: $(UNIT_BIN) $(FAULT_SHIM)
 
 deps:
 	scripts/deps.sh

@@ -14,6 +14,8 @@
 
 #include "codegen.h"
 #include "fb_builder.h"
+#include "file_map.h"
+#include "llmc_rt.h"
 #include "llmc_threads.h"
 #include "io_roles.h"
 #include "out_file.h"
@@ -499,6 +501,26 @@ static int write_image(int fd, const plan_image *img)
     return write_zeros(fd, img->file_size - at);
 }
 
+/* The bytes just written, read back through the runtime's own verifier with
+ * every segment hash: a plan the runtime would refuse is a compiler bug, and
+ * it must never reach `path`. */
+static int verify_written_plan(const char *tmp, const char *path, llmc_error *err)
+{
+    llmc_mapped_file f;
+    int e = llmc_map_file(tmp, &f);
+    if (e)
+        return llmc_fail(err, LLMC_E_OUTPUT, "cannot read back '%s': %s", tmp, strerror(e));
+    llmc_rt_plan plan;
+    llmc_rt_error rt;
+    int rc = LLMC_OK;
+    if (llmc_rt_plan_open(&plan, f.map, (size_t)f.size, LLMC_RT_VERIFY_HASHES, &rt) != LLMC_RT_OK)
+        rc = llmc_fail(err, LLMC_E_INTERNAL,
+                       "the plan for '%s', read back, fails the runtime verifier (a compiler bug or a write error): %s",
+                       path, rt.msg);
+    llmc_unmap_file(&f);
+    return rc;
+}
+
 static int write_file_atomically(const plan_image *img, const char *path, llmc_error *err)
 {
     llmc_output out;
@@ -507,6 +529,8 @@ static int write_file_atomically(const plan_image *img, const char *path, llmc_e
     int rc = LLMC_OK;
     if (write_image(fileno(out.file), img) != 0)
         rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
+    if (!rc)
+        rc = verify_written_plan(out.tmp, path, err);
     return llmc_out_finish(&out, rc, err);
 }
 

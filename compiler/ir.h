@@ -86,6 +86,8 @@ typedef struct {
     llmc_shape declared;                /* what the ONNX file states (graph output or
                                          * value_info), rank -1 if nothing fully
                                          * known; shape inference checks it */
+    int declared_dtype;                 /* the element type the file states there,
+                                         * LLMC_DT_UNDEFINED if none; checked too */
     int producer;                       /* node id, -1 for inputs/constants */
     bool is_graph_input;
     bool is_graph_output;

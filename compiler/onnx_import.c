@@ -668,8 +668,10 @@ static int import_outputs(importer *imp)
             v->dtype = tt->elem_type;
         if (v->shape.rank < 0)
             v->shape = shape;
-        if (!v->is_const && !v->is_graph_input)
+        if (!v->is_const && !v->is_graph_input) {
             v->declared = shape;
+            v->declared_dtype = tt ? tt->elem_type : LLMC_DT_UNDEFINED;
+        }
         v->is_graph_output = true;
         imp->g->outputs[imp->g->n_outputs++] = id;
     }
@@ -694,6 +696,7 @@ static int import_value_info(importer *imp)
             return rc;
         if (v->dtype == LLMC_DT_UNDEFINED)
             v->dtype = tt->elem_type;
+        v->declared_dtype = tt->elem_type;
     }
     return LLMC_OK;
 }

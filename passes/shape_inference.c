@@ -1514,13 +1514,20 @@ static void shape_text(const llmc_shape *s, char *buf, size_t cap)
         snprintf(buf + used, cap - used, "]");
 }
 
-/* The exporter's value_info and output shapes must agree with inference:
- * a disagreement means the model is not what its file says it is. */
-static int check_declared_shapes(const llmc_graph *g, llmc_error *err)
+/* The exporter's value_info and output types and shapes must agree with
+ * inference: a disagreement means the model is not what its file says. */
+static int check_declared(const llmc_graph *g, llmc_error *err)
 {
     for (int i = 0; i < g->n_values; i++) {
         const llmc_value *v = &g->values[i];
-        if (v->declared.rank < 0 || v->shape.rank < 0 || (v->producer < 0 && !v->is_graph_output))
+        if (v->producer < 0 && !v->is_graph_output)
+            continue;
+        if (v->declared_dtype != LLMC_DT_UNDEFINED && v->dtype != LLMC_DT_UNDEFINED &&
+            v->declared_dtype != v->dtype)
+            return llmc_fail(err, LLMC_E_INPUT,
+                             "value '%s': the model declares element type %s but its producer gives %s",
+                             v->name, llmc_dtype_name(v->declared_dtype), llmc_dtype_name(v->dtype));
+        if (v->declared.rank < 0 || v->shape.rank < 0)
             continue;
         bool same = v->declared.rank == v->shape.rank;
         for (int d = 0; same && d < v->shape.rank; d++)
@@ -1559,7 +1566,7 @@ static int run_shape_inference(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_err
         rc = infer_node(&c);
     }
     free(order);
-    return rc ? rc : check_declared_shapes(g, err);
+    return rc ? rc : check_declared(g, err);
 }
 
 const llmc_pass llmc_pass_shape_inference = {"shape-inference", run_shape_inference};

@@ -102,6 +102,9 @@ def graph_errors(out):
                 helper.make_node("Relu", ["a"], ["b"], name="cyc_relu"),
                 helper.make_node("Neg", ["a"], ["y"], name="after")], X2, Y), out, "cycle.onnx")
     save(model([helper.make_node("Relu", ["y"], ["y"], name="self_loop")], X2, Y), out, "self_loop.onnx")
+    save(model(RELU, X2, [float_input("y", [3])]), out, "output_wrong_shape.onnx")
+    save(model(RELU, X2, [helper.make_tensor_value_info("y", TensorProto.INT64, [2])]),
+         out, "output_wrong_type.onnx")
 
 
 def unsupported(out):

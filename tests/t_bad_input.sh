@@ -139,6 +139,11 @@ row "graph output never defined" 3 "graph output 'nowhere' is not defined" -- co
 row "cycle of two nodes" 3 "the graph has a cycle through node 'cyc_" -- compile "$CASES/cycle.onnx"
 row "node consuming its own output" 3 "the graph has a cycle through node 'self_loop' (Relu)" \
     -- compile "$CASES/self_loop.onnx"
+row "output declared with another shape" 3 "value 'y': the model declares shape [3] but its producer gives [2]" \
+    -- compile "$CASES/output_wrong_shape.onnx"
+row "output declared with another element type" 3 \
+    "value 'y': the model declares element type int64 but its producer gives float" \
+    -- compile "$CASES/output_wrong_type.onnx"
 row "unsupported ops, all listed" 4 "unsupported operators (3): node 'modder' (#0) Mod opset 17; node 'nz' (#2) NonZero opset 17; node 'fused' (#3) com.microsoft::FusedMatMul opset 1" \
     -- compile "$CASES/unsupported_ops.onnx"
 row "opset 12" 4 "opset 12 of domain '' is outside the supported range 13..17" -- compile "$CASES/opset12.onnx"
@@ -190,6 +195,15 @@ row "plan segment hash mismatch" 6 "hash_mismatch.plan': weight segment hash mis
     -- "$LLMC" verify "$PLANS/hash_mismatch.plan"
 row "plan cut in half" 6 "truncated.plan': plan truncated:" -- plan_refused "$PLANS/truncated.plan"
 : >"$WORK/empty.plan"
+# A byte flipped on its way to disk (tests/faults/flip_write.c): compile
+# reads the plan back through the runtime verifier and refuses to rename it.
+flipped_on_write() {
+    LD_PRELOAD=$PWD/$BUILD/faults/flip_write.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+        LLMC_FLIP_PATH_PART="$OUT/out.plan.tmp." LLMC_FLIP_OFFSET=$(($(stat -c %s "$WORK/llama.plan") - 1)) \
+        "$LLMC" compile "$MODEL" -o "$OUT/out.plan" --max-context 64
+}
+row "plan corrupted while being written" 1 "the plan for '$OUT/out.plan', read back, fails the runtime verifier" \
+    "segment " "does not match" -- flipped_on_write
 row "empty plan" 3 "empty.plan' is empty" -- "$LLMC" verify "$WORK/empty.plan"
 
 # ---- the command line ----
