@@ -279,7 +279,7 @@ static llmc_rt_status exec_linear(const llmc_rt_session *s, fb_reader *r, const 
     for (uint32_t j = 0; j < op->outputs.len; j++) {
         rt_view y;
         llmc_rt_status st = view_of(s, r, fb_vec_u32(r, op->outputs, j), S, P, &y, err);
-        if (!st)
+        if (!st && k_count(&y) != 0)
             st = k_linear(&in[0], &in[1], bias, residual, col0, &y, &par, err);
         if (st)
             return rt_prefix(err, st, "output %u: ", RT_N(j), NULL);
@@ -377,6 +377,17 @@ static llmc_rt_status exec_attention(llmc_rt_session *s, const rt_op_desc *op,
     return LLMC_RT_OK;
 }
 
+/* True when no output has an element.  Such an op has nothing to compute,
+ * and its kernel must not run: the other dims of an empty tensor may be as
+ * large as 2^48, and a kernel's outer loops would walk them for hours. */
+static int outputs_empty(const rt_view *out, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (k_count(&out[k]) != 0)
+            return 0;
+    return 1;
+}
+
 /* Runs one op; adds the bytes it wrote to *moved. */
 static llmc_rt_status exec_op_body(llmc_rt_session *s, fb_reader *r, const rt_op_desc *op,
                                    int64_t S, int64_t P, uint64_t *moved, llmc_rt_error *err)
@@ -395,7 +406,7 @@ static llmc_rt_status exec_op_body(llmc_rt_session *s, fb_reader *r, const rt_op
         st = view_all(s, r, op->outputs, S, P, out, err);
     if (!st && op->code == OP_ATTENTION)
         st = exec_attention(s, op, in, &out[0], S, P, moved, err);
-    else if (!st) {
+    else if (!st && !outputs_empty(out, op->outputs.len)) {
         rt_parallel par = session_parallel(s);
         st = dispatch(r, op, in, out, S, P, &par, err);
     }
