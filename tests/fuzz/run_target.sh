@@ -23,7 +23,7 @@ seeds=$BUILD/fuzz/seeds/$target
 
 # -timeout: seconds one input may take before it counts as a hang;
 # -rss_limit_mb: beyond this the target is out of memory (a finding too).
-before=$(find "$artifacts" -type f | wc -l)
+before=$(find "$artifacts" -type f | wc -l) start=$(date +%s)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 "$bin" -max_total_time="$seconds" ${RUNS:+-runs=$RUNS} -timeout=20 -rss_limit_mb=2048 -detect_leaks=1 \
@@ -33,7 +33,7 @@ execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 time_s=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
 crashes=$(( $(find "$artifacts" -type f | wc -l) - before ))   # this run's findings
 units=$(find "$corpus" -type f | wc -l)
-execs=${execs:-0} time_s=${time_s:-$seconds}
+execs=${execs:-0} time_s=${time_s:-$(( $(date +%s) - start ))}   # no "Done" line after a finding
 echo "$target: $execs execs in $time_s s ($((execs / (time_s > 0 ? time_s : 1)))/s), corpus $units units, crashes $crashes"
 if [ "$rc" -ne 0 ]; then
     echo "$target: libFuzzer exited with status $rc; see $log" >&2
