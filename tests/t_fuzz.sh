@@ -16,7 +16,7 @@ targets="fuzz_onnx_import fuzz_onnx_tensor fuzz_compile fuzz_plan_open fuzz_plan
 
 replay() {
     local bin=$1; shift
-    ASAN_OPTIONS=detect_leaks=1 "$bin" -runs=1 "$@"
+    ASAN_OPTIONS=detect_leaks=1 "$bin" -runs=1 -timeout=20 "$@"   # a hang fails too
 }
 
 check "seed corpora generated" env BUILD="$BUILD" scripts/fuzz_seeds.sh
