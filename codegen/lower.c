@@ -1157,6 +1157,8 @@ int cg_lower(const llmc_graph *g, cg_plan *p, llmc_error *err)
         rc = lower_nodes(&L);
     if (!rc)
         rc = bind_outputs(&L);
+    if (!rc)
+        rc = cg_check_cache_bindings(p, err);
     free(L.tensor_of);
     return rc;
 }

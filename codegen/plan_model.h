@@ -104,6 +104,14 @@ bool cg_can_lower(const char *op_type);
 /* The i-th llmc-domain op (compiler/llmc_ops.h) cg_lower handles; NULL
  * past the last. */
 const char *cg_llmc_op(int i);
+/* KV caches the Attention ops own, and decoder layers: past_key_values
+ * key inputs plus those caches (Plan.n_caches, Plan.n_layers). */
+uint32_t cg_cache_count(const cg_plan *p);
+uint32_t cg_layer_count(const cg_plan *p);
+/* Refuses, by name, KV-cache bindings the runtime cannot pair up: a past
+ * key without its value (or the reverse), two bindings for one layer, a
+ * layer >= cg_layer_count, a present output without its past input. */
+int cg_check_cache_bindings(const cg_plan *p, llmc_error *err);
 /* Sizes every Arena tensor for S + P <= max_context and assigns offsets. */
 int cg_memory_plan(cg_plan *p, uint32_t max_context, llmc_error *err);
 void cg_plan_free(cg_plan *p);

@@ -252,24 +252,6 @@ static uint32_t vocab_size(const cg_plan *p)
     return 0;
 }
 
-/* KV caches Attention ops own: one per op, numbered 0 .. n-1. */
-static uint32_t cache_count(const cg_plan *p)
-{
-    uint32_t n = 0;
-    for (int i = 0; i < p->n_ops; i++)
-        n += p->ops[i].code == CG_OP_ATTENTION;
-    return n;
-}
-
-/* Decoder layers: those fed through past_key_values plus the fused ones. */
-static uint32_t layer_count(const cg_plan *p)
-{
-    uint32_t n = cache_count(p);
-    for (int i = 0; i < p->n_inputs; i++)
-        n += p->inputs[i].role == LLMC_ROLE_PAST_KEY;
-    return n;
-}
-
 static int max_int(int a, int b)
 {
     return a > b ? a : b;
@@ -315,9 +297,9 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     field_ref(b, 10, segments);
     field_ref(b, 11, passes);
     field_nonzero(b, 12, vocab_size(p), 4);
-    field_nonzero(b, 13, layer_count(p), 4);
-    field_nonzero(b, 14, cache_count(p), 4);
-    if (cache_count(p))
+    field_nonzero(b, 13, cg_layer_count(p), 4);
+    field_nonzero(b, 14, cg_cache_count(p), 4);
+    if (cg_cache_count(p))
         field_nonzero(b, 15, PLAN_KV_CHUNK_POSITIONS, 4);
     return fb_table_end(b);
 }

@@ -146,6 +146,31 @@ def subgraphs(out):
                X2 + [float_input("seq", [3, 2])], Y + [float_input("ys", None)]), out, "subgraph_scan.onnx")
 
 
+def kv_cache_names(out):
+    """KV-cache bindings the runtime cannot pair up (found by fuzz_compile)."""
+    past = lambda name: float_input(name, [1, 1, "past_sequence", 2])  # noqa: E731
+    new = float_input("x", [1, 1, 1, 2])
+
+    def present(past_name, out_name, other="x"):
+        return helper.make_node("Concat", [past_name, other], [out_name], name="cat_" + out_name, axis=2)
+
+    save(model([present("past_key_values.1.value", "present.1.value")],
+               [past("past_key_values.1.value"), new], [float_input("present.1.value", None)]),
+         out, "kv_value_without_key.onnx")
+    save(model([present("past_key_values.3.key", "present.3.key"),
+                present("past_key_values.3.value", "present.3.value")],
+               [past("past_key_values.3.key"), past("past_key_values.3.value"), new],
+               [float_input("present.3.key", None), float_input("present.3.value", None)]),
+         out, "kv_layer_past_count.onnx")
+    save(model([helper.make_node("Relu", ["x"], ["present.0.key"], name="r")], [new],
+               [float_input("present.0.key", None)]), out, "kv_present_without_past.onnx")
+    save(model([present("past_key_values.0.key", "present.0.key", "past.0.key"),
+                present("past_key_values.0.value", "present.0.value")],
+               [past("past_key_values.0.key"), past("past.0.key"), past("past_key_values.0.value"), new],
+               [float_input("present.0.key", None), float_input("present.0.value", None)]),
+         out, "kv_two_keys.onnx")
+
+
 def chain(out, n=100000):
     nodes = [helper.make_node("Relu" if i % 2 == 0 else "Neg", ["v%d" % i if i else "x"],
                               ["v%d" % (i + 1) if i + 1 < n else "y"], name="n%d" % i) for i in range(n)]
@@ -171,7 +196,7 @@ def bad_files(out):
 
 def write_onnx(out):
     os.makedirs(out, exist_ok=True)
-    for f in (tensor_errors, external_errors, graph_errors, unsupported, subgraphs, chain, wire_types, bad_files):
+    for f in (tensor_errors, external_errors, graph_errors, unsupported, subgraphs, kv_cache_names, chain, wire_types, bad_files):
         f(out)
 
 

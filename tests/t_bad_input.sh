@@ -157,6 +157,18 @@ row "Loop (subgraph)" 4 "node 'looper' (#0, Loop) has a subgraph attribute 'body
     -- compile "$CASES/subgraph_loop.onnx"
 row "Scan (subgraph)" 4 "node 'scanner' (#0, Scan) has a subgraph attribute 'body': subgraphs are not supported" \
     -- compile "$CASES/subgraph_scan.onnx"
+row "past_key_values value without its key" 4 \
+    "input 'past_key_values.1.value' is the past_value of cache layer 1, but no input is its past_key" \
+    -- compile "$CASES/kv_value_without_key.onnx"
+row "past_key_values layer numbered past the layer count" 4 \
+    "input 'past_key_values.3.key' is cache layer 3, but the model has 1 decoder layer(s)" "numbered 0..0" \
+    -- compile "$CASES/kv_layer_past_count.onnx"
+row "present output without a past input" 4 \
+    "output 'present.0.key' is the present_key of cache layer 0, but no input is its past_key" \
+    -- compile "$CASES/kv_present_without_past.onnx"
+row "two inputs for one cache layer" 4 \
+    "inputs 'past_key_values.0.key' and 'past.0.key' are both the past_key of cache layer 0" \
+    -- compile "$CASES/kv_two_keys.onnx"
 row "missing model file" 3 "cannot open '$CASES/nope.onnx': No such file or directory" -- compile "$CASES/nope.onnx"
 row "model path is a folder" 3 "cannot open '$CASES/ext': Is a directory" -- compile "$CASES/ext"
 truncate -s $(((2 << 30) + 1)) "$WORK/big.onnx"   # sparse: no disk space
