@@ -386,6 +386,7 @@ static void build_kv(llmc_graph *g)
     llmc_affine kd[4] = {C_(1), C_(2), PS_, C_(4)};
     int past = input(g, "past_key_values.0.key", LLMC_DT_FLOAT, 4, pd);
     int cur = input(g, "cur", LLMC_DT_FLOAT, 4, cd);
+    input(g, "past_key_values.0.value", LLMC_DT_FLOAT, 4, pd);   /* unread; a key needs its value */
     int present = value(g, "present.0.key", LLMC_DT_FLOAT, 4, kd);
     int tail = value(g, "tail", LLMC_DT_FLOAT, 4, cd);
     int n = node(g, "Concat", "cat", 2, (int[]){past, cur}, 1, &present);
@@ -439,7 +440,8 @@ static void test_kv(void)
             for (int d = 0; d < 4; d++)
                 want[(h * (P + S) + t) * 4 + d] = t < P ? past[(h * P + t) * 4 + d]
                                                         : cur[(h * S + t - P) * 4 + d];
-    llmc_rt_tensor in[2] = {{LLMC_RT_F32, 4, {1, 2, P, 4}, past}, {LLMC_RT_F32, 4, {1, 2, S, 4}, cur}};
+    llmc_rt_tensor in[3] = {{LLMC_RT_F32, 4, {1, 2, P, 4}, past}, {LLMC_RT_F32, 4, {1, 2, S, 4}, cur},
+                            {LLMC_RT_F32, 4, {1, 2, P, 4}, past}};
     runner run;
     char msg[256];
     int st = run_plan(&run, p, size, S, P, in, msg);
