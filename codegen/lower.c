@@ -1158,7 +1158,7 @@ int cg_lower(const llmc_graph *g, cg_plan *p, llmc_error *err)
     if (!rc)
         rc = bind_outputs(&L);
     if (!rc)
-        rc = cg_check_cache_bindings(p, err);
+        rc = cg_check_bindings(p, err);
     free(L.tensor_of);
     return rc;
 }

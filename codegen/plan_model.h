@@ -108,10 +108,11 @@ const char *cg_llmc_op(int i);
  * key inputs plus those caches (Plan.n_caches, Plan.n_layers). */
 uint32_t cg_cache_count(const cg_plan *p);
 uint32_t cg_layer_count(const cg_plan *p);
-/* Refuses, by name, KV-cache bindings the runtime cannot pair up: a past
- * key without its value (or the reverse), two bindings for one layer, a
- * layer >= cg_layer_count, a present output without its past input. */
-int cg_check_cache_bindings(const cg_plan *p, llmc_error *err);
+/* Refuses, by name, bindings the runtime cannot use: a role whose tensor
+ * has another dtype or rank than the role needs, a past key without its
+ * value (or the reverse), two bindings for one cache layer, a layer >=
+ * cg_layer_count, a present output without its past input. */
+int cg_check_bindings(const cg_plan *p, llmc_error *err);
 /* Sizes every Arena tensor for S + P <= max_context and assigns offsets. */
 int cg_memory_plan(cg_plan *p, uint32_t max_context, llmc_error *err);
 void cg_plan_free(cg_plan *p);

@@ -146,8 +146,12 @@ def subgraphs(out):
                X2 + [float_input("seq", [3, 2])], Y + [float_input("ys", None)]), out, "subgraph_scan.onnx")
 
 
-def kv_cache_names(out):
-    """KV-cache bindings the runtime cannot pair up (found by fuzz_compile)."""
+def role_bindings(out):
+    """Inputs and outputs the runtime's LLM path cannot use (found by fuzz_compile)."""
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT32, [1, "sequence"])
+    save(model([helper.make_node("Cast", ["input_ids"], ["y"], name="c", to=TensorProto.FLOAT)], [ids], Y),
+         out, "int32_input_ids.onnx")
+
     past = lambda name: float_input(name, [1, 1, "past_sequence", 2])  # noqa: E731
     new = float_input("x", [1, 1, 1, 2])
 
@@ -196,7 +200,7 @@ def bad_files(out):
 
 def write_onnx(out):
     os.makedirs(out, exist_ok=True)
-    for f in (tensor_errors, external_errors, graph_errors, unsupported, subgraphs, kv_cache_names, chain, wire_types, bad_files):
+    for f in (tensor_errors, external_errors, graph_errors, unsupported, subgraphs, role_bindings, chain, wire_types, bad_files):
         f(out)
 
 

@@ -157,6 +157,8 @@ row "Loop (subgraph)" 4 "node 'looper' (#0, Loop) has a subgraph attribute 'body
     -- compile "$CASES/subgraph_loop.onnx"
 row "Scan (subgraph)" 4 "node 'scanner' (#0, Scan) has a subgraph attribute 'body': subgraphs are not supported" \
     -- compile "$CASES/subgraph_scan.onnx"
+row "input_ids as int32" 4 "input 'input_ids' is int32 of rank 2, but as input_ids the runtime needs int64 of rank 2" \
+    -- compile "$CASES/int32_input_ids.onnx"
 row "past_key_values value without its key" 4 \
     "input 'past_key_values.1.value' is the past_value of cache layer 1, but no input is its past_key" \
     -- compile "$CASES/kv_value_without_key.onnx"

@@ -1,15 +1,28 @@
-/* The KV-cache bindings of a lowered plan (plan_model.h).
+/* The input and output bindings of a lowered plan (plan_model.h).
  *
- * The runtime's LLM path keeps one KV slot per past_key_values input, found
- * by (role, layer), and copies each present output into the slot of the
- * past input with the same kind and layer; the verifier accepts a cache
- * binding only with layer < Plan.n_layers.  A model whose names break that
- * contract (a past value without its key, a layer numbered past the count,
- * a present output with no past input) is refused here, by name, rather
- * than written as a plan the runtime rejects. */
+ * A role (io_roles.h, from the name) promises the runtime's LLM path a
+ * dtype and rank: int64 [batch, S] ids, float [b, kv_heads, P, head_dim]
+ * caches, float [b, S, vocab] logits.  The LLM path also keeps one KV slot
+ * per past_key_values input, found by (role, layer), and copies each
+ * present output into the slot of the past input of the same kind and
+ * layer; the verifier accepts a cache binding only with layer <
+ * Plan.n_layers.  A model that breaks this contract (int32 input_ids, a
+ * past value without its key, a layer numbered past the count, a present
+ * output with no past input) is refused here, by name, rather than written
+ * as a plan the runtime rejects. */
 #include "plan_model.h"
 
 #include "io_roles.h"
+
+/* Indexed by role; the verifier's table (runtime/plan_verify.c). */
+static const int role_dtype[] = {
+    LLMC_DT_UNDEFINED, LLMC_DT_INT64, LLMC_DT_INT64, LLMC_DT_INT64, LLMC_DT_FLOAT,
+    LLMC_DT_FLOAT, LLMC_DT_FLOAT, LLMC_DT_FLOAT, LLMC_DT_FLOAT,
+};
+static const int role_rank[] = {0, 2, 2, 2, 4, 4, 3, 4, 4};
+_Static_assert(sizeof role_dtype / sizeof *role_dtype == LLMC_ROLE_PRESENT_VALUE + 1 &&
+               sizeof role_rank / sizeof *role_rank == LLMC_ROLE_PRESENT_VALUE + 1,
+               "one entry per role");
 
 /* KV caches Attention ops own: one per op, numbered 0 .. n-1. */
 uint32_t cg_cache_count(const cg_plan *p)
@@ -83,6 +96,18 @@ static int check_present(const cg_plan *p, const cg_binding *b, llmc_error *err)
     return LLMC_OK;
 }
 
+static int check_type(const cg_plan *p, const cg_binding *b, const char *what, llmc_error *err)
+{
+    const cg_tensor *t = &p->tensors[b->tensor];
+    if (b->role == LLMC_ROLE_GENERIC ||
+        (t->dtype == role_dtype[b->role] && t->rank == role_rank[b->role]))
+        return LLMC_OK;
+    return llmc_fail(err, LLMC_E_UNSUPPORTED, "%s '%s' is %s of rank %d, but as %s the runtime "
+                     "needs %s of rank %d", what, t->name, llmc_dtype_name(t->dtype), t->rank,
+                     llmc_io_role_name(b->role), llmc_dtype_name(role_dtype[b->role]),
+                     role_rank[b->role]);
+}
+
 /* Two bindings for one slot would feed or fill it twice. */
 static int check_unique(const cg_plan *p, const cg_binding *b, int n, const char *what,
                         llmc_error *err)
@@ -97,10 +122,16 @@ static int check_unique(const cg_plan *p, const cg_binding *b, int n, const char
     return LLMC_OK;
 }
 
-int cg_check_cache_bindings(const cg_plan *p, llmc_error *err)
+int cg_check_bindings(const cg_plan *p, llmc_error *err)
 {
     uint32_t n_layers = cg_layer_count(p);
-    int rc = check_unique(p, p->inputs, p->n_inputs, "inputs", err);
+    int rc = LLMC_OK;
+    for (int i = 0; !rc && i < p->n_inputs; i++)
+        rc = check_type(p, &p->inputs[i], "input", err);
+    for (int i = 0; !rc && i < p->n_outputs; i++)
+        rc = check_type(p, &p->outputs[i], "output", err);
+    if (!rc)
+        rc = check_unique(p, p->inputs, p->n_inputs, "inputs", err);
     if (!rc)
         rc = check_unique(p, p->outputs, p->n_outputs, "outputs", err);
     for (int i = 0; !rc && i < p->n_inputs; i++)
