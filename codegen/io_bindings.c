@@ -13,16 +13,13 @@
 #include "plan_model.h"
 
 #include "io_roles.h"
+#include "plan_format.h"   /* role_dtype, role_rank, role_is_kv: the verifier's own */
 
-/* Indexed by role; the verifier's table (runtime/plan_verify.c). */
-static const int role_dtype[] = {
-    LLMC_DT_UNDEFINED, LLMC_DT_INT64, LLMC_DT_INT64, LLMC_DT_INT64, LLMC_DT_FLOAT,
-    LLMC_DT_FLOAT, LLMC_DT_FLOAT, LLMC_DT_FLOAT, LLMC_DT_FLOAT,
-};
-static const int role_rank[] = {0, 2, 2, 2, 4, 4, 3, 4, 4};
-_Static_assert(sizeof role_dtype / sizeof *role_dtype == LLMC_ROLE_PRESENT_VALUE + 1 &&
-               sizeof role_rank / sizeof *role_rank == LLMC_ROLE_PRESENT_VALUE + 1,
-               "one entry per role");
+_Static_assert((int)LLMC_ROLE_INPUT_IDS == (int)ROLE_INPUT_IDS &&
+               (int)LLMC_ROLE_PAST_KEY == (int)ROLE_PAST_KEY &&
+               (int)LLMC_ROLE_LOGITS == (int)ROLE_LOGITS &&
+               (int)LLMC_ROLE_PRESENT_VALUE == (int)ROLE_PRESENT_VALUE,
+               "io_roles.h numbers roles as the plan does");
 
 /* KV caches Attention ops own: one per op, numbered 0 .. n-1. */
 uint32_t cg_cache_count(const cg_plan *p)
@@ -40,12 +37,6 @@ uint32_t cg_layer_count(const cg_plan *p)
     for (int i = 0; i < p->n_inputs; i++)
         n += p->inputs[i].role == LLMC_ROLE_PAST_KEY;
     return n;
-}
-
-static bool is_cache_role(int role)
-{
-    return role == LLMC_ROLE_PAST_KEY || role == LLMC_ROLE_PAST_VALUE ||
-           role == LLMC_ROLE_PRESENT_KEY || role == LLMC_ROLE_PRESENT_VALUE;
 }
 
 /* The binding other than `skip` with this role and layer, or -1. */
@@ -100,12 +91,12 @@ static int check_type(const cg_plan *p, const cg_binding *b, const char *what, l
 {
     const cg_tensor *t = &p->tensors[b->tensor];
     if (b->role == LLMC_ROLE_GENERIC ||
-        (t->dtype == role_dtype[b->role] && t->rank == role_rank[b->role]))
+        (t->dtype == role_dtype(b->role) && t->rank == role_rank(b->role)))
         return LLMC_OK;
     return llmc_fail(err, LLMC_E_UNSUPPORTED, "%s '%s' is %s of rank %d, but as %s the runtime "
                      "needs %s of rank %d", what, t->name, llmc_dtype_name(t->dtype), t->rank,
-                     llmc_io_role_name(b->role), llmc_dtype_name(role_dtype[b->role]),
-                     role_rank[b->role]);
+                     llmc_io_role_name(b->role), llmc_dtype_name(role_dtype(b->role)),
+                     role_rank(b->role));
 }
 
 /* Two bindings for one slot would feed or fill it twice. */
@@ -113,7 +104,7 @@ static int check_unique(const cg_plan *p, const cg_binding *b, int n, const char
                         llmc_error *err)
 {
     for (int i = 0; i < n; i++) {
-        int twin = is_cache_role(b[i].role) ? find_binding(b, n, b[i].role, b[i].layer, i) : -1;
+        int twin = role_is_kv(b[i].role) ? find_binding(b, n, b[i].role, b[i].layer, i) : -1;
         if (twin >= 0)
             return llmc_fail(err, LLMC_E_UNSUPPORTED, "%s '%s' and '%s' are both the %s of "
                              "cache layer %d", what, binding_name(p, &b[i]),
@@ -135,8 +126,8 @@ int cg_check_bindings(const cg_plan *p, llmc_error *err)
     if (!rc)
         rc = check_unique(p, p->outputs, p->n_outputs, "outputs", err);
     for (int i = 0; !rc && i < p->n_inputs; i++)
-        rc = is_cache_role(p->inputs[i].role) ? check_past(p, &p->inputs[i], n_layers, err) : LLMC_OK;
+        rc = role_is_kv(p->inputs[i].role) ? check_past(p, &p->inputs[i], n_layers, err) : LLMC_OK;
     for (int i = 0; !rc && i < p->n_outputs; i++)
-        rc = is_cache_role(p->outputs[i].role) ? check_present(p, &p->outputs[i], err) : LLMC_OK;
+        rc = role_is_kv(p->outputs[i].role) ? check_present(p, &p->outputs[i], err) : LLMC_OK;
     return rc;
 }

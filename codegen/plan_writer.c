@@ -21,6 +21,7 @@
 #include "out_file.h"
 #include "layer_name.h"
 #include "plan_model.h"
+#include "plan_format.h"
 
 #define PLAN_FORMAT_VERSION 2
 /* Cache positions per KV chunk: 64 rows of a 64..128-wide head are 16..32 KB
@@ -202,18 +203,12 @@ static fb_ref write_op(fb_builder *b, const cg_op *op)
     return fb_table_end(b);
 }
 
-static bool is_cache_role(int role)
-{
-    return role == LLMC_ROLE_PAST_KEY || role == LLMC_ROLE_PAST_VALUE ||
-           role == LLMC_ROLE_PRESENT_KEY || role == LLMC_ROLE_PRESENT_VALUE;
-}
-
 static fb_ref write_binding(fb_builder *b, const cg_binding *io)
 {
     fb_table_begin(b);
     field_nonzero(b, 0, io->tensor, 4);
     field_nonzero(b, 1, (uint64_t)io->role, 1);
-    if (is_cache_role(io->role))
+    if (role_is_kv(io->role))
         field_nonzero(b, 2, (uint32_t)io->layer, 4);
     return fb_table_end(b);
 }

@@ -44,6 +44,29 @@ enum { ROLE_GENERIC, ROLE_INPUT_IDS, ROLE_ATTENTION_MASK, ROLE_POSITION_IDS,
        ROLE_PAST_KEY, ROLE_PAST_VALUE, ROLE_LOGITS, ROLE_PRESENT_KEY,
        ROLE_PRESENT_VALUE, ROLE_COUNT };
 
+/* The dtype (ONNX numbering) and rank an LLM role implies: int64 [b, S]
+ * ids and mask, float [b, kv_heads, P, head_dim] caches, float [b, S, vocab]
+ * logits; 0 for Generic.  The compiler checks its bindings against these. */
+static inline int role_dtype(int role)
+{
+    static const int dtype[ROLE_COUNT] = {0, LLMC_RT_I64, LLMC_RT_I64, LLMC_RT_I64,
+                                          LLMC_RT_F32, LLMC_RT_F32, LLMC_RT_F32,
+                                          LLMC_RT_F32, LLMC_RT_F32};
+    return role >= 0 && role < ROLE_COUNT ? dtype[role] : 0;
+}
+
+static inline int role_rank(int role)
+{
+    static const int rank[ROLE_COUNT] = {0, 2, 2, 2, 4, 4, 3, 4, 4};
+    return role >= 0 && role < ROLE_COUNT ? rank[role] : 0;
+}
+
+static inline bool role_is_kv(int role)
+{
+    return role == ROLE_PAST_KEY || role == ROLE_PAST_VALUE || role == ROLE_PRESENT_KEY ||
+           role == ROLE_PRESENT_VALUE;
+}
+
 #define AFFINE_BYTES 24u /* struct Affine { long c, s, p; } */
 
 /* The bytes being read.  `end` grows to the highest byte any verified object

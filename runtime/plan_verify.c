@@ -620,21 +620,9 @@ static llmc_rt_status verify_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
 
 /* ---- IO bindings ------------------------------------------------------- */
 
-/* dtype and rank an LLM role implies; 0 dtype for Generic. */
-static const int role_dtype[ROLE_COUNT] = {0, LLMC_RT_I64, LLMC_RT_I64, LLMC_RT_I64,
-                                           LLMC_RT_F32, LLMC_RT_F32, LLMC_RT_F32,
-                                           LLMC_RT_F32, LLMC_RT_F32};
-static const int role_rank[ROLE_COUNT] = {0, 2, 2, 2, 4, 4, 3, 4, 4};
-
 static bool role_is_input(int role)
 {
     return role <= ROLE_PAST_VALUE;
-}
-
-static bool role_is_kv(int role)
-{
-    return role == ROLE_PAST_KEY || role == ROLE_PAST_VALUE || role == ROLE_PRESENT_KEY ||
-           role == ROLE_PRESENT_VALUE;
 }
 
 static llmc_rt_status verify_binding(fb_reader *r, const llmc_rt_plan *p, const rt_io_desc *io,
@@ -652,10 +640,10 @@ static llmc_rt_status verify_binding(fb_reader *r, const llmc_rt_plan *p, const 
         return rt_fail(err, LLMC_RT_E_CORRUPT, "input tensor %u is a weight",
                        RT_N(io->tensor), NULL);
     if (io->role != ROLE_GENERIC &&
-        (m.dtype != role_dtype[io->role] || m.rank != role_rank[io->role]))
+        (m.dtype != role_dtype(io->role) || m.rank != role_rank(io->role)))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "role %d needs dtype %d rank %d; tensor %u "
                        "has dtype %d rank %d",
-                       RT_N(io->role, role_dtype[io->role], role_rank[io->role], io->tensor,
+                       RT_N(io->role, role_dtype(io->role), role_rank(io->role), io->tensor,
                             m.dtype, m.rank), NULL);
     if (role_is_kv(io->role) && (io->layer < 0 || (uint32_t)io->layer >= p->n_layers))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "layer %d outside [0, n_layers %u)",
