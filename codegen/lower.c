@@ -1159,6 +1159,8 @@ int cg_lower(const llmc_graph *g, cg_plan *p, llmc_error *err)
         rc = bind_outputs(&L);
     if (!rc)
         rc = cg_check_bindings(p, err);
+    if (!rc)
+        rc = cg_share_weights(p, err);
     free(L.tensor_of);
     return rc;
 }

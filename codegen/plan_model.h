@@ -93,7 +93,7 @@ typedef struct {
     cg_op *ops;
     int n_inputs, n_outputs;
     cg_binding *inputs, *outputs;
-    uint32_t n_segments;                /* = number of weight tensors */
+    uint32_t n_segments;                /* distinct weights (cg_share_weights) */
     uint64_t arena_size;
 } cg_plan;
 
@@ -113,6 +113,9 @@ uint32_t cg_layer_count(const cg_plan *p);
  * value (or the reverse), two bindings for one cache layer, a layer >=
  * cg_layer_count, a present output without its past input. */
 int cg_check_bindings(const cg_plan *p, llmc_error *err);
+/* Weight tensors with identical bytes share one segment (tied embeddings);
+ * segments are renumbered in tensor order (weight_sharing.c). */
+int cg_share_weights(cg_plan *p, llmc_error *err);
 /* Sizes every Arena tensor for S + P <= max_context and assigns offsets. */
 int cg_memory_plan(cg_plan *p, uint32_t max_context, llmc_error *err);
 void cg_plan_free(cg_plan *p);

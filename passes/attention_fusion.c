@@ -8,15 +8,16 @@
  *   K_all  = [repeat_kv](Concat(past_key, k_heads, axis=2)), V_all likewise
  *   x_heads = [llmc.Rope](Transpose(Reshape(X, [1, S, heads, D]), 0,2,1,3))
  * where scale ops are Div/Mul by constant scalars (their product is the
- * op's scale), identity Casts to float may sit anywhere on the scores path,
- * repeat_kv is torch's Unsqueeze(2)/Expand/Reshape chain of GQA, and mask
- * ops are Add(scores, mask) and Where(cond, scores, fill <= -1e30).
+ * op's scale), repeat_kv is torch's Unsqueeze(2)/Expand/Reshape chain of
+ * GQA, and mask ops are Add(scores, mask) and Where(cond, scores,
+ * fill <= -1e4).  Identity Casts (transformers' float32 softmax and
+ * upcasts) are gone by now: the identity-cast pass runs first.
  *
  * The mask ops are dropped only once proven causal: each mask and
  * condition is evaluated (evaluate.h, position_ids = P.., attention_mask =
  * ones) at a few (S, P); together they must keep exactly the keys
  * t <= P + s unchanged (conditions true, additive masks 0) and push every
- * other key to <= -1e30.
+ * other key to <= -1e4.
  *
  * The layer's past_key_values inputs and present outputs leave the graph
  * I/O (the runtime owns the cache), so the present values may feed nothing
@@ -36,8 +37,12 @@
 #include "pass.h"
 #include "pipeline.h"
 
-/* A mask value must reach this to count as "minus infinity". */
-#define MASK_NEG_BIG (-1e30)
+/* A mask value must reach this to count as "minus infinity": softmax then
+ * gives the key exp(score - 1e4 - max) = 0 exactly in float32 (whose
+ * smallest subnormal is about e^-103) while the scores of one row span less
+ * than 1e4 - 103, which is what the fused op does.  Exporters use
+ * finfo(float32).min, -1e9 and (older transformers' GPT-2) -1e4. */
+#define MASK_NEG_BIG (-1e4)
 #define MAX_MASK_TERMS 4
 /* How many scale and mask ops a scores path may chain. */
 #define MAX_SCORE_OPS 12
@@ -115,12 +120,6 @@ static int sole_reader(const llmc_graph *g, int v)
             if (g->nodes[i].inputs[k] == v)
                 return i;
     return -1;
-}
-
-static bool is_float_cast(const llmc_graph *g, int node)
-{
-    const llmc_node *n = &g->nodes[node];
-    return llmc_node_attr_int(g, node, "to", 0) == LLMC_DT_FLOAT && g->values[n->inputs[0]].dtype == LLMC_DT_FLOAT;
 }
 
 /* Mul by / Div by a constant scalar: *through gets the other operand,
@@ -267,7 +266,7 @@ static bool add_mask_term(attn_match *m, mask_kind kind, int value, int node)
     return true;
 }
 
-/* Does a chain of scale / Cast / mask ops from v end in a MatMul? */
+/* Does a chain of scale / mask ops from v end in a MatMul? */
 static bool reaches_matmul(const llmc_graph *g, int v, int depth)
 {
     if (depth > MAX_SCORE_OPS || v < 0 || g->values[v].producer < 0)
@@ -279,8 +278,7 @@ static bool reaches_matmul(const llmc_graph *g, int v, int depth)
         return reaches_matmul(g, n->inputs[0], depth + 1) || reaches_matmul(g, n->inputs[1], depth + 1);
     if (llmc_match_producer(g, v, "Where") >= 0)
         return reaches_matmul(g, n->inputs[1], depth + 1);
-    bool passes = llmc_match_producer(g, v, "Cast") >= 0 || llmc_match_producer(g, v, "Mul") >= 0 ||
-                  llmc_match_producer(g, v, "Div") >= 0;
+    bool passes = llmc_match_producer(g, v, "Mul") >= 0 || llmc_match_producer(g, v, "Div") >= 0;
     return passes && (reaches_matmul(g, n->inputs[0], depth + 1) ||
                       (n->n_inputs > 1 && reaches_matmul(g, n->inputs[1], depth + 1)));
 }
@@ -291,13 +289,11 @@ static bool scores_step(const llmc_graph *g, int v, int *next, attn_match *m)
 {
     int node = g->values[v].producer;
     const llmc_node *n = node < 0 ? NULL : &g->nodes[node];
-    if (llmc_match_producer(g, v, "Cast") >= 0 && is_float_cast(g, node))
-        return (*next = n->inputs[0]), true;
     if (strip_scale(g, v, next, &m->scale))
         return true;
     if (llmc_match_producer(g, v, "Where") >= 0) {
         if (!const_all_below(g, n->inputs[2], MASK_NEG_BIG))
-            return refuse(m, "Where '%s' does not fill with a constant <= -1e30", n->name);
+            return refuse(m, "Where '%s' does not fill with a constant <= -1e4", n->name);
         *next = n->inputs[1];
         return add_mask_term(m, MASK_WHERE, n->inputs[0], node);
     }
@@ -306,7 +302,8 @@ static bool scores_step(const llmc_graph *g, int v, int *next, attn_match *m)
         *next = n->inputs[k];
         return add_mask_term(m, MASK_ADD, n->inputs[1 - k], node);
     }
-    return refuse(m, "'%s' before the Softmax is not a scale, Cast, Add or Where on Q.K^T", value_name(g, v));
+    return refuse(m, "'%s' (%s) before the Softmax is not a scale, Add or Where on Q.K^T", value_name(g, v),
+                  n ? n->op_type : "a graph input or constant");
 }
 
 /* From the Softmax input back to MatMul(q, k^T): returns the MatMul node. */
@@ -336,16 +333,26 @@ static bool match_qk(const llmc_graph *g, int qk, attn_match *m)
                     LLMC_ROLE_PRESENT_KEY, m, "K");
 }
 
-/* Softmax -> [Cast] -> MatMul(probs, V_all) -> Transpose(0,2,1,3) -> Reshape [1, S, H*D] */
+/* The op reading v, for messages: "3 readers", "graph output", "Cast". */
+static const char *readers_of(const llmc_graph *g, int v, char *buf, size_t size)
+{
+    int reader = sole_reader(g, v), uses = llmc_graph_use_count(g, v);
+    if (reader >= 0)
+        snprintf(buf, size, "%s '%s'", g->nodes[reader].op_type, g->nodes[reader].name);
+    else
+        snprintf(buf, size, "%d readers%s", uses, g->values[v].is_graph_output ? ", one a graph output" : "");
+    return buf;
+}
+
+/* Softmax -> MatMul(probs, V_all) -> Transpose(0,2,1,3) -> Reshape [1, S, H*D] */
 static bool match_output(const llmc_graph *g, attn_match *m)
 {
+    char buf[600];
     int probs = g->nodes[m->softmax].outputs[0];
-    int reader = sole_reader(g, probs);
-    if (reader >= 0 && strcmp(g->nodes[reader].op_type, "Cast") == 0 && is_float_cast(g, reader))
-        reader = sole_reader(g, probs = g->nodes[reader].outputs[0]);
-    if (reader < 0 || strcmp(g->nodes[reader].op_type, "MatMul") != 0 || g->nodes[reader].inputs[0] != probs)
-        return refuse(m, "the probabilities feed more than one MatMul(probs, V)");
-    int pv = reader;
+    int pv = sole_reader(g, probs);
+    if (pv < 0 || strcmp(g->nodes[pv].op_type, "MatMul") != 0 || g->nodes[pv].inputs[0] != probs)
+        return refuse(m, "the probabilities are read by %s, not by one MatMul(probs, V)",
+                      readers_of(g, probs, buf, sizeof buf));
     int tr = sole_reader(g, g->nodes[pv].outputs[0]);
     if (tr < 0 || strcmp(g->nodes[tr].op_type, "Transpose") != 0 || !llmc_match_ints_attr(g, tr, "perm", PERM_HEADS, 4))
         return refuse(m, "probs.V is not read by Transpose(0,2,1,3) alone");

@@ -12,9 +12,12 @@
  *      per element, INTS "shape" = its dims), which codegen lowers to the
  *      plan's Symbols op;
  *  (d) a node whose inputs are all constants is evaluated on the runtime's
- *      kernels (evaluate.h) when each output is at most 16 MiB and at most
- *      4x the bytes of its inputs (so an Expand of a scalar stays an
- *      Expand); Constant nodes become constants directly.
+ *      kernels (evaluate.h) when each output is at most 16 MiB and either
+ *      at most 4x the bytes of its inputs (so an Expand of a scalar to a
+ *      big tensor stays an Expand) or at most 256 bytes, however small its
+ *      inputs (ConstantOfShape of an empty shape, transformers'
+ *      `torch.full([], x)`, makes a 4-byte scalar from 0 input bytes);
+ *      Constant nodes become constants directly.
  * Folded values keep their names and ids: the old producer merely stops
  * defining them and dead-code erases it. */
 #include <stdlib.h>
@@ -29,6 +32,7 @@
 
 #define FOLD_MAX_OUTPUT_BYTES (16u << 20)
 #define FOLD_MAX_GROWTH 4
+#define FOLD_ALWAYS_BYTES 256u
 
 typedef struct {
     llmc_graph *g;
@@ -207,8 +211,8 @@ static bool worth_evaluating(const folder *f, int node)
         if (!defines(g, node, v))
             continue;
         uint64_t b = value_bytes(&g->values[v]);
-        if (b > FOLD_MAX_OUTPUT_BYTES || b > FOLD_MAX_GROWTH * in_bytes) {
-            explain(f, node, "output larger than 16 MiB or 4x its inputs");
+        if (b > FOLD_MAX_OUTPUT_BYTES || (b > FOLD_ALWAYS_BYTES && b > FOLD_MAX_GROWTH * in_bytes)) {
+            explain(f, node, "output larger than 16 MiB, or larger than 256 bytes and 4x its inputs");
             return false;
         }
         pending = true;

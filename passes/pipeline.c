@@ -17,8 +17,12 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_constant_folding,
     /* what folding left unread */
     &llmc_pass_dead_code,
+    /* Cast to the dtype the input has -> its readers read the input */
+    &llmc_pass_identity_cast,
     /* equal constants, then equal nodes (e.g. the per-layer Symbols) */
     &llmc_pass_cse,
+    /* Reshape -> Gemm -> Reshape (HF Conv1D) -> MatMul over the last axis */
+    &llmc_pass_gemm_unflatten,
     /* Slice(Slice(x)) -> Slice(x) where the bounds compose exactly */
     &llmc_pass_slice_fusion,
     /* decomposed LayerNorm -> ONNX LayerNormalization (before rmsnorm-fusion,
