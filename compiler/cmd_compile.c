@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "codegen/codegen.h"
+#include "codegen/plan_model.h"
 #include "onnx_import.h"
 #include "passes/pipeline.h"
 
@@ -113,7 +114,13 @@ static void print_stats(const char *path, const llmc_codegen_stats *st)
     if (st->layers && st->layer_ops_min != st->layer_ops_max)
         printf(" (%u in the smallest)", st->layer_ops_min);
     if (st->layers)
-        printf(" over %u layers\n", st->layers);
+        printf(" over %u layers", st->layers);
+    /* A layer left unfused is a surprise worth a line without --explain. */
+    if (st->layers && st->op_counts[CG_OP_ATTENTION] < st->layers)
+        printf("; attention fused in only %u of %u layers (--explain says why)", st->op_counts[CG_OP_ATTENTION],
+               st->layers);
+    if (st->layers)
+        printf("\n");
 }
 
 int llmc_cmd_compile(int argc, char **argv)
