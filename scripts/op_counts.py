@@ -25,8 +25,12 @@ import sys
 import onnx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# family@opset[:style]; style "hf" is export_llm.py --style hf (transformers'
+# eager modeling code), the default "plain" our own torch modules.
 VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
-            "gpt2@13", "gpt2@17", "phi@14", "phi@17")
+            "gpt2@13", "gpt2@17", "phi@14", "phi@17",
+            "llama@14:hf", "llama@17:hf", "qwen2@14:hf", "qwen2@17:hf",
+            "gpt2@14:hf", "gpt2@17:hf", "phi@14:hf", "phi@17:hf")
 
 
 def run(cmd):
@@ -36,10 +40,12 @@ def run(cmd):
     return proc.stdout
 
 
-def export(family, opset, layers, out):
-    if not os.path.exists(out):
-        run([sys.executable, os.path.join(ROOT, "scripts/export_llm.py"), "--family", family,
-             "--opset", str(opset), "--size", "tiny", "--layers", str(layers), "--out", out])
+def export(family, opset, style, layers, out):
+    exporter = os.path.join(ROOT, "scripts/export_llm.py")
+    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(exporter):
+        run([sys.executable, exporter, "--family", family,
+             "--opset", str(opset), "--style", style, "--size", "tiny", "--layers", str(layers),
+             "--out", out])
     return len(onnx.load(out, load_external_data=False).graph.node)
 
 
@@ -57,11 +63,13 @@ def ort_nodes(model):
 
 
 def measure(variant, llmc, work):
-    family, opset = variant.split("@")
+    spec, _, style = variant.partition(":")
+    family, opset = spec.split("@")
+    style = style or "plain"
     row = {"model": variant}
     for layers in (2, 3):
-        model = os.path.join(work, f"{family}_op{opset}_L{layers}.onnx")
-        row[f"onnx{layers}"] = export(family, int(opset), layers, model)
+        model = os.path.join(work, f"{family}_op{opset}_{style}_L{layers}.onnx")
+        row[f"onnx{layers}"] = export(family, int(opset), style, layers, model)
         row[f"llmc{layers}"], row[f"op_counts{layers}"] = llmc_ops(llmc, model, work)
         row[f"ort{layers}"] = ort_nodes(model)
     for key in ("onnx", "llmc", "ort"):
@@ -77,14 +85,14 @@ def main():
     ap.add_argument("--max-per-layer", type=int)
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    print(f"{'model':10} {'ONNX nodes':>10} {'ORT nodes':>10} {'llmc ops':>9}"
+    print(f"{'model':12} {'ONNX nodes':>10} {'ORT nodes':>10} {'llmc ops':>9}"
           f" | per layer: {'ONNX':>5} {'ORT':>5} {'llmc':>5}   llmc ops of one layer")
     worst = 0
     for variant in args.variants.split(","):
         r = measure(variant, args.llmc, args.work)
         layer_ops = {k: r["op_counts3"][k] - r["op_counts2"].get(k, 0) for k in r["op_counts3"]}
         layer_ops = ", ".join(f"{k} {v}" for k, v in sorted(layer_ops.items()) if v)
-        print(f"{r['model']:10} {r['onnx2']:>10} {r['ort2']:>10} {r['llmc2']:>9}"
+        print(f"{r['model']:12} {r['onnx2']:>10} {r['ort2']:>10} {r['llmc2']:>9}"
               f" | {'':10} {r['onnx_per_layer']:>5} {r['ort_per_layer']:>5}"
               f" {r['llmc_per_layer']:>5}   {layer_ops}")
         worst = max(worst, r["llmc_per_layer"])
