@@ -1,4 +1,4 @@
-/* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR] [--dim NAME=N]
+/* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR [--dot]] [--dim NAME=N]
  *              [--threads N] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +23,9 @@ static const char compile_help[] =
     "  -o, --output PATH     the plan to write (required)\n"
     "  --max-context N       bound on past + new tokens the arena is sized for (default 2048)\n"
     "  --dump-passes DIR     write DIR/NN-<pass>.txt, the canonical IR after every pass\n"
+    "  --dot                 with --dump-passes, also DIR/NN-<pass>.dot: a Graphviz picture\n"
+    "                        per pass (layers clustered, fused ops filled, the pass's new\n"
+    "                        nodes outlined); render with 'dot -Tsvg'\n"
     "  --dim NAME=N          bind a symbolic input dimension that is not an LLM role\n"
     "  --explain             say why a pattern a pass looks for did not match\n"
     "  --threads N           threads for hashing weight segments (default 1); the plan is\n"
@@ -33,6 +36,7 @@ typedef struct {
     uint32_t max_context;
     uint32_t threads;
     int explain;
+    int dot;
     int n_dims;
     llmc_dim_binding dims[MAX_DIM_BINDINGS];
     char dim_names[MAX_DIM_BINDINGS][128];
@@ -81,6 +85,8 @@ static int parse_args(int argc, char **argv, compile_args *a)
             a->n_dims++;
         } else if (!strcmp(arg, "--explain")) {
             a->explain = 1;
+        } else if (!strcmp(arg, "--dot")) {
+            a->dot = 1;
         } else if (arg[0] == '-') {
             return llmc_cli_usage("compile", "unknown option or missing value: '%s'", arg);
         } else if (!a->model) {
@@ -93,6 +99,8 @@ static int parse_args(int argc, char **argv, compile_args *a)
         return llmc_cli_usage("compile", "missing MODEL.onnx");
     if (!a->output)
         return llmc_cli_usage("compile", "missing -o OUT.plan");
+    if (a->dot && !a->dump_dir)
+        return llmc_cli_usage("compile", "--dot needs --dump-passes DIR (the pictures go beside the dumps)");
     return LLMC_OK;
 }
 
@@ -138,12 +146,13 @@ int llmc_cmd_compile(int argc, char **argv)
     llmc_graph_init(&g);
     llmc_import_options io = {.n_dims = a.n_dims, .dims = a.dims};
     llmc_pass_ctx ctx = {.max_context = a.max_context, .explain = a.explain, .log = stderr};
+    llmc_pipeline_dumps dumps = {.dir = a.dump_dir, .dot = a.dot};
     llmc_pass_record records[MAX_PASSES];
     int n_records = 0;
     llmc_codegen_stats stats;
     rc = llmc_import_onnx(a.model, &io, &g, &err);
     if (!rc)
-        rc = llmc_pipeline_run(&g, &ctx, a.dump_dir, records, &n_records, &err);
+        rc = llmc_pipeline_run_dumps(&g, &ctx, &dumps, records, &n_records, &err);
     if (!rc) {
         print_pass_table(records, n_records);
         llmc_codegen_options co = {.max_context = a.max_context, .n_passes = n_records, .passes = records,

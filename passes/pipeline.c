@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ir_dot.h"
 #include "ir_dump.h"
 
 static const llmc_pass *const pipeline[] = {
@@ -57,26 +58,62 @@ static int make_dir(const char *dir, llmc_error *err)
     return llmc_fail(err, LLMC_E_OUTPUT, "cannot create dump directory '%s': %s", dir, strerror(errno));
 }
 
-static int write_dump(const llmc_graph *g, const char *dir, int index, const char *name, llmc_error *err)
+/* A dump writer: the canonical text or the picture (which needs the origin). */
+typedef int (*dump_writer)(const llmc_graph *g, const llmc_dot_origin *origin, FILE *out);
+
+static int write_text(const llmc_graph *g, const llmc_dot_origin *origin, FILE *out)
 {
+    (void)origin;
+    return llmc_ir_dump(g, out);
+}
+
+static int write_file(const llmc_graph *g, const llmc_dot_origin *origin, const char *dir, const char *ext,
+                      dump_writer writer, llmc_error *err)
+{
+    int stage = origin->n_stages - 1;
     char path[4096];
-    int len = snprintf(path, sizeof path, "%s/%02d-%s.txt", dir, index, name);
+    int len = snprintf(path, sizeof path, "%s/%02d-%s.%s", dir, stage, origin->name[stage], ext);
     if (len < 0 || (size_t)len >= sizeof path)
         return llmc_fail(err, LLMC_E_OUTPUT, "dump path too long in '%s'", dir);
     FILE *f = fopen(path, "w");
     if (!f)
         return llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
-    int rc = llmc_ir_dump(g, f);
+    int rc = writer(g, origin, f);
     rc |= fclose(f);
     return rc ? llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path) : LLMC_OK;
 }
 
-int llmc_pipeline_run(llmc_graph *g, const llmc_pass_ctx *ctx, const char *dump_dir,
-                      llmc_pass_record *records, int *n_records, llmc_error *err)
+/* The stages run so far (the importer, then each pass): which one created
+ * each node, for the pictures (ir_dot.h). */
+typedef struct {
+    int end[PIPELINE_LENGTH + 1];
+    const char *name[PIPELINE_LENGTH + 1];
+    llmc_dot_origin origin;
+} stage_log;
+
+/* Records that the stage `name` has run (its nodes end at the current node
+ * count) and writes its dumps. */
+static int end_stage(const llmc_graph *g, const llmc_pipeline_dumps *dumps, stage_log *log, const char *name,
+                     llmc_error *err)
 {
+    llmc_dot_origin *origin = &log->origin;
+    log->end[origin->n_stages] = g->n_nodes;
+    log->name[origin->n_stages] = name;
+    origin->n_stages++;
+    if (!dumps->dir)
+        return LLMC_OK;
+    int rc = write_file(g, origin, dumps->dir, "txt", write_text, err);
+    return rc || !dumps->dot ? rc : write_file(g, origin, dumps->dir, "dot", llmc_ir_dot, err);
+}
+
+int llmc_pipeline_run_dumps(llmc_graph *g, const llmc_pass_ctx *ctx, const llmc_pipeline_dumps *dumps,
+                            llmc_pass_record *records, int *n_records, llmc_error *err)
+{
+    stage_log log;
+    log.origin = (llmc_dot_origin){.n_stages = 0, .end = log.end, .name = log.name};
     int rc = LLMC_OK;
     *n_records = 0;
-    if (dump_dir && ((rc = make_dir(dump_dir, err)) || (rc = write_dump(g, dump_dir, 0, "import", err))))
+    if ((dumps->dir && (rc = make_dir(dumps->dir, err))) || (rc = end_stage(g, dumps, &log, "import", err)))
         return rc;
     for (int i = 0; i < PIPELINE_LENGTH; i++) {
         const llmc_pass *pass = pipeline[i];
@@ -90,8 +127,15 @@ int llmc_pipeline_run(llmc_graph *g, const llmc_pass_ctx *ctx, const char *dump_
         records[i].nodes = (uint32_t)llmc_graph_live_nodes(g);
         records[i].digest = llmc_ir_digest(g);
         *n_records = i + 1;
-        if (dump_dir && (rc = write_dump(g, dump_dir, i + 1, pass->name, err)))
+        if ((rc = end_stage(g, dumps, &log, pass->name, err)))
             return rc;
     }
     return LLMC_OK;
+}
+
+int llmc_pipeline_run(llmc_graph *g, const llmc_pass_ctx *ctx, const char *dump_dir,
+                      llmc_pass_record *records, int *n_records, llmc_error *err)
+{
+    llmc_pipeline_dumps dumps = {.dir = dump_dir, .dot = false};
+    return llmc_pipeline_run_dumps(g, ctx, &dumps, records, n_records, err);
 }

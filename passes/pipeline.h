@@ -3,6 +3,8 @@
 #ifndef LLMC_PIPELINE_H
 #define LLMC_PIPELINE_H
 
+#include <stdbool.h>
+
 #include "codegen/codegen.h"
 #include "diag.h"
 #include "ir.h"
@@ -38,5 +40,19 @@ int llmc_pipeline_length(void);
  * passes that completed, also on failure. */
 int llmc_pipeline_run(llmc_graph *g, const llmc_pass_ctx *ctx, const char *dump_dir,
                       llmc_pass_record *records, int *n_records, llmc_error *err);
+
+/* Where llmc_pipeline_run_dumps writes. */
+typedef struct {
+    const char *dir;        /* NULL: no dumps */
+    bool dot;               /* also dir/NN-<pass>.dot, the Graphviz picture of
+                             * ir_dot.h beside each NN-<pass>.txt */
+} llmc_pipeline_dumps;
+
+/* llmc_pipeline_run with the dumps of `dumps`.  The pictures mark which
+ * pass created each node: the pipeline records the node count after every
+ * pass, and a pass's new nodes are the ids between its count and the one
+ * before (ir_dot.h). */
+int llmc_pipeline_run_dumps(llmc_graph *g, const llmc_pass_ctx *ctx, const llmc_pipeline_dumps *dumps,
+                            llmc_pass_record *records, int *n_records, llmc_error *err);
 
 #endif

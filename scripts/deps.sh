@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the build/test dependencies of llmc (clang + libclang-rt-dev: the
-# libFuzzer and sanitizer runtimes of tests/fuzz; valgrind: t_valgrind).
+# libFuzzer and sanitizer runtimes of tests/fuzz; valgrind: t_valgrind;
+# graphviz: t_dot renders the --dot pass pictures).
 #   - Debian packages via apt-get (apt-get update only when something is missing)
 #   - onnxruntime-node (reference runtime for tests) into <repo>/.deps via npm
 # Idempotent: a second run only checks and prints "present" lines.
@@ -13,7 +14,7 @@ ORT_NODE_VERSION="1.30.0"
 APT_PACKAGES=(
   gcc make libprotobuf-c-dev protobuf-c-compiler libonnx-dev libxxhash-dev
   flatbuffers-compiler python3-torch python3-onnx libonnx-testdata valgrind clang
-  xxhash time libclang-rt-dev
+  xxhash time libclang-rt-dev graphviz
 )
 
 die() { echo "deps.sh: error: $*" >&2; exit 1; }
