@@ -634,6 +634,52 @@ static int lower_layernorm(lower_ctx *L, int kind)
     return rc;
 }
 
+/* ---- Trilu, ScatterND, CumSum ---- */
+
+/* Trilu(x[, k]): kind 1 keeps the upper triangle (attribute upper, default
+ * 1).  k, constant or computed, stays an operand the kernel reads. */
+static int lower_trilu(lower_ctx *L, int kind)
+{
+    (void)kind;
+    bool upper = llmc_node_attr_int(L->g, L->node, "upper", 1) != 0;
+    return emit_simple(L, CG_OP_TRILU, upper ? 1 : 0, node_in(L, 1) >= 0 ? 2 : 1);
+}
+
+/* ScatterND(data, indices, updates): reduction none (default), add, mul,
+ * max or min. */
+static int lower_scatter_nd(lower_ctx *L, int kind)
+{
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    const llmc_attr *a = llmc_node_attr(L->g, L->node, "reduction");
+    const char *reduction = a && a->type == LLMC_ATTR_STRING && a->s ? a->s : "none";
+    for (kind = 0; kind < (int)(sizeof names / sizeof *names); kind++)
+        if (strcmp(reduction, names[kind]) == 0)
+            return emit_simple(L, CG_OP_SCATTER_ND, kind, 3);
+    return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "reduction '%.64s' is not supported (none, add, "
+                      "mul, max, min)", reduction);
+}
+
+/* CumSum(x, axis): the axis must be a compile-time constant; attributes
+ * exclusive and reverse become kind bits. */
+static int lower_cumsum(lower_ctx *L, int kind)
+{
+    int64_t axis;
+    int32_t norm = 0;
+    int n;
+    int rc = lower_const_ints(L, 1, &axis, 1, &n);
+    if (!rc && n != 1)
+        rc = lower_fail(L, LLMC_E_UNSUPPORTED, node_in(L, 1), "axis must be one constant integer");
+    if (!rc)
+        rc = lower_axis(L, axis, node_in_value(L, 0)->shape.rank, &norm);
+    kind = (llmc_node_attr_int(L->g, L->node, "exclusive", 0) ? CG_CUMSUM_EXCLUSIVE : 0) |
+           (llmc_node_attr_int(L->g, L->node, "reverse", 0) ? CG_CUMSUM_REVERSE : 0);
+    if (!rc)
+        rc = emit_simple(L, CG_OP_CUMSUM, kind, 1);
+    if (!rc)
+        L->p->ops[L->p->n_ops - 1].axis = norm;
+    return rc;
+}
+
 /* ---- shapes and constants ---- */
 
 static int emit_symbols(lower_ctx *L, const llmc_affine *values, int n)
@@ -960,6 +1006,7 @@ static const lowering lowerings[] = {
     {"Identity", lower_reshape, 0},
     {"Shape", lower_shape, 0}, {"Constant", lower_constant, 0},
     {"ConstantOfShape", lower_constant_of_shape, 0}, {"Range", lower_range, 0},
+    {"Trilu", lower_trilu, 0}, {"ScatterND", lower_scatter_nd, 0}, {"CumSum", lower_cumsum, 0},
 };
 
 /* The llmc domain (compiler/llmc_ops.h). */
@@ -1096,6 +1143,8 @@ static int check_kernel_dtypes(lower_ctx *L, const cg_op *op)
     case CG_OP_CAST: ok = k_cast_supports(x, y); break;
     case CG_OP_REDUCE: ok = k_reduce_supports(op->kind, x, y); break;
     case CG_OP_MATMUL: case CG_OP_SOFTMAX: case CG_OP_LAYERNORM: ok = all_float32(L, op); break;
+    case CG_OP_SCATTER_ND: ok = k_scatter_nd_supports(op->kind, x); break;
+    case CG_OP_CUMSUM: ok = k_cumsum_supports(x); break;
     default: break;
     }
     if (ok)

@@ -15,7 +15,7 @@ enum { /* llmc.plan.OpCode */
     CG_OP_COPY, CG_OP_RESHAPE, CG_OP_UNARY, CG_OP_BINARY, CG_OP_WHERE, CG_OP_CAST,
     CG_OP_MATMUL, CG_OP_REDUCE, CG_OP_SOFTMAX, CG_OP_LAYERNORM, CG_OP_GATHER,
     CG_OP_FILL, CG_OP_RANGE, CG_OP_SYMBOLS, CG_OP_LINEAR, CG_OP_RMSNORM, CG_OP_ROPE,
-    CG_OP_ATTENTION,
+    CG_OP_ATTENTION, CG_OP_TRILU, CG_OP_SCATTER_ND, CG_OP_CUMSUM,
     CG_OP_COUNT
 };
 
@@ -33,6 +33,14 @@ enum { /* llmc.plan.BinaryKind */
 
 enum { /* llmc.plan.ReduceKind */
     CG_RED_MEAN, CG_RED_SUM, CG_RED_MAX, CG_RED_MIN, CG_RED_PROD
+};
+
+enum { /* llmc.plan.ScatterReduction (ScatterND's kind) */
+    CG_SCATTER_NONE, CG_SCATTER_ADD, CG_SCATTER_MUL, CG_SCATTER_MAX, CG_SCATTER_MIN
+};
+
+enum { /* kind bits of CumSum; Trilu's kind is 1 for upper */
+    CG_CUMSUM_EXCLUSIVE = 1, CG_CUMSUM_REVERSE = 2
 };
 
 typedef struct {

@@ -104,7 +104,7 @@ static int is_shape_operand(const char *op, int k)
     static const struct { const char *op; unsigned mask; } table[] = {
         {"Reshape", 1u << 1}, {"Expand", 1u << 1}, {"Squeeze", 1u << 1}, {"Unsqueeze", 1u << 1},
         {"ReduceSum", 1u << 1}, {"Split", 1u << 1}, {"Slice", 0x1eu}, {"ConstantOfShape", 1u << 0},
-        {"Range", 0x7u},
+        {"Range", 0x7u}, {"CumSum", 1u << 1},
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (!strcmp(table[i].op, op))

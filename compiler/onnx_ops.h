@@ -37,7 +37,9 @@
     X(Identity, 1, 1, 1, 1)                                                          \
     /* shapes and constants */                                                       \
     X(Shape, 1, 1, 1, 1) X(Constant, 0, 0, 1, 1) X(ConstantOfShape, 1, 1, 1, 1)      \
-    X(Range, 3, 3, 1, 1)
+    X(Range, 3, 3, 1, 1)                                                             \
+    /* index-dependent */                                                            \
+    X(Trilu, 1, 2, 1, 1) X(ScatterND, 3, 3, 1, 1) X(CumSum, 2, 2, 1, 1)
 
 typedef struct {
     const char *name;

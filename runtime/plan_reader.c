@@ -393,7 +393,7 @@ const char *rt_op_code_name(int code)
     static const char *const names[OP_COUNT] = {
         "Copy", "Reshape", "Unary", "Binary", "Where", "Cast", "MatMul",
         "Reduce", "Softmax", "LayerNorm", "Gather", "Fill", "Range", "Symbols", "Linear",
-        "RMSNorm", "Rope", "Attention"};
+        "RMSNorm", "Rope", "Attention", "Trilu", "ScatterND", "CumSum"};
     return code >= 0 && code < OP_COUNT ? names[code] : "?";
 }
 

@@ -22,6 +22,8 @@ static const uint32_t op_arity[OP_COUNT][4] = {
     [OP_RANGE] = {3, 3, 1, 1},      [OP_SYMBOLS] = {0, 0, 1, 1},
     [OP_LINEAR] = {2, 4, 1, ANY},   [OP_RMSNORM] = {2, 2, 1, 1},
     [OP_ROPE] = {3, 3, 1, 1},       [OP_ATTENTION] = {3, 5, 1, 1},
+    [OP_TRILU] = {1, 2, 1, 1},      [OP_SCATTER_ND] = {3, 3, 1, 1},
+    [OP_CUMSUM] = {1, 1, 1, 1},
 };
 
 static uint64_t align64(uint64_t v)
@@ -511,6 +513,82 @@ static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
     return LLMC_RT_OK;
 }
 
+/* ---- Trilu, ScatterND, CumSum ------------------------------------------ */
+
+/* The output has input 0's dtype and exactly its dims (the same Affines). */
+static bool same_as_input0(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                           tensor_meta x, tensor_meta y)
+{
+    return y.dtype == x.dtype && y.rank == x.rank &&
+           same_leading_dims(r, p, op_in(r, op, 0), op_out(r, op, 0), (uint32_t)x.rank);
+}
+
+static llmc_rt_status verify_trilu(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                   const tensor_meta *in, tensor_meta y, llmc_rt_error *err)
+{
+    int64_t one;
+    if (op->kind > 1)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "kind %d: Trilu's kind is 1 (upper) or 0 "
+                       "(lower)", RT_N(op->kind), NULL);
+    if (in[0].rank < 2 || !same_as_input0(r, p, op, in[0], y))
+        return bad_shape("x must have rank >= 2 and the output x's dtype and dims", NULL, err);
+    if (op->inputs.len == 2 &&
+        (in[1].dtype != LLMC_RT_I64 || in[1].rank > 1 ||
+         (in[1].rank == 1 && (!const_dim(r, p, op_in(r, op, 1), 0, &one) || one != 1))))
+        return bad_shape("k must be one int64 (rank 0, or rank 1 of dim 1)", NULL, err);
+    return LLMC_RT_OK;
+}
+
+/* updates dims = indices dims[:-1] + data dims[q:], Affine by Affine. */
+static bool scatter_updates_dims(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                 uint32_t lead, uint32_t q, uint32_t data_rank)
+{
+    rt_tensor_desc data, idx, upd;
+    if (rt_read_tensor(r, p, op_in(r, op, 0), &data, NULL) ||
+        rt_read_tensor(r, p, op_in(r, op, 1), &idx, NULL) ||
+        rt_read_tensor(r, p, op_in(r, op, 2), &upd, NULL) || upd.dims.len != lead + data_rank - q)
+        return false;
+    return memcmp(r->base + upd.dims.pos, r->base + idx.dims.pos, lead * AFFINE_BYTES) == 0 &&
+           memcmp(r->base + upd.dims.pos + lead * AFFINE_BYTES,
+                  r->base + data.dims.pos + q * AFFINE_BYTES,
+                  (data_rank - q) * AFFINE_BYTES) == 0;
+}
+
+static llmc_rt_status verify_scatter_nd(fb_reader *r, const llmc_rt_plan *p,
+                                        const rt_op_desc *op, const tensor_meta *in,
+                                        tensor_meta y, llmc_rt_error *err)
+{
+    int64_t q;
+    if (!k_scatter_nd_supports(op->kind, in[0].dtype) || in[2].dtype != in[0].dtype ||
+        in[1].dtype != LLMC_RT_I64)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "kind %d: ScatterND takes T, int64 indices, "
+                       "T -> T with reduction 0..4 (none, add, mul, max, min; bool only "
+                       "without one); dtypes %d, %d, %d",
+                       RT_N(op->kind, in[0].dtype, in[1].dtype, in[2].dtype), NULL);
+    if (!same_as_input0(r, p, op, in[0], y))
+        return bad_shape("the output must have data's dtype and dims", NULL, err);
+    if (in[1].rank < 1 || !const_dim(r, p, op_in(r, op, 1), -1, &q) || q > in[0].rank)
+        return bad_shape("indices must be [..., q] with a constant q <= the rank %d of data",
+                         RT_N(in[0].rank), err);
+    if (!scatter_updates_dims(r, p, op, (uint32_t)in[1].rank - 1, (uint32_t)q,
+                              (uint32_t)in[0].rank))
+        return bad_shape("updates must have dims indices[:-1] + data[%d:]", RT_N(q), err);
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status verify_cumsum(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                    const tensor_meta *in, tensor_meta y, llmc_rt_error *err)
+{
+    if (!k_cumsum_supports(in[0].dtype) || op->kind & ~3)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "kind %d, dtype %d: CumSum takes float32, "
+                       "int32 or int64 and kind bits 0 (exclusive) and 1 (reverse)",
+                       RT_N(op->kind, in[0].dtype), NULL);
+    if (op->axis < 0 || op->axis >= in[0].rank)
+        return bad_axis(op->axis, in[0].rank, err);
+    return same_as_input0(r, p, op, in[0], y)
+               ? LLMC_RT_OK : bad_shape("the output must have x's dtype and dims", NULL, err);
+}
+
 /* Per-opcode dtype, rank and attribute checks; in[] are the inputs, y the output. */
 static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
                                           const rt_op_desc *op, const tensor_meta *in,
@@ -582,6 +660,12 @@ static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
         return verify_rope(r, p, op, err);
     case OP_ATTENTION:
         return verify_attention(r, p, op, in, y, err);
+    case OP_TRILU:
+        return verify_trilu(r, p, op, in, y, err);
+    case OP_SCATTER_ND:
+        return verify_scatter_nd(r, p, op, in, y, err);
+    case OP_CUMSUM:
+        return verify_cumsum(r, p, op, in, y, err);
     default:
         return rt_fail(err, LLMC_RT_E_CORRUPT, "opcode %d (%s) not supported by this runtime",
                        RT_N(op->code), RT_S(rt_op_code_name(op->code)));

@@ -312,6 +312,10 @@ static llmc_rt_status dispatch(const fb_reader *r, const rt_op_desc *op, const r
     case OP_SYMBOLS: return exec_symbols(r, op, S, P, y, err);
     case OP_RMSNORM: return k_rmsnorm(&in[0], &in[1], op->epsilon, y, err);
     case OP_ROPE: return k_rope(&in[0], &in[1], &in[2], op->rotary_dim, P, y, err);
+    case OP_TRILU:
+        return k_trilu(&in[0], op->inputs.len > 1 ? &in[1] : NULL, op->kind == 1, y, err);
+    case OP_SCATTER_ND: return k_scatter_nd(op->kind, &in[0], &in[1], &in[2], y, err);
+    case OP_CUMSUM: return k_cumsum(&in[0], op->axis, op->kind, y, err);
     default:
         return rt_fail(err, LLMC_RT_E_EXEC, "opcode %d unknown", RT_N(op->code), NULL);
     }

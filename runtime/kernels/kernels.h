@@ -87,6 +87,21 @@ llmc_rt_status k_rope(const rt_view *x, const rt_view *cos, const rt_view *sin,
 llmc_rt_status k_gather(const rt_view *data, const rt_view *indices, int axis, rt_view *y,
                         llmc_rt_error *err);
 
+/* ref_trilu.c: x [..., N, M] -> y (x's dtype and dims); k NULL or one int64
+ * (the diagonal offset; 0 when NULL); upper keeps j - i >= k, lower j - i <= k. */
+llmc_rt_status k_trilu(const rt_view *x, const rt_view *k, bool upper, rt_view *y,
+                       llmc_rt_error *err);
+
+/* ref_scatter_nd.c: kind is the plan's ScatterReduction; indices int64
+ * [..., q]; an index outside [-dim, dim) fails before anything is written. */
+bool k_scatter_nd_supports(int kind, int dtype);
+llmc_rt_status k_scatter_nd(int kind, const rt_view *data, const rt_view *indices,
+                            const rt_view *updates, rt_view *y, llmc_rt_error *err);
+
+/* ref_cumsum.c: kind bit 0 exclusive, bit 1 reverse; axis non-negative. */
+bool k_cumsum_supports(int dtype);
+llmc_rt_status k_cumsum(const rt_view *x, int axis, int kind, rt_view *y, llmc_rt_error *err);
+
 /* ref_copy.c: one Region of a Copy op with its Affines evaluated.  Arrays
  * are indexed by destination axis except src_start (by source axis). */
 typedef struct {

@@ -608,6 +608,184 @@ static void test_fill_range(void)
     CHECK(k_range(&vs, &vil, &vid, &vi, &err) == LLMC_RT_E_EXEC, "Range with mixed dtypes");
 }
 
+/* ---- Trilu, ScatterND, CumSum -------------------------------------------- */
+
+/* Plain loop: element (i, j) of every [rows, cols] matrix kept where j - i
+ * >= k (upper) or <= k (lower). */
+static bool trilu_matches(const int64_t *x, const int64_t *y, int64_t n_mat, int64_t rows,
+                          int64_t cols, int64_t k, bool upper)
+{
+    for (int64_t m = 0; m < n_mat; m++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++) {
+                int64_t e = (m * rows + i) * cols + j;
+                bool keep = upper ? j - i >= k : j - i <= k;
+                if (y[e] != (keep ? x[e] : 0))
+                    return false;
+            }
+    return true;
+}
+
+static void test_trilu(void)
+{
+    float x[12], y[12];
+    for (int i = 0; i < 12; i++)
+        x[i] = (float)(i + 1);
+    rt_view vx = V(LLMC_RT_F32, x, 3, 4), vy = V(LLMC_RT_F32, y, 3, 4);
+    static const float triu0[12] = {1, 2, 3, 4, 0, 6, 7, 8, 0, 0, 11, 12};
+    static const float tril_m1[12] = {0, 0, 0, 0, 5, 0, 0, 0, 9, 10, 0, 0};
+    CHECK(k_trilu(&vx, NULL, true, &vy, &err) == LLMC_RT_OK && !memcmp(y, triu0, sizeof y),
+          "Trilu upper without k (k = 0) on [3, 4]");
+    int64_t k = -1;
+    rt_view vk = SCALAR(LLMC_RT_I64, &k);
+    CHECK(k_trilu(&vx, &vk, false, &vy, &err) == LLMC_RT_OK && !memcmp(y, tril_m1, sizeof y),
+          "Trilu lower with k = -1 on [3, 4]");
+    int64_t bx[2 * 3 * 5], by[2 * 3 * 5];
+    for (int i = 0; i < 30; i++)
+        bx[i] = 100 + i;
+    rt_view vbx = V(LLMC_RT_I64, bx, 2, 3, 5), vby = V(LLMC_RT_I64, by, 2, 3, 5);
+    bool ok = true;
+    for (k = -5; k <= 6; k++)
+        for (int upper = 0; upper <= 1; upper++)
+            ok &= k_trilu(&vbx, &vk, upper, &vby, &err) == LLMC_RT_OK &&
+                  trilu_matches(bx, by, 2, 3, 5, k, upper);
+    CHECK(ok, "Trilu int64 [2, 3, 5], k = -5..6 (beyond both edges), upper and lower, batched");
+    static const int64_t extremes[2] = {INT64_MAX, INT64_MIN};
+    ok = true;
+    for (int e = 0; e < 2; e++) {
+        k = extremes[e];
+        for (int upper = 0; upper <= 1; upper++)
+            ok &= k_trilu(&vbx, &vk, upper, &vby, &err) == LLMC_RT_OK &&
+                  trilu_matches(bx, by, 2, 3, 5, k, upper);
+    }
+    CHECK(ok, "Trilu with k = INT64_MAX and INT64_MIN: all or nothing kept, no overflow");
+    uint8_t b[4] = {1, 1, 1, 1}, bo[4];
+    k = 0;
+    rt_view vb = V(LLMC_RT_BOOL, b, 2, 2), vbo = V(LLMC_RT_BOOL, bo, 2, 2);
+    CHECK(k_trilu(&vb, &vk, false, &vbo, &err) == LLMC_RT_OK && bo[0] == 1 && bo[1] == 0 &&
+          bo[2] == 1 && bo[3] == 1, "Trilu lower on bool");
+    float sentinel = 42.0f;
+    rt_view e1 = V(LLMC_RT_F32, &sentinel, 0, 5), e2 = V(LLMC_RT_F32, &sentinel, 3, 0, 5);
+    CHECK(k_trilu(&e1, NULL, true, &e1, &err) == LLMC_RT_OK &&
+          k_trilu(&e2, &vk, false, &e2, &err) == LLMC_RT_OK && sentinel == 42.0f,
+          "Trilu on empty [0, 5] and [3, 0, 5] writes nothing");
+    int32_t k32 = 0;
+    rt_view vk32 = SCALAR(LLMC_RT_I32, &k32), v1 = V(LLMC_RT_F32, x, 12);
+    CHECK(k_trilu(&vx, &vk32, true, &vy, &err) == LLMC_RT_E_EXEC && strstr(err.msg, "one int64"),
+          "Trilu with an int32 k refused: %s", err.msg);
+    CHECK(k_trilu(&v1, NULL, true, &v1, &err) == LLMC_RT_E_EXEC && strstr(err.msg, "rank >= 2"),
+          "Trilu on a vector refused: %s", err.msg);
+}
+
+static void test_scatter_nd(void)
+{
+    /* the ONNX operator example: data 1..8, indices [[4], [3], [1], [7]] */
+    float data[8] = {1, 2, 3, 4, 5, 6, 7, 8}, upd[4] = {9, 10, 11, 12}, y[8];
+    int64_t idx[4] = {4, 3, 1, 7};
+    static const float want[8] = {1, 11, 3, 10, 9, 6, 7, 12};
+    rt_view vd = V(LLMC_RT_F32, data, 8), vi = V(LLMC_RT_I64, idx, 4, 1),
+            vu = V(LLMC_RT_F32, upd, 4), vy = V(LLMC_RT_F32, y, 8);
+    CHECK(k_scatter_nd(0, &vd, &vi, &vu, &vy, &err) == LLMC_RT_OK && !memcmp(y, want, sizeof y),
+          "ScatterND 1-D example of the ONNX spec");
+    int64_t neg[4] = {-4, -5, -7, -1};
+    rt_view vn = V(LLMC_RT_I64, neg, 4, 1);
+    CHECK(k_scatter_nd(0, &vd, &vn, &vu, &vy, &err) == LLMC_RT_OK && !memcmp(y, want, sizeof y),
+          "negative indices wrap (-4 -> 4, -1 -> 7)");
+    /* slices: data [2, 3], indices [[1]] -> row 1 replaced */
+    int32_t m[6] = {1, 2, 3, 4, 5, 6}, mu[3] = {7, 8, 9}, my[6];
+    int64_t row[1] = {-1}, cell[4] = {1, 2, -2, 0};
+    rt_view vm = V(LLMC_RT_I32, m, 2, 3), vrow = V(LLMC_RT_I64, row, 1, 1),
+            vmu = V(LLMC_RT_I32, mu, 1, 3), vmy = V(LLMC_RT_I32, my, 2, 3);
+    CHECK(k_scatter_nd(0, &vm, &vrow, &vmu, &vmy, &err) == LLMC_RT_OK && my[0] == 1 &&
+          my[2] == 3 && my[3] == 7 && my[5] == 9, "ScatterND of a row (q = 1 < rank 2), int32");
+    rt_view vcell = V(LLMC_RT_I64, cell, 2, 2), vcu = V(LLMC_RT_I32, mu, 2);
+    CHECK(k_scatter_nd(0, &vm, &vcell, &vcu, &vmy, &err) == LLMC_RT_OK && my[5] == 7 &&
+          my[0] == 8 && my[1] == 2 && my[4] == 5, "ScatterND of elements (q = rank), [-2, 0] wraps");
+    int64_t none[1];
+    rt_view vnone = V(LLMC_RT_I64, none, 0, 1), vnu = V(LLMC_RT_I32, mu, 0, 3);
+    CHECK(k_scatter_nd(0, &vm, &vnone, &vnu, &vmy, &err) == LLMC_RT_OK &&
+          !memcmp(my, m, sizeof my), "no index tuples: y = data");
+    int64_t whole[1];
+    int32_t wu[6] = {10, 20, 30, 40, 50, 60};
+    rt_view vwhole = V(LLMC_RT_I64, whole, 1, 0), vwu = V(LLMC_RT_I32, wu, 1, 2, 3);
+    CHECK(k_scatter_nd(0, &vm, &vwhole, &vwu, &vmy, &err) == LLMC_RT_OK &&
+          !memcmp(my, wu, sizeof my), "q = 0: one tuple replaces all of data");
+    /* reductions with a duplicate index: data [1, 2, 3, 4], indices 0, 0, 3 */
+    int64_t r[4] = {1, 2, 3, 4}, ru[3] = {10, 5, -7}, ry[4], ridx[3] = {0, 0, 3};
+    rt_view vr = V(LLMC_RT_I64, r, 4), vru = V(LLMC_RT_I64, ru, 3), vry = V(LLMC_RT_I64, ry, 4),
+            vridx = V(LLMC_RT_I64, ridx, 3, 1);
+    static const int64_t want_red[4][2] = {{16, -3}, {50, -28}, {10, 4}, {1, -7}};
+    static const char *const red_name[4] = {"add", "mul", "max", "min"};
+    for (int kind = 1; kind <= 4; kind++)
+        CHECK(k_scatter_nd(kind, &vr, &vridx, &vru, &vry, &err) == LLMC_RT_OK &&
+              ry[0] == want_red[kind - 1][0] && ry[1] == 2 && ry[2] == 3 &&
+              ry[3] == want_red[kind - 1][1], "ScatterND reduction %s over a duplicate index, int64",
+              red_name[kind - 1]);
+    float fu[3] = {0.5f, 0.25f, 2.0f}, fd[4] = {1, 2, 3, 4}, fy[4];
+    rt_view vfd = V(LLMC_RT_F32, fd, 4), vfu = V(LLMC_RT_F32, fu, 3), vfy = V(LLMC_RT_F32, fy, 4);
+    CHECK(k_scatter_nd(2, &vfd, &vridx, &vfu, &vfy, &err) == LLMC_RT_OK && fy[0] == 0.125f &&
+          fy[3] == 8.0f, "ScatterND mul on float32");
+    /* an index out of range: a clear error, and nothing written */
+    int64_t bad[4] = {4, 3, 8, 7};
+    rt_view vbad = V(LLMC_RT_I64, bad, 4, 1);
+    for (int i = 0; i < 8; i++)
+        y[i] = -1.0f;
+    CHECK(k_scatter_nd(0, &vd, &vbad, &vu, &vy, &err) == LLMC_RT_E_EXEC &&
+          strstr(err.msg, "index 8 (tuple 2, axis 0) is outside [-8, 8)") && y[0] == -1.0f &&
+          y[4] == -1.0f, "index 8 of 8: runtime error, y untouched: %s", err.msg);
+    bad[2] = -9;
+    CHECK(k_scatter_nd(1, &vd, &vbad, &vu, &vy, &err) == LLMC_RT_E_EXEC &&
+          strstr(err.msg, "index -9"), "index -9 of 8 refused: %s", err.msg);
+    rt_view vshort = V(LLMC_RT_F32, upd, 3);
+    CHECK(k_scatter_nd(0, &vd, &vi, &vshort, &vy, &err) == LLMC_RT_E_EXEC &&
+          strstr(err.msg, "updates"), "updates of the wrong dims refused: %s", err.msg);
+    int32_t i32idx[4] = {0, 1, 2, 3};
+    rt_view vi32 = V(LLMC_RT_I32, i32idx, 4, 1);
+    CHECK(k_scatter_nd(0, &vd, &vi32, &vu, &vy, &err) == LLMC_RT_E_EXEC, "int32 indices refused");
+    uint8_t bd[2] = {0, 1}, bu[1] = {1}, by[2];
+    int64_t bi[1] = {0};
+    rt_view vbd = V(LLMC_RT_BOOL, bd, 2), vbu = V(LLMC_RT_BOOL, bu, 1), vby = V(LLMC_RT_BOOL, by, 2),
+            vbi = V(LLMC_RT_I64, bi, 1, 1);
+    CHECK(k_scatter_nd(0, &vbd, &vbi, &vbu, &vby, &err) == LLMC_RT_OK && by[0] == 1 && by[1] == 1 &&
+          k_scatter_nd(1, &vbd, &vbi, &vbu, &vby, &err) == LLMC_RT_E_EXEC &&
+          !k_scatter_nd_supports(1, LLMC_RT_BOOL), "bool: plain scatter yes, add no");
+}
+
+static void test_cumsum(void)
+{
+    float x[5] = {1, 2, 3, 4, 5}, y[5];
+    static const float want[4][5] = {{1, 3, 6, 10, 15}, {0, 1, 3, 6, 10},
+                                     {15, 14, 12, 9, 5}, {14, 12, 9, 5, 0}};
+    static const char *const names[4] = {"plain", "exclusive", "reverse", "exclusive + reverse"};
+    rt_view vx = V(LLMC_RT_F32, x, 5), vy = V(LLMC_RT_F32, y, 5);
+    for (int kind = 0; kind < 4; kind++)
+        CHECK(k_cumsum(&vx, 0, kind, &vy, &err) == LLMC_RT_OK && !memcmp(y, want[kind], sizeof y),
+              "CumSum 1-D %s", names[kind]);
+    int64_t m[6] = {1, 2, 3, 4, 5, 6}, my[6];
+    rt_view vm = V(LLMC_RT_I64, m, 2, 3), vmy = V(LLMC_RT_I64, my, 2, 3);
+    CHECK(k_cumsum(&vm, 0, 0, &vmy, &err) == LLMC_RT_OK && my[0] == 1 && my[2] == 3 &&
+          my[3] == 5 && my[5] == 9, "CumSum int64 [2, 3] axis 0");
+    CHECK(k_cumsum(&vm, 1, 3, &vmy, &err) == LLMC_RT_OK && my[0] == 5 && my[1] == 3 &&
+          my[2] == 0 && my[3] == 11 && my[5] == 0, "CumSum int64 axis 1, exclusive + reverse");
+    int64_t mask[5] = {1, 1, 1, 0, 1}, pos[5];
+    rt_view vmask = V(LLMC_RT_I64, mask, 1, 5), vpos = V(LLMC_RT_I64, pos, 1, 5);
+    CHECK(k_cumsum(&vmask, 1, 0, &vpos, &err) == LLMC_RT_OK && pos[2] == 3 && pos[3] == 3 &&
+          pos[4] == 4, "attention mask cumsum with a padding hole");
+    int32_t w[3] = {INT32_MAX, 1, 1}, wy[3];
+    rt_view vw = V(LLMC_RT_I32, w, 3), vwy = V(LLMC_RT_I32, wy, 3);
+    CHECK(k_cumsum(&vw, 0, 0, &vwy, &err) == LLMC_RT_OK && wy[0] == INT32_MAX &&
+          wy[1] == INT32_MIN && wy[2] == INT32_MIN + 1, "CumSum int32 wraps");
+    float sentinel = 7;
+    rt_view e1 = V(LLMC_RT_F32, &sentinel, 0, 3), e2 = V(LLMC_RT_F32, &sentinel, 2, 0);
+    CHECK(k_cumsum(&e1, 1, 3, &e1, &err) == LLMC_RT_OK && k_cumsum(&e2, 1, 1, &e2, &err) == LLMC_RT_OK &&
+          sentinel == 7, "CumSum of empty [0, 3] and [2, 0] writes nothing");
+    int8_t i8[2] = {1, 2}, i8y[2];
+    rt_view v8 = V(LLMC_RT_I8, i8, 2), v8y = V(LLMC_RT_I8, i8y, 2);
+    CHECK(k_cumsum(&v8, 0, 0, &v8y, &err) == LLMC_RT_E_EXEC, "CumSum on int8 refused: %s", err.msg);
+    CHECK(k_cumsum(&vx, 1, 0, &vy, &err) == LLMC_RT_E_EXEC && strstr(err.msg, "axis 1"),
+          "CumSum axis past the rank refused: %s", err.msg);
+}
+
 int main(void)
 {
     srand(3);
@@ -622,5 +800,8 @@ int main(void)
     test_gather();
     test_copy();
     test_fill_range();
+    test_trilu();
+    test_scatter_nd();
+    test_cumsum();
     return TAP_DONE();
 }
