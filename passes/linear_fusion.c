@@ -17,6 +17,16 @@
  *  4. residual: Add(y, r) with y the only output of a Linear, read by
  *     nothing else, and r of y's shape (no broadcasting) -> the Linear
  *     takes r as its residual input and the Add's output.
+ *  5. residual chains: Add(y, c) with y from a Linear B that has a residual
+ *     already, y read by the Add alone: B's residual chain (each residual
+ *     the only output of a Linear, read by that Linear alone) is followed
+ *     to a Linear A without one, which takes c (sums reassociate:
+ *     (A + B) + c = (A + c) + B).  Transformers' Phi sums
+ *     `attn_out + mlp_out + residual` in that order, so after step 4 the
+ *     MLP's Linear has the attention's as residual and the stream's Add
+ *     is left over; the stream becomes the attention Linear's residual.
+ *     c cannot depend on A or B: their outputs are read along the chain
+ *     alone.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -343,14 +353,73 @@ static int visit_residual(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
     return llmc_match_replace(&m, add, "Linear", false, inputs, LIN_INPUTS) < 0 ? -1 : 1;
 }
 
+/* ---- 5. residual chains ---- */
+
+/* The Linear producing v as its only output, with v read by nothing else
+ * (and not a graph output); -1 otherwise. */
+static int sole_linear_producer(const llmc_graph *g, int v)
+{
+    int p = v >= 0 ? g->values[v].producer : -1;
+    if (p < 0 || g->nodes[p].dead || !llmc_is_op(&g->nodes[p], "Linear") || g->nodes[p].n_outputs != 1 ||
+        llmc_graph_use_count(g, v) != 1 || g->values[v].is_graph_output)
+        return -1;
+    return p;
+}
+
+/* From Linear b (with a residual), down its residual chain to the first
+ * Linear without one; -1 if the chain ends elsewhere. */
+static int chain_end(const llmc_graph *g, int b)
+{
+    for (int node = b; node >= 0;) {
+        if (is_plain_linear(&g->nodes[node]))
+            return node;
+        node = sole_linear_producer(g, g->nodes[node].inputs[LIN_RESIDUAL]);
+    }
+    return -1;
+}
+
+static int visit_residual_chain(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
+{
+    const llmc_node *add = &g->nodes[node];
+    if (!llmc_is_onnx_op(add, "Add") || add->n_inputs != 2)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        int y = add->inputs[k], c = add->inputs[1 - k];
+        int b = sole_linear_producer(g, y);
+        if (b < 0 || is_plain_linear(&g->nodes[b]) || g->values[c].is_const ||
+            g->values[c].dtype != LLMC_DT_FLOAT || !llmc_shape_eq(&g->values[c].shape, &g->values[y].shape) ||
+            !llmc_shape_eq(&g->values[add->outputs[0]].shape, &g->values[y].shape))
+            continue;
+        int a = chain_end(g, g->nodes[b].inputs[LIN_RESIDUAL] >= 0 ? sole_linear_producer(g, g->nodes[b].inputs[LIN_RESIDUAL]) : -1);
+        if (a < 0)
+            continue;
+        llmc_match ma, mb;
+        llmc_match_init(&ma, g, ctx, PASS_NAME);
+        llmc_match_init(&mb, g, ctx, PASS_NAME);
+        llmc_match_add(&ma, a);
+        llmc_match_add(&mb, b);
+        llmc_match_add(&mb, node);
+        const llmc_node *an = &g->nodes[a], *bn = &g->nodes[b];
+        int a_inputs[LIN_INPUTS] = {an->inputs[LIN_X], an->inputs[LIN_W], bias_of(an), c};
+        int b_inputs[LIN_INPUTS] = {bn->inputs[LIN_X], bn->inputs[LIN_W], bias_of(bn), bn->inputs[LIN_RESIDUAL]};
+        if (llmc_match_replace(&ma, a, "Linear", false, a_inputs, LIN_INPUTS) < 0 ||
+            llmc_match_replace(&mb, node, "Linear", false, b_inputs, LIN_INPUTS) < 0)
+            return -1;
+        return 1;
+    }
+    return 0;
+}
+
 static int run_linear_fusion(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
 {
-    /* steps 1..4 in order: projections, merging, splits, residuals */
-    static const llmc_fusion_visit steps[] = {visit_projection, visit_merge, visit_splits, visit_residual};
-    int n[4];
-    int rc = llmc_fusion_walks(g, ctx, PASS_NAME, steps, 4, n, err);
+    /* steps 1..5 in order: projections, merging, splits, residuals, residual chains */
+    static const llmc_fusion_visit steps[] = {visit_projection, visit_merge, visit_splits, visit_residual,
+                                              visit_residual_chain};
+    int n[5];
+    int rc = llmc_fusion_walks(g, ctx, PASS_NAME, steps, 5, n, err);
     if (rc == LLMC_OK)
-        llmc_pass_detail(ctx, "%d linears, %d merged groups, %d residuals, %d splits absorbed", n[0], n[1], n[3], n[2]);
+        llmc_pass_detail(ctx, "%d linears, %d merged groups, %d residuals (%d down a chain), %d splits absorbed",
+                         n[0], n[1], n[3] + n[4], n[4], n[2]);
     return rc;
 }
 
