@@ -18,6 +18,13 @@ Graph interface (names are a contract with llmc and scripts/ort_generate.js):
            past_key_values.{i}.key/.value [batch,kv_heads,past_sequence,head_dim] f32
   outputs: logits [batch,sequence,vocab] f32,
            present.{i}.key/.value [batch,kv_heads,total_sequence,head_dim] f32
+--style hf uses the same names with optimum's dimension names (batch_size,
+sequence_length, past_sequence_length, ...) and, for gpt2, optimum's input
+order (input_ids, past_key_values.*, attention_mask, position_ids).
+
+--torch-logits-out FILE --prompt-ids 5,17,42 [--max-new N] also decodes in
+PyTorch eager and writes logits rows as ort_generate.js --logits-out does:
+  scripts/compare_logits.py ORT.bin FILE --vocab 512
 """
 import argparse
 import math
