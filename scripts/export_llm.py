@@ -8,6 +8,9 @@ Four families are written here in plain PyTorch (no transformers library):
   qwen2  llama + grouped-query attention, q/k/v biases, RoPE cos/sin cache gathered
   gpt2   LayerNorm, tanh GELU, learned positions, `bias` causal buffer, tied lm_head
   phi    LayerNorm, partial RoPE (cache gathered), parallel attn+MLP, erf GELU
+That is --style plain (the default). --style hf writes the same families shaped
+the way Hugging Face exports are (scripts/hf_models.py: ports of transformers'
+eager forward passes, optimum's input/output names and dynamic axes).
 
 Graph interface (names are a contract with llmc and scripts/ort_generate.js):
   inputs : input_ids [batch,sequence] i64, attention_mask [batch,total_sequence] i64,
@@ -15,6 +18,13 @@ Graph interface (names are a contract with llmc and scripts/ort_generate.js):
            past_key_values.{i}.key/.value [batch,kv_heads,past_sequence,head_dim] f32
   outputs: logits [batch,sequence,vocab] f32,
            present.{i}.key/.value [batch,kv_heads,total_sequence,head_dim] f32
+--style hf uses the same names with optimum's dimension names (batch_size,
+sequence_length, past_sequence_length, ...) and, for gpt2, optimum's input
+order (input_ids, past_key_values.*, attention_mask, position_ids).
+
+--torch-logits-out FILE --prompt-ids 5,17,42 [--max-new N] also decodes in
+PyTorch eager and writes logits rows as ort_generate.js --logits-out does:
+  scripts/compare_logits.py ORT.bin FILE --vocab 512
 """
 import argparse
 import math
@@ -26,6 +36,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import hf_models
 
 # Used for every masked attention score (additive masks and torch.where masks).
 MASK_VALUE = torch.finfo(torch.float32).min
@@ -465,17 +477,25 @@ def build_model(family, cfg):
 # Weights, export
 # ----------------------------------------------------------------------------
 
+# HF-style models keep the decoder under model. (llama, qwen2, phi) or transformer. (gpt2).
+HF_PREFIX = re.compile(r"^(model|transformer)\.")
+
+
 @torch.no_grad()
-def randomize_weights(model, seed):
+def randomize_weights(model, seed, fan_in_dim=1, tied=("wte.weight", "ln_f.weight")):
     """Seeded random weights scaled so a random model gives O(1..10) logits.
 
     Linear weights ~ N(0, 1/in_features) keep the residual stream at unit scale
     through the layers, so attention/MLP outputs matter as much as the embedding
-    and greedy decoding does not collapse onto one token. GPT-2 is special: with
-    a tied lm_head a dominant token embedding makes every token predict itself,
-    so wte is small (std 0.02 as in GPT-2's init) and ln_f gets a gain of ~10
-    to bring the logits back to O(1..10). Other norm weights are near 1 and
-    biases small but nonzero so they are exercised.
+    and greedy decoding does not collapse onto one token. A tied lm_head (GPT-2;
+    Qwen2 in the hf style) is special: a dominant token embedding makes every
+    token predict itself, so the embedding tied[0] is small (std 0.02 as in
+    GPT-2's init) and the final norm tied[1] gets a gain of ~10 to bring the
+    logits back to O(1..10). Other norm weights are near 1 and biases small but
+    nonzero so they are exercised.
+
+    fan_in_dim is 0 for weights stored [in, out] (HF GPT-2's Conv1D). Tied
+    weights appear once, under their first name (the embedding's).
     """
     gen = torch.Generator().manual_seed(seed)
 
@@ -483,16 +503,17 @@ def randomize_weights(model, seed):
         t.copy_(torch.randn(t.shape, generator=gen) * std + mean)
 
     for name, p in model.named_parameters():
-        if name == "wte.weight":
+        name = HF_PREFIX.sub("", name)
+        if name == tied[0]:
             normal_(p, 0.02)
-        elif name == "ln_f.weight":
+        elif name == tied[1]:
             normal_(p, 1.0, mean=10.0)
         elif name == "wpe.weight":
             normal_(p, 1.0)
         elif name == "embed_tokens.weight":
             normal_(p, 1.0)
         elif p.dim() == 2:
-            normal_(p, 1.0 / math.sqrt(p.shape[1]))
+            normal_(p, 1.0 / math.sqrt(p.shape[fan_in_dim]))
         elif name.endswith("bias"):
             normal_(p, 0.05)
         else:  # norm scales
@@ -595,22 +616,23 @@ def parse_args(argv):
     ap.add_argument("--layers", type=int, help="number of decoder layers (default: the size's)")
     ap.add_argument("--lora", action="store_true",
                     help=f"rank-{LORA_RANK} LoRA adapters on {', '.join(LORA_TARGETS)} of every layer")
-    return ap.parse_args(argv)
+    ap.add_argument("--style", choices=("plain", "hf"), default="plain",
+                    help="plain: this file's models; hf: Hugging Face-shaped graphs (hf_models.py)")
+    ap.add_argument("--torch-logits-out", metavar="FILE",
+                    help="also decode greedily in PyTorch and write the logits rows as "
+                         "scripts/ort_generate.js --logits-out does (needs --prompt-ids)")
+    ap.add_argument("--prompt-ids", help="comma-separated prompt token ids for --torch-logits-out")
+    ap.add_argument("--max-new", type=int, default=8, help="tokens to generate for --torch-logits-out")
+    args = ap.parse_args(argv)
+    if args.style == "hf" and args.lora:
+        ap.error("--lora is only available with --style plain")
+    if args.torch_logits_out and not args.prompt_ids:
+        ap.error("--torch-logits-out needs --prompt-ids")
+    return args
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    torch.manual_seed(args.seed)
-    cfg = make_config(args.family, args.size)
-    if args.layers is not None:
-        cfg.layers = args.layers
-    model = build_model(args.family, cfg).eval()
-    randomize_weights(model, args.seed)
-    if args.lora:
-        add_lora(model, args.seed)
+def export_plain(model, cfg, args):
     inputs, outputs, dyn = io_names(cfg)
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    os.makedirs(out_dir, exist_ok=True)
     with torch.no_grad():
         # Models > 2 GiB are written by torch with one external file per tensor.
         torch.onnx.export(model, example_inputs(cfg), args.out,
@@ -619,9 +641,79 @@ def main(argv=None):
                           # torch's folding would replace B @ A by the dense
                           # delta; LoRA exports keep it for lora-reorder.
                           do_constant_folding=not args.lora)
+
+
+def export_hf(model, cfg, args):
+    """As optimum exports text-generation-with-past: batch-2 dummy inputs, the
+    cache as a tuple of (key, value) per layer, constant folding on."""
+    inputs, outputs, dyn = hf_models.hf_io_names(args.family, cfg)
+    input_ids, attention_mask, position_ids, *past = example_inputs(cfg, batch=2)
+    dummy = hf_models.hf_args(args.family, input_ids, attention_mask, position_ids, past)
+    with torch.no_grad():
+        torch.onnx.export(model, dummy, args.out,
+                          input_names=inputs, output_names=outputs, dynamic_axes=dyn,
+                          opset_version=args.opset, do_constant_folding=True)
+
+
+def forward_step(model, family, style, input_ids, attention_mask, position_ids, past):
+    """One forward on a flat past list; returns (logits, flat presents)."""
+    if style == "plain":
+        logits, *presents = model(input_ids, attention_mask, position_ids, *past)
+        return logits, presents
+    logits, presents = model(*hf_models.hf_args(family, input_ids, attention_mask,
+                                                position_ids, past))
+    return logits, [t for kv in presents for t in kv]
+
+
+@torch.no_grad()
+def torch_generate(model, cfg, family, style, prompt, max_new):
+    """Greedy decoding in PyTorch eager, fed as scripts/ort_generate.js feeds
+    ONNX Runtime (batch 1, empty past first); returns the logits rows."""
+    past = [torch.zeros((1, cfg.kv_heads, 0, cfg.head_dim))] * (2 * cfg.layers)
+    tokens, past_len, rows = prompt, 0, []
+    for _ in range(max_new):
+        seq = len(tokens)
+        logits, past = forward_step(
+            model, family, style, torch.tensor([tokens]),
+            torch.ones((1, past_len + seq), dtype=torch.int64),
+            torch.arange(past_len, past_len + seq).unsqueeze(0), past)
+        row = logits[0, -1].float()
+        rows.append(row)
+        past_len += seq
+        tokens = [int(torch.argmax(row))]  # first maximum, as ort_generate.js
+    return rows
+
+
+def write_rows(path, rows):
+    with open(path, "wb") as f:
+        for row in rows:
+            f.write(row.numpy().astype("<f4").tobytes())
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.manual_seed(args.seed)
+    cfg = make_config(args.family, args.size)
+    if args.layers is not None:
+        cfg.layers = args.layers
+    if args.style == "hf":
+        model = hf_models.build_hf_model(args.family, cfg).eval()
+        randomize_weights(model, args.seed, **hf_models.init_options(args.family))
+    else:
+        model = build_model(args.family, cfg).eval()
+        randomize_weights(model, args.seed)
+    if args.lora:
+        add_lora(model, args.seed)
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(out_dir, exist_ok=True)
+    (export_hf if args.style == "hf" else export_plain)(model, cfg, args)
     if args.external != "none":
         resave_external(args.out, args.external)
     summarize(args.out, args.family, args.opset, model)
+    if args.torch_logits_out:
+        prompt = [int(t) for t in args.prompt_ids.split(",") if t]
+        write_rows(args.torch_logits_out,
+                   torch_generate(model, cfg, args.family, args.style, prompt, args.max_new))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,625 @@
+"""Hugging Face-shaped models for export_llm.py --style hf.
+
+Ports of the eager forward passes of transformers 4.44/4.45 (modeling_llama.py,
+modeling_qwen2.py, modeling_phi.py, modeling_gpt2.py), written without the
+transformers library, so that torch.onnx.export writes the graph shapes the
+ecosystem's exports (optimum's `text-generation-with-past`) contain: the 4-D
+causal mask built with Trilu and an in-place ScatterND, RoPE cos/sin computed
+at run time from position_ids, repeat_kv by Expand+Reshape, GPT-2's Conv1D
+(Gemm) and `bias` buffer with torch.where.
+
+Only what shapes the graph is ported: no dropout (identity in eval), no
+flash/sdpa paths, no Cache classes. The KV cache is optimum's legacy form, a
+tuple of (key, value) per layer; appending works like DynamicCache.update
+(torch.cat on dim -2).
+
+Parameter names follow the HF state dicts (model.layers.0.self_attn.q_proj,
+transformer.h.0.attn.c_attn, lm_head, ...). `cfg` is export_llm.Config.
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# PhiConfig defaults (phi-2 uses them): half of each head is rotated.
+PHI_PARTIAL_ROTARY_FACTOR = 0.5
+# LlamaForCausalLM/Qwen2ForCausalLM.forward's default: 0 keeps every position.
+NUM_LOGITS_TO_KEEP = 0
+
+
+# ----------------------------------------------------------------------------
+# Shared pieces (modeling_llama.py; Qwen2 and Phi copy them)
+# ----------------------------------------------------------------------------
+
+class LlamaRMSNorm(nn.Module):
+    def __init__(self, hidden_size, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+def default_rope_parameters(cfg, partial_rotary_factor):
+    """modeling_rope_utils._compute_default_rope_parameters: (inv_freq, attention_factor)."""
+    dim = int(cfg.head_dim * partial_rotary_factor)
+    base = cfg.rope_theta
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    return inv_freq, 1.0
+
+
+class LlamaRotaryEmbedding(nn.Module):
+    """rope_type "default"; called once per forward at model level (position_embeddings)."""
+
+    def __init__(self, cfg, partial_rotary_factor=1.0):
+        super().__init__()
+        inv_freq, self.attention_scaling = default_rope_parameters(cfg, partial_rotary_factor)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    @torch.no_grad()
+    def forward(self, x, position_ids):
+        inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        position_ids_expanded = position_ids[:, None, :].float()
+        # HF disables autocast here; a no-op for this float32 CPU export.
+        freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos = emb.cos()
+        sin = emb.sin()
+        # Scaled RoPE types post-scale; the default's factor 1.0 still leaves a Mul.
+        cos = cos * self.attention_scaling
+        sin = sin * self.attention_scaling
+        return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    q_embed = (q * cos) + (rotate_half(q) * sin)
+    k_embed = (k * cos) + (rotate_half(k) * sin)
+    return q_embed, k_embed
+
+
+def repeat_kv(hidden_states, n_rep):
+    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+
+
+def cache_update(layer_past, key_states, value_states):
+    """DynamicCache.update on a layer that already holds the past (legacy input)."""
+    past_key, past_value = layer_past
+    return torch.cat([past_key, key_states], dim=-2), torch.cat([past_value, value_states], dim=-2)
+
+
+def prepare_4d_causal_attention_mask_with_cache_position(
+        attention_mask, sequence_length, target_length, dtype, min_dtype, cache_position, batch_size):
+    """The 2-D attention_mask branch of HF's function of the same name."""
+    causal_mask = torch.full((sequence_length, target_length), fill_value=min_dtype, dtype=dtype)
+    # Traced with sequence_length > 1, so the Trilu is always in the graph.
+    if sequence_length != 1:
+        causal_mask = torch.triu(causal_mask, diagonal=1)
+    causal_mask *= torch.arange(target_length) > cache_position.reshape(-1, 1)
+    causal_mask = causal_mask[None, None, :, :].expand(batch_size, 1, -1, -1)
+    causal_mask = causal_mask.clone()  # copy to contiguous memory for in-place edit
+    mask_length = attention_mask.shape[-1]
+    padding_mask = causal_mask[:, :, :, :mask_length] + attention_mask[:, None, None, :]
+    padding_mask = padding_mask == 0
+    # In-place slice assignment: exported as ScatterND.
+    causal_mask[:, :, :, :mask_length] = causal_mask[:, :, :, :mask_length].masked_fill(
+        padding_mask, min_dtype)
+    return causal_mask
+
+
+def update_causal_mask(attention_mask, input_tensor, cache_position):
+    """LlamaModel._update_causal_mask, eager attention, 2-D mask, dynamic cache."""
+    dtype = input_tensor.dtype
+    min_dtype = torch.finfo(dtype).min
+    sequence_length = input_tensor.shape[1]
+    target_length = attention_mask.shape[-1]
+    return prepare_4d_causal_attention_mask_with_cache_position(
+        attention_mask, sequence_length=sequence_length, target_length=target_length,
+        dtype=dtype, min_dtype=min_dtype, cache_position=cache_position,
+        batch_size=input_tensor.shape[0])
+
+
+def cache_position_for(past_key_values, inputs_embeds):
+    # DynamicCache.get_seq_length(): layer 0's cached length.
+    past_seen_tokens = past_key_values[0][0].shape[-2]
+    return torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1])
+
+
+# ----------------------------------------------------------------------------
+# llama / qwen2 (modeling_llama.py; modeling_qwen2.py differs only in biases)
+# ----------------------------------------------------------------------------
+
+class LlamaMLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
+        self.act_fn = nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaAttention(nn.Module):
+    """Eager attention. qkv_bias: Qwen2Attention's q/k/v biases (o_proj has none)."""
+
+    def __init__(self, cfg, qkv_bias):
+        super().__init__()
+        self.num_heads = cfg.heads
+        self.head_dim = cfg.head_dim
+        self.num_key_value_heads = cfg.kv_heads
+        self.num_key_value_groups = cfg.heads // cfg.kv_heads
+        self.q_proj = nn.Linear(cfg.hidden, cfg.heads * cfg.head_dim, bias=qkv_bias)
+        self.k_proj = nn.Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, bias=qkv_bias)
+        self.v_proj = nn.Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, bias=qkv_bias)
+        self.o_proj = nn.Linear(cfg.hidden, cfg.hidden, bias=False)
+
+    def forward(self, hidden_states, attention_mask, past_key_value, position_embeddings):
+        bsz, q_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states)
+        key_states = self.k_proj(hidden_states)
+        value_states = self.v_proj(hidden_states)
+
+        query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        key_states = key_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        value_states = value_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+
+        cos, sin = position_embeddings
+        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        key_states, value_states = cache_update(past_key_value, key_states, value_states)
+        present = (key_states, value_states)
+
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) / math.sqrt(self.head_dim)
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights = attn_weights + causal_mask
+        # upcast attention to fp32
+        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.reshape(bsz, q_len, -1)
+        return self.o_proj(attn_output), present
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, cfg, qkv_bias):
+        super().__init__()
+        self.self_attn = LlamaAttention(cfg, qkv_bias)
+        self.mlp = LlamaMLP(cfg)
+        self.input_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.post_attention_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+
+    def forward(self, hidden_states, attention_mask, past_key_value, position_embeddings):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states, present = self.self_attn(hidden_states, attention_mask, past_key_value,
+                                                position_embeddings)
+        hidden_states = residual + hidden_states
+
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states, present
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, cfg, qkv_bias):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.layers = nn.ModuleList(LlamaDecoderLayer(cfg, qkv_bias) for _ in range(cfg.layers))
+        self.norm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.rotary_emb = LlamaRotaryEmbedding(cfg)
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        inputs_embeds = self.embed_tokens(input_ids)
+        cache_position = cache_position_for(past_key_values, inputs_embeds)
+        causal_mask = update_causal_mask(attention_mask, inputs_embeds, cache_position)
+        hidden_states = inputs_embeds
+        # create position embeddings to be shared across the decoder layers
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        presents = []
+        for decoder_layer, layer_past in zip(self.layers, past_key_values):
+            hidden_states, present = decoder_layer(hidden_states, causal_mask, layer_past,
+                                                   position_embeddings)
+            presents.append(present)
+        hidden_states = self.norm(hidden_states)
+        return hidden_states, tuple(presents)
+
+
+class LlamaForCausalLM(nn.Module):
+    """LlamaForCausalLM (qkv_bias False) or Qwen2ForCausalLM (qkv_bias True).
+
+    tie_word_embeddings shares lm_head.weight with embed_tokens (Qwen2-0.5B).
+    """
+
+    def __init__(self, cfg, qkv_bias, tie_word_embeddings):
+        super().__init__()
+        self.model = LlamaModel(cfg, qkv_bias)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        hidden_states, presents = self.model(input_ids, attention_mask, position_ids, past_key_values)
+        logits = self.lm_head(hidden_states[:, -NUM_LOGITS_TO_KEEP:, :]).float()
+        return logits, presents
+
+
+# ----------------------------------------------------------------------------
+# phi (modeling_phi.py)
+# ----------------------------------------------------------------------------
+
+class NewGELUActivation(nn.Module):
+    """gelu_new (PhiConfig.hidden_act, GPT2Config.activation_function): tanh GELU."""
+
+    def forward(self, input):
+        return 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+
+
+class PhiMLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.activation_fn = NewGELUActivation()
+        self.fc1 = nn.Linear(cfg.hidden, cfg.intermediate)
+        self.fc2 = nn.Linear(cfg.intermediate, cfg.hidden)
+
+    def forward(self, hidden_states):
+        hidden_states = self.fc1(hidden_states)
+        hidden_states = self.activation_fn(hidden_states)
+        return self.fc2(hidden_states)
+
+
+class PhiAttention(nn.Module):
+    """Eager attention with partial RoPE; qk_layernorm is off (PhiConfig default)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.hidden_size = cfg.hidden
+        self.num_heads = cfg.heads
+        self.head_dim = cfg.head_dim
+        self.num_key_value_heads = cfg.kv_heads
+        self.num_key_value_groups = cfg.heads // cfg.kv_heads
+        self.rotary_ndims = int(self.head_dim * PHI_PARTIAL_ROTARY_FACTOR)
+        self.q_proj = nn.Linear(cfg.hidden, cfg.heads * cfg.head_dim, bias=True)
+        self.k_proj = nn.Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, bias=True)
+        self.v_proj = nn.Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, bias=True)
+        self.dense = nn.Linear(cfg.heads * cfg.head_dim, cfg.hidden, bias=True)
+
+    def partial_rotary(self, query_states, key_states, cos, sin):
+        query_rot, query_pass = (query_states[..., : self.rotary_ndims],
+                                 query_states[..., self.rotary_ndims:])
+        key_rot, key_pass = (key_states[..., : self.rotary_ndims],
+                             key_states[..., self.rotary_ndims:])
+        query_rot, key_rot = apply_rotary_pos_emb(query_rot, key_rot, cos, sin)
+        query_states = torch.cat((query_rot, query_pass), dim=-1)
+        key_states = torch.cat((key_rot, key_pass), dim=-1)
+        return query_states, key_states
+
+    def forward(self, hidden_states, attention_mask, past_key_value, position_embeddings):
+        bsz, q_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states)
+        key_states = self.k_proj(hidden_states)
+        value_states = self.v_proj(hidden_states)
+
+        query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        key_states = key_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        value_states = value_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+
+        cos, sin = position_embeddings
+        query_states, key_states = self.partial_rotary(query_states, key_states, cos, sin)
+        key_states, value_states = cache_update(past_key_value, key_states, value_states)
+        present = (key_states, value_states)
+
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        # Queries and keys upcast to fp32 is required by Phi-2 to avoid overflow
+        attn_weights = torch.matmul(
+            query_states.to(torch.float32), key_states.to(torch.float32).transpose(2, 3)
+        ) / math.sqrt(self.head_dim)
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights += causal_mask
+        # upcast attention to fp32
+        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(value_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.reshape(bsz, q_len, self.hidden_size)
+        return self.dense(attn_output), present
+
+
+class PhiDecoderLayer(nn.Module):
+    """Attention and MLP in parallel on one layernorm's output."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.self_attn = PhiAttention(cfg)
+        self.mlp = PhiMLP(cfg)
+        self.input_layernorm = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
+
+    def forward(self, hidden_states, attention_mask, past_key_value, position_embeddings):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        attn_outputs, present = self.self_attn(hidden_states, attention_mask, past_key_value,
+                                               position_embeddings)
+        feed_forward_hidden_states = self.mlp(hidden_states)
+        hidden_states = attn_outputs + feed_forward_hidden_states + residual
+        return hidden_states, present
+
+
+class PhiModel(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.layers = nn.ModuleList(PhiDecoderLayer(cfg) for _ in range(cfg.layers))
+        self.final_layernorm = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.rotary_emb = LlamaRotaryEmbedding(cfg, PHI_PARTIAL_ROTARY_FACTOR)
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        inputs_embeds = self.embed_tokens(input_ids)
+        cache_position = cache_position_for(past_key_values, inputs_embeds)
+        causal_mask = update_causal_mask(attention_mask, inputs_embeds, cache_position)
+        hidden_states = inputs_embeds
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        presents = []
+        for decoder_layer, layer_past in zip(self.layers, past_key_values):
+            hidden_states, present = decoder_layer(hidden_states, causal_mask, layer_past,
+                                                   position_embeddings)
+            presents.append(present)
+        hidden_states = self.final_layernorm(hidden_states)
+        return hidden_states, tuple(presents)
+
+
+class PhiForCausalLM(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.model = PhiModel(cfg)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=True)
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        hidden_states, presents = self.model(input_ids, attention_mask, position_ids, past_key_values)
+        logits = self.lm_head(hidden_states[:, -NUM_LOGITS_TO_KEEP:, :])
+        logits = logits.float()
+        return logits, presents
+
+
+# ----------------------------------------------------------------------------
+# gpt2 (modeling_gpt2.py, pytorch_utils.Conv1D)
+# ----------------------------------------------------------------------------
+
+class Conv1D(nn.Module):
+    """A linear layer with its weight stored [in, out]; exported as Reshape, Gemm, Reshape."""
+
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.nf = nf
+        self.weight = nn.Parameter(torch.empty(nx, nf))
+        self.bias = nn.Parameter(torch.zeros(nf))
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.nf,)
+        x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        return x.view(size_out)
+
+
+class GPT2Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        max_positions = cfg.max_pos
+        self.register_buffer(
+            "bias",
+            torch.tril(torch.ones((max_positions, max_positions), dtype=torch.bool)).view(
+                1, 1, max_positions, max_positions),
+            persistent=False)
+        self.embed_dim = cfg.hidden
+        self.num_heads = cfg.heads
+        self.head_dim = cfg.head_dim
+        self.split_size = cfg.hidden
+        self.c_attn = Conv1D(3 * self.embed_dim, self.embed_dim)
+        self.c_proj = Conv1D(self.embed_dim, self.embed_dim)
+
+    def _attn(self, query, key, value, attention_mask):
+        attn_weights = torch.matmul(query, key.transpose(-1, -2))
+        # scale_attn_weights
+        attn_weights = attn_weights / torch.full(
+            [], value.size(-1) ** 0.5, dtype=attn_weights.dtype, device=attn_weights.device)
+        query_length, key_length = query.size(-2), key.size(-2)
+        causal_mask = self.bias[:, :, key_length - query_length: key_length, :key_length]
+        mask_value = torch.finfo(attn_weights.dtype).min
+        # HF: a tensor, or torch.where complains about float vs double.
+        mask_value = torch.full([], mask_value, dtype=attn_weights.dtype, device=attn_weights.device)
+        attn_weights = torch.where(causal_mask, attn_weights.to(attn_weights.dtype), mask_value)
+        attn_weights = attn_weights + attention_mask
+        attn_weights = F.softmax(attn_weights, dim=-1)
+        # Downcast back to V's dtype (a no-op in float32)
+        attn_weights = attn_weights.type(value.dtype)
+        return torch.matmul(attn_weights, value)
+
+    def _split_heads(self, tensor):
+        new_shape = tensor.size()[:-1] + (self.num_heads, self.head_dim)
+        tensor = tensor.view(new_shape)
+        return tensor.permute(0, 2, 1, 3)  # (batch, head, seq_length, head_features)
+
+    def _merge_heads(self, tensor):
+        tensor = tensor.permute(0, 2, 1, 3).contiguous()
+        new_shape = tensor.size()[:-2] + (self.num_heads * self.head_dim,)
+        return tensor.view(new_shape)
+
+    def forward(self, hidden_states, layer_past, attention_mask):
+        query, key, value = self.c_attn(hidden_states).split(self.split_size, dim=2)
+        query = self._split_heads(query)
+        key = self._split_heads(key)
+        value = self._split_heads(value)
+        past_key, past_value = layer_past
+        key = torch.cat((past_key, key), dim=-2)
+        value = torch.cat((past_value, value), dim=-2)
+        present = (key, value)
+        attn_output = self._attn(query, key, value, attention_mask)
+        attn_output = self._merge_heads(attn_output)
+        return self.c_proj(attn_output), present
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.c_fc = Conv1D(cfg.intermediate, cfg.hidden)
+        self.c_proj = Conv1D(cfg.hidden, cfg.intermediate)
+        self.act = NewGELUActivation()
+
+    def forward(self, hidden_states):
+        hidden_states = self.c_fc(hidden_states)
+        hidden_states = self.act(hidden_states)
+        return self.c_proj(hidden_states)
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.attn = GPT2Attention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.mlp = GPT2MLP(cfg)
+
+    def forward(self, hidden_states, layer_past, attention_mask):
+        residual = hidden_states
+        hidden_states = self.ln_1(hidden_states)
+        attn_output, present = self.attn(hidden_states, layer_past, attention_mask)
+        hidden_states = attn_output + residual
+        residual = hidden_states
+        hidden_states = self.ln_2(hidden_states)
+        feed_forward_hidden_states = self.mlp(hidden_states)
+        hidden_states = residual + feed_forward_hidden_states
+        return hidden_states, present
+
+
+class GPT2Model(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.wte = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.wpe = nn.Embedding(cfg.max_pos, cfg.hidden)
+        self.h = nn.ModuleList(GPT2Block(cfg) for _ in range(cfg.layers))
+        self.ln_f = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
+
+    def forward(self, input_ids, past_key_values, attention_mask, position_ids):
+        input_shape = input_ids.size()
+        input_ids = input_ids.view(-1, input_shape[-1])
+        batch_size = input_ids.shape[0]
+        inputs_embeds = self.wte(input_ids)
+        position_embeds = self.wpe(position_ids)
+        hidden_states = inputs_embeds + position_embeds
+
+        attention_mask = attention_mask.view(batch_size, -1)
+        # [batch, 1, 1, to_seq]: 0 where attending, the dtype's min elsewhere.
+        attention_mask = attention_mask[:, None, None, :]
+        attention_mask = attention_mask.to(dtype=hidden_states.dtype)  # fp16 compatibility
+        attention_mask = (1.0 - attention_mask) * torch.finfo(hidden_states.dtype).min
+
+        output_shape = (-1,) + input_shape[1:] + (hidden_states.size(-1),)
+        presents = []
+        for block, layer_past in zip(self.h, past_key_values):
+            hidden_states, present = block(hidden_states, layer_past, attention_mask)
+            presents.append(present)
+        hidden_states = self.ln_f(hidden_states)
+        hidden_states = hidden_states.view(output_shape)
+        return hidden_states, tuple(presents)
+
+
+class GPT2LMHeadModel(nn.Module):
+    """lm_head is tied to wte (GPT2Config.tie_word_embeddings)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.transformer = GPT2Model(cfg)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight
+
+    # Argument order is the HF signature's: optimum orders the ONNX inputs by it.
+    def forward(self, input_ids, past_key_values, attention_mask, position_ids):
+        hidden_states, presents = self.transformer(input_ids, past_key_values, attention_mask,
+                                                   position_ids)
+        return self.lm_head(hidden_states), presents
+
+
+# ----------------------------------------------------------------------------
+# Building, optimum's export interface
+# ----------------------------------------------------------------------------
+
+def build_hf_model(family, cfg):
+    if family == "llama":
+        return LlamaForCausalLM(cfg, qkv_bias=False, tie_word_embeddings=False)
+    if family == "qwen2":
+        return LlamaForCausalLM(cfg, qkv_bias=True, tie_word_embeddings=True)
+    if family == "phi":
+        return PhiForCausalLM(cfg)
+    if family == "gpt2":
+        return GPT2LMHeadModel(cfg)
+    raise ValueError(family)
+
+
+def init_options(family):
+    """export_llm.randomize_weights options for the HF parameter layout."""
+    if family == "gpt2":
+        return {"fan_in_dim": 0}  # Conv1D weights are [in, out]
+    if family == "qwen2":
+        return {"tied": ("embed_tokens.weight", "norm.weight")}
+    return {}
+
+
+def input_order(family):
+    """Forward-signature order of the non-cache inputs and where the cache goes."""
+    if family == "gpt2":
+        return ("input_ids", "past_key_values", "attention_mask", "position_ids")
+    return ("input_ids", "attention_mask", "position_ids", "past_key_values")
+
+
+def hf_io_names(family, cfg):
+    """optimum's text-generation-with-past names and dynamic axes.
+
+    attention_mask's total length is "past_sequence_length + sequence_length";
+    optimum labels the present outputs "past_sequence_length + 1" (the decode
+    step's length) although a prompt step makes them longer.
+    """
+    dyn = {"input_ids": {0: "batch_size", 1: "sequence_length"},
+           "attention_mask": {0: "batch_size", 1: "past_sequence_length + sequence_length"},
+           "position_ids": {0: "batch_size", 1: "sequence_length"},
+           "logits": {0: "batch_size", 1: "sequence_length"}}
+    inputs, outputs = [], ["logits"]
+    for name in input_order(family):
+        if name != "past_key_values":
+            inputs.append(name)
+            continue
+        for i in range(cfg.layers):
+            for kind in ("key", "value"):
+                inputs.append(f"past_key_values.{i}.{kind}")
+                dyn[inputs[-1]] = {0: "batch_size", 2: "past_sequence_length"}
+    for i in range(cfg.layers):
+        for kind in ("key", "value"):
+            outputs.append(f"present.{i}.{kind}")
+            dyn[outputs[-1]] = {0: "batch_size", 2: "past_sequence_length + 1"}
+    return inputs, outputs, dyn
+
+
+def hf_args(family, input_ids, attention_mask, position_ids, flat_past):
+    """Model arguments in signature order; the cache as ((k, v), ...) per layer."""
+    past = tuple((flat_past[i], flat_past[i + 1]) for i in range(0, len(flat_past), 2))
+    named = {"input_ids": input_ids, "attention_mask": attention_mask,
+             "position_ids": position_ids, "past_key_values": past}
+    return tuple(named[name] for name in input_order(family))
