@@ -16,7 +16,9 @@
 #     bound is measured, not assumed: per prompt, B = max row ratio
 #     max|ort16 - ort32| / max|ort32| between ONNX Runtime on the fp16 file
 #     and on the fp32 file (weight rounding + fp16 activations).  llmc on the
-#     fp16 file must be within 1e-4 + B of ONNX Runtime on it.  Figures are
+#     fp16 file must be within 1e-4 + B of ONNX Runtime on it.  Both ratios
+#     cover only the rows up to the first step where the three runs' ids
+#     differ (later rows continue different texts).  Figures are
 #     printed as diagnostics; differing ids are reported (a diagnostic, not
 #     a failure: fp16 rounding may flip a near-tie).
 set -u
@@ -43,12 +45,17 @@ ort()  { node scripts/ort_generate.js "$1" --prompt-ids "$3" --max-new "$MAX_NEW
 llmc_run() { "$BUILD/llmc" run "$1" --prompt-ids "$3" --max-new "$MAX_NEW" --logits-out "$2.bin" >"$2.tok" 2>"$2.log"; }
 compile() { "$BUILD/llmc" compile "$1" -o "$2" --max-context 256 >"$2.log" 2>&1; }
 json_field() { "$BUILD/llmc" inspect "$1" --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['$2'])"; }
-# The largest row ratio max|a - b| / max|a| between two logits files.
+# The largest row ratio max|a - b| / max|a| between two logits files
+# (BASE.bin), over the rows whose context is the same in every run given:
+# up to the first step where any two of the runs' ids (BASE.tok) differ.
+# Prints the ratio and the row count.
 ratio() {
-    "$PY" - "$1" "$2" <<'EOF'
+    "$PY" - "$@" <<'EOF'
 import sys, numpy as np
-a, b = (np.fromfile(p, dtype="<f4").astype(np.float64).reshape(-1, 512) for p in sys.argv[1:3])
-print(f"{(np.abs(a - b).max(axis=1) / np.abs(a).max(axis=1)).max():.3e}")
+a, b = (np.fromfile(p + ".bin", dtype="<f4").astype(np.float64).reshape(-1, 512) for p in sys.argv[1:3])
+ids = [open(p + ".tok").read().split() for p in sys.argv[1:]]
+rows = next((k + 1 for k in range(len(ids[0])) if len({t[k] for t in ids}) > 1), len(ids[0]))
+print(f"{(np.abs(a[:rows] - b[:rows]).max(axis=1) / np.abs(a[:rows]).max(axis=1)).max():.3e} {rows}")
 EOF
 }
 
@@ -110,14 +117,18 @@ test_compute16() {
             not_ok "$name, $n-token prompt + $MAX_NEW: runs (a run failed)"
             diag "$base.ort32.log" "$base.ort16.log" "$base.llmc.log"; continue
         fi
-        bound=$(ratio "$base.ort32.bin" "$base.ort16.bin")
-        r_llmc=$(ratio "$base.ort16.bin" "$base.llmc.bin")
+        set -- $(ratio "$base.ort32" "$base.ort16" "$base.llmc")
+        bound=$1
+        set -- $(ratio "$base.ort16" "$base.llmc" "$base.ort32")
+        r_llmc=$1
         "$PY" -c "import sys; sys.exit(not ($r_llmc <= 1e-4 + $bound))"
-        check $? "$name, $n-token prompt + $MAX_NEW: llmc vs ORT-fp16 $r_llmc <= 1e-4 + ORT-fp16 vs ORT-fp32 $bound"
+        check $? "$name, $n-token prompt + $MAX_NEW: llmc vs ORT-fp16 $r_llmc <= 1e-4 + ORT-fp16 vs ORT-fp32 $bound (rows 0..$(($2 - 1)), where the three runs' contexts agree)"
         same="ids equal ONNX Runtime's on the fp16 file"
         cmp -s "$base.ort16.tok" "$base.llmc.tok" || same="ids DIFFER from ONNX Runtime's on the fp16 file"
         cmp -s "$base.ort16.tok" "$base.ort32.tok" && same="$same; ORT fp16 ids = ORT fp32 ids" \
             || same="$same; ORT fp16 ids differ from ORT fp32 ids"
+        cmp -s "$base.llmc.tok" "$base.ort32.tok" && same="$same; llmc ids = ORT fp32 ids" \
+            || same="$same; llmc ids differ from ORT fp32 ids"
         echo "# $name, $n-token prompt: $same"
         cmp -s "$base.ort16.tok" "$base.llmc.tok" || { diag "$base.ort16.tok" "$base.llmc.tok"; }
     done
