@@ -144,13 +144,20 @@ int llmc_cmd_compile(int argc, char **argv)
     llmc_error err = {0};
     llmc_graph g;
     llmc_graph_init(&g);
-    llmc_import_options io = {.n_dims = a.n_dims, .dims = a.dims};
+    llmc_import_report report;
+    llmc_import_options io = {.n_dims = a.n_dims, .dims = a.dims, .report = &report};
     llmc_pass_ctx ctx = {.max_context = a.max_context, .explain = a.explain, .log = stderr};
     llmc_pipeline_dumps dumps = {.dir = a.dump_dir, .dot = a.dot};
     llmc_pass_record records[MAX_PASSES];
     int n_records = 0;
     llmc_codegen_stats stats;
     rc = llmc_import_onnx(a.model, &io, &g, &err);
+    if (!rc) {
+        char widened[512];
+        llmc_import_report_line(&report, widened, sizeof widened);
+        if (widened[0])
+            printf("%s\n", widened);
+    }
     if (!rc)
         rc = llmc_pipeline_run_dumps(&g, &ctx, &dumps, records, &n_records, &err);
     if (!rc) {

@@ -1,5 +1,6 @@
 /* ONNX ModelProto -> llmc graph IR (see onnx_import.h). */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ typedef struct {
     size_t n_inputs;
     llmc_dim_table dims;
     char opset_problem[160];            /* reported with the unsupported operators */
+    llmc_import_report report;          /* what was widened to float32 */
 } importer;
 
 /* proto2 leaves absent strings NULL (node names and domains are optional). */
@@ -367,6 +369,52 @@ static int define_const(importer *imp, const char *name, int origin, llmc_onnx_t
     return LLMC_OK;
 }
 
+/* ---- float16 / bfloat16: widened to float32 ---- */
+
+/* 0 for float16, 1 for bfloat16 (the report's index). */
+static int half_kind(int dtype)
+{
+    return dtype == LLMC_DT_BFLOAT16;
+}
+
+/* The element type llmc computes a declared type in: float32 for the
+ * 16-bit floats, counted in `counts`. */
+static int widened_type(int dtype, uint32_t *counts)
+{
+    if (!llmc_dtype_is_float16(dtype))
+        return dtype;
+    counts[half_kind(dtype)]++;
+    return LLMC_DT_FLOAT;
+}
+
+/* Decodes `t` (from the model's message) and widens a 16-bit float tensor
+ * to float32.  The 16-bit raw_data the message holds is freed at once, so
+ * a model stored in the .onnx file is held once, as float32. */
+static int decode_widened(importer *imp, Onnx__TensorProto *t, const char *what, llmc_onnx_tensor *out)
+{
+    int rc = llmc_onnx_tensor_decode(t, what, &imp->state->ext, out, imp->err);
+    if (rc || !llmc_dtype_is_float16(out->dtype))
+        return rc;
+    int kind = half_kind(out->dtype);
+    bool in_message = !out->data.owned && t->has_raw_data && out->data.nbytes &&
+                      out->data.data == (const void *)t->raw_data.data;
+    rc = llmc_onnx_tensor_widen(out, what, imp->err);
+    if (rc) {
+        if (out->data.owned)
+            free((void *)out->data.data);
+        out->data = (llmc_const){NULL, 0, false};
+        return rc;
+    }
+    if (in_message) {
+        free(t->raw_data.data);         /* protobuf-c allocates each bytes field with malloc */
+        t->raw_data.data = NULL;
+        t->raw_data.len = 0;
+    }
+    imp->report.consts[kind]++;
+    imp->report.const_bytes += out->data.nbytes;
+    return LLMC_OK;
+}
+
 /* ---- initializers ---- */
 
 static int import_initializers(importer *imp)
@@ -375,13 +423,13 @@ static int import_initializers(importer *imp)
         return llmc_fail(imp->err, LLMC_E_UNSUPPORTED, "'%s' has sparse initializers, which llmc does not support",
                          imp->path);
     for (size_t i = 0; i < imp->gp->n_initializer; i++) {
-        const Onnx__TensorProto *t = imp->gp->initializer[i];
+        Onnx__TensorProto *t = imp->gp->initializer[i];
         if (!t->name || !*t->name)
             return llmc_fail(imp->err, LLMC_E_INPUT, "initializer #%zu has no name", i);
         char what[512];
         snprintf(what, sizeof what, "initializer " LLMC_NAME_FMT, t->name);
         llmc_onnx_tensor tensor;
-        int rc = llmc_onnx_tensor_decode(t, what, &imp->state->ext, &tensor, imp->err);
+        int rc = decode_widened(imp, t, what, &tensor);
         if (!rc)
             rc = define_const(imp, t->name, ORIGIN_INITIALIZER, &tensor);
         if (rc)
@@ -428,7 +476,7 @@ static int import_input(importer *imp, const Onnx__ValueInfoProto *vi)
     llmc_shape shape;
     int id, rc = llmc_input_shape(&imp->dims, vi, &shape, imp->err);
     if (!rc)
-        rc = define_value(imp, vi->name, tt->elem_type, ORIGIN_INPUT, &id);
+        rc = define_value(imp, vi->name, widened_type(tt->elem_type, imp->report.inputs), ORIGIN_INPUT, &id);
     if (rc)
         return rc;
     imp->g->values[id].is_graph_input = true;
@@ -483,7 +531,7 @@ static int constant_tensor(importer *imp, size_t idx, llmc_onnx_tensor *t)
     const Onnx__AttributeProto *a = n->attribute[0];
     snprintf(what, sizeof what, "%s attribute " LLMC_NAME_FMT, node, a->name);
     if (strcmp(a->name, "value") == 0 && a->t)
-        return llmc_onnx_tensor_decode(a->t, what, &imp->state->ext, t, imp->err);
+        return decode_widened(imp, a->t, what, t);
     if (strcmp(a->name, "value_float") == 0)
         return small_constant(imp, LLMC_DT_FLOAT, &a->f, 1, 0, t);
     if (strcmp(a->name, "value_floats") == 0)
@@ -568,7 +616,7 @@ static int node_attr_value(importer *imp, size_t idx, const Onnx__AttributeProto
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
         if (!a->t)
             return llmc_fail(imp->err, LLMC_E_INPUT, "%s has no tensor", what);
-        int rc = llmc_onnx_tensor_decode(a->t, what, &imp->state->ext, tensor, imp->err);
+        int rc = decode_widened(imp, a->t, what, tensor);
         if (rc)
             return rc;
         at->t_dtype = tensor->dtype;
@@ -584,6 +632,13 @@ static int node_attr_value(importer *imp, size_t idx, const Onnx__AttributeProto
     return LLMC_OK;
 }
 
+/* Cast(to = float16 / bfloat16) computes in float32: to = float. */
+static bool is_cast_to(const importer *imp, size_t idx, const Onnx__AttributeProto *a)
+{
+    return strcmp(imp->gp->node[idx]->op_type, "Cast") == 0 && strcmp(a->name, "to") == 0 &&
+           a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+}
+
 static int import_attr(importer *imp, int node_id, size_t idx, const Onnx__AttributeProto *a)
 {
     llmc_attr at;
@@ -593,6 +648,8 @@ static int import_attr(importer *imp, int node_id, size_t idx, const Onnx__Attri
     at.name = a->name;
     at.type = (int)a->type;
     int rc = node_attr_value(imp, idx, a, &at, &tensor);
+    if (!rc && is_cast_to(imp, idx, a) && at.i >= INT32_MIN && at.i <= INT32_MAX)
+        at.i = widened_type((int)at.i, imp->report.casts);
     if (!rc && llmc_node_add_attr(imp->g, node_id, &at) != 0)     /* deep copy */
         rc = out_of_memory(imp);
     free(at.s);
@@ -664,13 +721,14 @@ static int import_outputs(importer *imp)
             return rc;
         llmc_value *v = &imp->g->values[id];
         const Onnx__TypeProto__Tensor *tt = llmc_onnx_tensor_type(vi);
-        if (v->dtype == LLMC_DT_UNDEFINED && tt)
-            v->dtype = tt->elem_type;
+        int elem = tt ? widened_type(tt->elem_type, imp->report.outputs) : LLMC_DT_UNDEFINED;
+        if (v->dtype == LLMC_DT_UNDEFINED)
+            v->dtype = elem;
         if (v->shape.rank < 0)
             v->shape = shape;
         if (!v->is_const && !v->is_graph_input) {
             v->declared = shape;
-            v->declared_dtype = tt ? tt->elem_type : LLMC_DT_UNDEFINED;
+            v->declared_dtype = elem;
         }
         v->is_graph_output = true;
         imp->g->outputs[imp->g->n_outputs++] = id;
@@ -694,9 +752,10 @@ static int import_value_info(importer *imp)
         int rc = llmc_output_shape(&imp->dims, vi, &v->declared, imp->err);
         if (rc)
             return rc;
+        int elem = widened_type(tt->elem_type, imp->report.value_infos);
         if (v->dtype == LLMC_DT_UNDEFINED)
-            v->dtype = tt->elem_type;
-        v->declared_dtype = tt->elem_type;
+            v->dtype = elem;
+        v->declared_dtype = elem;
     }
     return LLMC_OK;
 }
@@ -735,7 +794,65 @@ static int import_model(importer *imp)
     llmc_dim_table_free(&imp->dims);
     if (rc)
         llmc_graph_free(imp->g);
+    if (imp->opt && imp->opt->report)
+        *imp->opt->report = imp->report;
     return rc;
+}
+
+/* Appends printf output to buf (kept NUL-terminated, cut when full). */
+static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
+{
+    if (*used >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, size - *used, fmt, ap);
+    va_end(ap);
+    *used = n < 0 ? size : *used + (size_t)n;
+}
+
+/* "a float16 and b bfloat16" / "a float16" / "b bfloat16" */
+static const char *kinds(char *buf, size_t size, const uint32_t *n)
+{
+    if (n[0] && n[1])
+        snprintf(buf, size, "%u float16 and %u bfloat16", n[0], n[1]);
+    else
+        snprintf(buf, size, "%u %s", n[0] + n[1], n[1] ? "bfloat16" : "float16");
+    return buf;
+}
+
+void llmc_import_report_line(const llmc_import_report *r, char *buf, size_t size)
+{
+    uint32_t tensors[2];
+    for (int k = 0; k < 2; k++)
+        tensors[k] = r->consts[k] + r->inputs[k] + r->outputs[k] + r->value_infos[k];
+    if (!size)
+        return;
+    buf[0] = 0;
+    if (!tensors[0] && !tensors[1] && !r->casts[0] && !r->casts[1])
+        return;
+    const struct { const uint32_t *n; const char *what; } parts[] = {
+        {r->consts, "constants"}, {r->inputs, "graph inputs"}, {r->outputs, "graph outputs"},
+        {r->value_infos, "value_info entries"},
+    };
+    char k[64];
+    size_t used = 0;
+    append(buf, size, &used, "import: %s tensors widened to float32 (", kinds(k, sizeof k, tensors));
+    const char *sep = "";
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        if (!parts[i].n[0] && !parts[i].n[1])
+            continue;
+        append(buf, size, &used, "%s%u %s", sep, parts[i].n[0] + parts[i].n[1], parts[i].what);
+        if (parts[i].n == r->consts)
+            append(buf, size, &used, ", %.1f KiB as float32", (double)r->const_bytes / 1024.0);
+        sep = "; ";
+    }
+    append(buf, size, &used, ")");
+    if (r->casts[0] || r->casts[1])
+        append(buf, size, &used, ", %u Casts to %s now cast to float32",
+               r->casts[0] + r->casts[1], r->casts[0] && r->casts[1] ? "float16 or bfloat16"
+                                                                    : r->casts[1] ? "bfloat16" : "float16");
+    append(buf, size, &used, ": llmc computes in float32 and feeds and returns float32");
 }
 
 int llmc_import_onnx(const char *path, const llmc_import_options *opt, llmc_graph *g, llmc_error *err)

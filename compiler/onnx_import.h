@@ -20,6 +20,7 @@
 #ifndef LLMC_ONNX_IMPORT_H
 #define LLMC_ONNX_IMPORT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "diag.h"
@@ -30,10 +31,35 @@ typedef struct {
     int64_t value;
 } llmc_dim_binding;
 
+/* What the importer widened: llmc computes in float32, so float16 and
+ * bfloat16 constants become float32 (exactly), graph inputs, outputs and
+ * value_info declared float16/bfloat16 become float32, and a Cast to
+ * float16/bfloat16 becomes a Cast to float32 (an identity on float input).
+ * `const_bytes` is the float32 memory the widened constants took (twice
+ * their 16-bit size); the 16-bit bytes in the protobuf message are freed
+ * as each constant is widened, external data pages stay mapped. */
+typedef struct {
+    uint32_t consts[2];                 /* [0] float16, [1] bfloat16: initializers, Constant
+                                         * values and tensor attributes */
+    uint32_t inputs[2], outputs[2];     /* graph inputs / outputs declared 16-bit */
+    uint32_t value_infos[2];            /* value_info entries declared 16-bit */
+    uint32_t casts[2];                  /* Cast(to = float16 / bfloat16) nodes */
+    uint64_t const_bytes;
+} llmc_import_report;
+
 typedef struct {
     int n_dims;
     const llmc_dim_binding *dims;       /* --dim NAME=VALUE */
+    llmc_import_report *report;         /* filled when not NULL */
 } llmc_import_options;
+
+/* One line (no newline) describing `r`, e.g. "import: 12 float16 tensors
+ * widened to float32 (...)"; "" when nothing was widened. */
+void llmc_import_report_line(const llmc_import_report *r, char *buf, size_t size);
+
+/* Exact 16-bit float -> float32 conversions (subnormals, inf, NaN kept). */
+float llmc_half_to_float(uint16_t h);
+float llmc_bfloat16_to_float(uint16_t b);
 
 /* `opt` may be NULL (no bindings).  Returns LLMC_OK or the error code. */
 int llmc_import_onnx(const char *path, const llmc_import_options *opt, llmc_graph *g, llmc_error *err);

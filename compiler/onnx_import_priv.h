@@ -43,6 +43,13 @@ typedef struct {
 int llmc_onnx_tensor_decode(const Onnx__TensorProto *t, const char *what, llmc_ext_cache *ext,
                             llmc_onnx_tensor *out, llmc_error *err);
 
+/* float16 and bfloat16 (the 16-bit float types llmc widens) */
+bool llmc_dtype_is_float16(int dtype);
+/* A decoded float16/bfloat16 tensor becomes float32, exactly, in a new
+ * owned buffer (an owned source buffer is freed; a borrowed one is the
+ * caller's to release).  Other dtypes are left alone. */
+int llmc_onnx_tensor_widen(llmc_onnx_tensor *t, const char *what, llmc_error *err);
+
 /* Element count of a shape; negative dims and 64-bit overflow are errors. */
 int llmc_shape_elements(const int64_t *dims, int rank, const char *what, uint64_t *count,
                         llmc_error *err);

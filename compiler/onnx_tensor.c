@@ -170,6 +170,81 @@ int llmc_onnx_tensor_decode(const Onnx__TensorProto *t, const char *what, llmc_e
     return LLMC_OK;
 }
 
+/* ---- float16 / bfloat16 -> float32 ----
+ *
+ * Both conversions are exact: every float16 and every bfloat16 value is a
+ * float32 value.  float16 is 1 sign, 5 exponent (bias 15), 10 mantissa
+ * bits: normals rebias the exponent to 127 and shift the mantissa up by 13;
+ * subnormals (m * 2^-24) are normalized into float32 normals; inf keeps its
+ * sign, NaN its sign and payload (the quiet bit is the payload's top bit in
+ * both formats).  bfloat16 is the upper half of a float32. */
+float llmc_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp) {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    } else if (!man) {
+        bits = sign;
+    } else {
+        uint32_t e = 127 - 15 + 1;       /* the exponent of 2^-14, the subnormals' scale */
+        while (!(man & 0x400u)) {        /* until the implicit bit is set */
+            man <<= 1;
+            e--;
+        }
+        bits = sign | (e << 23) | ((man & 0x3ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+float llmc_bfloat16_to_float(uint16_t b)
+{
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+bool llmc_dtype_is_float16(int dtype)
+{
+    return dtype == LLMC_DT_FLOAT16 || dtype == LLMC_DT_BFLOAT16;
+}
+
+int llmc_onnx_tensor_widen(llmc_onnx_tensor *t, const char *what, llmc_error *err)
+{
+    if (!llmc_dtype_is_float16(t->dtype))
+        return LLMC_OK;
+    uint64_t count = t->data.nbytes / 2;
+    bool bf16 = t->dtype == LLMC_DT_BFLOAT16;
+    t->dtype = LLMC_DT_FLOAT;
+    if (!count) {
+        if (t->data.owned)
+            free((void *)t->data.data);
+        t->data = (llmc_const){NULL, 0, false};
+        return LLMC_OK;
+    }
+    if (count > SIZE_MAX / 4)
+        return llmc_fail(err, LLMC_E_NOMEM, "%s: %" PRIu64 " %s elements do not fit in memory as float32", what,
+                         count, bf16 ? "bfloat16" : "float16");
+    float *out = malloc((size_t)count * 4);
+    if (!out)
+        return llmc_fail(err, LLMC_E_NOMEM, "out of memory widening %s (%" PRIu64 " %s elements) to float32",
+                         what, count, bf16 ? "bfloat16" : "float16");
+    const uint8_t *in = t->data.data;
+    for (uint64_t i = 0; i < count; i++) {
+        uint16_t h;
+        memcpy(&h, in + 2 * i, 2);
+        out[i] = bf16 ? llmc_bfloat16_to_float(h) : llmc_half_to_float(h);
+    }
+    if (t->data.owned)
+        free((void *)t->data.data);
+    t->data = (llmc_const){out, count * 4, true};
+    return LLMC_OK;
+}
+
 /* Moves the decoded tensor into *f; borrowed data (raw_data inside the
  * message, about to be freed) is copied. */
 static int fill_tensor_file(const Onnx__TensorProto *t, const llmc_onnx_tensor *d, llmc_tensor_file *f)

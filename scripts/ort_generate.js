@@ -69,7 +69,8 @@ function describePast(session) {
     if (typeof kvHeads !== 'number' || typeof headDim !== 'number') {
       die(`${meta.name}: expected static kv_heads/head_dim, got [${meta.shape}]`);
     }
-    pasts.push({ name: meta.name, kvHeads, headDim });
+    // float16 exports take float16 past_key_values (scripts/make_fp16.py --form compute16)
+    pasts.push({ name: meta.name, kvHeads, headDim, type: meta.type === 'float16' ? 'float16' : 'float32' });
   });
   if (pasts.length === 0) die('model has no past_key_values.* inputs');
   return pasts;
@@ -82,7 +83,8 @@ function int64Tensor(ort, values, dims) {
 function emptyPast(ort, pasts) {
   const feeds = {};
   for (const p of pasts) {
-    feeds[p.name] = new ort.Tensor('float32', new Float32Array(0), [1, p.kvHeads, 0, p.headDim]);
+    const empty = p.type === 'float16' ? new Uint16Array(0) : new Float32Array(0);
+    feeds[p.name] = new ort.Tensor(p.type, empty, [1, p.kvHeads, 0, p.headDim]);
   }
   return feeds;
 }
@@ -98,11 +100,23 @@ function pastFromPresent(pasts, outputs) {
   return feeds;
 }
 
-// Logits of the last position of batch 0: a copy of vocab floats.
+// float16 bits -> number (exact).
+function halfToFloat(h) {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const man = h & 0x3ff;
+  if (exp === 0x1f) return man ? NaN : sign * Infinity;
+  if (exp === 0) return sign * man * 2 ** -24;
+  return sign * (1 + man / 1024) * 2 ** (exp - 15);
+}
+
+// Logits of the last position of batch 0: a copy of vocab floats (float16
+// logits are widened exactly).
 function lastRow(logits) {
   const [, seq, vocab] = logits.dims;
   const start = (seq - 1) * vocab;
-  return Float32Array.from(logits.data.subarray(start, start + vocab));
+  const row = logits.data.subarray(start, start + vocab);
+  return logits.type === 'float16' ? Float32Array.from(row, halfToFloat) : Float32Array.from(row);
 }
 
 // Strict '>' keeps the first maximum, so ties go to the lowest id.

@@ -50,6 +50,8 @@ def tensor_errors(out):
     relu_with([TensorProto(name="short_raw", data_type=TensorProto.FLOAT, dims=[3, 4], raw_data=b"\0" * 40)],
               out, "short_raw.onnx")
     relu_with([typed("few_floats", TensorProto.FLOAT, [5], "float_data", [1.0, 2.0])], out, "short_typed.onnx")
+    relu_with([TensorProto(name="half_raw", data_type=TensorProto.FLOAT16, dims=[4, 4], raw_data=b"\0" * 30)],
+              out, "short_raw_f16.onnx")
     relu_with([TensorProto(name="huge", data_type=TensorProto.FLOAT, dims=[1 << 32, 1 << 32, 16])],
               out, "overflow_shape.onnx")
     relu_with([TensorProto(name="neg", data_type=TensorProto.FLOAT, dims=[4, -3])], out, "negative_dim_init.onnx")

@@ -294,12 +294,41 @@ def write_tensor_files(out):
         f.write(typed("y", TensorProto.INT64, [3, 1], "int64_data", [4, -5, 1 << 45]).SerializeToString())
 
 
+def half_model():
+    """16-bit floats, which llmc widens to float32: every float16 and every
+    bfloat16 bit pattern as raw_data initializers, a float16 Constant, a
+    float16 ConstantOfShape value, float16 input/output/value_info and a
+    Cast to float16."""
+    bits = np.arange(65536, dtype="<u2")
+    f16_all = TensorProto(name="f16_all", data_type=TensorProto.FLOAT16, dims=[65536], raw_data=bits.tobytes())
+    bf16_all = TensorProto(name="bf16_all", data_type=TensorProto.BFLOAT16, dims=[256, 256],
+                           raw_data=bits.tobytes())
+    shape_c = numpy_helper.from_array(np.array([3], dtype=np.int64), "shape_c")
+    nodes = [
+        helper.make_node("Constant", [], ["c16"], name="c16",
+                         value=numpy_helper.from_array(np.array([0.5, -65504, 6e-8], dtype=np.float16))),
+        helper.make_node("ConstantOfShape", ["shape_c"], ["filled"], name="cos",
+                         value=numpy_helper.from_array(np.array([1.5], dtype=np.float16))),
+        helper.make_node("Add", ["x", "c16"], ["sum"], name="add"),
+        helper.make_node("Cast", ["sum"], ["y"], name="to16", to=TensorProto.FLOAT16),
+        helper.make_node("Cast", ["sum"], ["z"], name="tobf16", to=TensorProto.BFLOAT16),
+    ]
+    m = model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [3])],
+              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [3]),
+               helper.make_tensor_value_info("z", TensorProto.BFLOAT16, [3]),
+               helper.make_tensor_value_info("filled", TensorProto.FLOAT16, [3])],
+              [f16_all, bf16_all, shape_c])
+    m.graph.value_info.append(helper.make_tensor_value_info("sum", TensorProto.FLOAT16, [3]))
+    return m
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_onnx_cases.py OUT_DIR")
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     save(small_model(), out, "small.onnx")
+    save(half_model(), out, "half.onnx")
     write_ext_single(out)
     write_ext_per_tensor(out)
     write_ext_bad(out)

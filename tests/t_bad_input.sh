@@ -97,6 +97,9 @@ row "wire type: graph as a (deprecated) group" 3 "wire_graph.onnx" "field graph:
 row "model without a graph" 3 "no_graph.onnx' is not a valid ONNX model (it has no graph)" -- compile "$CASES/no_graph.onnx"
 row "raw_data shorter than the shape" 3 "initializer 'short_raw' has 40 bytes of raw_data, its shape [3,4] of float needs 48" \
     -- compile "$CASES/short_raw.onnx"
+row "float16 raw_data shorter than the shape" 3 \
+    "initializer 'half_raw' has 30 bytes of raw_data, its shape [4,4] of float16 needs 32" \
+    -- compile "$CASES/short_raw_f16.onnx"
 row "float_data shorter than the shape" 3 "initializer 'few_floats' has 2 elements in float_data, its shape [5] needs 5" \
     -- compile "$CASES/short_typed.onnx"
 row "initializer shape product over 64 bits" 3 \

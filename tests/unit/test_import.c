@@ -139,7 +139,8 @@ static void check_typed_initializers(const llmc_graph *g)
     const int64_t i64[] = {-((int64_t)1 << 40), 5};
     const double d[] = {0.1, -2.5, 1e300};
     const uint8_t b[] = {1, 0, 1, 1}, u8[] = {0, 128, 255};
-    const uint16_t f16[] = {0x3C00, 0xC000}, bf16[] = {0x3F80}, u16[] = {65535, 1};
+    const uint16_t u16[] = {65535, 1};
+    const float f16[] = {1.0f, -2.0f}, bf16[] = {1.0f};   /* widened to float32 */
     const int8_t i8[] = {-128, -1, 127};
     const int16_t i16[] = {-300, 300};
     const uint32_t u32[] = {4294967295u, 7};
@@ -150,8 +151,10 @@ static void check_typed_initializers(const llmc_graph *g)
     CHECK(const_bytes_are(value(g, "t_int64"), LLMC_DT_INT64, i64, sizeof i64), "int64_data -> int64");
     CHECK(const_bytes_are(value(g, "t_double"), LLMC_DT_DOUBLE, d, sizeof d), "double_data -> double");
     CHECK(const_bytes_are(value(g, "t_bool"), LLMC_DT_BOOL, b, sizeof b), "int32_data -> bool bytes");
-    CHECK(const_bytes_are(value(g, "t_float16"), LLMC_DT_FLOAT16, f16, sizeof f16), "int32_data -> float16 bits");
-    CHECK(const_bytes_are(value(g, "t_bfloat16"), LLMC_DT_BFLOAT16, bf16, sizeof bf16), "int32_data -> bfloat16 bits");
+    CHECK(const_bytes_are(value(g, "t_float16"), LLMC_DT_FLOAT, f16, sizeof f16),
+          "int32_data float16 bits -> float32");
+    CHECK(const_bytes_are(value(g, "t_bfloat16"), LLMC_DT_FLOAT, bf16, sizeof bf16),
+          "int32_data bfloat16 bits -> float32");
     CHECK(const_bytes_are(value(g, "t_uint8"), LLMC_DT_UINT8, u8, sizeof u8), "int32_data -> uint8");
     CHECK(const_bytes_are(value(g, "t_int8"), LLMC_DT_INT8, i8, sizeof i8), "int32_data -> int8");
     CHECK(const_bytes_are(value(g, "t_int16"), LLMC_DT_INT16, i16, sizeof i16), "int32_data -> int16");
@@ -243,7 +246,7 @@ static void test_small_model(void)
     llmc_graph g;
     llmc_error err;
     const llmc_dim_binding foo = {"foo", 5};
-    const llmc_import_options opt = {1, &foo};
+    const llmc_import_options opt = {1, &foo, NULL};
     int rc = import_case("small.onnx", &opt, &g, &err);
     CHECK(rc == LLMC_OK, "small.onnx imports: %s", err.msg);
     if (rc != LLMC_OK)
@@ -269,13 +272,13 @@ static void test_dim_bindings(void)
           llmc_aff_eq(value(&g, "y")->shape.dims[1], S), "mask named like input_ids axis 1 is S: %s", err.msg);
     llmc_graph_free(&g);
     const llmc_dim_binding b[] = {{"foo", 5}, {"seq", 3}};
-    const llmc_import_options opt = {2, b};
+    const llmc_import_options opt = {2, b, NULL};
     rc = import_case("small.onnx", &opt, &g, &err);
     CHECK(rc == LLMC_OK && llmc_aff_eq(value(&g, "input_ids")->shape.dims[1], three),
           "--dim seq=3 wins over the S role");
     llmc_graph_free(&g);
     const llmc_dim_binding neg = {"foo", -1};
-    const llmc_import_options bad = {1, &neg};
+    const llmc_import_options bad = {1, &neg, NULL};
     const char *const needles[] = {"foo=-1"};
     expect_failure(case_path("small.onnx"), &bad, LLMC_E_USAGE, needles, 1);
     EXPECT_FAILURE("small.onnx", LLMC_E_UNSUPPORTED, "input 'extra' axis 0 has symbolic dim 'foo'", "--dim foo=N");
@@ -486,6 +489,97 @@ static void test_tensor_files(void)
     CHECK(rc == LLMC_E_INPUT && strstr(err.msg, "not_onnx.onnx"), "garbage tensor file: %s", err.msg);
 }
 
+/* The float32 bits of float16 / bfloat16 `h`, from the value's definition
+ * (ldexp of the integer mantissa) rather than by moving bit fields. */
+static uint32_t expected_bits(uint16_t h, int exp_bits)
+{
+    int man_bits = 15 - exp_bits, bias = (1 << (exp_bits - 1)) - 1;
+    uint32_t sign = h >> 15, e = (h >> man_bits) & ((1u << exp_bits) - 1), m = h & ((1u << man_bits) - 1);
+    uint32_t bits;
+    if (e == (1u << exp_bits) - 1) {            /* inf, NaN: payload at the top of the float32 mantissa */
+        bits = (sign << 31) | 0x7f800000u | (m << (23 - man_bits));
+    } else {
+        double v = ldexp(e ? (double)((1u << man_bits) + m) : (double)m, (e ? (int)e : 1) - bias - man_bits);
+        float f = (float)(sign ? -v : v);       /* exact: every such value is a float */
+        memcpy(&bits, &f, 4);
+    }
+    return bits;
+}
+
+static uint32_t float_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+
+static void test_half_conversion(void)
+{
+    int bad_f16 = 0, bad_bf16 = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        bad_f16 += float_bits(llmc_half_to_float((uint16_t)h)) != expected_bits((uint16_t)h, 5);
+        bad_bf16 += float_bits(llmc_bfloat16_to_float((uint16_t)h)) != expected_bits((uint16_t)h, 8);
+    }
+    CHECK(bad_f16 == 0, "all 65536 float16 values widen exactly (%d differ)", bad_f16);
+    CHECK(bad_bf16 == 0, "all 65536 bfloat16 values widen exactly (%d differ)", bad_bf16);
+    CHECK(llmc_half_to_float(0x0001) == ldexpf(1, -24) && llmc_half_to_float(0x03ff) == ldexpf(1023, -24) &&
+          llmc_half_to_float(0x7bff) == 65504.0f && isinf(llmc_half_to_float(0xfc00)) &&
+          llmc_half_to_float(0xfc00) < 0 && float_bits(llmc_half_to_float(0x8000)) == 0x80000000u &&
+          float_bits(llmc_half_to_float(0x7e01)) == 0x7fc02000u,
+          "float16 subnormals, max, -inf, -0 and a NaN payload");
+}
+
+static void test_half_model(void)
+{
+    llmc_graph g;
+    llmc_error err;
+    llmc_import_report rep;
+    memset(&rep, 0xff, sizeof rep);
+    llmc_import_options opt = {0, NULL, &rep};
+    int rc = import_case("half.onnx", &opt, &g, &err);
+    CHECK(rc == LLMC_OK, "16-bit float model imports (%s)", err.msg);
+    if (rc)
+        return;
+    const llmc_value *f16 = value(&g, "f16_all"), *bf16 = value(&g, "bf16_all");
+    int bad = 0;
+    if (f16 && f16->dtype == LLMC_DT_FLOAT && f16->konst.nbytes == 65536 * 4 && f16->konst.owned &&
+        bf16 && bf16->dtype == LLMC_DT_FLOAT && bf16->konst.nbytes == 65536 * 4 && bf16->konst.owned) {
+        const float *a = f16->konst.data, *b = bf16->konst.data;
+        for (uint32_t h = 0; h < 65536; h++)
+            bad += float_bits(a[h]) != expected_bits((uint16_t)h, 5) ||
+                   float_bits(b[h]) != expected_bits((uint16_t)h, 8);
+    } else {
+        bad = -1;
+    }
+    CHECK(bad == 0, "raw_data float16 and bfloat16 initializers are owned float32, every value exact (%d)", bad);
+    const float c16[] = {0.5f, -65504.0f, ldexpf(1, -24)};
+    CHECK(const_bytes_are(value(&g, "c16"), LLMC_DT_FLOAT, c16, sizeof c16), "float16 Constant -> float32");
+    const llmc_value *x = value(&g, "x"), *y = value(&g, "y"), *z = value(&g, "z"), *sum = value(&g, "sum");
+    CHECK(x && x->is_graph_input && x->dtype == LLMC_DT_FLOAT, "float16 graph input -> float32");
+    CHECK(y && z && y->dtype == LLMC_DT_FLOAT && y->declared_dtype == LLMC_DT_FLOAT &&
+          z->declared_dtype == LLMC_DT_FLOAT, "float16/bfloat16 graph outputs -> float32");
+    CHECK(sum && sum->declared_dtype == LLMC_DT_FLOAT, "float16 value_info -> float32");
+    int to16 = node_by_name(&g, "to16"), tobf16 = node_by_name(&g, "tobf16"), cos = node_by_name(&g, "cos");
+    CHECK(to16 >= 0 && tobf16 >= 0 && llmc_node_attr_int(&g, to16, "to", 0) == LLMC_DT_FLOAT &&
+          llmc_node_attr_int(&g, tobf16, "to", 0) == LLMC_DT_FLOAT, "Cast to float16/bfloat16 -> to float");
+    const llmc_attr *cv = cos >= 0 ? llmc_node_attr(&g, cos, "value") : NULL;
+    const float one_and_half = 1.5f;
+    CHECK(cv && cv->t_dtype == LLMC_DT_FLOAT && cv->t_data.nbytes == 4 &&
+          memcmp(cv->t_data.data, &one_and_half, 4) == 0, "float16 ConstantOfShape value -> float32");
+    CHECK(rep.consts[0] == 3 && rep.consts[1] == 1 && rep.inputs[0] == 1 && rep.inputs[1] == 0 &&
+          rep.outputs[0] == 2 && rep.outputs[1] == 1 && rep.value_infos[0] == 1 && rep.value_infos[1] == 0 &&
+          rep.casts[0] == 1 && rep.casts[1] == 1 && rep.const_bytes == 2 * 65536 * 4 + 3 * 4 + 4,
+          "the import report counts what was widened");
+    char line[512];
+    llmc_import_report_line(&rep, line, sizeof line);
+    CHECK(strstr(line, "import: 7 float16 and 2 bfloat16 tensors widened to float32 (4 constants") &&
+          strstr(line, "2 Casts to float16 or bfloat16 now cast to float32"), "report line: %s", line);
+    llmc_graph_free(&g);
+    llmc_import_report none = {0};
+    llmc_import_report_line(&none, line, sizeof line);
+    CHECK(line[0] == 0, "no report line when nothing was widened");
+}
+
 int main(void)
 {
     if (generate_cases() != 0) {
@@ -502,5 +596,7 @@ int main(void)
     test_model_errors();
     test_many_unsupported_fits();
     test_tensor_files();
+    test_half_conversion();
+    test_half_model();
     return TAP_DONE();
 }
