@@ -56,6 +56,11 @@ class Config:
     max_pos: int
     rope_theta: float = 10000.0
     norm_eps: float = 1e-5
+    # How the plain style builds its causal mask (--mask): "range" compares
+    # Range positions, "triu" is torch.triu of a full finfo.min matrix, and
+    # for gpt2 "where-additive" adds Where(bias slice, 0, -1e9) to the
+    # scores instead of Where(bias slice, scores, min).
+    mask: str = "range"
 
     @property
     def head_dim(self):
@@ -137,13 +142,18 @@ class RopeCached(nn.Module):
         return self.cos_cached[position_ids], self.sin_cached[position_ids]
 
 
-def additive_causal_mask(attention_mask, past_len, seq_len):
+def additive_causal_mask(attention_mask, past_len, seq_len, form="range"):
     """[b,1,s,total] float mask: 0 where attending, MASK_VALUE elsewhere.
 
     Causal part is built from Range ops so it works for any past length
-    (including 0); padding part comes from attention_mask (1 = attend).
+    (including 0), or with form "triu" from torch.triu (exports as Trilu);
+    padding part comes from attention_mask (1 = attend).
     """
     total = past_len + seq_len
+    if form == "triu":
+        causal = torch.triu(torch.full((seq_len, total), MASK_VALUE), diagonal=past_len + 1)
+        padding = attention_mask[:, None, None, :] != 0                   # [b,1,1,total]
+        return torch.where(padding, causal[None, None, :, :], torch.full((), MASK_VALUE))
     q_pos = torch.arange(past_len, total, device=attention_mask.device)[:, None]
     k_pos = torch.arange(total, device=attention_mask.device)[None, :]
     causal = (k_pos <= q_pos)[None, None, :, :]                       # [1,1,s,total]
@@ -252,7 +262,7 @@ class LlamaModel(nn.Module):
     def forward(self, input_ids, attention_mask, position_ids, *past):
         x = self.embed_tokens(input_ids)
         cos, sin = self.rope(position_ids)
-        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1])
+        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1], self.cfg.mask)
         presents = []
         for i, layer in enumerate(self.layers):
             x, k, v = layer(x, cos, sin, mask, past[2 * i], past[2 * i + 1])
@@ -288,7 +298,10 @@ class GPT2Attention(nn.Module):
         scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(c.head_dim)
         q_len, k_len = q.shape[-2], k.shape[-2]
         causal = self.bias[:, :, k_len - q_len:k_len, :k_len]
-        scores = torch.where(causal, scores, torch.full((), MASK_VALUE))
+        if c.mask == "where-additive":
+            scores = scores + torch.where(causal, torch.zeros(()), torch.full((), -1e9))
+        else:
+            scores = torch.where(causal, scores, torch.full((), MASK_VALUE))
         # Padding is additive as in HF; where both masks apply the sum is -inf,
         # which is harmless since every query attends at least to itself.
         scores = scores + padding_mask
@@ -400,6 +413,7 @@ class PhiLayer(nn.Module):
 class PhiModel(nn.Module):
     def __init__(self, cfg):
         super().__init__()
+        self.cfg = cfg
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
         self.rope = RopeCached(cfg.head_dim // 2, cfg.rope_theta, cfg.max_pos)
         self.layers = nn.ModuleList(PhiLayer(cfg) for _ in range(cfg.layers))
@@ -409,7 +423,7 @@ class PhiModel(nn.Module):
     def forward(self, input_ids, attention_mask, position_ids, *past):
         x = self.embed_tokens(input_ids)
         cos, sin = self.rope(position_ids)
-        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1])
+        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1], self.cfg.mask)
         presents = []
         for i, layer in enumerate(self.layers):
             x, k, v = layer(x, cos, sin, mask, past[2 * i], past[2 * i + 1])
@@ -616,6 +630,9 @@ def parse_args(argv):
     ap.add_argument("--layers", type=int, help="number of decoder layers (default: the size's)")
     ap.add_argument("--lora", action="store_true",
                     help=f"rank-{LORA_RANK} LoRA adapters on {', '.join(LORA_TARGETS)} of every layer")
+    ap.add_argument("--mask", choices=("range", "triu", "where-additive"), default="range",
+                    help="plain style's causal mask: Range comparisons (default), torch.triu "
+                         "(llama, qwen2, phi), or Where(bias, 0, -1e9) added to the scores (gpt2)")
     ap.add_argument("--style", choices=("plain", "hf"), default="plain",
                     help="plain: this file's models; hf: Hugging Face-shaped graphs (hf_models.py)")
     ap.add_argument("--torch-logits-out", metavar="FILE",
@@ -624,8 +641,10 @@ def parse_args(argv):
     ap.add_argument("--prompt-ids", help="comma-separated prompt token ids for --torch-logits-out")
     ap.add_argument("--max-new", type=int, default=8, help="tokens to generate for --torch-logits-out")
     args = ap.parse_args(argv)
-    if args.style == "hf" and args.lora:
-        ap.error("--lora is only available with --style plain")
+    if args.style == "hf" and (args.lora or args.mask != "range"):
+        ap.error("--lora and --mask are only available with --style plain")
+    if (args.mask == "where-additive") != (args.family == "gpt2" and args.mask != "range"):
+        ap.error(f"--mask {args.mask} does not apply to family {args.family}")
     if args.torch_logits_out and not args.prompt_ids:
         ap.error("--torch-logits-out needs --prompt-ids")
     return args
@@ -696,6 +715,7 @@ def main(argv=None):
     cfg = make_config(args.family, args.size)
     if args.layers is not None:
         cfg.layers = args.layers
+    cfg.mask = args.mask
     if args.style == "hf":
         model = hf_models.build_hf_model(args.family, cfg).eval()
         randomize_weights(model, args.seed, **hf_models.init_options(args.family))

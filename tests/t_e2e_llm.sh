@@ -17,11 +17,14 @@ MAX_NEW=32
 VOCAB=512                    # tiny size vocabulary
 SEED=0
 # family@opset[:option]: option "hf" exports with `--style hf` (transformers'
-# eager modeling code and optimum's interface, scripts/export_llm.py), and
-# "single" / "per-tensor" read the weights from external files (one file
-# with offsets, one file per tensor).
+# eager modeling code and optimum's interface, scripts/export_llm.py),
+# "triu" and "where-additive" with that `--mask` (a torch.triu mask; GPT-2's
+# Where(bias, 0, -1e9) added to the scores), and "single" / "per-tensor"
+# read the weights from external files (one file with offsets, one file per
+# tensor).
 VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor
-    llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf"}
+    llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
+    llama@14:triu phi@17:triu gpt2@17:where-additive"}
 
 MODELS=$BUILD/models
 WORK=$BUILD/e2e_llm
@@ -34,16 +37,17 @@ not_ok() { check_no=$((check_no + 1)); failures=$((failures + 1)); echo "not ok 
 diag()   { sed 's/^/# /' "$@"; }
 
 # Export unless a model at least as new as the exporter is cached.
-export_model() {
-    local family=$1 opset=$2 external=$3 style=$4 out=$5
+export_model() {   # export_model FAMILY OPSET EXTERNAL OUT [EXPORTER ARGS...]
+    local family=$1 opset=$2 external=$3 out=$4
+    shift 4
     if [ -s "$out" ] && [ "$out" -nt scripts/export_llm.py ]; then return 0; fi
     rm -f "$out"
     if [ "$external" = none ]; then
-        "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --style "$style" --size tiny \
+        "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny "$@" \
             --seed "$SEED" --out "$out.tmp.onnx" >"$out.log" 2>&1 \
             && mv "$out.tmp.onnx" "$out"
     else   # external data files are named after the .onnx: export in place
-        "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --style "$style" --size tiny \
+        "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny "$@" \
             --seed "$SEED" --external "$external" --out "$out" >"$out.log" 2>&1
     fi
 }
@@ -98,18 +102,21 @@ test_prompt() {
 }
 
 test_variant() {
-    local spec=${1%:*} option="" external=none style=plain
+    local spec=${1%:*} option="" external=none args=()
     [ "$spec" != "$1" ] && option=${1#*:}
-    case $option in hf) style=hf ;; ?*) external=$option ;; esac
     local family=${spec%@*} opset=${spec#*@}
     local name="$family opset $opset" tag=$family-op$opset
-    if [ "$style" = hf ]; then name="$name, transformers style"; tag=$tag-hf; fi
-    if [ "$external" != none ]; then name="$name, $external external data"; tag=$tag-$external; mkdir -p "$MODELS/$tag"; fi
+    case $option in
+        hf) args=(--style hf); name="$name, transformers style" ;;
+        triu|where-additive) args=(--mask "$option"); name="$name, $option mask" ;;
+        ?*) external=$option; name="$name, $option external data"; mkdir -p "$MODELS/$tag-$option" ;;
+    esac
+    [ -n "$option" ] && tag=$tag-$option
     local model=$MODELS/$tag-s$SEED.onnx plan=$WORK/$tag.plan
     [ "$external" != none ] && model=$MODELS/$tag/model.onnx
     rm -f "$WORK/$tag".*
     local why=""
-    if ! export_model "$family" "$opset" "$external" "$style" "$model"; then
+    if ! export_model "$family" "$opset" "$external" "$model" "${args[@]}"; then
         why="export failed"; diag "$model.log"
     elif ! compile_llmc "$model" "$plan"; then
         why="llmc compile failed"; [ -f "$plan.log" ] && diag "$plan.log"
