@@ -390,7 +390,7 @@ static int visit_residual_chain(llmc_graph *g, const llmc_pass_ctx *ctx, int nod
             g->values[c].dtype != LLMC_DT_FLOAT || !llmc_shape_eq(&g->values[c].shape, &g->values[y].shape) ||
             !llmc_shape_eq(&g->values[add->outputs[0]].shape, &g->values[y].shape))
             continue;
-        int a = chain_end(g, g->nodes[b].inputs[LIN_RESIDUAL] >= 0 ? sole_linear_producer(g, g->nodes[b].inputs[LIN_RESIDUAL]) : -1);
+        int a = chain_end(g, sole_linear_producer(g, g->nodes[b].inputs[LIN_RESIDUAL]));
         if (a < 0)
             continue;
         llmc_match ma, mb;

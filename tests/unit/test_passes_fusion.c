@@ -641,7 +641,7 @@ static void test_linear_merge(void)
     g_output(&g, v);
     CHECK(infer(&g) == LLMC_OK && evaluate(&g, (float *[]){x}, outs) == LLMC_OK, "q/k/v graph evaluates");
     CHECK(run_pass(&llmc_pass_linear_fusion, &g, &r) == LLMC_OK &&
-              strcmp(r.detail, "3 linears, 1 merged groups, 0 residuals, 0 splits absorbed") == 0,
+              strcmp(r.detail, "3 linears, 1 merged groups, 0 residuals (0 down a chain), 0 splits absorbed") == 0,
           "linear-fusion reports '%s'", r.detail);
     int node = only_node(&g);
     const llmc_node *n = node >= 0 ? &g.nodes[node] : NULL;
@@ -705,12 +705,53 @@ static void test_linear_split(void)
     CHECK(close_to(got[0], want[0], ROWS * 4) && close_to(got[1], want[1], ROWS * 2),
           "the original graph computes x W + b split (4, 2)");
     CHECK(run_pass(&llmc_pass_linear_fusion, &g, &r) == LLMC_OK &&
-              strcmp(r.detail, "1 linears, 0 merged groups, 0 residuals, 1 splits absorbed") == 0,
+              strcmp(r.detail, "1 linears, 0 merged groups, 0 residuals (0 down a chain), 1 splits absorbed") == 0,
           "linear-fusion reports '%s'", r.detail);
     int node = only_node(&g);
     CHECK(node >= 0 && IS_FUSED(&g, outs[0], "Linear", xv, wv, bv) && g.nodes[node].n_outputs == 2 &&
               g.nodes[node].outputs[0] == outs[0] && g.nodes[node].outputs[1] == outs[1],
           "one llmc.Linear(x, W, b) -> (a, c)");
+    pass_run_free(&r);
+    llmc_graph_free(&g);
+}
+
+/* Transformers' Phi: y = (x1 W1 + x2 W2) + r.  Step 4 gives the second
+ * Linear the first's output as residual; step 5 sends r down that chain to
+ * the first Linear, so two Linears and no Add are left, computing the same
+ * sum. */
+static void test_linear_residual_chain(void)
+{
+    float x1[ROWS * D], x2[ROWS * D], w1[D * 6], w2[D * 6], res[ROWS * 6], got[ROWS * 6];
+    double part[ROWS * 6], want[ROWS * 6];
+    fill(x1, ROWS * D, 21);
+    fill(x2, ROWS * D, 22);
+    fill(w1, D * 6, 23);
+    fill(w2, D * 6, 24);
+    fill(res, ROWS * 6, 25);
+    llmc_graph g;
+    pass_run r = {0};
+    new_graph(&g);
+    int x1v = x_input(&g, "x1", D), x2v = x_input(&g, "x2", D), rv = x_input(&g, "r", 6);
+    int w1v = matrix(&g, "w1", D, 6, w1), w2v = matrix(&g, "w2", D, 6, w2);
+    int sum = OP(&g, "Add", "sum", OP(&g, "MatMul", "attn", x1v, w1v), OP(&g, "MatMul", "mlp", x2v, w2v));
+    int y = OP(&g, "Add", "y", sum, rv);
+    g_output(&g, y);
+    CHECK(infer(&g) == LLMC_OK, "chain graph infers");
+    CHECK(run_pass(&llmc_pass_linear_fusion, &g, &r) == LLMC_OK &&
+              strcmp(r.detail, "2 linears, 0 merged groups, 2 residuals (1 down a chain), 0 splits absorbed") == 0 &&
+              count_op(&g, "Linear") == 2 && count_op(&g, "Add") == 0 && llmc_graph_live_nodes(&g) == 2,
+          "two llmc.Linear, no Add left; '%s'", r.detail);
+    int last = g.values[y].producer, first = g.nodes[last].inputs[3];
+    CHECK(last >= 0 && first >= 0 && g.values[first].producer >= 0 &&
+              g.nodes[g.values[first].producer].inputs[3] == rv,
+          "y's Linear takes the other Linear's output as residual, and that one takes r");
+    linear_ref(x1, w1, NULL, res, D, 6, part);
+    for (int i = 0; i < ROWS * 6; i++)
+        res[i] = (float)part[i];   /* x1 W1 + r, then + x2 W2: the reassociated sum */
+    linear_ref(x2, w2, NULL, res, D, 6, want);
+    fill(res, ROWS * 6, 25);
+    CHECK(evaluate(&g, (float *[]){x1, x2, res}, (float *[]){got}) == LLMC_OK && close_to(got, want, ROWS * 6),
+          "the fused graph computes x1 W1 + x2 W2 + r");
     pass_run_free(&r);
     llmc_graph_free(&g);
 }
@@ -735,7 +776,7 @@ static void test_linear_residual(void)
     linear_ref(x, w, NULL, res, D, 6, want);
     CHECK(close_to(got, want, ROWS * 6), "the original graph computes x W + r");
     CHECK(run_pass(&llmc_pass_linear_fusion, &g, &r) == LLMC_OK &&
-              strcmp(r.detail, "1 linears, 0 merged groups, 1 residuals, 0 splits absorbed") == 0 &&
+              strcmp(r.detail, "1 linears, 0 merged groups, 1 residuals (0 down a chain), 0 splits absorbed") == 0 &&
               only_node(&g) >= 0 && IS_FUSED(&g, y, "Linear", xv, wv, -1, rv),
           "one llmc.Linear(x, W, -, r) writing y; '%s'", r.detail);
     pass_run_free(&r);
@@ -812,7 +853,7 @@ static void test_linear_not_projections(void)
     g_output(&g, OP(&g, "MatMul", "scores", xv, kt));
     g_output(&g, OP(&g, "Add", "y", OP(&g, "MatMul", "mm", xv, matrix(&g, "w", D, 6, w)), matrix(&g, "b", 1, 6, b)));
     CHECK(infer(&g) == LLMC_OK && run_pass(&llmc_pass_linear_fusion, &g, &r) == LLMC_OK &&
-              strcmp(r.detail, "1 linears, 0 merged groups, 0 residuals, 0 splits absorbed") == 0 &&
+              strcmp(r.detail, "1 linears, 0 merged groups, 0 residuals (0 down a chain), 0 splits absorbed") == 0 &&
               count_op(&g, "MatMul") == 1 && count_op(&g, "Add") == 1 && count_op(&g, "Linear") == 1 &&
               r.log && !strstr(r.log, "'scores'") &&
               strstr(r.log, "node 'y' (#2, Add) not fused: a constant addend that is not a float bias [N]"),
@@ -897,6 +938,7 @@ int main(void)
     test_linear_merge();
     test_linear_split();
     test_linear_residual();
+    test_linear_residual_chain();
     test_linear_gemm();
     test_linear_not_projections();
     test_pipeline_mlp_block();
