@@ -302,6 +302,10 @@ static bool scores_step(const llmc_graph *g, int v, int *next, attn_match *m)
         *next = n->inputs[k];
         return add_mask_term(m, MASK_ADD, n->inputs[1 - k], node);
     }
+    if (n && (llmc_is_onnx_op(n, "Mul") || llmc_is_onnx_op(n, "Div")) && n->n_inputs == 2)
+        return refuse(m, "%s '%s' before the Softmax scales by '%s', which is not a constant scalar (not "
+                      "folded: constant-folding's --explain lines say why)", n->op_type, n->name,
+                      value_name(g, n->inputs[1]));
     return refuse(m, "'%s' (%s) before the Softmax is not a scale, Add or Where on Q.K^T", value_name(g, v),
                   n ? n->op_type : "a graph input or constant");
 }

@@ -42,6 +42,7 @@ typedef struct {
     bool halves_from_head;      /* partial: the halves slice the whole head, as
                                  * after a Slice fusion, not x[..., :rotary] */
     bool present_read_elsewhere;
+    bool scale_not_const;       /* scores / a graph input (a scalar no pass could fold) */
 } layer_spec;
 
 /* The graph inputs of one layer; pos/mask are shared by all layers. */
@@ -263,7 +264,9 @@ static void add_layer(builder *b, const layer_spec *l, layer_io *io)
                     OP(g, "Mul", nm(b, l->layer, "kt_scaled"), c, kt));
     } else {
         int qk = OP(g, "MatMul", nm(b, l->layer, "qk"), q, kt);
-        scores = OP(g, "Div", nm(b, l->layer, "scores"), qk, f32(b, l->layer, "sqrt_d", sqrtf((float)l->dim)));
+        int divisor = l->scale_not_const ? g_input(g, nm(b, l->layer, "sqrt_d_in"), LLMC_DT_FLOAT, SCALAR)
+                                         : f32(b, l->layer, "sqrt_d", sqrtf((float)l->dim));
+        scores = OP(g, "Div", nm(b, l->layer, "scores"), qk, divisor);
     }
     int probs = OP(g, "Softmax", nm(b, l->layer, "probs"), masked(b, l, scores, io->past_k));
     attr_int(g, node_of(b, probs), "axis", -1);
@@ -646,6 +649,10 @@ static void test_refusals(void)
     l.present_read_elsewhere = true;
     test_refusal("present.0.key read by another node", l,
                  "present 'present.0.key' feeds more than the attention and its own graph output");
+    l = llama;
+    l.scale_not_const = true;
+    test_refusal("scores divided by a value that is not a constant", l,
+                 "Div 'L0/scores' before the Softmax scales by 'L0/sqrt_d_in', which is not a constant scalar");
 }
 
 /* ---- several layers: cache order, partial fusion ---- */
