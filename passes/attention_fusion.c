@@ -110,18 +110,6 @@ static const char *value_name(const llmc_graph *g, int v)
     return v >= 0 ? g->values[v].name : "(none)";
 }
 
-/* The one node reading v, or -1 if v has other readers or is a graph output. */
-static int sole_reader(const llmc_graph *g, int v)
-{
-    if (llmc_graph_use_count(g, v) != 1 || g->values[v].is_graph_output)
-        return -1;
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; !g->nodes[i].dead && k < g->nodes[i].n_inputs; k++)
-            if (g->nodes[i].inputs[k] == v)
-                return i;
-    return -1;
-}
-
 /* Mul by / Div by a constant scalar: *through gets the other operand,
  * *scale is multiplied by the factor. */
 static bool strip_scale(const llmc_graph *g, int v, int *through, double *scale)
@@ -340,7 +328,7 @@ static bool match_qk(const llmc_graph *g, int qk, attn_match *m)
 /* The op reading v, for messages: "3 readers", "graph output", "Cast". */
 static const char *readers_of(const llmc_graph *g, int v, char *buf, size_t size)
 {
-    int reader = sole_reader(g, v), uses = llmc_graph_use_count(g, v);
+    int reader = llmc_match_sole_reader(g, v), uses = llmc_graph_use_count(g, v);
     if (reader >= 0)
         snprintf(buf, size, "%s '%s'", g->nodes[reader].op_type, g->nodes[reader].name);
     else
@@ -353,14 +341,14 @@ static bool match_output(const llmc_graph *g, attn_match *m)
 {
     char buf[600];
     int probs = g->nodes[m->softmax].outputs[0];
-    int pv = sole_reader(g, probs);
+    int pv = llmc_match_sole_reader(g, probs);
     if (pv < 0 || strcmp(g->nodes[pv].op_type, "MatMul") != 0 || g->nodes[pv].inputs[0] != probs)
         return refuse(m, "the probabilities are read by %s, not by one MatMul(probs, V)",
                       readers_of(g, probs, buf, sizeof buf));
-    int tr = sole_reader(g, g->nodes[pv].outputs[0]);
+    int tr = llmc_match_sole_reader(g, g->nodes[pv].outputs[0]);
     if (tr < 0 || strcmp(g->nodes[tr].op_type, "Transpose") != 0 || !llmc_match_ints_attr(g, tr, "perm", PERM_HEADS, 4))
         return refuse(m, "probs.V is not read by Transpose(0,2,1,3) alone");
-    m->out_node = sole_reader(g, g->nodes[tr].outputs[0]);
+    m->out_node = llmc_match_sole_reader(g, g->nodes[tr].outputs[0]);
     if (m->out_node < 0 || strcmp(g->nodes[m->out_node].op_type, "Reshape") != 0)
         return refuse(m, "the merged heads are not Reshaped alone");
     m->out = g->nodes[m->out_node].outputs[0];

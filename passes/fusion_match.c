@@ -90,31 +90,11 @@ int llmc_fusion_producer(llmc_match *m, int v, const char *op_type)
     return -1;
 }
 
-/* The only live node reading v, -1 if there are several, none, or v is a
- * graph output. */
-static int sole_reader(const llmc_graph *g, int v)
-{
-    if (g->values[v].is_graph_output)
-        return -1;
-    int reader = -1;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const llmc_node *n = &g->nodes[i];
-        for (int k = 0; !n->dead && k < n->n_inputs; k++) {
-            if (n->inputs[k] != v)
-                continue;
-            if (reader >= 0)
-                return -1;
-            reader = i;
-        }
-    }
-    return reader;
-}
-
 int llmc_match_consumer(llmc_match *m, int v, const char *op_type)
 {
     const llmc_graph *g = m->g;
     int c, n_before = m->n_nodes;
-    while ((c = sole_reader(g, v)) >= 0 && is_identity_cast(g, c) && llmc_match_add(m, c))
+    while ((c = llmc_match_sole_reader(g, v)) >= 0 && is_identity_cast(g, c) && llmc_match_add(m, c))
         v = g->nodes[c].outputs[0];
     if (c >= 0 && llmc_is_onnx_op(&g->nodes[c], op_type) && llmc_match_add(m, c))
         return c;

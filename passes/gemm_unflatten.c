@@ -32,18 +32,6 @@ static bool reject(const llmc_pass_ctx *ctx, const llmc_graph *g, int node, cons
     return false;
 }
 
-/* The node reading v alone (v not a graph output), or -1. */
-static int only_reader(const llmc_graph *g, int v)
-{
-    if (llmc_graph_use_count(g, v) != 1 || g->values[v].is_graph_output)
-        return -1;
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; !g->nodes[i].dead && k < g->nodes[i].n_inputs; k++)
-            if (g->nodes[i].inputs[k] == v)
-                return i;
-    return -1;
-}
-
 static bool gemm_attrs_plain(const llmc_graph *g, int node)
 {
     return llmc_node_attr_float(g, node, "alpha", 1.0f) == 1.0f &&
@@ -88,12 +76,12 @@ static bool match_gemm(const llmc_graph *g, const llmc_pass_ctx *ctx, int gemm, 
     m->w = n->inputs[1];
     m->c = n->n_inputs > 2 ? n->inputs[2] : -1;
     m->trans_b = llmc_node_attr_int(g, gemm, "transB", 0) != 0;
-    m->unflatten = only_reader(g, n->outputs[0]);
+    m->unflatten = llmc_match_sole_reader(g, n->outputs[0]);
     const llmc_shape *xs = &g->values[m->x].shape, *flat = &g->values[n->inputs[0]].shape;
     if (m->unflatten < 0 || !llmc_is_onnx_op(&g->nodes[m->unflatten], "Reshape"))
         return reject(ctx, g, gemm, "its output is not read by one Reshape alone");
     m->y = g->nodes[m->unflatten].outputs[0];
-    if (only_reader(g, n->inputs[0]) != gemm)
+    if (llmc_match_sole_reader(g, n->inputs[0]) != gemm)
         return reject(ctx, g, gemm, "the flattening Reshape's output has other readers");
     if (!gemm_attrs_plain(g, gemm))
         return reject(ctx, g, gemm, "alpha or beta is not 1, or transA is set");

@@ -112,3 +112,14 @@ int llmc_match_sweep(llmc_graph *g, llmc_error *err)
     llmc_pass_ctx quiet = {0};
     return llmc_pass_dead_code.run(g, &quiet, err);
 }
+
+int llmc_match_sole_reader(const llmc_graph *g, int v)
+{
+    if (llmc_graph_use_count(g, v) != 1 || g->values[v].is_graph_output)
+        return -1;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; !g->nodes[i].dead && k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] == v)
+                return i;
+    return -1;
+}

@@ -34,6 +34,9 @@ bool llmc_match_ints_attr(const llmc_graph *g, int node, const char *name, const
  * ONNX's clamping?  *x gets its data input. */
 bool llmc_match_slice_last(const llmc_graph *g, int node, int64_t start, int64_t end, int *x);
 
+/* The one live node reading v, or -1 if v has other readers (or none) or
+ * is a graph output. */
+int llmc_match_sole_reader(const llmc_graph *g, int v);
 /* Erases the nodes whose outputs nobody reads, and unread constants:
  * the dead-code pass, run inside a fusion pass after it rewrote. */
 int llmc_match_sweep(llmc_graph *g, llmc_error *err);
