@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # family@opset[:style]; style "hf" is export_llm.py --style hf (transformers'
 # eager modeling code), the default "plain" our own torch modules.
 VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
-            "gpt2@13", "gpt2@17", "phi@14", "phi@17",
+            "gpt2@13", "gpt2@14", "gpt2@17", "phi@14", "phi@17",
             "llama@14:hf", "llama@17:hf", "qwen2@14:hf", "qwen2@17:hf",
             "gpt2@14:hf", "gpt2@17:hf", "phi@14:hf", "phi@17:hf")
 

@@ -22,7 +22,7 @@ SEED=0
 # Where(bias, 0, -1e9) added to the scores), and "single" / "per-tensor"
 # read the weights from external files (one file with offsets, one file per
 # tensor).
-VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor
+VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor
     llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
     llama@14:triu phi@17:triu gpt2@17:where-additive"}
 

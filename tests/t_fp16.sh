@@ -4,7 +4,8 @@
 # For each family (llama, qwen2, gpt2, phi; opset 17, tiny, seed 0) the fp32
 # export from tests/zoo.sh is turned into 16-bit variants by
 # scripts/make_fp16.py, and each variant is checked (TAP):
-#   weights16 (every family), weightsbf16 (llama): fp16/bf16 initializers
+#   weights16 (every family, of the plain and of the transformers-style
+#     export), weightsbf16 (llama): fp16/bf16 initializers
 #     read through Cast(to=FLOAT).  ONNX Runtime loads the file; llmc
 #     compiles it and says how many tensors it widened; the plan has the fp32
 #     plan's ops per layer (the Casts folded away) and no more weight bytes;
@@ -135,8 +136,9 @@ test_compute16() {
 }
 
 set -- $FAMILIES
-# weights form: 3 prepare + 2 plan + 3 prompts x 2; compute16: 3 + 3 prompts
-plan_count=$(( $# * (11 + 6) ))
+# weights form: 3 prepare + 2 plan + 3 prompts x 2 (plain and hf style);
+# compute16: 3 + 3 prompts
+plan_count=$(( $# * (2 * 11 + 6) ))
 case " $* " in *" llama "*) plan_count=$((plan_count + 11)) ;; esac
 echo "1..$plan_count"
 for family in "$@"; do
@@ -146,5 +148,9 @@ for family in "$@"; do
     test_weights "$family" weights16 "$fp32" "$fp32_plan"
     [ "$family" = llama ] && test_weights "$family" weightsbf16 "$fp32" "$fp32_plan"
     test_compute16 "$family" "$fp32"
+    # transformers-style export (tests/zoo.sh), as Hub checkpoints stored in float16 are
+    hf=$(zoo_model "$family" 17 hf) || { not_ok "$family hf: export"; continue; }
+    compile "$hf" "$WORK/$family-hf-fp32.plan" || { not_ok "$family hf: fp32 compile"; continue; }
+    test_weights "$family-hf" weights16 "$hf" "$WORK/$family-hf-fp32.plan"
 done
 [ "$failures" -eq 0 ]

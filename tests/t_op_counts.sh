@@ -15,7 +15,7 @@ rc=$?
 sed 's/^/# /' "$WORK/table.txt"
 check "op_counts.py ran on every family, opset and style" test "$rc" -eq 0 -a -s "$WORK/table.txt"
 per_layer() { awk -v m="$1" '$1 == m {print $8}' "$WORK/table.txt"; }
-for m in llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17 \
+for m in llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17 \
          llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf; do
     limit=8
     [ "${m%%@*}" = phi ] && limit=6
