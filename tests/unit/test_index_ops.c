@@ -348,7 +348,7 @@ enum { V_VALID, V_SCATTER_PAST, V_TRILU_KIND, V_TRILU_K32, V_TRILU_DIMS, V_TRILU
        V_SCATTER_I32, V_SCATTER_Q, V_SCATTER_UPD, V_SCATTER_KIND, V_CUMSUM_AXIS, V_CUMSUM_I8,
        V_CUMSUM_DIMS };
 
-static int64_t tp_k = 1, tp_idx_ok = -1, tp_idx_past = 5;
+static int64_t tp_k = 1, tp_idx_ok = -1, tp_idx_past = 5, tp_idx_q[3] = {-1, 0, 0};
 static float tp_upd[4] = {10, 20, 30, 40};
 static int32_t tp_k32 = 1;
 
@@ -363,7 +363,7 @@ static uint8_t *build_plan(int v, size_t *size)
                              : tp_weight(&tp, "k", "Int64", "", &tp_k, 8);
     int idx = tp_weight(&tp, "idx", v == V_SCATTER_I32 ? "Int32" : "Int64",
                         v == V_SCATTER_Q ? "1,3" : "1,1",
-                        v == V_SCATTER_PAST ? &tp_idx_past : &tp_idx_ok,
+                        v == V_SCATTER_PAST ? &tp_idx_past : v == V_SCATTER_Q ? tp_idx_q : &tp_idx_ok,
                         v == V_SCATTER_I32 ? 4 : v == V_SCATTER_Q ? 24 : 8);
     int upd = tp_weight(&tp, "upd", "Float32", v == V_SCATTER_UPD ? "1,3" : "1,4", tp_upd,
                         v == V_SCATTER_UPD ? 12 : 16);
