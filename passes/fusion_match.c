@@ -193,6 +193,52 @@ int llmc_add_const(llmc_graph *g, const char *base, const char *suffix, int dtyp
     return v < 0 || llmc_graph_set_const(g, v, dtype, shape, data, nbytes) ? -1 : v;
 }
 
+bool llmc_const_matrix(const llmc_graph *g, int v)
+{
+    if (v < 0)
+        return false;
+    const llmc_value *val = &g->values[v];
+    return val->is_const && val->konst.data && val->dtype == LLMC_DT_FLOAT && val->shape.rank == 2 &&
+           llmc_aff_is_const(val->shape.dims[0]) && llmc_aff_is_const(val->shape.dims[1]);
+}
+
+bool llmc_gemm_is_plain(const llmc_graph *g, int node)
+{
+    return llmc_node_attr_float(g, node, "alpha", 1.0f) == 1.0f &&
+           llmc_node_attr_float(g, node, "beta", 1.0f) == 1.0f && llmc_node_attr_int(g, node, "transA", 0) == 0;
+}
+
+int llmc_add_transposed_const(llmc_graph *g, int b)
+{
+    const llmc_value *val = &g->values[b];
+    int64_t n = val->shape.dims[0].c, k = val->shape.dims[1].c;
+    const char *src = val->konst.data;
+    float *t = malloc(sizeof(float) * (size_t)(n * k) + 1);
+    if (!t)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < k; j++)     /* memcpy: constants need not be aligned */
+            memcpy(&t[j * n + i], src + sizeof(float) * (size_t)(i * k + j), sizeof(float));
+    llmc_shape shape = {.rank = 2, .dims = {llmc_aff_const(k), llmc_aff_const(n)}};
+    int v = llmc_add_const(g, val->name, ".transposed", LLMC_DT_FLOAT, &shape, t, sizeof(float) * (size_t)(n * k));
+    free(t);
+    return v;
+}
+
+int llmc_gemm_bias(llmc_graph *g, int c, int64_t n)
+{
+    if (c < 0)
+        return -1;
+    if (llmc_const_vector(g, c, llmc_aff_const(n)))
+        return c;
+    if (!llmc_const_matrix(g, c) || g->values[c].shape.dims[0].c != 1 || g->values[c].shape.dims[1].c != n)
+        return -2;
+    llmc_shape shape = {.rank = 1, .dims = {llmc_aff_const(n)}};
+    int v = llmc_add_const(g, g->values[c].name, ".row", LLMC_DT_FLOAT, &shape, g->values[c].konst.data,
+                           sizeof(float) * (size_t)n);
+    return v < 0 ? -3 : v;
+}
+
 int llmc_fusion_walk(llmc_graph *g, const llmc_pass_ctx *ctx, const char *pass, llmc_fusion_visit visit,
                      int *count, llmc_error *err)
 {

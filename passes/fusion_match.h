@@ -59,6 +59,17 @@ int llmc_other_input(const llmc_graph *g, int node, int v);
 bool llmc_const_near(const llmc_graph *g, int v, double want);
 /* v is a float constant of shape [len]. */
 bool llmc_const_vector(const llmc_graph *g, int v, llmc_affine len);
+/* v is a float constant of constant shape [rows, cols]. */
+bool llmc_const_matrix(const llmc_graph *g, int v);
+/* Gemm node with alpha = beta = 1 and transA = 0: A B + C, what MatMul
+ * [+ bias] computes once B is [K, N]. */
+bool llmc_gemm_is_plain(const llmc_graph *g, int node);
+/* A new constant [K, N]: the float constant matrix b [N, K] transposed
+ * (Gemm's transB); -1 on OOM. */
+int llmc_add_transposed_const(llmc_graph *g, int b);
+/* Gemm's C as a bias [N]: C itself, a [N] copy of a [1, N] C, or -1 when
+ * absent (c < 0); -2 when C is something else, -3 on OOM. */
+int llmc_gemm_bias(llmc_graph *g, int c, int64_t n);
 
 /* No output of a collected node other than `root`'s is read outside the
  * match or is a graph output.  Explains the first violation. */

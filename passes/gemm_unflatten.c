@@ -22,7 +22,7 @@ static const char PASS[] = "gemm-unflatten";
 
 typedef struct {
     int flatten, gemm, unflatten;   /* the three nodes */
-    int x, w, c, y;                 /* x [..., K], W, C (or -1), y [..., N] */
+    int x, w, bias, y;              /* x [..., K], W, the bias [N] (or -1), y [..., N] */
     bool trans_b;
 } gemm_match;
 
@@ -32,26 +32,11 @@ static bool reject(const llmc_pass_ctx *ctx, const llmc_graph *g, int node, cons
     return false;
 }
 
-static bool gemm_attrs_plain(const llmc_graph *g, int node)
+/* W a float constant [K, N], or [N, K] with transB. */
+static bool weight_fits(const llmc_graph *g, const gemm_match *m, int64_t k, int64_t n)
 {
-    return llmc_node_attr_float(g, node, "alpha", 1.0f) == 1.0f &&
-           llmc_node_attr_float(g, node, "beta", 1.0f) == 1.0f && llmc_node_attr_int(g, node, "transA", 0) == 0;
-}
-
-/* W constant float [K, N] (or [N, K] transposed) and C absent or [N] / [1, N]. */
-static bool operands_fit(const llmc_graph *g, gemm_match *m, int64_t k, int64_t n)
-{
-    const llmc_value *w = &g->values[m->w];
-    int64_t want0 = m->trans_b ? n : k, want1 = m->trans_b ? k : n;
-    if (!w->is_const || !w->konst.data || w->dtype != LLMC_DT_FLOAT || w->shape.rank != 2 ||
-        !llmc_aff_eq(w->shape.dims[0], llmc_aff_const(want0)) || !llmc_aff_eq(w->shape.dims[1], llmc_aff_const(want1)))
-        return false;
-    if (m->c < 0)
-        return true;
-    const llmc_value *c = &g->values[m->c];
-    bool row = c->shape.rank == 2 && llmc_aff_eq(c->shape.dims[0], llmc_aff_const(1));
-    return c->is_const && c->dtype == LLMC_DT_FLOAT && (c->shape.rank == 1 || row) &&
-           llmc_aff_eq(c->shape.dims[c->shape.rank - 1], llmc_aff_const(n));
+    const llmc_shape *w = &g->values[m->w].shape;
+    return llmc_const_matrix(g, m->w) && w->dims[0].c == (m->trans_b ? n : k) && w->dims[1].c == (m->trans_b ? k : n);
 }
 
 /* y = x's dims with the last one replaced by n. */
@@ -65,7 +50,7 @@ static bool restores_leading_dims(const llmc_shape *x, const llmc_shape *y, int6
     return true;
 }
 
-static bool match_gemm(const llmc_graph *g, const llmc_pass_ctx *ctx, int gemm, gemm_match *m)
+static bool match_gemm(llmc_graph *g, const llmc_pass_ctx *ctx, int gemm, gemm_match *m)
 {
     const llmc_node *n = &g->nodes[gemm];
     m->gemm = gemm;
@@ -74,7 +59,6 @@ static bool match_gemm(const llmc_graph *g, const llmc_pass_ctx *ctx, int gemm, 
         return false;   /* a plain 2-D Gemm: linear-fusion takes it as it is */
     m->x = g->nodes[m->flatten].inputs[0];
     m->w = n->inputs[1];
-    m->c = n->n_inputs > 2 ? n->inputs[2] : -1;
     m->trans_b = llmc_node_attr_int(g, gemm, "transB", 0) != 0;
     m->unflatten = llmc_match_sole_reader(g, n->outputs[0]);
     const llmc_shape *xs = &g->values[m->x].shape, *flat = &g->values[n->inputs[0]].shape;
@@ -83,7 +67,7 @@ static bool match_gemm(const llmc_graph *g, const llmc_pass_ctx *ctx, int gemm, 
     m->y = g->nodes[m->unflatten].outputs[0];
     if (llmc_match_sole_reader(g, n->inputs[0]) != gemm)
         return reject(ctx, g, gemm, "the flattening Reshape's output has other readers");
-    if (!gemm_attrs_plain(g, gemm))
+    if (!llmc_gemm_is_plain(g, gemm))
         return reject(ctx, g, gemm, "alpha or beta is not 1, or transA is set");
     if (g->values[m->x].dtype != LLMC_DT_FLOAT || xs->rank < 2 || flat->rank != 2 ||
         !llmc_aff_is_const(xs->dims[xs->rank - 1]) || !llmc_aff_eq(flat->dims[1], xs->dims[xs->rank - 1]))
@@ -92,47 +76,20 @@ static bool match_gemm(const llmc_graph *g, const llmc_pass_ctx *ctx, int gemm, 
     int64_t k = xs->dims[xs->rank - 1].c, nn = ys->rank > 0 ? ys->dims[ys->rank - 1].c : -1;
     if (!restores_leading_dims(xs, ys, nn))
         return reject(ctx, g, gemm, "the second Reshape does not restore x's leading dims");
-    if (!operands_fit(g, m, k, nn))
-        return reject(ctx, g, gemm, "W is not a float constant [K, N] (or [N, K] with transB) or C not a "
-                      "constant [N] or [1, N]");
-    return true;
-}
-
-/* W [N, K] -> a new constant [K, N]. */
-static int transposed_const(llmc_graph *g, int w)
-{
-    const llmc_value *val = &g->values[w];
-    int64_t n = val->shape.dims[0].c, k = val->shape.dims[1].c;
-    float *t = malloc(sizeof *t * (size_t)(n * k > 0 ? n * k : 1));
-    if (!t)
-        return -1;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < k; j++)     /* memcpy: constants need not be aligned */
-            memcpy(&t[j * n + i], (const char *)val->konst.data + sizeof(float) * (size_t)(i * k + j), sizeof(float));
-    llmc_shape shape = {.rank = 2, .dims = {llmc_aff_const(k), llmc_aff_const(n)}};
-    int v = llmc_add_const(g, val->name, "/transposed", LLMC_DT_FLOAT, &shape, t, sizeof *t * (uint64_t)(n * k));
-    free(t);
-    return v;
-}
-
-/* A 1-D view of C [1, N] (the bytes are the same). */
-static int bias_vector(llmc_graph *g, int c)
-{
-    const llmc_value *val = &g->values[c];
-    if (val->shape.rank == 1)
-        return c;
-    llmc_shape shape = {.rank = 1, .dims = {val->shape.dims[1]}};
-    return llmc_add_const(g, val->name, "/vector", LLMC_DT_FLOAT, &shape, val->konst.data, val->konst.nbytes);
+    if (!weight_fits(g, m, k, nn))
+        return reject(ctx, g, gemm, "W is not a float constant [K, N] (or [N, K] with transB)");
+    /* last: a [1, N] C becomes a new [N] constant only once all else fits */
+    m->bias = llmc_gemm_bias(g, n->n_inputs > 2 ? n->inputs[2] : -1, nn);
+    return m->bias != -2 || reject(ctx, g, gemm, "C is not a float constant [N] or [1, N]");
 }
 
 /* MatMul(x, W) -> y, or MatMul(x, W) -> Add(., C) -> y. */
 static int rewrite(llmc_graph *g, const gemm_match *m)
 {
     char *name = strdup(g->nodes[m->gemm].name);
-    int w = m->trans_b ? transposed_const(g, m->w) : m->w;
-    int c = m->c >= 0 ? bias_vector(g, m->c) : -1;
+    int w = m->trans_b ? llmc_add_transposed_const(g, m->w) : m->w, c = m->bias;
     int product = m->y;
-    if (!name || w < 0 || (m->c >= 0 && c < 0))
+    if (!name || w < 0 || c == -3)
         return free(name), -1;
     if (c >= 0) {
         char *pname = llmc_graph_unique_name(g, g->values[m->y].name, "/matmul");

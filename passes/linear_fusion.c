@@ -39,15 +39,6 @@
 /* Linear(x, W, bias, residual): input positions */
 enum { LIN_X, LIN_W, LIN_BIAS, LIN_RESIDUAL, LIN_INPUTS };
 
-static bool is_float_matrix(const llmc_graph *g, int v)
-{
-    if (v < 0)
-        return false;
-    const llmc_value *val = &g->values[v];
-    return val->is_const && val->konst.data && val->dtype == LLMC_DT_FLOAT && val->shape.rank == 2 &&
-           llmc_aff_is_const(val->shape.dims[0]) && llmc_aff_is_const(val->shape.dims[1]);
-}
-
 static int64_t dim(const llmc_graph *g, int v, int axis)
 {
     return g->values[v].shape.dims[axis].c;
@@ -105,51 +96,12 @@ static int form_from_matmul(llmc_graph *g, const llmc_pass_ctx *ctx, int mm)
     int x = g->nodes[mm].inputs[0], w = g->nodes[mm].inputs[1];
     if (!g->values[w].is_const)
         return 0;   /* activation times activation (attention): not a projection */
-    if (!is_float_matrix(g, w))
+    if (!llmc_const_matrix(g, w))
         return give_up(&m, mm, "the weight is not a 2-D float constant");
     if (!is_input_of_width(g, x, dim(g, w, 0)))
         return give_up(&m, mm, "x is not float [..., K] with K the weight's rows");
     int bias, add = match_bias_add(&m, g->nodes[mm].outputs[0], dim(g, w, 1), &bias);
     return emit_linear(&m, add >= 0 ? add : mm, x, w, bias);
-}
-
-/* B transposed: a new constant [K, N] from B [N, K]; -1 on OOM. */
-static int transposed(llmc_graph *g, int b)
-{
-    int64_t n = dim(g, b, 0), k = dim(g, b, 1);
-    const float *src = g->values[b].konst.data;
-    float *t = malloc(sizeof(float) * (size_t)(n * k) + 1);
-    if (!t)
-        return -1;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < k; j++)
-            t[j * n + i] = src[i * k + j];
-    llmc_shape shape = {.rank = 2, .dims = {llmc_aff_const(k), llmc_aff_const(n)}};
-    int v = llmc_add_const(g, g->values[b].name, ".transposed", LLMC_DT_FLOAT, &shape, t, sizeof(float) * (size_t)(n * k));
-    free(t);
-    return v;
-}
-
-/* Gemm's C as a bias [N]: C itself, a [N] copy of a [1, N] C, or -1 when
- * absent; -2 when C is something else, -3 on OOM. */
-static int gemm_bias(llmc_graph *g, int c, int64_t n)
-{
-    if (c < 0)
-        return -1;
-    if (llmc_const_vector(g, c, llmc_aff_const(n)))
-        return c;
-    if (!is_float_matrix(g, c) || dim(g, c, 0) != 1 || dim(g, c, 1) != n)
-        return -2;
-    llmc_shape shape = {.rank = 1, .dims = {llmc_aff_const(n)}};
-    int v = llmc_add_const(g, g->values[c].name, ".row", LLMC_DT_FLOAT, &shape, g->values[c].konst.data,
-                           sizeof(float) * (size_t)n);
-    return v < 0 ? -3 : v;
-}
-
-static bool gemm_is_plain(const llmc_graph *g, int node)
-{
-    return llmc_node_attr_float(g, node, "alpha", 1.0f) == 1.0f && llmc_node_attr_float(g, node, "beta", 1.0f) == 1.0f &&
-           llmc_node_attr_int(g, node, "transA", 0) == 0;
 }
 
 static int form_from_gemm(llmc_graph *g, const llmc_pass_ctx *ctx, int gemm)
@@ -160,13 +112,13 @@ static int form_from_gemm(llmc_graph *g, const llmc_pass_ctx *ctx, int gemm)
     const llmc_node *n = &g->nodes[gemm];
     int a = n->inputs[0], b = n->inputs[1], c = n->n_inputs > 2 ? n->inputs[2] : -1;
     bool trans_b = llmc_node_attr_int(g, gemm, "transB", 0) != 0;
-    if (!is_float_matrix(g, b) || !gemm_is_plain(g, gemm) || g->values[a].shape.rank != 2 ||
+    if (!llmc_const_matrix(g, b) || !llmc_gemm_is_plain(g, gemm) || g->values[a].shape.rank != 2 ||
         !is_input_of_width(g, a, dim(g, b, trans_b ? 1 : 0)))
         return give_up(&m, gemm, "not A [M, K] times a constant float B with alpha = beta = 1, transA = 0");
-    int bias = gemm_bias(g, c, dim(g, b, trans_b ? 0 : 1));
+    int bias = llmc_gemm_bias(g, c, dim(g, b, trans_b ? 0 : 1));
     if (bias == -2)
         return give_up(&m, gemm, "C is not a float constant [N] or [1, N]");
-    int w = trans_b ? transposed(g, b) : b;
+    int w = trans_b ? llmc_add_transposed_const(g, b) : b;
     if (bias == -3 || w < 0)
         return -1;
     return emit_linear(&m, gemm, a, w, bias);
