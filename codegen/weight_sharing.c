@@ -6,45 +6,44 @@
  * layout, so both tensors read one segment and the plan carries the matrix
  * once.  Equal bytes are what make sharing exact, whatever the dims.
  *
- * Weights are grouped by (size, XXH64) and compared byte for byte;
- * segments are then renumbered in the order of the tensors that own them,
- * so the plan's bytes stay a function of the graph. */
+ * Weights are sorted by (size, bytes, tensor index), so equal weights sit
+ * side by side.  No hash: the plan writer hashes every segment anyway, and
+ * memcmp stops at the first differing byte, which for two different
+ * weights of one size comes early.  Segments are then renumbered in the
+ * order of the tensors that own them, so the plan's bytes stay a function
+ * of the graph. */
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "plan_model.h"
 
 typedef struct {
-    uint64_t nbytes, hash;
-    int tensor;
-} weight_key;
+    const cg_tensor *t;
+    int index;
+} weight_ref;
+
+static int same_size_cmp(const weight_ref *x, const weight_ref *y)
+{
+    if (x->t->nbytes != y->t->nbytes)
+        return x->t->nbytes < y->t->nbytes ? -1 : 1;
+    return x->t->nbytes ? memcmp(x->t->data, y->t->data, x->t->nbytes) : 0;
+}
 
 static int by_content_then_index(const void *a, const void *b)
 {
-    const weight_key *x = a, *y = b;
-    if (x->nbytes != y->nbytes)
-        return x->nbytes < y->nbytes ? -1 : 1;
-    if (x->hash != y->hash)
-        return x->hash < y->hash ? -1 : 1;
-    return (x->tensor > y->tensor) - (x->tensor < y->tensor);
-}
-
-static bool same_bytes(const cg_plan *p, const weight_key *a, const weight_key *b)
-{
-    return a->nbytes == b->nbytes && a->hash == b->hash &&
-           memcmp(p->tensors[a->tensor].data, p->tensors[b->tensor].data, a->nbytes) == 0;
+    const weight_ref *x = a, *y = b;
+    int c = same_size_cmp(x, y);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
 }
 
 /* Every weight tensor takes the segment of the lowest-index tensor with its
- * bytes; segment numbers then follow tensor order from 0. */
-static void assign_segments(cg_plan *p, const weight_key *keys, int n, int *owner)
+ * bytes (the first of its run); segment numbers then follow tensor order. */
+static void assign_segments(cg_plan *p, const weight_ref *sorted, int n, int *owner)
 {
-    for (int i = 0; i < n; i++) {
-        int first = i;
-        while (first > 0 && same_bytes(p, &keys[first - 1], &keys[i]))
-            first--;
-        owner[keys[i].tensor] = keys[first].tensor;
+    for (int i = 0, first = 0; i < n; i++) {
+        if (i > 0 && same_size_cmp(&sorted[i - 1], &sorted[i]) != 0)
+            first = i;
+        owner[sorted[i].index] = sorted[first].index;
     }
     uint32_t next = 0;
     for (int t = 0; t < p->n_tensors; t++)
@@ -58,20 +57,20 @@ static void assign_segments(cg_plan *p, const weight_key *keys, int n, int *owne
 
 int cg_share_weights(cg_plan *p, llmc_error *err)
 {
-    weight_key *keys = malloc(sizeof *keys * ((size_t)p->n_tensors + 1));
+    weight_ref *refs = malloc(sizeof *refs * ((size_t)p->n_tensors + 1));
     int *owner = malloc(sizeof *owner * ((size_t)p->n_tensors + 1));
     int n = 0;
-    if (!keys || !owner) {
-        free(keys);
+    if (!refs || !owner) {
+        free(refs);
         free(owner);
         return llmc_fail(err, LLMC_E_NOMEM, "codegen: out of memory sharing weights");
     }
     for (int t = 0; t < p->n_tensors; t++)
         if (p->tensors[t].is_weight)
-            keys[n++] = (weight_key){p->tensors[t].nbytes, XXH64(p->tensors[t].data, p->tensors[t].nbytes, 0), t};
-    qsort(keys, (size_t)n, sizeof *keys, by_content_then_index);
-    assign_segments(p, keys, n, owner);
-    free(keys);
+            refs[n++] = (weight_ref){&p->tensors[t], t};
+    qsort(refs, (size_t)n, sizeof *refs, by_content_then_index);
+    assign_segments(p, refs, n, owner);
+    free(refs);
     free(owner);
     return LLMC_OK;
 }
