@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Attention and RoPE fusion on the exported tiny families (TAP).
 #
-# For each family@opset: export a tiny model (cached in $BUILD/models, the
-# names t_e2e_llm.sh uses), compile it with --dump-passes and read the IR
+# For each family@opset: export a tiny model (tests/zoo.sh, cached in
+# $BUILD/models), compile it with --dump-passes and read the IR
 # dumped after attention-fusion.  Every layer must be fused: one
 # llmc.Attention per past_key_values.N.key input of the import, no Softmax
 # left, no past/present in the graph I/O, and for the RoPE families no Neg
@@ -11,28 +11,16 @@
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-PY=/usr/bin/python3          # Debian python: has torch + onnx (pyenv python does not)
-SEED=0
 MAX_CONTEXT=256              # the tiny models' RoPE tables hold 256 positions
-# family@opset[:option]; option: hf (--style hf: transformers' modeling code),
-# triu / where-additive (--mask: a torch.triu mask; GPT-2's Where(bias, 0,
-# -1e9) added to the scores).  The names are t_e2e_llm.sh's.
+# family@opset[:option], the options of tests/zoo.sh's zoo_model: hf
+# (transformers' modeling code), triu / where-additive (other causal masks).
 VARIANTS="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17
           llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
           llama@14:triu phi@17:triu gpt2@17:where-additive"
-MODELS=$BUILD/models
 WORK=$BUILD/attention_fusion
-mkdir -p "$MODELS" "$WORK"
+mkdir -p "$WORK"
 . tests/tap.sh
-
-# Export unless a model at least as new as the exporter is cached.
-cached_model() {   # cached_model FAMILY OPSET OUT [EXPORTER ARGS...]
-    local family=$1 opset=$2 out=$3
-    shift 3
-    [ -s "$out" ] && [ "$out" -nt scripts/export_llm.py ] && return 0
-    "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny --seed "$SEED" "$@" \
-        --out "$out.tmp.onnx" >"$out.log" 2>&1 && mv "$out.tmp.onnx" "$out"
-}
+. tests/zoo.sh
 
 # The compile may fail in codegen (llmc.Attention lowering): only the dump counts.
 dump_passes() {
@@ -48,13 +36,11 @@ equal() { [ "$1" -eq "$2" ] || { echo "got $1, want $2"; return 1; }; }
 no_fusion_refusals() { ! grep -E '(attention|rope)-fusion: .* not fused' "$1"; }
 
 for variant in $VARIANTS; do
-    spec=${variant%:*} option="" args=()
+    spec=${variant%:*} option=""
     [ "$spec" != "$variant" ] && option=${variant#*:}
-    family=${spec%@*} opset=${spec#*@} tag=${spec%@*}-op${spec#*@}${option:+-$option}
-    case $option in hf) args=(--style hf) ;; ?*) args=(--mask "$option") ;; esac
-    model=$MODELS/$tag-s$SEED.onnx dir=$WORK/$tag
-    opset="$opset${option:+ ($option)}"
-    check "$family opset $opset: exported" cached_model "$family" "${spec#*@}" "$model" "${args[@]}"
+    family=${spec%@*} opset=${spec#*@}${option:+ ($option)} dir=$WORK/${spec%@*}-op${spec#*@}${option:+-$option}
+    model=$(zoo_spec_model "$variant")
+    check "$family opset $opset: exported" test -s "$model"
     check "$family opset $opset: passes dumped" dump_passes "$model" "$dir"
     after=$(ls "$dir"/*-attention-fusion.txt)
     layers=$(count '^input +past_key_values\.[0-9]+\.key ' "$dir/00-import.txt")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end LLM parity: llmc vs ONNX Runtime on tiny random decoder models.
 #
-# For each family@opset: export a tiny model (cached in $BUILD/models) and
+# For each family@opset: export a tiny model (tests/zoo.sh, cached in
+# $BUILD/models) and
 # compile it with `llmc compile` (the whole pass pipeline: fused attention
 # with the runtime's own KV cache).  Then for prompts of 1, 7 and 64 tokens,
 # each followed by 32 greedy decode steps, run ONNX Runtime
@@ -15,42 +16,22 @@ BUILD=${BUILD:-build}
 PY=/usr/bin/python3          # Debian python: has torch + onnx (pyenv python does not)
 MAX_NEW=32
 VOCAB=512                    # tiny size vocabulary
-SEED=0
-# family@opset[:option]: option "hf" exports with `--style hf` (transformers'
-# eager modeling code and optimum's interface, scripts/export_llm.py),
-# "triu" and "where-additive" with that `--mask` (a torch.triu mask; GPT-2's
-# Where(bias, 0, -1e9) added to the scores), and "single" / "per-tensor"
-# read the weights from external files (one file with offsets, one file per
-# tensor).
+# family@opset[:option], the options of tests/zoo.sh's zoo_model: hf
+# (transformers' modeling code), triu / where-additive (other causal masks),
+# single / per-tensor (external weight files).
 VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor
     llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
     llama@14:triu phi@17:triu gpt2@17:where-additive"}
 
-MODELS=$BUILD/models
 WORK=$BUILD/e2e_llm
-mkdir -p "$MODELS" "$WORK"
+mkdir -p "$WORK"
+. tests/zoo.sh
 
 check_no=0
 failures=0
 ok()     { check_no=$((check_no + 1)); echo "ok $check_no - $1"; }
 not_ok() { check_no=$((check_no + 1)); failures=$((failures + 1)); echo "not ok $check_no - $1"; }
 diag()   { sed 's/^/# /' "$@"; }
-
-# Export unless a model at least as new as the exporter is cached.
-export_model() {   # export_model FAMILY OPSET EXTERNAL OUT [EXPORTER ARGS...]
-    local family=$1 opset=$2 external=$3 out=$4
-    shift 4
-    if [ -s "$out" ] && [ "$out" -nt scripts/export_llm.py ]; then return 0; fi
-    rm -f "$out"
-    if [ "$external" = none ]; then
-        "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny "$@" \
-            --seed "$SEED" --out "$out.tmp.onnx" >"$out.log" 2>&1 \
-            && mv "$out.tmp.onnx" "$out"
-    else   # external data files are named after the .onnx: export in place
-        "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny "$@" \
-            --seed "$SEED" --external "$external" --out "$out" >"$out.log" 2>&1
-    fi
-}
 
 # Prompts of 1, 7 and 64 tokens (ids below the tiny vocabulary).
 PROMPTS="5 5,17,42,7,99,3,250 $(seq -s, 0 63 | awk -F, '{for (i = 1; i <= NF; i++) printf "%s%d", (i > 1 ? "," : ""), ($i * 37 + 11) % 512}')"
@@ -102,22 +83,19 @@ test_prompt() {
 }
 
 test_variant() {
-    local spec=${1%:*} option="" external=none args=()
+    local spec=${1%:*} option=""
     [ "$spec" != "$1" ] && option=${1#*:}
     local family=${spec%@*} opset=${spec#*@}
-    local name="$family opset $opset" tag=$family-op$opset
+    local name="$family opset $opset" tag=$family-op$opset${option:+-$option}
     case $option in
-        hf) args=(--style hf); name="$name, transformers style" ;;
-        triu|where-additive) args=(--mask "$option"); name="$name, $option mask" ;;
-        ?*) external=$option; name="$name, $option external data"; mkdir -p "$MODELS/$tag-$option" ;;
+        hf) name="$name, transformers style" ;;
+        triu|where-additive) name="$name, $option mask" ;;
+        ?*) name="$name, $option external data" ;;
     esac
-    [ -n "$option" ] && tag=$tag-$option
-    local model=$MODELS/$tag-s$SEED.onnx plan=$WORK/$tag.plan
-    [ "$external" != none ] && model=$MODELS/$tag/model.onnx
+    local model plan=$WORK/$tag.plan why=""
     rm -f "$WORK/$tag".*
-    local why=""
-    if ! export_model "$family" "$opset" "$external" "$model" "${args[@]}"; then
-        why="export failed"; diag "$model.log"
+    if ! model=$(zoo_spec_model "$1" 2>"$WORK/$tag.export.log"); then
+        why="export failed"; diag "$WORK/$tag.export.log"
     elif ! compile_llmc "$model" "$plan"; then
         why="llmc compile failed"; [ -f "$plan.log" ] && diag "$plan.log"
     fi

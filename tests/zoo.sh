@@ -1,17 +1,30 @@
-# The test zoo's tiny exports (sourced).  `zoo_model FAMILY OPSET [STYLE]`
-# prints the path of scripts/export_llm.py's tiny model of that family,
-# opset and style (plain, the default, or hf: transformers' modeling code)
-# with seed 0, exporting it into $BUILD/models unless a copy at least as new
-# as the exporter is cached there (the names are those tests/t_e2e_llm.sh
-# uses, so the tests share one cache).  Exports are byte-deterministic:
-# same seed, same torch, same bytes.
+# The test zoo's tiny exports (sourced).  `zoo_model FAMILY OPSET [OPTION]`
+# prints the path of scripts/export_llm.py's tiny model of that family and
+# opset with seed 0, exporting it into $BUILD/models unless a copy at least
+# as new as the exporter is cached there; every test shares that cache.
+# OPTION: plain (the default: our own torch modules), hf (--style hf:
+# transformers' modeling code and optimum's interface), triu /
+# where-additive (--mask: a torch.triu mask; GPT-2's Where(bias, 0, -1e9)
+# added to the scores), single / per-tensor (--external: the weights in one
+# data file with offsets, or one file per tensor, beside DIR/model.onnx).
+# Exports are byte-deterministic: same seed, same torch, same bytes.
 zoo_model() {
-    local family=$1 opset=$2 style=${3:-plain}
-    local out=${BUILD:-build}/models/$family-op$opset$([ "$style" = plain ] || echo "-$style")-s0.onnx
+    local family=$1 opset=$2 option=${3:-plain} models=${BUILD:-build}/models args=() out tmp
+    local tag=$family-op$opset$([ "$option" = plain ] || echo "-$option")
+    out=$models/$tag-s0.onnx tmp=$out.tmp.onnx
+    case $option in
+        plain) ;;
+        hf) args=(--style hf) ;;
+        triu|where-additive) args=(--mask "$option") ;;
+        single|per-tensor)   # external data files are named after the .onnx: export in place
+            args=(--external "$option") out=$models/$tag/model.onnx tmp=$models/$tag/model.onnx ;;
+        *) echo "zoo_model: unknown option '$option'" >&2; return 1 ;;
+    esac
     mkdir -p "$(dirname "$out")"
     if [ ! -s "$out" ] || [ ! "$out" -nt scripts/export_llm.py ]; then
-        /usr/bin/python3 scripts/export_llm.py --family "$family" --opset "$opset" --style "$style" --size tiny \
-            --seed 0 --out "$out.tmp.onnx" >"$out.log" 2>&1 && mv "$out.tmp.onnx" "$out" || { cat "$out.log" >&2; return 1; }
+        /usr/bin/python3 scripts/export_llm.py --family "$family" --opset "$opset" --size tiny --seed 0 \
+            "${args[@]}" --out "$tmp" >"$out.log" 2>&1 && { [ "$tmp" = "$out" ] || mv "$tmp" "$out"; } \
+            || { cat "$out.log" >&2; return 1; }
     fi
     echo "$out"
 }
@@ -21,11 +34,11 @@ zoo_model() {
 ZOO="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17
      llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf"
 
-# zoo_spec_model SPEC: zoo_model for family@opset[:style]
+# zoo_spec_model SPEC: zoo_model for family@opset[:option]
 zoo_spec_model() {
-    local spec=${1%:*} style=plain
-    [ "$spec" != "$1" ] && style=${1#*:}
-    zoo_model "${spec%@*}" "${spec#*@}" "$style"
+    local spec=${1%:*} option=plain
+    [ "$spec" != "$1" ] && option=${1#*:}
+    zoo_model "${spec%@*}" "${spec#*@}" "$option"
 }
 GOLDEN_MAX_CONTEXT=256
 
