@@ -1,0 +1,71 @@
+/* Internal: one kernel table per plan target.
+ *
+ * The portable C table (table_generic.c) is always built: it runs plans for
+ * target "generic" and is the oracle every other table is tested against.
+ * A SIMD table lives in its own directory (x86_avx2/, arm_neon/) and is
+ * compiled only where its ISA is: no #if inside a kernel.  plan_open picks
+ * the table from Plan.target (rt_kernels_for_target) and refuses a target
+ * this build or this CPU cannot run.
+ *
+ * The entries are micro-kernels over the formats of quant_format.h; the
+ * drivers that validate operands, split work into tasks along row tiles of
+ * W (paper 002 §5.2) and add bias and residual are portable and shared, so a
+ * target only writes the inner loops.  Every entry computes exactly the
+ * same bits for a given input whatever task it runs in, so results do not
+ * depend on the thread count. */
+#ifndef LLMC_RT_KERNEL_TABLE_H
+#define LLMC_RT_KERNEL_TABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels.h"
+#include "quant_format.h"
+
+/* A quantized matrix product: activation tiles (QuantizeRows) by weight
+ * blocks.  xs.kp == ws.kp, xs.group == ws.group, xs.lp == ws.lp. */
+typedef struct {
+    const uint8_t *xq;
+    rt_qact_shape xs;
+    const uint8_t *w;
+    rt_qweight_shape ws;
+} rt_qtile_args;
+
+/* An fp32 product of plain rows x [m, k] (row stride x_stride floats) by
+ * fp32 weight tiles. */
+typedef struct {
+    const float *x;
+    int64_t x_stride;
+    const float *w;
+    rt_ftile_shape ws;
+} rt_ftile_args;
+
+typedef struct rt_kernels {
+    const char *target;     /* the Plan.target this table runs */
+    int q_hp, q_lp, q_ep;   /* tile sizes of this target's quantized plans */
+    int f_hp, f_ep;         /* fp32 weight tile rows; rows per fp32 GEMM call
+                               (f_hp 0: fp32 weights stay dense [n, k]) */
+    /* Rows [r0, r1) of x [m, k] (row stride x_stride floats; r1 <= m) into
+     * the activation tiles xq: their int8 values, scales and group sums.
+     * Padding rows and columns are the driver's. */
+    void (*quantize_rows)(const float *x, int64_t x_stride, const rt_qact_shape *s,
+                          int64_t r0, int64_t r1, uint8_t *xq);
+    /* out[e * hp + h] for e < rows (1 <= rows <= ep: the rows of activation
+     * tile et that exist) and h < hp (row tile ht of W): the sum over groups
+     * of quant_format.h before the multiplication by sx.  rows == 1 is the
+     * decode GEMV and may take a path of its own. */
+    void (*qtile)(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
+    /* out[e * hp + h] = sum over c of x[e0 + e][c] * W[ht * hp + h][c] for
+     * e < rows (1 <= rows <= f_ep). */
+    void (*ftile)(const rt_ftile_args *a, int64_t e0, int rows, int64_t ht, float *out);
+} rt_kernels;
+
+/* The portable table (always present). */
+extern const rt_kernels rt_kernels_generic;
+
+/* The table for a plan target, or NULL with LLMC_RT_E_TARGET in err when
+ * the target is unknown, not built into this runtime, or needs CPU features
+ * this CPU lacks (the message names which). */
+const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err);
+
+#endif

@@ -1,0 +1,218 @@
+/* Internal: the byte formats of quantized Linear operands.  The compiler
+ * (codegen/weight_pack.c) writes weight tiles, the QuantizeRows op writes
+ * activation tiles at run time, and every target's kernels read both.
+ *
+ * Weights: W [n, k] (one row per output feature), quantized per row and per
+ * group of `group` consecutive reduction elements (group divides kp).
+ *   kp = k rounded up to group (zero padding), np = n rounded up to hp.
+ *   The tensor is np/hp * kp/group blocks in that order (row tile outer),
+ *   one block = the hp rows of a row tile over one group:
+ *     data    group/lp tiles of [hp][lp] values, tile t = elements
+ *             [t*lp, t*lp + lp) of the group for the hp rows
+ *               bits 8: int8 q in [-127, 127], tile t at byte t*hp*lp,
+ *                       value (r, l) at byte t*hp*lp + r*lp + l
+ *               bits 4: uint4 q in [0, 15]; tiles 2u and 2u+1 share the hp*lp
+ *                       bytes at u*hp*lp: byte r*lp + l holds (r, l) of tile
+ *                       2u in its low nibble and of tile 2u+1 in its high
+ *                       nibble, so `& 15` and `>> 4` unpack two whole tiles
+ *                       with no shuffle (paper 000 §IV.D)
+ *     scales  hp IEEE binary16, one per row
+ *     mins    bits 4 only: hp binary16, one per row
+ *   Dequantized: w = scale * q (bits 8, symmetric), w = scale * q + min
+ *   (bits 4, asymmetric: min = -scale * zero_point).  Padding rows and
+ *   columns have q = 0 and scale = min = 0.
+ *
+ * Activations: x [m, k] float rows quantized by QuantizeRows, per row
+ * abs-max: sx = amax / 127, q = round-to-nearest-even(x * (127 / amax)) (0
+ * when amax is 0), and per (row, group) the int32 sum of q, which lets the
+ * bits-4 kernels add min * sx * sum(q) once per group instead of subtracting
+ * a zero point in the inner loop (paper 000 §V.C).
+ *   mp = m rounded up to ep; kp as for the weights it feeds.
+ *     data    [mp/ep][kp/lp][ep][lp] int8 at offset 0 (padding q = 0);
+ *             one row tile is contiguous so the GEMM streams it
+ *     scales  mp float32 at align64(mp * kp)            (padding rows 0)
+ *     sums    [mp][kp/group] int32 at align64(scales + 4 * mp)
+ *
+ * A Linear over them: for output row e and feature h,
+ *   z[e][h] = sx[e] * sum over groups G of
+ *             (scale[h][G] * acc(e, h, G) + min[h][G] * sums[e][G])
+ * with acc the exact int32 dot product of the group's q values. */
+/* fp32 weight tiles (plans for SIMD targets): W [n, k] as np/hp row tiles,
+ * each [k][hp] floats: value (r, c) of row tile ht at float index
+ * (ht * k + c) * hp + r; padding rows 0.  One step of c reads hp
+ * consecutive floats, so a GEMM broadcasts x[e][c] and multiply-adds whole
+ * vectors of features (no horizontal sums). */
+#ifndef LLMC_RT_QUANT_FORMAT_H
+#define LLMC_RT_QUANT_FORMAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+    int bits;              /* 8 or 4 */
+    int hp, lp;            /* tile: hp rows by lp reduction elements */
+    int64_t n, k, group;   /* logical W [n, k]; group divides kp */
+    int64_t np, kp;        /* n rounded up to hp, k rounded up to group */
+} rt_qweight_shape;
+
+typedef struct {
+    int ep, lp;            /* tile: ep rows by lp reduction elements */
+    int64_t m, k, group;   /* logical x [m, k] */
+    int64_t mp, kp;        /* m rounded up to ep, k rounded up to group */
+} rt_qact_shape;
+
+static inline int64_t rt_qround_up(int64_t x, int64_t a)
+{
+    return (x + a - 1) / a * a;
+}
+
+static inline uint64_t rt_qalign64(uint64_t v)
+{
+    return (v + 63) & ~(uint64_t)63;
+}
+
+typedef struct {
+    int hp;                /* rows per tile */
+    int64_t n, k, np;      /* logical W [n, k]; np = n rounded up to hp */
+} rt_ftile_shape;
+
+static inline bool rt_ftile_shape_init(rt_ftile_shape *s, int hp, int64_t n, int64_t k)
+{
+    if (hp < 1 || hp > 64 || n < 0 || k < 0 || n > ((int64_t)1 << 40) ||
+        k > ((int64_t)1 << 40))
+        return false;
+    s->hp = hp;
+    s->n = n;
+    s->k = k;
+    s->np = rt_qround_up(n, hp);
+    return true;
+}
+
+static inline uint64_t rt_ftile_bytes(const rt_ftile_shape *s)
+{
+    return 4u * (uint64_t)s->np * (uint64_t)s->k;
+}
+
+/* Bytes of one weight block (hp rows over one group). */
+static inline uint64_t rt_qweight_block_bytes(const rt_qweight_shape *s)
+{
+    uint64_t data = (uint64_t)s->hp * (uint64_t)s->group * (uint64_t)s->bits / 8u;
+    return data + 2u * (uint64_t)s->hp * (s->bits == 4 ? 2u : 1u);
+}
+
+static inline uint64_t rt_qweight_bytes(const rt_qweight_shape *s)
+{
+    return (uint64_t)(s->np / s->hp) * (uint64_t)(s->kp / s->group) *
+           rt_qweight_block_bytes(s);
+}
+
+/* The block of row tile ht over group g. */
+static inline uint64_t rt_qweight_block_offset(const rt_qweight_shape *s, int64_t ht,
+                                               int64_t g)
+{
+    return ((uint64_t)ht * (uint64_t)(s->kp / s->group) + (uint64_t)g) *
+           rt_qweight_block_bytes(s);
+}
+
+static inline uint64_t rt_qact_scales_offset(const rt_qact_shape *s)
+{
+    return rt_qalign64((uint64_t)s->mp * (uint64_t)s->kp);
+}
+
+static inline uint64_t rt_qact_sums_offset(const rt_qact_shape *s)
+{
+    return rt_qalign64(rt_qact_scales_offset(s) + 4u * (uint64_t)s->mp);
+}
+
+static inline uint64_t rt_qact_bytes(const rt_qact_shape *s)
+{
+    return rt_qact_sums_offset(s) + 4u * (uint64_t)s->mp * (uint64_t)(s->kp / s->group);
+}
+
+/* Fills the derived fields; false if the parameters are not a valid format
+ * (bits 4/8, hp, lp, ep in [1, 64], lp a power of two, group a positive
+ * multiple of 2 * lp, n, k, m >= 0). */
+static inline bool rt_qweight_shape_init(rt_qweight_shape *s, int bits, int hp, int lp,
+                                         int64_t n, int64_t k, int64_t group)
+{
+    if ((bits != 4 && bits != 8) || hp < 1 || hp > 64 || lp < 1 || lp > 64 ||
+        (lp & (lp - 1)) || group < 2 * lp || group % (2 * lp) || n < 0 || k < 0 ||
+        n > ((int64_t)1 << 40) || k > ((int64_t)1 << 40))
+        return false;
+    s->bits = bits;
+    s->hp = hp;
+    s->lp = lp;
+    s->n = n;
+    s->k = k;
+    s->group = group;
+    s->np = rt_qround_up(n, hp);
+    s->kp = rt_qround_up(k, group);
+    return true;
+}
+
+static inline bool rt_qact_shape_init(rt_qact_shape *s, int ep, int lp, int64_t m, int64_t k,
+                                      int64_t group)
+{
+    if (ep < 1 || ep > 64 || lp < 1 || lp > 64 || (lp & (lp - 1)) || group < 2 * lp ||
+        group % (2 * lp) || m < 0 || k < 0 || m > ((int64_t)1 << 40) ||
+        k > ((int64_t)1 << 40))
+        return false;
+    s->ep = ep;
+    s->lp = lp;
+    s->m = m;
+    s->k = k;
+    s->group = group;
+    s->mp = rt_qround_up(m, ep);
+    s->kp = rt_qround_up(k, group);
+    return true;
+}
+
+/* IEEE binary16 <-> binary32, exact for every half (round to nearest even
+ * the other way); portable C, no F16C needed. */
+static inline float rt_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31u, man = h & 1023u;
+    uint32_t bits;
+    if (exp == 31)
+        bits = sign | 0x7f800000u | man << 13;
+    else if (exp)
+        bits = sign | (exp + 112u) << 23 | man << 13;
+    else if (!man)
+        bits = sign;
+    else { /* subnormal: normalize */
+        int e = -1;
+        do {
+            man <<= 1;
+            e++;
+        } while (!(man & 1024u));
+        bits = sign | (uint32_t)(112 - e) << 23 | (man & 1023u) << 13;
+    }
+    union { uint32_t u; float f; } v = {bits};
+    return v.f;
+}
+
+static inline uint16_t rt_float_to_half(float f)
+{
+    union { float f; uint32_t u; } v = {f};
+    uint32_t sign = (v.u >> 16) & 0x8000u, abs = v.u & 0x7fffffffu;
+    if (abs >= 0x7f800000u) /* inf, nan */
+        return (uint16_t)(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+    if (abs >= 0x477ff000u) /* rounds to >= 65520: overflow */
+        return (uint16_t)(sign | 0x7c00u);
+    if (abs < 0x38800000u) { /* below 2^-14: subnormal half (or zero) */
+        if (abs < 0x33000000u) /* below 2^-25: rounds to zero */
+            return (uint16_t)sign;
+        uint32_t man = (abs & 0x7fffffu) | 0x800000u;
+        int shift = 126 - (int)(abs >> 23); /* 14 .. 24 */
+        uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rest > mid || (rest == mid && (half & 1u)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = ((abs >> 13) - (112u << 10)), rest = abs & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
+        half++;
+    return (uint16_t)(sign | half);
+}
+
+#endif
