@@ -22,6 +22,8 @@ typedef struct {
     const llmc_pass_record *passes;     /* recorded in the plan for `inspect` */
     uint32_t threads;                   /* for hashing segments; 0 or 1 = this thread.
                                          * The plan's bytes never depend on it. */
+    const char *target;                 /* Plan.target; NULL = "generic" */
+    uint32_t gemm_min_rows;             /* Plan.gemm_min_rows; 0 = the runtime's default */
 } llmc_codegen_options;
 
 /* What the plan holds, for the CLI to print. */

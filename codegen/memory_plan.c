@@ -24,24 +24,28 @@ static int fail_tensor(llmc_error *err, const cg_tensor *t, const char *what)
     return llmc_fail(err, LLMC_E_UNSUPPORTED, "tensor '%s': %s", t->name, what);
 }
 
-/* Element count at (S, P), or -1 if a dim is negative there, -2 on overflow. */
-static int64_t elems_at(const cg_tensor *t, int64_t S, int64_t P)
+/* Bytes at (S, P) through the runtime's traits (tensor_traits.h), or -1 if
+ * a dim is negative there, -2 on overflow or a layout the dims cannot have. */
+static int64_t bytes_at(const cg_tensor *t, int64_t S, int64_t P)
 {
-    int64_t n = 1;
+    int64_t dims[LLMC_MAX_RANK];
+    uint64_t bytes;
     for (int k = 0; k < t->rank; k++) {
-        int64_t d = t->dims[k].c + t->dims[k].s * S + t->dims[k].p * P;
-        if (d < 0)
+        dims[k] = t->dims[k].c + t->dims[k].s * S + t->dims[k].p * P;
+        if (dims[k] < 0)
             return -1;
-        if (__builtin_mul_overflow(n, d, &n))
-            return -2;
     }
-    return n;
+    rt_tensor_format f = cg_tensor_format(t);
+    if (!rt_tensor_bytes(&f, t->rank, dims, &bytes) || bytes > (uint64_t)INT64_MAX)
+        return -2;
+    return (int64_t)bytes;
 }
 
-/* With every S and P coefficient >= 0 each dim grows with S and with P, so
- * the product peaks on the line S + P = max_context; walk it (only the end
- * points when the tensor depends on just one of the symbols). */
-static int worst_case_elems(const cg_tensor *t, uint32_t max_context, int64_t *out,
+/* With every S and P coefficient >= 0 each dim grows with S and with P, and
+ * so do the bytes of every layout, so they peak on the line S + P =
+ * max_context; walk it (only the end points when the tensor depends on just
+ * one of the symbols). */
+static int worst_case_bytes(const cg_tensor *t, uint32_t max_context, int64_t *out,
                             llmc_error *err)
 {
     bool uses_s = false, uses_p = false;
@@ -56,15 +60,15 @@ static int worst_case_elems(const cg_tensor *t, uint32_t max_context, int64_t *o
     int64_t first = uses_p ? 1 : max_context, last = uses_s ? max_context : 1;
     if (!uses_s && !uses_p)
         first = last = 0;
-    int64_t worst = elems_at(t, first ? 1 : 0, 0);   /* the smallest point must be valid too */
+    int64_t worst = bytes_at(t, first ? 1 : 0, 0);   /* the smallest point must be valid too */
     for (int64_t S = first; S <= last && worst >= 0; S++) {
-        int64_t n = elems_at(t, S, S ? max_context - S : 0);
+        int64_t n = bytes_at(t, S, S ? max_context - S : 0);
         worst = n < 0 ? n : n > worst ? n : worst;
     }
     if (worst == -1)
         return fail_tensor(err, t, "a dim is negative within the bounds");
     if (worst == -2)
-        return fail_tensor(err, t, "its element count overflows 64 bits within S + P <= max_context");
+        return fail_tensor(err, t, "its byte size overflows 64 bits within S + P <= max_context");
     *out = worst;
     return LLMC_OK;
 }
@@ -75,15 +79,13 @@ static int size_tensors(cg_plan *p, uint32_t max_context, llmc_error *err)
         cg_tensor *t = &p->tensors[i];
         if (t->is_weight)
             continue;
-        int64_t elems = 0;
-        int rc = worst_case_elems(t, max_context, &elems, err);
+        int64_t bytes = 0;
+        int rc = worst_case_bytes(t, max_context, &bytes, err);
         if (rc)
             return rc;
-        uint64_t bytes;
-        if (__builtin_mul_overflow((uint64_t)elems, llmc_dtype_size(t->dtype), &bytes) ||
-            bytes > UINT64_MAX - ARENA_ALIGN)
+        if ((uint64_t)bytes > UINT64_MAX - ARENA_ALIGN)
             return fail_tensor(err, t, "its byte size overflows 64 bits");
-        t->max_bytes = round_up(bytes, ARENA_ALIGN);
+        t->max_bytes = round_up((uint64_t)bytes, ARENA_ALIGN);
     }
     return LLMC_OK;
 }

@@ -10,34 +10,24 @@
 
 #include "diag.h"
 #include "ir.h"
+#include "plan_format.h"
+#include "tensor_traits.h"
 
-enum { /* llmc.plan.OpCode */
-    CG_OP_COPY, CG_OP_RESHAPE, CG_OP_UNARY, CG_OP_BINARY, CG_OP_WHERE, CG_OP_CAST,
-    CG_OP_MATMUL, CG_OP_REDUCE, CG_OP_SOFTMAX, CG_OP_LAYERNORM, CG_OP_GATHER,
-    CG_OP_FILL, CG_OP_RANGE, CG_OP_SYMBOLS, CG_OP_LINEAR, CG_OP_RMSNORM, CG_OP_ROPE,
-    CG_OP_ATTENTION, CG_OP_TRILU, CG_OP_SCATTER_ND, CG_OP_CUMSUM,
-    CG_OP_COUNT
-};
-
-enum { /* llmc.plan.UnaryKind */
-    CG_UN_IDENTITY, CG_UN_NEG, CG_UN_ABS, CG_UN_SQRT, CG_UN_EXP, CG_UN_LOG, CG_UN_ERF,
-    CG_UN_TANH, CG_UN_SIGMOID, CG_UN_RECIPROCAL, CG_UN_RELU, CG_UN_SIN, CG_UN_COS,
-    CG_UN_NOT, CG_UN_FLOOR, CG_UN_CEIL, CG_UN_GELU, CG_UN_GELU_TANH, CG_UN_SILU
-};
-
-enum { /* llmc.plan.BinaryKind */
-    CG_BIN_ADD, CG_BIN_SUB, CG_BIN_MUL, CG_BIN_DIV, CG_BIN_POW, CG_BIN_MAX, CG_BIN_MIN,
-    CG_BIN_EQUAL, CG_BIN_LESS, CG_BIN_GREATER, CG_BIN_LESS_OR_EQUAL,
-    CG_BIN_GREATER_OR_EQUAL, CG_BIN_AND, CG_BIN_OR, CG_BIN_XOR, CG_BIN_SWIGLU
-};
-
-enum { /* llmc.plan.ReduceKind */
-    CG_RED_MEAN, CG_RED_SUM, CG_RED_MAX, CG_RED_MIN, CG_RED_PROD
-};
-
-enum { /* llmc.plan.ScatterReduction (ScatterND's kind) */
-    CG_SCATTER_NONE, CG_SCATTER_ADD, CG_SCATTER_MUL, CG_SCATTER_MAX, CG_SCATTER_MIN
-};
+/* Codes of schemas/plan.fbs, generated from runtime/plan_enums.h. */
+#define CG_OP_(s, ...) CG_OP_##s,
+enum { LLMC_PLAN_OPS(CG_OP_) CG_OP_COUNT };
+#define CG_UN_(s, name, v) CG_UN_##s = v,
+enum { LLMC_PLAN_UNARY_KINDS(CG_UN_) };
+#define CG_BIN_(s, name, v) CG_BIN_##s = v,
+enum { LLMC_PLAN_BINARY_KINDS(CG_BIN_) };
+#define CG_RED_(s, name, v) CG_RED_##s = v,
+enum { LLMC_PLAN_REDUCE_KINDS(CG_RED_) };
+#define CG_SCATTER_(s, name, v) CG_SCATTER_##s = v,
+enum { LLMC_PLAN_SCATTER_REDUCTIONS(CG_SCATTER_) };
+#define CG_LAYOUT_(s, name, v) CG_LAYOUT_##s = v,
+enum { LLMC_PLAN_LAYOUTS(CG_LAYOUT_) };
+#define CG_OP_SAME_(s, ...) _Static_assert((int)CG_OP_##s == (int)OP_##s, "OpCode " #s);
+LLMC_PLAN_OPS(CG_OP_SAME_)
 
 enum { /* kind bits of CumSum; Trilu's kind is 1 for upper */
     CG_CUMSUM_EXCLUSIVE = 1, CG_CUMSUM_REVERSE = 2
@@ -46,6 +36,9 @@ enum { /* kind bits of CumSum; Trilu's kind is 1 for upper */
 typedef struct {
     char *name;
     int dtype;                          /* ONNX numbering, one of plan DType */
+    int layout;                         /* plan Layout (CG_LAYOUT_*) */
+    uint32_t group;                     /* QWeightTiles, QActTiles */
+    int tile_rows, tile_depth;          /* QWeightTiles, QActTiles, FWeightTiles */
     int rank;
     llmc_affine dims[LLMC_MAX_RANK];
     bool is_weight;
@@ -58,6 +51,12 @@ typedef struct {
     uint64_t max_bytes, arena_offset;
     int first_op, last_op;              /* lifetime; -1 = before op 0, n_ops = after the last */
 } cg_tensor;
+
+static inline rt_tensor_format cg_tensor_format(const cg_tensor *t)
+{
+    rt_tensor_format f = {t->dtype, t->layout, t->group, t->tile_rows, t->tile_depth};
+    return f;
+}
 
 /* One strided copy, as llmc.plan.Region. */
 typedef struct {

@@ -23,12 +23,10 @@
 #include "plan_model.h"
 #include "plan_format.h"
 
-#define PLAN_FORMAT_VERSION 2
 /* Cache positions per KV chunk: 64 rows of a 64..128-wide head are 16..32 KB
  * per head, large enough to stream and small enough that a short context
  * wastes little. */
 #define PLAN_KV_CHUNK_POSITIONS 64
-#define PLAN_TARGET "generic-f32"
 #define PLAN_COMPILER_VERSION "llmc 0.1.0"
 #define SEGMENT_ALIGN 64
 #define WRITE_CHUNK ((size_t)1 << 26)
@@ -129,6 +127,10 @@ static fb_ref write_tensor(fb_builder *b, const cg_tensor *t)
         field_nonzero(b, 4, t->arena_offset, 8);
         field_nonzero(b, 5, t->max_bytes, 8);
     }
+    field_nonzero(b, 7, (uint64_t)t->layout, 1);
+    field_nonzero(b, 8, t->group, 4);
+    field_nonzero(b, 9, (uint64_t)t->tile_rows, 1);
+    field_nonzero(b, 10, (uint64_t)t->tile_depth, 1);
     return fb_table_end(b);
 }
 
@@ -258,7 +260,7 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
 {
     fb_builder *b = &img->fb;
     const cg_plan *p = &img->plan;
-    fb_ref target = fb_string(b, PLAN_TARGET);
+    fb_ref target = fb_string(b, opt->target ? opt->target : "generic");
     fb_ref version = fb_string(b, PLAN_COMPILER_VERSION);
     for (int i = 0; i < p->n_tensors; i++)
         refs[i] = write_tensor(b, &p->tensors[i]);
@@ -279,7 +281,7 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
         refs[i] = write_pass(b, &opt->passes[i]);
     fb_ref passes = fb_vector_refs(b, refs, (size_t)opt->n_passes);
     fb_table_begin(b);
-    fb_field_scalar(b, 0, PLAN_FORMAT_VERSION, 4);
+    fb_field_scalar(b, 0, LLMC_RT_FORMAT_VERSION, 4);
     field_ref(b, 1, target);
     field_nonzero(b, 2, g->source_hash, 8);
     field_ref(b, 3, version);
@@ -296,6 +298,7 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     field_nonzero(b, 14, cg_cache_count(p), 4);
     if (cg_cache_count(p))
         field_nonzero(b, 15, PLAN_KV_CHUNK_POSITIONS, 4);
+    field_nonzero(b, 16, opt->gemm_min_rows, 4);
     return fb_table_end(b);
 }
 

@@ -39,7 +39,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("llmc %s (plan format 1, target generic-f32)\n", LLMC_VERSION);
+        printf("llmc %s (plan format 3, targets generic avx2 neon-dot neon-i8mm)\n", LLMC_VERSION);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

@@ -29,8 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LLMC_RT_FORMAT_VERSION 2u
-#define LLMC_RT_TARGET "generic-f32"
+#define LLMC_RT_FORMAT_VERSION 3u
 #define LLMC_RT_MAX_RANK 8
 
 /* Result codes.  One list generates the enum and the names. */
@@ -79,22 +78,33 @@ typedef struct {
     uint32_t kv_chunk;      /* cache positions per chunk */
     uint64_t kv_slot_bytes; /* one pool chunk: K and V of the widest cache, 64-aligned */
     uint64_t source_hash;
+    const char *target;     /* Plan.target, NUL-terminated inside the plan */
+    const struct rt_kernels *kernels; /* the target's kernels; NULL when this
+                               build or CPU cannot run it (OPEN_ANY_TARGET) */
+    uint32_t gemm_min_rows; /* Plan.gemm_min_rows, or the runtime's default */
 } llmc_rt_plan;
 
 enum {
-    LLMC_RT_VERIFY_HASHES = 1u  /* also hash every weight segment (reads all weights) */
+    LLMC_RT_VERIFY_HASHES = 1u,  /* also hash every weight segment (reads all weights) */
+    LLMC_RT_OPEN_ANY_TARGET = 2u /* verify a plan for any target this runtime knows,
+                                    even one it cannot run here (plan->kernels is
+                                    then NULL and session init fails) */
 };
 
 /* Proves every offset, vector, string, tensor index, region and segment of
- * the plan in bounds before anything is executed. `bytes` must stay valid
- * and unchanged while the plan is used, and be 8-byte aligned. */
+ * the plan in bounds before anything is executed, and picks the kernels of
+ * the plan's target: LLMC_RT_E_TARGET when the target is unknown, or (without
+ * LLMC_RT_OPEN_ANY_TARGET) not built into this runtime or not supported by
+ * this CPU.  `bytes` must stay valid and unchanged while the plan is used,
+ * and be 8-byte aligned. */
 llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t size,
                                  unsigned flags, llmc_rt_error *err);
 
 /* Element types (ONNX numbering) the runtime handles. */
 typedef enum {
     LLMC_RT_F32 = 1, LLMC_RT_U8 = 2, LLMC_RT_I8 = 3, LLMC_RT_I32 = 6,
-    LLMC_RT_I64 = 7, LLMC_RT_BOOL = 9
+    LLMC_RT_I64 = 7, LLMC_RT_BOOL = 9,
+    LLMC_RT_U4 = 21                   /* packed weights only (two per byte) */
 } llmc_rt_dtype;
 
 /* A dense row-major tensor view. */

@@ -17,14 +17,16 @@
 #include <stdint.h>
 
 #include "llmc_rt.h"
+#include "plan_enums.h"
 
 /* Field ids: declaration order in schemas/plan.fbs. */
 enum { PLAN_FORMAT_VERSION, PLAN_TARGET, PLAN_SOURCE_HASH, PLAN_COMPILER_VERSION,
        PLAN_MAX_CONTEXT, PLAN_ARENA_SIZE, PLAN_TENSORS, PLAN_OPS, PLAN_INPUTS,
        PLAN_OUTPUTS, PLAN_SEGMENTS, PLAN_PASSES, PLAN_VOCAB_SIZE, PLAN_N_LAYERS,
-       PLAN_N_CACHES, PLAN_KV_CHUNK };
+       PLAN_N_CACHES, PLAN_KV_CHUNK, PLAN_GEMM_MIN_ROWS };
 enum { TENSOR_NAME, TENSOR_DTYPE, TENSOR_DIMS, TENSOR_KIND, TENSOR_ARENA_OFFSET,
-       TENSOR_MAX_BYTES, TENSOR_SEGMENT };
+       TENSOR_MAX_BYTES, TENSOR_SEGMENT, TENSOR_LAYOUT, TENSOR_GROUP, TENSOR_TILE_ROWS,
+       TENSOR_TILE_DEPTH };
 enum { SEGMENT_OFFSET, SEGMENT_SIZE, SEGMENT_XXHASH64 };
 enum { OP_CODE, OP_NAME, OP_INPUTS, OP_OUTPUTS, OP_KIND, OP_AXIS, OP_AXES,
        OP_KEEPDIMS, OP_EPSILON, OP_VALUE, OP_VALUES, OP_REGIONS, OP_HEADS, OP_KV_HEADS,
@@ -34,35 +36,110 @@ enum { REGION_SRC, REGION_DST, REGION_DST_START, REGION_SIZE, REGION_SRC_START,
 enum { IO_TENSOR, IO_ROLE, IO_LAYER };
 enum { PASS_NAME, PASS_NODES, PASS_DIGEST, PASS_DETAIL };
 
-enum { KIND_ARENA = 0, KIND_WEIGHT = 1 };
+/* Codes of schemas/plan.fbs, generated from plan_enums.h; the asserts
+ * prove each list is numbered 0, 1, 2, ... in order. */
+#define PF_ENUM_(P, s, v) P##s = v,
+#define PF_ORD_(P, s) P##ORD_##s,
+#define PF_SAME_(P, s) LLMC_STATIC_ASSERT(P##s, (int)P##s == (int)P##ORD_##s);
 
-enum { OP_COPY, OP_RESHAPE, OP_UNARY, OP_BINARY, OP_WHERE, OP_CAST, OP_MATMUL,
-       OP_REDUCE, OP_SOFTMAX, OP_LAYERNORM, OP_GATHER, OP_FILL, OP_RANGE,
-       OP_SYMBOLS, OP_LINEAR, OP_RMSNORM, OP_ROPE, OP_ATTENTION, OP_TRILU, OP_SCATTER_ND,
-       OP_CUMSUM, OP_COUNT };
+#define PF_OP_E(s, n, v, ...) PF_ENUM_(OP_, s, v)
+#define PF_OP_O(s, ...) PF_ORD_(OP_, s)
+#define PF_OP_A(s, ...) PF_SAME_(OP_, s)
+enum { LLMC_PLAN_OPS(PF_OP_E) };
+enum { LLMC_PLAN_OPS(PF_OP_O) OP_COUNT };
+LLMC_PLAN_OPS(PF_OP_A)
+
+#define PF_UN_E(s, n, v) PF_ENUM_(UNARY_, s, v)
+#define PF_UN_O(s, n, v) PF_ORD_(UNARY_, s)
+#define PF_UN_A(s, n, v) PF_SAME_(UNARY_, s)
+enum { LLMC_PLAN_UNARY_KINDS(PF_UN_E) };
+enum { LLMC_PLAN_UNARY_KINDS(PF_UN_O) UNARY_COUNT };
+LLMC_PLAN_UNARY_KINDS(PF_UN_A)
+
+#define PF_BIN_E(s, n, v) PF_ENUM_(BINARY_, s, v)
+#define PF_BIN_O(s, n, v) PF_ORD_(BINARY_, s)
+#define PF_BIN_A(s, n, v) PF_SAME_(BINARY_, s)
+enum { LLMC_PLAN_BINARY_KINDS(PF_BIN_E) };
+enum { LLMC_PLAN_BINARY_KINDS(PF_BIN_O) BINARY_COUNT };
+LLMC_PLAN_BINARY_KINDS(PF_BIN_A)
+
+#define PF_RED_E(s, n, v) PF_ENUM_(REDUCE_, s, v)
+#define PF_RED_O(s, n, v) PF_ORD_(REDUCE_, s)
+#define PF_RED_A(s, n, v) PF_SAME_(REDUCE_, s)
+enum { LLMC_PLAN_REDUCE_KINDS(PF_RED_E) };
+enum { LLMC_PLAN_REDUCE_KINDS(PF_RED_O) REDUCE_COUNT };
+LLMC_PLAN_REDUCE_KINDS(PF_RED_A)
 
 /* ScatterND's kind (ScatterReduction); CumSum's kind bits. */
-enum { SCATTER_NONE, SCATTER_ADD, SCATTER_MUL, SCATTER_MAX, SCATTER_MIN, SCATTER_COUNT };
+#define PF_SC_E(s, n, v) PF_ENUM_(SCATTER_, s, v)
+#define PF_SC_O(s, n, v) PF_ORD_(SCATTER_, s)
+#define PF_SC_A(s, n, v) PF_SAME_(SCATTER_, s)
+enum { LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_E) };
+enum { LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_O) SCATTER_COUNT };
+LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_A)
 enum { CUMSUM_EXCLUSIVE = 1, CUMSUM_REVERSE = 2 };
 
-enum { ROLE_GENERIC, ROLE_INPUT_IDS, ROLE_ATTENTION_MASK, ROLE_POSITION_IDS,
-       ROLE_PAST_KEY, ROLE_PAST_VALUE, ROLE_LOGITS, ROLE_PRESENT_KEY,
-       ROLE_PRESENT_VALUE, ROLE_COUNT };
+#define PF_LAY_E(s, n, v) PF_ENUM_(LAYOUT_, s, v)
+#define PF_LAY_O(s, n, v) PF_ORD_(LAYOUT_, s)
+#define PF_LAY_A(s, n, v) PF_SAME_(LAYOUT_, s)
+enum { LLMC_PLAN_LAYOUTS(PF_LAY_E) };
+enum { LLMC_PLAN_LAYOUTS(PF_LAY_O) LAYOUT_COUNT };
+LLMC_PLAN_LAYOUTS(PF_LAY_A)
+
+#define PF_KIND_E(s, n, v) PF_ENUM_(KIND_, s, v)
+#define PF_KIND_O(s, n, v) PF_ORD_(KIND_, s)
+#define PF_KIND_A(s, n, v) PF_SAME_(KIND_, s)
+enum { LLMC_PLAN_TENSOR_KINDS(PF_KIND_E) };
+enum { LLMC_PLAN_TENSOR_KINDS(PF_KIND_O) KIND_COUNT };
+LLMC_PLAN_TENSOR_KINDS(PF_KIND_A)
+
+#define PF_ROLE_E(s, n, v, d, r) PF_ENUM_(ROLE_, s, v)
+#define PF_ROLE_O(s, n, v, d, r) PF_ORD_(ROLE_, s)
+#define PF_ROLE_A(s, n, v, d, r) PF_SAME_(ROLE_, s)
+enum { LLMC_PLAN_IO_ROLES(PF_ROLE_E) };
+enum { LLMC_PLAN_IO_ROLES(PF_ROLE_O) ROLE_COUNT };
+LLMC_PLAN_IO_ROLES(PF_ROLE_A)
+
+/* Targets (plan_enums.h) and the tile sizes their layouts use. */
+#define PF_TGT_O(s, ...) TARGET_##s,
+enum { LLMC_PLAN_TARGETS(PF_TGT_O) TARGET_COUNT };
+#define PF_TGT_NAME_(s, text, ...) " " text
+#define RT_TARGET_NAMES LLMC_PLAN_TARGETS(PF_TGT_NAME_) /* " generic avx2 ..." */
+
+typedef struct {
+    const char *name;
+    int q_hp, q_lp, q_ep;   /* QWeightTiles hp, lp; QActTiles ep */
+    int f_hp, f_ep;         /* FWeightTiles hp (0: fp32 weights stay Dense); fp32 GEMM rows */
+} rt_target_info;
+
+/* kernels/targets.c: the index of a target name (TARGET_*), -1 if unknown;
+ * its info (NULL for an index out of range). */
+int rt_target_index(const char *name);
+const rt_target_info *rt_target_info_of(int index);
+
+/* A Linear over QWeightTiles with fewer rows than this runs one GEMV per
+ * row when the plan does not say (Plan.gemm_min_rows 0). */
+#define RT_DEFAULT_GEMM_MIN_ROWS 4u
+
+/* Dtypes (ONNX numbering, not consecutive): the runtime's public
+ * llmc_rt_dtype must agree with the list. */
+#define PF_DT_A(s, n, v, bits) LLMC_STATIC_ASSERT(dtype_##s, (int)LLMC_RT_##s == v);
+LLMC_PLAN_DTYPES(PF_DT_A)
 
 /* The dtype (ONNX numbering) and rank an LLM role implies: int64 [b, S]
  * ids and mask, float [b, kv_heads, P, head_dim] caches, float [b, S, vocab]
  * logits; 0 for Generic.  The compiler checks its bindings against these. */
 static inline int role_dtype(int role)
 {
-    static const int dtype[ROLE_COUNT] = {0, LLMC_RT_I64, LLMC_RT_I64, LLMC_RT_I64,
-                                          LLMC_RT_F32, LLMC_RT_F32, LLMC_RT_F32,
-                                          LLMC_RT_F32, LLMC_RT_F32};
+#define PF_ROLE_DT(s, n, v, d, r) d,
+    static const int dtype[ROLE_COUNT] = {LLMC_PLAN_IO_ROLES(PF_ROLE_DT)};
     return role >= 0 && role < ROLE_COUNT ? dtype[role] : 0;
 }
 
 static inline int role_rank(int role)
 {
-    static const int rank[ROLE_COUNT] = {0, 2, 2, 2, 4, 4, 3, 4, 4};
+#define PF_ROLE_RANK(s, n, v, d, r) r,
+    static const int rank[ROLE_COUNT] = {LLMC_PLAN_IO_ROLES(PF_ROLE_RANK)};
     return role >= 0 && role < ROLE_COUNT ? rank[role] : 0;
 }
 
@@ -144,6 +221,9 @@ typedef struct {
     fb_vector dims; /* of Affine */
     uint64_t arena_offset, max_bytes;
     uint32_t segment;
+    int layout;                 /* LAYOUT_* */
+    uint32_t group;             /* QWeightTiles, QActTiles */
+    int tile_rows, tile_depth;  /* QWeightTiles, QActTiles, FWeightTiles */
 } rt_tensor_desc;
 
 typedef struct {
@@ -201,7 +281,7 @@ static inline fb_reader rt_reader(const llmc_rt_plan *p)
 
 const char *rt_op_code_name(int code);
 
-/* Evaluates a tensor's dims at (S, P) and its byte size; a dim that
+/* Evaluates a tensor's dims at (S, P) and its byte size (tensor_traits.h); a dim that
  * overflows or is negative, or non-zero dims whose byte size is beyond
  * INT64_MAX (even if another dim is 0), fails with `code`. */
 llmc_rt_status rt_eval_dims(const fb_reader *r, const rt_tensor_desc *d, int64_t S, int64_t P,

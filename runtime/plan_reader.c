@@ -1,5 +1,6 @@
 /* Checked FlatBuffer access and the table decoders (see plan_format.h). */
 #include "plan_format.h"
+#include "tensor_traits.h"
 
 #include <string.h>
 
@@ -188,7 +189,7 @@ static int32_t as_i32(uint64_t v)
 static llmc_rt_status read_tensor_fields(fb_reader *r, const fb_table *t,
                                          rt_tensor_desc *d, llmc_rt_error *err)
 {
-    uint64_t dtype = 0, kind = 0, segment = 0;
+    uint64_t dtype = 0, kind = 0, segment = 0, layout = 0, group = 0, rows = 0, depth = 0;
     llmc_rt_status st = fb_string_field(r, t, TENSOR_NAME, &d->name, err);
     if (!st)
         st = fb_scalar(r, t, TENSOR_DTYPE, 4, LLMC_RT_F32, &dtype, err);
@@ -202,9 +203,21 @@ static llmc_rt_status read_tensor_fields(fb_reader *r, const fb_table *t,
         st = fb_scalar(r, t, TENSOR_MAX_BYTES, 8, 0, &d->max_bytes, err);
     if (!st)
         st = fb_scalar(r, t, TENSOR_SEGMENT, 4, 0, &segment, err);
+    if (!st)
+        st = fb_scalar(r, t, TENSOR_LAYOUT, 1, LAYOUT_DENSE, &layout, err);
+    if (!st)
+        st = fb_scalar(r, t, TENSOR_GROUP, 4, 0, &group, err);
+    if (!st)
+        st = fb_scalar(r, t, TENSOR_TILE_ROWS, 1, 0, &rows, err);
+    if (!st)
+        st = fb_scalar(r, t, TENSOR_TILE_DEPTH, 1, 0, &depth, err);
     d->dtype = as_i32(dtype);
     d->kind = (int)kind;
     d->segment = (uint32_t)segment;
+    d->layout = (int)layout;
+    d->group = (uint32_t)group;
+    d->tile_rows = (int)rows;
+    d->tile_depth = (int)depth;
     return st;
 }
 
@@ -390,10 +403,8 @@ llmc_rt_status rt_read_io(fb_reader *r, const llmc_rt_plan *p, int is_output, ui
 
 const char *rt_op_code_name(int code)
 {
-    static const char *const names[OP_COUNT] = {
-        "Copy", "Reshape", "Unary", "Binary", "Where", "Cast", "MatMul",
-        "Reduce", "Softmax", "LayerNorm", "Gather", "Fill", "Range", "Symbols", "Linear",
-        "RMSNorm", "Rope", "Attention", "Trilu", "ScatterND", "CumSum"};
+#define OP_NAME_(s, name, ...) #name,
+    static const char *const names[OP_COUNT] = {LLMC_PLAN_OPS(OP_NAME_)};
     return code >= 0 && code < OP_COUNT ? names[code] : "?";
 }
 
@@ -433,23 +444,20 @@ llmc_rt_status rt_eval_dims(const fb_reader *r, const rt_tensor_desc *d, int64_t
                             int64_t *dims, uint64_t *bytes, llmc_rt_status code,
                             llmc_rt_error *err)
 {
-    /* The bytes of the non-zero dims must fit in int64 even when another
-     * dim is 0: kernels multiply dims (counts, strides) in any order, so
-     * [0, 2^40, 2^40] must not pass as an empty tensor. */
-    uint64_t nonzero = k_dtype_size(d->dtype);
-    bool empty = false;
+    rt_tensor_format f = rt_format_of(d);
     for (uint32_t k = 0; k < d->dims.len && k < LLMC_RT_MAX_RANK; k++) {
         if (!rt_affine_eval(fb_vec_affine(r, d->dims, k), S, P, &dims[k]))
             return rt_fail(err, code, "dim %d overflows at S=%d P=%d", RT_N(k, S, P), NULL);
         if (dims[k] < 0)
             return rt_fail(err, code, "dim %d is %d at S=%d P=%d", RT_N(k, dims[k], S, P), NULL);
-        if (dims[k] == 0)
-            empty = true;
-        else if (nonzero > (uint64_t)INT64_MAX / (uint64_t)dims[k])
-            return rt_fail(err, code, "byte size overflows at S=%d P=%d", RT_N(S, P), NULL);
-        else
-            nonzero *= (uint64_t)dims[k];
     }
-    *bytes = empty ? 0 : nonzero;
+    /* Kernels multiply dims (counts, strides) in any order, so the bytes of
+     * the non-zero dims must fit in int64 even when another dim is 0:
+     * [0, 2^40, 2^40] does not pass as an empty tensor. */
+    if (!rt_tensor_bytes(&f, (int)d->dims.len, dims, bytes))
+        return rt_fail(err, code, "dtype %d layout %d (group %d, tiles %d x %d) does not fit "
+                       "the dims at S=%d P=%d, or its byte size overflows",
+                       RT_N(d->dtype, d->layout, d->group, d->tile_rows, d->tile_depth, S, P),
+                       NULL);
     return LLMC_RT_OK;
 }

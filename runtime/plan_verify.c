@@ -5,26 +5,16 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "kernels/kernel_table.h"
+#include "tensor_traits.h"
 #include "plan_format.h"
 #include "rt_msg.h"
 
-#define ANY UINT32_MAX
+#define ANY LLMC_ANY_COUNT
 
-/* Inputs and outputs each op takes: min, max. */
-static const uint32_t op_arity[OP_COUNT][4] = {
-    [OP_COPY] = {0, ANY, 1, ANY},   [OP_RESHAPE] = {1, 1, 1, 1},
-    [OP_UNARY] = {1, 1, 1, 1},      [OP_BINARY] = {2, 2, 1, 1},
-    [OP_WHERE] = {3, 3, 1, 1},      [OP_CAST] = {1, 1, 1, 1},
-    [OP_MATMUL] = {2, 2, 1, 1},     [OP_REDUCE] = {1, 1, 1, 1},
-    [OP_SOFTMAX] = {1, 1, 1, 1},    [OP_LAYERNORM] = {2, 3, 1, 3},
-    [OP_GATHER] = {2, 2, 1, 1},     [OP_FILL] = {0, 0, 1, 1},
-    [OP_RANGE] = {3, 3, 1, 1},      [OP_SYMBOLS] = {0, 0, 1, 1},
-    [OP_LINEAR] = {2, 4, 1, ANY},   [OP_RMSNORM] = {2, 2, 1, 1},
-    [OP_ROPE] = {3, 3, 1, 1},       [OP_ATTENTION] = {3, 5, 1, 1},
-    [OP_TRILU] = {1, 2, 1, 1},      [OP_SCATTER_ND] = {3, 3, 1, 1},
-    [OP_CUMSUM] = {1, 1, 1, 1},
-};
+/* Inputs and outputs each op takes: min, max (plan_enums.h). */
+#define ARITY_(s, name, v, in_min, in_max, out_min, out_max) {in_min, in_max, out_min, out_max},
+static const uint32_t op_arity[OP_COUNT][4] = {LLMC_PLAN_OPS(ARITY_)};
 
 static uint64_t align64(uint64_t v)
 {
@@ -56,7 +46,7 @@ static llmc_rt_status read_plan_vectors(fb_reader *r, const fb_table *t, llmc_rt
 static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
                                         llmc_rt_error *err)
 {
-    uint64_t max_context = 0, vocab = 0, layers = 0, caches = 0, chunk = 0;
+    uint64_t max_context = 0, vocab = 0, layers = 0, caches = 0, chunk = 0, gemm_min_rows = 0;
     const char *compiler_version;
     llmc_rt_status st = fb_scalar(r, t, PLAN_SOURCE_HASH, 8, 0, &p->source_hash, err);
     if (!st)
@@ -73,6 +63,9 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
         st = fb_scalar(r, t, PLAN_N_CACHES, 4, 0, &caches, err);
     if (!st)
         st = fb_scalar(r, t, PLAN_KV_CHUNK, 4, 0, &chunk, err);
+    if (!st)
+        st = fb_scalar(r, t, PLAN_GEMM_MIN_ROWS, 4, 0, &gemm_min_rows, err);
+    p->gemm_min_rows = gemm_min_rows ? (uint32_t)gemm_min_rows : RT_DEFAULT_GEMM_MIN_ROWS;
     p->n_caches = (uint32_t)caches;
     p->kv_chunk = (uint32_t)chunk;
     p->max_context = (uint32_t)max_context;
@@ -81,7 +74,21 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
     return st;
 }
 
-static llmc_rt_status verify_header(fb_reader *r, llmc_rt_plan *p, llmc_rt_error *err)
+/* Knows the plan's target (its tile sizes) and, unless the caller only
+ * verifies (OPEN_ANY_TARGET), can run it here. */
+static llmc_rt_status choose_target(const char *target, unsigned flags, llmc_rt_plan *p,
+                                    llmc_rt_error *err)
+{
+    if (rt_target_index(target) < 0)
+        return rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\" unknown; this runtime knows"
+                       "%s", NULL, RT_S(target, RT_TARGET_NAMES));
+    p->target = target;
+    p->kernels = rt_kernels_for_target(target, flags & LLMC_RT_OPEN_ANY_TARGET ? NULL : err);
+    return p->kernels || (flags & LLMC_RT_OPEN_ANY_TARGET) ? LLMC_RT_OK : LLMC_RT_E_TARGET;
+}
+
+static llmc_rt_status verify_header(fb_reader *r, llmc_rt_plan *p, unsigned flags,
+                                    llmc_rt_error *err)
 {
     fb_table t;
     uint64_t version;
@@ -100,9 +107,8 @@ static llmc_rt_status verify_header(fb_reader *r, llmc_rt_plan *p, llmc_rt_error
                        RT_N((int64_t)version, LLMC_RT_FORMAT_VERSION), NULL);
     if (!st)
         st = fb_string_field(r, &t, PLAN_TARGET, &target, err);
-    if (!st && strcmp(target, LLMC_RT_TARGET) != 0)
-        return rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\"; this runtime runs \"%s\"", NULL,
-                       RT_S(target, LLMC_RT_TARGET));
+    if (!st)
+        st = choose_target(target, flags, p, err);
     if (!st)
         st = read_plan_scalars(r, &t, p, err);
     if (!st)
@@ -148,6 +154,37 @@ static llmc_rt_status verify_arena_tensor(const llmc_rt_plan *p, const rt_tensor
     return LLMC_RT_OK;
 }
 
+/* A layout the plan's target packs that way, on a tensor of the right
+ * kind (the dtype and byte size are checked with the dims, tensor_traits.h). */
+static llmc_rt_status verify_layout(const llmc_rt_plan *p, const rt_tensor_desc *d,
+                                    llmc_rt_error *err)
+{
+    const rt_target_info *t = rt_target_info_of(rt_target_index(p->target));
+    int rows = 0, depth = 0, kind = KIND_WEIGHT;
+    switch (d->layout) {
+    case LAYOUT_DENSE:
+        if (rt_dtype_bytes(d->dtype))
+            return LLMC_RT_OK;
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "dtype %d cannot be Dense", RT_N(d->dtype), NULL);
+    case LAYOUT_QWEIGHT:
+        rows = t->q_hp, depth = t->q_lp;
+        break;
+    case LAYOUT_QACT:
+        rows = t->q_ep, depth = t->q_lp, kind = KIND_ARENA;
+        break;
+    case LAYOUT_FWEIGHT:
+        rows = t->f_hp;
+        break;
+    default:
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "layout %d unknown", RT_N(d->layout), NULL);
+    }
+    if (d->kind != kind || !rows || d->tile_rows != rows || d->tile_depth != depth)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "layout %d as kind %d with %dx%d tiles; target %s "
+                       "packs it as kind %d with %dx%d tiles", RT_N(d->layout, d->kind,
+                       d->tile_rows, d->tile_depth, kind, rows, depth), RT_S(t->name));
+    return LLMC_RT_OK;
+}
+
 static llmc_rt_status verify_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
                                     llmc_rt_error *err)
 {
@@ -155,17 +192,17 @@ static llmc_rt_status verify_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_
     llmc_rt_status st = rt_read_tensor(r, p, i, &d, err);
     if (st)
         return st;
-    if (!k_dtype_size(d.dtype))
+    if (!rt_dtype_bits(d.dtype))
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "dtype %d unsupported", RT_N(d.dtype), NULL);
     else if (d.dims.len > LLMC_RT_MAX_RANK)
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "rank %u > %d", RT_N(d.dims.len, LLMC_RT_MAX_RANK),
                      NULL);
-    else if (d.kind == KIND_ARENA)
-        st = verify_arena_tensor(p, &d, err);
-    else if (d.kind == KIND_WEIGHT)
-        st = verify_weight(r, p, &d, err);
-    else
+    else if (d.kind != KIND_ARENA && d.kind != KIND_WEIGHT)
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "kind %d unknown", RT_N(d.kind), NULL);
+    else
+        st = verify_layout(p, &d, err);
+    if (!st)
+        st = d.kind == KIND_ARENA ? verify_arena_tensor(p, &d, err) : verify_weight(r, p, &d, err);
     if (st)
         return rt_prefix(err, st, "tensor %u '%s': ", RT_N(i), RT_S(d.name));
     return LLMC_RT_OK;
@@ -175,19 +212,29 @@ static llmc_rt_status verify_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_
 
 /* What the op checks need to know about one of its tensors. */
 typedef struct {
-    int dtype, rank, kind;
+    int dtype, rank, kind, layout;
+    uint32_t group;
 } tensor_meta;
 
 static tensor_meta meta_of(fb_reader *r, const llmc_rt_plan *p, uint32_t i)
 {
     rt_tensor_desc d;
-    tensor_meta m = {0, 0, 0};
+    tensor_meta m = {0, 0, 0, 0, 0};
     if (rt_read_tensor(r, p, i, &d, NULL) == LLMC_RT_OK) { /* verified already */
         m.dtype = d.dtype;
         m.rank = (int)d.dims.len;
         m.kind = d.kind;
+        m.layout = d.layout;
+        m.group = d.group;
     }
     return m;
+}
+
+/* Where a tensor with a non-Dense layout may appear. */
+static bool packed_operand(int code, bool is_input, uint32_t slot)
+{
+    return (code == OP_LINEAR && is_input && slot <= 1) ||
+           (code == OP_QUANTIZE_ROWS && !is_input);
 }
 
 static llmc_rt_status verify_op_tensors(fb_reader *r, const llmc_rt_plan *p,
@@ -209,9 +256,14 @@ static llmc_rt_status verify_op_tensors(fb_reader *r, const llmc_rt_plan *p,
         if (t >= p->n_tensors)
             return rt_fail(err, LLMC_RT_E_CORRUPT, "%s %u: tensor %u >= %u tensors",
                            RT_N(slot, t, p->n_tensors), RT_S(is_in ? "input" : "output"));
-        if (!is_in && meta_of(r, p, t).kind != KIND_ARENA)
+        tensor_meta m = meta_of(r, p, t);
+        if (!is_in && m.kind != KIND_ARENA)
             return rt_fail(err, LLMC_RT_E_CORRUPT, "output %u: tensor %u is a weight",
                            RT_N(slot, t), NULL);
+        if (m.layout != LAYOUT_DENSE && !packed_operand(op->code, is_in, slot))
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "%s %u: tensor %u has layout %d; only "
+                           "Linear's x and W and QuantizeRows' output may be packed",
+                           RT_N(slot, t, m.layout), RT_S(is_in ? "input" : "output"));
     }
     return LLMC_RT_OK;
 }
@@ -413,14 +465,55 @@ static llmc_rt_status verify_linear_extras(fb_reader *r, const llmc_rt_plan *p,
     return LLMC_RT_OK;
 }
 
+/* x and W: float32 Dense both, float32 x by FWeightTiles, or QuantizeRows'
+ * tiles by QWeightTiles of the same group; bias, residual and outputs
+ * float32 (Dense: verify_op_tensors). */
+static llmc_rt_status verify_linear_operands(fb_reader *r, const llmc_rt_plan *p,
+                                             const rt_op_desc *op, tensor_meta mx,
+                                             tensor_meta mw, llmc_rt_error *err)
+{
+    for (uint32_t k = 2; k < op->inputs.len; k++)
+        if (meta_of(r, p, op_in(r, op, k)).dtype != LLMC_RT_F32)
+            return bad_dtypes("Linear bias and residual float32", err);
+    for (uint32_t k = 0; k < op->outputs.len; k++)
+        if (meta_of(r, p, op_out(r, op, k)).dtype != LLMC_RT_F32)
+            return bad_dtypes("Linear outputs float32", err);
+    switch (mw.layout) {
+    case LAYOUT_DENSE:
+    case LAYOUT_FWEIGHT:
+        return mx.dtype == LLMC_RT_F32 && mx.layout == LAYOUT_DENSE && mw.dtype == LLMC_RT_F32
+                   ? LLMC_RT_OK : bad_dtypes("Linear float32 x by float32 W", err);
+    default: /* QWeightTiles */
+        if (mx.layout != LAYOUT_QACT || mx.group != mw.group)
+            return bad_shape("x of a quantized W must be QuantizeRows tiles of its group %d",
+                             RT_N(mw.group), err);
+        return LLMC_RT_OK;
+    }
+}
+
+/* QuantizeRows: float32 Dense x [..., K] -> QActTiles with x's dims. */
+static llmc_rt_status verify_quantize_rows(fb_reader *r, const llmc_rt_plan *p,
+                                           const rt_op_desc *op, tensor_meta x, tensor_meta y,
+                                           llmc_rt_error *err)
+{
+    if (x.dtype != LLMC_RT_F32 || x.layout != LAYOUT_DENSE || y.layout != LAYOUT_QACT)
+        return bad_dtypes("QuantizeRows float32 -> QActTiles", err);
+    if (x.rank < 1 || y.rank != x.rank ||
+        !same_leading_dims(r, p, op_in(r, op, 0), op_out(r, op, 0), (uint32_t)x.rank) ||
+        op->kind)
+        return bad_shape("the output must have x's dims, and kind 0", NULL, err);
+    return LLMC_RT_OK;
+}
+
 static llmc_rt_status verify_linear(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
                                     llmc_rt_error *err)
 {
     uint32_t x = op_in(r, op, 0), w = op_in(r, op, 1);
     tensor_meta mx = meta_of(r, p, x), mw = meta_of(r, p, w);
     int64_t n, k, xk, sum = 0;
-    if (!all_f32(r, p, op))
-        return bad_dtypes("Linear float32", err);
+    llmc_rt_status st = verify_linear_operands(r, p, op, mx, mw, err);
+    if (st)
+        return st;
     if (mw.kind != KIND_WEIGHT || mw.rank != 2 || !const_dim(r, p, w, 0, &n) ||
         !const_dim(r, p, w, 1, &k))
         return bad_shape("W must be a weight of rank 2 [N, K]", NULL, err);
@@ -666,6 +759,8 @@ static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
         return verify_scatter_nd(r, p, op, in, y, err);
     case OP_CUMSUM:
         return verify_cumsum(r, p, op, in, y, err);
+    case OP_QUANTIZE_ROWS:
+        return verify_quantize_rows(r, p, op, in[0], y, err);
     default:
         return rt_fail(err, LLMC_RT_E_CORRUPT, "opcode %d (%s) not supported by this runtime",
                        RT_N(op->code), RT_S(rt_op_code_name(op->code)));
@@ -917,7 +1012,7 @@ static llmc_rt_status verify_caches(fb_reader *r, llmc_rt_plan *p, llmc_rt_error
 static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
                                  llmc_rt_error *err)
 {
-    llmc_rt_status st = verify_header(r, p, err);
+    llmc_rt_status st = verify_header(r, p, flags, err);
     for (uint32_t i = 0; !st && i < p->n_segments; i++) {
         rt_segment_desc s;
         st = rt_read_segment(r, p, i, &s, err);

@@ -15,7 +15,7 @@ Plan mutations edit bytes of a real plan in place, found by walking its
 FlatBuffer (schemas/plan.fbs; field ids as in runtime/plan_format.h):
   bad_magic        bytes 4..7 "LLMC" -> "XXXX"
   bad_version      Plan.format_version (field 0) -> 99
-  other_target     Plan.target (field 1) string bytes -> "generic-f64" (same length)
+  other_target     Plan.target (field 1) string bytes -> "generix" (same length, unknown)
   root_out_of_range   the root uoffset (bytes 0..3) -> 0x7fffff00
   segment_past_end    Segment[0].offset -> file size + 64 (still a multiple of 64)
   segments_overlap    Segment[1].offset moved back 64 bytes, into Segment[0]
@@ -282,8 +282,8 @@ def write_plans(plan_path, out):
     mutate("bad_magic", [(4, b"XXXX")])
     mutate("bad_version", [(fb.field(root, PLAN_FORMAT_VERSION), struct.pack("<I", 99))])
     target = fb.deref(fb.field(root, PLAN_TARGET))
-    assert base[target + 4:target + 4 + fb.u32(target)] == b"generic-f32"
-    mutate("other_target", [(target + 4, b"generic-f64")])
+    assert base[target + 4:target + 4 + fb.u32(target)] == b"generic"
+    mutate("other_target", [(target + 4, b"generix")])
     mutate("root_out_of_range", [(0, struct.pack("<I", 0x7FFFFF00))])
     seg0, seg1 = (fb.vector_table(root, PLAN_SEGMENTS, i) for i in (0, 1))
     past = (len(base) + 127) // 64 * 64

@@ -200,7 +200,7 @@ row "plan with bad magic" 6 "bad_magic.plan': not an llmc plan: bytes 4..7 are n
     -- plan_refused "$PLANS/bad_magic.plan"
 row "plan with format version 99" 6 "bad_version.plan': unsupported plan format version: format_version 99" \
     -- plan_refused "$PLANS/bad_version.plan"
-row "plan for another target" 6 "other_target.plan': plan compiled for another target: target \"generic-f64\"" \
+row "plan for an unknown target" 6 "other_target.plan': plan compiled for another target: target \"generix\" unknown; this runtime knows generic avx2 neon-dot neon-i8mm" \
     -- plan_refused "$PLANS/other_target.plan"
 row "plan root offset out of range" 6 "root_out_of_range.plan': plan truncated: Plan at byte 2147483392" \
     "runs past the end of the plan" -- plan_refused "$PLANS/root_out_of_range.plan"

@@ -29,8 +29,8 @@ check "test_codegen writes the sample plan" "$BUILD/tests/test_codegen" --write-
 check "flatc decodes it with schemas/plan.fbs" \
     flatc --json --raw-binary --strict-json -o "$WORK" schemas/plan.fbs -- "$PLAN"
 check "identifier LLMC at bytes 4..7" sh -c "head -c 8 '$PLAN' | tail -c 4 | grep -q '^LLMC$'"
-check "format_version 2, target generic-f32" \
-    plan_has "p['format_version'] == 2 and p['target'] == 'generic-f32'"
+check "format_version 3, target generic" \
+    plan_has "p['format_version'] == 3 and p['target'] == 'generic'"
 check "compiler_version, max_context 32, source_hash" \
     plan_has "p['compiler_version'] == 'llmc 0.1.0' and p['max_context'] == 32 and p['source_hash'] == 0x1234"
 check "7 tensors, 2 of them weights" \
@@ -56,4 +56,26 @@ roundtrip() {
     cmp "$JSON" "$WORK/rt/sample.json"
 }
 check "JSON -> flatc binary -> JSON round trip is identical" roundtrip
+
+# The C tables come from runtime/plan_enums.h; plan.fbs must declare the
+# same enums, names and values (flatc's implicit numbering: previous + 1).
+schema_enums() {
+    $PY - schemas/plan.fbs <<'EOF'
+import re, sys
+text = re.sub(r"//[^\n]*", "", open(sys.argv[1]).read())
+for enum, body in re.findall(r"enum\s+(\w+)\s*:\s*\w+\s*\{([^}]*)\}", text):
+    value = -1
+    for item in filter(None, (x.strip() for x in body.split(","))):
+        name, _, v = item.partition("=")
+        value = int(v) if v.strip() else value + 1
+        print(enum, name.strip(), value)
+EOF
+}
+same_enums() {
+    schema_enums | sort >"$WORK/enums.fbs" &&
+    "$BUILD/llmc" ops --plan-enums | sort >"$WORK/enums.c" &&
+    [ "$(wc -l <"$WORK/enums.c")" -gt 80 ] &&
+    diff "$WORK/enums.fbs" "$WORK/enums.c"
+}
+check "every enum of plan.fbs equals its X-macro list in runtime/plan_enums.h" same_enums
 tap_done

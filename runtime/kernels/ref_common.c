@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "tensor_traits.h"
 
 int64_t k_count(const rt_view *t)
 {
@@ -13,12 +14,7 @@ int64_t k_count(const rt_view *t)
 
 size_t k_dtype_size(int dtype)
 {
-    switch (dtype) {
-    case LLMC_RT_F32: case LLMC_RT_I32: return 4;
-    case LLMC_RT_I64: return 8;
-    case LLMC_RT_U8: case LLMC_RT_I8: case LLMC_RT_BOOL: return 1;
-    default: return 0;
-    }
+    return rt_dtype_bytes(dtype);
 }
 
 void k_strides(const rt_view *t, int64_t *strides)

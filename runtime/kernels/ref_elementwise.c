@@ -3,13 +3,10 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "plan_format.h"
 #include "rt_msg.h"
 
-enum { U_IDENTITY, U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_ERF, U_TANH, U_SIGMOID,
-       U_RECIPROCAL, U_RELU, U_SIN, U_COS, U_NOT, U_FLOOR, U_CEIL, U_GELU, U_GELU_TANH,
-       U_SILU, U_COUNT };
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_EQUAL, B_LESS, B_GREATER,
-       B_LESS_EQUAL, B_GREATER_EQUAL, B_AND, B_OR, B_XOR, B_SWIGLU, B_COUNT };
+
 
 static bool is_int(int dtype)
 {
@@ -106,15 +103,15 @@ static int64_t bcast_inner_stride(const bcast *w, int k)
 
 bool k_unary_supports(int kind, int x_dtype, int y_dtype)
 {
-    if (x_dtype != y_dtype || kind < 0 || kind >= U_COUNT || !k_dtype_size(x_dtype))
+    if (x_dtype != y_dtype || kind < 0 || kind >= UNARY_COUNT || !k_dtype_size(x_dtype))
         return false;
-    if (kind == U_IDENTITY)
+    if (kind == UNARY_IDENTITY)
         return true;
     if (x_dtype == LLMC_RT_F32)
-        return kind != U_NOT;
+        return kind != UNARY_NOT;
     if (is_int(x_dtype))
-        return kind == U_NEG || kind == U_ABS || kind == U_RELU;
-    return x_dtype == LLMC_RT_BOOL && kind == U_NOT;
+        return kind == UNARY_NEG || kind == UNARY_ABS || kind == UNARY_RELU;
+    return x_dtype == LLMC_RT_BOOL && kind == UNARY_NOT;
 }
 
 /* x * sigmoid(x) without overflow: exp of a non-positive argument only. */
@@ -141,23 +138,23 @@ static float gelu_tanh_f32(float x)
 static float unary_f32(int kind, float x)
 {
     switch (kind) {
-    case U_NEG: return -x;
-    case U_ABS: return fabsf(x);
-    case U_SQRT: return sqrtf(x);
-    case U_EXP: return expf(x);
-    case U_LOG: return logf(x);
-    case U_ERF: return erff(x);
-    case U_TANH: return tanhf(x);
-    case U_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case U_RECIPROCAL: return 1.0f / x;
-    case U_RELU: return x > 0.0f ? x : 0.0f;
-    case U_SIN: return sinf(x);
-    case U_COS: return cosf(x);
-    case U_FLOOR: return floorf(x);
-    case U_CEIL: return ceilf(x);
-    case U_GELU: return gelu_f32(x);
-    case U_GELU_TANH: return gelu_tanh_f32(x);
-    case U_SILU: return silu_f32(x);
+    case UNARY_NEG: return -x;
+    case UNARY_ABS: return fabsf(x);
+    case UNARY_SQRT: return sqrtf(x);
+    case UNARY_EXP: return expf(x);
+    case UNARY_LOG: return logf(x);
+    case UNARY_ERF: return erff(x);
+    case UNARY_TANH: return tanhf(x);
+    case UNARY_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case UNARY_RECIPROCAL: return 1.0f / x;
+    case UNARY_RELU: return x > 0.0f ? x : 0.0f;
+    case UNARY_SIN: return sinf(x);
+    case UNARY_COS: return cosf(x);
+    case UNARY_FLOOR: return floorf(x);
+    case UNARY_CEIL: return ceilf(x);
+    case UNARY_GELU: return gelu_f32(x);
+    case UNARY_GELU_TANH: return gelu_tanh_f32(x);
+    case UNARY_SILU: return silu_f32(x);
     default: return x;
     }
 }
@@ -167,10 +164,10 @@ static int64_t unary_int(int kind, int64_t x)
     uint64_t neg = 0 - (uint64_t)x; /* wraps for INT64_MIN like ONNX Runtime */
     int64_t negated = neg <= INT64_MAX ? (int64_t)neg : INT64_MIN;
     switch (kind) {
-    case U_NEG: return negated;
-    case U_ABS: return x < 0 ? negated : x;
-    case U_RELU: return x > 0 ? x : 0;
-    case U_NOT: return !x;
+    case UNARY_NEG: return negated;
+    case UNARY_ABS: return x < 0 ? negated : x;
+    case UNARY_RELU: return x > 0 ? x : 0;
+    case UNARY_NOT: return !x;
     default: return x;
     }
 }
@@ -188,7 +185,7 @@ llmc_rt_status k_unary(int kind, const rt_view *x, rt_view *y, llmc_rt_error *er
         float *out = y->data;
         for (int64_t i = 0; i < n; i++)
             out[i] = unary_f32(kind, in[i]);
-    } else if (kind == U_IDENTITY) {
+    } else if (kind == UNARY_IDENTITY) {
         memmove(y->data, x->data, (size_t)n * k_dtype_size(x->dtype));
     } else {
         for (int64_t i = 0; i < n; i++)
@@ -201,32 +198,32 @@ llmc_rt_status k_unary(int kind, const rt_view *x, rt_view *y, llmc_rt_error *er
 
 static bool is_arith(int kind)
 {
-    return kind <= B_MIN && kind != B_POW;
+    return kind <= BINARY_MIN && kind != BINARY_POW;
 }
 
 /* Kinds computed by arith_f32 when the operands are float32. */
 static bool is_f32_arith(int kind)
 {
-    return is_arith(kind) || kind == B_POW || kind == B_SWIGLU;
+    return is_arith(kind) || kind == BINARY_POW || kind == BINARY_SWIGLU;
 }
 
 static bool is_compare(int kind)
 {
-    return kind >= B_EQUAL && kind <= B_GREATER_EQUAL;
+    return kind >= BINARY_EQUAL && kind <= BINARY_GREATER_OR_EQUAL;
 }
 
 bool k_binary_supports(int kind, int a, int b, int y)
 {
-    if (kind == B_SWIGLU)
+    if (kind == BINARY_SWIGLU)
         return a == LLMC_RT_F32 && b == LLMC_RT_F32 && y == LLMC_RT_F32;
-    if (kind == B_POW)
+    if (kind == BINARY_POW)
         return (a == LLMC_RT_F32 || a == LLMC_RT_I32 || a == LLMC_RT_I64) && is_numeric(b) && y == a;
     if (is_arith(kind))
         return a == b && b == y && is_numeric(a);
     if (is_compare(kind))
         return a == b && y == LLMC_RT_BOOL &&
-               (is_numeric(a) || (kind == B_EQUAL && a == LLMC_RT_BOOL));
-    return kind >= B_AND && kind < B_COUNT && a == LLMC_RT_BOOL && b == LLMC_RT_BOOL &&
+               (is_numeric(a) || (kind == BINARY_EQUAL && a == LLMC_RT_BOOL));
+    return kind >= BINARY_AND && kind < BINARY_COUNT && a == LLMC_RT_BOOL && b == LLMC_RT_BOOL &&
            y == LLMC_RT_BOOL;
 }
 
@@ -243,13 +240,13 @@ static float min_f32(float a, float b)
 static float arith_f32(int kind, float a, float b)
 {
     switch (kind) {
-    case B_ADD: return a + b;
-    case B_SUB: return a - b;
-    case B_MUL: return a * b;
-    case B_DIV: return a / b;
-    case B_POW: return powf(a, b);
-    case B_MAX: return max_f32(a, b);
-    case B_SWIGLU: return silu_f32(a) * b;
+    case BINARY_ADD: return a + b;
+    case BINARY_SUB: return a - b;
+    case BINARY_MUL: return a * b;
+    case BINARY_DIV: return a / b;
+    case BINARY_POW: return powf(a, b);
+    case BINARY_MAX: return max_f32(a, b);
+    case BINARY_SWIGLU: return silu_f32(a) * b;
     default: return min_f32(a, b);
     }
 }
@@ -259,11 +256,11 @@ static int64_t arith_int(int kind, int64_t a, int64_t b)
 {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b, r;
     switch (kind) {
-    case B_ADD: r = ua + ub; break;
-    case B_SUB: r = ua - ub; break;
-    case B_MUL: r = ua * ub; break;
-    case B_DIV: return a == INT64_MIN && b == -1 ? INT64_MIN : a / b;
-    case B_MAX: return a > b ? a : b;
+    case BINARY_ADD: r = ua + ub; break;
+    case BINARY_SUB: r = ua - ub; break;
+    case BINARY_MUL: r = ua * ub; break;
+    case BINARY_DIV: return a == INT64_MIN && b == -1 ? INT64_MIN : a / b;
+    case BINARY_MAX: return a > b ? a : b;
     default: return a < b ? a : b;
     }
     return r <= INT64_MAX ? (int64_t)r : -(int64_t)~r - 1;
@@ -272,10 +269,10 @@ static int64_t arith_int(int kind, int64_t a, int64_t b)
 static bool compare(int kind, double a, double b)
 {
     switch (kind) {
-    case B_EQUAL: return a == b;
-    case B_LESS: return a < b;
-    case B_GREATER: return a > b;
-    case B_LESS_EQUAL: return a <= b;
+    case BINARY_EQUAL: return a == b;
+    case BINARY_LESS: return a < b;
+    case BINARY_GREATER: return a > b;
+    case BINARY_LESS_OR_EQUAL: return a <= b;
     default: return a >= b;
     }
 }
@@ -283,17 +280,17 @@ static bool compare(int kind, double a, double b)
 static bool compare_int(int kind, int64_t a, int64_t b)
 {
     switch (kind) {
-    case B_EQUAL: return a == b;
-    case B_LESS: return a < b;
-    case B_GREATER: return a > b;
-    case B_LESS_EQUAL: return a <= b;
+    case BINARY_EQUAL: return a == b;
+    case BINARY_LESS: return a < b;
+    case BINARY_GREATER: return a > b;
+    case BINARY_LESS_OR_EQUAL: return a <= b;
     default: return a >= b;
     }
 }
 
 static bool logic(int kind, bool a, bool b)
 {
-    return kind == B_AND ? a && b : kind == B_OR ? a || b : a != b;
+    return kind == BINARY_AND ? a && b : kind == BINARY_OR ? a || b : a != b;
 }
 
 /* One output element from operand elements ia, ib; false on division by 0. */
@@ -303,13 +300,13 @@ static bool binary_elem(int kind, const rt_view *a, int64_t ia, const rt_view *b
     if (a->dtype == LLMC_RT_F32 && is_f32_arith(kind)) {
         ((float *)y->data)[iy] = arith_f32(kind, ((const float *)a->data)[ia],
                                            (float)k_load_f(b, ib));
-    } else if (kind == B_POW) { /* integer base: ONNX Pow keeps the base's type */
+    } else if (kind == BINARY_POW) { /* integer base: ONNX Pow keeps the base's type */
         k_store_f(y, iy, pow(k_load_f(a, ia), k_load_f(b, ib)));
     } else if (a->dtype == LLMC_RT_F32) {
         ((uint8_t *)y->data)[iy] = compare(kind, k_load_f(a, ia), k_load_f(b, ib));
     } else if (is_arith(kind)) {
         int64_t vb = k_load_i(b, ib);
-        if (kind == B_DIV && vb == 0)
+        if (kind == BINARY_DIV && vb == 0)
             return false;
         k_store_i(y, iy, arith_int(kind, k_load_i(a, ia), vb));
     } else if (is_compare(kind)) {
@@ -334,7 +331,7 @@ llmc_rt_status k_binary(int kind, const rt_view *a, const rt_view *b, rt_view *y
     int64_t len = bcast_row_len(&w), rows = len ? k_count(y) / len : 0;
     int64_t sa = bcast_inner_stride(&w, 0), sb = bcast_inner_stride(&w, 1);
     bool all_f32 = a->dtype == LLMC_RT_F32 && b->dtype == LLMC_RT_F32 &&
-                   (is_arith(kind) || kind == B_SWIGLU);
+                   (is_arith(kind) || kind == BINARY_SWIGLU);
     for (int64_t row = 0; row < rows; row++) {
         int64_t off[2];
         bcast_row(&w, row, off);

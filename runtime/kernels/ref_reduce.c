@@ -2,16 +2,15 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "plan_format.h"
 #include "rt_msg.h"
-
-enum { R_MEAN, R_SUM, R_MAX, R_MIN, R_PROD, R_COUNT };
 
 bool k_reduce_supports(int kind, int x_dtype, int y_dtype)
 {
-    if (kind < 0 || kind >= R_COUNT || x_dtype != y_dtype)
+    if (kind < 0 || kind >= REDUCE_COUNT || x_dtype != y_dtype)
         return false;
     return x_dtype == LLMC_RT_F32 ||
-           (kind != R_MEAN && (x_dtype == LLMC_RT_I64 || x_dtype == LLMC_RT_I32));
+           (kind != REDUCE_MEAN && (x_dtype == LLMC_RT_I64 || x_dtype == LLMC_RT_I32));
 }
 
 /* The input's axes split into kept and reduced, each with dims and strides. */
@@ -61,7 +60,7 @@ static llmc_rt_status plan_axes(const rt_view *x, const int *axes, int n_axes, b
 
 static double reduce_f32(int kind, const float *x, const reduce_plan *rp)
 {
-    double acc = kind == R_PROD ? 1.0 : kind == R_MAX ? -INFINITY : kind == R_MIN ? INFINITY : 0.0;
+    double acc = kind == REDUCE_PROD ? 1.0 : kind == REDUCE_MAX ? -INFINITY : kind == REDUCE_MIN ? INFINITY : 0.0;
     int inner = rp->n_red - 1; /* the last reduced axis runs as a strided loop */
     int64_t len = rp->red_dims[inner], step = rp->red_strides[inner];
     int64_t outer = len ? rp->red_count / len : 0;
@@ -70,30 +69,30 @@ static double reduce_f32(int kind, const float *x, const reduce_plan *rp)
         for (int64_t j = 0; j < len; j++) {
             double v = p[j * step];
             switch (kind) {
-            case R_PROD: acc *= v; break;
-            case R_MAX: acc = v > acc || v != v ? v : acc; break;
-            case R_MIN: acc = v < acc || v != v ? v : acc; break;
+            case REDUCE_PROD: acc *= v; break;
+            case REDUCE_MAX: acc = v > acc || v != v ? v : acc; break;
+            case REDUCE_MIN: acc = v < acc || v != v ? v : acc; break;
             default: acc += v; break;
             }
         }
     }
-    return kind == R_MEAN ? acc / (double)rp->red_count : acc;
+    return kind == REDUCE_MEAN ? acc / (double)rp->red_count : acc;
 }
 
 static int64_t reduce_int(int kind, const rt_view *x, int64_t base, const reduce_plan *rp)
 {
-    uint64_t acc = kind == R_PROD ? 1u : 0u; /* unsigned: wraps instead of overflowing */
-    int64_t best = kind == R_MAX ? INT64_MIN : INT64_MAX;
+    uint64_t acc = kind == REDUCE_PROD ? 1u : 0u; /* unsigned: wraps instead of overflowing */
+    int64_t best = kind == REDUCE_MAX ? INT64_MIN : INT64_MAX;
     for (int64_t o = 0; o < rp->red_count; o++) {
         int64_t v = k_load_i(x, base + k_offset_of(o, rp->n_red, rp->red_dims, rp->red_strides));
-        if (kind == R_SUM)
+        if (kind == REDUCE_SUM)
             acc += (uint64_t)v;
-        else if (kind == R_PROD)
+        else if (kind == REDUCE_PROD)
             acc *= (uint64_t)v;
-        else if (kind == R_MAX ? v > best : v < best)
+        else if (kind == REDUCE_MAX ? v > best : v < best)
             best = v;
     }
-    if (kind == R_MAX || kind == R_MIN)
+    if (kind == REDUCE_MAX || kind == REDUCE_MIN)
         return best;
     return acc <= INT64_MAX ? (int64_t)acc : -(int64_t)~acc - 1;
 }

@@ -36,7 +36,7 @@ static inline void tp_init(tp_plan *p, unsigned max_context)
     memset(p, 0, sizeof *p);
     p->max_context = max_context;
     p->format_version = LLMC_RT_FORMAT_VERSION;
-    p->target = "generic-f32";
+    p->target = "generic";
 }
 
 /* One Affine from "3", "S", "P", "P+S", "2+S" ... */

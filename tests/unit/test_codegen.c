@@ -171,15 +171,15 @@ static llmc_affine affine_at(const uint8_t *b, size_t pos)
                          (int64_t)u64_at(b, pos + 16)};
 }
 
-enum { PLAN_TENSORS = 6, PLAN_OPS = 7, PLAN_INPUTS = 8, PLAN_OUTPUTS = 9, PLAN_SEGMENTS = 10 };
+enum { FIELD_TENSORS = 6, FIELD_OPS = 7, FIELD_INPUTS = 8, FIELD_OUTPUTS = 9, FIELD_SEGMENTS = 10 };
 
-static size_t plan_op(const uint8_t *b, uint32_t i) { return vec_table(b, root(b), PLAN_OPS, i); }
+static size_t plan_op(const uint8_t *b, uint32_t i) { return vec_table(b, root(b), FIELD_OPS, i); }
 static size_t plan_tensor(const uint8_t *b, uint32_t i)
 {
-    return vec_table(b, root(b), PLAN_TENSORS, i);
+    return vec_table(b, root(b), FIELD_TENSORS, i);
 }
 static int op_code(const uint8_t *b, uint32_t i) { return (int)scalar(b, plan_op(b, i), 0, 1, 0); }
-static uint32_t n_ops(const uint8_t *b) { return vec_len(b, root(b), PLAN_OPS); }
+static uint32_t n_ops(const uint8_t *b) { return vec_len(b, root(b), FIELD_OPS); }
 
 /* "Copy,MatMul,..." for quick comparisons. */
 static const char *op_codes(const uint8_t *b)
@@ -344,14 +344,14 @@ static void test_attention_like(void)
     CHECK(aff_is(region_affine(p, r, 3, 0), 0, 1, 0), "region size follows S");
     CHECK(scalar(p, plan_op(p, 3), 5, 4, 99) == 2, "Softmax axis -1 normalized to 2");
     CHECK(scalar(p, plan_op(p, 2), 4, 1, 0) == 0, "Add is BinaryKind Add");
-    CHECK(vec_len(p, root(p), PLAN_TENSORS) == 7, "7 tensors (x, xt, W, mm, bias, biased, y)");
-    CHECK(scalar(p, root(p), 0, 4, 0) == 2 && strcmp(string(p, root(p), 1), "generic-f32") == 0,
-          "format_version 2, target generic-f32");
+    CHECK(vec_len(p, root(p), FIELD_TENSORS) == 7, "7 tensors (x, xt, W, mm, bias, biased, y)");
+    CHECK(scalar(p, root(p), 0, 4, 0) == 3 && strcmp(string(p, root(p), 1), "generic") == 0,
+          "format_version 3, target generic");
     CHECK(scalar(p, root(p), 2, 8, 0) == 0x1234, "source_hash from the graph");
-    CHECK(vec_len(p, root(p), PLAN_SEGMENTS) == 2, "one segment per constant");
+    CHECK(vec_len(p, root(p), FIELD_SEGMENTS) == 2, "one segment per constant");
     bool segments_ok = true;
     for (uint32_t i = 0; i < 2; i++) {
-        size_t s = vec_table(p, root(p), PLAN_SEGMENTS, i);
+        size_t s = vec_table(p, root(p), FIELD_SEGMENTS, i);
         uint64_t off = scalar(p, s, 0, 8, 0), len = scalar(p, s, 1, 8, 0);
         segments_ok &= off % 64 == 0 && off + len <= size &&
                        XXH64(p + off, len, 0) == scalar(p, s, 2, 8, 0);
@@ -426,7 +426,7 @@ static void test_kv(void)
     size_t sym_op = plan_op(p, 1);
     CHECK(vec_len(p, sym_op, 10) == 1 && aff_is(affine_at(p, vec_elem(p, sym_op, 10, 0, 24)), 0, 0, 1),
           "llmc.Symbols lowers to Symbols [P]");
-    size_t in0 = vec_table(p, root(p), PLAN_INPUTS, 0), out0 = vec_table(p, root(p), PLAN_OUTPUTS, 0);
+    size_t in0 = vec_table(p, root(p), FIELD_INPUTS, 0), out0 = vec_table(p, root(p), FIELD_OUTPUTS, 0);
     CHECK(scalar(p, in0, 1, 1, 0) == LLMC_ROLE_PAST_KEY && scalar(p, out0, 1, 1, 0) == LLMC_ROLE_PRESENT_KEY,
           "IoBinding roles PastKey / PresentKey");
     CHECK(scalar(p, root(p), 13, 4, 0) == 1, "n_layers = number of PastKey inputs");
@@ -645,8 +645,8 @@ static void test_split_expand_io(void)
         CHECK(region_src_axis(p, r, 0) == -1 && region_src_axis(p, r, 1) == 0 &&
                   region_src_axis(p, r, 2) == 1,
               "Expand: new leading axis broadcasts");
-        CHECK(vec_len(p, root(p), PLAN_OUTPUTS) == 3, "3 output bindings");
-        size_t o1 = vec_table(p, root(p), PLAN_OUTPUTS, 1), o2 = vec_table(p, root(p), PLAN_OUTPUTS, 2);
+        CHECK(vec_len(p, root(p), FIELD_OUTPUTS) == 3, "3 output bindings");
+        size_t o1 = vec_table(p, root(p), FIELD_OUTPUTS, 1), o2 = vec_table(p, root(p), FIELD_OUTPUTS, 2);
         size_t t1 = plan_tensor(p, (uint32_t)scalar(p, o1, 0, 4, 0));
         size_t t2 = plan_tensor(p, (uint32_t)scalar(p, o2, 0, 4, 0));
         CHECK(scalar(p, o1, 0, 4, 0) != 0 && scalar(p, t2, 3, 1, 0) == 0 &&

@@ -194,7 +194,7 @@ static void test_defects(const uint8_t *bytes, size_t size)
     copy[5] = 'X';
     CHECK(open_copy(copy, size, 0, &err) == LLMC_RT_E_MAGIC, "bad identifier: %s", err.msg);
     free(copy);
-    expect_code(V_VERSION, LLMC_RT_E_VERSION, "format_version 3", "wrong version");
+    expect_code(V_VERSION, LLMC_RT_E_VERSION, "format_version 4", "wrong version");
     expect_code(V_TARGET, LLMC_RT_E_TARGET, "cuda-f16", "wrong target");
     expect_code(V_BAD_SRC, LLMC_RT_E_CORRUPT,
                 "op 0 (Copy 'model/Transpose_3'): region 0 src tensor 999 >= 7 tensors",
