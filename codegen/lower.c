@@ -73,7 +73,7 @@ static char *dup_cat(const char *a, const char *b)
 }
 
 /* Appends a tensor (Arena unless the caller fills the weight fields). */
-static int new_tensor(lower_ctx *L, const char *name, const char *suffix, int dtype, int rank,
+int lower_new_tensor(lower_ctx *L, const char *name, const char *suffix, int dtype, int rank,
                       const llmc_affine *dims, uint32_t *t)
 {
     cg_plan *p = L->p;
@@ -116,7 +116,7 @@ static int tensor_from_value(lower_ctx *L, int v, uint32_t *t)
     const llmc_value *val = &L->g->values[v];
     int rc = check_value(L, v);
     if (!rc)
-        rc = new_tensor(L, val->name, "", val->dtype, val->shape.rank, val->shape.dims, t);
+        rc = lower_new_tensor(L, val->name, "", val->dtype, val->shape.rank, val->shape.dims, t);
     if (!rc)
         L->tensor_of[v] = (int32_t)*t;
     return rc;
@@ -193,11 +193,11 @@ int lower_temp(lower_ctx *L, const char *suffix, int dtype, int rank, const llmc
 {
     int v = node_out(L, 0);
     const char *base = v >= 0 ? L->g->values[v].name : cur_node(L)->name;
-    return new_tensor(L, base, suffix, dtype, rank, dims, t);
+    return lower_new_tensor(L, base, suffix, dtype, rank, dims, t);
 }
 
 /* Tensor t becomes a Weight over malloc'ed `data`, which the plan owns. */
-static void own_weight(lower_ctx *L, uint32_t t, void *data, uint64_t nbytes)
+void lower_own_weight(lower_ctx *L, uint32_t t, void *data, uint64_t nbytes)
 {
     cg_tensor *x = &L->p->tensors[t];
     x->is_weight = true;
@@ -219,7 +219,7 @@ static int scalar_weight(lower_ctx *L, const char *suffix, float value, uint32_t
         free(data);
         return rc;
     }
-    own_weight(L, *t, data, sizeof *data);
+    lower_own_weight(L, *t, data, sizeof *data);
     return LLMC_OK;
 }
 
@@ -822,29 +822,6 @@ static int lower_rope(lower_ctx *L, int kind)
     return rc;
 }
 
-/* W [K, N] as a new Weight [N, K] (one row per output feature), named
- * after W. */
-static int transposed_weight(lower_ctx *L, int wv, uint32_t *t)
-{
-    const llmc_value *w = &L->g->values[wv];
-    int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
-    const uint8_t *src = w->konst.data;
-    float *data = malloc(sizeof *data * (size_t)(n * k > 0 ? n * k : 1));
-    if (!data)
-        return out_of_memory(L);
-    for (int64_t i = 0; i < k; i++)
-        for (int64_t j = 0; j < n; j++) /* memcpy: constants need not be aligned */
-            memcpy(&data[j * k + i], src + sizeof(float) * (size_t)(i * n + j), sizeof(float));
-    llmc_affine dims[2] = {llmc_aff_const(n), llmc_aff_const(k)};
-    int rc = new_tensor(L, w->name, "/transposed", LLMC_DT_FLOAT, 2, dims, t);
-    if (rc) {
-        free(data);
-        return rc;
-    }
-    own_weight(L, *t, data, sizeof *data * (uint64_t)(n * k));
-    return LLMC_OK;
-}
-
 /* Checks W (a float32 constant [K, N]) against x [..., K] and the outputs,
  * whose last dims must add up to N. */
 static int check_linear(lower_ctx *L, int wv)
@@ -888,7 +865,7 @@ static int lower_linear(lower_ctx *L, int kind)
     if (!rc)
         rc = lower_input(L, 0, &in[0]);
     if (!rc)
-        rc = transposed_weight(L, wv, &in[1]);
+        rc = lower_linear_weight(L, wv, &in[1]);
     for (int k = 2; k <= 3 && !rc; k++)
         if (node_in(L, k) >= 0) {
             bits |= (uint8_t)(1u << (k - 2));
@@ -1014,6 +991,7 @@ static const lowering llmc_lowerings[] = {
     {"Symbols", lower_symbols, 0}, {"RMSNorm", lower_rmsnorm, 0},
     {"Gelu", lower_gelu, 0}, {"Silu", lower_unary, CG_UN_SILU},
     {"SwiGLU", lower_binary, CG_BIN_SWIGLU}, {"Linear", lower_linear, 0},
+    {"QuantizeRows", lower_quantize_rows, 0},
     {"Rope", lower_rope, 0}, {"Attention", lower_attention, 0},
 };
 
@@ -1084,7 +1062,7 @@ static int output_tensor(lower_ctx *L, int v, uint32_t *t)
         return rc;
     uint32_t src = *t;
     const cg_tensor s = L->p->tensors[src];
-    rc = new_tensor(L, s.name, "", s.dtype, s.rank, s.dims, t);
+    rc = lower_new_tensor(L, s.name, "", s.dtype, s.rank, s.dims, t);
     if (rc)
         return rc;
     cg_op *op = emit_named(L, CG_OP_RESHAPE, s.name);
@@ -1192,10 +1170,14 @@ static int lower_nodes(lower_ctx *L)
     return rc;
 }
 
-int cg_lower(const llmc_graph *g, cg_plan *p, llmc_error *err)
+int cg_lower(const llmc_graph *g, const char *target, cg_plan *p, llmc_error *err)
 {
     memset(p, 0, sizeof *p);
     lower_ctx L = {.g = g, .p = p, .err = err, .node = -1};
+    L.target = rt_target_info_of(rt_target_index(target ? target : "generic"));
+    if (!L.target)
+        return llmc_fail(err, LLMC_E_USAGE, "target '%s' unknown; llmc knows%s", target,
+                         RT_TARGET_NAMES);
     L.tensor_of = malloc(sizeof *L.tensor_of * (size_t)(g->n_values + 1));
     if (!L.tensor_of)
         return out_of_memory(&L);

@@ -11,6 +11,7 @@ typedef struct {
     llmc_error *err;
     int32_t *tensor_of;     /* graph value id -> plan tensor, -1 = not yet */
     int node;               /* the node being lowered, for messages */
+    const rt_target_info *target;   /* tile sizes of packed layouts */
 } lower_ctx;
 
 static inline const llmc_node *cur_node(const lower_ctx *L) { return &L->g->nodes[L->node]; }
@@ -31,6 +32,19 @@ int lower_output(lower_ctx *L, int k, uint32_t *t);
 /* New Arena tensor for an intermediate result inside one node's lowering. */
 int lower_temp(lower_ctx *L, const char *suffix, int dtype, int rank, const llmc_affine *dims,
                uint32_t *t);
+
+/* Appends a tensor named name + suffix (Arena unless the caller fills the
+ * weight fields). */
+int lower_new_tensor(lower_ctx *L, const char *name, const char *suffix, int dtype, int rank,
+                     const llmc_affine *dims, uint32_t *t);
+/* Tensor t becomes a Weight over malloc'ed `data`, which the plan owns. */
+void lower_own_weight(lower_ctx *L, uint32_t t, void *data, uint64_t nbytes);
+
+/* lower_linear_weights.c: W [K, N] of a Linear as the Weight the target
+ * runs: quantized tiles (the node's quant_bits), fp32 tiles (targets with
+ * f_hp), else dense [N, K]. */
+int lower_linear_weight(lower_ctx *L, int wv, uint32_t *t);
+int lower_quantize_rows(lower_ctx *L, int unused);
 
 /* Appends an op named after the current node.  The pointer is valid until
  * the next lower_emit. */

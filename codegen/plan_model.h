@@ -104,8 +104,9 @@ typedef struct {
     uint64_t arena_size;
 } cg_plan;
 
-/* Graph -> tensors, ops and bindings (op order = topological order). */
-int cg_lower(const llmc_graph *g, cg_plan *p, llmc_error *err);
+/* Graph -> tensors, ops and bindings (op order = topological order), with
+ * packed layouts for `target` (NULL: "generic"). */
+int cg_lower(const llmc_graph *g, const char *target, cg_plan *p, llmc_error *err);
 /* True if cg_lower handles this ONNX op type (default domain). */
 bool cg_can_lower(const char *op_type);
 /* The i-th llmc-domain op (compiler/llmc_ops.h) cg_lower handles; NULL

@@ -398,7 +398,7 @@ static int build_image(const llmc_graph *g, const llmc_codegen_options *opt, pla
 {
     memset(img, 0, sizeof *img);
     fb_init(&img->fb);
-    int rc = cg_lower(g, &img->plan, err);
+    int rc = cg_lower(g, opt->target, &img->plan, err);
     if (!rc)
         rc = cg_memory_plan(&img->plan, opt->max_context, err);
     if (!rc)
@@ -493,7 +493,7 @@ static int verify_written_plan(const char *tmp, const char *path, llmc_error *er
     llmc_rt_plan plan;
     llmc_rt_error rt;
     int rc = LLMC_OK;
-    if (llmc_rt_plan_open(&plan, f.map, (size_t)f.size, LLMC_RT_VERIFY_HASHES, &rt) != LLMC_RT_OK)
+    if (llmc_rt_plan_open(&plan, f.map, (size_t)f.size, LLMC_RT_VERIFY_HASHES | LLMC_RT_OPEN_ANY_TARGET, &rt) != LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_INTERNAL,
                        "the plan for '%s', read back, fails the runtime verifier (a compiler bug or a write error): %s",
                        path, rt.msg);

@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "kernels/kernel_table.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -61,4 +62,15 @@ int llmc_cli_map(const char *path, llmc_mapped_file *m, llmc_error *err)
     if (!m->size)
         return llmc_fail(err, LLMC_E_INPUT, "'%s' is empty", path);
     return LLMC_OK;
+}
+
+const char *llmc_cli_host_target(void)
+{
+    /* most capable first: the first this runtime was built with and this
+     * CPU runs */
+    static const char *const preferred[] = {"neon-i8mm", "neon-dot", "avx2"};
+    for (size_t i = 0; i < sizeof preferred / sizeof preferred[0]; i++)
+        if (rt_kernels_for_target(preferred[i], NULL))
+            return preferred[i];
+    return "generic";
 }

@@ -29,6 +29,8 @@ int64_t llmc_cli_parse_count(const char *text);
 /* --threads N (1..LLMC_CLI_MAX_THREADS) of `command`; a usage error if not. */
 #define LLMC_CLI_MAX_THREADS 256
 int llmc_cli_parse_threads(const char *command, const char *text, uint32_t *threads);
+/* The plan target this machine runs best (compile's default --target). */
+const char *llmc_cli_host_target(void);
 
 /* Maps a whole plan or model read-only (plans are executed in place);
  * an empty or unreadable file is an LLMC_E_INPUT error naming the path. */

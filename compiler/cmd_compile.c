@@ -1,5 +1,6 @@
 /* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR [--dot]] [--dim NAME=N]
- *              [--threads N] */
+ *              [--threads N] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
+ *              [--target generic|avx2|neon-dot|neon-i8mm] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,15 @@ static const char compile_help[] =
     "  --dim NAME=N          bind a symbolic input dimension that is not an LLM role\n"
     "  --explain             say why a pattern a pass looks for did not match\n"
     "  --threads N           threads for hashing weight segments (default 1); the plan is\n"
-    "                        byte-identical for every N\n";
+    "                        byte-identical for every N\n"
+    "  --quant MODE          f32 (default): float32 weights; w8a8: int8 weights, symmetric\n"
+    "                        per group; w4a8: uint4 weights, asymmetric per group; both\n"
+    "                        with int8 activations quantized per row at run time\n"
+    "  --group-size N        weights per scale along K: 32 (default), 64, 128, or 0 for one\n"
+    "                        scale per output channel\n"
+    "  --lm-head-bits B      bits of the Linear producing the logits: 8 (default) or 4\n"
+    "  --target T            kernels the weights are packed for: generic (portable C),\n"
+    "                        avx2, neon-dot, neon-i8mm (default: this machine's best)\n";
 
 typedef struct {
     const char *model, *output, *dump_dir;
@@ -37,6 +46,9 @@ typedef struct {
     uint32_t threads;
     int explain;
     int dot;
+    int quant_bits, lm_head_bits;   /* 0 = float32 */
+    int64_t group;
+    const char *target;
     int n_dims;
     llmc_dim_binding dims[MAX_DIM_BINDINGS];
     char dim_names[MAX_DIM_BINDINGS][128];
@@ -62,6 +74,9 @@ static int parse_args(int argc, char **argv, compile_args *a)
     memset(a, 0, sizeof *a);
     a->max_context = 2048;
     a->threads = 1;
+    a->group = 32;
+    a->lm_head_bits = 8;
+    a->target = llmc_cli_host_target();
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         int has_value = i + 1 < argc;
@@ -83,6 +98,24 @@ static int parse_args(int argc, char **argv, compile_args *a)
             if (parse_dim(argv[++i], &a->dims[a->n_dims], a->dim_names[a->n_dims], sizeof a->dim_names[0]))
                 return llmc_cli_usage("compile", "--dim wants NAME=N, got '%s'", argv[i]);
             a->n_dims++;
+        } else if (!strcmp(arg, "--quant") && has_value) {
+            const char *q = argv[++i];
+            a->quant_bits = !strcmp(q, "w8a8") ? 8 : !strcmp(q, "w4a8") ? 4 : 0;
+            if (!a->quant_bits && strcmp(q, "f32"))
+                return llmc_cli_usage("compile", "--quant wants f32, w8a8 or w4a8, got '%s'", q);
+        } else if (!strcmp(arg, "--group-size") && has_value) {
+            a->group = llmc_cli_parse_count(argv[++i]);
+            if (a->group != 0 && a->group != 32 && a->group != 64 && a->group != 128)
+                return llmc_cli_usage("compile", "--group-size wants 32, 64, 128 or 0, got '%s'", argv[i]);
+        } else if (!strcmp(arg, "--lm-head-bits") && has_value) {
+            a->lm_head_bits = (int)llmc_cli_parse_count(argv[++i]);
+            if (a->lm_head_bits != 8 && a->lm_head_bits != 4)
+                return llmc_cli_usage("compile", "--lm-head-bits wants 8 or 4, got '%s'", argv[i]);
+        } else if (!strcmp(arg, "--target") && has_value) {
+            a->target = argv[++i];
+            if (rt_target_index(a->target) < 0)
+                return llmc_cli_usage("compile", "--target wants one of%s, got '%s'", RT_TARGET_NAMES,
+                                      a->target);
         } else if (!strcmp(arg, "--explain")) {
             a->explain = 1;
         } else if (!strcmp(arg, "--dot")) {
@@ -146,7 +179,10 @@ int llmc_cmd_compile(int argc, char **argv)
     llmc_graph_init(&g);
     llmc_import_report report;
     llmc_import_options io = {.n_dims = a.n_dims, .dims = a.dims, .report = &report};
-    llmc_pass_ctx ctx = {.max_context = a.max_context, .explain = a.explain, .log = stderr};
+    llmc_pass_ctx ctx = {.max_context = a.max_context, .explain = a.explain, .log = stderr,
+                         .quant_bits = a.quant_bits,
+                         .lm_head_bits = a.quant_bits == 8 ? 8 : a.lm_head_bits,
+                         .quant_group = a.group};
     llmc_pipeline_dumps dumps = {.dir = a.dump_dir, .dot = a.dot};
     llmc_pass_record records[MAX_PASSES];
     int n_records = 0;
@@ -163,11 +199,14 @@ int llmc_cmd_compile(int argc, char **argv)
     if (!rc) {
         print_pass_table(records, n_records);
         llmc_codegen_options co = {.max_context = a.max_context, .n_passes = n_records, .passes = records,
-                                   .threads = a.threads};
+                                   .threads = a.threads, .target = a.target};
         rc = llmc_codegen_to_file(&g, &co, a.output, &stats, &err);
     }
-    if (!rc)
+    if (!rc) {
+        printf("target %s, %s weights\n", a.target,
+               a.quant_bits == 8 ? "w8a8" : a.quant_bits == 4 ? "w4a8" : "f32");
         print_stats(a.output, &stats);
+    }
     llmc_graph_free(&g);
     return rc ? llmc_cli_report(&err) : 0;
 }

@@ -217,7 +217,7 @@ int llmc_cmd_inspect(int argc, char **argv)
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
     plan_summary s;
-    if (llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) || summarize(&plan, &s, &rt) ||
+    if (llmc_rt_plan_open(&plan, file.map, file.size, LLMC_RT_OPEN_ANY_TARGET, &rt) || summarize(&plan, &s, &rt) ||
         (json ? print_json(path, &plan, &s, &rt) : print_text(path, &plan, &s, &rt)))
         llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", path, rt.msg);
     llmc_unmap_file(&file);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "kernels/kernel_table.h"
 #include "llmc_rt.h"
 
 int llmc_cmd_verify(int argc, char **argv)
@@ -20,12 +21,17 @@ int llmc_cmd_verify(int argc, char **argv)
         return llmc_cli_report(&err);
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
-    llmc_rt_status st = llmc_rt_plan_open(&plan, file.map, file.size, LLMC_RT_VERIFY_HASHES, &rt);
+    llmc_rt_status st = llmc_rt_plan_open(&plan, file.map, file.size,
+                                          LLMC_RT_VERIFY_HASHES | LLMC_RT_OPEN_ANY_TARGET, &rt);
     if (st != LLMC_RT_OK) {
         llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s: %s", argv[1], llmc_rt_status_text(st), rt.msg);
     } else {
         printf("%s: ok (%u tensors, %u ops, %u weight segments hashed, arena %llu bytes)\n", argv[1],
                plan.n_tensors, plan.n_ops, plan.n_segments, (unsigned long long)plan.arena_size);
+        if (plan.kernels || rt_kernels_for_target(plan.target, &rt))
+            printf("target %s: runs on this machine\n", plan.target);
+        else
+            printf("target %s: verified, but cannot run here: %s\n", plan.target, rt.msg);
     }
     llmc_unmap_file(&file);
     return err.code ? llmc_cli_report(&err) : 0;

@@ -28,6 +28,15 @@
  *     z = x W + bias + residual is split along the last axis: y_j gets the
  *     next N_j columns (N_j = last dim of y_j, sum N_j = N).  Codegen stores
  *     W transposed, [N, K], so each output feature's weights are contiguous.
+ *     After the quantize pass (--quant): INT quant_bits (8 or 4) and INT
+ *     quant_group; x is then the output of QuantizeRows and codegen packs W
+ *     into the target's QWeightTiles (runtime/kernels/quant_format.h):
+ *     z = sx * sum_groups (scale * (q_x . q_w) [+ min * sum q_x]).
+ *
+ * QuantizeRows(x) -> xq                                   [QuantizeRows]
+ *     INT group.  x float32 [..., K]; xq int8 with x's shape: each row
+ *     scaled by 127 / max|x_row| and rounded to nearest even, with the row
+ *     scale and the sum of every group of `group` values (QActTiles).
  *
  * Rope(x, cos, sin) -> y                                          [Rope]
  *     INT rotary_dim (even, <= D).  x [..., S, D]: axis -2 is the token

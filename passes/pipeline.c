@@ -41,6 +41,8 @@ static const llmc_pass *const pipeline[] = {
     /* MatMul/Gemm by constant weights (+ bias) -> llmc.Linear; siblings on
      * one input merged; Splits and residual Adds absorbed */
     &llmc_pass_linear_fusion,
+    /* --quant: Linear weights to int8/int4, x through one shared QuantizeRows */
+    &llmc_pass_quantize,
 };
 
 #define PIPELINE_LENGTH ((int)(sizeof pipeline / sizeof pipeline[0]))

@@ -1,9 +1,10 @@
 /* Sessions: working memory, the op interpreter (run) and the LLM path (feed). */
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "kernels/kernel_table.h"
 #include "plan_format.h"
 #include "rt_msg.h"
+#include "tensor_traits.h"
 
 #define NO_RUN UINT32_MAX /* last_S before the first run */
 #define MAX_OP_INPUTS 5   /* the most any op but Copy takes (plan_verify.c op_arity) */
@@ -78,6 +79,8 @@ llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *
     if (context < 1 || context > plan->max_context)
         return rt_fail(err, LLMC_RT_E_ARG, "context %u outside [1, max_context %u]",
                        RT_N(context, plan->max_context), NULL);
+    if (!plan->kernels && !rt_kernels_for_target(plan->target, err)) /* says why */
+        return LLMC_RT_E_TARGET;
     size_t need = llmc_rt_session_memory_for(plan, context);
     if (need == SIZE_MAX || memory_size < need || !layout_for(plan, context, &m))
         return rt_fail(err, LLMC_RT_E_MEMORY, "working memory has %u bytes; the plan needs %u",
@@ -261,9 +264,66 @@ static llmc_rt_status exec_layernorm(const rt_op_desc *op, const rt_view *in, rt
                        op->epsilon, &out[0], &stats, err);
 }
 
+/* The dtype/layout fields of tensor t (tensor_traits.h). */
+static llmc_rt_status format_of(const llmc_rt_session *s, fb_reader *r, uint32_t t,
+                                rt_tensor_format *f, llmc_rt_error *err)
+{
+    rt_tensor_desc d;
+    llmc_rt_status st = rt_read_tensor(r, s->plan, t, &d, err);
+    if (!st)
+        *f = rt_format_of(&d);
+    return st;
+}
+
+/* Linear's W as the kernels see it, and the matching shape of x (input 0). */
+typedef struct {
+    rt_tensor_format wf, xf;
+    rt_qweight_shape qw;
+    rt_qact_shape qx;
+    rt_ftile_shape fw;
+} linear_operands;
+
+static llmc_rt_status linear_operands_of(const llmc_rt_session *s, fb_reader *r,
+                                         const rt_op_desc *op, const rt_view *in,
+                                         linear_operands *lo, llmc_rt_error *err)
+{
+    llmc_rt_status st = format_of(s, r, fb_vec_u32(r, op->inputs, 0), &lo->xf, err);
+    if (!st)
+        st = format_of(s, r, fb_vec_u32(r, op->inputs, 1), &lo->wf, err);
+    if (st)
+        return st;
+    bool ok = true;
+    if (lo->wf.layout == LAYOUT_QWEIGHT)
+        ok = rt_qweight_shape_of(&lo->wf, in[1].rank, in[1].dims, &lo->qw) &&
+             rt_qact_shape_of(&lo->xf, in[0].rank, in[0].dims, &lo->qx);
+    else if (lo->wf.layout == LAYOUT_FWEIGHT)
+        ok = rt_ftile_shape_of(&lo->wf, in[1].rank, in[1].dims, &lo->fw);
+    return ok ? LLMC_RT_OK : rt_fail(err, LLMC_RT_E_EXEC, "W or x has an invalid packed format",
+                                     NULL, NULL);
+}
+
+/* One output's columns [col0, col0 + y's last dim) of z, by W's layout. */
+static llmc_rt_status linear_columns(const llmc_rt_session *s, const linear_operands *lo,
+                                     const rt_view *in, const rt_view *bias,
+                                     const rt_view *residual, int64_t col0, rt_view *y,
+                                     llmc_rt_error *err)
+{
+    rt_parallel par = session_parallel(s);
+    const rt_kernels *kt = s->plan->kernels;
+    switch (lo->wf.layout) {
+    case LAYOUT_QWEIGHT:
+        return k_qlinear(kt, &in[0], &lo->qx, in[1].data, &lo->qw, bias, residual, col0, y,
+                         s->plan->gemm_min_rows, &par, err);
+    case LAYOUT_FWEIGHT:
+        return k_linear_tiles(kt, &in[0], in[1].data, &lo->fw, bias, residual, col0, y, &par, err);
+    default:
+        return k_linear(&in[0], &in[1], bias, residual, col0, y, &par, err);
+    }
+}
+
 /* Linear: inputs x, W, then bias if kind & 1, residual if kind & 2; each
- * output takes the next columns of z, viewed one at a time (any number). */
-/* Linear: each output takes the next columns; adds the bytes written to *moved. */
+ * output takes the next columns of z, viewed one at a time (any number);
+ * adds the bytes written to *moved. */
 static llmc_rt_status exec_linear(const llmc_rt_session *s, fb_reader *r, const rt_op_desc *op,
                                   const rt_view *in, int64_t S, int64_t P, uint64_t *moved,
                                   llmc_rt_error *err)
@@ -271,22 +331,43 @@ static llmc_rt_status exec_linear(const llmc_rt_session *s, fb_reader *r, const 
     int next = 2;
     const rt_view *bias = op->kind & 1 ? &in[next++] : NULL;
     const rt_view *residual = op->kind & 2 ? &in[next++] : NULL;
+    linear_operands lo;
     if ((uint32_t)next != op->inputs.len) /* the verifier's kind check */
         return rt_fail(err, LLMC_RT_E_EXEC, "kind %d does not match %u inputs",
                        RT_N(op->kind, op->inputs.len), NULL);
-    rt_parallel par = session_parallel(s);
+    llmc_rt_status st = linear_operands_of(s, r, op, in, &lo, err);
     int64_t col0 = 0;
-    for (uint32_t j = 0; j < op->outputs.len; j++) {
+    for (uint32_t j = 0; !st && j < op->outputs.len; j++) {
         rt_view y;
-        llmc_rt_status st = view_of(s, r, fb_vec_u32(r, op->outputs, j), S, P, &y, err);
+        st = view_of(s, r, fb_vec_u32(r, op->outputs, j), S, P, &y, err);
         if (!st && k_count(&y) != 0)
-            st = k_linear(&in[0], &in[1], bias, residual, col0, &y, &par, err);
+            st = linear_columns(s, &lo, in, bias, residual, col0, &y, err);
         if (st)
             return rt_prefix(err, st, "output %u: ", RT_N(j), NULL);
         col0 += y.rank ? y.dims[y.rank - 1] : 0;
         *moved += view_bytes(&y);
     }
-    return LLMC_RT_OK;
+    return st;
+}
+
+/* QuantizeRows: x float32 [..., K] -> its QActTiles (bytes of the tiles,
+ * scales and sums added to *moved). */
+static llmc_rt_status exec_quantize_rows(const llmc_rt_session *s, fb_reader *r,
+                                         const rt_op_desc *op, const rt_view *x, rt_view *xq,
+                                         uint64_t *moved, llmc_rt_error *err)
+{
+    rt_tensor_format f;
+    rt_qact_shape qs;
+    llmc_rt_status st = format_of(s, r, fb_vec_u32(r, op->outputs, 0), &f, err);
+    if (st)
+        return st;
+    if (!rt_qact_shape_of(&f, xq->rank, xq->dims, &qs))
+        return rt_fail(err, LLMC_RT_E_EXEC, "output has an invalid QActTiles format", NULL, NULL);
+    rt_parallel par = session_parallel(s);
+    st = k_quantize_rows(s->plan->kernels, x, &qs, xq, &par, err);
+    if (!st)
+        *moved += rt_qact_bytes(&qs);
+    return st;
 }
 
 /* Runs one op whose inputs (at most MAX_OP_INPUTS) and outputs (at most 3
@@ -408,6 +489,9 @@ static llmc_rt_status exec_op_body(llmc_rt_session *s, fb_reader *r, const rt_op
         return exec_linear(s, r, op, in, S, P, moved, err);
     if (!st)
         st = view_all(s, r, op->outputs, S, P, out, err);
+    if (!st && op->code == OP_QUANTIZE_ROWS)
+        return outputs_empty(out, 1) ? LLMC_RT_OK
+                                     : exec_quantize_rows(s, r, op, &in[0], &out[0], moved, err);
     if (!st && op->code == OP_ATTENTION)
         st = exec_attention(s, op, in, &out[0], S, P, moved, err);
     else if (!st && !outputs_empty(out, op->outputs.len)) {

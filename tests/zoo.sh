@@ -48,12 +48,14 @@ GOLDEN_MAX_CONTEXT=256
 #   onnx <xxh64 of the exported .onnx>
 #   dump <NN-pass.txt> <xxh64 of that canonical dump>   (one per pass, in order)
 #   plan <xxh64 of the plan file>
+# The target is pinned to generic: the default (this machine's best) would
+# make the blessed plans depend on the CPU that blesses them.
 zoo_compile() {
     local spec=$1 dir=$2 model f
     model=$(zoo_spec_model "$spec") || return 1
     rm -rf "$dir" && mkdir -p "$dir"
     "${BUILD:-build}/llmc" compile "$model" -o "$dir/plan" --max-context "$GOLDEN_MAX_CONTEXT" \
-        --dump-passes "$dir/dumps" >"$dir/compile.log" 2>&1 || { cat "$dir/compile.log" >&2; return 1; }
+        --target generic --dump-passes "$dir/dumps" >"$dir/compile.log" 2>&1 || { cat "$dir/compile.log" >&2; return 1; }
     {
         echo "onnx $(xxhsum -q -H64 "$model" | cut -d' ' -f1)"
         for f in "$dir"/dumps/*.txt; do

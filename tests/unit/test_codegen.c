@@ -800,7 +800,7 @@ static void test_memory_plan(void)
     llmc_error err = {0};
     cg_plan p;
     build_chain(&g, 40);
-    int rc = cg_lower(&g, &p, &err);
+    int rc = cg_lower(&g, NULL, &p, &err);
     if (!rc)
         rc = cg_memory_plan(&p, MAX_CONTEXT, &err);
     CHECK(rc == 0, "chain of 40 plans (%s)", err.msg);
@@ -823,7 +823,7 @@ static void test_memory_plan(void)
     node(&g, "Exp", "exp", 1, &x, 1, &y);
     output(&g, y);
     memset(&err, 0, sizeof err);
-    rc = cg_lower(&g, &p, &err);
+    rc = cg_lower(&g, NULL, &p, &err);
     if (!rc)
         rc = cg_memory_plan(&p, MAX_CONTEXT, &err);
     CHECK(rc == 0, "scores graph plans (%s)", err.msg);

@@ -1,0 +1,116 @@
+/* quantize: Linear weights to int8 or int4, activations to int8 once per
+ * Linear input (papers 000 §IV.C, 002 §4.2).
+ *
+ * With `--quant w8a8` or `w4a8` every llmc.Linear whose W is a float32
+ * constant [K, N] gets the attributes quant_bits (8 or 4) and quant_group
+ * (K elements per scale: --group-size, or K rounded up to 32 for 0 = one
+ * scale per output channel), and reads its x through an llmc.QuantizeRows
+ * node.  Linears that read the same x with the same group share one
+ * QuantizeRows (q/k/v and gate/up are usually merged by linear-fusion
+ * already; what is left, e.g. an unmerged sibling, still quantizes x once).
+ * The Linear producing a graph output (the LM head, whose logits decide
+ * every token) takes lm_head_bits instead, 8 by default under w4a8 (paper
+ * 002 §4.2).  Codegen packs W into the target's tiles; norms, softmax,
+ * attention and the embedding stay float32.
+ *
+ * Preconditions: W a float32 constant of rank 2 whose K equals x's constant
+ * last dim; x float32.  Without --quant (f32) the pass changes nothing. */
+#include <stdlib.h>
+
+#include "llmc_ops.h"
+#include "pass.h"
+#include "pipeline.h"
+
+static const char PASS[] = "quantize";
+
+#define PER_CHANNEL_ALIGN 32 /* group of a per-channel scale: K rounded up to this */
+
+typedef struct {
+    int x, group, xq;
+} shared_input;
+
+static bool quantizable(const llmc_graph *g, const llmc_pass_ctx *ctx, int node)
+{
+    const llmc_node *n = &g->nodes[node];
+    if (n->n_inputs < 2 || n->inputs[0] < 0 || n->inputs[1] < 0)
+        return false;
+    const llmc_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
+    if (!w->is_const || w->dtype != LLMC_DT_FLOAT || w->shape.rank != 2 ||
+        !llmc_aff_is_const(w->shape.dims[0]) || x->dtype != LLMC_DT_FLOAT ||
+        x->shape.rank < 1 || !llmc_aff_eq(x->shape.dims[x->shape.rank - 1], w->shape.dims[0])) {
+        llmc_pass_explain(ctx, PASS, g, node, "W is not a float32 constant [K, N] matching "
+                          "x's last dim K; it stays float32");
+        return false;
+    }
+    return true;
+}
+
+static bool feeds_graph_output(const llmc_graph *g, int node)
+{
+    const llmc_node *n = &g->nodes[node];
+    for (int j = 0; j < n->n_outputs; j++)
+        if (n->outputs[j] >= 0 && g->values[n->outputs[j]].is_graph_output)
+            return true;
+    return false;
+}
+
+/* The QuantizeRows output for (x, group), made on first use; -1 on OOM. */
+static int quantized_input(llmc_graph *g, shared_input *made, int *n_made, int x, int group)
+{
+    for (int i = 0; i < *n_made; i++)
+        if (made[i].x == x && made[i].group == group)
+            return made[i].xq;
+    char *name = llmc_graph_unique_name(g, g->values[x].name, "/quantized");
+    int xq = name ? llmc_graph_add_value(g, name, LLMC_DT_INT8) : -1;
+    free(name);
+    if (xq < 0)
+        return -1;
+    g->values[xq].shape = g->values[x].shape;
+    int node = llmc_graph_add_llmc_node(g, "QuantizeRows", g->values[xq].name, &x, 1, &xq, 1);
+    if (node < 0 || llmc_node_set_int(g, node, "group", group))
+        return -1;
+    made[*n_made] = (shared_input){x, group, xq};
+    ++*n_made;
+    return xq;
+}
+
+static int quantize_linear(llmc_graph *g, const llmc_pass_ctx *ctx, int node, shared_input *made,
+                           int *n_made)
+{
+    int64_t k = g->values[g->nodes[node].inputs[1]].shape.dims[0].c;
+    int bits = feeds_graph_output(g, node) ? ctx->lm_head_bits : ctx->quant_bits;
+    int64_t group = ctx->quant_group ? ctx->quant_group
+                                     : (k + PER_CHANNEL_ALIGN - 1) / PER_CHANNEL_ALIGN * PER_CHANNEL_ALIGN;
+    int xq = quantized_input(g, made, n_made, g->nodes[node].inputs[0], (int)group);
+    if (xq < 0 || llmc_node_set_int(g, node, "quant_bits", bits) ||
+        llmc_node_set_int(g, node, "quant_group", group))
+        return -1;
+    g->nodes[node].inputs[0] = xq;
+    return 0;
+}
+
+static int run_quantize(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
+{
+    if (!ctx->quant_bits)
+        return LLMC_OK;
+    int n_nodes = g->n_nodes, n_made = 0, linears = 0, eight = 0;
+    shared_input *made = malloc(sizeof *made * (size_t)(n_nodes > 0 ? n_nodes : 1));
+    if (!made)
+        return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
+    for (int i = 0; i < n_nodes; i++) {
+        if (g->nodes[i].dead || !llmc_is_op(&g->nodes[i], "Linear") || !quantizable(g, ctx, i))
+            continue;
+        if (quantize_linear(g, ctx, i, made, &n_made)) {
+            free(made);
+            return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
+        }
+        linears++;
+        eight += llmc_node_attr_int(g, i, "quant_bits", 0) == 8;
+    }
+    free(made);
+    llmc_pass_detail(ctx, "%d Linears quantized (%d to 8 bits, %d to 4), %d QuantizeRows", linears,
+                     eight, linears - eight, n_made);
+    return LLMC_OK;
+}
+
+const llmc_pass llmc_pass_quantize = {"quantize", run_quantize};
