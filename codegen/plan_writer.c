@@ -298,7 +298,8 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     field_nonzero(b, 14, cg_cache_count(p), 4);
     if (cg_cache_count(p))
         field_nonzero(b, 15, PLAN_KV_CHUNK_POSITIONS, 4);
-    field_nonzero(b, 16, opt->gemm_min_rows, 4);
+    /* always present, so `llmc tune` can rewrite it in place */
+    fb_field_scalar(b, 16, opt->gemm_min_rows ? opt->gemm_min_rows : RT_DEFAULT_GEMM_MIN_ROWS, 4);
     return fb_table_end(b);
 }
 

@@ -1,0 +1,204 @@
+/* llmc tune PLAN [-t N] [--max-rows M] [-r R]: measures on this machine
+ * where a quantized Linear should switch from one GEMV per row to the tiled
+ * GEMM (paper 001 §5: the flat shapes of decode and short prompts want the
+ * weight-streaming GEMV, longer prompts the register-tiled GEMM) and writes
+ * that crossover into the plan's gemm_min_rows, in place and atomically.
+ *
+ * For each row count m in 2..M it times a prefill of m tokens with every
+ * Linear forced onto the GEMV path and again forced onto the GEMM, medians
+ * of R runs each; the crossover is the smallest m from which the GEMM wins
+ * at every m measured. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "llmc_threads.h"
+#include "out_file.h"
+#include "plan_format.h"
+
+#define TUNE_MAX_ROWS 64
+#define TUNE_MAX_REPEATS 31
+
+static const char tune_help[] =
+    "usage: llmc tune PLAN [-t THREADS] [--max-rows M] [-r REPEATS]\n"
+    "\n"
+    "Times prefills of 2..M tokens (default 16) with the quantized Linears on\n"
+    "their GEMV path and on their tiled GEMM, R times each (default 5, medians),\n"
+    "prints both and writes the crossover row count into PLAN (gemm_min_rows:\n"
+    "Linears with fewer rows run one GEMV per row).  The plan is rewritten\n"
+    "atomically; nothing else in it changes.\n";
+
+typedef struct {
+    const char *plan;
+    uint32_t threads, max_rows, repeats;
+} tune_args;
+
+static int parse_args(int argc, char **argv, tune_args *a)
+{
+    *a = (tune_args){NULL, 1, 16, 5};
+    for (int i = 1; i < argc; i++) {
+        int has_value = i + 1 < argc;
+        int64_t v;
+        if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) && has_value) {
+            if (llmc_cli_parse_threads("tune", argv[++i], &a->threads))
+                return LLMC_E_USAGE;
+        } else if (!strcmp(argv[i], "--max-rows") && has_value) {
+            v = llmc_cli_parse_count(argv[++i]);
+            if (v < 2 || v > TUNE_MAX_ROWS)
+                return llmc_cli_usage("tune", "--max-rows wants 2..%d, got '%s'", TUNE_MAX_ROWS, argv[i]);
+            a->max_rows = (uint32_t)v;
+        } else if (!strcmp(argv[i], "-r") && has_value) {
+            v = llmc_cli_parse_count(argv[++i]);
+            if (v < 1 || v > TUNE_MAX_REPEATS)
+                return llmc_cli_usage("tune", "-r wants 1..%d, got '%s'", TUNE_MAX_REPEATS, argv[i]);
+            a->repeats = (uint32_t)v;
+        } else if (argv[i][0] == '-' || a->plan) {
+            return llmc_cli_usage("tune", "unexpected argument '%s'", argv[i]);
+        } else {
+            a->plan = argv[i];
+        }
+    }
+    return a->plan ? LLMC_OK : llmc_cli_usage("tune", "missing PLAN");
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int by_value(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Median seconds of `repeats` prefills of m tokens from position 0. */
+static int time_prefill(llmc_rt_session *s, uint32_t m, uint32_t repeats, double *median,
+                        llmc_rt_error *rt)
+{
+    int64_t tokens[TUNE_MAX_ROWS];
+    double t[TUNE_MAX_REPEATS];
+    for (uint32_t i = 0; i < m; i++)
+        tokens[i] = (int64_t)((i * 7919u + 13u) % (s->plan->vocab_size ? s->plan->vocab_size : 1));
+    for (uint32_t r = 0; r <= repeats; r++) { /* run 0 warms caches up */
+        llmc_reset(s);
+        double t0 = now_seconds();
+        if (llmc_prefill(s, tokens, m, NULL, rt) != LLMC_RT_OK)
+            return -1;
+        if (r)
+            t[r - 1] = now_seconds() - t0;
+    }
+    qsort(t, repeats, sizeof t[0], by_value);
+    *median = t[repeats / 2];
+    return 0;
+}
+
+/* The crossover: smallest m from which GEMM beats GEMV at every m <= max. */
+static int measure(llmc_rt_plan *plan, const tune_args *a, uint32_t *crossover, llmc_error *err)
+{
+    llmc_rt_error rt = {0};
+    llmc_rt_session s;
+    size_t size = llmc_rt_session_memory_for(plan, a->max_rows);
+    void *mem = size != SIZE_MAX ? malloc(size) : NULL;
+    llmc_threads *pool = a->threads > 1 ? llmc_threads_create(a->threads) : NULL;
+    int rc = LLMC_OK;
+    if (!mem || (a->threads > 1 && !pool))
+        rc = llmc_fail(err, LLMC_E_NOMEM, "out of memory for the session");
+    else if (llmc_rt_session_init_for(&s, plan, a->max_rows, mem, size, &rt) != LLMC_RT_OK)
+        rc = llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", a->plan, rt.msg);
+    if (!rc)
+        llmc_rt_session_set_parallel(&s, pool ? llmc_threads_parallel : NULL, pool);
+    *crossover = a->max_rows + 1;
+    printf("%6s %14s %14s\n", "rows", "gemv ms", "gemm ms");
+    for (uint32_t m = 2; !rc && m <= a->max_rows; m++) {
+        double gemv, gemm;
+        plan->gemm_min_rows = m + 1;
+        if (time_prefill(&s, m, a->repeats, &gemv, &rt) == 0) {
+            plan->gemm_min_rows = m;
+            if (time_prefill(&s, m, a->repeats, &gemm, &rt) == 0) {
+                printf("%6u %14.3f %14.3f\n", m, 1e3 * gemv, 1e3 * gemm);
+                if (gemm >= gemv)
+                    *crossover = a->max_rows + 1;
+                else if (*crossover > m)
+                    *crossover = m;
+                continue;
+            }
+        }
+        rc = llmc_fail(err, LLMC_E_RUNTIME, "'%s': prefill of %u tokens: %s", a->plan, m, rt.msg);
+    }
+    llmc_threads_destroy(pool);
+    free(mem);
+    return rc;
+}
+
+/* Byte position of the Plan's gemm_min_rows field (written by every
+ * compiler that knows it), or 0 if the plan has none. */
+static uint32_t gemm_field_pos(const llmc_rt_plan *plan)
+{
+    fb_reader r = rt_reader(plan);
+    fb_table t;
+    if (fb_table_at(&r, plan->root, "Plan", &t, NULL) || PLAN_GEMM_MIN_ROWS >= t.n_fields)
+        return 0;
+    const uint8_t *slot = plan->base + t.vtable + 4 + 2 * PLAN_GEMM_MIN_ROWS;
+    uint16_t off = (uint16_t)(slot[0] | slot[1] << 8);
+    return off ? t.pos + off : 0;
+}
+
+static int write_plan(const tune_args *a, const llmc_rt_plan *plan, uint32_t crossover,
+                      llmc_error *err)
+{
+    uint32_t pos = gemm_field_pos(plan);
+    if (!pos)
+        return llmc_fail(err, LLMC_E_INPUT, "'%s' has no gemm_min_rows field to rewrite; "
+                         "recompile it with this llmc", a->plan);
+    uint8_t *copy = malloc(plan->size);
+    if (!copy)
+        return llmc_fail(err, LLMC_E_NOMEM, "out of memory copying the plan");
+    memcpy(copy, plan->base, plan->size);
+    for (int i = 0; i < 4; i++)
+        copy[pos + i] = (uint8_t)(crossover >> (8 * i));
+    llmc_output out = {0};
+    int rc = llmc_out_create(a->plan, &out, err) ? LLMC_OK : err->code;
+    if (!rc && fwrite(copy, 1, plan->size, out.file) != plan->size)
+        rc = llmc_fail(err, LLMC_E_OUTPUT, "'%s': %s", a->plan, strerror(errno));
+    rc = llmc_out_finish(&out, rc, err);
+    free(copy);
+    return rc;
+}
+
+int llmc_cmd_tune(int argc, char **argv)
+{
+    if (llmc_cli_wants_help(argc, argv)) {
+        fputs(tune_help, stdout);
+        return 0;
+    }
+    tune_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc;
+    llmc_error err = {0};
+    llmc_mapped_file file = {0, 0};
+    llmc_rt_plan plan;
+    llmc_rt_error rt = {0};
+    uint32_t crossover = 0;
+    rc = llmc_cli_map(a.plan, &file, &err);
+    if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
+        rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
+    if (!rc && a.max_rows > plan.max_context)
+        rc = llmc_fail(&err, LLMC_E_USAGE, "--max-rows %u exceeds the plan's max_context %u",
+                       a.max_rows, plan.max_context);
+    if (!rc)
+        rc = measure(&plan, &a, &crossover, &err);
+    if (!rc)
+        rc = write_plan(&a, &plan, crossover, &err);
+    if (!rc)
+        printf("gemm_min_rows = %u written to %s%s\n", crossover, a.plan,
+               crossover > a.max_rows ? " (GEMV won at every row count measured)" : "");
+    llmc_unmap_file(&file);
+    return rc ? llmc_cli_report(&err) : 0;
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Quantized plans end to end (issue 14).  For each family's tiny opset-17
+# export (tests/zoo.sh) compile float32, w8a8 and w4a8 plans, for target
+# generic (portable C kernels, the oracle) and, where this CPU runs it, for
+# avx2; then 32 greedy steps after prompts of 1, 7 and 64 tokens:
+#   - the avx2 plan of each mode gives the same ids as the generic plan of
+#     that mode and logits within 1e-4 of its largest logit (kernels agree)
+#   - w8a8 gives the float32 ids on at least 2 of the 3 prompts, w4a8 logits
+#     stay within a bound of float32's (random weights: logits are close
+#     together, so a token may flip; the error is reported per family)
+#   - sizes: w4a8 plan < w8a8 plan < float32 plan
+# and plans for targets this machine cannot run verify but are refused by
+# `llmc run` with a message naming the target.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+LLMC=$BUILD/llmc
+PY=/usr/bin/python3
+WORK=$BUILD/test-data/quant
+rm -rf "$WORK" && mkdir -p "$WORK"
+. tests/tap.sh
+. tests/zoo.sh
+
+MAX_NEW=32
+VOCAB=512
+PROMPTS="5 5,17,42,7,99,3,250 $(seq -s, 0 63 | awk -F, '{for (i = 1; i <= NF; i++) printf "%s%d", (i > 1 ? "," : ""), ($i * 37 + 11) % 512}')"
+W8_RTOL=${W8_RTOL:-0.05}     # max |logit - f32 logit| / max |f32 logit| per row
+W4_RTOL=${W4_RTOL:-0.25}
+
+if "$LLMC" compile --help | grep -q avx2 && grep -qw avx2 /proc/cpuinfo && grep -qw f16c /proc/cpuinfo; then
+    TARGETS="generic avx2"
+else
+    TARGETS="generic"
+fi
+
+compile() {   # compile MODEL FAMILY MODE TARGET
+    "$LLMC" compile "$1" -o "$WORK/$2-$3-$4.plan" --max-context 128 --quant "$3" --target "$4" \
+        >"$WORK/$2-$3-$4.log" 2>&1
+}
+
+run() {   # run FAMILY MODE TARGET PROMPT_NO PROMPT: ids in .tok, logits in .bin
+    local base=$WORK/$1-$2-$3-p$4
+    "$LLMC" run "$WORK/$1-$2-$3.plan" --prompt-ids "$5" --max-new "$MAX_NEW" \
+        --logits-out "$base.bin" >"$base.tok" 2>"$base.log"
+}
+
+# max over rows of max|a - b| / max|a| (a the reference)
+rel_err() {
+    $PY - "$1" "$2" "$VOCAB" <<'EOF'
+import sys, numpy as np
+a = np.fromfile(sys.argv[1], "<f4").reshape(-1, int(sys.argv[3])).astype(np.float64)
+b = np.fromfile(sys.argv[2], "<f4").reshape(-1, int(sys.argv[3])).astype(np.float64)
+n = min(len(a), len(b))
+print("%.6f" % (np.abs(a[:n] - b[:n]).max(axis=1) / np.abs(a[:n]).max(axis=1)).max())
+EOF
+}
+
+below() { awk -v x="$1" -v y="$2" 'BEGIN { exit !(x <= y) }'; }
+
+for family in llama qwen2 gpt2 phi; do
+    model=$(zoo_model "$family" 17) || { check "$family@17 exports" false; continue; }
+    for t in $TARGETS; do
+        for mode in f32 w8a8 w4a8; do
+            check "$family: compile --quant $mode --target $t" compile "$model" "$family" "$mode" "$t"
+        done
+    done
+    check "$family: plan sizes w4a8 < w8a8 < f32 (generic)" test \
+        "$(stat -c %s "$WORK/$family-w4a8-generic.plan")" -lt "$(stat -c %s "$WORK/$family-w8a8-generic.plan")" -a \
+        "$(stat -c %s "$WORK/$family-w8a8-generic.plan")" -lt "$(stat -c %s "$WORK/$family-f32-generic.plan")"
+    same8=0 w8=0 w4=0 i=0
+    for prompt in $PROMPTS; do
+        i=$((i + 1))
+        for t in $TARGETS; do
+            for mode in f32 w8a8 w4a8; do
+                run "$family" "$mode" "$t" "$i" "$prompt" || check "$family $mode $t prompt $i runs" false
+            done
+        done
+        g=$WORK/$family-%s-generic-p$i
+        # shellcheck disable=SC2059
+        cmp -s "$(printf "$g" f32).tok" "$(printf "$g" w8a8).tok" && same8=$((same8 + 1))
+        e8=$(rel_err "$(printf "$g" f32).bin" "$(printf "$g" w8a8).bin")
+        e4=$(rel_err "$(printf "$g" f32).bin" "$(printf "$g" w4a8).bin")
+        below "$e8" "$w8" || w8=$e8
+        below "$e4" "$w4" || w4=$e4
+        if [ "$TARGETS" != generic ]; then
+            for mode in f32 w8a8 w4a8; do
+                a=$WORK/$family-$mode-generic-p$i b=$WORK/$family-$mode-avx2-p$i
+                check "$family $mode prompt $i: avx2 ids equal generic ids" cmp "$a.tok" "$b.tok"
+                check "$family $mode prompt $i: avx2 logits within 1e-4 of generic" \
+                    $PY scripts/compare_logits.py "$a.bin" "$b.bin" --vocab "$VOCAB" --rtol 1e-4
+            done
+        fi
+    done
+    echo "# summary: $family: w8a8 ids equal f32 on $same8 of 3 prompts; max logits error w8a8 $w8, w4a8 $w4 (of max|logit|)"
+    check "$family: w8a8 greedy ids equal f32 on at least 2 of 3 prompts ($same8)" test "$same8" -ge 2
+    check "$family: w8a8 logits error $w8 <= $W8_RTOL" below "$w8" "$W8_RTOL"
+    check "$family: w4a8 logits error $w4 <= $W4_RTOL" below "$w4" "$W4_RTOL"
+done
+
+# Targets this machine cannot run: structure verified, execution refused.
+model=$(zoo_model llama 17)
+for t in neon-dot neon-i8mm; do
+    "$LLMC" compile "$model" -o "$WORK/other-$t.plan" --max-context 64 --quant w4a8 --target "$t" \
+        >"$WORK/other-$t.log" 2>&1
+    check "--target $t compiles here (structure and hashes verified)" test -s "$WORK/other-$t.plan"
+    check "llmc verify: $t plan verified, cannot run here" \
+        grep -q "target $t: verified, but cannot run here" <("$LLMC" verify "$WORK/other-$t.plan")
+    refused() {   # fails to run, naming the target
+        local out
+        out=$("$LLMC" run "$WORK/other-$t.plan" --prompt-ids 1,2 --max-new 2 2>&1) && return 1
+        echo "$out"
+        grep -q "plan compiled for another target: target \"$t\"" <<<"$out"
+    }
+    check "llmc run refuses the $t plan naming its target" refused
+done
+tap_done
