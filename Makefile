@@ -18,6 +18,16 @@ ONNX_PROTO := /usr/include/onnx/onnx.proto
 GEN_C      := $(BUILD)/gen/onnx/onnx.pb-c.c
 
 RT_SRC   := $(wildcard runtime/*.c runtime/kernels/*.c)
+# x86-64 builds add the AVX2 kernel table.  Only its kernel files get
+# -mavx2 -mfma -mf16c: cpu_x86.c (the check that runs before the table is
+# chosen) and the rest of the runtime stay baseline x86-64, so the runtime
+# still runs plans for "generic" on a CPU without AVX2.
+IS_X86_64 := $(filter x86_64-%,$(shell $(CC) -dumpmachine))
+ifneq ($(IS_X86_64),)
+AVX2_SRC := $(wildcard runtime/kernels/x86_avx2/*.c)
+RT_SRC   += $(AVX2_SRC)
+$(patsubst %.c,$(BUILD)/%.o,$(filter-out %/cpu_x86.c,$(AVX2_SRC))): CFLAGS_RT += -mavx2 -mfma -mf16c
+endif
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 # Optional platform files (threads): their own archive, never in libllmcrt.a.
 THR_OBJ  := $(BUILD)/runtime/platform/threads_pthread.o
@@ -71,6 +81,16 @@ $(FAULT_SHIM): tests/faults/flip_write.c
 
 unit: $(UNIT_BIN) $(FAULT_SHIM)
 
+# Kernel measurements (not a test): decode GEMV and prefill GEMM of the
+# AVX2 table against a STREAM-like read, on 1 and 2 threads.
+BENCH_Q := $(BUILD)/bench/bench_qlinear
+$(BENCH_Q): tests/bench/bench_qlinear.c $(BUILD)/libllmcrt.a $(THR_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C) -mavx2 -o $@ $< $(BUILD)/libllmcrt.a $(THR_LIB) $(LDFLAGS) -lm -pthread
+
+bench-kernels: $(BENCH_Q)
+	$(BENCH_Q)
+
 deps:
 	scripts/deps.sh
 
@@ -90,5 +110,5 @@ big-model: deps all
 clean:
 	rm -rf build build-san
 
-.PHONY: all unit deps check demo big-model clean
+.PHONY: all unit deps check demo big-model clean bench-kernels
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

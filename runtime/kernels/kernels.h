@@ -172,4 +172,50 @@ void k_store_i(rt_view *t, int64_t i, int64_t v);
 void k_store_f(rt_view *t, int64_t i, double v);
 int64_t k_f2i(double v);
 
+/* ---- quantized Linear (q_linear.c) ----------------------------------------
+ * The portable drivers over a target's kernel table (kernel_table.h) and
+ * the formats of quant_format.h.  They validate the views and shapes, split
+ * the work into tasks chosen from the shapes alone (bitwise the same result
+ * for any thread count) and call the table's micro-kernels. */
+#include "quant_format.h"
+
+struct rt_kernels;
+
+/* Largest ep * hp a driver's stack tile holds (every table's is far below:
+ * AVX2 4 * 8, NEON sdot 12 * 8). */
+#define RT_QTILE_MAX_OUT 1024
+
+/* Byte of activation element (e, c) in the data of quant_format.h:
+ * [mp/ep][kp/lp][ep][lp]. */
+static inline uint64_t rt_qact_index(const rt_qact_shape *s, int64_t e, int64_t c)
+{
+    uint64_t tile = (uint64_t)(e / s->ep) * (uint64_t)(s->kp / s->lp) + (uint64_t)(c / s->lp);
+    return (tile * (uint64_t)s->ep + (uint64_t)(e % s->ep)) * (uint64_t)s->lp +
+           (uint64_t)(c % s->lp);
+}
+
+/* Quantizes x float32 [..., k] (m = the product of the leading dims) into
+ * the activation tiles of s (s->m == m, s->k == k, s->ep and s->lp the
+ * table's).  xq is uint8 or int8 with x's dims: the logical shape, not the
+ * byte count; its data must hold rt_qact_bytes(s) bytes (the plan sizes
+ * packed activations with rt_qact_bytes), all of which are written,
+ * padding rows and columns zero.  Tasks: blocks of activation row tiles. */
+llmc_rt_status k_quantize_rows(const struct rt_kernels *kt, const rt_view *x,
+                               const rt_qact_shape *s, rt_view *xq, const rt_parallel *par,
+                               llmc_rt_error *err);
+
+/* y float32 [..., n_y] = the columns [col0, col0 + n_y) of z = x W^T, plus
+ * bias [n] (the columns col0.. of it) and residual (NULL or y's dims), for
+ * xq from k_quantize_rows (dims [..., k], shape xs) and W the packed weight
+ * blocks of ws (rt_qweight_bytes(ws) bytes at w).  col0 need not be a
+ * multiple of hp.  m < gemm_min_rows takes the GEMV path (tasks sized for a
+ * weight stream, paper 001 §5), else the GEMM path (tasks sized by
+ * multiply-adds, activations blocked for the cache); both make the same
+ * micro-kernel calls, so they give the same bits.  Tasks are blocks of row
+ * tiles of W (paper 002 §5.2). */
+llmc_rt_status k_qlinear(const struct rt_kernels *kt, const rt_view *xq,
+                         const rt_qact_shape *xs, const void *w, const rt_qweight_shape *ws,
+                         const rt_view *bias, const rt_view *residual, int64_t col0, rt_view *y,
+                         int64_t gemm_min_rows, const rt_parallel *par, llmc_rt_error *err);
+
 #endif

@@ -1,7 +1,17 @@
-/* Plan targets: names (plan_enums.h) and the kernel table that runs each. */
+/* Plan targets: their names and tile sizes (plan_enums.h), and the kernel
+ * table that runs each.  "generic" runs everywhere; a SIMD table is in the
+ * list only where its directory is built (the #ifs choose table entries and
+ * nothing else) and is handed out only after its CPU check. */
 #include "kernel_table.h"
 #include "plan_format.h"
 #include "rt_msg.h"
+
+#if defined(__x86_64__)
+#include "x86_avx2/x86_avx2.h"
+#endif
+#if defined(__aarch64__)
+#include "arm_neon/q_neon.h"
+#endif
 
 static bool same_name(const char *a, const char *b)
 {
@@ -29,18 +39,66 @@ const rt_target_info *rt_target_info_of(int index)
     return index >= 0 && index < TARGET_COUNT ? &info[index] : NULL;
 }
 
+typedef struct {
+    const rt_kernels *table;      /* NULL: known, but not built into this runtime */
+    bool (*cpu_ok)(void);         /* does this CPU run the table? */
+    const char *needs;            /* what cpu_ok checks, for messages */
+    void (*missing)(char *buf, size_t cap); /* what this CPU lacks (NULL: say `needs`) */
+} target_kernels;
+
+static bool any_cpu(void)
+{
+    return true;
+}
+
+/* Indexed by TARGET_*. */
+static const target_kernels kernels_of[TARGET_COUNT] = {
+    [TARGET_GENERIC] = {&rt_kernels_generic, any_cpu, "", NULL},
+#if defined(__x86_64__)
+    [TARGET_AVX2] = {&rt_kernels_avx2, rt_cpu_x86_avx2_ok, "AVX2, FMA and F16C",
+                     rt_cpu_x86_avx2_missing},
+#else
+    [TARGET_AVX2] = {NULL, NULL, "an x86-64 build", NULL},
+#endif
+#if defined(__aarch64__)
+    [TARGET_NEON_DOT] = {&rt_kernels_neon_dot, rt_cpu_arm_dotprod_ok,
+                         "the dot product extension", NULL},
+    [TARGET_NEON_I8MM] = {&rt_kernels_neon_i8mm, rt_cpu_arm_i8mm_ok,
+                          "the int8 matrix multiply extension (i8mm)", NULL},
+#else
+    [TARGET_NEON_DOT] = {NULL, NULL, "an aarch64 build", NULL},
+    [TARGET_NEON_I8MM] = {NULL, NULL, "an aarch64 build", NULL},
+#endif
+};
+
+/* What the CPU lacks for entry t, into buf. */
+static const char *missing_text(const target_kernels *t, char *buf, size_t cap)
+{
+    if (!t->missing)
+        return t->needs;
+    t->missing(buf, cap);
+    return buf;
+}
+
 const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err)
 {
-    switch (rt_target_index(target)) {
-    case TARGET_GENERIC:
-        return &rt_kernels_generic;
-    case -1:
+    int i = rt_target_index(target);
+    if (i < 0) {
         rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\" unknown; this runtime knows%s", NULL,
-                RT_S(target, RT_TARGET_NAMES));
-        return NULL;
-    default:
-        rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\": this runtime was built without its "
-                "kernels", NULL, RT_S(target));
+                RT_S(target ? target : "", RT_TARGET_NAMES));
         return NULL;
     }
+    const target_kernels *t = &kernels_of[i];
+    if (!t->table) {
+        rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\": this runtime was built without its "
+                "kernels (they need %s)", NULL, RT_S(target, t->needs));
+        return NULL;
+    }
+    if (!t->cpu_ok()) {
+        char buf[128];
+        rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\" needs CPU features this CPU lacks: %s",
+                NULL, RT_S(target, missing_text(t, buf, sizeof buf)));
+        return NULL;
+    }
+    return t->table;
 }

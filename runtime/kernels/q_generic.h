@@ -1,0 +1,24 @@
+/* Internal: the portable quantized micro-kernels (q_generic.c) behind
+ * rt_kernels_generic, for any hp, lp, ep the formats allow, and the
+ * rounding rules every table shares so that their activations match the
+ * portable ones byte for byte. */
+#ifndef LLMC_RT_Q_GENERIC_H
+#define LLMC_RT_Q_GENERIC_H
+
+#include "kernel_table.h"
+
+/* 127 / amax, or 0 when the row quantizes to zeros: amax 0 (or NaN), or so
+ * small that 127 / amax overflows (x = 0 would become 0 * inf). */
+float rt_q_row_inverse(float amax);
+/* round half to even of x * inv clamped to [-127, 127]; a NaN product gives
+ * 127, as the x86 min/max instructions do. */
+int rt_q_value(float x, float inv);
+/* The little-endian binary16 at p. */
+float rt_q_half_at(const uint8_t *p);
+
+/* rt_kernels.quantize_rows and rt_kernels.qtile (kernel_table.h). */
+void rt_q_generic_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
+                                int64_t r0, int64_t r1, uint8_t *xq);
+void rt_q_generic_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
+
+#endif

@@ -1,0 +1,350 @@
+/* The quantized Linear drivers: QuantizeRows (float rows into activation
+ * tiles) and QLinear (activation tiles by packed weight blocks), portable C
+ * over any target's micro-kernels (kernel_table.h).
+ *
+ * Both split their work into tasks whose size depends on the shapes only,
+ * and every output element is computed by exactly one micro-kernel call
+ * whose arguments do not depend on the split, so the result is bitwise the
+ * same for any thread count. */
+#include <string.h>
+
+#include "kernel_table.h"
+#include "rt_msg.h"
+
+/* ---- shared checks -------------------------------------------------------- */
+
+static bool qact_shape_ok(const rt_qact_shape *s)
+{
+    rt_qact_shape t;
+    return rt_qact_shape_init(&t, s->ep, s->lp, s->m, s->k, s->group) && t.mp == s->mp &&
+           t.kp == s->kp;
+}
+
+static bool qweight_shape_ok(const rt_qweight_shape *s)
+{
+    rt_qweight_shape t;
+    return rt_qweight_shape_init(&t, s->bits, s->hp, s->lp, s->n, s->k, s->group) &&
+           t.np == s->np && t.kp == s->kp;
+}
+
+/* The product of every dim but the last (the rows of a [..., k] view). */
+static int64_t leading_rows(const rt_view *t)
+{
+    int64_t m = 1;
+    for (int a = 0; a + 1 < t->rank; a++)
+        m *= t->dims[a];
+    return m;
+}
+
+static bool is_bytes(const rt_view *t)
+{
+    return t->dtype == LLMC_RT_U8 || t->dtype == LLMC_RT_I8;
+}
+
+/* The exact int32 group products of quant_format.h stay below 2^31 while
+ * group * 127 * 127 does. */
+#define MAX_GROUP 131072
+
+/* The tiles' scales and sums are float32 and int32 at offsets that are
+ * multiples of 64 from the data pointer. */
+static bool tiles_addressable(const rt_view *xq, const rt_qact_shape *s)
+{
+    return s->mp == 0 || (xq->data && !((uintptr_t)xq->data & 3u));
+}
+
+static llmc_rt_status check_table(const rt_kernels *kt, const char *op, llmc_rt_error *err)
+{
+    if (!kt || !kt->quantize_rows || !kt->qtile)
+        return rt_fail(err, LLMC_RT_E_EXEC, "%s: no quantized kernels in this table", NULL,
+                       RT_S(op));
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status check_act_shape(const rt_kernels *kt, const rt_qact_shape *s,
+                                      const char *op, llmc_rt_error *err)
+{
+    if (!s || !qact_shape_ok(s) || s->group > MAX_GROUP)
+        return rt_fail(err, LLMC_RT_E_EXEC, "%s: invalid activation tile shape", NULL,
+                       RT_S(op));
+    if (s->ep != kt->q_ep || s->lp != kt->q_lp)
+        return rt_fail(err, LLMC_RT_E_EXEC, "%s: activation tiles ep %d lp %d, but target "
+                       "'%s' uses ep %d lp %d", RT_N(s->ep, s->lp, kt->q_ep, kt->q_lp),
+                       RT_S(op, kt->target));
+    return LLMC_RT_OK;
+}
+
+/* ---- QuantizeRows ---------------------------------------------------------- */
+
+/* Activation row tiles per task: about QUANT_TASK_ELEMS inputs, enough to
+ * hide handing a task out (a decode row is one task). */
+#define QUANT_TASK_ELEMS 32768
+
+typedef struct {
+    const rt_kernels *kt;
+    const float *x;          /* [m, k] */
+    const rt_qact_shape *s;
+    uint8_t *xq;             /* rt_qact_bytes(s) */
+    int64_t tiles_per_task;
+} quantize_job;
+
+/* Zeroes what quantize_rows does not write in row tile et: its padding
+ * rows (data, scale, group sums) and padding columns [k, kp). */
+static void zero_tile_padding(const rt_qact_shape *s, int64_t et, uint8_t *xq)
+{
+    int64_t e0 = et * s->ep, e1 = e0 + s->ep, groups = s->kp / s->group;
+    if (e1 > s->m) {
+        /* the tile's data is contiguous: clear all of it (real rows are
+         * written over right after) */
+        memset(xq + (uint64_t)e0 * (uint64_t)s->kp, 0, (size_t)(s->ep * s->kp));
+        float *scales = (float *)(xq + rt_qact_scales_offset(s));
+        int32_t *sums = (int32_t *)(xq + rt_qact_sums_offset(s));
+        for (int64_t e = s->m; e < e1; e++) {
+            scales[e] = 0.0f;
+            for (int64_t g = 0; g < groups; g++)
+                sums[e * groups + g] = 0;
+        }
+        return;
+    }
+    for (int64_t e = e0; e < e1; e++)
+        for (int64_t c = s->k; c < s->kp; c++)
+            xq[rt_qact_index(s, e, c)] = 0;
+}
+
+/* The alignment gaps before the scales and the sums: zero as well, so the
+ * whole buffer is a function of x. */
+static void zero_gaps(const rt_qact_shape *s, uint8_t *xq)
+{
+    uint64_t data_end = (uint64_t)s->mp * (uint64_t)s->kp;
+    uint64_t scales_end = rt_qact_scales_offset(s) + 4u * (uint64_t)s->mp;
+    memset(xq + data_end, 0, (size_t)(rt_qact_scales_offset(s) - data_end));
+    memset(xq + scales_end, 0, (size_t)(rt_qact_sums_offset(s) - scales_end));
+}
+
+static void quantize_task(void *ctx, uint32_t i)
+{
+    const quantize_job *J = ctx;
+    const rt_qact_shape *s = J->s;
+    int64_t et0 = (int64_t)i * J->tiles_per_task, et1 = et0 + J->tiles_per_task;
+    if (et1 > s->mp / s->ep)
+        et1 = s->mp / s->ep;
+    for (int64_t et = et0; et < et1; et++) {
+        int64_t r0 = et * s->ep, r1 = r0 + s->ep < s->m ? r0 + s->ep : s->m;
+        zero_tile_padding(s, et, J->xq);
+        J->kt->quantize_rows(J->x, s->k, s, r0, r1, J->xq);
+    }
+}
+
+llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_qact_shape *s,
+                               rt_view *xq, const rt_parallel *par, llmc_rt_error *err)
+{
+    static const char op[] = "QuantizeRows";
+    llmc_rt_status st = check_table(kt, op, err);
+    if (st == LLMC_RT_OK)
+        st = check_act_shape(kt, s, op, err);
+    if (st != LLMC_RT_OK)
+        return st;
+    if (!x || !xq || x->dtype != LLMC_RT_F32 || !is_bytes(xq) || !tiles_addressable(xq, s))
+        return rt_fail(err, LLMC_RT_E_EXEC, "QuantizeRows takes float32 rows into uint8 or "
+                       "int8 tiles (4-byte aligned)", NULL, NULL);
+    char tx[96], tq[96];
+    if (x->rank < 1 || !k_same_dims(x, xq) || x->dims[x->rank - 1] != s->k ||
+        leading_rows(x) != s->m)
+        return rt_fail(err, LLMC_RT_E_EXEC, "QuantizeRows of %s into %s: both must be [..., "
+                       "k] with m = %d rows of k = %d", RT_N(s->m, s->k),
+                       RT_S(k_dims_text(x, tx, sizeof tx), k_dims_text(xq, tq, sizeof tq)));
+    quantize_job J = {kt, x->data, s, xq->data, 1};
+    int64_t tile_elems = s->ep * (s->k ? s->k : 1);
+    if (tile_elems < QUANT_TASK_ELEMS)
+        J.tiles_per_task = QUANT_TASK_ELEMS / tile_elems;
+    int64_t tiles = s->mp / s->ep, tasks = (tiles + J.tiles_per_task - 1) / J.tiles_per_task;
+    if (tasks > UINT32_MAX)
+        return rt_fail(err, LLMC_RT_E_EXEC, "QuantizeRows has too many rows", NULL, NULL);
+    if (s->mp)
+        zero_gaps(s, J.xq);
+    rt_parallel_for(par, (uint32_t)tasks, quantize_task, &J);
+    return LLMC_RT_OK;
+}
+
+/* ---- QLinear --------------------------------------------------------------- */
+
+/* GEMV path (few rows, bound by the weight stream): a task reads about
+ * GEMV_TASK_BYTES of weights, ~2 us at a core's share of DRAM bandwidth:
+ * long enough to hide handing it out, short enough that the last tasks
+ * balance the threads (a 896-wide W4 layer gives ~20 tasks). */
+#define GEMV_TASK_BYTES 16384
+/* GEMM path (compute-bound): a task's weights (~GEMM_TASK_BYTES) stay in L2
+ * while blocks of ~ACT_BLOCK_BYTES activation tiles pass over them, so each
+ * activation byte is fetched from L3/DRAM once per task, not once per W row
+ * tile. */
+#define GEMM_TASK_BYTES 32768
+#define ACT_BLOCK_BYTES 65536
+
+typedef struct {
+    const rt_kernels *kt;
+    rt_qtile_args a;
+    const float *sx;               /* activation scales [mp] */
+    const float *bias;             /* bias from column col0, or NULL */
+    const float *res;              /* residual [m, n_y], or NULL */
+    float *y;                      /* [m, n_y] */
+    int64_t m, n_y, col0;
+    int64_t ht0, ht1;              /* W row tiles covering y's columns */
+    int64_t tiles_per_task;        /* W row tiles per task */
+    int64_t block_tiles;           /* activation tiles per cache block */
+} qlinear_job;
+
+/* y for rows of activation tile et and W row tile ht from the micro-kernel's
+ * out: sx * out (+ bias) (+ residual), in that order on every target. */
+static void store_tile(const qlinear_job *J, int64_t et, int rows, int64_t ht,
+                       const float *out)
+{
+    int hp = J->a.ws.hp;
+    int64_t j0 = ht * hp - J->col0, h0 = j0 < 0 ? -j0 : 0;
+    int64_t h1 = J->n_y - j0 < hp ? J->n_y - j0 : hp;
+    for (int e = 0; e < rows; e++) {
+        int64_t row = et * J->a.xs.ep + e;
+        float sx = J->sx[row];
+        for (int64_t h = h0; h < h1; h++) {
+            int64_t j = j0 + h;
+            float v = sx * out[e * hp + h];
+            if (J->bias)
+                v += J->bias[j];
+            if (J->res)
+                v += J->res[row * J->n_y + j];
+            J->y[row * J->n_y + j] = v;
+        }
+    }
+}
+
+static void qlinear_task(void *ctx, uint32_t i)
+{
+    const qlinear_job *J = ctx;
+    int ep = J->a.xs.ep;
+    int64_t ht0 = J->ht0 + (int64_t)i * J->tiles_per_task, ht1 = ht0 + J->tiles_per_task;
+    int64_t act_tiles = J->a.xs.mp / ep;
+    if (ht1 > J->ht1)
+        ht1 = J->ht1;
+    float out[RT_QTILE_MAX_OUT];
+    for (int64_t b0 = 0; b0 < act_tiles; b0 += J->block_tiles) {
+        int64_t b1 = b0 + J->block_tiles < act_tiles ? b0 + J->block_tiles : act_tiles;
+        /* W row tile outer: it stays in L1 while the block's activation
+         * tiles pass over it */
+        for (int64_t ht = ht0; ht < ht1; ht++)
+            for (int64_t et = b0; et < b1; et++) {
+                int rows = J->m - et * ep < ep ? (int)(J->m - et * ep) : ep;
+                J->kt->qtile(&J->a, et, rows, ht, out);
+                store_tile(J, et, rows, ht, out);
+            }
+    }
+}
+
+static llmc_rt_status check_qlinear_shapes(const rt_kernels *kt, const rt_qact_shape *xs,
+                                           const rt_qweight_shape *ws, llmc_rt_error *err)
+{
+    static const char op[] = "QLinear";
+    llmc_rt_status st = check_act_shape(kt, xs, op, err);
+    if (st != LLMC_RT_OK)
+        return st;
+    if (!ws || !qweight_shape_ok(ws))
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: invalid weight tile shape", NULL, NULL);
+    if (ws->hp != kt->q_hp || ws->lp != kt->q_lp)
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: weight tiles hp %d lp %d, but target "
+                       "'%s' uses hp %d lp %d", RT_N(ws->hp, ws->lp, kt->q_hp, kt->q_lp),
+                       RT_S(kt->target));
+    if (ws->k != xs->k || ws->group != xs->group)
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: activations of k %d in groups of %d, "
+                       "weights of k %d in groups of %d", RT_N(xs->k, xs->group, ws->k,
+                       ws->group), NULL);
+    if ((int64_t)xs->ep * ws->hp > RT_QTILE_MAX_OUT)
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: tiles of %d x %d outputs exceed %d",
+                       RT_N(xs->ep, ws->hp, RT_QTILE_MAX_OUT), NULL);
+    return LLMC_RT_OK;
+}
+
+static bool f32_or_null(const rt_view *t)
+{
+    return !t || (t->dtype == LLMC_RT_F32 && (t->data || k_count(t) == 0));
+}
+
+static llmc_rt_status check_qlinear_views(const rt_view *xq, const rt_qact_shape *xs,
+                                          const void *w, const rt_qweight_shape *ws,
+                                          const rt_view *bias, const rt_view *residual,
+                                          int64_t col0, const rt_view *y, llmc_rt_error *err)
+{
+    if (!xq || !y || !is_bytes(xq) || !f32_or_null(y) || !f32_or_null(bias) ||
+        !f32_or_null(residual) || !tiles_addressable(xq, xs) || (!w && ws->np && ws->kp))
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear takes uint8/int8 activation tiles "
+                       "(4-byte aligned), packed weights and float32 bias, residual and "
+                       "output", NULL, NULL);
+    char tx[96], ty[96], tr[96];
+    if (xq->rank < 1 || xq->dims[xq->rank - 1] != xs->k || leading_rows(xq) != xs->m)
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: activations %s are not [..., k] with m "
+                       "= %d rows of k = %d", RT_N(xs->m, xs->k),
+                       RT_S(k_dims_text(xq, tx, sizeof tx)));
+    bool rows_ok = y->rank == xq->rank;
+    for (int a = 0; rows_ok && a + 1 < y->rank; a++)
+        rows_ok = y->dims[a] == xq->dims[a];
+    int64_t n_y = rows_ok ? y->dims[y->rank - 1] : 0;
+    if (!rows_ok || col0 < 0 || n_y > ws->n - col0)
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear of %s by W [%d, %d] cannot give columns "
+                       "%d.. as %s", RT_N(ws->n, ws->k, col0),
+                       RT_S(k_dims_text(xq, tx, sizeof tx), k_dims_text(y, ty, sizeof ty)));
+    if (bias && (bias->rank != 1 || bias->dims[0] != ws->n))
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: bias %s is not [%d]", RT_N(ws->n),
+                       RT_S(k_dims_text(bias, tx, sizeof tx)));
+    if (residual && !k_same_dims(residual, y))
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: residual %s does not match the output "
+                       "%s", NULL, RT_S(k_dims_text(residual, tr, sizeof tr),
+                                        k_dims_text(y, ty, sizeof ty)));
+    return LLMC_RT_OK;
+}
+
+/* W row tiles per task and activation tiles per cache block, from the
+ * shapes only (never the thread count). */
+static void size_tasks(qlinear_job *J, bool gemv)
+{
+    const rt_qweight_shape *ws = &J->a.ws;
+    int64_t tile_bytes = (int64_t)rt_qweight_block_bytes(ws) * (ws->kp / ws->group);
+    int64_t act_tile_bytes = (int64_t)J->a.xs.ep * J->a.xs.kp, act_tiles = J->a.xs.mp / J->a.xs.ep;
+    int64_t task_bytes = gemv ? GEMV_TASK_BYTES : GEMM_TASK_BYTES;
+    J->tiles_per_task = tile_bytes < task_bytes ? task_bytes / (tile_bytes ? tile_bytes : 1) : 1;
+    J->block_tiles = act_tiles ? act_tiles : 1;
+    if (!gemv && act_tile_bytes * act_tiles > ACT_BLOCK_BYTES)
+        J->block_tiles = act_tile_bytes < ACT_BLOCK_BYTES ? ACT_BLOCK_BYTES / act_tile_bytes : 1;
+}
+
+llmc_rt_status k_qlinear(const rt_kernels *kt, const rt_view *xq, const rt_qact_shape *xs,
+                         const void *w, const rt_qweight_shape *ws, const rt_view *bias,
+                         const rt_view *residual, int64_t col0, rt_view *y,
+                         int64_t gemm_min_rows, const rt_parallel *par, llmc_rt_error *err)
+{
+    llmc_rt_status st = check_table(kt, "QLinear", err);
+    if (st == LLMC_RT_OK)
+        st = check_qlinear_shapes(kt, xs, ws, err);
+    if (st == LLMC_RT_OK)
+        st = check_qlinear_views(xq, xs, w, ws, bias, residual, col0, y, err);
+    if (st != LLMC_RT_OK)
+        return st;
+    qlinear_job J;
+    J.kt = kt;
+    J.a.xq = xq->data;
+    J.a.xs = *xs;
+    J.a.w = w;
+    J.a.ws = *ws;
+    J.sx = (const float *)((const uint8_t *)xq->data + rt_qact_scales_offset(xs));
+    J.bias = bias ? (const float *)bias->data + col0 : NULL;
+    J.res = residual ? residual->data : NULL;
+    J.y = y->data;
+    J.m = xs->m;
+    J.n_y = y->dims[y->rank - 1];
+    J.col0 = col0;
+    J.ht0 = col0 / ws->hp;
+    J.ht1 = (col0 + J.n_y + ws->hp - 1) / ws->hp;
+    if (!J.m || !J.n_y)
+        return LLMC_RT_OK;
+    size_tasks(&J, J.m < gemm_min_rows);
+    int64_t tasks = (J.ht1 - J.ht0 + J.tiles_per_task - 1) / J.tiles_per_task;
+    if (tasks > UINT32_MAX)
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear has too many output features", NULL, NULL);
+    rt_parallel_for(par, (uint32_t)tasks, qlinear_task, &J);
+    return LLMC_RT_OK;
+}

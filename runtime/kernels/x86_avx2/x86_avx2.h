@@ -1,0 +1,27 @@
+/* Internal: the x86-64 AVX2 kernel table (built only for x86-64; its
+ * kernel files with -mavx2 -mfma -mf16c, cpu_x86.c without, so the check
+ * itself runs on any x86-64). */
+#ifndef LLMC_RT_X86_AVX2_H
+#define LLMC_RT_X86_AVX2_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../kernel_table.h"
+
+/* table_avx2.c: hp 8, lp 4, ep 4 (q_avx2.c says why). */
+extern const rt_kernels rt_kernels_avx2;
+
+/* cpu_x86.c: true when the CPU and the OS support AVX2, FMA and F16C (the
+ * YMM state saved by XSAVE). */
+bool rt_cpu_x86_avx2_ok(void);
+/* The names of what is missing, comma-separated, into buf (cap bytes, NUL
+ * terminated; "" when nothing is). */
+void rt_cpu_x86_avx2_missing(char *buf, size_t cap);
+
+/* q_avx2.c: rt_kernels.quantize_rows and rt_kernels.qtile (kernel_table.h). */
+void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
+                             int64_t r0, int64_t r1, uint8_t *xq);
+void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
+
+#endif

@@ -1,0 +1,719 @@
+/* Quantized Linear: the compile-time packers (codegen/weight_pack.c), the
+ * portable kernels and drivers (runtime/kernels/q_*.c) and every SIMD table
+ * this CPU runs, against references written here from the formats of
+ * runtime/kernels/quant_format.h:
+ *   - packed weights dequantize (read back by this file's own reader) to
+ *     within half a quantization step of the floats they came from;
+ *   - QuantizeRows writes exactly the bytes of a scalar quantizer written
+ *     here, padding included;
+ *   - QLinear matches an fp64 product of the dequantized operands, on odd
+ *     shapes, groups of 32/64/128/per-channel, bits 4 and 8, bias, residual
+ *     and a column offset;
+ *   - a SIMD table gives the portable bytes and (exactly, where the outputs
+ *     are integers) the portable products;
+ *   - the GEMV and GEMM paths and 1, 2, 3 threads give the same bits;
+ *   - bad shapes fail with messages that say what is wrong. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/weight_pack.h"
+#include "kernels/kernel_table.h"
+#include "llmc_threads.h"
+#include "tap.h"
+
+static llmc_rt_error err;
+
+static float frand(void)
+{
+    return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+}
+
+static rt_view view(int dtype, void *data, int rank, const int64_t *dims)
+{
+    rt_view v = {dtype, rank, {0}, data};
+    for (int i = 0; i < rank; i++)
+        v.dims[i] = dims[i];
+    return v;
+}
+
+/* ---- readers written from quant_format.h ---------------------------------- */
+
+static float half_at(const uint8_t *p)
+{
+    return rt_half_to_float((uint16_t)(p[0] | p[1] << 8));
+}
+
+static const uint8_t *block_of(const uint8_t *w, const rt_qweight_shape *s, int64_t row,
+                               int64_t c)
+{
+    int64_t blocks_per_tile = s->kp / s->group;
+    int64_t block_bytes = s->hp * s->group * s->bits / 8 + 2 * s->hp * (s->bits == 4 ? 2 : 1);
+    return w + ((row / s->hp) * blocks_per_tile + c / s->group) * block_bytes;
+}
+
+/* q of weight (row, c). */
+static int weight_q(const uint8_t *w, const rt_qweight_shape *s, int64_t row, int64_t c)
+{
+    const uint8_t *b = block_of(w, s, row, c);
+    int64_t j = c % s->group, t = j / s->lp, r = row % s->hp;
+    if (s->bits == 8)
+        return (int8_t)b[t * s->hp * s->lp + r * s->lp + j % s->lp];
+    uint8_t byte = b[(t / 2) * s->hp * s->lp + r * s->lp + j % s->lp];
+    return t % 2 ? byte >> 4 : byte & 15;
+}
+
+static double weight_scale(const uint8_t *w, const rt_qweight_shape *s, int64_t row, int64_t c)
+{
+    return half_at(block_of(w, s, row, c) + s->hp * s->group * s->bits / 8 + 2 * (row % s->hp));
+}
+
+static double weight_min(const uint8_t *w, const rt_qweight_shape *s, int64_t row, int64_t c)
+{
+    if (s->bits == 8)
+        return 0;
+    return half_at(block_of(w, s, row, c) + s->hp * s->group / 2 + 2 * s->hp +
+                   2 * (row % s->hp));
+}
+
+static double weight_value(const uint8_t *w, const rt_qweight_shape *s, int64_t row, int64_t c)
+{
+    return weight_scale(w, s, row, c) * weight_q(w, s, row, c) + weight_min(w, s, row, c);
+}
+
+static int act_q(const uint8_t *xq, const rt_qact_shape *s, int64_t e, int64_t c)
+{
+    int64_t tile = (e / s->ep) * (s->kp / s->lp) + c / s->lp;
+    return (int8_t)xq[(tile * s->ep + e % s->ep) * s->lp + c % s->lp];
+}
+
+static float act_scale(const uint8_t *xq, const rt_qact_shape *s, int64_t e)
+{
+    float v;
+    memcpy(&v, xq + ((s->mp * s->kp + 63) / 64 * 64) + 4 * e, 4);
+    return v;
+}
+
+/* ---- packing ---------------------------------------------------------------- */
+
+static uint8_t *pack_weights(const float *W, const rt_qweight_shape *s)
+{
+    uint8_t *w = malloc(rt_qweight_bytes(s) + 1);
+    for (int64_t ht = 0; ht < s->np / s->hp; ht++) {
+        int64_t rows = s->n - ht * s->hp < s->hp ? s->n - ht * s->hp : s->hp;
+        cg_qpack_row_tile(W + ht * s->hp * s->k, s->k, rows, s,
+                          w + rt_qweight_block_offset(s, ht, 0));
+    }
+    return w;
+}
+
+static float *random_matrix(int64_t rows, int64_t cols, float spread)
+{
+    float *m = malloc((size_t)(rows * cols + 1) * sizeof *m);
+    for (int64_t i = 0; i < rows * cols; i++)
+        m[i] = frand() * spread + (i % 7 == 0 ? 0.3f * spread : 0.0f);
+    return m;
+}
+
+/* group 0 = per channel: k rounded up to 32 */
+static int64_t group_for(int64_t group, int64_t k)
+{
+    return group ? group : rt_qround_up(k ? k : 1, 32);
+}
+
+/* Every value within half a step of its float, padding q = 0 and padding
+ * rows' scale and min 0; bits 4's grid covers [min, max] of each group. */
+static bool round_trip_ok(const float *W, const uint8_t *w, const rt_qweight_shape *s)
+{
+    for (int64_t row = 0; row < s->np; row++)
+        for (int64_t c = 0; c < s->kp; c++) {
+            double scale = weight_scale(w, s, row, c), min = weight_min(w, s, row, c);
+            if (row >= s->n || c >= s->k) {
+                if (weight_q(w, s, row, c) != 0 || (row >= s->n && (scale != 0 || min != 0)))
+                    return false;
+                continue;
+            }
+            double want = W[row * s->k + c], got = weight_value(w, s, row, c);
+            /* bits 8 clamps at 127 when amax/127 rounded down: 2^-11 of amax */
+            double slack = s->bits == 8 ? 127 * scale / 2048 : 1e-7 * fabs(want);
+            if (fabs(got - want) > scale / 2 + slack + 1e-12)
+                return false;
+            if (s->bits == 4 && (min > want || min + 15 * scale < want))
+                return false;
+        }
+    return true;
+}
+
+static void test_pack_round_trip(void)
+{
+    static const int64_t groups[] = {32, 64, 128, 0}, ks[] = {100, 64, 31, 300};
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int gi = 0; gi < 4; gi++)
+            for (int ki = 0; ki < 4; ki++) {
+                int64_t n = 13 + ki, k = ks[ki], group = group_for(groups[gi], k);
+                rt_qweight_shape s;
+                rt_qweight_shape_init(&s, bits, 8, 4, n, k, group);
+                float *W = random_matrix(n, k, ki == 3 ? 40.0f : 0.05f);
+                /* special groups: a constant row, a zero row, all positive */
+                for (int64_t c = 0; c < k; c++) {
+                    W[1 * k + c] = 0.7f;
+                    W[2 * k + c] = 0.0f;
+                    W[3 * k + c] = fabsf(W[3 * k + c]) + 1.0f;
+                }
+                uint8_t *w = pack_weights(W, &s);
+                CHECK(round_trip_ok(W, w, &s), "pack bits %d group %d, W [%d, %d]: values within "
+                      "half a step, padding zero", bits, (int)group, (int)n, (int)k);
+                free(W);
+                free(w);
+            }
+    /* other tile sizes of the format */
+    rt_qweight_shape s;
+    rt_qweight_shape_init(&s, 4, 12, 8, 29, 77, 32);
+    float *W = random_matrix(29, 77, 1.0f);
+    uint8_t *w = pack_weights(W, &s);
+    CHECK(round_trip_ok(W, w, &s), "pack bits 4, hp 12, lp 8 round-trips");
+    free(W);
+    free(w);
+}
+
+static void test_fpack(void)
+{
+    rt_ftile_shape s;
+    rt_ftile_shape_init(&s, 8, 11, 5);
+    float W[11 * 5], out[16 * 5];
+    for (int i = 0; i < 55; i++)
+        W[i] = (float)i;
+    bool ok = true;
+    for (int64_t ht = 0; ht < 2; ht++) {
+        cg_fpack_row_tile(W + ht * 8 * 5, 5, ht ? 3 : 8, &s, out + ht * 8 * 5);
+        for (int64_t c = 0; c < 5; c++)
+            for (int64_t r = 0; r < 8; r++) {
+                int64_t row = ht * 8 + r;
+                float want = row < 11 ? W[row * 5 + c] : 0.0f;
+                ok &= out[(ht * 5 + c) * 8 + r] == want;
+            }
+    }
+    CHECK(ok, "fp32 tiles: (r, c) of tile ht at (ht * k + c) * hp + r, padding rows 0");
+}
+
+/* ---- QuantizeRows ------------------------------------------------------------ */
+
+/* The spec: sx = amax / 127, q = round-half-even(x * (127 / amax)) in
+ * [-127, 127] (0 when amax is 0), group sums, padding zero. */
+static uint8_t *quantize_reference(const float *x, const rt_qact_shape *s)
+{
+    uint8_t *ref = calloc(rt_qact_bytes(s) + 1, 1);
+    int64_t groups = s->kp / s->group;
+    for (int64_t e = 0; e < s->m; e++) {
+        const float *row = x + e * s->k;
+        float amax = 0.0f;
+        for (int64_t c = 0; c < s->k; c++)
+            amax = fmaxf(amax, fabsf(row[c]));
+        float sx = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+        memcpy(ref + rt_qact_scales_offset(s) + 4 * e, amax > 0 ? &sx : &(float){0}, 4);
+        for (int64_t c = 0; c < s->k; c++) {
+            float q = nearbyintf(row[c] * inv);
+            q = fminf(fmaxf(q, -127.0f), 127.0f);
+            int64_t tile = (e / s->ep) * (s->kp / s->lp) + c / s->lp;
+            ref[(tile * s->ep + e % s->ep) * s->lp + c % s->lp] = (uint8_t)(int8_t)q;
+            int32_t sum;
+            uint8_t *at = ref + rt_qact_sums_offset(s) + 4 * (e * groups + c / s->group);
+            memcpy(&sum, at, 4);
+            sum += (int32_t)q;
+            memcpy(at, &sum, 4);
+        }
+    }
+    return ref;
+}
+
+/* The activation tile buffer: 64-byte aligned, garbage-filled. */
+static uint8_t *act_buffer(const rt_qact_shape *s)
+{
+    size_t bytes = (size_t)rt_qact_bytes(s);
+    uint8_t *p = aligned_alloc(64, (bytes + 64) / 64 * 64);
+    memset(p, 0xab, (bytes + 64) / 64 * 64);
+    return p;
+}
+
+static uint8_t *quantize(const rt_kernels *kt, const float *x, const rt_qact_shape *s,
+                         const rt_parallel *par)
+{
+    uint8_t *xq = act_buffer(s);
+    rt_view xv = view(LLMC_RT_F32, (void *)x, 2, (int64_t[]){s->m, s->k});
+    rt_view qv = view(LLMC_RT_I8, xq, 2, (int64_t[]){s->m, s->k});
+    if (k_quantize_rows(kt, &xv, s, &qv, par, &err) != LLMC_RT_OK) {
+        printf("# %s\n", err.msg);
+        free(xq);
+        return NULL;
+    }
+    return xq;
+}
+
+/* Rows with ties, a zero row, one large value, negative zero. */
+static float *activation_rows(int64_t m, int64_t k)
+{
+    float *x = random_matrix(m, k, 3.0f);
+    if (m > 2) {
+        for (int64_t c = 0; c < k; c++)
+            x[1 * k + c] = 0.0f;
+        for (int64_t c = 0; c < k; c++) /* amax 127: inv 1, .5 ties round to even */
+            x[2 * k + c] = c == 0 ? 127.0f : (float)(c % 9) - 4.5f;
+        x[0] = -0.0f;
+        x[3 % m * k + k / 2] = 1e4f;
+    }
+    return x;
+}
+
+static void test_quantize_rows(const rt_kernels *kt)
+{
+    static const int64_t ms[] = {1, 3, 4, 5, 17}, ks[] = {100, 37, 64, 257};
+    static const int64_t groups[] = {32, 64, 128, 0};
+    bool ok = true;
+    int cases = 0;
+    for (int mi = 0; mi < 5; mi++)
+        for (int ki = 0; ki < 4; ki++)
+            for (int gi = 0; gi < 4; gi++) {
+                int64_t m = ms[mi], k = ks[ki], group = group_for(groups[gi], k);
+                rt_qact_shape s;
+                rt_qact_shape_init(&s, kt->q_ep, kt->q_lp, m, k, group);
+                float *x = activation_rows(m, k);
+                uint8_t *ref = quantize_reference(x, &s), *got = quantize(kt, x, &s, NULL);
+                bool same = got && !memcmp(ref, got, (size_t)rt_qact_bytes(&s));
+                if (!same) {
+                    size_t at = 0;
+                    while (got && at < rt_qact_bytes(&s) && ref[at] == got[at])
+                        at++;
+                    printf("# m %d k %d group %d differs at byte %d of %d\n", (int)m, (int)k,
+                           (int)group, (int)at, (int)rt_qact_bytes(&s));
+                }
+                ok &= same;
+                cases++;
+                free(x);
+                free(ref);
+                free(got);
+            }
+    CHECK(ok, "%s QuantizeRows: %d shapes (m 1..17, k 37..257, 4 groups) byte for byte the "
+          "scalar reference, padding zero", kt->target, cases);
+
+    /* a row too small for 127 / amax to exist quantizes to zeros */
+    rt_qact_shape s;
+    rt_qact_shape_init(&s, kt->q_ep, kt->q_lp, 1, 40, 32);
+    float tiny[40];
+    for (int c = 0; c < 40; c++)
+        tiny[c] = c % 3 ? 1e-38f : -2e-38f;
+    uint8_t *q = quantize(kt, tiny, &s, NULL);
+    bool zeros = q && act_scale(q, &s, 0) == 0.0f;
+    for (int c = 0; q && c < 40; c++)
+        zeros &= act_q(q, &s, 0, c) == 0;
+    CHECK(zeros, "%s: a row with amax 2e-38 (127 / amax overflows) quantizes to zeros",
+          kt->target);
+    free(q);
+}
+
+/* ---- QLinear against fp64 -------------------------------------------------- */
+
+typedef struct {
+    int bits;
+    int64_t m, n, k, group, col0, n_y;
+    bool bias, residual;
+} qcase;
+
+typedef struct {
+    qcase c;
+    rt_qweight_shape ws;
+    rt_qact_shape xs;
+    float *x, *W, *b, *res;
+    uint8_t *w, *xq;
+    double *want, *mag;        /* [m, n_y]: the fp64 product and the sum of |terms| */
+} qfixture;
+
+static void fixture_reference(qfixture *f)
+{
+    const qcase *c = &f->c;
+    for (int64_t e = 0; e < c->m; e++)
+        for (int64_t j = 0; j < c->n_y; j++) {
+            int64_t row = c->col0 + j;
+            double z = 0, mag = 0, sx = act_scale(f->xq, &f->xs, e);
+            for (int64_t l = 0; l < c->k; l++) {
+                double t = sx * act_q(f->xq, &f->xs, e, l) * weight_value(f->w, &f->ws, row, l);
+                z += t;
+                mag += fabs(t);
+            }
+            if (f->b) {
+                z += f->b[row];
+                mag += fabs(f->b[row]);
+            }
+            if (f->res) {
+                z += f->res[e * c->n_y + j];
+                mag += fabs(f->res[e * c->n_y + j]);
+            }
+            f->want[e * c->n_y + j] = z;
+            f->mag[e * c->n_y + j] = mag;
+        }
+}
+
+/* Weights packed, activations quantized by kt, the fp64 reference. */
+static bool fixture_init(qfixture *f, const qcase *c, const rt_kernels *kt)
+{
+    memset(f, 0, sizeof *f);
+    f->c = *c;
+    if (!rt_qweight_shape_init(&f->ws, c->bits, kt->q_hp, kt->q_lp, c->n, c->k, c->group) ||
+        !rt_qact_shape_init(&f->xs, kt->q_ep, kt->q_lp, c->m, c->k, c->group))
+        return false;
+    f->x = activation_rows(c->m, c->k);
+    f->W = random_matrix(c->n, c->k, 0.1f);
+    f->b = c->bias ? random_matrix(1, c->n, 1.0f) : NULL;
+    f->res = c->residual ? random_matrix(c->m, c->n_y, 1.0f) : NULL;
+    f->w = pack_weights(f->W, &f->ws);
+    f->xq = quantize(kt, f->x, &f->xs, NULL);
+    f->want = malloc((size_t)(c->m * c->n_y + 1) * sizeof(double));
+    f->mag = malloc((size_t)(c->m * c->n_y + 1) * sizeof(double));
+    if (!f->xq)
+        return false;
+    fixture_reference(f);
+    return true;
+}
+
+static void fixture_free(qfixture *f)
+{
+    free(f->x);
+    free(f->W);
+    free(f->b);
+    free(f->res);
+    free(f->w);
+    free(f->xq);
+    free(f->want);
+    free(f->mag);
+}
+
+static llmc_rt_status run_qlinear(const rt_kernels *kt, const qfixture *f, int64_t gemm_min_rows,
+                                  const rt_parallel *par, float *y)
+{
+    const qcase *c = &f->c;
+    rt_view xv = view(LLMC_RT_I8, f->xq, 2, (int64_t[]){c->m, c->k});
+    rt_view yv = view(LLMC_RT_F32, y, 2, (int64_t[]){c->m, c->n_y});
+    rt_view bv = view(LLMC_RT_F32, f->b, 1, (int64_t[]){c->n});
+    rt_view rv = view(LLMC_RT_F32, f->res, 2, (int64_t[]){c->m, c->n_y});
+    return k_qlinear(kt, &xv, &f->xs, f->w, &f->ws, f->b ? &bv : NULL, f->res ? &rv : NULL,
+                     c->col0, &yv, gemm_min_rows, par, &err);
+}
+
+static bool close_to(const float *y, const double *want, const double *mag, int64_t count,
+                     double tol)
+{
+    for (int64_t i = 0; i < count; i++)
+        if (!(fabs(y[i] - want[i]) <= tol * mag[i] + 1e-30)) {
+            printf("#   [%d] got %.9g want %.9g (|terms| %.3g)\n", (int)i, y[i], want[i], mag[i]);
+            return false;
+        }
+    return true;
+}
+
+static int n_cases(void)
+{
+    return 5 * 4 * 2;
+}
+
+/* Case i: m in {1, 3, 4, 5, 17}, groups 32/64/128/per channel, bits 4/8;
+ * n = 37 or 45, k = 100 or 200 (never multiples of the group), col0 3 or
+ * 11, bias and residual on alternate cases. */
+static qcase case_at(int i)
+{
+    static const int64_t ms[] = {1, 3, 4, 5, 17}, groups[] = {32, 64, 128, 0};
+    qcase c;
+    c.m = ms[i % 5];
+    c.bits = (i / 20) ? 8 : 4;
+    c.k = i % 2 ? 200 : 100;
+    c.group = group_for(groups[(i / 5) % 4], c.k);
+    c.n = i % 3 ? 37 : 45;
+    c.col0 = i % 4 ? 3 : 11;
+    c.n_y = c.n - c.col0 - (i % 2 ? 5 : 0);
+    c.bias = i % 2 == 0;
+    c.residual = i % 3 != 1;
+    return c;
+}
+
+static void test_qlinear_reference(const rt_kernels *kt)
+{
+    bool ok = true;
+    for (int i = 0; i < n_cases(); i++) {
+        qcase c = case_at(i);
+        qfixture f;
+        bool good = fixture_init(&f, &c, kt);
+        float *y = malloc((size_t)(c.m * c.n_y + 1) * sizeof *y);
+        for (int path = 0; good && path < 2; path++) {
+            good &= run_qlinear(kt, &f, path ? 1000 : 0, NULL, y) == LLMC_RT_OK &&
+                    close_to(y, f.want, f.mag, c.m * c.n_y, 1e-5);
+        }
+        if (!good)
+            printf("# %s case %d: bits %d m %d n %d k %d group %d col0 %d\n", kt->target, i,
+                   c.bits, (int)c.m, (int)c.n, (int)c.k, (int)c.group, (int)c.col0);
+        ok &= good;
+        free(y);
+        fixture_free(&f);
+    }
+    CHECK(ok, "%s QLinear: %d odd shapes (bits 4/8, groups 32/64/128/per channel, m 1..17, "
+          "col0 3/11, bias, residual) within 1e-5 of fp64, GEMV and GEMM paths", kt->target,
+          n_cases());
+}
+
+/* ---- tables against each other --------------------------------------------- */
+
+/* The SIMD table's QuantizeRows bytes and QLinear outputs against the
+ * portable table's on the same packed operands. */
+static void test_table_vs_generic(const rt_kernels *kt)
+{
+    bool bytes_ok = true, close_ok = true;
+    for (int i = 0; i < n_cases(); i++) {
+        qcase c = case_at(i);
+        qfixture f;
+        bool good = fixture_init(&f, &c, &rt_kernels_generic);
+        uint8_t *xq = good ? quantize(kt, f.x, &f.xs, NULL) : NULL;
+        bytes_ok &= xq && !memcmp(xq, f.xq, (size_t)rt_qact_bytes(&f.xs));
+        float *y = malloc((size_t)(c.m * c.n_y + 1) * sizeof *y);
+        float *yg = malloc((size_t)(c.m * c.n_y + 1) * sizeof *yg);
+        double *ygd = malloc((size_t)(c.m * c.n_y + 1) * sizeof *ygd);
+        good &= run_qlinear(kt, &f, 2, NULL, y) == LLMC_RT_OK &&
+                run_qlinear(&rt_kernels_generic, &f, 2, NULL, yg) == LLMC_RT_OK;
+        for (int64_t j = 0; good && j < c.m * c.n_y; j++)
+            ygd[j] = yg[j];
+        close_ok &= good && close_to(y, ygd, f.mag, c.m * c.n_y, 1e-5);
+        free(xq);
+        free(y);
+        free(yg);
+        free(ygd);
+        fixture_free(&f);
+    }
+    CHECK(bytes_ok, "%s QuantizeRows: the portable bytes on %d shapes", kt->target, n_cases());
+    CHECK(close_ok, "%s QLinear: within 1e-5 of the portable table on %d shapes", kt->target,
+          n_cases());
+}
+
+/* Weights packed by hand with scale 1 and min 0 or 1: every product is an
+ * integer below 2^24, so both tables must give it exactly.  extreme: all
+ * |q| at the format's limits (15 / -127 weights, +-127 activations), the
+ * int16 headroom the kernels rely on. */
+static void fill_exact_weights(uint8_t *w, const rt_qweight_shape *s, bool extreme, int min_one)
+{
+    uint64_t block = rt_qweight_block_bytes(s), data = (uint64_t)s->hp * s->group * s->bits / 8;
+    for (uint64_t b = 0; b < rt_qweight_bytes(s); b += block) {
+        for (uint64_t i = 0; i < data; i++)
+            w[b + i] = extreme ? (s->bits == 4 ? 0xff : 0x81) : (uint8_t)rand();
+        if (s->bits == 8)
+            for (uint64_t i = 0; i < data; i++)
+                w[b + i] = w[b + i] == 0x80 ? 0x81 : w[b + i]; /* -128 is not a q */
+        for (int h = 0; h < s->hp * (s->bits == 4 ? 2 : 1); h++) {
+            uint16_t half = h < s->hp ? 0x3c00 : (min_one ? 0x3c00 : 0);
+            w[b + data + 2 * h] = (uint8_t)half;
+            w[b + data + 2 * h + 1] = (uint8_t)(half >> 8);
+        }
+    }
+}
+
+static bool qtile_exact(const rt_kernels *kt, int bits, int64_t m, int64_t k, int64_t group,
+                        bool extreme)
+{
+    rt_qweight_shape ws;
+    rt_qact_shape xs;
+    rt_qweight_shape_init(&ws, bits, kt->q_hp, kt->q_lp, 16, k, group);
+    rt_qact_shape_init(&xs, kt->q_ep, kt->q_lp, m, k, group);
+    uint8_t *w = malloc(rt_qweight_bytes(&ws));
+    fill_exact_weights(w, &ws, extreme, bits == 4);
+    float *x = random_matrix(m, k, 1.0f);
+    for (int64_t i = 0; extreme && i < m * k; i++)
+        x[i] = i % 2 ? -1.0f : 1.0f;
+    uint8_t *xq = quantize(&rt_kernels_generic, x, &xs, NULL);
+    rt_qtile_args a = {xq, xs, w, ws};
+    bool ok = xq != NULL;
+    for (int64_t et = 0; ok && et < xs.mp / xs.ep; et++)
+        for (int64_t ht = 0; ht < ws.np / ws.hp; ht++) {
+            int rows = m - et * xs.ep < xs.ep ? (int)(m - et * xs.ep) : xs.ep;
+            float got[RT_QTILE_MAX_OUT], want[RT_QTILE_MAX_OUT];
+            kt->qtile(&a, et, rows, ht, got);
+            rt_kernels_generic.qtile(&a, et, rows, ht, want);
+            ok &= !memcmp(got, want, (size_t)(rows * ws.hp) * sizeof *got);
+            for (int i = 0; i < rows * ws.hp; i++)
+                ok &= want[i] == floorf(want[i]);
+        }
+    free(w);
+    free(x);
+    free(xq);
+    return ok;
+}
+
+static void test_qtile_exact(const rt_kernels *kt)
+{
+    static const int64_t groups[] = {16, 48, 32, 128, 0};
+    bool ok = true;
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int gi = 0; gi < 5; gi++)
+            for (int extreme = 0; extreme < 2; extreme++) {
+                int64_t k = 300, group = group_for(groups[gi], k);
+                ok &= qtile_exact(kt, bits, 1, k, group, extreme);
+                ok &= qtile_exact(kt, bits, 7, k, group, extreme);
+            }
+    CHECK(ok, "%s qtile: integer products (scale 1, min 0/1) equal the portable ones exactly, "
+          "rows 1..4, groups 16..per channel, extreme |q| included", kt->target);
+}
+
+/* ---- threads ------------------------------------------------------------------ */
+
+/* A parallel-for that plays `threads` threads: thread t takes tasks t,
+ * t + threads, ..., the last thread first. */
+static void fake_parallel(void *pool, uint32_t n, llmc_rt_task_fn task, void *ctx)
+{
+    uint32_t threads = *(const uint32_t *)pool;
+    for (uint32_t t = threads; t-- > 0;)
+        for (uint32_t i = t; i < n; i += threads)
+            task(ctx, i);
+}
+
+static void test_threads(const rt_kernels *kt)
+{
+    qcase c = {4, 37, 203, 896, 32, 5, 190, true, true};
+    qfixture f;
+    bool ok = fixture_init(&f, &c, kt);
+    float *serial = malloc((size_t)(c.m * c.n_y) * sizeof(float));
+    float *y = malloc((size_t)(c.m * c.n_y) * sizeof(float));
+    ok &= run_qlinear(kt, &f, 1000, NULL, serial) == LLMC_RT_OK;
+    for (uint32_t threads = 2; ok && threads <= 3; threads++) {
+        rt_parallel fake = {fake_parallel, &threads};
+        llmc_threads *pool = llmc_threads_create(threads);
+        rt_parallel real = {llmc_threads_parallel, pool};
+        for (int64_t gemm_min = 0; gemm_min <= 1000; gemm_min += 1000) {
+            ok &= run_qlinear(kt, &f, gemm_min, &fake, y) == LLMC_RT_OK &&
+                  !memcmp(y, serial, (size_t)(c.m * c.n_y) * sizeof *y);
+            ok &= run_qlinear(kt, &f, gemm_min, &real, y) == LLMC_RT_OK &&
+                  !memcmp(y, serial, (size_t)(c.m * c.n_y) * sizeof *y);
+        }
+        uint8_t *xq = quantize(kt, f.x, &f.xs, &fake);
+        ok &= xq && !memcmp(xq, f.xq, (size_t)rt_qact_bytes(&f.xs));
+        free(xq);
+        llmc_threads_destroy(pool);
+    }
+    CHECK(ok, "%s: QLinear (both paths) and QuantizeRows bitwise the serial result on a fake "
+          "and a real 2- and 3-thread parallel-for", kt->target);
+    free(serial);
+    free(y);
+    fixture_free(&f);
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+static bool fails_with(llmc_rt_status st, const char *text)
+{
+    bool ok = st == LLMC_RT_E_EXEC && strstr(err.msg, text);
+    if (!ok)
+        printf("#   status %d: %s\n", (int)st, err.msg);
+    return ok;
+}
+
+static void test_errors(void)
+{
+    const rt_kernels *kt = &rt_kernels_generic;
+    qcase c = {4, 5, 20, 70, 32, 0, 20, true, true};
+    qfixture f;
+    fixture_init(&f, &c, kt);
+    float y[5 * 20];
+    rt_view xv = view(LLMC_RT_I8, f.xq, 2, (int64_t[]){5, 70});
+    rt_view yv = view(LLMC_RT_F32, y, 2, (int64_t[]){5, 20});
+    rt_view bad_y = view(LLMC_RT_F32, y, 2, (int64_t[]){4, 20});
+    rt_view bias = view(LLMC_RT_F32, f.b, 1, (int64_t[]){19});
+    rt_view res = view(LLMC_RT_F32, f.res, 2, (int64_t[]){5, 21});
+    rt_qweight_shape wk = f.ws, wg = f.ws, w_hp4;
+    rt_qweight_shape_init(&wk, 4, 8, 4, 20, 71, 32);
+    rt_qweight_shape_init(&wg, 4, 8, 4, 20, 70, 64);
+    rt_qweight_shape_init(&w_hp4, 4, 4, 4, 20, 70, 32);
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &wk, NULL, NULL, 0, &yv, 1, NULL, &err),
+                     "activations of k 70 in groups of 32, weights of k 71"),
+          "k mismatch: %s", err.msg);
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &wg, NULL, NULL, 0, &yv, 1, NULL, &err),
+                     "weights of k 70 in groups of 64"), "group mismatch: %s", err.msg);
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 1, &yv, 1, NULL, &err),
+                     "cannot give columns 1.. as [5, 20]"), "columns past n: %s", err.msg);
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 0, &bad_y, 1, NULL,
+                               &err), "[5, 70] by W [20, 70] cannot give columns 0.. as [4, 20]"),
+          "rows mismatch: %s", err.msg);
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, &bias, NULL, 0, &yv, 1, NULL, &err),
+                     "bias [19] is not [20]"), "bias: %s", err.msg);
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, &res, 0, &yv, 1, NULL, &err),
+                     "residual [5, 21] does not match the output [5, 20]"), "residual: %s",
+          err.msg);
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &w_hp4, NULL, NULL, 0, &yv, 1, NULL, &err),
+                     "weight tiles hp 4 lp 4, but target 'generic' uses hp 8 lp 4"),
+          "tile size of another target: %s", err.msg);
+    rt_view x_bad = view(LLMC_RT_F32, f.x, 2, (int64_t[]){5, 69});
+    rt_view q_bad = view(LLMC_RT_I8, f.xq, 2, (int64_t[]){5, 69});
+    CHECK(fails_with(k_quantize_rows(kt, &x_bad, &f.xs, &q_bad, NULL, &err),
+                     "QuantizeRows of [5, 69] into [5, 69]: both must be [..., k] with m = 5 "
+                     "rows of k = 70"), "QuantizeRows k mismatch: %s", err.msg);
+    rt_qact_shape broken = f.xs;
+    broken.mp = 4;
+    CHECK(fails_with(k_quantize_rows(kt, &x_bad, &broken, &q_bad, NULL, &err),
+                     "invalid activation tile shape"), "inconsistent shape: %s", err.msg);
+    fixture_free(&f);
+}
+
+static void test_targets(void)
+{
+    CHECK(rt_kernels_for_target("generic", &err) == &rt_kernels_generic, "target generic");
+    CHECK(!rt_kernels_for_target("sse9", &err) && err.code == LLMC_RT_E_TARGET &&
+          strstr(err.msg, "unknown target 'sse9' (known: generic, avx2"), "%s", err.msg);
+#if defined(__x86_64__)
+    CHECK(!rt_kernels_for_target("neon-dot", &err) && err.code == LLMC_RT_E_TARGET &&
+          strstr(err.msg, "built without neon-dot kernels"), "%s", err.msg);
+#endif
+}
+
+/* The portable kernels at tile sizes of other targets (paper 002 Table 2:
+ * sdot 12/8/4, i8mm 10/8/8, AVX-512 4/64/4) and odd ones. */
+static void test_generic_tile_sizes(void)
+{
+    static const int sizes[][3] = {{8, 4, 12}, {8, 8, 10}, {64, 4, 4}, {3, 2, 5}, {1, 1, 1}};
+    for (int i = 0; i < 5; i++) {
+        rt_kernels t = rt_kernels_generic;
+        t.q_hp = sizes[i][0];
+        t.q_lp = sizes[i][1];
+        t.q_ep = sizes[i][2];
+        t.target = "generic-resized";
+        bool ok = true;
+        for (int ci = 0; ci < n_cases(); ci += 3) {
+            qcase c = case_at(ci);
+            qfixture f;
+            float *y = malloc((size_t)(c.m * c.n_y + 1) * sizeof *y);
+            ok &= fixture_init(&f, &c, &t) && run_qlinear(&t, &f, 2, NULL, y) == LLMC_RT_OK &&
+                  close_to(y, f.want, f.mag, c.m * c.n_y, 1e-5);
+            free(y);
+            fixture_free(&f);
+        }
+        CHECK(ok, "portable kernels at hp %d lp %d ep %d match fp64", sizes[i][0], sizes[i][1],
+              sizes[i][2]);
+    }
+}
+
+int main(void)
+{
+    srand(14);
+    test_pack_round_trip();
+    test_fpack();
+    test_targets();
+    test_errors();
+    test_generic_tile_sizes();
+    const char *names[] = {"generic", "avx2", "neon-dot", "neon-i8mm"};
+    for (int i = 0; i < 4; i++) {
+        const rt_kernels *kt = rt_kernels_for_target(names[i], &err);
+        if (!kt) {
+            printf("# %s: %s\n", names[i], err.msg);
+            continue;
+        }
+        test_quantize_rows(kt);
+        test_qlinear_reference(kt);
+        test_threads(kt);
+        if (kt != &rt_kernels_generic) {
+            test_table_vs_generic(kt);
+            test_qtile_exact(kt);
+        }
+    }
+    return TAP_DONE();
+}
