@@ -18,6 +18,12 @@ ONNX_PROTO := /usr/include/onnx/onnx.proto
 GEN_C      := $(BUILD)/gen/onnx/onnx.pb-c.c
 
 RT_SRC   := $(wildcard runtime/*.c runtime/kernels/*.c)
+# SIMD kernel tables: each ISA directory is compiled with its own flags,
+# only on hosts of that architecture (kernel_table.h).
+ifneq ($(filter x86_64-%,$(shell $(CC) -dumpmachine)),)
+RT_SRC   += $(wildcard runtime/kernels/x86_avx2/*.c)
+$(BUILD)/runtime/kernels/x86_avx2/%.o: CFLAGS_RT += -mavx2 -mfma -mf16c
+endif
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 # Optional platform files (threads): their own archive, never in libllmcrt.a.
 THR_OBJ  := $(BUILD)/runtime/platform/threads_pthread.o

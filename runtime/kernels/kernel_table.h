@@ -68,4 +68,12 @@ extern const rt_kernels rt_kernels_generic;
  * this CPU lacks (the message names which). */
 const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err);
 
+/* fp32 tile micro-kernels (the ftile entry).  rt_ftile_generic
+ * (f_generic.c) takes any hp and is the oracle; the generic table keeps
+ * f_hp = 0 (dense weights, k_linear).  rt_ftile_avx2
+ * (x86_avx2/f_avx2.c, x86-64 builds only) needs hp = 16, rows <= 6: the
+ * avx2 table sets f_hp = 16, f_ep = 6, ftile = rt_ftile_avx2. */
+void rt_ftile_generic(const rt_ftile_args *a, int64_t e0, int rows, int64_t ht, float *out);
+void rt_ftile_avx2(const rt_ftile_args *a, int64_t e0, int rows, int64_t ht, float *out);
+
 #endif

@@ -77,6 +77,9 @@ llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, 
 llmc_rt_status k_linear(const rt_view *x, const rt_view *w, const rt_view *bias,
                         const rt_view *residual, int64_t col0, rt_view *y,
                         const rt_parallel *par, llmc_rt_error *err);
+/* ref_linear.c: out[r] = x . w_r for the rows r < rows (1..4) of w (row
+ * stride k); out[r] has the same bits whatever the other rows are. */
+void k_dot_rows(const float *x, const float *w, int64_t k, int rows, float *out);
 
 /* ref_rope.c: rotate-half RoPE; x [..., S, D], token s at position P + s;
  * cos, sin [rows >= P + S, rotary_dim]. */
@@ -171,5 +174,21 @@ double k_load_f(const rt_view *t, int64_t i);
 void k_store_i(rt_view *t, int64_t i, int64_t v);
 void k_store_f(rt_view *t, int64_t i, double v);
 int64_t k_f2i(double v);
+
+/* ---- fp32 weight tiles (f_linear.c) --------------------------------------- */
+#include "quant_format.h"
+
+struct rt_kernels; /* kernel_table.h */
+
+/* k_linear's contract over W packed as fp32 row tiles (quant_format.h,
+ * rt_ftile_shape; ws->hp must be kt->f_hp): y = x W^T + bias + residual for
+ * the columns [col0, col0 + y's last dim) of z, col0 any value; x [..., K]
+ * with K = ws->k, bias [ws->n] or NULL, residual NULL or y's dims.  Tasks
+ * are groups of whole row tiles sized from the shapes only, so the result
+ * is bitwise the same for any thread count. */
+llmc_rt_status k_linear_tiles(const struct rt_kernels *kt, const rt_view *x, const float *w,
+                              const rt_ftile_shape *ws, const rt_view *bias,
+                              const rt_view *residual, int64_t col0, rt_view *y,
+                              const rt_parallel *par, llmc_rt_error *err);
 
 #endif
