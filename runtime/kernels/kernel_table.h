@@ -68,4 +68,9 @@ extern const rt_kernels rt_kernels_generic;
  * this CPU lacks (the message names which). */
 const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err);
 
+/* The portable fp32 tile micro-kernel (f_generic.c): any hp, the oracle of
+ * the SIMD ones; the generic table keeps f_hp = 0 (dense weights,
+ * k_linear) but carries it for tests. */
+void rt_ftile_generic(const rt_ftile_args *a, int64_t e0, int rows, int64_t ht, float *out);
+
 #endif

@@ -77,6 +77,9 @@ llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, 
 llmc_rt_status k_linear(const rt_view *x, const rt_view *w, const rt_view *bias,
                         const rt_view *residual, int64_t col0, rt_view *y,
                         const rt_parallel *par, llmc_rt_error *err);
+/* ref_linear.c: out[r] = x . w_r for the rows r < rows (1..4) of w (row
+ * stride k); out[r] has the same bits whatever the other rows are. */
+void k_dot_rows(const float *x, const float *w, int64_t k, int rows, float *out);
 
 /* ref_rope.c: rotate-half RoPE; x [..., S, D], token s at position P + s;
  * cos, sin [rows >= P + S, rotary_dim]. */
@@ -217,5 +220,17 @@ llmc_rt_status k_qlinear(const struct rt_kernels *kt, const rt_view *xq,
                          const rt_qact_shape *xs, const void *w, const rt_qweight_shape *ws,
                          const rt_view *bias, const rt_view *residual, int64_t col0, rt_view *y,
                          int64_t gemm_min_rows, const rt_parallel *par, llmc_rt_error *err);
+
+/* ---- fp32 weight tiles (f_linear.c) --------------------------------------- */
+/* k_linear's contract over W packed as fp32 row tiles (quant_format.h,
+ * rt_ftile_shape; ws->hp must be kt->f_hp): y = x W^T + bias + residual for
+ * the columns [col0, col0 + y's last dim) of z, col0 any value; x [..., K]
+ * with K = ws->k, bias [ws->n] or NULL, residual NULL or y's dims.  Tasks
+ * are groups of whole row tiles sized from the shapes only, so the result
+ * is bitwise the same for any thread count. */
+llmc_rt_status k_linear_tiles(const struct rt_kernels *kt, const rt_view *x, const float *w,
+                              const rt_ftile_shape *ws, const rt_view *bias,
+                              const rt_view *residual, int64_t col0, rt_view *y,
+                              const rt_parallel *par, llmc_rt_error *err);
 
 #endif

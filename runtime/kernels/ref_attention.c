@@ -1,13 +1,37 @@
-/* Reference fused Attention: RoPE on q and the new k, append to the chunked
- * KV cache, causal softmax(scale q.K) V per head, fp32.
+/* Fused Attention: RoPE on q and the new k, append to the chunked KV cache,
+ * causal softmax(scale q.K) V per head, fp32, tiled and split so that both
+ * prefill and decode keep every thread busy without materializing scores.
  *
- * The softmax is the one-pass "online" form (Milakov & Gimelshein 2018; the
- * safe baseline FlashDecoding++ §3 starts from): a running maximum m and sum
- * l per query row; when a score exceeds m, the accumulated sum and the
- * output row are rescaled by exp(m_old - m_new), so no exp ever sees a
- * positive argument and nothing overflows for any score.  The output row
- * itself is the accumulator, so the kernel needs no scratch beyond one
- * head_dim row on the stack (the rotated, scaled query). */
+ * Work unit: one kv head g with a block of query rows that read its K/V
+ * (the group = heads / kv_heads query heads of g, for qpos consecutive
+ * positions), over a range of key positions.  The unit walks the keys in
+ * blocks of KEY_BLOCK positions inside one cache chunk; each block of K and
+ * V is loaded once and used by every query row of the pass while it is in
+ * L1 (GQA reuse), and a row only keeps its output row, a few floats of
+ * softmax state and one block of scores (never [heads, S, P+S] scores).
+ *
+ * Softmax offset (FlashDecoding++ §3, "unified max"): exp(s - phi) / sum
+ * exp(s - phi) is the softmax for any phi, so each row uses one offset phi
+ * fixed before any key is visited: the larger score of its first and its
+ * newest key, computed the same way by every task that handles the row.
+ * Partial results over disjoint key ranges then share phi and combine by
+ * plain sums, with no running-max rescaling inside a range either.  phi is
+ * one of the row's own scores, so the largest term is >= exp(0) = 1 and
+ * the lower end of the safe range (precision loss when every score is far
+ * below phi) cannot be reached; the upper end can: once a score exceeds
+ * phi + EXP_HEADROOM (exp(32) = 8e13, which leaves room for 2^30 keys times
+ * values of 1e10 below FLT_MAX), that row falls back to the exact online
+ * softmax (offset = running max, accumulations rescaled by exp(old - new)
+ * when it grows), and the combine rescales each partial by exp(offset_j -
+ * max offset).  Which path a row takes depends on its data only.
+ *
+ * Decode (few units, long context): the key positions are also split into
+ * ranges of split_keys (from the shapes only), one task per (unit, range);
+ * the partial outputs of ranges >= 1 go to a scratch array on this
+ * function's stack (SCRATCH_FLOATS bounds it; longer contexts get longer
+ * ranges), range 0 accumulates in o, and the caller combines them in range
+ * order after the parallel-for.  Prefill has enough units and does not
+ * split.  Either way the result is bitwise the same for any thread count. */
 #include <math.h>
 #include <string.h>
 
@@ -88,73 +112,270 @@ static void append_rows(const rt_attention_attrs *a, const rt_view *k, const rt_
         }
 }
 
-/* o = softmax_t(q . K[t]) V over t in [0, n), q already scaled; online. */
-static void attend_row(const rt_attention_attrs *a, const rt_kv_cache *c, int64_t g,
-                       const float *q, int64_t n, float *o)
-{
-    int64_t D = a->head_dim;
-    float m = -INFINITY, l = 0.0f;
-    memset(o, 0, (size_t)D * sizeof *o);
-    for (int64_t t = 0; t < n; t++) {
-        const float *kt = cache_row(c, a, 0, g, t), *vt = cache_row(c, a, 1, g, t);
-        float score = 0.0f;
-        for (int64_t i = 0; i < D; i++)
-            score += q[i] * kt[i];
-        if (score > m) { /* new maximum: rescale what was accumulated against the old one */
-            float corr = expf(m - score);
-            for (int64_t i = 0; i < D; i++)
-                o[i] *= corr;
-            l *= corr;
-            m = score;
-        }
-        float p = expf(score - m);
-        l += p;
-        for (int64_t i = 0; i < D; i++)
-            o[i] += p * vt[i];
-    }
-    for (int64_t i = 0; i < D; i++)
-        o[i] /= l;
-}
 
-/* Tasks: one per query head (each writes only its own columns of o and
- * reads the cache, which append_rows filled before), every row s in order;
- * one task for all heads when the op is under PARALLEL_MIN_MACS
- * multiply-adds in all. */
+/* Keys per block: 32 rows of K and of V are 16 KiB at head_dim 64, so a
+ * block stays in L1 while every query row of the pass uses it. */
+#define KEY_BLOCK 32
+/* Query rows per pass, and the floats of their rotated queries (on the
+ * task's stack): 16 rows of head_dim <= 128, fewer rows beyond. */
+#define PASS_ROWS 16
+#define PASS_FLOATS 2048
+/* Decode splits the keys when there are fewer units than SPLIT_UNITS, into
+ * ranges of at least SPLIT_MIN_KEYS (~7 rows x 256 keys x 64 x 2 = 230k
+ * multiply-adds a task), keeping the partials in SCRATCH_FLOATS (16 KiB). */
+#define SPLIT_UNITS 8
+#define SPLIT_MIN_KEYS 256
+#define SCRATCH_FLOATS 4096
+#define EXP_HEADROOM 32.0f
+/* Under PARALLEL_MIN_MACS multiply-adds in all, the tasks run on this
+ * thread (waking workers would cost more); the same tasks, so the same bits. */
 #define PARALLEL_MIN_MACS (1 << 15)
+#define LANES 4
 
 typedef struct {
     const rt_attention_attrs *a;
     const rt_view *q, *cos, *sin;
     const rt_kv_cache *cache;
-    int64_t S, P, heads_per_task;
+    int64_t S, P, group;
+    int64_t qpos, unit_rows, pass_rows; /* query positions / rows of a unit; rows of a pass */
+    int64_t qblocks, splits, split_keys;
     float *o;
+    float *stats;     /* splits > 1: [unit][row][split] (l, offset) */
+    float *partial;   /* splits > 1: [unit][row][split - 1][head_dim] */
 } attention_job;
 
-static void attention_heads(const attention_job *J, int64_t h0, int64_t h1)
+/* Softmax state of one query row over one key range. */
+typedef struct {
+    const float *q;   /* rotated, scaled */
+    float *o;         /* output accumulator [head_dim] */
+    int64_t n;        /* keys visible: positions [0, n) */
+    float phi, off, l, mx;
+} row_state;
+
+static int64_t min64(int64_t a, int64_t b)
 {
-    const rt_attention_attrs *a = J->a;
-    int64_t D = a->head_dim, rot = a->rotary_dim, P = J->P;
-    int64_t group = a->heads / a->kv_heads, width = a->heads * D;
-    float qrow[RT_ATTN_MAX_HEAD_DIM];
-    for (int64_t s = 0; s < J->S; s++)
-        for (int64_t h = h0; h < h1; h++) {
-            const float *qs = (const float *)J->q->data + s * width + h * D;
-            if (rot)
-                k_rope_row(qs, qrow, D, rot, (const float *)J->cos->data + (P + s) * rot,
-                           (const float *)J->sin->data + (P + s) * rot);
-            else
-                memcpy(qrow, qs, (size_t)D * sizeof *qrow);
-            for (int64_t i = 0; i < D; i++)
-                qrow[i] *= a->scale;
-            attend_row(a, J->cache, h / group, qrow, P + s + 1, J->o + s * width + h * D);
-        }
+    return a < b ? a : b;
 }
 
+/* The (unnormalized) rows of a unit row u: its position and head. */
+static void unit_row(const attention_job *J, int64_t unit, int64_t u, int64_t *s, int64_t *h)
+{
+    int64_t g = unit / J->qblocks, qb = unit % J->qblocks;
+    *s = qb * J->qpos + u / J->group;
+    *h = g * J->group + u % J->group;
+}
+
+/* scores[t] = q . K[t] for the nk rows of one block (row stride D). */
+static void block_scores(const float *q, const float *k, int64_t nk, int64_t D, float *scores)
+{
+    for (int64_t t = 0; t < nk; t += 4)
+        k_dot_rows(q, k + t * D, D, (int)min64(4, nk - t), scores + t);
+}
+
+/* o[i] += sum over t < 4 of p[t] * v_t[i], i < D (o never aliases v). */
+static void add_four_rows(float *restrict o, const float *restrict v, const float *p, int64_t D)
+{
+    const float *v0 = v, *v1 = v + D, *v2 = v + 2 * D, *v3 = v + 3 * D;
+    int64_t d4 = D - D % LANES, i = 0;
+    for (; i < d4; i += LANES) /* constant-width blocks: gcc -O2 vectorizes them */
+        for (int l = 0; l < LANES; l++)
+            o[i + l] = o[i + l] + p[0] * v0[i + l] + p[1] * v1[i + l] + p[2] * v2[i + l] +
+                       p[3] * v3[i + l];
+    for (; i < D; i++)
+        o[i] = o[i] + p[0] * v0[i] + p[1] * v1[i] + p[2] * v2[i] + p[3] * v3[i];
+}
+
+static void add_row(float *restrict o, const float *restrict v, float p, int64_t D)
+{
+    int64_t d4 = D - D % LANES, i = 0;
+    for (; i < d4; i += LANES)
+        for (int l = 0; l < LANES; l++)
+            o[i + l] += p * v[i + l];
+    for (; i < D; i++)
+        o[i] += p * v[i];
+}
+
+static void scale_row(float *o, float f, int64_t D)
+{
+    for (int64_t i = 0; i < D; i++)
+        o[i] *= f;
+}
+
+static void divide_row(float *o, float l, int64_t D)
+{
+    for (int64_t i = 0; i < D; i++)
+        o[i] /= l;
+}
+
+/* One row over keys [b0, b0 + nk) of a block (K rows k, V rows v). */
+static void attend_block(row_state *r, const float *k, const float *v, int64_t nk, int64_t D)
+{
+    float p[KEY_BLOCK];
+    block_scores(r->q, k, nk, D, p);
+    for (int64_t t = 0; t < nk; t++)
+        r->mx = p[t] > r->mx ? p[t] : r->mx;
+    /* the unified offset while the scores stay below phi + EXP_HEADROOM,
+     * else the running max (exact fallback); never decreases */
+    float off = r->mx < r->phi + EXP_HEADROOM ? r->phi : r->mx;
+    if (off != r->off) {
+        float f = expf(r->off - off);
+        r->l *= f;
+        scale_row(r->o, f, D);
+        r->off = off;
+    }
+    for (int64_t t = 0; t < nk; t++) {
+        p[t] = expf(p[t] - off);
+        r->l += p[t];
+    }
+    int64_t t = 0;
+    for (; t + 4 <= nk; t += 4)
+        add_four_rows(r->o, v + t * D, p + t, D);
+    for (; t < nk; t++)
+        add_row(r->o, v + t * D, p[t], D);
+}
+
+/* The query row u of a unit into r (rotated and scaled into qbuf). */
+static void start_row(const attention_job *J, int64_t unit, int64_t u, int64_t split,
+                      float *qbuf, row_state *r)
+{
+    const rt_attention_attrs *a = J->a;
+    int64_t D = a->head_dim, rot = a->rotary_dim, s, h;
+    unit_row(J, unit, u, &s, &h);
+    const float *qs = (const float *)J->q->data + (s * a->heads + h) * D;
+    int64_t pos = J->P + s;
+    if (rot)
+        k_rope_row(qs, qbuf, D, rot, (const float *)J->cos->data + pos * rot,
+                   (const float *)J->sin->data + pos * rot);
+    else
+        memcpy(qbuf, qs, (size_t)D * sizeof *qbuf);
+    for (int64_t i = 0; i < D; i++)
+        qbuf[i] *= a->scale;
+    r->q = qbuf;
+    r->n = pos + 1;
+    r->o = split == 0 ? J->o + (s * a->heads + h) * D
+                      : J->partial + ((unit * J->unit_rows + u) * (J->splits - 1) + split - 1) * D;
+    memset(r->o, 0, (size_t)D * sizeof *r->o);
+    int64_t g = h / J->group;
+    float first, last;
+    k_dot_rows(qbuf, cache_row(J->cache, a, 0, g, 0), D, 1, &first);
+    k_dot_rows(qbuf, cache_row(J->cache, a, 0, g, pos), D, 1, &last);
+    r->phi = r->off = first > last ? first : last;
+    r->l = 0.0f;
+    r->mx = -INFINITY;
+}
+
+/* Rows [u0, u1) of a unit over the keys [t0, t1) of one split. */
+static void attend_pass(const attention_job *J, int64_t unit, int64_t split, int64_t u0,
+                        int64_t u1, int64_t t0, int64_t t1)
+{
+    const rt_attention_attrs *a = J->a;
+    int64_t D = a->head_dim, chunk = J->cache->chunk, end = t0, g = unit / J->qblocks;
+    float qbuf[PASS_FLOATS];
+    row_state rows[PASS_ROWS];
+    int nr = 0;
+    for (int64_t u = u0; u < u1; u++, nr++) {
+        start_row(J, unit, u, split, qbuf + nr * D, &rows[nr]);
+        end = rows[nr].n > end ? rows[nr].n : end;
+    }
+    end = min64(end, t1);
+    for (int64_t b0 = t0; b0 < end;) {
+        int64_t b1 = min64(min64(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
+        const float *k = cache_row(J->cache, a, 0, g, b0), *v = cache_row(J->cache, a, 1, g, b0);
+        for (int i = 0; i < nr; i++)
+            if (rows[i].n > b0)
+                attend_block(&rows[i], k, v, min64(b1, rows[i].n) - b0, D);
+        b0 = b1;
+    }
+    for (int i = 0; i < nr; i++) {
+        if (J->splits == 1) {
+            divide_row(rows[i].o, rows[i].l, D);
+            continue;
+        }
+        float *st = J->stats + ((unit * J->unit_rows + u0 + i) * J->splits + split) * 2;
+        st[0] = rows[i].l;
+        st[1] = rows[i].off;
+    }
+}
+
+/* Query rows of a unit that exist (the last query block may be short). */
+static int64_t unit_rows_used(const attention_job *J, int64_t unit)
+{
+    int64_t first = unit % J->qblocks * J->qpos;
+    return min64(J->unit_rows, (J->S - first) * J->group);
+}
+
+/* Task i: unit i / splits over key range i % splits, PASS rows at a time. */
 static void attention_task(void *ctx, uint32_t i)
 {
     const attention_job *J = ctx;
-    int64_t h0 = (int64_t)i * J->heads_per_task;
-    attention_heads(J, h0, h0 + J->heads_per_task);
+    int64_t unit = i / J->splits, split = i % J->splits;
+    int64_t t0 = split * J->split_keys, t1 = min64(t0 + J->split_keys, J->P + J->S);
+    int64_t used = unit_rows_used(J, unit);
+    for (int64_t u = 0; u < used; u += J->pass_rows)
+        attend_pass(J, unit, split, u, min64(u + J->pass_rows, used), t0, t1);
+}
+
+/* o = sum_j o_j exp(off_j - M) / sum_j l_j exp(off_j - M) over the splits
+ * j in order (M the largest offset of a split that saw keys); with the
+ * unified offset every factor is 1 and the partials just add. */
+static void combine_row(const attention_job *J, int64_t unit, int64_t u, float *o)
+{
+    int64_t D = J->a->head_dim, n = J->splits;
+    const float *st = J->stats + (unit * J->unit_rows + u) * n * 2;
+    const float *part = J->partial + (unit * J->unit_rows + u) * (n - 1) * D;
+    float M = -INFINITY, L = 0.0f;
+    for (int64_t j = 0; j < n; j++)
+        if (st[2 * j] > 0.0f && st[2 * j + 1] > M)
+            M = st[2 * j + 1];
+    for (int64_t j = 0; j < n; j++) {
+        float l = st[2 * j], f = st[2 * j + 1] == M ? 1.0f : expf(st[2 * j + 1] - M);
+        if (!(l > 0.0f)) /* no key of this range was visible (or all underflowed) */
+            continue;
+        if (j == 0 && f != 1.0f)
+            scale_row(o, f, D);
+        else if (j > 0 && f == 1.0f)
+            add_row(o, part + (j - 1) * D, 1.0f, D);
+        else if (j > 0)
+            add_row(o, part + (j - 1) * D, f, D);
+        L += l * f;
+    }
+    divide_row(o, L, D);
+}
+
+static void combine_splits(const attention_job *J)
+{
+    const rt_attention_attrs *a = J->a;
+    for (int64_t unit = 0; unit < a->kv_heads * J->qblocks; unit++)
+        for (int64_t u = 0; u < unit_rows_used(J, unit); u++) {
+            int64_t s, h;
+            unit_row(J, unit, u, &s, &h);
+            combine_row(J, unit, u, J->o + (s * a->heads + h) * a->head_dim);
+        }
+}
+
+/* Units, rows per pass and the key split, from the shapes only. */
+static void plan_work(attention_job *J)
+{
+    const rt_attention_attrs *a = J->a;
+    int64_t D = a->head_dim, keys = J->P + J->S;
+    J->pass_rows = min64(PASS_ROWS, PASS_FLOATS / D);
+    J->qpos = min64(J->S, J->pass_rows / J->group > 1 ? J->pass_rows / J->group : 1);
+    J->unit_rows = J->qpos * J->group;
+    J->qblocks = (J->S + J->qpos - 1) / J->qpos;
+    int64_t units = a->kv_heads * J->qblocks, rows = units * J->unit_rows;
+    /* rows * (2 * splits + D * (splits - 1)) <= SCRATCH_FLOATS */
+    int64_t fit = (SCRATCH_FLOATS / rows + D) / (D + 2);
+    int64_t want = (keys + SPLIT_MIN_KEYS - 1) / SPLIT_MIN_KEYS;
+    J->splits = units < SPLIT_UNITS ? min64(want, fit) : 1;
+    if (J->splits < 2) {
+        J->splits = 1;
+        J->split_keys = keys;
+        return;
+    }
+    /* whole key blocks per range; rounding up may leave fewer ranges */
+    int64_t per = (keys + J->splits - 1) / J->splits;
+    J->split_keys = (per + KEY_BLOCK - 1) / KEY_BLOCK * KEY_BLOCK;
+    J->splits = (keys + J->split_keys - 1) / J->split_keys;
 }
 
 llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const rt_view *k,
@@ -168,10 +389,21 @@ llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const 
     int64_t S = q->dims[1];
     /* causal: row s reads positions <= P + s, so all new rows can go in first */
     append_rows(a, k, v, cos, sin, cache, S, P);
-    attention_job J = {a, q, cos, sin, cache, S, P, 1, o->data};
+    if (S == 0)
+        return LLMC_RT_OK;
+    float scratch[SCRATCH_FLOATS];
+    attention_job J = {a, q, cos, sin, cache, S, P, a->heads / a->kv_heads, 0, 0, 0, 0, 0, 0,
+                       o->data, scratch, NULL};
+    plan_work(&J);
+    J.partial = scratch + a->kv_heads * J.qblocks * J.unit_rows * J.splits * 2;
+    int64_t tasks = a->kv_heads * J.qblocks * J.splits;
+    if (tasks > UINT32_MAX)
+        return rt_fail(err, LLMC_RT_E_EXEC, "Attention over %d query rows is too large",
+                       RT_N(S), NULL);
     /* 2 D multiply-adds per cached position per (row, head) */
     bool small = 2 * S * (P + S) * a->heads * a->head_dim < PARALLEL_MIN_MACS;
-    J.heads_per_task = small ? a->heads : 1;
-    rt_parallel_for(par, (uint32_t)(a->heads / J.heads_per_task), attention_task, &J);
+    rt_parallel_for(small ? NULL : par, (uint32_t)tasks, attention_task, &J);
+    if (J.splits > 1)
+        combine_splits(&J);
     return LLMC_RT_OK;
 }

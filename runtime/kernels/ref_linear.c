@@ -42,8 +42,9 @@ static float lane_sum(const float *acc)
 /* out[r] = x . w_r for the first `rows` (<= ROWS) rows of w (row stride
  * k); missing rows repeat row 0.  The last k % LANES elements go through
  * one zero-padded block, so acc is never indexed by a variable and can
- * stay in registers. */
-static void dot_rows(const float *x, const float *w, int64_t k, int rows, float *out)
+ * stay in registers.  Each out[r] depends only on x and w_r, not on the
+ * other rows of the call (Attention relies on it). */
+void k_dot_rows(const float *x, const float *w, int64_t k, int rows, float *out)
 {
     float acc[ROWS][LANES] = {{0}};
     const float *wr[ROWS];
@@ -88,7 +89,7 @@ static bool shapes_ok(const rt_view *x, const rt_view *w, const rt_view *bias,
 }
 
 /* Tasks: blocks of TASK_FEATURES output features (whole ROWS blocks; every
- * output element is one dot_rows lane sum whatever block it is in, so any
+ * output element is one k_dot_rows lane sum whatever block it is in, so any
  * split gives the serial bits).  16 features of a 896-wide decode are ~14k
  * multiply-adds, a few microseconds: enough to hide handing a task out, and
  * a 4864-wide MLP still gives 300 tasks to balance.  Under PARALLEL_MIN_MACS
@@ -112,7 +113,7 @@ static void linear_cols(const linear_job *J, int64_t j0, int64_t j1)
         int rows = j1 - j < ROWS ? (int)(j1 - j) : ROWS;
         for (int64_t t = 0; t < J->m; t++) {
             float z[ROWS];
-            dot_rows(J->xs + t * k, J->ws + j * k, k, rows, z);
+            k_dot_rows(J->xs + t * k, J->ws + j * k, k, rows, z);
             for (int r = 0; r < rows; r++) {
                 float v = z[r];
                 if (J->bs)

@@ -1,8 +1,8 @@
 /* The portable kernel table: plans for target "generic", and the oracle of
  * every SIMD table.  Its tile sizes are AVX2's (paper 002 Table 2), which
- * the scalar code does not care about; ftile is added by the fp32 work. */
+ * the scalar code does not care about; fp32 weights stay dense (f_hp 0). */
 #include "q_generic.h"
 
 const rt_kernels rt_kernels_generic = {
-    "generic", 8, 4, 4, 0, 0, rt_q_generic_quantize_rows, rt_q_generic_qtile, NULL,
+    "generic", 8, 4, 4, 0, 0, rt_q_generic_quantize_rows, rt_q_generic_qtile, rt_ftile_generic,
 };

@@ -21,6 +21,7 @@
 #include "codegen/weight_pack.h"
 #include "kernels/kernel_table.h"
 #include "llmc_threads.h"
+#include "plan_format.h"
 #include "tap.h"
 
 static llmc_rt_error err;
@@ -659,11 +660,22 @@ static void test_targets(void)
 {
     CHECK(rt_kernels_for_target("generic", &err) == &rt_kernels_generic, "target generic");
     CHECK(!rt_kernels_for_target("sse9", &err) && err.code == LLMC_RT_E_TARGET &&
-          strstr(err.msg, "unknown target 'sse9' (known: generic, avx2"), "%s", err.msg);
+          strstr(err.msg, "target \"sse9\" unknown; this runtime knows generic avx2"), "%s",
+          err.msg);
 #if defined(__x86_64__)
     CHECK(!rt_kernels_for_target("neon-dot", &err) && err.code == LLMC_RT_E_TARGET &&
-          strstr(err.msg, "built without neon-dot kernels"), "%s", err.msg);
+          strstr(err.msg, "\"neon-dot\": this runtime was built without its kernels"), "%s",
+          err.msg);
 #endif
+    /* every table this build has carries its target's tile sizes (plan_enums.h) */
+    for (int i = 0; i < TARGET_COUNT; i++) {
+        const rt_target_info *info = rt_target_info_of(i);
+        const rt_kernels *kt = rt_kernels_for_target(info->name, NULL);
+        if (kt)
+            CHECK(kt->q_hp == info->q_hp && kt->q_lp == info->q_lp && kt->q_ep == info->q_ep &&
+                  kt->f_hp == info->f_hp && kt->f_ep == info->f_ep && kt->ftile && kt->qtile &&
+                  kt->quantize_rows, "kernel table %s has the tile sizes of plan_enums.h", info->name);
+    }
 }
 
 /* The portable kernels at tile sizes of other targets (paper 002 Table 2:

@@ -24,4 +24,7 @@ void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_sha
                              int64_t r0, int64_t r1, uint8_t *xq);
 void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 
+/* f_avx2.c: rt_kernels.ftile for hp = 16, rows <= 6. */
+void rt_ftile_avx2(const rt_ftile_args *a, int64_t e0, int rows, int64_t ht, float *out);
+
 #endif

@@ -1,0 +1,496 @@
+/* fp32 weight tiles and the tiled Attention kernel:
+ *   - the ftile micro-kernels (portable rt_ftile_generic at several hp, and
+ *     rt_ftile_avx2 when this CPU has AVX2 + FMA) against a double-precision
+ *     product written from the tile layout in quant_format.h, for every
+ *     rows count, odd k, a row stride wider than k and a padded last tile;
+ *   - k_linear_tiles through local kernel tables: m 1..13, n not a multiple
+ *     of hp, col0 inside a tile, bias, residual, rank-3 x, against double;
+ *     bitwise the same under fake 1/2/3-thread parallel-fors (tasks run in
+ *     other orders) and a real 2-thread pool; its shape checks;
+ *   - k_attention on hand-filled chunked caches (slots out of order) for
+ *     decode (the key range split across tasks, contexts up to 1000 over
+ *     16 chunks), a few-token step and prefill (tiled), MHA and GQA, head
+ *     dims 64, 33 and 256, scores far beyond the unified offset (the exact
+ *     fallback), against double; bitwise the same for any thread count. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernel_table.h"
+#if defined(__x86_64__)
+#include "kernels/x86_avx2/x86_avx2.h"
+#endif
+#include "llmc_threads.h"
+#include "tap.h"
+
+static llmc_rt_error err;
+
+static float frand(void)
+{
+    return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+}
+
+static float *rand_floats(int64_t n)
+{
+    float *p = malloc(sizeof *p * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        p[i] = frand();
+    return p;
+}
+
+static double rel_err(double got, double want)
+{
+    double d = fabs(got - want) / fmax(1.0, fabs(want));
+    return d == d ? d : INFINITY; /* NaN counts as an error */
+}
+
+static bool have_avx2(void)
+{
+#if defined(__x86_64__)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
+/* Runs the tasks as `threads` workers interleaved would, last worker first:
+ * another order than the serial one. */
+static void fake_parallel(void *pool, uint32_t n, llmc_rt_task_fn task, void *ctx)
+{
+    uint32_t threads = *(const uint32_t *)pool;
+    for (uint32_t t = threads; t-- > 0;)
+        for (uint32_t i = t; i < n; i += threads)
+            task(ctx, i);
+}
+
+/* ---- fp32 tiles ---------------------------------------------------------- */
+
+/* W [n, k] into row tiles of hp: (r, c) of tile ht at (ht * k + c) * hp + r. */
+static float *pack_tiles(const float *w, int64_t n, int64_t k, int hp)
+{
+    int64_t np = (n + hp - 1) / hp * hp;
+    float *t = calloc((size_t)(np * k > 0 ? np * k : 1), sizeof *t);
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t c = 0; c < k; c++)
+            t[(j / hp * k + c) * hp + j % hp] = w[j * k + c];
+    return t;
+}
+
+static double dot_ref(const float *x, const float *w, int64_t k)
+{
+    double s = 0.0;
+    for (int64_t c = 0; c < k; c++)
+        s += (double)x[c] * w[c];
+    return s;
+}
+
+typedef void (*ftile_fn)(const rt_ftile_args *, int64_t, int, int64_t, float *);
+
+/* Every rows count 1..ep on tile ht = 1 and on the padded last tile. */
+static void test_ftile(const char *name, ftile_fn fn, int hp, int ep)
+{
+    static const int64_t ks[] = {1, 3, 17, 130, 301};
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+        int64_t k = ks[ki], n = 3 * hp - (hp > 1), m = ep + 2, stride = k + 3;
+        float *x = rand_floats(m * stride), *w = rand_floats(n * k), *t = pack_tiles(w, n, k, hp);
+        rt_ftile_args a = {x, stride, t, {0}};
+        rt_ftile_shape_init(&a.ws, hp, n, k);
+        double worst = 0.0;
+        bool pad_zero = true;
+        float *out = malloc(sizeof *out * (size_t)(ep * hp));
+        for (int rows = 1; rows <= ep; rows++)
+            for (int64_t ht = 1; ht < 3; ht++) {
+                int64_t e0 = m - rows - (ht == 1); /* rows not from 0 either */
+                fn(&a, e0, rows, ht, out);
+                for (int e = 0; e < rows; e++)
+                    for (int h = 0; h < hp; h++) {
+                        int64_t j = ht * hp + h;
+                        if (j >= n)
+                            pad_zero = pad_zero && out[e * hp + h] == 0.0f;
+                        else
+                            worst = fmax(worst, rel_err(out[e * hp + h],
+                                                        dot_ref(x + (e0 + e) * stride, w + j * k, k)));
+                    }
+            }
+        CHECK(worst <= 1e-5 && pad_zero, "%s hp %d: rows 1..%d, k %d, stride %d: max rel err "
+              "%.2g, padding rows 0", name, hp, ep, (int)k, (int)stride, worst);
+        free(out);
+        free(x);
+        free(w);
+        free(t);
+    }
+}
+
+typedef struct {
+    int64_t m, k, n, col0, n_y;
+    bool bias, residual;
+} linear_case;
+
+/* y[e][j - col0] for j in [col0, col0 + n_y), in double. */
+static double *linear_ref(const linear_case *c, const float *x, const float *w, const float *b,
+                          const float *r)
+{
+    double *z = malloc(sizeof *z * (size_t)(c->m * c->n_y));
+    for (int64_t e = 0; e < c->m; e++)
+        for (int64_t j = 0; j < c->n_y; j++) {
+            double v = dot_ref(x + e * c->k, w + (c->col0 + j) * c->k, c->k);
+            if (b)
+                v += b[c->col0 + j];
+            if (r)
+                v += r[e * c->n_y + j];
+            z[e * c->n_y + j] = v;
+        }
+    return z;
+}
+
+static void run_linear_case(const rt_kernels *kt, const linear_case *c)
+{
+    float *x = rand_floats(c->m * c->k), *w = rand_floats(c->n * c->k);
+    float *b = c->bias ? rand_floats(c->n) : NULL;
+    float *r = c->residual ? rand_floats(c->m * c->n_y) : NULL;
+    float *t = pack_tiles(w, c->n, c->k, kt->f_hp), *y = rand_floats(c->m * c->n_y);
+    rt_ftile_shape ws;
+    rt_ftile_shape_init(&ws, kt->f_hp, c->n, c->k);
+    /* x as [1, m, k] to cover leading dims */
+    rt_view vx = {LLMC_RT_F32, 3, {1, c->m, c->k}, x}, vb = {LLMC_RT_F32, 1, {c->n}, b},
+            vr = {LLMC_RT_F32, 3, {1, c->m, c->n_y}, r}, vy = {LLMC_RT_F32, 3, {1, c->m, c->n_y}, y};
+    llmc_rt_status st = k_linear_tiles(kt, &vx, t, &ws, b ? &vb : NULL, r ? &vr : NULL, c->col0,
+                                       &vy, NULL, &err);
+    double *want = linear_ref(c, x, w, b, r), worst = 0.0;
+    for (int64_t i = 0; i < c->m * c->n_y; i++)
+        worst = fmax(worst, rel_err(y[i], want[i]));
+    CHECK(st == LLMC_RT_OK && worst <= 1e-5, "k_linear_tiles %s (hp %d, ep %d): m %d, k %d, "
+          "W [%d, %d] columns [%d, %d)%s%s: max rel err %.2g", kt->target, kt->f_hp, kt->f_ep,
+          (int)c->m, (int)c->k, (int)c->n, (int)c->k, (int)c->col0, (int)(c->col0 + c->n_y),
+          b ? " + bias" : "", r ? " + residual" : "", worst);
+    free(x);
+    free(w);
+    free(b);
+    free(r);
+    free(t);
+    free(y);
+    free(want);
+}
+
+static void test_linear_tiles(const rt_kernels *kt)
+{
+    static const int64_t ms[] = {1, 2, 5, 6, 7, 13};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+        linear_case c = {ms[i], 37 + 2 * (int64_t)i, 53, 5, 41, i % 2 == 0, i % 3 != 2};
+        run_linear_case(kt, &c);
+    }
+    linear_case whole = {4, 131, 70, 0, 70, true, false}; /* every column, n % 16 = 6 */
+    run_linear_case(kt, &whole);
+    linear_case tail = {3, 9, 50, 49, 1, false, true};    /* one column in the padded tile */
+    run_linear_case(kt, &tail);
+    linear_case empty_k = {2, 0, 20, 3, 10, true, false}; /* k = 0: bias only */
+    run_linear_case(kt, &empty_k);
+}
+
+/* The same output bits for a serial call, fake 1/2/3-thread parallel-fors
+ * and a real 2-thread pool. */
+static void test_linear_threads(const rt_kernels *kt)
+{
+    enum { M = 7, K = 131, N = 301, COL0 = 11, NY = 277 };
+    float *x = rand_floats(M * K), *w = rand_floats(N * K), *b = rand_floats(N);
+    float *r = rand_floats(M * NY), *t = pack_tiles(w, N, K, kt->f_hp);
+    float *want = malloc(sizeof *want * M * NY), *got = malloc(sizeof *got * M * NY);
+    rt_ftile_shape ws;
+    rt_ftile_shape_init(&ws, kt->f_hp, N, K);
+    rt_view vx = {LLMC_RT_F32, 2, {M, K}, x}, vb = {LLMC_RT_F32, 1, {N}, b},
+            vr = {LLMC_RT_F32, 2, {M, NY}, r}, vw = {LLMC_RT_F32, 2, {M, NY}, want},
+            vg = {LLMC_RT_F32, 2, {M, NY}, got};
+    bool ok = k_linear_tiles(kt, &vx, t, &ws, &vb, &vr, COL0, &vw, NULL, &err) == LLMC_RT_OK;
+    for (uint32_t threads = 1; threads <= 4; threads++) {
+        uint32_t fake = threads;
+        rt_parallel par = {fake_parallel, &fake};
+        if (threads == 4) /* a real pool of 2 */
+            par = (rt_parallel){llmc_threads_parallel, llmc_threads_create(2)};
+        memset(got, 0, sizeof *got * M * NY);
+        bool ran = k_linear_tiles(kt, &vx, t, &ws, &vb, &vr, COL0, &vg, &par, &err) == LLMC_RT_OK;
+        CHECK(ok && ran && !memcmp(got, want, sizeof *got * M * NY),
+              "k_linear_tiles %s [%d, %d] x W [%d, %d] columns %d..: %s %u: bitwise serial",
+              kt->target, M, K, N, K, COL0, threads == 4 ? "real pool of" : "fake threads",
+              threads == 4 ? 2 : threads);
+        if (threads == 4)
+            llmc_threads_destroy(par.pool);
+    }
+    free(x);
+    free(w);
+    free(b);
+    free(r);
+    free(t);
+    free(want);
+    free(got);
+}
+
+static void expect_fail(llmc_rt_status st, const char *what)
+{
+    CHECK(st == LLMC_RT_E_EXEC && err.msg[0], "k_linear_tiles refuses %s: %s", what, err.msg);
+    memset(&err, 0, sizeof err);
+}
+
+static void test_linear_checks(const rt_kernels *kt)
+{
+    float x[6 * 10] = {0}, t[32 * 10] = {0}, y[6 * 16] = {0}, b[32] = {0};
+    rt_ftile_shape ws, ws8;
+    rt_ftile_shape_init(&ws, kt->f_hp, 20, 10);
+    rt_ftile_shape_init(&ws8, 8, 20, 10);
+    rt_view vx = {LLMC_RT_F32, 2, {6, 10}, x}, vy = {LLMC_RT_F32, 2, {6, 16}, y},
+            vx9 = {LLMC_RT_F32, 2, {6, 9}, x}, vy7 = {LLMC_RT_F32, 2, {7, 16}, y},
+            vb = {LLMC_RT_F32, 1, {19}, b}, vr = {LLMC_RT_F32, 2, {6, 15}, y},
+            vxi = {LLMC_RT_I32, 2, {6, 10}, x};
+    rt_kernels none = {"dense-only", 0, 0, 0, 0, 0, NULL, NULL, NULL};
+    expect_fail(k_linear_tiles(&none, &vx, t, &ws, NULL, NULL, 0, &vy, NULL, &err),
+                "a table without ftile");
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws8, NULL, NULL, 0, &vy, NULL, &err),
+                "tiles of another hp");
+    expect_fail(k_linear_tiles(kt, &vx9, t, &ws, NULL, NULL, 0, &vy, NULL, &err),
+                "x whose last dim is not k");
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, NULL, 0, &vy7, NULL, &err),
+                "y with other leading dims");
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, NULL, 5, &vy, NULL, &err),
+                "columns past W's rows (col0 5 + 16 > 20)");
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, NULL, -1, &vy, NULL, &err),
+                "a negative col0");
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws, &vb, NULL, 0, &vy, NULL, &err),
+                "a bias of 19 for 20 rows");
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, &vr, 0, &vy, NULL, &err),
+                "a residual of other dims");
+    expect_fail(k_linear_tiles(kt, &vxi, t, &ws, NULL, NULL, 0, &vy, NULL, &err),
+                "int32 x");
+}
+
+/* ---- Attention --------------------------------------------------------- */
+
+typedef struct {
+    int64_t H, G, D, R, chunk, P, S;
+    float scale;
+} attn_case;
+
+typedef struct {
+    attn_case c;
+    float *pool, *q, *k, *v, *cs, *sn;
+    uint32_t *slot;
+    int64_t n_chunks;
+    uint64_t slot_bytes;
+} attn_data;
+
+/* Cache row of kv head g at position t (kernels.h: per chunk K then V, each
+ * [kv_heads, chunk, head_dim]). */
+static float *cache_at(const attn_data *d, int which, int64_t g, int64_t t)
+{
+    const attn_case *c = &d->c;
+    float *chunk = (float *)((uint8_t *)d->pool + d->slot[t / c->chunk] * d->slot_bytes);
+    return chunk + which * c->G * c->chunk * c->D + (g * c->chunk + t % c->chunk) * c->D;
+}
+
+/* Random history at [0, P), random new q, k, v; slots in reverse order. */
+static void attn_make(attn_data *d, const attn_case *c, float k_boost)
+{
+    d->c = *c;
+    int64_t ctx = c->P + c->S;
+    d->n_chunks = (ctx + c->chunk - 1) / c->chunk;
+    d->slot_bytes = (uint64_t)(2 * c->G * c->chunk * c->D * 4 + 63) / 64 * 64;
+    d->pool = calloc((size_t)(d->slot_bytes * (uint64_t)d->n_chunks / 4), sizeof(float));
+    d->slot = malloc(sizeof *d->slot * (size_t)d->n_chunks);
+    for (int64_t i = 0; i < d->n_chunks; i++)
+        d->slot[i] = (uint32_t)(d->n_chunks - 1 - i);
+    for (int64_t t = 0; t < c->P; t++)
+        for (int64_t g = 0; g < c->G; g++)
+            for (int64_t i = 0; i < c->D; i++) {
+                /* some keys much larger than the rest: scores far above phi */
+                float boost = t % 97 == 50 ? k_boost : 1.0f;
+                cache_at(d, 0, g, t)[i] = frand() * boost;
+                cache_at(d, 1, g, t)[i] = frand();
+            }
+    d->q = rand_floats(c->S * c->H * c->D);
+    d->k = rand_floats(c->S * c->G * c->D);
+    d->v = rand_floats(c->S * c->G * c->D);
+    int64_t R = c->R ? c->R : 1;
+    d->cs = malloc(sizeof(float) * (size_t)(ctx * R));
+    d->sn = malloc(sizeof(float) * (size_t)(ctx * R));
+    for (int64_t p = 0; p < ctx; p++)
+        for (int64_t i = 0; i < c->R; i++) {
+            double theta = (double)p * pow(10000.0, -2.0 * (double)(i % (c->R / 2)) / (double)c->R);
+            d->cs[p * c->R + i] = (float)cos(theta);
+            d->sn[p * c->R + i] = (float)sin(theta);
+        }
+}
+
+static void attn_free(attn_data *d)
+{
+    free(d->pool);
+    free(d->slot);
+    free(d->q);
+    free(d->k);
+    free(d->v);
+    free(d->cs);
+    free(d->sn);
+}
+
+static llmc_rt_status attn_run(const attn_data *d, float *o, const rt_parallel *par)
+{
+    const attn_case *c = &d->c;
+    rt_kv_cache cache = {(uint8_t *)d->pool, d->slot, d->slot_bytes, c->chunk};
+    rt_attention_attrs a = {c->H, c->G, c->D, c->R, c->scale};
+    rt_view vq = {LLMC_RT_F32, 3, {1, c->S, c->H * c->D}, d->q},
+            vk = {LLMC_RT_F32, 3, {1, c->S, c->G * c->D}, d->k},
+            vv = {LLMC_RT_F32, 3, {1, c->S, c->G * c->D}, d->v},
+            vc = {LLMC_RT_F32, 2, {c->P + c->S, c->R}, d->cs},
+            vs = {LLMC_RT_F32, 2, {c->P + c->S, c->R}, d->sn},
+            vo = {LLMC_RT_F32, 3, {1, c->S, c->H * c->D}, o};
+    return k_attention(&a, &vq, &vk, &vv, c->R ? &vc : NULL, c->R ? &vs : NULL, &cache, c->P,
+                       &vo, par, &err);
+}
+
+/* Rotate-half RoPE of x [D] at position p, in double. */
+static void rope_ref(const attn_data *d, const float *x, int64_t p, double *y)
+{
+    int64_t R = d->c.R, h = R / 2;
+    for (int64_t i = 0; i < d->c.D; i++)
+        y[i] = x[i];
+    for (int64_t i = 0; i < R; i++) {
+        double rot = i < h ? -(double)x[i + h] : x[i - h];
+        y[i] = x[i] * (double)d->cs[p * R + i] + rot * d->sn[p * R + i];
+    }
+}
+
+/* Key (which 0, rotated) or value row of kv head g at position t, double;
+ * history from the cache as filled by attn_make, new rows from k, v. */
+static void kv_ref(const attn_data *d, int which, int64_t g, int64_t t, double *y)
+{
+    const attn_case *c = &d->c;
+    if (t < c->P) {
+        for (int64_t i = 0; i < c->D; i++)
+            y[i] = cache_at(d, which, g, t)[i];
+        return;
+    }
+    const float *src = (which ? d->v : d->k) + ((t - c->P) * c->G + g) * c->D;
+    if (which)
+        for (int64_t i = 0; i < c->D; i++)
+            y[i] = src[i];
+    else
+        rope_ref(d, src, t, y);
+}
+
+/* softmax(scale q.K) V for every (s, h), in double, with the max subtracted. */
+static double *attn_ref(const attn_data *d)
+{
+    const attn_case *c = &d->c;
+    int64_t D = c->D, ctx = c->P + c->S;
+    double *o = calloc((size_t)(c->S * c->H * D), sizeof *o), *q = malloc(sizeof *q * (size_t)D);
+    double *kv = malloc(sizeof *kv * (size_t)D), *sc = malloc(sizeof *sc * (size_t)ctx);
+    for (int64_t s = 0; s < c->S; s++)
+        for (int64_t h = 0; h < c->H; h++) {
+            int64_t g = h / (c->H / c->G), n = c->P + s + 1;
+            double mx = -INFINITY, l = 0.0, *out = o + (s * c->H + h) * D;
+            rope_ref(d, d->q + (s * c->H + h) * D, c->P + s, q);
+            for (int64_t t = 0; t < n; t++) {
+                kv_ref(d, 0, g, t, kv);
+                sc[t] = 0.0;
+                for (int64_t i = 0; i < D; i++)
+                    sc[t] += q[i] * c->scale * kv[i];
+                mx = fmax(mx, sc[t]);
+            }
+            for (int64_t t = 0; t < n; t++) {
+                double p = exp(sc[t] - mx);
+                l += p;
+                kv_ref(d, 1, g, t, kv);
+                for (int64_t i = 0; i < D; i++)
+                    out[i] += p * kv[i];
+            }
+            for (int64_t i = 0; i < D; i++)
+                out[i] /= l;
+        }
+    free(q);
+    free(kv);
+    free(sc);
+    return o;
+}
+
+static void test_attention_case(const attn_case *c, float k_boost, const char *what)
+{
+    attn_data d;
+    attn_make(&d, c, k_boost);
+    int64_t n = c->S * c->H * c->D;
+    float *want = malloc(sizeof *want * (size_t)n), *got = malloc(sizeof *got * (size_t)n);
+    bool ok = attn_run(&d, want, NULL) == LLMC_RT_OK;
+    double *ref = attn_ref(&d), worst = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        worst = fmax(worst, rel_err(want[i], ref[i]));
+    CHECK(ok && worst <= 1e-5, "Attention %s: H %d G %d D %d R %d, chunk %d, P %d, S %d, scale "
+          "%g: max rel err %.2g vs double", what, (int)c->H, (int)c->G, (int)c->D, (int)c->R,
+          (int)c->chunk, (int)c->P, (int)c->S, c->scale, worst);
+    bool same = true;
+    for (uint32_t threads = 1; threads <= 4; threads++) {
+        uint32_t fake = threads;
+        rt_parallel par = {fake_parallel, &fake};
+        if (threads == 4)
+            par = (rt_parallel){llmc_threads_parallel, llmc_threads_create(2)};
+        memset(got, 0, sizeof *got * (size_t)n);
+        same = same && attn_run(&d, got, &par) == LLMC_RT_OK &&
+               !memcmp(got, want, sizeof *got * (size_t)n);
+        if (threads == 4)
+            llmc_threads_destroy(par.pool);
+    }
+    CHECK(ok && same, "Attention %s P %d S %d: fake 1/2/3 threads and a pool of 2 give the serial "
+          "bits", what, (int)c->P, (int)c->S);
+    free(want);
+    free(got);
+    free(ref);
+    attn_free(&d);
+}
+
+static void test_attention(void)
+{
+    static const int64_t decode_P[] = {0, 1, 100, 255, 256, 1000};
+    for (size_t i = 0; i < sizeof decode_P / sizeof *decode_P; i++) {
+        attn_case c = {14, 2, 64, 64, 64, decode_P[i], 1, 0.125f};
+        test_attention_case(&c, 1.0f, "decode (GQA 14/2)");
+    }
+    attn_case few = {14, 2, 64, 32, 64, 700, 3, 0.125f};
+    test_attention_case(&few, 1.0f, "3-token step");
+    attn_case mha = {4, 4, 33, 16, 16, 130, 50, 0.17f};
+    test_attention_case(&mha, 1.0f, "chunked prefill (MHA, odd head_dim)");
+    attn_case prefill = {14, 2, 64, 64, 64, 0, 150, 0.125f};
+    test_attention_case(&prefill, 1.0f, "prefill");
+    attn_case wide = {4, 1, 256, 0, 32, 600, 1, 0.0625f};
+    test_attention_case(&wide, 1.0f, "decode head_dim 256 (MQA)");
+    attn_case wide_pre = {4, 1, 256, 0, 32, 40, 45, 0.0625f};
+    test_attention_case(&wide_pre, 1.0f, "prefill head_dim 256");
+    /* boosted keys: their scores reach phi + 32 and more (fallback) */
+    attn_case hot = {14, 2, 64, 64, 64, 1000, 1, 0.125f};
+    test_attention_case(&hot, 60.0f, "decode, keys x60 every 97");
+    attn_case hot_pre = {4, 2, 64, 64, 64, 300, 40, 0.125f};
+    test_attention_case(&hot_pre, 60.0f, "prefill, keys x60 every 97");
+    /* every score large: phi itself is far from most of them */
+    attn_case sharp = {14, 2, 64, 64, 64, 1000, 1, 40.0f};
+    test_attention_case(&sharp, 1.0f, "decode, scale 40");
+}
+
+int main(void)
+{
+    srand(11);
+    test_ftile("rt_ftile_generic", rt_ftile_generic, 16, 6);
+    test_ftile("rt_ftile_generic", rt_ftile_generic, 5, 3);
+    test_ftile("rt_ftile_generic", rt_ftile_generic, 1, 4);
+    rt_kernels generic16 = {"generic hp 16", 0, 0, 0, 16, 6, NULL, NULL, rt_ftile_generic};
+    rt_kernels generic5 = {"generic hp 5", 0, 0, 0, 5, 3, NULL, NULL, rt_ftile_generic};
+    test_linear_tiles(&generic16);
+    test_linear_tiles(&generic5);
+    test_linear_threads(&generic5);
+    test_linear_checks(&generic16);
+#if defined(__x86_64__)
+    if (have_avx2()) {
+        rt_kernels avx2 = {"avx2", 0, 0, 0, 16, 6, NULL, NULL, rt_ftile_avx2};
+        test_ftile("rt_ftile_avx2", rt_ftile_avx2, 16, 6);
+        test_linear_tiles(&avx2);
+        test_linear_threads(&avx2);
+    } else
+        CHECK(true, "# SKIP this CPU has no AVX2/FMA: rt_ftile_avx2 not tested");
+#endif
+    test_attention();
+    return TAP_DONE();
+}
