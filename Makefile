@@ -82,8 +82,11 @@ A64_SRC    := $(wildcard runtime/kernels/arm_neon/*.c)
 A64_OBJ    := $(A64_SRC:%.c=$(A64_DIR)/%.o)
 A64_TEST   := $(A64_DIR)/test_neon_quant
 
-$(A64_DIR)/runtime/kernels/arm_neon/q_neon_dot.o: A64_ARCH := -march=armv8.2-a+dotprod
-$(A64_DIR)/runtime/kernels/arm_neon/q_neon_i8mm.o: A64_ARCH := -march=armv8.2-a+i8mm
+# -fno-schedule-insns: the tile loops keep 24 (SDOT) or 20 (SMMLA)
+# independent accumulators in registers; gcc's scheduling before register
+# allocation stretches the live ranges and spills some of them.
+$(A64_DIR)/runtime/kernels/arm_neon/q_neon_dot.o: A64_ARCH := -march=armv8.2-a+dotprod -fno-schedule-insns
+$(A64_DIR)/runtime/kernels/arm_neon/q_neon_i8mm.o: A64_ARCH := -march=armv8.2-a+i8mm -fno-schedule-insns
 
 $(A64_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -3,8 +3,10 @@
  *
  * These files are compiled only for AArch64 (Makefile `aarch64-tests`
  * cross-compiles them, tests/t_neon.sh runs them under qemu-aarch64), each
- * kernel file with the -march its instructions need; the x86 build never
- * sees this directory.  A table may run only where its CPU check says so:
+ * kernel file with the -march its instructions need (and
+ * -fno-schedule-insns: with it gcc 12 keeps every accumulator of the tile
+ * loops in registers, without it some spill); the x86 build never sees
+ * this directory.  A table may run only where its CPU check says so:
  * the instructions raise SIGILL elsewhere. */
 #ifndef LLMC_RT_Q_NEON_H
 #define LLMC_RT_Q_NEON_H

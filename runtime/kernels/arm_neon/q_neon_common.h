@@ -101,9 +101,22 @@ static inline void neon_add_group_row(float *o, int32x4_t acc_lo, int32x4_t acc_
               neon_dequant(vld1q_f32(o + 4), acc_hi, c->scale_hi, c->min_hi, sum, q->bits));
 }
 
-/* out[e * 8 + h] = facc[e * 8 + h] for the rows that exist. */
-static inline void neon_store_rows(const float *facc, int rows, float *out)
+/* facc[e][h] += group g's terms: all ep rows of the tile, or row 0. */
+typedef void (*neon_group_fn)(const neon_qtile *q, int64_t g, float *facc);
+
+#define NEON_MAX_EP 12
+
+/* A target's qtile entry: its group kernels over the groups, then the
+ * rows that exist to out. */
+static inline void neon_qtile_run(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
+                                  float *out, neon_group_fn gemm_group,
+                                  neon_group_fn gemv_group)
 {
+    neon_qtile q = neon_qtile_at(a, et, ht);
+    float facc[NEON_MAX_EP * NEON_HP] = {0};
+    neon_group_fn group = rows == 1 ? gemv_group : gemm_group;
+    for (int64_t g = 0; g < q.groups; g++)
+        group(&q, g, facc);
     for (int i = 0; i < rows * NEON_HP; i += 4)
         vst1q_f32(out + i, vld1q_f32(facc + i));
 }

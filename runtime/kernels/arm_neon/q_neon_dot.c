@@ -102,13 +102,5 @@ static void gemv_group(const neon_qtile *q, int64_t g, float *facc)
 
 void rt_neon_dot_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out)
 {
-    neon_qtile q = neon_qtile_at(a, et, ht);
-    float facc[EP * NEON_HP] = {0};
-    for (int64_t g = 0; g < q.groups; g++) {
-        if (rows == 1)
-            gemv_group(&q, g, facc);
-        else
-            gemm_group(&q, g, facc);
-    }
-    neon_store_rows(facc, rows, out);
+    neon_qtile_run(a, et, rows, ht, out, gemm_group, gemv_group);
 }
