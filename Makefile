@@ -91,6 +91,32 @@ $(BENCH_Q): tests/bench/bench_qlinear.c $(BUILD)/libllmcrt.a $(THR_LIB)
 bench-kernels: $(BENCH_Q)
 	$(BENCH_Q)
 
+# NEON kernels (runtime/kernels/arm_neon/, never in RT_SRC: the wildcard
+# above does not descend into it): cross-compiled for AArch64 with the
+# -march each kernel file needs, linked statically with their test, and run
+# under qemu-aarch64 by tests/t_neon.sh.
+A64_CC     ?= aarch64-linux-gnu-gcc
+A64_DIR    := $(BUILD)/aarch64
+A64_CFLAGS := -std=c99 $(WARN) -O2 -Iruntime -Iruntime/kernels -Iruntime/kernels/arm_neon
+A64_SRC    := $(wildcard runtime/kernels/arm_neon/*.c)
+A64_OBJ    := $(A64_SRC:%.c=$(A64_DIR)/%.o)
+A64_TEST   := $(A64_DIR)/test_neon_quant
+
+# -fno-schedule-insns: the tile loops keep 24 (SDOT) or 20 (SMMLA)
+# independent accumulators in registers; gcc's scheduling before register
+# allocation stretches the live ranges and spills some of them.
+$(A64_DIR)/runtime/kernels/arm_neon/q_neon_dot.o: A64_ARCH := -march=armv8.2-a+dotprod -fno-schedule-insns
+$(A64_DIR)/runtime/kernels/arm_neon/q_neon_i8mm.o: A64_ARCH := -march=armv8.2-a+i8mm -fno-schedule-insns
+
+$(A64_DIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(A64_CC) $(A64_CFLAGS) $(A64_ARCH) -MMD -c $< -o $@
+
+$(A64_TEST): tests/unit_arm/test_neon_quant.c $(A64_OBJ) tests/unit/tap.h
+	$(A64_CC) $(A64_CFLAGS) -Itests/unit -static -o $@ $< $(A64_OBJ) -lm
+
+aarch64-tests: $(A64_TEST)
+
 deps:
 	scripts/deps.sh
 
@@ -110,5 +136,5 @@ big-model: deps all
 clean:
 	rm -rf build build-san
 
-.PHONY: all unit deps check demo big-model clean bench-kernels
+.PHONY: all unit deps check demo big-model clean bench-kernels aarch64-tests
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install the build/test dependencies of llmc (clang + libclang-rt-dev: the
 # libFuzzer and sanitizer runtimes of tests/fuzz; valgrind: t_valgrind;
-# graphviz: t_dot renders the --dot pass pictures).
+# graphviz: t_dot renders the --dot pass pictures; gcc-aarch64-linux-gnu,
+# libc6-dev-arm64-cross, qemu-user: t_neon cross-compiles the NEON kernels
+# and runs their test under qemu-aarch64).
 #   - Debian packages via apt-get (apt-get update only when something is missing)
 #   - onnxruntime-node (reference runtime for tests) into <repo>/.deps via npm
 # Idempotent: a second run only checks and prints "present" lines.
@@ -15,6 +17,7 @@ APT_PACKAGES=(
   gcc make libprotobuf-c-dev protobuf-c-compiler libonnx-dev libxxhash-dev
   flatbuffers-compiler python3-torch python3-onnx libonnx-testdata valgrind clang
   xxhash time libclang-rt-dev graphviz
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 )
 
 die() { echo "deps.sh: error: $*" >&2; exit 1; }

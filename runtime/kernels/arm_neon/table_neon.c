@@ -1,0 +1,12 @@
+/* The NEON kernel tables (q_neon.h).  Tile sizes: paper 002 Table 2, derived
+ * from the register budget in q_neon_dot.c and q_neon_i8mm.c.  No fp32
+ * weight tiles yet (f_hp 0: fp32 plans keep dense weights). */
+#include "q_neon.h"
+
+const rt_kernels rt_kernels_neon_dot = {
+    "neon-dot", 8, 4, 12, 0, 0, rt_neon_quantize_rows, rt_neon_dot_qtile, 0,
+};
+
+const rt_kernels rt_kernels_neon_i8mm = {
+    "neon-i8mm", 8, 8, 10, 0, 0, rt_neon_quantize_rows, rt_neon_i8mm_qtile, 0,
+};

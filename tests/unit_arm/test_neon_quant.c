@@ -1,0 +1,429 @@
+/* The NEON kernel tables (runtime/kernels/arm_neon/) against a reference
+ * written here from the format spec in quant_format.h: plain scalar C, no
+ * code shared with the kernels.  Built by `make aarch64-tests` and run
+ * under qemu-aarch64 by tests/t_neon.sh.
+ *
+ *   test_neon_quant [DOT I8MM]   the CPU checks must say DOT / I8MM (0 or 1;
+ *                                default 1 1); a table's qtile is tested only
+ *                                where its CPU check holds (elsewhere its
+ *                                instructions raise SIGILL)
+ *
+ * quantize_rows: bytes exact, including that nothing outside its rows'
+ * values, scales and sums is written.  qtile: every (activation tile, weight
+ * tile) of odd shapes, with rows == 1 as well on each; unit scales (and
+ * mins) make the output the exact int32 sums, so those must match to the
+ * bit; random scales must match the fp64 reference within 1e-5 of the
+ * magnitude of the terms summed. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q_neon.h"
+#include "tap.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+
+static int rnd_int(int lo, int hi) /* inclusive */
+{
+    return lo + (int)(rnd() % (uint32_t)(hi - lo + 1));
+}
+
+static float rnd_float(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(rnd() >> 8) / 16777216.0f;
+}
+
+/* ---- reference activations: quantized per row, then written as tiles ---- */
+
+typedef struct {
+    int64_t m, k, groups, group;
+    int8_t *q;      /* [m][k] */
+    float *scale;   /* [m] */
+    int32_t *sums;  /* [m][groups] */
+} ref_act;
+
+static void ref_quantize(const float *x, int64_t stride, const rt_qact_shape *s, ref_act *r)
+{
+    r->m = s->m, r->k = s->k, r->group = s->group, r->groups = s->kp / s->group;
+    r->q = calloc((size_t)(s->m * s->k) + 1, 1);
+    r->scale = calloc((size_t)s->m + 1, sizeof(float));
+    r->sums = calloc((size_t)(s->m * r->groups) + 1, sizeof(int32_t));
+    for (int64_t i = 0; i < s->m; i++) {
+        const float *row = x + i * stride;
+        float amax = 0.0f;
+        for (int64_t c = 0; c < s->k; c++)
+            amax = fmaxf(amax, fabsf(row[c]));
+        float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        r->scale[i] = amax / 127.0f;
+        for (int64_t c = 0; c < s->k; c++) {
+            int8_t q = (int8_t)rintf(row[c] * inv); /* default mode: ties to even */
+            r->q[i * s->k + c] = q;
+            r->sums[i * r->groups + c / s->group] += q;
+        }
+    }
+}
+
+static void ref_act_free(ref_act *r)
+{
+    free(r->q);
+    free(r->scale);
+    free(r->sums);
+}
+
+/* Rows [r0, r1) of r into the activation format: data [mp/ep][kp/lp][ep][lp]
+ * (columns < k only), scales, sums. */
+static void ref_write_act(const ref_act *r, const rt_qact_shape *s, int64_t r0, int64_t r1,
+                          uint8_t *buf)
+{
+    for (int64_t i = r0; i < r1; i++) {
+        int64_t et = i / s->ep, e = i % s->ep;
+        for (int64_t c = 0; c < s->k; c++) {
+            int64_t t = c / s->lp, l = c % s->lp;
+            buf[((et * (s->kp / s->lp) + t) * s->ep + e) * s->lp + l] =
+                (uint8_t)r->q[i * s->k + c];
+        }
+        memcpy(buf + rt_qact_scales_offset(s) + 4 * i, &r->scale[i], 4);
+        memcpy(buf + rt_qact_sums_offset(s) + 4 * i * r->groups, &r->sums[i * r->groups],
+               4 * (size_t)r->groups);
+    }
+}
+
+/* ---- reference weights: q values and halves, then written as blocks ---- */
+
+typedef struct {
+    int bits;
+    int64_t np, kp, groups;
+    int *q;             /* [np][kp], 0 in padding */
+    uint16_t *scale;    /* [np][groups], 0 in padding rows */
+    uint16_t *min;      /* [np][groups] (bits 4) */
+} ref_w;
+
+/* Random q (uint4 or int8); unit: scale 1 and min 1 (bits 4), so the
+ * output is the exact integer sum. */
+static void ref_make_weights(const rt_qweight_shape *s, bool unit, ref_w *w)
+{
+    w->bits = s->bits, w->np = s->np, w->kp = s->kp, w->groups = s->kp / s->group;
+    w->q = calloc((size_t)(s->np * s->kp) + 1, sizeof(int));
+    w->scale = calloc((size_t)(s->np * w->groups) + 1, 2);
+    w->min = calloc((size_t)(s->np * w->groups) + 1, 2);
+    for (int64_t h = 0; h < s->n; h++) {
+        for (int64_t c = 0; c < s->k; c++)
+            w->q[h * s->kp + c] = s->bits == 4 ? rnd_int(0, 15) : rnd_int(-127, 127);
+        for (int64_t g = 0; g < w->groups; g++) {
+            float scale = unit ? 1.0f : rnd_float(0.001f, 0.05f);
+            float min = unit ? 1.0f : rnd_float(-0.4f, 0.1f);
+            w->scale[h * w->groups + g] = rt_float_to_half(scale);
+            w->min[h * w->groups + g] = s->bits == 4 ? rt_float_to_half(min) : 0;
+        }
+    }
+}
+
+static void ref_w_free(ref_w *w)
+{
+    free(w->q);
+    free(w->scale);
+    free(w->min);
+}
+
+static void put_nibble(uint8_t *b, int high, int v)
+{
+    *b = (uint8_t)(high ? (*b & 0x0f) | (v << 4) : (*b & 0xf0) | v);
+}
+
+/* Block (ht, g): group/lp tiles of [hp][lp] (bits 4: tiles 2u, 2u+1 in the
+ * low and high nibbles of the same hp*lp bytes), hp scales, hp mins. */
+static void ref_write_block(const ref_w *w, const rt_qweight_shape *s, int64_t ht, int64_t g,
+                            uint8_t *block)
+{
+    int64_t hp = s->hp, lp = s->lp;
+    for (int64_t t = 0; t < s->group / lp; t++)
+        for (int64_t r = 0; r < hp; r++)
+            for (int64_t l = 0; l < lp; l++) {
+                int v = w->q[(ht * hp + r) * s->kp + g * s->group + t * lp + l];
+                if (s->bits == 8)
+                    block[t * hp * lp + r * lp + l] = (uint8_t)(int8_t)v;
+                else
+                    put_nibble(block + (t / 2) * hp * lp + r * lp + l, (int)(t & 1), v);
+            }
+    uint8_t *scales = block + hp * s->group * s->bits / 8;
+    for (int64_t r = 0; r < hp; r++) {
+        memcpy(scales + 2 * r, &w->scale[(ht * hp + r) * w->groups + g], 2);
+        if (s->bits == 4)
+            memcpy(scales + 2 * hp + 2 * r, &w->min[(ht * hp + r) * w->groups + g], 2);
+    }
+}
+
+static uint8_t *ref_pack_weights(const ref_w *w, const rt_qweight_shape *s)
+{
+    uint64_t block_bytes = (uint64_t)(s->hp * s->group * s->bits / 8) +
+                           2u * (uint64_t)s->hp * (s->bits == 4 ? 2u : 1u);
+    uint8_t *buf = calloc((size_t)(block_bytes * (uint64_t)(s->np / s->hp * w->groups)) + 1, 1);
+    for (int64_t ht = 0; ht < s->np / s->hp; ht++)
+        for (int64_t g = 0; g < w->groups; g++)
+            ref_write_block(w, s, ht, g,
+                            buf + (uint64_t)(ht * w->groups + g) * block_bytes);
+    return buf;
+}
+
+/* z[row][h] / sx in fp64; *mag = the sum of the terms' magnitudes. */
+static double ref_z(const ref_act *a, const ref_w *w, int64_t row, int64_t h, double *mag)
+{
+    double z = 0.0;
+    *mag = 0.0;
+    for (int64_t g = 0; g < w->groups; g++) {
+        int64_t acc = 0;
+        for (int64_t c = g * a->group; c < (g + 1) * a->group && c < a->k; c++)
+            acc += (int64_t)a->q[row * a->k + c] * w->q[h * w->kp + c];
+        double scale = rt_half_to_float(w->scale[h * w->groups + g]);
+        double min = w->bits == 4 ? rt_half_to_float(w->min[h * w->groups + g]) : 0.0;
+        double t1 = scale * (double)acc, t2 = min * a->sums[row * a->groups + g];
+        z += t1 + t2;
+        *mag += fabs(t1) + fabs(t2);
+    }
+    return z;
+}
+
+/* ---- cases ---- */
+
+typedef struct {
+    int64_t m, n, k;
+} shape;
+
+static float *random_x(int64_t m, int64_t k, int64_t stride)
+{
+    float *x = calloc((size_t)(m * stride) + 1, sizeof(float));
+    for (int64_t i = 0; i < m; i++) {
+        float range = rnd_float(0.01f, 100.0f);
+        for (int64_t c = 0; c < k; c++)
+            x[i * stride + c] = rnd_float(-range, range);
+    }
+    return x;
+}
+
+/* Rows that test the edges: all zero (amax 0), exact halves (amax 127, so
+ * x * 127 / amax = x: ties to even), tiny values. */
+static void edge_rows(float *x, int64_t m, int64_t k, int64_t stride)
+{
+    for (int64_t c = 0; c < k; c++) {
+        if (m > 1)
+            x[stride + c] = 0.0f;
+        if (m > 2)
+            x[2 * stride + c] = c == 0 ? -127.0f : (float)((c * 37) % 254 - 127) + 0.5f;
+        if (m > 3)
+            x[3 * stride + c] = rnd_float(-1e-20f, 1e-20f);
+    }
+}
+
+#define GUARD 8
+#define SENTINEL 0x7fc0abcdu /* a NaN no kernel computes */
+
+static bool is_sentinel(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u == SENTINEL;
+}
+
+static bool close_enough(float got, double want, double mag, bool exact)
+{
+    if (exact)
+        return (double)got == want;
+    return fabs((double)got - want) <= 1e-5 * mag + 1e-30;
+}
+
+typedef struct {
+    const rt_kernels *kt;
+    const rt_qtile_args *a;
+    const ref_act *ra;
+    const ref_w *rw;
+    bool exact;
+    char *why;
+} tile_check;
+
+/* One qtile call against the reference; writes the first problem to why. */
+static bool check_tile(const tile_check *tc, int64_t et, int rows, int64_t ht)
+{
+    int hp = tc->kt->q_hp, ep = tc->kt->q_ep;
+    float out[64 * 64 + GUARD];
+    uint32_t sentinel = SENTINEL;
+    for (int i = 0; i < ep * hp + GUARD; i++)
+        memcpy(&out[i], &sentinel, 4);
+    tc->kt->qtile(tc->a, et, rows, ht, out);
+    for (int e = 0; e < rows; e++)
+        for (int h = 0; h < hp; h++) {
+            double mag, want = ref_z(tc->ra, tc->rw, et * ep + e, ht * hp + h, &mag);
+            float got = out[e * hp + h];
+            if (!close_enough(got, want, mag, tc->exact)) {
+                sprintf(tc->why, "et %ld rows %d ht %ld: out[%d][%d] = %.9g, want %.9g (mag %.3g)",
+                        (long)et, rows, (long)ht, e, h, got, want, mag);
+                return false;
+            }
+        }
+    for (int i = rows * hp; i < ep * hp + GUARD; i++)
+        if (!is_sentinel(out[i])) {
+            sprintf(tc->why, "et %ld rows %d ht %ld: wrote out[%d] past rows * hp", (long)et,
+                    rows, (long)ht, i);
+            return false;
+        }
+    return true;
+}
+
+/* Every (et, ht) of x [m, k] by W [n, k], with the tile's rows and with
+ * rows == 1 (the GEMV path). */
+static bool qtile_case(const rt_kernels *kt, int bits, int64_t group, shape sh, bool exact,
+                       char *why)
+{
+    rt_qweight_shape ws;
+    rt_qact_shape xs;
+    if (!rt_qweight_shape_init(&ws, bits, kt->q_hp, kt->q_lp, sh.n, sh.k, group) ||
+        !rt_qact_shape_init(&xs, kt->q_ep, kt->q_lp, sh.m, sh.k, group)) {
+        sprintf(why, "shape rejected");
+        return false;
+    }
+    int64_t stride = sh.k + 3;
+    float *x = random_x(sh.m, sh.k, stride);
+    edge_rows(x, sh.m, sh.k, stride);
+    ref_act ra;
+    ref_w rw;
+    ref_quantize(x, stride, &xs, &ra);
+    uint8_t *xq = calloc((size_t)rt_qact_bytes(&xs) + 1, 1);
+    ref_write_act(&ra, &xs, 0, sh.m, xq);
+    ref_make_weights(&ws, exact, &rw);
+    uint8_t *w = ref_pack_weights(&rw, &ws);
+    rt_qtile_args a = {xq, xs, w, ws};
+    tile_check tc = {kt, &a, &ra, &rw, exact, why};
+    bool ok = true;
+    for (int64_t et = 0; ok && et < xs.mp / xs.ep; et++) {
+        int rows = (int)(sh.m - et * xs.ep < xs.ep ? sh.m - et * xs.ep : xs.ep);
+        for (int64_t ht = 0; ok && ht < ws.np / ws.hp; ht++)
+            ok = check_tile(&tc, et, rows, ht) && (rows == 1 || check_tile(&tc, et, 1, ht));
+    }
+    free(x);
+    free(xq);
+    free(w);
+    ref_act_free(&ra);
+    ref_w_free(&rw);
+    return ok;
+}
+
+/* Group sizes 32, 64, 128 and per channel (0: k rounded up to 2 * lp). */
+static const int64_t GROUPS[] = {32, 64, 128, 0};
+
+static int64_t group_of(int64_t g, int64_t k, int lp)
+{
+    return g ? g : rt_qround_up(k < 1 ? 1 : k, 2 * lp);
+}
+
+static void test_qtile(const rt_kernels *kt)
+{
+    int ep = kt->q_ep;
+    const shape shapes[] = {
+        {1, 8, 32}, {1, 20, 100}, {5, 17, 77}, {ep, 24, 200},
+        {ep + 1, 9, 130}, {2 * ep + 7, 33, 45}, {ep - 1, 16, 259},
+    };
+    char why[256];
+    for (int bits = 8; bits >= 4; bits -= 4)
+        for (size_t gi = 0; gi < sizeof GROUPS / sizeof GROUPS[0]; gi++)
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+                for (int exact = 0; exact < 2; exact++) {
+                    shape sh = shapes[si];
+                    int64_t group = group_of(GROUPS[gi], sh.k, kt->q_lp);
+                    why[0] = 0;
+                    CHECK(qtile_case(kt, bits, group, sh, exact, why),
+                          "%s qtile bits %d group %ld m %ld n %ld k %ld, %s scales %s",
+                          kt->target, bits, (long)group, (long)sh.m, (long)sh.n, (long)sh.k,
+                          exact ? "unit (exact int32)" : "random", why);
+                }
+}
+
+/* quantize_rows over [0, split) and [split, m) into a buffer of 0xa5: the
+ * bytes must be the reference's there and 0xa5 everywhere else. */
+static bool quantize_case(const rt_kernels *kt, int64_t m, int64_t k, int64_t group,
+                          int64_t split, char *why)
+{
+    rt_qact_shape xs;
+    if (!rt_qact_shape_init(&xs, kt->q_ep, kt->q_lp, m, k, group)) {
+        sprintf(why, "shape rejected");
+        return false;
+    }
+    int64_t stride = k + 5;
+    float *x = random_x(m, k, stride);
+    edge_rows(x, m, k, stride);
+    ref_act ra;
+    ref_quantize(x, stride, &xs, &ra);
+    size_t bytes = (size_t)rt_qact_bytes(&xs);
+    uint8_t *want = malloc(bytes + 1), *got = malloc(bytes + 1);
+    memset(want, 0xa5, bytes + 1);
+    memset(got, 0xa5, bytes + 1);
+    ref_write_act(&ra, &xs, 0, m, want);
+    kt->quantize_rows(x, stride, &xs, 0, split, got);
+    kt->quantize_rows(x, stride, &xs, split, m, got);
+    size_t i = 0;
+    while (i < bytes + 1 && got[i] == want[i])
+        i++;
+    if (i <= bytes)
+        sprintf(why, "byte %zu of %zu is 0x%02x, want 0x%02x (scales at %lu, sums at %lu)", i,
+                bytes, got[i], want[i], (unsigned long)rt_qact_scales_offset(&xs),
+                (unsigned long)rt_qact_sums_offset(&xs));
+    free(x);
+    free(want);
+    free(got);
+    ref_act_free(&ra);
+    return i > bytes;
+}
+
+static void test_quantize(const rt_kernels *kt)
+{
+    int ep = kt->q_ep;
+    const int64_t ms[] = {1, 4, ep + 1, 2 * ep + 3}, ks[] = {1, 7, 33, 100, 259};
+    char why[256];
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+            for (size_t gi = 0; gi < sizeof GROUPS / sizeof GROUPS[0]; gi += 2) {
+                int64_t m = ms[mi], k = ks[ki], group = group_of(GROUPS[gi], k, kt->q_lp);
+                why[0] = 0;
+                CHECK(quantize_case(kt, m, k, group, m / 2, why),
+                      "%s quantize_rows m %ld k %ld group %ld (rows [0,%ld) then [%ld,%ld)) %s",
+                      kt->target, (long)m, (long)k, (long)group, (long)(m / 2), (long)(m / 2),
+                      (long)m, why);
+            }
+}
+
+static void test_table(const rt_kernels *kt, const char *target, int hp, int lp, int ep)
+{
+    CHECK(strcmp(kt->target, target) == 0 && kt->q_hp == hp && kt->q_lp == lp &&
+              kt->q_ep == ep && kt->f_hp == 0 && kt->f_ep == 0 && kt->quantize_rows &&
+              kt->qtile && !kt->ftile,
+          "table %s: hp %d lp %d ep %d, quantize_rows and qtile set, no fp32 tiles", target,
+          hp, lp, ep);
+}
+
+int main(int argc, char **argv)
+{
+    int want_dot = argc > 1 ? atoi(argv[1]) : 1, want_i8mm = argc > 2 ? atoi(argv[2]) : 1;
+    bool dot = rt_cpu_arm_dotprod_ok(), i8mm = rt_cpu_arm_i8mm_ok();
+    CHECK(dot == (want_dot != 0), "rt_cpu_arm_dotprod_ok() is %d (expected %d)", dot, want_dot);
+    CHECK(i8mm == (want_i8mm != 0), "rt_cpu_arm_i8mm_ok() is %d (expected %d)", i8mm,
+          want_i8mm);
+    test_table(&rt_kernels_neon_dot, "neon-dot", 8, 4, 12);
+    test_table(&rt_kernels_neon_i8mm, "neon-i8mm", 8, 8, 10);
+    test_quantize(&rt_kernels_neon_dot);
+    test_quantize(&rt_kernels_neon_i8mm);
+    if (dot)
+        test_qtile(&rt_kernels_neon_dot);
+    else
+        printf("# no dotprod on this CPU: neon-dot qtile not run\n");
+    if (i8mm)
+        test_qtile(&rt_kernels_neon_i8mm);
+    else
+        printf("# no i8mm on this CPU: neon-i8mm qtile not run\n");
+    return TAP_DONE();
+}
