@@ -130,7 +130,6 @@ static void append_rows(const rt_attention_attrs *a, const rt_view *k, const rt_
 /* Under PARALLEL_MIN_MACS multiply-adds in all, the tasks run on this
  * thread (waking workers would cost more); the same tasks, so the same bits. */
 #define PARALLEL_MIN_MACS (1 << 15)
-#define LANES 4
 
 typedef struct {
     const rt_attention_attrs *a;
@@ -172,27 +171,42 @@ static void block_scores(const float *q, const float *k, int64_t nk, int64_t D, 
         k_dot_rows(q, k + t * D, D, (int)min64(4, nk - t), scores + t);
 }
 
-/* o[i] += sum over t < 4 of p[t] * v_t[i], i < D (o never aliases v). */
-static void add_four_rows(float *restrict o, const float *restrict v, const float *p, int64_t D)
+/* o[i] += p[t] * v_t[i] for the nk keys t of a block in key order, i < D
+ * (o never aliases v).  16 columns at a time stay in registers across all
+ * the keys: 4 SSE vectors (2 AVX), loaded and stored once per block. */
+#define COLS 16
+
+static void add_weighted_rows(float *restrict o, const float *restrict v, const float *p,
+                              int64_t nk, int64_t D)
 {
-    const float *v0 = v, *v1 = v + D, *v2 = v + 2 * D, *v3 = v + 3 * D;
-    int64_t d4 = D - D % LANES, i = 0;
-    for (; i < d4; i += LANES) /* constant-width blocks: gcc -O2 vectorizes them */
-        for (int l = 0; l < LANES; l++)
-            o[i + l] = o[i + l] + p[0] * v0[i + l] + p[1] * v1[i + l] + p[2] * v2[i + l] +
-                       p[3] * v3[i + l];
-    for (; i < D; i++)
-        o[i] = o[i] + p[0] * v0[i] + p[1] * v1[i] + p[2] * v2[i] + p[3] * v3[i];
+    int64_t i = 0;
+    for (; i + COLS <= D; i += COLS) {
+        float acc[COLS];
+#pragma GCC unroll 16
+        for (int l = 0; l < COLS; l++)
+            acc[l] = o[i + l];
+        for (int64_t t = 0; t < nk; t++) {
+            const float *vt = v + t * D + i;
+            float pt = p[t];
+#pragma GCC unroll 16
+            for (int l = 0; l < COLS; l++)
+                acc[l] += pt * vt[l];
+        }
+#pragma GCC unroll 16
+        for (int l = 0; l < COLS; l++)
+            o[i + l] = acc[l];
+    }
+    for (; i < D; i++) {
+        float acc = o[i];
+        for (int64_t t = 0; t < nk; t++)
+            acc += p[t] * v[t * D + i];
+        o[i] = acc;
+    }
 }
 
 static void add_row(float *restrict o, const float *restrict v, float p, int64_t D)
 {
-    int64_t d4 = D - D % LANES, i = 0;
-    for (; i < d4; i += LANES)
-        for (int l = 0; l < LANES; l++)
-            o[i + l] += p * v[i + l];
-    for (; i < D; i++)
-        o[i] += p * v[i];
+    add_weighted_rows(o, v, &p, 1, D);
 }
 
 static void scale_row(float *o, float f, int64_t D)
@@ -205,6 +219,36 @@ static void divide_row(float *o, float l, int64_t D)
 {
     for (int64_t i = 0; i < D; i++)
         o[i] /= l;
+}
+
+/* p[t] = exp(p[t]) for the KEY_BLOCK entries, |error| < 2 ulp, as one
+ * loop gcc -O2 vectorizes (libm's expf is a call per score, a third of the
+ * prefill time).  Range reduction x = n ln2 + r, |r| <= ln2 / 2, with ln2
+ * in two parts (the high one has 15 bits, so n * hi is exact); exp(r) by
+ * its Taylor polynomial of degree 7 (truncation < 2e-9 relative); 2^n built
+ * in the exponent bits.  Arguments below -87 give 0: they are clamped and
+ * masked on their bit patterns (unsigned order of negative floats), since
+ * a float comparison keeps gcc from vectorizing under -ftrapping-math.  The
+ * callers never pass more than EXP_HEADROOM, so 2^n stays finite. */
+#define EXP_MIN_BITS 0xC2AE0000u /* -87.0f */
+
+static void exp_block(float *p)
+{
+    for (int t = 0; t < KEY_BLOCK; t++) {
+        float x = p[t], xc, two_n;
+        uint32_t ux;
+        memcpy(&ux, &x, sizeof ux);
+        uint32_t uc = ux < EXP_MIN_BITS ? ux : EXP_MIN_BITS; /* max(x, -87) */
+        int32_t keep = -(int32_t)(ux <= EXP_MIN_BITS);      /* all ones unless x < -87 */
+        memcpy(&xc, &uc, sizeof xc);
+        float n = xc * 1.44269504f + 12582912.0f - 12582912.0f; /* round to integer */
+        float r = xc - n * 0.693145751953125f - n * 1.428606765330187e-6f;
+        float y = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
+                  r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
+        int32_t bits = ((int32_t)n + 127) * (1 << 23) & keep;
+        memcpy(&two_n, &bits, sizeof two_n);
+        p[t] = y * two_n;
+    }
 }
 
 /* One row over keys [b0, b0 + nk) of a block (K rows k, V rows v). */
@@ -223,15 +267,12 @@ static void attend_block(row_state *r, const float *k, const float *v, int64_t n
         scale_row(r->o, f, D);
         r->off = off;
     }
-    for (int64_t t = 0; t < nk; t++) {
-        p[t] = expf(p[t] - off);
+    for (int64_t t = 0; t < KEY_BLOCK; t++) /* keys past nk: exp(-inf) = 0 */
+        p[t] = t < nk ? p[t] - off : -INFINITY;
+    exp_block(p);
+    for (int64_t t = 0; t < nk; t++)
         r->l += p[t];
-    }
-    int64_t t = 0;
-    for (; t + 4 <= nk; t += 4)
-        add_four_rows(r->o, v + t * D, p + t, D);
-    for (; t < nk; t++)
-        add_row(r->o, v + t * D, p[t], D);
+    add_weighted_rows(r->o, v, p, nk, D);
 }
 
 /* The query row u of a unit into r (rotated and scaled into qbuf). */
