@@ -130,7 +130,9 @@ llmc_rt_status k_range(const rt_view *start, const rt_view *limit, const rt_view
  * rows are contiguous inside a chunk; chunk c (positions c*kv_chunk ..) lives
  * at pool + slot[c] * slot_bytes.  The session makes sure chunks covering
  * positions [0, P + S) exist before the call. */
-#define RT_ATTN_MAX_HEAD_DIM 1024 /* bounds the kernel's stack row (4 KiB) */
+/* head_dim bound: at least 2 query rows of a pass fit the kernel's 8 KiB
+ * stack buffer (it also keeps a 16 KiB scratch for split decode partials). */
+#define RT_ATTN_MAX_HEAD_DIM 1024
 
 typedef struct {
     uint8_t *pool;          /* chunk slots */

@@ -156,7 +156,7 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* The (unnormalized) rows of a unit row u: its position and head. */
+/* Position s and query head h of row u of a unit. */
 static void unit_row(const attention_job *J, int64_t unit, int64_t u, int64_t *s, int64_t *h)
 {
     int64_t g = unit / J->qblocks, qb = unit % J->qblocks;
@@ -374,8 +374,6 @@ static void combine_row(const attention_job *J, int64_t unit, int64_t u, float *
             continue;
         if (j == 0 && f != 1.0f)
             scale_row(o, f, D);
-        else if (j > 0 && f == 1.0f)
-            add_row(o, part + (j - 1) * D, 1.0f, D);
         else if (j > 0)
             add_row(o, part + (j - 1) * D, f, D);
         L += l * f;
