@@ -61,6 +61,23 @@ static void fake_parallel(void *pool, uint32_t n, llmc_rt_task_fn task, void *ct
             task(ctx, i);
 }
 
+/* Parallel-for i < PARALLELS: fake 1, 2, 3 threads, then a real pool of 2. */
+enum { PARALLELS = 4 };
+static uint32_t fake_threads[3] = {1, 2, 3};
+
+static rt_parallel parallel_number(int i)
+{
+    if (i < 3)
+        return (rt_parallel){fake_parallel, &fake_threads[i]};
+    return (rt_parallel){llmc_threads_parallel, llmc_threads_create(2)};
+}
+
+static void parallel_done(rt_parallel *par)
+{
+    if (par->fn == llmc_threads_parallel)
+        llmc_threads_destroy(par->pool);
+}
+
 /* ---- fp32 tiles ---------------------------------------------------------- */
 
 /* W [n, k] into row tiles of hp: (r, c) of tile ht at (ht * k + c) * hp + r. */
@@ -199,19 +216,15 @@ static void test_linear_threads(const rt_kernels *kt)
             vr = {LLMC_RT_F32, 2, {M, NY}, r}, vw = {LLMC_RT_F32, 2, {M, NY}, want},
             vg = {LLMC_RT_F32, 2, {M, NY}, got};
     bool ok = k_linear_tiles(kt, &vx, t, &ws, &vb, &vr, COL0, &vw, NULL, &err) == LLMC_RT_OK;
-    for (uint32_t threads = 1; threads <= 4; threads++) {
-        uint32_t fake = threads;
-        rt_parallel par = {fake_parallel, &fake};
-        if (threads == 4) /* a real pool of 2 */
-            par = (rt_parallel){llmc_threads_parallel, llmc_threads_create(2)};
+    for (int i = 0; i < PARALLELS; i++) {
+        rt_parallel par = parallel_number(i);
         memset(got, 0, sizeof *got * M * NY);
         bool ran = k_linear_tiles(kt, &vx, t, &ws, &vb, &vr, COL0, &vg, &par, &err) == LLMC_RT_OK;
         CHECK(ok && ran && !memcmp(got, want, sizeof *got * M * NY),
-              "k_linear_tiles %s [%d, %d] x W [%d, %d] columns %d..: %s %u: bitwise serial",
-              kt->target, M, K, N, K, COL0, threads == 4 ? "real pool of" : "fake threads",
-              threads == 4 ? 2 : threads);
-        if (threads == 4)
-            llmc_threads_destroy(par.pool);
+              "k_linear_tiles %s [%d, %d] x W [%d, %d] columns %d..: %s %d: bitwise serial",
+              kt->target, M, K, N, K, COL0, i < 3 ? "fake threads" : "real pool of",
+              i < 3 ? i + 1 : 2);
+        parallel_done(&par);
     }
     free(x);
     free(w);
@@ -421,16 +434,12 @@ static void test_attention_case(const attn_case *c, float k_boost, const char *w
           "%g: max rel err %.2g vs double", what, (int)c->H, (int)c->G, (int)c->D, (int)c->R,
           (int)c->chunk, (int)c->P, (int)c->S, c->scale, worst);
     bool same = true;
-    for (uint32_t threads = 1; threads <= 4; threads++) {
-        uint32_t fake = threads;
-        rt_parallel par = {fake_parallel, &fake};
-        if (threads == 4)
-            par = (rt_parallel){llmc_threads_parallel, llmc_threads_create(2)};
+    for (int i = 0; i < PARALLELS; i++) {
+        rt_parallel par = parallel_number(i);
         memset(got, 0, sizeof *got * (size_t)n);
         same = same && attn_run(&d, got, &par) == LLMC_RT_OK &&
                !memcmp(got, want, sizeof *got * (size_t)n);
-        if (threads == 4)
-            llmc_threads_destroy(par.pool);
+        parallel_done(&par);
     }
     CHECK(ok && same, "Attention %s P %d S %d: fake 1/2/3 threads and a pool of 2 give the serial "
           "bits", what, (int)c->P, (int)c->S);
@@ -442,29 +451,31 @@ static void test_attention_case(const attn_case *c, float k_boost, const char *w
 
 static void test_attention(void)
 {
-    static const int64_t decode_P[] = {0, 1, 100, 255, 256, 1000};
-    for (size_t i = 0; i < sizeof decode_P / sizeof *decode_P; i++) {
-        attn_case c = {14, 2, 64, 64, 64, decode_P[i], 1, 0.125f};
-        test_attention_case(&c, 1.0f, "decode (GQA 14/2)");
-    }
-    attn_case few = {14, 2, 64, 32, 64, 700, 3, 0.125f};
-    test_attention_case(&few, 1.0f, "3-token step");
-    attn_case mha = {4, 4, 33, 16, 16, 130, 50, 0.17f};
-    test_attention_case(&mha, 1.0f, "chunked prefill (MHA, odd head_dim)");
-    attn_case prefill = {14, 2, 64, 64, 64, 0, 150, 0.125f};
-    test_attention_case(&prefill, 1.0f, "prefill");
-    attn_case wide = {4, 1, 256, 0, 32, 600, 1, 0.0625f};
-    test_attention_case(&wide, 1.0f, "decode head_dim 256 (MQA)");
-    attn_case wide_pre = {4, 1, 256, 0, 32, 40, 45, 0.0625f};
-    test_attention_case(&wide_pre, 1.0f, "prefill head_dim 256");
-    /* boosted keys: their scores reach phi + 32 and more (fallback) */
-    attn_case hot = {14, 2, 64, 64, 64, 1000, 1, 0.125f};
-    test_attention_case(&hot, 60.0f, "decode, keys x60 every 97");
-    attn_case hot_pre = {4, 2, 64, 64, 64, 300, 40, 0.125f};
-    test_attention_case(&hot_pre, 60.0f, "prefill, keys x60 every 97");
-    /* every score large: phi itself is far from most of them */
-    attn_case sharp = {14, 2, 64, 64, 64, 1000, 1, 40.0f};
-    test_attention_case(&sharp, 1.0f, "decode, scale 40");
+    static const struct {
+        attn_case c;
+        float k_boost;
+        const char *what;
+    } cases[] = {
+        {{14, 2, 64, 64, 64, 0, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 64, 64, 1, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 64, 64, 100, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 64, 64, 255, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 64, 64, 256, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 64, 64, 1000, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 32, 64, 700, 3, 0.125f}, 1.0f, "3-token step"},
+        {{4, 4, 33, 16, 16, 130, 50, 0.17f}, 1.0f, "chunked prefill (MHA, odd head_dim)"},
+        {{14, 2, 64, 64, 64, 0, 150, 0.125f}, 1.0f, "prefill"},
+        {{4, 1, 256, 0, 32, 600, 1, 0.0625f}, 1.0f, "decode head_dim 256 (MQA)"},
+        {{4, 1, 256, 0, 32, 40, 45, 0.0625f}, 1.0f, "prefill head_dim 256"},
+        /* boosted keys: their scores reach phi + 32 and more (fallback) */
+        {{14, 2, 64, 64, 64, 1000, 1, 0.125f}, 60.0f, "decode, keys x60 every 97"},
+        {{4, 2, 64, 64, 64, 300, 40, 0.125f}, 60.0f, "prefill, keys x60 every 97"},
+        /* every score large: most are far from phi, and exp(s - phi) would
+         * overflow without the fallback */
+        {{14, 2, 64, 64, 64, 1000, 1, 40.0f}, 1.0f, "decode, scale 40"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        test_attention_case(&cases[i].c, cases[i].k_boost, cases[i].what);
 }
 
 int main(void)
