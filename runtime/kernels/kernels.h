@@ -19,6 +19,8 @@
 
 typedef llmc_rt_tensor rt_view;
 
+struct rt_kernels; /* kernel_table.h: a target's micro-kernels */
+
 /* The session's parallel-for (llmc_rt.h); a NULL pointer or fn = serial. */
 typedef struct {
     llmc_rt_parallel_fn fn;
@@ -153,6 +155,13 @@ llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const 
                            const rt_view *v, const rt_view *cos, const rt_view *sin,
                            const rt_kv_cache *cache, int64_t P, rt_view *o,
                            const rt_parallel *par, llmc_rt_error *err);
+/* The same with a target's inner loops (kt->attn_scores, attn_accumulate;
+ * the portable ones when kt or they are NULL, as k_attention). */
+llmc_rt_status k_attention_kernels(const struct rt_kernels *kt, const rt_attention_attrs *a,
+                                   const rt_view *q, const rt_view *k, const rt_view *v,
+                                   const rt_view *cos, const rt_view *sin,
+                                   const rt_kv_cache *cache, int64_t P, rt_view *o,
+                                   const rt_parallel *par, llmc_rt_error *err);
 /* Rotate-half RoPE of one row x[0, d) into y (no aliasing) with the table
  * rows cos, sin [rotary_dim]; columns >= rotary_dim are copied. */
 void k_rope_row(const float *x, float *y, int64_t d, int64_t rotary_dim, const float *cos,
@@ -179,8 +188,6 @@ int64_t k_f2i(double v);
 
 /* ---- fp32 weight tiles (f_linear.c) --------------------------------------- */
 #include "quant_format.h"
-
-struct rt_kernels; /* kernel_table.h */
 
 /* k_linear's contract over W packed as fp32 row tiles (quant_format.h,
  * rt_ftile_shape; ws->hp must be kt->f_hp): y = x W^T + bias + residual for

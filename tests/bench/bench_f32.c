@@ -169,11 +169,15 @@ static double read_median(const float *p, int64_t n, const rt_parallel *par)
 static const rt_kernels *tile_table(void)
 {
 #if defined(__x86_64__)
-    static const rt_kernels avx2 = {"avx2", 0, 0, 0, 16, 6, NULL, NULL, rt_ftile_avx2};
+    static const rt_kernels avx2 = {.target = "avx2", .f_hp = 16, .f_ep = 6,
+                                    .ftile = rt_ftile_avx2,
+                                    .attn_scores = rt_attn_scores_avx2,
+                                    .attn_accumulate = rt_attn_accumulate_avx2};
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return &avx2;
 #endif
-    static const rt_kernels generic = {"generic", 0, 0, 0, 16, 6, NULL, NULL, rt_ftile_generic};
+    static const rt_kernels generic = {.target = "generic", .f_hp = 16, .f_ep = 6,
+                                       .ftile = rt_ftile_generic};
     return &generic;
 }
 
@@ -227,7 +231,8 @@ typedef struct {
 } attn_bench;
 
 /* One call at (P, S); seconds. */
-static double attn_call(attn_bench *A, int64_t P, int64_t S, const rt_parallel *par)
+static double attn_call(attn_bench *A, const rt_kernels *kt, int64_t P, int64_t S,
+                        const rt_parallel *par)
 {
     uint64_t slot_bytes = 2u * G * CHUNK * D * sizeof(float);
     rt_kv_cache cache = {(uint8_t *)A->pool, A->slot, slot_bytes, CHUNK};
@@ -236,15 +241,16 @@ static double attn_call(attn_bench *A, int64_t P, int64_t S, const rt_parallel *
             vv = {LLMC_RT_F32, 3, {1, S, G * D}, A->v}, vc = {LLMC_RT_F32, 2, {MAX_CTX, D}, A->cs},
             vs = {LLMC_RT_F32, 2, {MAX_CTX, D}, A->sn}, vo = {LLMC_RT_F32, 3, {1, S, H * D}, A->o};
     double t0 = now();
-    if (k_attention(&a, &vq, &vk, &vv, &vc, &vs, &cache, P, &vo, par, &err)) {
+    if (k_attention_kernels(kt, &a, &vq, &vk, &vv, &vc, &vs, &cache, P, &vo, par, &err)) {
         fprintf(stderr, "bench: %s\n", err.msg);
         exit(1);
     }
     return now() - t0;
 }
 
-static void bench_attention(const rt_parallel *pars)
+static void bench_attention(const rt_kernels *kt, const rt_parallel *pars)
 {
+    const char *name = kt ? kt->target : "portable";
     attn_bench A;
     size_t chunks = MAX_CTX / CHUNK + 1, chunk_floats = 2u * G * CHUNK * D;
     A.pool = malloc(sizeof(float) * chunks * chunk_floats);
@@ -269,23 +275,23 @@ static void bench_attention(const rt_parallel *pars)
             for (int r = 0; r <= RUNS; r++) { /* 24 layers' calls per run */
                 double s = 0.0;
                 for (int l = 0; l < LAYERS; l++)
-                    s += attn_call(&A, Ps[i], 1, &pars[th]);
+                    s += attn_call(&A, kt, Ps[i], 1, &pars[th]);
                 if (r)
                     t[r - 1] = s / LAYERS;
             }
             double kv_gb = 2.0 * G * (double)(Ps[i] + 1) * D * 4 / 1e9, m = median(t, RUNS);
-            printf("attention decode  P %4d, %d thr: %7.1f us per call (KV %.1f GB/s)\n",
-                   (int)Ps[i], th + 1, 1e6 * m, kv_gb / m);
+            printf("attention %-8s decode  P %4d, %d thr: %7.1f us per call (KV %.1f GB/s)\n",
+                   name, (int)Ps[i], th + 1, 1e6 * m, kv_gb / m);
         }
         double t[RUNS];
         for (int r = 0; r <= RUNS; r++) {
-            double s = attn_call(&A, 0, 512, &pars[th]);
+            double s = attn_call(&A, kt, 0, 512, &pars[th]);
             if (r)
                 t[r - 1] = s;
         }
         double m = median(t, RUNS), macs = 2.0 * H * D * 512.0 * 513.0 / 2.0;
-        printf("attention prefill S  512, %d thr: %7.1f ms per call (%.1f GFLOPS)\n", th + 1,
-               1e3 * m, 2.0 * macs / m / 1e9);
+        printf("attention %-8s prefill S  512, %d thr: %7.1f ms per call (%.1f GFLOPS)\n", name,
+               th + 1, 1e3 * m, 2.0 * macs / m / 1e9);
     }
     free(A.pool);
     free(A.q);
@@ -301,7 +307,8 @@ int main(int argc, char **argv)
     bool only_attention = argc > 1 && !strcmp(argv[1], "attention");
     llmc_threads *two = llmc_threads_create(2);
     rt_parallel pars[2] = {{NULL, NULL}, {llmc_threads_parallel, two}};
-    bench_attention(pars);
+    bench_attention(NULL, pars);
+    bench_attention(tile_table(), pars);
     if (!only_attention) {
         float *x = malloc(sizeof(float) * 512 * 9728), *y = malloc(sizeof(float) * 512 * 9728);
         fill(x, 512 * 9728);
