@@ -31,7 +31,12 @@
  * function's stack (SCRATCH_FLOATS bounds it; longer contexts get longer
  * ranges), range 0 accumulates in o, and the caller combines them in range
  * order after the parallel-for.  Prefill has enough units and does not
- * split.  Either way the result is bitwise the same for any thread count. */
+ * split.  Either way the result is bitwise the same for any thread count.
+ *
+ * The two inner loops (scores of a row against a block of keys, and the
+ * weighted sum of V rows into the output row) are the kernel table's when
+ * it has them (k_attention_kernels; x86_avx2/attn_avx2.c), else the
+ * portable ones here; the softmax bookkeeping is shared. */
 #include <math.h>
 #include <string.h>
 
