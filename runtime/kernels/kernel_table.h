@@ -81,7 +81,9 @@ const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err);
  * avx2 table sets f_hp = 16, f_ep = 6, ftile = rt_ftile_avx2. */
 void rt_ftile_generic(const rt_ftile_args *a, int64_t e0, int rows, int64_t ht, float *out);
 void rt_ftile_avx2(const rt_ftile_args *a, int64_t e0, int rows, int64_t ht, float *out);
-/* x86_avx2/attn_avx2.c: the avx2 table's attn_scores and attn_accumulate. */
+/* x86_avx2/attn_avx2.c: the avx2 table sets attn_scores =
+ * rt_attn_scores_avx2, attn_accumulate = rt_attn_accumulate_avx2 (the
+ * generic table leaves both NULL: ref_attention.c's portable loops). */
 void rt_attn_scores_avx2(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
 void rt_attn_accumulate_avx2(float *o, const float *v, const float *p, int64_t nk, int64_t d);
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "llmc_rt.h"
+#include "quant_format.h"
 
 #define RT_R LLMC_RT_MAX_RANK
 
@@ -187,7 +188,6 @@ void k_store_f(rt_view *t, int64_t i, double v);
 int64_t k_f2i(double v);
 
 /* ---- fp32 weight tiles (f_linear.c) --------------------------------------- */
-#include "quant_format.h"
 
 /* k_linear's contract over W packed as fp32 row tiles (quant_format.h,
  * rt_ftile_shape; ws->hp must be kt->f_hp): y = x W^T + bias + residual for
