@@ -133,8 +133,18 @@ demo: deps all
 big-model: deps all
 	scripts/big_model.sh
 
+# Kernel measurements (not a test): fp32 Linear and Attention on Qwen2-0.5B
+# shapes, 1 and 2 threads.
+BENCH_F32 := $(BUILD)/bench/bench_f32
+$(BENCH_F32): tests/bench/bench_f32.c $(BUILD)/libllmcrt.a $(THR_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C) -o $@ $< $(BUILD)/libllmcrt.a $(THR_LIB) $(LDFLAGS) -lm -pthread
+
+bench-f32: $(BENCH_F32)
+	$(BENCH_F32)
+
 clean:
 	rm -rf build build-san
 
-.PHONY: all unit deps check demo big-model clean bench-kernels aarch64-tests
+.PHONY: all unit deps check demo big-model clean bench-kernels bench-f32 aarch64-tests
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

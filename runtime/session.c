@@ -453,8 +453,8 @@ static llmc_rt_status exec_attention(llmc_rt_session *s, const rt_op_desc *op,
     rt_attention_attrs a = {op->heads, op->kv_heads, op->head_dim, op->rotary_dim, op->scale};
     bool rope = op->rotary_dim > 0 && op->inputs.len == 5;
     rt_parallel par = session_parallel(s);
-    st = k_attention(&a, &in[0], &in[1], &in[2], rope ? &in[3] : NULL, rope ? &in[4] : NULL,
-                     &cache, P, o, &par, err);
+    st = k_attention_kernels(s->plan->kernels, &a, &in[0], &in[1], &in[2], rope ? &in[3] : NULL,
+                             rope ? &in[4] : NULL, &cache, P, o, &par, err);
     if (st)
         return st;
     table[0] = (uint32_t)(P + S);

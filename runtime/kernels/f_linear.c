@@ -88,15 +88,14 @@ static void store_tile(const ftile_job *J, int64_t e0, int rows, int64_t ht, con
     int64_t j0 = ht * hp > J->col0 ? ht * hp : J->col0;
     int64_t j1 = (ht + 1) * hp < J->col0 + J->n_y ? (ht + 1) * hp : J->col0 + J->n_y;
     for (int e = 0; e < rows; e++) {
-        float *yr = J->y + (e0 + e) * J->n_y - J->col0;
-        const float *rr = J->residual ? J->residual + (e0 + e) * J->n_y - J->col0 : NULL;
+        int64_t row = (e0 + e) * J->n_y - J->col0; /* + j: element j of y's row */
         for (int64_t j = j0; j < j1; j++) {
             float v = z[e * hp + (j - ht * hp)];
             if (J->bias)
                 v += J->bias[j];
-            if (rr)
-                v += rr[j];
-            yr[j] = v;
+            if (J->residual)
+                v += J->residual[row + j];
+            J->y[row + j] = v;
         }
     }
 }

@@ -58,6 +58,12 @@ typedef struct rt_kernels {
     /* out[e * hp + h] = sum over c of x[e0 + e][c] * W[ht * hp + h][c] for
      * e < rows (1 <= rows <= f_ep). */
     void (*ftile)(const rt_ftile_args *a, int64_t e0, int rows, int64_t ht, float *out);
+    /* Attention's inner loops (ref_attention.c; NULL: its portable ones).
+     * scores[t] = q . k_t for t < nk, key rows k_t = k + t * d; a score's
+     * bits depend on q and k_t only, not on nk or the key's place. */
+    void (*attn_scores)(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
+    /* o[i] += p[t] * v_t[i] for i < d, t < nk in key order, v_t = v + t * d. */
+    void (*attn_accumulate)(float *o, const float *v, const float *p, int64_t nk, int64_t d);
 } rt_kernels;
 
 /* The portable table (always present). */

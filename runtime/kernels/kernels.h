@@ -14,10 +14,13 @@
 #include <stdint.h>
 
 #include "llmc_rt.h"
+#include "quant_format.h"
 
 #define RT_R LLMC_RT_MAX_RANK
 
 typedef llmc_rt_tensor rt_view;
+
+struct rt_kernels; /* kernel_table.h: a target's micro-kernels */
 
 /* The session's parallel-for (llmc_rt.h); a NULL pointer or fn = serial. */
 typedef struct {
@@ -130,7 +133,9 @@ llmc_rt_status k_range(const rt_view *start, const rt_view *limit, const rt_view
  * rows are contiguous inside a chunk; chunk c (positions c*kv_chunk ..) lives
  * at pool + slot[c] * slot_bytes.  The session makes sure chunks covering
  * positions [0, P + S) exist before the call. */
-#define RT_ATTN_MAX_HEAD_DIM 1024 /* bounds the kernel's stack row (4 KiB) */
+/* head_dim bound: at least 2 query rows of a pass fit the kernel's 8 KiB
+ * stack buffer (it also keeps a 16 KiB scratch for split decode partials). */
+#define RT_ATTN_MAX_HEAD_DIM 1024
 
 typedef struct {
     uint8_t *pool;          /* chunk slots */
@@ -151,6 +156,13 @@ llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const 
                            const rt_view *v, const rt_view *cos, const rt_view *sin,
                            const rt_kv_cache *cache, int64_t P, rt_view *o,
                            const rt_parallel *par, llmc_rt_error *err);
+/* The same with a target's inner loops (kt->attn_scores, attn_accumulate;
+ * the portable ones when kt or they are NULL, as k_attention). */
+llmc_rt_status k_attention_kernels(const struct rt_kernels *kt, const rt_attention_attrs *a,
+                                   const rt_view *q, const rt_view *k, const rt_view *v,
+                                   const rt_view *cos, const rt_view *sin,
+                                   const rt_kv_cache *cache, int64_t P, rt_view *o,
+                                   const rt_parallel *par, llmc_rt_error *err);
 /* Rotate-half RoPE of one row x[0, d) into y (no aliasing) with the table
  * rows cos, sin [rotary_dim]; columns >= rotary_dim are copied. */
 void k_rope_row(const float *x, float *y, int64_t d, int64_t rotary_dim, const float *cos,
@@ -180,9 +192,6 @@ int64_t k_f2i(double v);
  * the formats of quant_format.h.  They validate the views and shapes, split
  * the work into tasks chosen from the shapes alone (bitwise the same result
  * for any thread count) and call the table's micro-kernels. */
-#include "quant_format.h"
-
-struct rt_kernels;
 
 /* Largest ep * hp a driver's stack tile holds (every table's is far below:
  * AVX2 4 * 8, NEON sdot 12 * 8). */

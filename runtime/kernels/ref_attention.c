@@ -31,11 +31,16 @@
  * function's stack (SCRATCH_FLOATS bounds it; longer contexts get longer
  * ranges), range 0 accumulates in o, and the caller combines them in range
  * order after the parallel-for.  Prefill has enough units and does not
- * split.  Either way the result is bitwise the same for any thread count. */
+ * split.  Either way the result is bitwise the same for any thread count.
+ *
+ * The two inner loops (scores of a row against a block of keys, and the
+ * weighted sum of V rows into the output row) are the kernel table's when
+ * it has them (k_attention_kernels; x86_avx2/attn_avx2.c), else the
+ * portable ones here; the softmax bookkeeping is shared. */
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernel_table.h"
 #include "rt_msg.h"
 
 void k_rope_row(const float *x, float *y, int64_t d, int64_t rotary_dim, const float *cos,
@@ -130,7 +135,6 @@ static void append_rows(const rt_attention_attrs *a, const rt_view *k, const rt_
 /* Under PARALLEL_MIN_MACS multiply-adds in all, the tasks run on this
  * thread (waking workers would cost more); the same tasks, so the same bits. */
 #define PARALLEL_MIN_MACS (1 << 15)
-#define LANES 4
 
 typedef struct {
     const rt_attention_attrs *a;
@@ -139,6 +143,9 @@ typedef struct {
     int64_t S, P, group;
     int64_t qpos, unit_rows, pass_rows; /* query positions / rows of a unit; rows of a pass */
     int64_t qblocks, splits, split_keys;
+    /* the inner loops: the table's (rt_kernels) or the portable ones */
+    void (*scores)(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
+    void (*accumulate)(float *o, const float *v, const float *p, int64_t nk, int64_t d);
     float *o;
     float *stats;     /* splits > 1: [unit][row][split] (l, offset) */
     float *partial;   /* splits > 1: [unit][row][split - 1][head_dim] */
@@ -157,7 +164,7 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* The (unnormalized) rows of a unit row u: its position and head. */
+/* Position s and query head h of row u of a unit. */
 static void unit_row(const attention_job *J, int64_t unit, int64_t u, int64_t *s, int64_t *h)
 {
     int64_t g = unit / J->qblocks, qb = unit % J->qblocks;
@@ -172,27 +179,42 @@ static void block_scores(const float *q, const float *k, int64_t nk, int64_t D, 
         k_dot_rows(q, k + t * D, D, (int)min64(4, nk - t), scores + t);
 }
 
-/* o[i] += sum over t < 4 of p[t] * v_t[i], i < D (o never aliases v). */
-static void add_four_rows(float *restrict o, const float *restrict v, const float *p, int64_t D)
+/* o[i] += p[t] * v_t[i] for the nk keys t of a block in key order, i < D
+ * (o never aliases v).  16 columns at a time stay in registers across all
+ * the keys: 4 SSE vectors (2 AVX), loaded and stored once per block. */
+#define COLS 16
+
+static void add_weighted_rows(float *restrict o, const float *restrict v, const float *p,
+                              int64_t nk, int64_t D)
 {
-    const float *v0 = v, *v1 = v + D, *v2 = v + 2 * D, *v3 = v + 3 * D;
-    int64_t d4 = D - D % LANES, i = 0;
-    for (; i < d4; i += LANES) /* constant-width blocks: gcc -O2 vectorizes them */
-        for (int l = 0; l < LANES; l++)
-            o[i + l] = o[i + l] + p[0] * v0[i + l] + p[1] * v1[i + l] + p[2] * v2[i + l] +
-                       p[3] * v3[i + l];
-    for (; i < D; i++)
-        o[i] = o[i] + p[0] * v0[i] + p[1] * v1[i] + p[2] * v2[i] + p[3] * v3[i];
+    int64_t i = 0;
+    for (; i + COLS <= D; i += COLS) {
+        float acc[COLS];
+#pragma GCC unroll 16
+        for (int l = 0; l < COLS; l++)
+            acc[l] = o[i + l];
+        for (int64_t t = 0; t < nk; t++) {
+            const float *vt = v + t * D + i;
+            float pt = p[t];
+#pragma GCC unroll 16
+            for (int l = 0; l < COLS; l++)
+                acc[l] += pt * vt[l];
+        }
+#pragma GCC unroll 16
+        for (int l = 0; l < COLS; l++)
+            o[i + l] = acc[l];
+    }
+    for (; i < D; i++) {
+        float acc = o[i];
+        for (int64_t t = 0; t < nk; t++)
+            acc += p[t] * v[t * D + i];
+        o[i] = acc;
+    }
 }
 
 static void add_row(float *restrict o, const float *restrict v, float p, int64_t D)
 {
-    int64_t d4 = D - D % LANES, i = 0;
-    for (; i < d4; i += LANES)
-        for (int l = 0; l < LANES; l++)
-            o[i + l] += p * v[i + l];
-    for (; i < D; i++)
-        o[i] += p * v[i];
+    add_weighted_rows(o, v, &p, 1, D);
 }
 
 static void scale_row(float *o, float f, int64_t D)
@@ -207,13 +229,68 @@ static void divide_row(float *o, float l, int64_t D)
         o[i] /= l;
 }
 
-/* One row over keys [b0, b0 + nk) of a block (K rows k, V rows v). */
-static void attend_block(row_state *r, const float *k, const float *v, int64_t nk, int64_t D)
+/* p[t] = exp(p[t] - off) for the KEY_BLOCK entries, |error| < 2 ulp, as
+ * one loop gcc -O2 vectorizes (libm's expf is a call per score, a third of
+ * the prefill time).  Range reduction x = n ln2 + r, |r| <= ln2 / 2, with
+ * ln2 in two parts (the high one has 15 bits, so n * hi is exact); exp(r)
+ * by its Taylor polynomial of degree 7 (truncation < 2e-9 relative); 2^n
+ * built in the exponent bits.  Arguments below -87 give 0: they are clamped
+ * and masked on their bit patterns (unsigned order of negative floats),
+ * since a float comparison keeps gcc from vectorizing under -ftrapping-math.
+ * The callers never pass more than EXP_HEADROOM, so 2^n stays finite. */
+#define EXP_MIN_BITS 0xC2AE0000u /* -87.0f */
+
+static void exp_block(float *p, float off)
 {
+    for (int t = 0; t < KEY_BLOCK; t++) {
+        float x = p[t] - off, xc, two_n;
+        uint32_t ux;
+        memcpy(&ux, &x, sizeof ux);
+        uint32_t uc = ux < EXP_MIN_BITS ? ux : EXP_MIN_BITS; /* max(x, -87) */
+        int32_t keep = -(int32_t)(ux <= EXP_MIN_BITS);      /* all ones unless x < -87 */
+        memcpy(&xc, &uc, sizeof xc);
+        float n = xc * 1.44269504f + 12582912.0f - 12582912.0f; /* round to integer */
+        float r = xc - n * 0.693145751953125f - n * 1.428606765330187e-6f;
+        float y = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
+                  r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
+        int32_t bits = ((int32_t)n + 127) * (1 << 23) & keep;
+        memcpy(&two_n, &bits, sizeof two_n);
+        p[t] = y * two_n;
+    }
+}
+
+/* The largest of the KEY_BLOCK scores: 4 independent running maxima. */
+static float block_max(const float *p)
+{
+    float m[4] = {p[0], p[1], p[2], p[3]};
+    for (int t = 4; t < KEY_BLOCK; t += 4)
+        for (int l = 0; l < 4; l++)
+            m[l] = p[t + l] > m[l] ? p[t + l] : m[l];
+    float a = m[0] > m[1] ? m[0] : m[1], b = m[2] > m[3] ? m[2] : m[3];
+    return a > b ? a : b;
+}
+
+/* The sum of the KEY_BLOCK terms: 4 lanes (vectorized), added in a fixed order. */
+static float block_sum(const float *p)
+{
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int t = 0; t < KEY_BLOCK; t += 4)
+        for (int l = 0; l < 4; l++)
+            s[l] += p[t + l];
+    return (s[0] + s[2]) + (s[1] + s[3]);
+}
+
+/* One row over keys [b0, b0 + nk) of a block (K rows k, V rows v). */
+static void attend_block(const attention_job *J, row_state *r, const float *k, const float *v,
+                         int64_t nk)
+{
+    int64_t D = J->a->head_dim;
     float p[KEY_BLOCK];
-    block_scores(r->q, k, nk, D, p);
-    for (int64_t t = 0; t < nk; t++)
-        r->mx = p[t] > r->mx ? p[t] : r->mx;
+    J->scores(r->q, k, nk, D, p);
+    for (int64_t t = nk; t < KEY_BLOCK; t++) /* a short block: exp(-inf) = 0 */
+        p[t] = -INFINITY;
+    float bm = block_max(p);
+    r->mx = bm > r->mx ? bm : r->mx;
     /* the unified offset while the scores stay below phi + EXP_HEADROOM,
      * else the running max (exact fallback); never decreases */
     float off = r->mx < r->phi + EXP_HEADROOM ? r->phi : r->mx;
@@ -223,15 +300,9 @@ static void attend_block(row_state *r, const float *k, const float *v, int64_t n
         scale_row(r->o, f, D);
         r->off = off;
     }
-    for (int64_t t = 0; t < nk; t++) {
-        p[t] = expf(p[t] - off);
-        r->l += p[t];
-    }
-    int64_t t = 0;
-    for (; t + 4 <= nk; t += 4)
-        add_four_rows(r->o, v + t * D, p + t, D);
-    for (; t < nk; t++)
-        add_row(r->o, v + t * D, p[t], D);
+    exp_block(p, off);
+    r->l += block_sum(p);
+    J->accumulate(r->o, v, p, nk, D);
 }
 
 /* The query row u of a unit into r (rotated and scaled into qbuf). */
@@ -257,8 +328,8 @@ static void start_row(const attention_job *J, int64_t unit, int64_t u, int64_t s
     memset(r->o, 0, (size_t)D * sizeof *r->o);
     int64_t g = h / J->group;
     float first, last;
-    k_dot_rows(qbuf, cache_row(J->cache, a, 0, g, 0), D, 1, &first);
-    k_dot_rows(qbuf, cache_row(J->cache, a, 0, g, pos), D, 1, &last);
+    J->scores(qbuf, cache_row(J->cache, a, 0, g, 0), 1, D, &first);
+    J->scores(qbuf, cache_row(J->cache, a, 0, g, pos), 1, D, &last);
     r->phi = r->off = first > last ? first : last;
     r->l = 0.0f;
     r->mx = -INFINITY;
@@ -283,7 +354,7 @@ static void attend_pass(const attention_job *J, int64_t unit, int64_t split, int
         const float *k = cache_row(J->cache, a, 0, g, b0), *v = cache_row(J->cache, a, 1, g, b0);
         for (int i = 0; i < nr; i++)
             if (rows[i].n > b0)
-                attend_block(&rows[i], k, v, min64(b1, rows[i].n) - b0, D);
+                attend_block(J, &rows[i], k, v, min64(b1, rows[i].n) - b0);
         b0 = b1;
     }
     for (int i = 0; i < nr; i++) {
@@ -333,8 +404,6 @@ static void combine_row(const attention_job *J, int64_t unit, int64_t u, float *
             continue;
         if (j == 0 && f != 1.0f)
             scale_row(o, f, D);
-        else if (j > 0 && f == 1.0f)
-            add_row(o, part + (j - 1) * D, 1.0f, D);
         else if (j > 0)
             add_row(o, part + (j - 1) * D, f, D);
         L += l * f;
@@ -378,10 +447,11 @@ static void plan_work(attention_job *J)
     J->splits = (keys + J->split_keys - 1) / J->split_keys;
 }
 
-llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const rt_view *k,
-                           const rt_view *v, const rt_view *cos, const rt_view *sin,
-                           const rt_kv_cache *cache, int64_t P, rt_view *o,
-                           const rt_parallel *par, llmc_rt_error *err)
+llmc_rt_status k_attention_kernels(const rt_kernels *kt, const rt_attention_attrs *a,
+                                   const rt_view *q, const rt_view *k, const rt_view *v,
+                                   const rt_view *cos, const rt_view *sin,
+                                   const rt_kv_cache *cache, int64_t P, rt_view *o,
+                                   const rt_parallel *par, llmc_rt_error *err)
 {
     llmc_rt_status st = check_views(a, q, k, v, cos, sin, P, o, err);
     if (st)
@@ -393,7 +463,11 @@ llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const 
         return LLMC_RT_OK;
     float scratch[SCRATCH_FLOATS];
     attention_job J = {a, q, cos, sin, cache, S, P, a->heads / a->kv_heads, 0, 0, 0, 0, 0, 0,
-                       o->data, scratch, NULL};
+                       block_scores, add_weighted_rows, o->data, scratch, NULL};
+    if (kt && kt->attn_scores && kt->attn_accumulate) {
+        J.scores = kt->attn_scores;
+        J.accumulate = kt->attn_accumulate;
+    }
     plan_work(&J);
     J.partial = scratch + a->kv_heads * J.qblocks * J.unit_rows * J.splits * 2;
     int64_t tasks = a->kv_heads * J.qblocks * J.splits;
@@ -406,4 +480,12 @@ llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const 
     if (J.splits > 1)
         combine_splits(&J);
     return LLMC_RT_OK;
+}
+
+llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const rt_view *k,
+                           const rt_view *v, const rt_view *cos, const rt_view *sin,
+                           const rt_kv_cache *cache, int64_t P, rt_view *o,
+                           const rt_parallel *par, llmc_rt_error *err)
+{
+    return k_attention_kernels(NULL, a, q, k, v, cos, sin, cache, P, o, par, err);
 }

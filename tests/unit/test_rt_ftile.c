@@ -64,6 +64,23 @@ static void fake_parallel(void *pool, uint32_t n, llmc_rt_task_fn task, void *ct
             task(ctx, i);
 }
 
+/* Parallel-for i < PARALLELS: fake 1, 2, 3 threads, then a real pool of 2. */
+enum { PARALLELS = 4 };
+static uint32_t fake_threads[3] = {1, 2, 3};
+
+static rt_parallel parallel_number(int i)
+{
+    if (i < 3)
+        return (rt_parallel){fake_parallel, &fake_threads[i]};
+    return (rt_parallel){llmc_threads_parallel, llmc_threads_create(2)};
+}
+
+static void parallel_done(rt_parallel *par)
+{
+    if (par->fn == llmc_threads_parallel)
+        llmc_threads_destroy(par->pool);
+}
+
 /* ---- fp32 tiles ---------------------------------------------------------- */
 
 /* W [n, k] into row tiles of hp: (r, c) of tile ht at (ht * k + c) * hp + r. */
@@ -202,19 +219,15 @@ static void test_linear_threads(const rt_kernels *kt)
             vr = {LLMC_RT_F32, 2, {M, NY}, r}, vw = {LLMC_RT_F32, 2, {M, NY}, want},
             vg = {LLMC_RT_F32, 2, {M, NY}, got};
     bool ok = k_linear_tiles(kt, &vx, t, &ws, &vb, &vr, COL0, &vw, NULL, &err) == LLMC_RT_OK;
-    for (uint32_t threads = 1; threads <= 4; threads++) {
-        uint32_t fake = threads;
-        rt_parallel par = {fake_parallel, &fake};
-        if (threads == 4) /* a real pool of 2 */
-            par = (rt_parallel){llmc_threads_parallel, llmc_threads_create(2)};
+    for (int i = 0; i < PARALLELS; i++) {
+        rt_parallel par = parallel_number(i);
         memset(got, 0, sizeof *got * M * NY);
         bool ran = k_linear_tiles(kt, &vx, t, &ws, &vb, &vr, COL0, &vg, &par, &err) == LLMC_RT_OK;
         CHECK(ok && ran && !memcmp(got, want, sizeof *got * M * NY),
-              "k_linear_tiles %s [%d, %d] x W [%d, %d] columns %d..: %s %u: bitwise serial",
-              kt->target, M, K, N, K, COL0, threads == 4 ? "real pool of" : "fake threads",
-              threads == 4 ? 2 : threads);
-        if (threads == 4)
-            llmc_threads_destroy(par.pool);
+              "k_linear_tiles %s [%d, %d] x W [%d, %d] columns %d..: %s %d: bitwise serial",
+              kt->target, M, K, N, K, COL0, i < 3 ? "fake threads" : "real pool of",
+              i < 3 ? i + 1 : 2);
+        parallel_done(&par);
     }
     free(x);
     free(w);
@@ -241,7 +254,7 @@ static void test_linear_checks(const rt_kernels *kt)
             vx9 = {LLMC_RT_F32, 2, {6, 9}, x}, vy7 = {LLMC_RT_F32, 2, {7, 16}, y},
             vb = {LLMC_RT_F32, 1, {19}, b}, vr = {LLMC_RT_F32, 2, {6, 15}, y},
             vxi = {LLMC_RT_I32, 2, {6, 10}, x};
-    rt_kernels none = {"dense-only", 0, 0, 0, 0, 0, NULL, NULL, NULL};
+    rt_kernels none = {.target = "dense-only"};
     expect_fail(k_linear_tiles(&none, &vx, t, &ws, NULL, NULL, 0, &vy, NULL, &err),
                 "a table without ftile");
     expect_fail(k_linear_tiles(kt, &vx, t, &ws8, NULL, NULL, 0, &vy, NULL, &err),
@@ -330,7 +343,8 @@ static void attn_free(attn_data *d)
     free(d->sn);
 }
 
-static llmc_rt_status attn_run(const attn_data *d, float *o, const rt_parallel *par)
+static llmc_rt_status attn_run(const rt_kernels *kt, const attn_data *d, float *o,
+                               const rt_parallel *par)
 {
     const attn_case *c = &d->c;
     rt_kv_cache cache = {(uint8_t *)d->pool, d->slot, d->slot_bytes, c->chunk};
@@ -341,8 +355,8 @@ static llmc_rt_status attn_run(const attn_data *d, float *o, const rt_parallel *
             vc = {LLMC_RT_F32, 2, {c->P + c->S, c->R}, d->cs},
             vs = {LLMC_RT_F32, 2, {c->P + c->S, c->R}, d->sn},
             vo = {LLMC_RT_F32, 3, {1, c->S, c->H * c->D}, o};
-    return k_attention(&a, &vq, &vk, &vv, c->R ? &vc : NULL, c->R ? &vs : NULL, &cache, c->P,
-                       &vo, par, &err);
+    return k_attention_kernels(kt, &a, &vq, &vk, &vv, c->R ? &vc : NULL, c->R ? &vs : NULL,
+                               &cache, c->P, &vo, par, &err);
 }
 
 /* Rotate-half RoPE of x [D] at position p, in double. */
@@ -410,65 +424,99 @@ static double *attn_ref(const attn_data *d)
     return o;
 }
 
-static void test_attention_case(const attn_case *c, float k_boost, const char *what)
+static void test_attention_case(const rt_kernels *kt, const attn_case *c, float k_boost,
+                                const char *what)
 {
+    const char *loops = kt ? kt->target : "portable";
     attn_data d;
     attn_make(&d, c, k_boost);
     int64_t n = c->S * c->H * c->D;
     float *want = malloc(sizeof *want * (size_t)n), *got = malloc(sizeof *got * (size_t)n);
-    bool ok = attn_run(&d, want, NULL) == LLMC_RT_OK;
+    bool ok = attn_run(kt, &d, want, NULL) == LLMC_RT_OK;
     double *ref = attn_ref(&d), worst = 0.0;
     for (int64_t i = 0; i < n; i++)
         worst = fmax(worst, rel_err(want[i], ref[i]));
-    CHECK(ok && worst <= 1e-5, "Attention %s: H %d G %d D %d R %d, chunk %d, P %d, S %d, scale "
-          "%g: max rel err %.2g vs double", what, (int)c->H, (int)c->G, (int)c->D, (int)c->R,
+    CHECK(ok && worst <= 1e-5, "Attention (%s) %s: H %d G %d D %d R %d, chunk %d, P %d, S %d, "
+          "scale %g: max rel err %.2g vs double", loops, what, (int)c->H, (int)c->G, (int)c->D, (int)c->R,
           (int)c->chunk, (int)c->P, (int)c->S, c->scale, worst);
     bool same = true;
-    for (uint32_t threads = 1; threads <= 4; threads++) {
-        uint32_t fake = threads;
-        rt_parallel par = {fake_parallel, &fake};
-        if (threads == 4)
-            par = (rt_parallel){llmc_threads_parallel, llmc_threads_create(2)};
+    for (int i = 0; i < PARALLELS; i++) {
+        rt_parallel par = parallel_number(i);
         memset(got, 0, sizeof *got * (size_t)n);
-        same = same && attn_run(&d, got, &par) == LLMC_RT_OK &&
+        same = same && attn_run(kt, &d, got, &par) == LLMC_RT_OK &&
                !memcmp(got, want, sizeof *got * (size_t)n);
-        if (threads == 4)
-            llmc_threads_destroy(par.pool);
+        parallel_done(&par);
     }
-    CHECK(ok && same, "Attention %s P %d S %d: fake 1/2/3 threads and a pool of 2 give the serial "
-          "bits", what, (int)c->P, (int)c->S);
+    CHECK(ok && same, "Attention (%s) %s P %d S %d: fake 1/2/3 threads and a pool of 2 give the "
+          "serial bits", loops, what, (int)c->P, (int)c->S);
     free(want);
     free(got);
     free(ref);
     attn_free(&d);
 }
 
-static void test_attention(void)
+static void test_attention(const rt_kernels *kt)
 {
-    static const int64_t decode_P[] = {0, 1, 100, 255, 256, 1000};
-    for (size_t i = 0; i < sizeof decode_P / sizeof *decode_P; i++) {
-        attn_case c = {14, 2, 64, 64, 64, decode_P[i], 1, 0.125f};
-        test_attention_case(&c, 1.0f, "decode (GQA 14/2)");
-    }
-    attn_case few = {14, 2, 64, 32, 64, 700, 3, 0.125f};
-    test_attention_case(&few, 1.0f, "3-token step");
-    attn_case mha = {4, 4, 33, 16, 16, 130, 50, 0.17f};
-    test_attention_case(&mha, 1.0f, "chunked prefill (MHA, odd head_dim)");
-    attn_case prefill = {14, 2, 64, 64, 64, 0, 150, 0.125f};
-    test_attention_case(&prefill, 1.0f, "prefill");
-    attn_case wide = {4, 1, 256, 0, 32, 600, 1, 0.0625f};
-    test_attention_case(&wide, 1.0f, "decode head_dim 256 (MQA)");
-    attn_case wide_pre = {4, 1, 256, 0, 32, 40, 45, 0.0625f};
-    test_attention_case(&wide_pre, 1.0f, "prefill head_dim 256");
-    /* boosted keys: their scores reach phi + 32 and more (fallback) */
-    attn_case hot = {14, 2, 64, 64, 64, 1000, 1, 0.125f};
-    test_attention_case(&hot, 60.0f, "decode, keys x60 every 97");
-    attn_case hot_pre = {4, 2, 64, 64, 64, 300, 40, 0.125f};
-    test_attention_case(&hot_pre, 60.0f, "prefill, keys x60 every 97");
-    /* every score large: phi itself is far from most of them */
-    attn_case sharp = {14, 2, 64, 64, 64, 1000, 1, 40.0f};
-    test_attention_case(&sharp, 1.0f, "decode, scale 40");
+    static const struct {
+        attn_case c;
+        float k_boost;
+        const char *what;
+    } cases[] = {
+        {{14, 2, 64, 64, 64, 0, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 64, 64, 1, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 64, 64, 100, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 64, 64, 255, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 64, 64, 256, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 64, 64, 1000, 1, 0.125f}, 1.0f, "decode (GQA 14/2)"},
+        {{14, 2, 64, 32, 64, 700, 3, 0.125f}, 1.0f, "3-token step"},
+        {{4, 4, 33, 16, 16, 130, 50, 0.17f}, 1.0f, "chunked prefill (MHA, odd head_dim)"},
+        {{14, 2, 64, 64, 64, 0, 150, 0.125f}, 1.0f, "prefill"},
+        {{4, 1, 256, 0, 32, 600, 1, 0.0625f}, 1.0f, "decode head_dim 256 (MQA)"},
+        {{4, 1, 256, 0, 32, 40, 45, 0.0625f}, 1.0f, "prefill head_dim 256"},
+        /* boosted keys: their scores reach phi + 32 and more (fallback) */
+        {{14, 2, 64, 64, 64, 1000, 1, 0.125f}, 60.0f, "decode, keys x60 every 97"},
+        {{4, 2, 64, 64, 64, 300, 40, 0.125f}, 60.0f, "prefill, keys x60 every 97"},
+        /* every score large: most are far from phi, and exp(s - phi) would
+         * overflow without the fallback */
+        {{14, 2, 64, 64, 64, 1000, 1, 40.0f}, 1.0f, "decode, scale 40"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        test_attention_case(kt, &cases[i].c, cases[i].k_boost, cases[i].what);
 }
+
+#if defined(__x86_64__)
+/* The AVX2 attention loops on their own: a key's score has the same bits
+ * alone as in a group (phi relies on it), both loops against double. */
+static void test_attention_loops_avx2(void)
+{
+    enum { NK = 13, DIM = 37 };
+    float *q = rand_floats(DIM), *k = rand_floats(NK * DIM), *p = rand_floats(NK);
+    float *o = rand_floats(DIM), scores[NK], alone;
+    double worst = 0.0, worst_o = 0.0;
+    bool same = true;
+    rt_attn_scores_avx2(q, k, NK, DIM, scores);
+    for (int t = 0; t < NK; t++) {
+        rt_attn_scores_avx2(q, k + t * DIM, 1, DIM, &alone);
+        same = same && alone == scores[t];
+        worst = fmax(worst, rel_err(scores[t], dot_ref(q, k + t * DIM, DIM)));
+    }
+    double want[DIM];
+    for (int i = 0; i < DIM; i++) {
+        want[i] = o[i];
+        for (int t = 0; t < NK; t++)
+            want[i] += (double)p[t] * k[t * DIM + i];
+    }
+    rt_attn_accumulate_avx2(o, k, p, NK, DIM);
+    for (int i = 0; i < DIM; i++)
+        worst_o = fmax(worst_o, rel_err(o[i], want[i]));
+    CHECK(same && worst <= 1e-5 && worst_o <= 1e-5, "rt_attn_scores_avx2 / accumulate, %d keys "
+          "of %d: a score alone = in its group; max rel err %.2g, %.2g", NK, DIM, worst, worst_o);
+    free(q);
+    free(k);
+    free(p);
+    free(o);
+}
+#endif
 
 int main(void)
 {
@@ -476,21 +524,27 @@ int main(void)
     test_ftile("rt_ftile_generic", rt_ftile_generic, 16, 6);
     test_ftile("rt_ftile_generic", rt_ftile_generic, 5, 3);
     test_ftile("rt_ftile_generic", rt_ftile_generic, 1, 4);
-    rt_kernels generic16 = {"generic hp 16", 0, 0, 0, 16, 6, NULL, NULL, rt_ftile_generic};
-    rt_kernels generic5 = {"generic hp 5", 0, 0, 0, 5, 3, NULL, NULL, rt_ftile_generic};
+    rt_kernels generic16 = {.target = "generic hp 16", .f_hp = 16, .f_ep = 6,
+                            .ftile = rt_ftile_generic};
+    rt_kernels generic5 = {.target = "generic hp 5", .f_hp = 5, .f_ep = 3,
+                           .ftile = rt_ftile_generic};
     test_linear_tiles(&generic16);
     test_linear_tiles(&generic5);
     test_linear_threads(&generic5);
     test_linear_checks(&generic16);
 #if defined(__x86_64__)
     if (have_avx2()) {
-        rt_kernels avx2 = {"avx2", 0, 0, 0, 16, 6, NULL, NULL, rt_ftile_avx2};
+        rt_kernels avx2 = {.target = "avx2", .f_hp = 16, .f_ep = 6, .ftile = rt_ftile_avx2,
+                           .attn_scores = rt_attn_scores_avx2,
+                           .attn_accumulate = rt_attn_accumulate_avx2};
         test_ftile("rt_ftile_avx2", rt_ftile_avx2, 16, 6);
         test_linear_tiles(&avx2);
         test_linear_threads(&avx2);
+        test_attention_loops_avx2();
+        test_attention(&avx2);
     } else
         CHECK(true, "# SKIP this CPU has no AVX2/FMA: rt_ftile_avx2 not tested");
 #endif
-    test_attention();
+    test_attention(NULL);
     return TAP_DONE();
 }

@@ -1,0 +1,322 @@
+/* make bench-f32: fp32 Linear and Attention kernels on the Qwen2-0.5B shapes
+ * (a measurement to read, not a test; the machine may be shared, so every
+ * figure is the median of 5 runs).
+ *
+ *   decode   the 4 Linear shapes of a layer x 24 layers at m = 1, weights as
+ *            fp32 tiles (k_linear_tiles + the AVX2 ftile) and dense
+ *            (k_linear): GB/s of weights streamed, next to a plain AVX2 sum
+ *            over the same bytes (what the memory system gives);
+ *   prefill  the same shapes of one layer at m = 128 and 512: GFLOPS;
+ *   attention  head_dim 64, 14 heads / 2 kv heads: one decode step at
+ *            P = 128, 512, 2048 and a prefill of S = 512 (us per call).
+ * Each at 1 and 2 threads (llmc_threads). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/kernel_table.h"
+#include "llmc_threads.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+enum { LAYERS = 24, SHAPES = 4, RUNS = 5 };
+static const int64_t shape_n[SHAPES] = {1152, 896, 9728, 896};
+static const int64_t shape_k[SHAPES] = {896, 896, 896, 4864};
+static llmc_rt_error err;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+static void fill(float *p, size_t n)
+{
+    uint32_t s = 2463534242u;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        p[i] = (float)(s >> 8) * (1.0f / 8388608.0f) - 1.0f;
+    }
+}
+
+/* ---- Linear ------------------------------------------------------------ */
+
+typedef struct {
+    const rt_kernels *kt;   /* NULL: dense k_linear */
+    float *w;               /* all layers' weights, one after the other */
+    int64_t layers;
+    float *x, *y;
+    const rt_parallel *par;
+} linear_bench;
+
+static int64_t weight_floats(int s, int hp)
+{
+    return (shape_n[s] + hp - 1) / hp * hp * shape_k[s];
+}
+
+/* Every shape of every layer once at m rows; seconds. */
+static double linear_sweep(const linear_bench *B, int64_t m)
+{
+    int hp = B->kt ? B->kt->f_hp : 1;
+    double t0 = now();
+    float *w = B->w;
+    for (int64_t l = 0; l < B->layers; l++)
+        for (int s = 0; s < SHAPES; s++) {
+            rt_view vx = {LLMC_RT_F32, 2, {m, shape_k[s]}, B->x},
+                    vy = {LLMC_RT_F32, 2, {m, shape_n[s]}, B->y};
+            llmc_rt_status st;
+            if (B->kt) {
+                rt_ftile_shape ws;
+                rt_ftile_shape_init(&ws, hp, shape_n[s], shape_k[s]);
+                st = k_linear_tiles(B->kt, &vx, w, &ws, NULL, NULL, 0, &vy, B->par, &err);
+            } else {
+                rt_view vw = {LLMC_RT_F32, 2, {shape_n[s], shape_k[s]}, w};
+                st = k_linear(&vx, &vw, NULL, NULL, 0, &vy, B->par, &err);
+            }
+            if (st) {
+                fprintf(stderr, "bench: %s\n", err.msg);
+                exit(1);
+            }
+            w += weight_floats(s, hp);
+        }
+    return now() - t0;
+}
+
+static double sweep_median(const linear_bench *B, int64_t m)
+{
+    double t[RUNS];
+    linear_sweep(B, m); /* warm-up */
+    for (int r = 0; r < RUNS; r++)
+        t[r] = linear_sweep(B, m);
+    return median(t, RUNS);
+}
+
+/* The plain read: an AVX2 sum over a range of the weights, in tasks. */
+typedef struct {
+    const float *p;
+    int64_t n, per_task;
+    float sums[4096];
+} read_job;
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) static float sum_avx2(const float *p, int64_t n)
+{
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i + 32 <= n; i += 32) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + 24));
+    }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+    float v[8];
+    _mm256_storeu_ps(v, s);
+    return v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+}
+#else
+static float sum_avx2(const float *p, int64_t n)
+{
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; i++)
+        s += p[i];
+    return s;
+}
+#endif
+
+static void read_task(void *ctx, uint32_t i)
+{
+    read_job *J = ctx;
+    int64_t i0 = (int64_t)i * J->per_task;
+    int64_t n = J->n - i0 < J->per_task ? J->n - i0 : J->per_task;
+    J->sums[i % 4096] += sum_avx2(J->p + i0, n);
+}
+
+static double read_median(const float *p, int64_t n, const rt_parallel *par)
+{
+    static read_job J;
+    double t[RUNS];
+    J.p = p;
+    J.n = n;
+    J.per_task = 1 << 18; /* 1 MiB */
+    uint32_t tasks = (uint32_t)((n + J.per_task - 1) / J.per_task);
+    for (int r = 0; r <= RUNS; r++) {
+        double t0 = now();
+        rt_parallel_for(par, tasks, read_task, &J);
+        if (r)
+            t[r - 1] = now() - t0;
+    }
+    return median(t, RUNS);
+}
+
+static const rt_kernels *tile_table(void)
+{
+#if defined(__x86_64__)
+    static const rt_kernels avx2 = {.target = "avx2", .f_hp = 16, .f_ep = 6,
+                                    .ftile = rt_ftile_avx2,
+                                    .attn_scores = rt_attn_scores_avx2,
+                                    .attn_accumulate = rt_attn_accumulate_avx2};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return &avx2;
+#endif
+    static const rt_kernels generic = {.target = "generic", .f_hp = 16, .f_ep = 6,
+                                       .ftile = rt_ftile_generic};
+    return &generic;
+}
+
+/* Decode over all layers, then prefill over one layer, for one layout. */
+static void bench_linear_layout(const rt_kernels *kt, const rt_parallel *pars, float *x,
+                                float *y)
+{
+    int hp = kt ? kt->f_hp : 1;
+    int64_t per_layer = 0;
+    for (int s = 0; s < SHAPES; s++)
+        per_layer += weight_floats(s, hp);
+    float *w = malloc(sizeof *w * (size_t)(per_layer * LAYERS));
+    if (!w) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    fill(w, (size_t)(per_layer * LAYERS));
+    const char *name = kt ? kt->target : "dense";
+    double gb = 4.0 * (double)(per_layer * LAYERS) / 1e9;
+    for (int th = 0; th < 2; th++) {
+        linear_bench B = {kt, w, LAYERS, x, y, &pars[th]};
+        double t = sweep_median(&B, 1);
+        printf("decode   %-8s %d thr: %7.1f ms per token, %5.1f GB/s", name, th + 1, 1e3 * t,
+               gb / t);
+        if (kt)
+            printf("   (plain AVX2 read: %5.1f GB/s)",
+                   gb / read_median(w, per_layer * LAYERS, &pars[th]));
+        printf("\n");
+    }
+    double macs = 0.0;
+    for (int s = 0; s < SHAPES; s++)
+        macs += (double)shape_n[s] * (double)shape_k[s];
+    static const int64_t ms[] = {128, 512};
+    for (int mi = 0; mi < 2; mi++)
+        for (int th = 0; th < 2; th++) {
+            linear_bench B = {kt, w, 1, x, y, &pars[th]};
+            double t = sweep_median(&B, ms[mi]);
+            printf("prefill  %-8s %d thr: m %3d: %7.1f ms per layer, %6.1f GFLOPS\n", name,
+                   th + 1, (int)ms[mi], 1e3 * t, 2.0 * macs * (double)ms[mi] / t / 1e9);
+        }
+    free(w);
+}
+
+/* ---- Attention --------------------------------------------------------- */
+
+enum { H = 14, G = 2, D = 64, CHUNK = 64, MAX_CTX = 2048 + 512 };
+
+typedef struct {
+    float *pool, *q, *k, *v, *cs, *sn, *o;
+    uint32_t slot[MAX_CTX / CHUNK + 1];
+} attn_bench;
+
+/* One call at (P, S); seconds. */
+static double attn_call(attn_bench *A, const rt_kernels *kt, int64_t P, int64_t S,
+                        const rt_parallel *par)
+{
+    uint64_t slot_bytes = 2u * G * CHUNK * D * sizeof(float);
+    rt_kv_cache cache = {(uint8_t *)A->pool, A->slot, slot_bytes, CHUNK};
+    rt_attention_attrs a = {H, G, D, D, 0.125f};
+    rt_view vq = {LLMC_RT_F32, 3, {1, S, H * D}, A->q}, vk = {LLMC_RT_F32, 3, {1, S, G * D}, A->k},
+            vv = {LLMC_RT_F32, 3, {1, S, G * D}, A->v}, vc = {LLMC_RT_F32, 2, {MAX_CTX, D}, A->cs},
+            vs = {LLMC_RT_F32, 2, {MAX_CTX, D}, A->sn}, vo = {LLMC_RT_F32, 3, {1, S, H * D}, A->o};
+    double t0 = now();
+    if (k_attention_kernels(kt, &a, &vq, &vk, &vv, &vc, &vs, &cache, P, &vo, par, &err)) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        exit(1);
+    }
+    return now() - t0;
+}
+
+static void bench_attention(const rt_kernels *kt, const rt_parallel *pars)
+{
+    const char *name = kt ? kt->target : "portable";
+    attn_bench A;
+    size_t chunks = MAX_CTX / CHUNK + 1, chunk_floats = 2u * G * CHUNK * D;
+    A.pool = malloc(sizeof(float) * chunks * chunk_floats);
+    A.q = malloc(sizeof(float) * 512 * H * D);
+    A.o = malloc(sizeof(float) * 512 * H * D);
+    A.k = malloc(sizeof(float) * 512 * G * D);
+    A.v = malloc(sizeof(float) * 512 * G * D);
+    A.cs = malloc(sizeof(float) * MAX_CTX * D);
+    A.sn = malloc(sizeof(float) * MAX_CTX * D);
+    fill(A.pool, chunks * chunk_floats);
+    fill(A.q, 512 * H * D);
+    fill(A.k, 512 * G * D);
+    fill(A.v, 512 * G * D);
+    fill(A.cs, MAX_CTX * D);
+    fill(A.sn, MAX_CTX * D);
+    for (size_t c = 0; c < chunks; c++)
+        A.slot[c] = (uint32_t)c;
+    static const int64_t Ps[] = {128, 512, 2048};
+    for (int th = 0; th < 2; th++) {
+        for (int i = 0; i < 3; i++) {
+            double t[RUNS];
+            for (int r = 0; r <= RUNS; r++) { /* 24 layers' calls per run */
+                double s = 0.0;
+                for (int l = 0; l < LAYERS; l++)
+                    s += attn_call(&A, kt, Ps[i], 1, &pars[th]);
+                if (r)
+                    t[r - 1] = s / LAYERS;
+            }
+            double kv_gb = 2.0 * G * (double)(Ps[i] + 1) * D * 4 / 1e9, m = median(t, RUNS);
+            printf("attention %-8s decode  P %4d, %d thr: %7.1f us per call (KV %.1f GB/s)\n",
+                   name, (int)Ps[i], th + 1, 1e6 * m, kv_gb / m);
+        }
+        double t[RUNS];
+        for (int r = 0; r <= RUNS; r++) {
+            double s = attn_call(&A, kt, 0, 512, &pars[th]);
+            if (r)
+                t[r - 1] = s;
+        }
+        double m = median(t, RUNS), macs = 2.0 * H * D * 512.0 * 513.0 / 2.0;
+        printf("attention %-8s prefill S  512, %d thr: %7.1f ms per call (%.1f GFLOPS)\n", name,
+               th + 1, 1e3 * m, 2.0 * macs / m / 1e9);
+    }
+    free(A.pool);
+    free(A.q);
+    free(A.o);
+    free(A.k);
+    free(A.v);
+    free(A.cs);
+    free(A.sn);
+}
+
+int main(int argc, char **argv)
+{
+    bool only_attention = argc > 1 && !strcmp(argv[1], "attention");
+    llmc_threads *two = llmc_threads_create(2);
+    rt_parallel pars[2] = {{NULL, NULL}, {llmc_threads_parallel, two}};
+    bench_attention(NULL, pars);
+    bench_attention(tile_table(), pars);
+    if (!only_attention) {
+        float *x = malloc(sizeof(float) * 512 * 9728), *y = malloc(sizeof(float) * 512 * 9728);
+        fill(x, 512 * 9728);
+        bench_linear_layout(tile_table(), pars, x, y);
+        bench_linear_layout(NULL, pars, x, y);
+        free(x);
+        free(y);
+    }
+    llmc_threads_destroy(two);
+    return 0;
+}
