@@ -62,3 +62,18 @@ int llmc_cli_map(const char *path, llmc_mapped_file *m, llmc_error *err)
         return llmc_fail(err, LLMC_E_INPUT, "'%s' is empty", path);
     return LLMC_OK;
 }
+
+void llmc_cli_json_string(const char *s)
+{
+    putchar('"');
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
