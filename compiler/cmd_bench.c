@@ -51,7 +51,8 @@ static const char bench_help[] =
     "                          Linear/MatMul, one embedding row, K/V at the average\n"
     "                          context); ppN: peak / operations per token (2*N*K per\n"
     "                          Linear, 4*heads*head_dim per cached position), for the\n"
-    "                          fp32 and int8 peaks, achieved against the better one\n"
+    "                          fp32 and int8 peaks, achieved against fp32 for a float32\n"
+    "                          plan, the better of the two for a quantized one\n"
     "\n"
     "A test longer than the plan's max_context is refused: recompile with\n"
     "`llmc compile MODEL -o PLAN --max-context N`.\n";
@@ -258,12 +259,6 @@ static llmc_rt_status run_once(bench_state *b, bool prefill, uint32_t n, double 
     return st;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Mean, sample sd and median of r->samples. */
 static void summarize(bench_result *r, uint32_t n)
 {
@@ -275,8 +270,7 @@ static void summarize(bench_result *r, uint32_t n)
         sq += (r->samples[k] - r->mean) * (r->samples[k] - r->mean);
     r->sd = n > 1 ? sqrt(sq / (n - 1)) : 0.0;
     memcpy(sorted, r->samples, sizeof *sorted * n);
-    qsort(sorted, n, sizeof *sorted, compare_doubles);
-    r->median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    r->median = llmc_median(sorted, n);
 }
 
 /* One warm-up, then reps timed runs. */
@@ -432,7 +426,7 @@ static test_roofline roofline_of(const bench_result *r, const llmc_plan_cost *c,
     t.int8 = pk->int8_gops * 1e9 / t.ops;
     if (!r->prefill) {
         t.roofline = t.read, t.bound = "read";
-    } else if (t.int8 > t.fp32) {
+    } else if (c->quantized && t.int8 > t.fp32) {
         t.roofline = t.int8, t.bound = "int8";
     } else {
         t.roofline = t.fp32, t.bound = "fp32";
@@ -468,10 +462,10 @@ static void print_cost(const bench_state *b, const llmc_plan_cost *c)
         printf("{\"roofline\": \"plan\", \"plan\": ");
         llmc_cli_json_string(b->a->plan);
         printf(", \"weight_bytes_per_token\": %llu, \"kv_bytes_per_pos\": %llu, \"linear_ops_per_token\": %llu, "
-               "\"attn_ops_per_pos\": %llu, \"linears\": %u, \"gathers\": %u, \"attentions\": %u}\n",
+               "\"attn_ops_per_pos\": %llu, \"linears\": %u, \"gathers\": %u, \"attentions\": %u, \"quantized\": %s}\n",
                (unsigned long long)c->weight_bytes, (unsigned long long)c->kv_bytes_per_pos,
                (unsigned long long)c->linear_ops, (unsigned long long)c->attn_ops_per_pos, c->linears,
-               c->gathers, c->attentions);
+               c->gathers, c->attentions, c->quantized ? "true" : "false");
         return;
     }
     printf("\nper token: %.4g MB of weights (%u Linear/MatMul, %u Gather rows) + %.4g KB of K/V per cached position;\n"
@@ -518,8 +512,9 @@ static void print_rooflines(const bench_state *b, const llmc_plan_cost *c, const
     }
     if (!b->a->json)
         printf("\nroofline t/s: tgN = read bandwidth / bytes per token (weights + K/V at the average context),\n"
-               "ppN = fp32 or int8 peak / operations per token; achieved against read (tg) or the\n"
-               "better of fp32 and int8 (pp).  context = average cached positions attention reads.\n");
+               "ppN = fp32 or int8 peak / operations per token; achieved against read (tg), fp32 (pp of\n"
+               "a float32 plan) or the better of fp32 and int8 (pp of a quantized plan).\n"
+               "context = average cached positions attention reads.\n");
 }
 
 static int roofline(bench_state *b, llmc_error *err)

@@ -66,6 +66,7 @@ static llmc_rt_status cost_of_product(fb_reader *r, const llmc_rt_plan *p, const
         if (t.kind != KIND_WEIGHT)
             continue;
         c->weight_bytes += bytes;
+        c->quantized |= t.dtype != LLMC_RT_F32;
         if (op->code == OP_LINEAR && k == 1)
             c->linear_ops += 2u * (uint64_t)dim_at(r, &t, 0) * (uint64_t)dim_at(r, &t, 1);
         else if (op->code == OP_MATMUL) {

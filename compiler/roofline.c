@@ -136,9 +136,9 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *v, int n)
+double llmc_median(double *v, size_t n)
 {
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    qsort(v, n, sizeof *v, compare_doubles);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -172,7 +172,7 @@ static int measure_read(llmc_threads *pool, uint32_t n_tasks, roofline_job *j, l
         gbs[k] = (double)bytes / timed_parallel(pool, n_tasks, read_task, j) / 1e9;
     free(buf);
     out->read_bytes = bytes;
-    out->read_gb_s = median(gbs, READ_PASSES);
+    out->read_gb_s = llmc_median(gbs, READ_PASSES);
     return 0;
 }
 
@@ -191,7 +191,7 @@ static double measure_compute(llmc_threads *pool, uint32_t n_tasks, llmc_rt_task
         t = timed_parallel(pool, n_tasks, fn, j);
         rates[k] = ops_per_iter * (double)j->iters_per_task * n_tasks / t / 1e9;
     }
-    return median(rates, COMPUTE_RUNS);
+    return llmc_median(rates, COMPUTE_RUNS);
 }
 
 int llmc_roofline_measure(uint32_t threads, llmc_roofline_peaks *out)

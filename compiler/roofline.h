@@ -17,6 +17,7 @@
 #ifndef LLMC_ROOFLINE_H
 #define LLMC_ROOFLINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,8 @@ int llmc_roofline_measure(uint32_t threads, llmc_roofline_peaks *out);
 
 /* CLOCK_MONOTONIC in seconds (the timer of every bench measurement). */
 double llmc_seconds_now(void);
+/* Median of v[0, n) (n >= 1); sorts v. */
+double llmc_median(double *v, size_t n);
 
 /* One ISA's loops.  Each returns a value derived from everything it
  * computed so that no loop can be optimized away. */
@@ -77,6 +80,9 @@ typedef struct {
      * p.v, 2 ops per multiply-add each). */
     uint64_t attn_ops_per_pos;
     uint32_t linears, gathers, attentions; /* ops counted */
+    /* A Linear/MatMul weight is not float32 (quantized): prefill may run
+     * on the int8 peak; a float32 plan's prefill is held to the fp32 one. */
+    bool quantized;
 } llmc_plan_cost;
 
 /* Walks the plan's ops and tensors through the runtime's reader; fills
