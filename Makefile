@@ -33,6 +33,12 @@ RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 THR_OBJ  := $(BUILD)/runtime/platform/threads_pthread.o
 THR_LIB  := $(BUILD)/libllmcrt_threads.a
 C_SRC    := $(filter-out compiler/main.c,$(wildcard compiler/*.c passes/*.c codegen/*.c))
+# The AVX2 loops of `llmc bench --roofline` (compiled with -mavx2 -mfma below,
+# called only after a cpuid check): x86-64 hosts only.
+X86_HOST := $(filter x86_64-%,$(shell $(CC) -dumpmachine))
+ifeq ($(X86_HOST),)
+C_SRC    := $(filter-out compiler/roofline_x86.c,$(C_SRC))
+endif
 C_OBJ    := $(C_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -125,6 +131,11 @@ check: deps
 	BUILD=$(BUILD) SAN_FLAGS="$(LDFLAGS)" tests/run_all.sh
 
 include tests/fuzz/fuzz.mk
+
+ifneq ($(X86_HOST),)
+$(BUILD)/compiler/roofline_x86.o: CFLAGS_C += -mavx2 -mfma
+$(FUZZ_DIR)/obj/compiler/roofline_x86.o: FUZZ_CFLAGS += -mavx2 -mfma
+endif
 
 demo: deps all
 	scripts/demo.sh

@@ -74,3 +74,18 @@ const char *llmc_cli_host_target(void)
             return preferred[i];
     return "generic";
 }
+
+void llmc_cli_json_string(const char *s)
+{
+    putchar('"');
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}

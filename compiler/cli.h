@@ -18,6 +18,7 @@ int llmc_cmd_verify(int argc, char **argv);
 int llmc_cmd_check_onnx(int argc, char **argv);
 int llmc_cmd_ops(int argc, char **argv);
 int llmc_cmd_tune(int argc, char **argv);
+int llmc_cmd_bench(int argc, char **argv);
 
 /* Prints "llmc: error: <msg>" to stderr and returns the status code. */
 int llmc_cli_report(const llmc_error *err);
@@ -32,6 +33,10 @@ int64_t llmc_cli_parse_count(const char *text);
 int llmc_cli_parse_threads(const char *command, const char *text, uint32_t *threads);
 /* The plan target this machine runs best (compile's default --target). */
 const char *llmc_cli_host_target(void);
+
+/* Prints s to stdout as a JSON string (quotes, backslashes and control
+ * characters escaped). */
+void llmc_cli_json_string(const char *s);
 
 /* Maps a whole plan or model read-only (plans are executed in place);
  * an empty or unreadable file is an LLMC_E_INPUT error naming the path. */

@@ -82,21 +82,6 @@ static int read_pass(const llmc_rt_plan *p, uint32_t i, pass_row *row, llmc_rt_e
     return 0;
 }
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 static void json_io(const llmc_rt_plan *p, int is_output, uint32_t n)
 {
     printf("\"%s\": [", is_output ? "outputs" : "inputs");
@@ -104,7 +89,7 @@ static void json_io(const llmc_rt_plan *p, int is_output, uint32_t n)
         llmc_rt_io io;
         llmc_rt_plan_io(p, is_output, i, &io);
         printf("%s{\"name\": ", i ? ", " : "");
-        json_string(io.name);
+        llmc_cli_json_string(io.name);
         printf(", \"dtype\": \"%s\", \"role\": \"%s\", \"layer\": %d}", llmc_dtype_name(io.dtype),
                llmc_io_role_name(io.role), io.layer);
     }
@@ -114,11 +99,11 @@ static void json_io(const llmc_rt_plan *p, int is_output, uint32_t n)
 static int print_json(const char *path, const llmc_rt_plan *p, const plan_summary *s, llmc_rt_error *rt)
 {
     printf("{\"file\": ");
-    json_string(path);
+    llmc_cli_json_string(path);
     printf(", \"file_bytes\": %zu, \"format_version\": %u, \"target\": ", p->size, LLMC_RT_FORMAT_VERSION);
-    json_string(s->target);
+    llmc_cli_json_string(s->target);
     printf(", \"compiler_version\": ");
-    json_string(s->compiler_version);
+    llmc_cli_json_string(s->compiler_version);
     printf(", \"source_hash\": \"%016llx\", \"max_context\": %u, \"arena_bytes\": %llu, \"kv_bytes\": %llu, "
            "\"weight_bytes\": %llu, \"segments\": %u, \"tensors\": %u, \"arena_tensors\": %u, "
            "\"weight_tensors\": %u, \"layers\": %u, \"vocab_size\": %u, \"ops_total\": %u, \"ops_per_layer\": %u, \"op_counts\": {",
@@ -142,10 +127,10 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
         if (read_pass(p, i, &row, rt))
             return -1;
         printf("%s{\"name\": ", i ? ", " : "");
-        json_string(row.name);
+        llmc_cli_json_string(row.name);
         printf(", \"nodes\": %u, \"digest\": \"%016llx\", \"detail\": ", row.nodes,
                (unsigned long long)row.digest);
-        json_string(row.detail);
+        llmc_cli_json_string(row.detail);
         printf("}");
     }
     printf("]}\n");

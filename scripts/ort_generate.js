@@ -180,4 +180,7 @@ async function main() {
   process.stdout.write(generated.join(' ') + '\n');
 }
 
-main().catch((e) => die(e && e.stack ? e.stack : String(e)));
+// scripts/ort_bench.js feeds models the same way.
+module.exports = { loadOrt, describePast, emptyPast, pastFromPresent, runStep };
+
+if (require.main === module) main().catch((e) => die(e && e.stack ? e.stack : String(e)));

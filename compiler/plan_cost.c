@@ -1,0 +1,147 @@
+/* A plan's bytes and operations per token (roofline.h), read through the
+ * runtime's plan reader like `llmc inspect`.  Bytes are segment sizes, so
+ * they hold for any weight layout (quantized tiles, scales); operations
+ * come from the logical dims of the weights. */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan_format.h"
+#include "roofline.h"
+
+/* Element count of a tensor's dims at (S, P); false on overflow. */
+static bool elements_at(const fb_reader *r, const rt_tensor_desc *t, int64_t S, int64_t P,
+                        uint64_t *out)
+{
+    int64_t n = 1;
+    for (uint32_t k = 0; k < t->dims.len; k++) {
+        int64_t d;
+        if (!rt_affine_eval(fb_vec_affine(r, t->dims, k), S, P, &d) || d < 0 || !rt_mul_i64(n, d, &n))
+            return false;
+    }
+    *out = (uint64_t)n;
+    return true;
+}
+
+static int64_t dim_at(const fb_reader *r, const rt_tensor_desc *t, uint32_t k)
+{
+    int64_t d = 0;
+    if (k < t->dims.len && !rt_affine_eval(fb_vec_affine(r, t->dims, k), 1, 0, &d))
+        d = 0;
+    return d;
+}
+
+static llmc_rt_status overflow(const char *what, llmc_rt_error *err)
+{
+    if (err) {
+        err->code = LLMC_RT_E_CORRUPT;
+        snprintf(err->msg, sizeof err->msg, "'%s': tensor dims overflow", what ? what : "?");
+    }
+    return LLMC_RT_E_CORRUPT;
+}
+
+/* Input `k` of op as a tensor, with its segment size (0 unless a weight). */
+static llmc_rt_status operand(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op, uint32_t k,
+                              rt_tensor_desc *t, uint64_t *weight_bytes, llmc_rt_error *err)
+{
+    llmc_rt_status st = rt_read_tensor(r, p, fb_vec_u32(r, op->inputs, k), t, err);
+    rt_segment_desc seg = {0, 0, 0};
+    if (!st && t->kind == KIND_WEIGHT)
+        st = rt_read_segment(r, p, t->segment, &seg, err);
+    *weight_bytes = seg.size;
+    return st;
+}
+
+/* Linear: every weight operand (W, bias, and whatever a quantized layout
+ * adds) is read whole; 2 * N * K operations with W's logical [N, K].
+ * MatMul: its weight operand read whole, 2 * elements operations. */
+static llmc_rt_status cost_of_product(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                      llmc_plan_cost *c, llmc_rt_error *err)
+{
+    for (uint32_t k = 0; k < op->inputs.len; k++) {
+        rt_tensor_desc t;
+        uint64_t bytes, n;
+        llmc_rt_status st = operand(r, p, op, k, &t, &bytes, err);
+        if (st)
+            return st;
+        if (t.kind != KIND_WEIGHT)
+            continue;
+        c->weight_bytes += bytes;
+        c->quantized |= t.dtype != LLMC_RT_F32;
+        if (op->code == OP_LINEAR && k == 1)
+            c->linear_ops += 2u * (uint64_t)dim_at(r, &t, 0) * (uint64_t)dim_at(r, &t, 1);
+        else if (op->code == OP_MATMUL) {
+            if (!elements_at(r, &t, 1, 0, &n))
+                return overflow(op->name, err);
+            c->linear_ops += 2u * n;
+        }
+    }
+    c->linears++;
+    return LLMC_RT_OK;
+}
+
+/* Gather of a weight: one slice along `axis` per index of a one-token
+ * call (an embedding row per token), i.e. segment bytes / dims[axis]. */
+static llmc_rt_status cost_of_gather(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                     llmc_plan_cost *c, llmc_rt_error *err)
+{
+    rt_tensor_desc table, idx;
+    uint64_t bytes, idx_bytes, n_idx;
+    llmc_rt_status st = operand(r, p, op, 0, &table, &bytes, err);
+    if (!st)
+        st = operand(r, p, op, 1, &idx, &idx_bytes, err);
+    if (st || table.kind != KIND_WEIGHT)
+        return st;
+    int64_t rows = dim_at(r, &table, (uint32_t)op->axis);
+    if (!elements_at(r, &idx, 1, 0, &n_idx))
+        return overflow(op->name, err);
+    if (rows > 0)
+        c->weight_bytes += bytes / (uint64_t)rows * n_idx;
+    c->gathers++;
+    return LLMC_RT_OK;
+}
+
+/* PastKey/PastValue inputs (unfused layers): their float bytes per
+ * cached position, dims at P = 1 minus dims at P = 0. */
+static llmc_rt_status cost_of_past_inputs(fb_reader *r, const llmc_rt_plan *p, llmc_plan_cost *c,
+                                          llmc_rt_error *err)
+{
+    for (uint32_t i = 0; i < p->n_inputs; i++) {
+        rt_io_desc io;
+        rt_tensor_desc t;
+        uint64_t at0, at1;
+        llmc_rt_status st = rt_read_io(r, p, 0, i, &io, err);
+        if (st)
+            return st;
+        if (io.role != ROLE_PAST_KEY && io.role != ROLE_PAST_VALUE)
+            continue;
+        if ((st = rt_read_tensor(r, p, io.tensor, &t, err)))
+            return st;
+        if (!elements_at(r, &t, 1, 0, &at0) || !elements_at(r, &t, 1, 1, &at1))
+            return overflow(t.name, err);
+        c->kv_bytes_per_pos += (at1 - at0) * sizeof(float);
+    }
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_plan_cost_of(const llmc_rt_plan *p, llmc_plan_cost *c, llmc_rt_error *err)
+{
+    fb_reader r = rt_reader(p);
+    memset(c, 0, sizeof *c);
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        rt_op_desc op;
+        llmc_rt_status st = rt_read_op(&r, p, i, &op, err);
+        if (!st && (op.code == OP_LINEAR || op.code == OP_MATMUL))
+            st = cost_of_product(&r, p, &op, c, err);
+        else if (!st && op.code == OP_GATHER)
+            st = cost_of_gather(&r, p, &op, c, err);
+        else if (!st && op.code == OP_ATTENTION) {
+            /* fp32 K and V rows of kv_heads * head_dim each */
+            c->kv_bytes_per_pos += 2u * (uint64_t)op.kv_heads * (uint64_t)op.head_dim * sizeof(float);
+            c->attn_ops_per_pos += 4u * (uint64_t)op.heads * (uint64_t)op.head_dim;
+            c->attentions++;
+        }
+        if (st)
+            return st;
+    }
+    return cost_of_past_inputs(&r, p, c, err);
+}

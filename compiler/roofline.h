@@ -1,0 +1,93 @@
+/* `llmc bench --roofline`: this machine's limits and a plan's cost per token.
+ *
+ * Peaks (roofline.c drives, the loops are per ISA):
+ *   read bandwidth  sum of a buffer 8x the last-level cache (>= 64 MiB),
+ *                   GB/s = bytes / seconds, median of several passes
+ *   fp32            independent FMA chains (MegPeak-like), GFLOPS, 2 per FMA
+ *   int8            u8 x s8 -> s16 pairs -> s32 chains (vpmaddubsw + vpmaddwd +
+ *                   vpaddd on AVX2), GOPS, 2 per multiply-add
+ * all on `threads` threads at once.  The AVX2 loops (roofline_x86.c, built
+ * with -mavx2 -mfma only on x86-64 hosts) are picked at run time when the
+ * CPU has AVX2 and FMA; the portable loops in roofline.c otherwise.
+ *
+ * Cost per token (paper 000 §V), from the plan's ops (plan_cost.c):
+ *   bytes read per decoded token = weight_bytes + kv_bytes_per_pos * context
+ *   ops per token                = linear_ops + attn_ops_per_pos * context
+ * where `context` is the number of cached positions attention reads. */
+#ifndef LLMC_ROOFLINE_H
+#define LLMC_ROOFLINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmc_rt.h"
+
+typedef struct {
+    const char *isa;        /* "avx2" or "portable": the loops that ran */
+    uint32_t threads;
+    double read_gb_s;       /* 1e9 bytes per second */
+    double fp32_gflops;     /* 1e9 float operations per second */
+    double int8_gops;       /* 1e9 int8 operations per second */
+    uint64_t read_bytes;    /* size of the buffer read */
+} llmc_roofline_peaks;
+
+/* Measures the three peaks on `threads` threads (about a second or two).
+ * 0, or an errno-style code (ENOMEM: no buffer or no threads). */
+int llmc_roofline_measure(uint32_t threads, llmc_roofline_peaks *out);
+
+/* CLOCK_MONOTONIC in seconds (the timer of every bench measurement). */
+double llmc_seconds_now(void);
+/* Median of v[0, n) (n >= 1); sorts v. */
+double llmc_median(double *v, size_t n);
+
+/* One ISA's loops.  Each returns a value derived from everything it
+ * computed so that no loop can be optimized away. */
+typedef struct {
+    const char *isa;
+    /* Sum of n 64-bit words (n a multiple of 64). */
+    uint64_t (*read_sum)(const uint64_t *words, size_t n);
+    /* `iters` iterations of fma_flops_per_iter float operations. */
+    float (*fma_loop)(uint64_t iters);
+    /* `iters` iterations of int8_ops_per_iter int8 operations. */
+    int32_t (*int8_loop)(uint64_t iters);
+    double fma_flops_per_iter, int8_ops_per_iter;
+} llmc_roofline_loops;
+
+#if defined(__x86_64__)
+extern const llmc_roofline_loops llmc_roofline_avx2; /* roofline_x86.c */
+#endif
+
+/* A plan's work per token, from its ops (Linear, MatMul with a weight
+ * operand, Gather of a weight, Attention, and the PastKey/PastValue
+ * inputs of unfused layers). */
+typedef struct {
+    /* Weight bytes read per decoded token: the segments of every weight
+     * operand of Linear (W, bias) and MatMul, and one slice per index of a
+     * Gather of a weight (segment bytes / dims[axis]: an embedding lookup
+     * reads one row, not the table).  Norm scales, RoPE tables and the
+     * constants of elementwise ops are left out (well under 1% on LLMs). */
+    uint64_t weight_bytes;
+    /* Bytes of K and V read per cached position: 2 * kv_heads * head_dim * 4
+     * per Attention op (fp32 caches), plus the PastKey/PastValue inputs'
+     * bytes per position of unfused layers. */
+    uint64_t kv_bytes_per_pos;
+    /* 2 * N * K per Linear (W's logical dims [N, K]) and 2 * elements of
+     * the weight operand of a MatMul; activation-by-activation MatMuls of
+     * unfused attention are left out. */
+    uint64_t linear_ops;
+    /* 4 * heads * head_dim per Attention op per cached position (q.k and
+     * p.v, 2 ops per multiply-add each). */
+    uint64_t attn_ops_per_pos;
+    uint32_t linears, gathers, attentions; /* ops counted */
+    /* A Linear/MatMul weight is not float32 (quantized): prefill may run
+     * on the int8 peak; a float32 plan's prefill is held to the fp32 one. */
+    bool quantized;
+} llmc_plan_cost;
+
+/* Walks the plan's ops and tensors through the runtime's reader; fills
+ * `cost` or returns the reader's status with err filled. */
+llmc_rt_status llmc_plan_cost_of(const llmc_rt_plan *plan, llmc_plan_cost *cost,
+                                 llmc_rt_error *err);
+
+#endif

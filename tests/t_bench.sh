@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# `llmc bench` (issue 14) on the tiny zoo exports: the JSON lines name
+# exactly the tests asked for, at the thread counts asked for, with
+# positive finite tok/s; tests beyond max_context are refused naming it;
+# --roofline prints positive peaks; and the plan's bytes and operations per
+# token equal the ones computed here from the ONNX file's initializers
+# (tests/bench_cost_ref.py), not from the plan.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+LLMC=$BUILD/llmc
+WORK=$BUILD/test-data/bench
+rm -rf "$WORK" && mkdir -p "$WORK"
+. tests/tap.sh
+. tests/zoo.sh
+PY=/usr/bin/python3
+
+model=$(zoo_model llama 17) && "$LLMC" compile "$model" -o "$WORK/llama.plan" --max-context 64 >"$WORK/compile.log" 2>&1 ||
+    { check "llama@17 exports and compiles" false; tap_done; exit 1; }
+PLAN=$WORK/llama.plan
+
+# tests_ok FILE NAMES THREADS: FILE's JSON lines are exactly the tests
+# NAMES (space-separated, in order) at THREADS, each with positive finite
+# tok_s, sd >= 0 and the four keys first.
+tests_ok() {
+    cat "$1"
+    $PY - "$@" <<'EOF'
+import json, math, sys
+path, names, threads = sys.argv[1], sys.argv[2].split(), [int(t) for t in sys.argv[3].split()]
+rows = [json.loads(line) for line in open(path)]
+assert [r["test"] for r in rows] == names, [r["test"] for r in rows]
+assert [r["threads"] for r in rows] == threads, [r["threads"] for r in rows]
+for r in rows:
+    assert list(r)[:4] == ["test", "tok_s", "sd", "threads"], list(r)
+    assert math.isfinite(r["tok_s"]) and r["tok_s"] > 0, r
+    assert math.isfinite(r["sd"]) and r["sd"] >= 0, r
+    assert len(r["samples_tok_s"]) == r["reps"] == 2, r
+    assert min(r["samples_tok_s"]) <= r["median_tok_s"] <= max(r["samples_tok_s"]), r
+    assert abs(sum(r["samples_tok_s"]) / 2 - r["tok_s"]) <= 1e-3 * r["tok_s"] + 1e-3, r
+    assert r["working_memory_bytes"] > 0 and r["peak_rss_bytes"] > 0, r
+EOF
+}
+
+"$LLMC" bench "$PLAN" -p 8 -n 4 -r 2 -t 2 --json >"$WORK/t2.json" 2>"$WORK/t2.err"
+check "bench -p 8 -n 4 -r 2 -t 2 --json: pp8, tg4 at 2 threads, positive tok/s" \
+    tests_ok "$WORK/t2.json" "pp8 tg4" "2 2"
+"$LLMC" bench "$PLAN" -p 8,16 -n 4 -r 2 -t 1,2 --json >"$WORK/t12.json" 2>"$WORK/t12.err"
+check "bench -p 8,16 -n 4 -t 1,2 --json: every test at each thread count" \
+    tests_ok "$WORK/t12.json" "pp8 pp16 tg4 pp8 pp16 tg4" "1 1 1 2 2 2"
+"$LLMC" bench "$PLAN" -p 8 -n 0 -r 2 -t 1 --json >"$WORK/pp.json" 2>&1
+check "bench -n 0: no tg test" tests_ok "$WORK/pp.json" "pp8" "1"
+check "the table has the llama-bench columns and a pp8 row with mean ± sd" \
+    bash -c '"$0" bench "$1" -p 8 -n 4 -r 2 -t 1 | tee /dev/stderr |
+             grep -q "| plan .*| *size | threads | *test | *t/s |" &&
+             "$0" bench "$1" -p 8 -n 4 -r 2 -t 1 | grep -Eq "\| +pp8 \| +[0-9.]+ ± +[0-9.]+ \|"' "$LLMC" "$PLAN"
+
+# refused_naming_max_context ARGS...: exit 2 and a message naming max_context 64
+refused_naming_max_context() {
+    "$LLMC" bench "$PLAN" -r 1 "$@" >"$WORK/refused.out" 2>&1
+    local rc=$?
+    cat "$WORK/refused.out"
+    [ $rc -eq 2 ] && grep -q "max_context 64" "$WORK/refused.out" && grep -q -- "--max-context" "$WORK/refused.out"
+}
+check "-p 65 on a max-context-64 plan is refused naming max_context and --max-context" \
+    refused_naming_max_context -p 65 -n 0
+check "-n 61 (4-token prompt + 61 > 64) is refused likewise" refused_naming_max_context -p 8 -n 61
+check "-p 64 -n 60 (exactly max_context) runs" \
+    bash -c '"$0" bench "$1" -p 64 -n 60 -r 1 -t 1 --json | grep -c "\"test\"" | grep -qx 2' "$LLMC" "$PLAN"
+check "a truncated plan is refused with the runtime's message (exit 6)" \
+    bash -c 'head -c 1000 "$1" >"$2"; "$0" bench "$2" -p 8 -n 4; [ $? -eq 6 ]' "$LLMC" "$PLAN" "$WORK/bad.plan"
+check "-t 0 is a usage error (exit 2)" bash -c '"$0" bench "$1" -t 0; [ $? -eq 2 ]' "$LLMC" "$PLAN"
+
+"$LLMC" bench --roofline -t 1 --json >"$WORK/peaks.json" 2>"$WORK/peaks.err"
+check "bench --roofline (no plan): positive read GB/s, fp32 GFLOPS, int8 GOPS" \
+    $PY -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print(rows)
+assert len(rows) == 1 and rows[0]["roofline"] == "peaks" and rows[0]["threads"] == 1
+assert rows[0]["read_gb_s"] > 0.1 and rows[0]["fp32_gflops"] > 0.1 and rows[0]["int8_gops"] > 0.1' "$WORK/peaks.json"
+
+# cost_matches FAMILY: the plan line of `bench --roofline` against
+# tests/bench_cost_ref.py on the ONNX file, and every test's roofline
+# recomputed from the peaks and the plan line.
+cost_matches() {
+    local family=$1 model plan=$WORK/$1.plan
+    model=$(zoo_model "$family" 17) && "$LLMC" compile "$model" -o "$plan" --max-context 64 >/dev/null || return 1
+    "$LLMC" bench "$plan" -p 8 -n 4 -r 1 -t 1 --json --roofline >"$WORK/$family.json" || return 1
+    $PY tests/bench_cost_ref.py "$model" >"$WORK/$family.ref" || return 1
+    cat "$WORK/$family.ref"
+    $PY - "$WORK/$family.json" "$WORK/$family.ref" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+ref = json.load(open(sys.argv[2]))
+plan = next(r for r in rows if r.get("roofline") == "plan")
+peaks = next(r for r in rows if r.get("roofline") == "peaks")
+print(plan)
+for key in ("weight_bytes_per_token", "kv_bytes_per_pos", "linear_ops_per_token", "attn_ops_per_pos"):
+    assert plan[key] == ref[key], (key, plan[key], ref[key])
+tests = {r["test"]: r for r in rows if "test" in r}
+achieved = [r for r in rows if r.get("roofline") in ("pp8", "tg4")]
+assert len(achieved) == 2, rows
+for a in achieved:
+    ctx = (a["roofline"] == "tg4") * 4 + ((8 if a["roofline"] == "pp8" else 4) + 1) / 2
+    assert a["context"] == ctx, a
+    bytes_ = ref["weight_bytes_per_token"] + ref["kv_bytes_per_pos"] * ctx
+    ops = ref["linear_ops_per_token"] + ref["attn_ops_per_pos"] * ctx
+    read, fp32, int8 = peaks["read_gb_s"] * 1e9 / bytes_, peaks["fp32_gflops"] * 1e9 / ops, peaks["int8_gops"] * 1e9 / ops
+    assert plan["quantized"] is False  # float32 plans: prefill is held to the fp32 peak
+    want = read if a["roofline"] == "tg4" else fp32
+    assert abs(a["roofline_tok_s"] - want) <= 2e-3 * want, (a, want)
+    pct = 100 * tests[a["roofline"]]["tok_s"] / want
+    assert abs(a["achieved_pct"] - pct) <= 2e-3 * pct + 0.01, (a, pct)
+EOF
+}
+for family in llama qwen2 gpt2; do
+    check "$family@17: bytes and ops per token equal the ONNX initializers' (bench_cost_ref.py); rooflines recomputed" \
+        cost_matches "$family"
+done
+tap_done
