@@ -23,10 +23,12 @@ RT_SRC   := $(wildcard runtime/*.c runtime/kernels/*.c)
 # chosen) and the rest of the runtime stay baseline x86-64, so the runtime
 # still runs plans for "generic" on a CPU without AVX2.
 IS_X86_64 := $(filter x86_64-%,$(shell $(CC) -dumpmachine))
+AVX2_FLAGS := -mavx2 -mfma -mf16c
 ifneq ($(IS_X86_64),)
 AVX2_SRC := $(wildcard runtime/kernels/x86_avx2/*.c)
+AVX2_KERNEL_SRC := $(filter-out %/cpu_x86.c,$(AVX2_SRC))
 RT_SRC   += $(AVX2_SRC)
-$(patsubst %.c,$(BUILD)/%.o,$(filter-out %/cpu_x86.c,$(AVX2_SRC))): CFLAGS_RT += -mavx2 -mfma -mf16c
+$(AVX2_KERNEL_SRC:%.c=$(BUILD)/%.o): CFLAGS_RT += $(AVX2_FLAGS)
 endif
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 # Optional platform files (threads): their own archive, never in libllmcrt.a.
@@ -92,7 +94,7 @@ unit: $(UNIT_BIN) $(FAULT_SHIM)
 BENCH_Q := $(BUILD)/bench/bench_qlinear
 $(BENCH_Q): tests/bench/bench_qlinear.c $(BUILD)/libllmcrt.a $(THR_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_C) -mavx2 -o $@ $< $(BUILD)/libllmcrt.a $(THR_LIB) $(LDFLAGS) -lm -pthread
+	$(CC) $(CFLAGS_C) $(AVX2_FLAGS) -o $@ $< $(BUILD)/libllmcrt.a $(THR_LIB) $(LDFLAGS) -lm -pthread
 
 bench-kernels: $(BENCH_Q)
 	$(BENCH_Q)
@@ -131,6 +133,8 @@ check: deps
 	BUILD=$(BUILD) SAN_FLAGS="$(LDFLAGS)" tests/run_all.sh
 
 include tests/fuzz/fuzz.mk
+# (the fuzz build compiles the runtime again: the same flags for the same files)
+$(AVX2_KERNEL_SRC:%.c=$(FUZZ_DIR)/obj/%.o): FUZZ_CFLAGS += $(AVX2_FLAGS)
 
 ifneq ($(X86_HOST),)
 $(BUILD)/compiler/roofline_x86.o: CFLAGS_C += -mavx2 -mfma

@@ -220,11 +220,15 @@ llmc_rt_status k_quantize_rows(const struct rt_kernels *kt, const rt_view *x,
  * bias [n] (the columns col0.. of it) and residual (NULL or y's dims), for
  * xq from k_quantize_rows (dims [..., k], shape xs) and W the packed weight
  * blocks of ws (rt_qweight_bytes(ws) bytes at w).  col0 need not be a
- * multiple of hp.  m < gemm_min_rows takes the GEMV path (tasks sized for a
- * weight stream, paper 001 §5), else the GEMM path (tasks sized by
- * multiply-adds, activations blocked for the cache); both make the same
- * micro-kernel calls, so they give the same bits.  Tasks are blocks of row
- * tiles of W (paper 002 §5.2). */
+ * multiple of hp.  Tasks are blocks of row tiles of W (paper 002 §5.2).
+ * m < gemm_min_rows takes the GEMV path (paper 001 §5: tasks of ~64 KiB of
+ * weights, sized for a memory-bound stream), else the GEMM path (tasks of
+ * ~32 KiB of weights that stay in L2 while blocks of activation tiles pass
+ * over them).  Either way each activation tile goes to qtile with its real
+ * row count (m = 1: rows = 1, the kernels' decode GEMV), so both paths make
+ * the same calls and give the same bits; qtile cannot address one row of a
+ * tile other than the first, so for 1 < m < gemm_min_rows the paths differ
+ * only in task size and blocking. */
 llmc_rt_status k_qlinear(const struct rt_kernels *kt, const rt_view *xq,
                          const rt_qact_shape *xs, const void *w, const rt_qweight_shape *ws,
                          const rt_view *bias, const rt_view *residual, int64_t col0, rt_view *y,

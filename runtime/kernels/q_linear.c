@@ -168,10 +168,14 @@ llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_
 /* ---- QLinear --------------------------------------------------------------- */
 
 /* GEMV path (few rows, bound by the weight stream): a task reads about
- * GEMV_TASK_BYTES of weights, ~2 us at a core's share of DRAM bandwidth:
- * long enough to hide handing it out, short enough that the last tasks
- * balance the threads (a 896-wide W4 layer gives ~20 tasks). */
-#define GEMV_TASK_BYTES 16384
+ * GEMV_TASK_BYTES of weights, ~8 us at a core's share of DRAM bandwidth.
+ * Handing out a task costs two atomics on lines the cores pass back and
+ * forth, a few hundred ns: measured on a 2-core Zen (make bench-kernels),
+ * 16 KiB tasks lost ~15-25% of the bandwidth to it, 64 KiB tasks reach the
+ * read bandwidth and still give a 896-wide W4 Linear 8 tasks to balance. */
+#ifndef GEMV_TASK_BYTES
+#define GEMV_TASK_BYTES 65536
+#endif
 /* GEMM path (compute-bound): a task's weights (~GEMM_TASK_BYTES) stay in L2
  * while blocks of ~ACT_BLOCK_BYTES activation tiles pass over them, so each
  * activation byte is fetched from L3/DRAM once per task, not once per W row

@@ -20,6 +20,9 @@
 
 #include "codegen/weight_pack.h"
 #include "kernels/kernel_table.h"
+#if defined(__x86_64__)
+#include "kernels/x86_avx2/x86_avx2.h"
+#endif
 #include "llmc_threads.h"
 #include "plan_format.h"
 #include "tap.h"
@@ -663,6 +666,13 @@ static void test_targets(void)
           strstr(err.msg, "target \"sse9\" unknown; this runtime knows generic avx2"), "%s",
           err.msg);
 #if defined(__x86_64__)
+    char missing[128] = "x";
+    rt_cpu_x86_avx2_missing(missing, sizeof missing);
+    const rt_kernels *avx2 = rt_kernels_for_target("avx2", &err);
+    CHECK(avx2 ? !missing[0] && avx2->q_hp == 8 && avx2->q_lp == 4 && avx2->q_ep == 4
+               : missing[0] && strstr(err.msg, missing),
+          "avx2: a table with tiles 8/4/4 when the CPU check passes, else the missing "
+          "features named (%s)", avx2 ? "present" : err.msg);
     CHECK(!rt_kernels_for_target("neon-dot", &err) && err.code == LLMC_RT_E_TARGET &&
           strstr(err.msg, "\"neon-dot\": this runtime was built without its kernels"), "%s",
           err.msg);

@@ -1,0 +1,279 @@
+/* make bench-kernels: the AVX2 quantized Linear kernels on Qwen2-0.5B's
+ * Linear shapes, against this machine's read bandwidth.  A measurement,
+ * not a test: machines like this one vary 2-3x from day to day, so compare
+ * the ratios printed in one run.
+ *
+ *   (a) decode: one token through 24 layers' Linears (per layer qkv
+ *       [1152, 896], o [896, 896], gate+up [9728, 896], down [896, 4864]),
+ *       each input quantized once (QuantizeRows) then QLinear at m = 1:
+ *       GB/s of packed weight bytes and tok/s, for w4a8 and w8a8, group 32;
+ *   (b) a STREAM-like read of the same byte count (AVX2 sum of bytes,
+ *       split into tasks like the GEMV);
+ *   (c) prefill: QLinear at m = 512 over one layer's Linears, GOPS
+ *       (2 m n k per second).
+ * Median of 5 runs, on 1 and 2 threads (llmc_threads). */
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/kernel_table.h"
+#include "llmc_threads.h"
+
+#define LAYERS 24
+#define HIDDEN 896
+#ifndef RUNS
+#define RUNS 5
+#endif
+
+static const int64_t shapes[4][2] = {{1152, HIDDEN}, {HIDDEN, HIDDEN}, {9728, HIDDEN},
+                                     {HIDDEN, 4864}};
+
+typedef struct {
+    rt_qweight_shape ws[4];
+    uint8_t *w[LAYERS][4];
+    uint64_t bytes;          /* all packed weights */
+} model;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v)
+{
+    qsort(v, RUNS, sizeof *v, by_value);
+    return v[RUNS / 2];
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint8_t next_byte(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint8_t)(rng >> 32);
+}
+
+/* Random q, scales around 0.01 and mins around -0.1: the kernels do the
+ * same work whatever the values. */
+static uint8_t *random_weights(const rt_qweight_shape *s)
+{
+    uint64_t bytes = rt_qweight_bytes(s), block = rt_qweight_block_bytes(s);
+    uint64_t data = (uint64_t)s->hp * (uint64_t)s->group * (uint64_t)s->bits / 8u;
+    uint8_t *w = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!w)
+        return NULL;
+    for (uint64_t i = 0; i < bytes; i++)
+        w[i] = next_byte();
+    for (uint64_t b = 0; b < bytes; b += block)
+        for (uint64_t h = 0; h < (s->bits == 4 ? 2u : 1u) * (uint64_t)s->hp; h++) {
+            uint16_t half = h < (uint64_t)s->hp ? rt_float_to_half(0.01f) : rt_float_to_half(-0.1f);
+            w[b + data + 2 * h] = (uint8_t)half;
+            w[b + data + 2 * h + 1] = (uint8_t)(half >> 8);
+        }
+    return w;
+}
+
+static bool model_init(model *M, int bits, const rt_kernels *kt)
+{
+    M->bytes = 0;
+    for (int i = 0; i < 4; i++)
+        rt_qweight_shape_init(&M->ws[i], bits, kt->q_hp, kt->q_lp, shapes[i][0], shapes[i][1], 32);
+    for (int l = 0; l < LAYERS; l++)
+        for (int i = 0; i < 4; i++) {
+            M->w[l][i] = random_weights(&M->ws[i]);
+            if (!M->w[l][i])
+                return false;
+            M->bytes += rt_qweight_bytes(&M->ws[i]);
+        }
+    return true;
+}
+
+static void model_free(model *M)
+{
+    for (int l = 0; l < LAYERS; l++)
+        for (int i = 0; i < 4; i++)
+            free(M->w[l][i]);
+}
+
+/* Activations of m rows for every shape: x floats, tiles, output. */
+typedef struct {
+    float *x, *y;
+    uint8_t *xq[4];
+    rt_qact_shape xs[4];
+} acts;
+
+static bool acts_init(acts *A, const model *M, const rt_kernels *kt, int64_t m)
+{
+    A->x = malloc((size_t)(m * 9728) * sizeof(float));
+    A->y = malloc((size_t)(m * 9728) * sizeof(float));
+    if (!A->x || !A->y)
+        return false;
+    for (int64_t i = 0; i < m * 9728; i++)
+        A->x[i] = (float)(next_byte() - 128) / 64.0f;
+    for (int i = 0; i < 4; i++) {
+        rt_qact_shape_init(&A->xs[i], kt->q_ep, kt->q_lp, m, M->ws[i].k, 32);
+        A->xq[i] = aligned_alloc(64, (rt_qact_bytes(&A->xs[i]) + 63) / 64 * 64);
+        if (!A->xq[i])
+            return false;
+    }
+    return true;
+}
+
+static void acts_free(acts *A)
+{
+    free(A->x);
+    free(A->y);
+    for (int i = 0; i < 4; i++)
+        free(A->xq[i]);
+}
+
+static void check(llmc_rt_status st, const llmc_rt_error *err)
+{
+    if (st != LLMC_RT_OK) {
+        fprintf(stderr, "bench_qlinear: %s\n", err->msg);
+        exit(1);
+    }
+}
+
+/* One Linear of layer l: quantize its input (when `quantize`), then QLinear. */
+static void linear(const rt_kernels *kt, const model *M, acts *A, int l, int i, bool quantize,
+                   int64_t m, const rt_parallel *par)
+{
+    llmc_rt_error err;
+    int64_t k = M->ws[i].k, n = M->ws[i].n;
+    rt_view x = {LLMC_RT_F32, 2, {m, k}, A->x};
+    rt_view xq = {LLMC_RT_I8, 2, {m, k}, A->xq[i]};
+    rt_view y = {LLMC_RT_F32, 2, {m, n}, A->y};
+    if (quantize)
+        check(k_quantize_rows(kt, &x, &A->xs[i], &xq, par, &err), &err);
+    check(k_qlinear(kt, &xq, &A->xs[i], M->w[l][i], &M->ws[i], NULL, NULL, 0, &y, 2, par, &err),
+          &err);
+}
+
+/* Seconds for one decode token (every layer, every Linear). */
+static double decode_token(const rt_kernels *kt, const model *M, acts *A, const rt_parallel *par)
+{
+    double t0 = now();
+    for (int l = 0; l < LAYERS; l++)
+        for (int i = 0; i < 4; i++)
+            linear(kt, M, A, l, i, true, 1, par);
+    return now() - t0;
+}
+
+/* Seconds for m = 512 through layer 0's Linears (QLinear only). */
+static double prefill_layer(const rt_kernels *kt, const model *M, acts *A, const rt_parallel *par)
+{
+    for (int i = 0; i < 4; i++)
+        linear(kt, M, A, 0, i, true, 512, par);
+    double t0 = now();
+    for (int i = 0; i < 4; i++)
+        linear(kt, M, A, 0, i, false, 512, par);
+    return now() - t0;
+}
+
+/* ---- STREAM-like read ------------------------------------------------------ */
+
+#define READ_TASK_BYTES 65536
+
+typedef struct {
+    const uint8_t *p;
+    uint64_t bytes;
+    uint64_t sums[8192];
+} read_job;
+
+static void read_task(void *ctx, uint32_t i)
+{
+    read_job *J = ctx;
+    uint64_t at = (uint64_t)i * READ_TASK_BYTES, end = at + READ_TASK_BYTES;
+    end = end < J->bytes ? end : J->bytes;
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, zero = s0;
+    for (; at + 64 <= end; at += 64) {
+        s0 = _mm256_add_epi64(s0, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(J->p + at)), zero));
+        s1 = _mm256_add_epi64(s1, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(J->p + at + 32)), zero));
+    }
+    uint64_t lanes[4];
+    _mm256_storeu_si256((__m256i *)lanes, _mm256_add_epi64(s0, s1));
+    J->sums[i % 8192] = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
+static double read_all(const uint8_t *p, uint64_t bytes, const rt_parallel *par)
+{
+    static read_job J;
+    J.p = p;
+    J.bytes = bytes;
+    double t0 = now();
+    par->fn(par->pool, (uint32_t)((bytes + READ_TASK_BYTES - 1) / READ_TASK_BYTES), read_task, &J);
+    return now() - t0;
+}
+
+/* ---- report ------------------------------------------------------------------- */
+
+static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint64_t big_bytes)
+{
+    model M;
+    acts A1, A512;
+    if (!model_init(&M, bits, kt) || !acts_init(&A1, &M, kt, 1) || !acts_init(&A512, &M, kt, 512)) {
+        fprintf(stderr, "bench_qlinear: out of memory\n");
+        exit(1);
+    }
+    double ops = 0;
+    for (int i = 0; i < 4; i++)
+        ops += 2.0 * 512 * (double)shapes[i][0] * (double)shapes[i][1];
+    for (uint32_t threads = 1; threads <= 2; threads++) {
+        llmc_threads *pool = llmc_threads_create(threads);
+        rt_parallel par = {llmc_threads_parallel, pool};
+        double dec[RUNS], rd[RUNS], pre[RUNS], ratio[RUNS];
+        decode_token(kt, &M, &A1, &par); /* warm up: page faults, pool */
+        for (int r = 0; r < RUNS; r++) {
+            dec[r] = decode_token(kt, &M, &A1, &par);
+            rd[r] = read_all(big, M.bytes < big_bytes ? M.bytes : big_bytes, &par);
+            pre[r] = prefill_layer(kt, &M, &A512, &par);
+            ratio[r] = rd[r] / dec[r];
+        }
+        double t_dec = median(dec), t_rd = median(rd), t_pre = median(pre);
+        double gemv_gbs = (double)M.bytes / t_dec / 1e9, read_gbs = (double)M.bytes / t_rd / 1e9;
+        /* the ratio is taken run by run (a read right after each token),
+         * which the load of a shared machine disturbs less */
+        printf("w%da8 g32 %s %u thread%s: decode %.1f tok/s, GEMV %.2f GB/s of %.0f MB, read "
+               "%.2f GB/s, GEMV/read %.0f%%; prefill m=512 GEMM %.1f GOPS\n",
+               bits, kt->target, threads, threads > 1 ? "s" : " ", 1.0 / t_dec, gemv_gbs,
+               (double)M.bytes / 1e6, read_gbs, 100.0 * median(ratio), ops / t_pre / 1e9);
+        fflush(stdout);
+        llmc_threads_destroy(pool);
+    }
+    acts_free(&A1);
+    acts_free(&A512);
+    model_free(&M);
+}
+
+int main(void)
+{
+    llmc_rt_error err;
+    const rt_kernels *kt = rt_kernels_for_target("avx2", &err);
+    if (!kt) {
+        fprintf(stderr, "bench_qlinear: %s\n", err.msg);
+        return 1;
+    }
+    uint64_t big_bytes = 400ull << 20;
+    uint8_t *big = aligned_alloc(64, big_bytes);
+    if (!big)
+        return 1;
+    for (uint64_t i = 0; i < big_bytes; i++)
+        big[i] = (uint8_t)i;
+    bench_bits(kt, 4, big, big_bytes);
+    bench_bits(kt, 8, big, big_bytes);
+    free(big);
+    return 0;
+}
