@@ -12,6 +12,7 @@
 
 #include "io_roles.h"
 #include "llmc_ops.h"
+#include "segment_writer.h"
 #include "kernels/kernels.h"
 
 /* ---- messages ---- */
@@ -165,9 +166,12 @@ static int tensor_of_value(lower_ctx *L, int v, uint32_t *t)
         return LLMC_OK;
     }
     const llmc_value *val = &L->g->values[v];
-    if (val->is_const)
-        return weight_tensor(L, v, val->konst.data, val->konst.nbytes, t);
-    return lower_fail(L, LLMC_E_INTERNAL, v, "read before it is computed");
+    if (!val->is_const)
+        return lower_fail(L, LLMC_E_INTERNAL, v, "read before it is computed");
+    int rc = weight_tensor(L, v, val->konst.data, val->konst.nbytes, t);
+    if (!rc && cg_weight_share_const(&L->p->tensors[*t], val))   /* lazy bytes: segment_writer.h */
+        rc = out_of_memory(L);
+    return rc;
 }
 
 int lower_input(lower_ctx *L, int k, uint32_t *t)
@@ -823,25 +827,21 @@ static int lower_rope(lower_ctx *L, int kind)
 }
 
 /* W [K, N] as a new Weight [N, K] (one row per output feature), named
- * after W. */
+ * after W: a lazy transpose the plan writer reads as it writes
+ * (segment_writer.h), never a copy of W. */
 static int transposed_weight(lower_ctx *L, int wv, uint32_t *t)
 {
     const llmc_value *w = &L->g->values[wv];
     int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
-    const uint8_t *src = w->konst.data;
-    float *data = malloc(sizeof *data * (size_t)(n * k > 0 ? n * k : 1));
-    if (!data)
-        return out_of_memory(L);
-    for (int64_t i = 0; i < k; i++)
-        for (int64_t j = 0; j < n; j++) /* memcpy: constants need not be aligned */
-            memcpy(&data[j * k + i], src + sizeof(float) * (size_t)(i * n + j), sizeof(float));
+    llmc_view *view = llmc_view_transpose(llmc_const_share_view(&w->konst, k, n));
     llmc_affine dims[2] = {llmc_aff_const(n), llmc_aff_const(k)};
-    int rc = new_tensor(L, w->name, "/transposed", LLMC_DT_FLOAT, 2, dims, t);
+    int rc = view ? new_tensor(L, w->name, "/transposed", LLMC_DT_FLOAT, 2, dims, t) : out_of_memory(L);
     if (rc) {
-        free(data);
+        llmc_view_unref(view);
         return rc;
     }
-    own_weight(L, *t, data, sizeof *data * (uint64_t)(n * k));
+    own_weight(L, *t, NULL, sizeof(float) * (uint64_t)(n * k));
+    L->p->tensors[*t].view = view;
     return LLMC_OK;
 }
 
@@ -1219,6 +1219,7 @@ void cg_plan_free(cg_plan *p)
     for (int i = 0; i < p->n_tensors; i++) {
         free(p->tensors[i].name);
         free(p->tensors[i].owned);
+        llmc_view_unref(p->tensors[i].view);
     }
     for (int i = 0; i < p->n_ops; i++) {
         cg_op *op = &p->ops[i];
