@@ -228,10 +228,12 @@ static int write_segment(cg_sink *s, const cg_tensor *t, uint32_t i, uint64_t *h
     int rc = (t->produce ? t->produce : cg_produce_bytes)(t, s);
     s->in_segment = false;
     s->seg_end = UINT64_MAX;
-    if (s->error == EFBIG || (!rc && s->pos - start != t->nbytes))
-        return llmc_fail(err, LLMC_E_INTERNAL, "segment %" PRIu32 " ('%s'): its producer wrote %s%" PRIu64
-                         " bytes, the plan has room for %" PRIu64, i, t->name, s->error ? "more than " : "",
-                         s->pos - start, t->nbytes);
+    if (s->error == EFBIG)
+        return llmc_fail(err, LLMC_E_INTERNAL, "segment %" PRIu32 " ('%s'): its producer wrote past the %" PRIu64
+                         " bytes the plan has room for", i, t->name, t->nbytes);
+    if (!rc && !s->error && s->pos - start != t->nbytes)
+        return llmc_fail(err, LLMC_E_INTERNAL, "segment %" PRIu32 " ('%s'): its producer wrote %" PRIu64
+                         " bytes, the plan has room for %" PRIu64, i, t->name, s->pos - start, t->nbytes);
     if (rc || s->error)
         return -1;
     *hash = XXH64_digest(s->hash);
