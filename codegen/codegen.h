@@ -16,12 +16,18 @@ typedef struct {
     char detail[160];       /* what the pass reports it did ("" if nothing) */
 } llmc_pass_record;
 
+/* Called as a long phase advances (writing the weights, reading them
+ * back): `done` of `total` units (bytes).  Never changes the plan. */
+typedef void (*llmc_progress_fn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
+
 typedef struct {
     uint32_t max_context;               /* bound on S + P for arena sizing */
     int n_passes;
     const llmc_pass_record *passes;     /* recorded in the plan for `inspect` */
-    uint32_t threads;                   /* for hashing segments; 0 or 1 = this thread.
-                                         * The plan's bytes never depend on it. */
+    uint32_t threads;                   /* for hashing the plan read back; 0 or 1 = this
+                                         * thread.  The plan's bytes never depend on it. */
+    llmc_progress_fn progress;          /* NULL: no progress reports */
+    void *progress_ctx;
     const char *target;                 /* Plan.target; NULL = "generic" */
     uint32_t gemm_min_rows;             /* Plan.gemm_min_rows; 0 = the runtime's default */
 } llmc_codegen_options;

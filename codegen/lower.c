@@ -12,6 +12,7 @@
 
 #include "io_roles.h"
 #include "llmc_ops.h"
+#include "segment_writer.h"
 #include "kernels/kernels.h"
 
 /* ---- messages ---- */
@@ -165,9 +166,12 @@ static int tensor_of_value(lower_ctx *L, int v, uint32_t *t)
         return LLMC_OK;
     }
     const llmc_value *val = &L->g->values[v];
-    if (val->is_const)
-        return weight_tensor(L, v, val->konst.data, val->konst.nbytes, t);
-    return lower_fail(L, LLMC_E_INTERNAL, v, "read before it is computed");
+    if (!val->is_const)
+        return lower_fail(L, LLMC_E_INTERNAL, v, "read before it is computed");
+    int rc = weight_tensor(L, v, val->konst.data, val->konst.nbytes, t);
+    if (!rc && cg_weight_share_const(&L->p->tensors[*t], val))   /* lazy bytes: segment_writer.h */
+        rc = out_of_memory(L);
+    return rc;
 }
 
 int lower_input(lower_ctx *L, int k, uint32_t *t)
@@ -1201,6 +1205,7 @@ void cg_plan_free(cg_plan *p)
     for (int i = 0; i < p->n_tensors; i++) {
         free(p->tensors[i].name);
         free(p->tensors[i].owned);
+        llmc_view_unref(p->tensors[i].view);
     }
     for (int i = 0; i < p->n_ops; i++) {
         cg_op *op = &p->ops[i];

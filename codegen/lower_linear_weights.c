@@ -6,75 +6,102 @@
  *   target with fp32 tiles (f_hp)   ->  FWeightTiles [N/hp][K][hp]
  *   otherwise                        ->  Dense [N, K] (W transposed: one row
  *                                       per output feature)
- * Packing goes one row tile at a time through a [hp][K] float buffer of
- * W's transposed rows, so no second full-size float copy is made for the
- * packed forms. */
+ * Nothing is packed here: each tensor is a lazy view of W^T (const_view.h)
+ * with a segment producer that the plan writer calls as it writes
+ * (segment_writer.h), which reads hp rows at a time, packs them and appends
+ * the tile, so no whole-matrix copy of W is ever made. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "lower_internal.h"
+#include "segment_writer.h"
 #include "weight_pack.h"
 
-/* Rows [r0, r0 + n_rows) of W^T (W [k, n] row-major, unaligned bytes) into
- * rows[n_rows][k]. */
-static void transposed_rows(const uint8_t *w, int64_t k, int64_t n, int64_t r0, int64_t n_rows,
-                            float *rows)
+/* Row tiles of t->view packed by `pack`, one after the other. */
+static int produce_row_tiles(const cg_tensor *t, cg_sink *sink, int hp, uint64_t tile_bytes,
+                             void (*pack)(const cg_tensor *t, const float *rows, int64_t n_rows,
+                                          void *out))
 {
-    for (int64_t i = 0; i < k; i++)
-        for (int64_t r = 0; r < n_rows; r++) /* memcpy: constants need not be aligned */
-            memcpy(&rows[r * k + i], w + sizeof(float) * (size_t)(i * n + r0 + r), sizeof(float));
-}
-
-typedef struct {
-    int64_t k, n;          /* W [k, n] */
-    int tile_rows;         /* rows per packed row tile */
-    uint64_t tile_bytes;   /* packed bytes of one row tile */
-    const rt_qweight_shape *q;  /* quantized, or */
-    const rt_ftile_shape *f;    /* fp32 tiles */
-} pack_plan;
-
-static int pack_tiles(lower_ctx *L, const uint8_t *w, const pack_plan *pp, uint8_t *out)
-{
-    float *rows = malloc(sizeof *rows * (size_t)(pp->tile_rows * (pp->k > 0 ? pp->k : 1)));
+    int64_t n = llmc_view_rows(t->view), k = llmc_view_cols(t->view);
+    float *rows = malloc(sizeof *rows * (size_t)hp * (size_t)(k > 0 ? k : 1));
     if (!rows)
-        return lower_fail(L, LLMC_E_NOMEM, -1, "out of memory packing W");
-    for (int64_t r0 = 0, ht = 0; r0 < pp->n; r0 += pp->tile_rows, ht++) {
-        int64_t n_rows = pp->n - r0 < pp->tile_rows ? pp->n - r0 : pp->tile_rows;
-        transposed_rows(w, pp->k, pp->n, r0, n_rows, rows);
-        uint8_t *dst = out + (uint64_t)ht * pp->tile_bytes;
-        if (pp->q)
-            cg_qpack_row_tile(rows, pp->k, n_rows, pp->q, dst);
-        else
-            cg_fpack_row_tile(rows, pp->k, n_rows, pp->f, (float *)(void *)dst);
+        return -1;
+    for (int64_t r0 = 0; r0 < n; r0 += hp) {
+        int64_t n_rows = n - r0 < hp ? n - r0 : hp;
+        llmc_view_read_rows(t->view, r0, r0 + n_rows, rows);
+        void *out = cg_sink_reserve(sink, (size_t)tile_bytes);
+        if (!out) {
+            free(rows);
+            return -1;
+        }
+        pack(t, rows, n_rows, out);
+        if (cg_sink_commit(sink, (size_t)tile_bytes)) {
+            free(rows);
+            return -1;
+        }
     }
     free(rows);
-    return LLMC_OK;
+    return 0;
 }
 
-/* A new Weight tensor [n, k] named after W with the given format, owning
- * `bytes` packed from W. */
-static int packed_weight(lower_ctx *L, int wv, const rt_tensor_format *f, const pack_plan *pp,
-                         uint64_t bytes, uint32_t *t)
+/* The packed formats of a tensor's fields (checked when it was lowered). */
+static rt_qweight_shape qshape_of(const cg_tensor *t)
+{
+    rt_qweight_shape q = {0};
+    rt_qweight_shape_init(&q, t->dtype == LLMC_DT_INT8 ? 8 : 4, t->tile_rows, t->tile_depth,
+                          t->dims[0].c, t->dims[1].c, t->group);
+    return q;
+}
+
+static void qpack(const cg_tensor *t, const float *rows, int64_t n_rows, void *out)
+{
+    rt_qweight_shape q = qshape_of(t);
+    cg_qpack_row_tile(rows, q.k, n_rows, &q, out);
+}
+
+static int produce_qweight(const cg_tensor *t, cg_sink *sink)
+{
+    rt_qweight_shape q = qshape_of(t);
+    return produce_row_tiles(t, sink, q.hp,
+                             (uint64_t)(q.kp / q.group) * rt_qweight_block_bytes(&q), qpack);
+}
+
+static void fpack(const cg_tensor *t, const float *rows, int64_t n_rows, void *out)
+{
+    rt_ftile_shape f = {t->tile_rows, t->dims[0].c, t->dims[1].c, 0};
+    f.np = rt_qround_up(f.n, f.hp);
+    cg_fpack_row_tile(rows, f.k, n_rows, &f, out);
+}
+
+static int produce_fweight(const cg_tensor *t, cg_sink *sink)
+{
+    return produce_row_tiles(t, sink, t->tile_rows,
+                             4u * (uint64_t)t->tile_rows * (uint64_t)t->dims[1].c, fpack);
+}
+
+/* A new Weight [n, k] named W + suffix: W^T as a lazy view, made into
+ * `bytes` of segment by `produce` (NULL: the floats as they are). */
+static int lazy_weight(lower_ctx *L, int wv, const char *suffix, const rt_tensor_format *f,
+                       uint64_t bytes, cg_segment_producer produce, uint32_t *t)
 {
     const llmc_value *w = &L->g->values[wv];
-    llmc_affine dims[2] = {llmc_aff_const(pp->n), llmc_aff_const(pp->k)};
-    uint8_t *data = calloc(1, bytes ? bytes : 1);
-    if (!data)
-        return lower_fail(L, LLMC_E_NOMEM, wv, "out of memory for %llu packed bytes",
-                          (unsigned long long)bytes);
-    int rc = pack_tiles(L, w->konst.data, pp, data);
-    if (!rc)
-        rc = lower_new_tensor(L, w->name, "/packed", f->dtype, 2, dims, t);
+    int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
+    llmc_view *view = llmc_view_transpose(llmc_const_share_view(&w->konst, k, n));
+    llmc_affine dims[2] = {llmc_aff_const(n), llmc_aff_const(k)};
+    int rc = view ? lower_new_tensor(L, w->name, suffix, f->dtype, 2, dims, t)
+                  : lower_fail(L, LLMC_E_NOMEM, wv, "out of memory");
     if (rc) {
-        free(data);
+        llmc_view_unref(view);
         return rc;
     }
+    lower_own_weight(L, *t, NULL, bytes);
     cg_tensor *x = &L->p->tensors[*t];
+    x->view = view;
+    x->produce = produce;
     x->layout = f->layout;
     x->group = f->group;
     x->tile_rows = f->tile_rows;
     x->tile_depth = f->tile_depth;
-    lower_own_weight(L, *t, data, bytes);
     return LLMC_OK;
 }
 
@@ -89,51 +116,31 @@ static int quantized_weight(lower_ctx *L, int wv, int bits, int64_t group, uint3
                           (long long)group, 2 * L->target->q_lp);
     rt_tensor_format f = {bits == 8 ? LLMC_DT_INT8 : LLMC_RT_U4, CG_LAYOUT_QWEIGHT,
                           (uint32_t)group, q.hp, q.lp};
-    pack_plan pp = {k, n, q.hp, (uint64_t)(q.kp / q.group) * rt_qweight_block_bytes(&q), &q, NULL};
-    return packed_weight(L, wv, &f, &pp, rt_qweight_bytes(&q), t);
+    return lazy_weight(L, wv, "/packed", &f, rt_qweight_bytes(&q), produce_qweight, t);
 }
 
 static int fp32_tiled_weight(lower_ctx *L, int wv, uint32_t *t)
 {
     const llmc_value *w = &L->g->values[wv];
-    int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
     rt_ftile_shape fs;
-    if (!rt_ftile_shape_init(&fs, L->target->f_hp, n, k))
-        return lower_fail(L, LLMC_E_UNSUPPORTED, wv, "W [%lld, %lld] too large for fp32 tiles",
-                          (long long)k, (long long)n);
+    if (!rt_ftile_shape_init(&fs, L->target->f_hp, w->shape.dims[1].c, w->shape.dims[0].c))
+        return lower_fail(L, LLMC_E_UNSUPPORTED, wv, "W too large for fp32 tiles");
     rt_tensor_format f = {LLMC_DT_FLOAT, CG_LAYOUT_FWEIGHT, 0, fs.hp, 0};
-    pack_plan pp = {k, n, fs.hp, 4u * (uint64_t)fs.hp * (uint64_t)k, NULL, &fs};
-    return packed_weight(L, wv, &f, &pp, rt_ftile_bytes(&fs), t);
-}
-
-/* W [K, N] as a new Weight [N, K] (one row per output feature). */
-static int transposed_weight(lower_ctx *L, int wv, uint32_t *t)
-{
-    const llmc_value *w = &L->g->values[wv];
-    int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
-    float *data = malloc(sizeof *data * (size_t)(n * k > 0 ? n * k : 1));
-    if (!data)
-        return lower_fail(L, LLMC_E_NOMEM, wv, "out of memory");
-    transposed_rows(w->konst.data, k, n, 0, n, data);
-    llmc_affine dims[2] = {llmc_aff_const(n), llmc_aff_const(k)};
-    int rc = lower_new_tensor(L, w->name, "/transposed", LLMC_DT_FLOAT, 2, dims, t);
-    if (rc) {
-        free(data);
-        return rc;
-    }
-    lower_own_weight(L, *t, data, sizeof *data * (uint64_t)(n * k));
-    return LLMC_OK;
+    return lazy_weight(L, wv, "/packed", &f, rt_ftile_bytes(&fs), produce_fweight, t);
 }
 
 int lower_linear_weight(lower_ctx *L, int wv, uint32_t *t)
 {
     int64_t bits = llmc_node_attr_int(L->g, L->node, "quant_bits", 0);
     int64_t group = llmc_node_attr_int(L->g, L->node, "quant_group", 0);
+    const llmc_value *w = &L->g->values[wv];
     if (bits)
         return quantized_weight(L, wv, (int)bits, group, t);
     if (L->target->f_hp)
         return fp32_tiled_weight(L, wv, t);
-    return transposed_weight(L, wv, t);
+    rt_tensor_format dense = {LLMC_DT_FLOAT, CG_LAYOUT_DENSE, 0, 0, 0};
+    uint64_t bytes = sizeof(float) * (uint64_t)(w->shape.dims[0].c * w->shape.dims[1].c);
+    return lazy_weight(L, wv, "/transposed", &dense, bytes, NULL, t);
 }
 
 /* llmc.QuantizeRows(x) -> xq: QActTiles of the target's ep x lp tiles. */

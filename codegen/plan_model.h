@@ -33,7 +33,13 @@ enum { /* kind bits of CumSum; Trilu's kind is 1 for upper */
     CG_CUMSUM_EXCLUSIVE = 1, CG_CUMSUM_REVERSE = 2
 };
 
-typedef struct {
+/* Writes a weight's segment bytes, in order, into the sink
+ * (codegen/segment_writer.h); 0, or -1 when the sink failed. */
+struct cg_tensor;
+struct cg_sink;
+typedef int (*cg_segment_producer)(const struct cg_tensor *t, struct cg_sink *sink);
+
+typedef struct cg_tensor {
     char *name;
     int dtype;                          /* ONNX numbering, one of plan DType */
     int layout;                         /* plan Layout (CG_LAYOUT_*) */
@@ -44,9 +50,18 @@ typedef struct {
     bool is_weight;
     /* Weight: bytes in graph memory (or `owned`), and its segment */
     const void *data;
-    uint64_t nbytes;
+    uint64_t nbytes;                    /* the segment's size: what `produce` writes */
     void *owned;                        /* constants lowering made up (Gemm alpha) */
     uint32_t segment;
+    /* Lazy weights (segment_writer.h): the source as a float32 matrix, when
+     * data is NULL or its pages may be dropped after writing (a reference,
+     * released with the plan); `produce` NULL writes data / view as they
+     * are, else it makes the segment from them (quantizes, packs).  Tensors
+     * share a segment when produce, produce_arg and the sources' bytes are
+     * equal (cg_share_weights). */
+    llmc_view *view;
+    cg_segment_producer produce;
+    const void *produce_arg;
     /* Arena: filled by the memory planner */
     uint64_t max_bytes, arena_offset;
     int first_op, last_op;              /* lifetime; -1 = before op 0, n_ops = after the last */

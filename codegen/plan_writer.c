@@ -1,7 +1,10 @@
 /* Plan file = FlatBuffer (schemas/plan.fbs), zero padding to 64 bytes,
  * then one 64-byte aligned segment per weight tensor.  The weights are
- * never copied in memory on the way to a file: they are hashed and written
- * straight from the graph's constants (which may be mmapped). */
+ * never held whole in memory on the way to a file: the FlatBuffer's size
+ * is measured first, the segments are laid out after it and streamed from
+ * the graph's constants (mmapped, or lazy views of them) a tile at a time,
+ * hashed as they are written (segment_writer.c), and the FlatBuffer, now
+ * with the hashes, is written last at offset 0. */
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -10,7 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "codegen.h"
 #include "fb_builder.h"
@@ -22,6 +24,7 @@
 #include "layer_name.h"
 #include "plan_model.h"
 #include "plan_format.h"
+#include "segment_writer.h"
 
 /* Cache positions per KV chunk: 64 rows of a 64..128-wide head are 16..32 KB
  * per head, large enough to stream and small enough that a short context
@@ -29,7 +32,6 @@
 #define PLAN_KV_CHUNK_POSITIONS 64
 #define PLAN_COMPILER_VERSION "llmc 0.1.0"
 #define SEGMENT_ALIGN 64
-#define WRITE_CHUNK ((size_t)1 << 26)
 
 _Static_assert(CG_OP_COUNT <= sizeof(((llmc_codegen_stats *)0)->op_counts) / sizeof(uint32_t),
                "llmc_codegen_stats.op_counts has a slot per OpCode");
@@ -303,9 +305,7 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     return fb_table_end(b);
 }
 
-/* The segment offsets live inside the FlatBuffer and depend on its size:
- * build it once to learn the size (which the offsets' values cannot
- * change), lay the segments out after it, then build it for real. */
+/* One FlatBuffer build with the current offsets and hashes. */
 static int build_flatbuffer(plan_image *img, const llmc_graph *g, const llmc_codegen_options *opt,
                             llmc_error *err)
 {
@@ -315,37 +315,47 @@ static int build_flatbuffer(plan_image *img, const llmc_graph *g, const llmc_cod
     fb_ref *refs = malloc(sizeof *refs * (size_t)(longest + 1));
     if (!refs)
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
-    int rc = LLMC_OK;
-    for (int pass = 0; pass < 2 && !rc; pass++) {
-        uint64_t at = round_up(img->fb_size, SEGMENT_ALIGN);
-        for (uint32_t i = 0; i < img->plan.n_segments; i++) {
-            img->seg_offset[i] = at = round_up(at, SEGMENT_ALIGN);
-            at += img->weight[i]->nbytes;
-        }
-        img->file_size = at;
-        size_t measured = img->fb_size;
-        fb_free(&img->fb);
-        fb_init(&img->fb);
-        fb_ref root = write_plan(img, g, opt, refs);
-        if (fb_finish(&img->fb, root, "LLMC", &img->fb_data, &img->fb_size))
-            rc = llmc_fail(err, LLMC_E_NOMEM, "cannot build the plan FlatBuffer "
-                                              "(out of memory or larger than 2 GiB)");
-        else if (pass == 1 && img->fb_size != measured)
-            rc = llmc_fail(err, LLMC_E_INTERNAL, "plan FlatBuffer size changed between builds");
-    }
+    fb_free(&img->fb);
+    fb_init(&img->fb);
+    fb_ref root = write_plan(img, g, opt, refs);
     free(refs);
+    if (fb_finish(&img->fb, root, "LLMC", &img->fb_data, &img->fb_size))
+        return llmc_fail(err, LLMC_E_NOMEM, "cannot build the plan FlatBuffer "
+                                            "(out of memory or larger than 2 GiB)");
+    return LLMC_OK;
+}
+
+/* The segment offsets and hashes live inside the FlatBuffer, which sits
+ * at offset 0: build it once with zeros to learn its size (which their
+ * values cannot change), and lay the segments out after it. */
+static int lay_out(plan_image *img, const llmc_graph *g, const llmc_codegen_options *opt, llmc_error *err)
+{
+    int rc = build_flatbuffer(img, g, opt, err);
+    if (rc)
+        return rc;
+    uint64_t at = round_up(img->fb_size, SEGMENT_ALIGN);
+    for (uint32_t i = 0; i < img->plan.n_segments; i++) {
+        img->seg_offset[i] = at = round_up(at, SEGMENT_ALIGN);
+        at += img->weight[i]->nbytes;
+    }
+    img->file_size = at;
+    return LLMC_OK;
+}
+
+/* The FlatBuffer again, now with the hashes the segments were written
+ * with: the size measured by lay_out must not change. */
+static int finish_flatbuffer(plan_image *img, const llmc_graph *g, const llmc_codegen_options *opt,
+                             llmc_error *err)
+{
+    size_t measured = img->fb_size;
+    int rc = build_flatbuffer(img, g, opt, err);
+    if (!rc && img->fb_size != measured)
+        rc = llmc_fail(err, LLMC_E_INTERNAL, "plan FlatBuffer size changed between builds");
     return rc;
 }
 
-/* Segment s's XXH64 into its own slot: tasks share nothing, so the hashes
- * are the same whichever thread computes which. */
-static void hash_task(void *ctx, uint32_t s)
-{
-    plan_image *img = ctx;
-    img->seg_hash[s] = XXH64(img->weight[s]->data, img->weight[s]->nbytes, 0);
-}
-
-static int hash_segments(plan_image *img, uint32_t threads, llmc_error *err)
+/* segment -> the tensor that owns it (the first with its bytes) */
+static int collect_segments(plan_image *img, llmc_error *err)
 {
     cg_plan *p = &img->plan;
     size_t n = (size_t)p->n_segments + 1;
@@ -355,12 +365,8 @@ static int hash_segments(plan_image *img, uint32_t threads, llmc_error *err)
     if (!img->weight || !img->seg_offset || !img->seg_hash)
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
     for (int i = 0; i < p->n_tensors; i++)
-        if (p->tensors[i].is_weight)
+        if (p->tensors[i].is_weight && !img->weight[p->tensors[i].segment])
             img->weight[p->tensors[i].segment] = &p->tensors[i];
-    /* one segment per task; a pool that cannot start means this thread */
-    llmc_threads *pool = threads > 1 && p->n_segments > 1 ? llmc_threads_create(threads) : NULL;
-    llmc_threads_parallel(pool, p->n_segments, hash_task, img);
-    llmc_threads_destroy(pool);
     return LLMC_OK;
 }
 
@@ -394,6 +400,7 @@ static void fill_stats(const plan_image *img, llmc_codegen_stats *stats)
     stats->file_bytes = img->file_size;
 }
 
+/* Lowered, memory-planned and laid out: everything but the weights' bytes. */
 static int build_image(const llmc_graph *g, const llmc_codegen_options *opt, plan_image *img,
                        llmc_error *err)
 {
@@ -403,10 +410,20 @@ static int build_image(const llmc_graph *g, const llmc_codegen_options *opt, pla
     if (!rc)
         rc = cg_memory_plan(&img->plan, opt->max_context, err);
     if (!rc)
-        rc = hash_segments(img, opt->threads, err);
+        rc = collect_segments(img, err);
     if (!rc)
-        rc = build_flatbuffer(img, g, opt, err);
+        rc = lay_out(img, g, opt, err);
     return rc;
+}
+
+/* The weights streamed after the FlatBuffer's room, then the FlatBuffer
+ * with their hashes. */
+static int write_segments(plan_image *img, const llmc_graph *g, const llmc_codegen_options *opt,
+                          const cg_sink_target *target, llmc_error *err)
+{
+    int rc = cg_write_segments(target, img->weight, img->plan.n_segments, img->seg_offset, img->fb_size,
+                               img->file_size, img->seg_hash, err);
+    return rc ? rc : finish_flatbuffer(img, g, opt, err);
 }
 
 static const llmc_codegen_options *options_or_default(const llmc_codegen_options *opt)
@@ -428,16 +445,16 @@ int llmc_codegen_to_memory(const llmc_graph *g, const llmc_codegen_options *opt,
     if (!rc && posix_memalign(&buf, SEGMENT_ALIGN, img.file_size ? img.file_size : 1))
         rc = llmc_fail(err, LLMC_E_NOMEM, "out of memory for a %llu-byte plan",
                        (unsigned long long)img.file_size);
+    cg_sink_target target = {.fd = -1, .mem = buf, .path = "the plan in memory"};
+    if (!rc)
+        rc = write_segments(&img, g, opt, &target, err);
     if (!rc) {
-        uint8_t *out = buf;
-        memset(out, 0, img.file_size);
-        memcpy(out, img.fb_data, img.fb_size);
-        for (uint32_t s = 0; s < img.plan.n_segments; s++)
-            if (img.weight[s]->nbytes)
-                memcpy(out + img.seg_offset[s], img.weight[s]->data, img.weight[s]->nbytes);
-        *plan = out;
+        memcpy(buf, img.fb_data, img.fb_size);
+        *plan = buf;
         *size = img.file_size;
         fill_stats(&img, stats);
+    } else {
+        free(buf);
     }
     image_free(&img);
     return rc;
@@ -445,73 +462,92 @@ int llmc_codegen_to_memory(const llmc_graph *g, const llmc_codegen_options *opt,
 
 /* ---- streaming to a file ---- */
 
-static int write_all(int fd, const void *data, uint64_t n)
+typedef struct {
+    const uint8_t *base;
+    const rt_segment_desc *seg;
+    uint64_t *hash;
+} readback;
+
+/* Segment s's XXH64 into its own slot: tasks share nothing, so the hashes
+ * are the same whichever thread computes which. */
+static void readback_task(void *ctx, uint32_t s)
 {
-    const uint8_t *p = data;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n < WRITE_CHUNK ? (size_t)n : WRITE_CHUNK);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w == 0)
-            errno = EIO;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (uint64_t)w;
+    readback *rb = ctx;
+    rb->hash[s] = cg_hash_mapped(rb->base + rb->seg[s].offset, rb->seg[s].size);
+}
+
+/* Every segment's bytes against the hash the FlatBuffer records, hashed
+ * on `threads` threads through windows whose pages are dropped as they
+ * go: reading a 2.5 GB plan back must not make it resident. */
+static int check_segment_hashes(const llmc_rt_plan *plan, uint32_t threads, llmc_rt_error *rt)
+{
+    uint32_t n = plan->n_segments;
+    rt_segment_desc *seg = malloc(sizeof *seg * ((size_t)n + 1));
+    uint64_t *hash = malloc(sizeof *hash * ((size_t)n + 1));
+    int rc = seg && hash ? 0 : -1;
+    fb_reader r = rt_reader(plan);
+    for (uint32_t i = 0; !rc && i < n; i++)
+        rc = rt_read_segment(&r, plan, i, &seg[i], rt) ? -1 : 0;
+    if (!rc) {
+        readback rb = {plan->base, seg, hash};
+        llmc_threads *pool = threads > 1 && n > 1 ? llmc_threads_create(threads) : NULL;
+        llmc_threads_parallel(pool, n, readback_task, &rb);
+        llmc_threads_destroy(pool);
     }
-    return 0;
+    for (uint32_t i = 0; !rc && i < n; i++)
+        if (hash[i] != seg[i].xxhash64) {
+            snprintf(rt->msg, sizeof rt->msg, "%s: segment %u: xxhash64 of %llu bytes at %llu does not match",
+                     llmc_rt_status_text(LLMC_RT_E_HASH), i, (unsigned long long)seg[i].size,
+                     (unsigned long long)seg[i].offset);
+            rc = -1;
+        }
+    if (!seg || !hash)
+        snprintf(rt->msg, sizeof rt->msg, "out of memory");
+    free(seg);
+    free(hash);
+    return rc;
 }
 
-static int write_zeros(int fd, uint64_t n)
-{
-    static const uint8_t zeros[SEGMENT_ALIGN];
-    return n > sizeof zeros ? (errno = EINVAL, -1) : write_all(fd, zeros, n);
-}
-
-static int write_image(int fd, const plan_image *img)
-{
-    uint64_t at = img->fb_size;
-    if (write_all(fd, img->fb_data, img->fb_size))
-        return -1;
-    for (uint32_t s = 0; s < img->plan.n_segments; s++) {
-        if (write_zeros(fd, img->seg_offset[s] - at) ||
-            write_all(fd, img->weight[s]->data, img->weight[s]->nbytes))
-            return -1;
-        at = img->seg_offset[s] + img->weight[s]->nbytes;
-    }
-    return write_zeros(fd, img->file_size - at);
-}
-
-/* The bytes just written, read back through the runtime's own verifier with
- * every segment hash: a plan the runtime would refuse is a compiler bug, and
- * it must never reach `path`. */
-static int verify_written_plan(const char *tmp, const char *path, llmc_error *err)
+/* The bytes just written, read back through the runtime's own verifier
+ * and every segment hashed again: a plan the runtime would refuse is a
+ * compiler bug, and it must never reach `path`. */
+static int verify_written_plan(const char *tmp, const char *path, const llmc_codegen_options *opt,
+                               llmc_error *err)
 {
     llmc_mapped_file f;
     int e = llmc_map_file(tmp, &f);
     if (e)
         return llmc_fail(err, LLMC_E_OUTPUT, "cannot read back '%s': %s", tmp, strerror(e));
+    if (opt->progress)
+        opt->progress(opt->progress_ctx, "reading the plan back", 0, f.size);
     llmc_rt_plan plan;
     llmc_rt_error rt;
     int rc = LLMC_OK;
-    if (llmc_rt_plan_open(&plan, f.map, (size_t)f.size, LLMC_RT_VERIFY_HASHES | LLMC_RT_OPEN_ANY_TARGET, &rt) != LLMC_RT_OK)
+    if (llmc_rt_plan_open(&plan, f.map, (size_t)f.size, LLMC_RT_OPEN_ANY_TARGET, &rt) != LLMC_RT_OK ||
+        check_segment_hashes(&plan, opt->threads, &rt))
         rc = llmc_fail(err, LLMC_E_INTERNAL,
                        "the plan for '%s', read back, fails the runtime verifier (a compiler bug or a write error): %s",
                        path, rt.msg);
+    if (opt->progress)
+        opt->progress(opt->progress_ctx, "reading the plan back", f.size, f.size);
     llmc_unmap_file(&f);
     return rc;
 }
 
-static int write_file_atomically(const plan_image *img, const char *path, llmc_error *err)
+static int write_file_atomically(plan_image *img, const llmc_graph *g, const llmc_codegen_options *opt,
+                                 const char *path, llmc_error *err)
 {
     llmc_output out;
     if (!llmc_out_create(path, &out, err))
         return err->code;
-    int rc = LLMC_OK;
-    if (write_image(fileno(out.file), img) != 0)
+    int fd = fileno(out.file);
+    cg_sink_target target = {.fd = fd, .path = path, .progress = opt->progress, .progress_ctx = opt->progress_ctx};
+    int rc = write_segments(img, g, opt, &target, err);
+    /* the FlatBuffer last, at offset 0, over the room left for it */
+    if (!rc && (lseek(fd, 0, SEEK_SET) != 0 || cg_write_all(fd, img->fb_data, img->fb_size)))
         rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
     if (!rc)
-        rc = verify_written_plan(out.tmp, path, err);
+        rc = verify_written_plan(out.tmp, path, opt, err);
     return llmc_out_finish(&out, rc, err);
 }
 
@@ -522,7 +558,7 @@ int llmc_codegen_to_file(const llmc_graph *g, const llmc_codegen_options *opt, c
     opt = options_or_default(opt);
     int rc = build_image(g, opt, &img, err);
     if (!rc)
-        rc = write_file_atomically(&img, path, err);
+        rc = write_file_atomically(&img, g, opt, path, err);
     if (!rc)
         fill_stats(&img, stats);
     image_free(&img);

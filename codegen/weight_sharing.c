@@ -6,27 +6,44 @@
  * layout, so both tensors read one segment and the plan carries the matrix
  * once.  Equal bytes are what make sharing exact, whatever the dims.
  *
- * Weights are sorted by (size, bytes, tensor index), so equal weights sit
- * side by side.  No hash: the plan writer hashes every segment anyway, and
- * memcmp stops at the first differing byte, which for two different
- * weights of one size comes early.  Segments are then renumbered in the
- * order of the tensors that own them, so the plan's bytes stay a function
- * of the graph. */
+ * Weights are sorted by (size, producer, source bytes, tensor index), so
+ * equal weights sit side by side.  No hash: the plan writer hashes every
+ * segment anyway, and the comparison stops at the first differing chunk,
+ * which for two different weights of one size comes early (a lazy weight,
+ * a transposed view, is read a chunk at a time: llmc_const_compare).
+ * Weights made by a producer (quantized, packed) are equal when the
+ * producer, its argument and the source matrices are.  Segments are then
+ * renumbered in the order of the tensors that own them, so the plan's bytes
+ * stay a function of the graph. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan_model.h"
+#include "segment_writer.h"
 
 typedef struct {
     const cg_tensor *t;
     int index;
 } weight_ref;
 
+/* Orders pointers (the producer, its argument) only to group equal ones:
+ * which group comes first never reaches the plan (see above). */
+static int pointer_cmp(const void *a, const void *b)
+{
+    return (uintptr_t)a < (uintptr_t)b ? -1 : (uintptr_t)a > (uintptr_t)b;
+}
+
 static int same_size_cmp(const weight_ref *x, const weight_ref *y)
 {
     if (x->t->nbytes != y->t->nbytes)
         return x->t->nbytes < y->t->nbytes ? -1 : 1;
-    return x->t->nbytes ? memcmp(x->t->data, y->t->data, x->t->nbytes) : 0;
+    int c = pointer_cmp((const void *)(uintptr_t)x->t->produce, (const void *)(uintptr_t)y->t->produce);
+    if (!c)
+        c = pointer_cmp(x->t->produce_arg, y->t->produce_arg);
+    if (c)
+        return c;
+    llmc_const a = cg_weight_source(x->t), b = cg_weight_source(y->t);
+    return llmc_const_compare(&a, &b);
 }
 
 static int by_content_then_index(const void *a, const void *b)

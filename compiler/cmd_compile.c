@@ -1,9 +1,12 @@
 /* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR [--dot]] [--dim NAME=N]
- *              [--threads N] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
+ *              [--threads N] [--quiet] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
  *              [--target generic|avx2|neon-dot|neon-i8mm] */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "codegen/codegen.h"
@@ -29,8 +32,10 @@ static const char compile_help[] =
     "                        nodes outlined); render with 'dot -Tsvg'\n"
     "  --dim NAME=N          bind a symbolic input dimension that is not an LLM role\n"
     "  --explain             say why a pattern a pass looks for did not match\n"
-    "  --threads N           threads for hashing weight segments (default 1); the plan is\n"
-    "                        byte-identical for every N\n"
+    "  --threads N           threads for hashing the plan read back (default 1); the plan\n"
+    "                        is byte-identical for every N\n"
+    "  --quiet               no progress line on stderr (shown only on a terminal, once\n"
+    "                        the compile has taken more than 2 seconds)\n"
     "  --quant MODE          f32 (default): float32 weights; w8a8: int8 weights, symmetric\n"
     "                        per group; w4a8: uint4 weights, asymmetric per group; both\n"
     "                        with int8 activations quantized per row at run time\n"
@@ -49,6 +54,7 @@ typedef struct {
     int quant_bits, lm_head_bits;   /* 0 = float32 */
     int64_t group;
     const char *target;
+    int quiet;
     int n_dims;
     llmc_dim_binding dims[MAX_DIM_BINDINGS];
     char dim_names[MAX_DIM_BINDINGS][128];
@@ -120,6 +126,8 @@ static int parse_args(int argc, char **argv, compile_args *a)
             a->explain = 1;
         } else if (!strcmp(arg, "--dot")) {
             a->dot = 1;
+        } else if (!strcmp(arg, "--quiet")) {
+            a->quiet = 1;
         } else if (arg[0] == '-') {
             return llmc_cli_usage("compile", "unknown option or missing value: '%s'", arg);
         } else if (!a->model) {
@@ -135,6 +143,61 @@ static int parse_args(int argc, char **argv, compile_args *a)
     if (a->dot && !a->dump_dir)
         return llmc_cli_usage("compile", "--dot needs --dump-passes DIR (the pictures go beside the dumps)");
     return LLMC_OK;
+}
+
+/* ---- the progress line ---- */
+
+/* A compile quicker than this shows no progress at all. */
+#define PROGRESS_AFTER_S 2.0
+/* Redrawn at most this often. */
+#define PROGRESS_EVERY_S 0.1
+
+typedef struct {
+    bool enabled;               /* stderr is a terminal, no --quiet, no --explain */
+    struct timespec start;
+    double drawn_at;
+    bool shown;                 /* a line is on the terminal */
+} progress_line;
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) + 1e-9 * (double)(now.tv_nsec - t0->tv_nsec);
+}
+
+static void progress_init(progress_line *p, const compile_args *a)
+{
+    memset(p, 0, sizeof *p);
+    /* --explain writes its own lines to stderr, which a redrawn line would garble */
+    p->enabled = !a->quiet && !a->explain && isatty(STDERR_FILENO);
+    clock_gettime(CLOCK_MONOTONIC, &p->start);
+}
+
+/* llmc_progress_fn: bytes when the total is large (weights), else steps
+ * (passes, named by `phase`). */
+static void progress_report(void *ctx, const char *phase, uint64_t done, uint64_t total)
+{
+    progress_line *p = ctx;
+    double now = p->enabled ? seconds_since(&p->start) : 0;
+    if (!p->enabled || now < PROGRESS_AFTER_S || (now - p->drawn_at < PROGRESS_EVERY_S && done < total))
+        return;
+    p->drawn_at = now;
+    p->shown = true;
+    if (total >= (1u << 20))
+        fprintf(stderr, "\rllmc compile: %s: %.2f of %.2f GB (%d%%)\033[K", phase, (double)done / 1e9,
+                (double)total / 1e9, (int)(100 * done / total));
+    else
+        fprintf(stderr, "\rllmc compile: pass %llu of %llu: %s\033[K", (unsigned long long)done + 1,
+                (unsigned long long)total, phase);
+}
+
+/* Erases the line before anything else is printed. */
+static void progress_clear(progress_line *p)
+{
+    if (p->shown)
+        fputs("\r\033[K", stderr);
+    p->shown = false;
 }
 
 static void print_pass_table(const llmc_pass_record *r, int n)
@@ -183,7 +246,10 @@ int llmc_cmd_compile(int argc, char **argv)
                          .quant_bits = a.quant_bits,
                          .lm_head_bits = a.quant_bits == 8 ? 8 : a.lm_head_bits,
                          .quant_group = a.group};
-    llmc_pipeline_dumps dumps = {.dir = a.dump_dir, .dot = a.dot};
+    progress_line progress;
+    progress_init(&progress, &a);
+    llmc_pipeline_dumps dumps = {.dir = a.dump_dir, .dot = a.dot, .progress = progress_report,
+                                 .progress_ctx = &progress};
     llmc_pass_record records[MAX_PASSES];
     int n_records = 0;
     llmc_codegen_stats stats;
@@ -196,12 +262,16 @@ int llmc_cmd_compile(int argc, char **argv)
     }
     if (!rc)
         rc = llmc_pipeline_run_dumps(&g, &ctx, &dumps, records, &n_records, &err);
+    progress_clear(&progress);
     if (!rc) {
         print_pass_table(records, n_records);
+        fflush(stdout);
         llmc_codegen_options co = {.max_context = a.max_context, .n_passes = n_records, .passes = records,
-                                   .threads = a.threads, .target = a.target};
+                                   .threads = a.threads, .target = a.target, .progress = progress_report,
+                                   .progress_ctx = &progress};
         rc = llmc_codegen_to_file(&g, &co, a.output, &stats, &err);
     }
+    progress_clear(&progress);
     if (!rc) {
         printf("target %s, %s weights\n", a.target,
                a.quant_bits == 8 ? "w8a8" : a.quant_bits == 4 ? "w4a8" : "f32");

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "const_view.h"
+
 size_t llmc_dtype_size(int dtype)
 {
     switch (dtype) {
@@ -48,8 +50,7 @@ static void attr_free(llmc_attr *a)
     free(a->s);
     free(a->floats);
     free(a->ints);
-    if (a->t_data.owned)
-        free((void *)a->t_data.data);
+    llmc_const_release(&a->t_data);
 }
 
 static void node_free(llmc_node *n)
@@ -68,8 +69,7 @@ void llmc_graph_free(llmc_graph *g)
 {
     for (int i = 0; i < g->n_values; i++) {
         free(g->values[i].name);
-        if (g->values[i].is_const && g->values[i].konst.owned)
-            free((void *)g->values[i].konst.data);
+        llmc_const_release(&g->values[i].konst);
     }
     for (int i = 0; i < g->n_nodes; i++)
         node_free(&g->nodes[i]);
@@ -196,10 +196,13 @@ int llmc_node_add_attr(llmc_graph *g, int node, const llmc_attr *attr)
     bad |= copy_array((void **)&a->floats, attr->floats, sizeof(float) * (size_t)attr->n_floats);
     bad |= copy_array((void **)&a->ints, attr->ints, sizeof(int64_t) * (size_t)attr->n_ints);
     a->t_data.owned = attr->t_data.nbytes > 0;
-    if (a->t_data.owned)
-        bad |= copy_array((void **)&a->t_data.data, attr->t_data.data, attr->t_data.nbytes);
-    else
-        a->t_data.data = NULL;
+    a->t_data.file_backed = false;
+    a->t_data.view = NULL;
+    a->t_data.data = NULL;
+    if (a->t_data.owned) {
+        const void *bytes = llmc_const_bytes(&attr->t_data);
+        bad |= !bytes || copy_array((void **)&a->t_data.data, bytes, attr->t_data.nbytes);
+    }
     if (bad) {
         attr_free(a);
         return -1;
@@ -282,13 +285,30 @@ int llmc_graph_set_const(llmc_graph *g, int value, int dtype, const llmc_shape *
         return -1;
     if (nbytes)
         memcpy(copy, data, nbytes);
-    if (v->is_const && v->konst.owned)
-        free((void *)v->konst.data);
+    llmc_const_release(&v->konst);
     v->is_const = true;
     v->konst.data = copy;
     v->konst.nbytes = nbytes;
     v->konst.owned = true;
     v->dtype = dtype;
+    v->shape = *shape;
+    v->producer = -1;
+    return 0;
+}
+
+int llmc_graph_set_const_view(llmc_graph *g, int value, const llmc_shape *shape, llmc_view *view)
+{
+    if (!view || shape->rank != 2 || !llmc_aff_eq(shape->dims[0], llmc_aff_const(llmc_view_rows(view))) ||
+        !llmc_aff_eq(shape->dims[1], llmc_aff_const(llmc_view_cols(view)))) {
+        llmc_view_unref(view);
+        return -1;
+    }
+    llmc_value *v = &g->values[value];
+    llmc_const_release(&v->konst);
+    v->is_const = true;
+    v->konst.view = view;
+    v->konst.nbytes = sizeof(float) * (uint64_t)llmc_view_rows(view) * (uint64_t)llmc_view_cols(view);
+    v->dtype = LLMC_DT_FLOAT;
     v->shape = *shape;
     v->producer = -1;
     return 0;
@@ -480,9 +500,7 @@ char *llmc_graph_unique_name(const llmc_graph *g, const char *base, const char *
 void llmc_graph_drop_const(llmc_graph *g, int value)
 {
     llmc_value *v = &g->values[value];
-    if (v->konst.owned)
-        free((void *)v->konst.data);
-    v->konst = (llmc_const){NULL, 0, false};
+    llmc_const_release(&v->konst);
     v->is_const = false;
     v->n_sym = 0;
 }

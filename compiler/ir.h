@@ -70,13 +70,28 @@ static inline bool llmc_shape_eq(const llmc_shape *a, const llmc_shape *b)
     return true;
 }
 
+/* A float32 matrix defined lazily by transposing and concatenating other
+ * matrices (compiler/const_view.h): how linear fusion and lowering move big
+ * weights without copying them. */
+typedef struct llmc_view llmc_view;
+
 /* Constant tensor data.  `data` points either into memory the graph owns
  * (owned=true, freed with the graph) or into a mapping/buffer that outlives
- * the graph (the importer's mmap of external data or the unpacked protobuf). */
+ * the graph (the importer's mmap of external data or the unpacked protobuf).
+ * A lazy constant has data == NULL and its bytes in `view` (a float32
+ * matrix, row-major); a constant may also hold a view AND data, when the
+ * view is a plain matrix over those very bytes.  Read bytes through
+ * compiler/const_view.h (llmc_const_bytes, llmc_const_read_rows,
+ * llmc_const_hash) unless the constant cannot be lazy (integers). */
 typedef struct {
     const void *data;
     uint64_t nbytes;
     bool owned;
+    bool file_backed;       /* data lies in a read-only file mapping (external
+                             * data): its pages may be dropped after use */
+    llmc_view *view;        /* a reference, released with the constant */
+    bool hashed;            /* `hash` is XXH64 (seed 0) of the bytes: computed */
+    uint64_t hash;          /* once, by llmc_const_hash, for dumps and CSE */
 } llmc_const;
 
 typedef struct {
@@ -184,6 +199,9 @@ void llmc_graph_erase_node(llmc_graph *g, int node);
  * producer, if any, no longer defines it (the node may become dead). */
 int llmc_graph_set_const(llmc_graph *g, int value, int dtype, const llmc_shape *shape,
                          const void *data, uint64_t nbytes);
+/* The same with a lazy float32 matrix (shape [rows, cols] of the view):
+ * takes over the caller's reference, also on failure. */
+int llmc_graph_set_const_view(llmc_graph *g, int value, const llmc_shape *shape, llmc_view *view);
 /* The IR has no value deletion (ids stay stable), so a constant nobody
  * reads any more is dropped by releasing its bytes and clearing is_const:
  * nothing lists it, codegen and the dump skip it. */

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "const_view.h"
+
 /* ---- canonical node order ---- */
 
 /* A node's sort key: the name of its first output it still defines (unique
@@ -195,11 +197,6 @@ static void print_string(FILE *out, const char *s)
     fputc('"', out);
 }
 
-static uint64_t bytes_hash(const llmc_const *k)
-{
-    return k->nbytes ? XXH64(k->data, (size_t)k->nbytes, 0) : XXH64("", 0, 0);
-}
-
 static void print_attr_value(FILE *out, const llmc_attr *a)
 {
     switch (a->type) {
@@ -229,7 +226,7 @@ static void print_attr_value(FILE *out, const llmc_attr *a)
         for (int i = 0; i < a->t_rank; i++)
             fprintf(out, "%s%" PRId64, i ? "," : "", a->t_dims[i]);
         fprintf(out, "],bytes=%" PRIu64 ",xxh64=%016" PRIx64 ")", a->t_data.nbytes,
-                bytes_hash(&a->t_data));
+                llmc_const_hash(&a->t_data));
         break;
     default:
         fprintf(out, "<attribute type %d>", a->type);
@@ -348,7 +345,7 @@ static void print_const(FILE *out, const llmc_value *v)
 {
     fputs("const  ", out);
     print_value_type(out, v);
-    fprintf(out, " bytes=%" PRIu64 " xxh64=%016" PRIx64 "\n", v->konst.nbytes, bytes_hash(&v->konst));
+    fprintf(out, " bytes=%" PRIu64 " xxh64=%016" PRIx64 "\n", v->konst.nbytes, llmc_const_hash(&v->konst));
 }
 
 int llmc_ir_dump(const llmc_graph *g, FILE *out)

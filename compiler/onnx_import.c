@@ -402,7 +402,7 @@ static int decode_widened(importer *imp, Onnx__TensorProto *t, const char *what,
     if (rc) {
         if (out->data.owned)
             free((void *)out->data.data);
-        out->data = (llmc_const){NULL, 0, false};
+        out->data = (llmc_const){.data = NULL};
         return rc;
     }
     if (in_message) {

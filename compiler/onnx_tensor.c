@@ -155,6 +155,7 @@ int llmc_onnx_tensor_decode(const Onnx__TensorProto *t, const char *what, llmc_e
             return llmc_fail(err, LLMC_E_UNSUPPORTED, "%s uses external data, which is not allowed here",
                              what);
         out->data.nbytes = nbytes;
+        out->data.file_backed = true;   /* pages may be dropped after hashing or writing */
         return llmc_ext_data(ext, t, what, nbytes, &out->data.data, err);
     }
     if (!t->has_raw_data)
@@ -223,7 +224,7 @@ int llmc_onnx_tensor_widen(llmc_onnx_tensor *t, const char *what, llmc_error *er
     if (!count) {
         if (t->data.owned)
             free((void *)t->data.data);
-        t->data = (llmc_const){NULL, 0, false};
+        t->data = (llmc_const){.data = NULL};
         return LLMC_OK;
     }
     if (count > SIZE_MAX / 4)
@@ -241,7 +242,7 @@ int llmc_onnx_tensor_widen(llmc_onnx_tensor *t, const char *what, llmc_error *er
     }
     if (t->data.owned)
         free((void *)t->data.data);
-    t->data = (llmc_const){out, count * 4, true};
+    t->data = (llmc_const){.data = out, .nbytes = count * 4, .owned = true};
     return LLMC_OK;
 }
 

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "const_view.h"
 #include "evaluate.h"
 #include "io_roles.h"
 #include "llmc_ops.h"
@@ -235,11 +236,12 @@ static bool match_kv(const llmc_graph *g, int v, kv_path *kv, int past_role, int
 static bool const_all_below(const llmc_graph *g, int v, double limit)
 {
     const llmc_value *val = &g->values[v];
-    if (!val->is_const || val->dtype != LLMC_DT_FLOAT || val->konst.nbytes == 0)
+    const char *bytes = val->is_const && val->dtype == LLMC_DT_FLOAT ? llmc_const_bytes(&val->konst) : NULL;
+    if (!bytes)
         return false;
     for (uint64_t i = 0; i < val->konst.nbytes / sizeof(float); i++) {
         float x;
-        memcpy(&x, (const char *)val->konst.data + i * sizeof x, sizeof x);
+        memcpy(&x, bytes + i * sizeof x, sizeof x);
         if (!(x <= limit))
             return false;
     }

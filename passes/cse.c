@@ -22,6 +22,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "const_view.h"
 #include "pass.h"
 
 /* memcmp of n bytes; empty arrays may be NULL, which memcmp must not get. */
@@ -114,20 +115,21 @@ static bool mergeable_const(const llmc_value *v)
     return true;
 }
 
+/* The bytes' hash is the one the dumps print, computed once per constant
+ * (llmc_const_hash); dtype and shape are mixed in here. */
 static uint64_t hash_const(const llmc_value *v)
 {
-    int64_t header[2 + LLMC_MAX_RANK] = {v->dtype, v->shape.rank};
+    int64_t header[3 + LLMC_MAX_RANK] = {v->dtype, v->shape.rank};
     for (int i = 0; i < v->shape.rank; i++)
         header[2 + i] = v->shape.dims[i].c;
-    uint64_t h = XXH64(header, sizeof header, 0);
-    return XXH64(v->konst.data, (size_t)v->konst.nbytes, h);
+    header[2 + LLMC_MAX_RANK] = (int64_t)llmc_const_hash(&v->konst);
+    return XXH64(header, sizeof header, 0);
 }
 
 static bool same_const(const llmc_graph *g, int a, int b)
 {
     const llmc_value *x = &g->values[a], *y = &g->values[b];
-    return x->dtype == y->dtype && llmc_shape_eq(&x->shape, &y->shape) && x->konst.nbytes == y->konst.nbytes &&
-           same_bytes(x->konst.data, y->konst.data, (size_t)x->konst.nbytes);
+    return x->dtype == y->dtype && llmc_shape_eq(&x->shape, &y->shape) && llmc_const_equal(&x->konst, &y->konst);
 }
 
 /* Every constant equal to a lower-numbered one is replaced by it. */
@@ -200,7 +202,7 @@ static uint64_t hash_attr(const llmc_attr *a)
     case LLMC_ATTR_INTS:
         return XXH64(a->ints, sizeof(int64_t) * (size_t)a->n_ints, h);
     case LLMC_ATTR_TENSOR:
-        return XXH64(a->t_data.data, (size_t)a->t_data.nbytes, h + (uint64_t)a->t_dtype);
+        return h + (uint64_t)a->t_dtype + llmc_const_hash(&a->t_data);
     default:
         return h;
     }

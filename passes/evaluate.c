@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "const_view.h"
 #include "io_roles.h"
 
 void llmc_eval_tensor_free(llmc_eval_tensor *t)
@@ -97,7 +98,8 @@ static int mirror_value(llmc_graph *sub, const llmc_graph *g, int v)
     memcpy(dst->sym, src->sym, sizeof dst->sym);
     if (src->is_const) {
         dst->is_const = true;
-        dst->konst = (llmc_const){src->konst.data, src->konst.nbytes, false};
+        dst->konst = (llmc_const){.data = src->konst.data, .nbytes = src->konst.nbytes,
+                                  .view = llmc_view_ref(src->konst.view)};
     }
     return id;
 }

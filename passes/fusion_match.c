@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "const_view.h"
 #include "symbolic.h"
 
 /* Relative tolerance for the constants a pattern must contain (the task's
@@ -120,12 +121,18 @@ bool llmc_const_near(const llmc_graph *g, int v, double want)
     return llmc_match_const_scalar(g, v, &x) && fabs(x - want) <= CONST_REL_TOL * fabs(want);
 }
 
+/* Bytes to read, in place or lazily (an empty constant may have neither). */
+static bool has_bytes(const llmc_const *k)
+{
+    return k->data || k->view;
+}
+
 bool llmc_const_vector(const llmc_graph *g, int v, llmc_affine len)
 {
     if (v < 0)
         return false;
     const llmc_value *val = &g->values[v];
-    return val->is_const && val->konst.data && val->dtype == LLMC_DT_FLOAT && val->shape.rank == 1 &&
+    return val->is_const && has_bytes(&val->konst) && val->dtype == LLMC_DT_FLOAT && val->shape.rank == 1 &&
            llmc_aff_is_const(len) && llmc_aff_eq(val->shape.dims[0], len);
 }
 
@@ -198,7 +205,7 @@ bool llmc_const_matrix(const llmc_graph *g, int v)
     if (v < 0)
         return false;
     const llmc_value *val = &g->values[v];
-    return val->is_const && val->konst.data && val->dtype == LLMC_DT_FLOAT && val->shape.rank == 2 &&
+    return val->is_const && has_bytes(&val->konst) && val->dtype == LLMC_DT_FLOAT && val->shape.rank == 2 &&
            llmc_aff_is_const(val->shape.dims[0]) && llmc_aff_is_const(val->shape.dims[1]);
 }
 
@@ -208,21 +215,22 @@ bool llmc_gemm_is_plain(const llmc_graph *g, int node)
            llmc_node_attr_float(g, node, "beta", 1.0f) == 1.0f && llmc_node_attr_int(g, node, "transA", 0) == 0;
 }
 
+int llmc_add_const_view(llmc_graph *g, const char *base, const char *suffix, llmc_view *view)
+{
+    char *name = view ? llmc_graph_unique_name(g, base, suffix) : NULL;
+    int v = name ? llmc_graph_add_value(g, name, LLMC_DT_FLOAT) : -1;
+    free(name);
+    if (v < 0) {
+        llmc_view_unref(view);
+        return -1;
+    }
+    llmc_shape shape = {.rank = 2, .dims = {llmc_aff_const(llmc_view_rows(view)), llmc_aff_const(llmc_view_cols(view))}};
+    return llmc_graph_set_const_view(g, v, &shape, view) ? -1 : v;
+}
+
 int llmc_add_transposed_const(llmc_graph *g, int b)
 {
-    const llmc_value *val = &g->values[b];
-    int64_t n = val->shape.dims[0].c, k = val->shape.dims[1].c;
-    const char *src = val->konst.data;
-    float *t = malloc(sizeof(float) * (size_t)(n * k) + 1);
-    if (!t)
-        return -1;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < k; j++)     /* memcpy: constants need not be aligned */
-            memcpy(&t[j * n + i], src + sizeof(float) * (size_t)(i * k + j), sizeof(float));
-    llmc_shape shape = {.rank = 2, .dims = {llmc_aff_const(k), llmc_aff_const(n)}};
-    int v = llmc_add_const(g, val->name, ".transposed", LLMC_DT_FLOAT, &shape, t, sizeof(float) * (size_t)(n * k));
-    free(t);
-    return v;
+    return llmc_add_const_view(g, g->values[b].name, ".transposed", llmc_view_transpose(llmc_graph_const_view(g, b)));
 }
 
 int llmc_gemm_bias(llmc_graph *g, int c, int64_t n)
@@ -234,8 +242,9 @@ int llmc_gemm_bias(llmc_graph *g, int c, int64_t n)
     if (!llmc_const_matrix(g, c) || g->values[c].shape.dims[0].c != 1 || g->values[c].shape.dims[1].c != n)
         return -2;
     llmc_shape shape = {.rank = 1, .dims = {llmc_aff_const(n)}};
-    int v = llmc_add_const(g, g->values[c].name, ".row", LLMC_DT_FLOAT, &shape, g->values[c].konst.data,
-                           sizeof(float) * (size_t)n);
+    const void *row = llmc_const_bytes(&g->values[c].konst);
+    int v = row || n == 0 ? llmc_add_const(g, g->values[c].name, ".row", LLMC_DT_FLOAT, &shape, row, sizeof(float) * (size_t)n)
+                : -1;
     return v < 0 ? -3 : v;
 }
 

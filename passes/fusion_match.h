@@ -65,7 +65,7 @@ bool llmc_const_matrix(const llmc_graph *g, int v);
  * [+ bias] computes once B is [K, N]. */
 bool llmc_gemm_is_plain(const llmc_graph *g, int node);
 /* A new constant [K, N]: the float constant matrix b [N, K] transposed
- * (Gemm's transB); -1 on OOM. */
+ * (Gemm's transB), lazily (a view of b's bytes); -1 on OOM. */
 int llmc_add_transposed_const(llmc_graph *g, int b);
 /* Gemm's C as a bias [N]: C itself, a [N] copy of a [1, N] C, or -1 when
  * absent (c < 0); -2 when C is something else, -3 on OOM. */
@@ -86,6 +86,10 @@ int llmc_match_replace_outputs(llmc_match *m, int named, const char *op_type, bo
  * of `data`; -1 on OOM. */
 int llmc_add_const(llmc_graph *g, const char *base, const char *suffix, int dtype, const llmc_shape *shape,
                    const void *data, uint64_t nbytes);
+/* A new float32 constant [rows, cols] named base + suffix (made unique)
+ * whose bytes are the lazy `view` (const_view.h; the caller's reference is
+ * taken over, also on failure); -1 on OOM or a NULL view. */
+int llmc_add_const_view(llmc_graph *g, const char *base, const char *suffix, llmc_view *view);
 
 /* Calls visit(g, ctx, node) for every node live when the walk started, in
  * topological order, skipping nodes an earlier visit erased; visit returns

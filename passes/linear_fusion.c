@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "const_view.h"
 #include "fusion_match.h"
 #include "llmc_ops.h"
 #include "pass.h"
@@ -144,26 +145,16 @@ static int bias_of(const llmc_node *n)
     return n->n_inputs > LIN_BIAS ? n->inputs[LIN_BIAS] : -1;
 }
 
-/* The members' weights [K, N_i] side by side: a new constant [K, sum N_i]. */
-static int concat_weights(llmc_graph *g, const int *members, int n, int64_t total)
+/* The members' weights [K, N_i] side by side: a new constant [K, sum N_i],
+ * lazily (a view of theirs: a 2.5 GB model's q/k/v and gate/up are not
+ * copied; the plan writer reads the view as it writes). */
+static int concat_weights(llmc_graph *g, const int *members, int n)
 {
+    llmc_view *parts[LLMC_MATCH_MAX_NODES];
+    for (int i = 0; i < n; i++)
+        parts[i] = llmc_graph_const_view(g, g->nodes[members[i]].inputs[LIN_W]);
     int first = g->nodes[members[0]].inputs[LIN_W];
-    int64_t k = dim(g, first, 0), col = 0;
-    float *cat = malloc(sizeof(float) * (size_t)(k * total) + 1);
-    for (int i = 0; cat && i < n; i++) {
-        int w = g->nodes[members[i]].inputs[LIN_W];
-        int64_t width = dim(g, w, 1);
-        const float *src = g->values[w].konst.data;
-        for (int64_t r = 0; r < k; r++)
-            memcpy(cat + r * total + col, src + r * width, sizeof(float) * (size_t)width);
-        col += width;
-    }
-    llmc_shape shape = {.rank = 2, .dims = {llmc_aff_const(k), llmc_aff_const(total)}};
-    int v = cat ? llmc_add_const(g, g->values[first].name, ".merged", LLMC_DT_FLOAT, &shape, cat,
-                                 sizeof(float) * (size_t)(k * total))
-                : -1;
-    free(cat);
-    return v;
+    return llmc_add_const_view(g, g->values[first].name, ".merged", llmc_view_concat(parts, n, 1));
 }
 
 /* The members' biases in a row, zeros for a missing one: a new constant
@@ -179,8 +170,8 @@ static int concat_biases(llmc_graph *g, const int *members, int n, int64_t total
     int64_t col = 0;
     for (int i = 0; cat && i < n; i++) {
         int w = g->nodes[members[i]].inputs[LIN_W], b = bias_of(&g->nodes[members[i]]);
-        if (b >= 0)
-            memcpy(cat + col, g->values[b].konst.data, sizeof(float) * (size_t)dim(g, w, 1));
+        if (b >= 0)   /* a float [N_i] (step 1 checked it), so the read cannot fail */
+            llmc_const_read(&g->values[b].konst, 0, cat + col, sizeof(float) * (size_t)dim(g, w, 1));
         col += dim(g, w, 1);
     }
     llmc_shape shape = {.rank = 1, .dims = {llmc_aff_const(total)}};
@@ -202,7 +193,7 @@ static int merge_group(llmc_graph *g, const llmc_pass_ctx *ctx, const int *membe
         total += dim(g, g->nodes[members[i]].inputs[LIN_W], 1);
         n_out += g->nodes[members[i]].n_outputs;
     }
-    int w = concat_weights(g, members, n, total), bias = concat_biases(g, members, n, total);
+    int w = concat_weights(g, members, n), bias = concat_biases(g, members, n, total);
     if (w >= 0 && bias != -2 && (outputs = malloc(sizeof(int) * (size_t)n_out))) {
         n_out = 0;
         for (int i = 0; i < n; i++)

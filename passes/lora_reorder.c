@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "const_view.h"
 #include "llmc_ops.h"
 #include "pass.h"
 
@@ -156,9 +157,10 @@ static int transposed_const(llmc_graph *g, int v)
     size_t elem = llmc_dtype_size(src->dtype);
     uint8_t *t = malloc((size_t)src->konst.nbytes + 1);
     char *name = llmc_graph_unique_name(g, src->name, ".T");
-    int id = t && name ? llmc_graph_add_value(g, name, src->dtype) : -1;
+    const uint8_t *s = llmc_const_bytes(&src->konst);
+    int id = t && name && (s || !src->konst.nbytes) ? llmc_graph_add_value(g, name, src->dtype) : -1;
     if (id >= 0) {
-        const uint8_t *s = g->values[v].konst.data;
+        s = llmc_const_bytes(&g->values[v].konst);   /* adding a value may move g->values */
         for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < cols; j++)
                 memcpy(t + (size_t)(j * rows + i) * elem, s + (size_t)(i * cols + j) * elem, elem);

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "const_view.h"
 #include "pipeline.h"
 
 int llmc_match_producer(const llmc_graph *g, int v, const char *op)
@@ -37,16 +38,17 @@ bool llmc_match_const_ints(const llmc_graph *g, int v, int64_t *out, int max, in
 
 bool llmc_match_const_scalar(const llmc_graph *g, int v, double *x)
 {
-    if (v < 0 || !g->values[v].is_const || !g->values[v].konst.data)
+    if (v < 0 || !g->values[v].is_const)
         return false;
     const llmc_value *val = &g->values[v];
     union { float f; double d; int64_t i64; int32_t i32; } u;
     size_t size = llmc_dtype_size(val->dtype);
     bool numeric = val->dtype == LLMC_DT_FLOAT || val->dtype == LLMC_DT_DOUBLE ||
                    val->dtype == LLMC_DT_INT64 || val->dtype == LLMC_DT_INT32;
-    if (!numeric || val->konst.nbytes != size)   /* exactly one element */
+    const void *bytes = numeric && val->konst.nbytes == size ? llmc_const_bytes(&val->konst) : NULL;
+    if (!bytes)                                  /* exactly one element */
         return false;
-    memcpy(&u, val->konst.data, size);           /* constants may be unaligned */
+    memcpy(&u, bytes, size);                     /* constants may be unaligned */
     *x = val->dtype == LLMC_DT_FLOAT ? u.f : val->dtype == LLMC_DT_DOUBLE ? u.d
        : val->dtype == LLMC_DT_INT64 ? (double)u.i64 : u.i32;
     return true;

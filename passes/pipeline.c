@@ -123,6 +123,8 @@ int llmc_pipeline_run_dumps(llmc_graph *g, const llmc_pass_ctx *ctx, const llmc_
         pass_ctx.detail = records[i].detail;
         pass_ctx.detail_size = sizeof records[i].detail;
         records[i].detail[0] = '\0';
+        if (dumps->progress)
+            dumps->progress(dumps->progress_ctx, pass->name, (uint64_t)i, PIPELINE_LENGTH);
         if ((rc = pass->run(g, &pass_ctx, err)))
             return rc;
         records[i].name = pass->name;

@@ -47,6 +47,8 @@ typedef struct {
     const char *dir;        /* NULL: no dumps */
     bool dot;               /* also dir/NN-<pass>.dot, the Graphviz picture of
                              * ir_dot.h beside each NN-<pass>.txt */
+    llmc_progress_fn progress;  /* NULL, or told (pass name, i, n) before pass i */
+    void *progress_ctx;
 } llmc_pipeline_dumps;
 
 /* llmc_pipeline_run with the dumps of `dumps`.  The pictures mark which

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "const_view.h"
 #include "evaluate.h"
 #include "llmc_ops.h"
 #include "match.h"
@@ -168,7 +169,8 @@ static int find_equal_table(const rope_fuser *f, const void *data, uint64_t nbyt
         if (f->tables[i].table < 0)
             continue;
         const llmc_value *t = &f->g->values[f->tables[i].table];
-        if (t->konst.nbytes == nbytes && memcmp(t->konst.data, data, nbytes) == 0)
+        const void *bytes = t->konst.nbytes == nbytes ? llmc_const_bytes(&t->konst) : NULL;
+        if (bytes && memcmp(bytes, data, nbytes) == 0)
             return f->tables[i].table;
     }
     return -1;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "const_view.h"
 #include "ir_dump.h"
 #include "pass.h"
 #include "symbolic.h"
@@ -1330,7 +1331,7 @@ static int infer_constant_of_shape(infer *c)
     if (value)
         one.konst = value->t_data;
     else
-        one.konst = (llmc_const){"\0\0\0\0", 4, false};
+        one.konst = (llmc_const){.data = "\0\0\0\0", .nbytes = 4};
     fill_const_sym(&one);
     if (one.n_sym == 1 && llmc_shape_numel_const(&out, &numel) && numel <= LLMC_MAX_SYM_ELEMS) {
         for (int64_t i = 0; i < numel; i++)
@@ -1343,12 +1344,12 @@ static int infer_constant_of_shape(infer *c)
 /* A Range operand as a double when it is a constant float scalar. */
 static bool const_float_scalar(const llmc_value *v, double *x)
 {
-    if (!v->is_const || v->konst.nbytes < llmc_dtype_size(v->dtype))
-        return false;
-    if (v->dtype == LLMC_DT_FLOAT)
-        *x = *(const float *)v->konst.data;
-    else if (v->dtype == LLMC_DT_DOUBLE)
-        *x = *(const double *)v->konst.data;
+    const void *bytes = v->is_const && v->konst.nbytes >= llmc_dtype_size(v->dtype) ? llmc_const_bytes(&v->konst)
+                                                                                  : NULL;
+    if (bytes && v->dtype == LLMC_DT_FLOAT)
+        *x = *(const float *)bytes;
+    else if (bytes && v->dtype == LLMC_DT_DOUBLE)
+        *x = *(const double *)bytes;
     else
         return false;
     return true;

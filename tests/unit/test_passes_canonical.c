@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "const_view.h"
 #include "graph_util.h"
 #include "llmc_ops.h"
 #include "llmc_rt.h"
@@ -535,7 +536,7 @@ static void test_gemm_rewritten(const char *what, const gemm_opts *o)
     const llmc_node *mmn = mm >= 0 ? &g.nodes[mm] : NULL;
     const llmc_value *w = mmn ? &g.values[mmn->inputs[1]] : NULL;
     CHECK(g.outputs[0] == m.y && mmn && strcmp(mmn->op_type, "MatMul") == 0 && mmn->inputs[0] == m.x && w->is_const &&
-              shape_eq(w->shape, SHAPE(K(GK), K(GN))) && memcmp(w->konst.data, GW, sizeof GW) == 0,
+              shape_eq(w->shape, SHAPE(K(GK), K(GN))) && memcmp(llmc_const_bytes(&w->konst), GW, sizeof GW) == 0,
           "gemm %s: MatMul(x, W [6, 4]) with W's bytes exactly x W's, writing the graph output", what);
     if (o->c_rank) {
         const llmc_node *add = &g.nodes[last];
@@ -620,7 +621,7 @@ static void test_gemm_then_linear(void)
     const llmc_value *w = n && n->n_inputs > 1 ? &g.values[n->inputs[1]] : NULL;
     const llmc_value *b = n && n->n_inputs > 2 && n->inputs[2] >= 0 ? &g.values[n->inputs[2]] : NULL;
     CHECK(n && n->inputs[0] == m.x && w && w->is_const && shape_eq(w->shape, SHAPE(K(GK), K(GN))) &&
-              memcmp(w->konst.data, GW, sizeof GW) == 0,
+              memcmp(llmc_const_bytes(&w->konst), GW, sizeof GW) == 0,
           "gemm -> linear: Linear(x, W [6, 4]) with W = (W^T)^T exactly");
     CHECK(b && b->is_const && shape_eq(b->shape, SHAPE(K(GN))) && memcmp(b->konst.data, GC, sizeof GC) == 0 &&
               (n->n_inputs < 4 || n->inputs[3] < 0),

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "const_view.h"
 #include "graph_util.h"
 #include "llmc_ops.h"
 #include "passes/evaluate.h"
@@ -613,7 +614,7 @@ static int matrix(llmc_graph *g, const char *name, int rows, int cols, const flo
 
 static const float *const_data(const llmc_graph *g, int v)
 {
-    return g->values[v].konst.data;
+    return llmc_const_bytes(&g->values[v].konst);   /* merged weights are lazy views */
 }
 
 /* q (bias), k (no bias), v (bias, bias first in the Add) from one x: one
@@ -823,7 +824,7 @@ static void test_linear_gemm(void)
           "one llmc.Linear(A, W, bias) writing y");
     const llmc_node *n = &g.nodes[g.values[y].producer];
     const llmc_value *wval = &g.values[n->inputs[1]], *bval = &g.values[n->inputs[2]];
-    CHECK(shape_eq(wval->shape, SHAPE(K(D), K(6))) && !memcmp(wval->konst.data, w, sizeof w) &&
+    CHECK(shape_eq(wval->shape, SHAPE(K(D), K(6))) && !memcmp(llmc_const_bytes(&wval->konst), w, sizeof w) &&
               shape_eq(bval->shape, SHAPE(K(6))) && !memcmp(bval->konst.data, c, sizeof c),
           "W is B transposed [8, 6], bias is C as [6]");
     pass_run_free(&r);
