@@ -12,12 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "llmc_threads.h"
 #include "out_file.h"
 #include "plan_format.h"
+#include "roofline.h"
 
 #define TUNE_MAX_ROWS 64
 #define TUNE_MAX_REPEATS 31
@@ -64,19 +64,6 @@ static int parse_args(int argc, char **argv, tune_args *a)
     return a->plan ? LLMC_OK : llmc_cli_usage("tune", "missing PLAN");
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int by_value(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 /* Median seconds of `repeats` prefills of m tokens from position 0. */
 static int time_prefill(llmc_rt_session *s, uint32_t m, uint32_t repeats, double *median,
                         llmc_rt_error *rt)
@@ -87,14 +74,13 @@ static int time_prefill(llmc_rt_session *s, uint32_t m, uint32_t repeats, double
         tokens[i] = (int64_t)((i * 7919u + 13u) % (s->plan->vocab_size ? s->plan->vocab_size : 1));
     for (uint32_t r = 0; r <= repeats; r++) { /* run 0 warms caches up */
         llmc_reset(s);
-        double t0 = now_seconds();
+        double t0 = llmc_seconds_now();
         if (llmc_prefill(s, tokens, m, NULL, rt) != LLMC_RT_OK)
             return -1;
         if (r)
-            t[r - 1] = now_seconds() - t0;
+            t[r - 1] = llmc_seconds_now() - t0;
     }
-    qsort(t, repeats, sizeof t[0], by_value);
-    *median = t[repeats / 2];
+    *median = llmc_median(t, repeats);
     return 0;
 }
 

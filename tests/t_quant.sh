@@ -102,6 +102,19 @@ for family in llama qwen2 gpt2 phi; do
     check "$family: w4a8 logits error $w4 <= $W4_RTOL" below "$w4" "$W4_RTOL"
 done
 
+# llmc tune rewrites gemm_min_rows in place: at most 4 bytes change, the plan
+# still verifies and gives the same ids (GEMV and GEMM compute the same bits).
+tuned() {
+    local plan=$WORK/tuned.plan
+    cp "$WORK/llama-w4a8-generic.plan" "$plan" &&
+    "$LLMC" tune "$plan" --max-rows 6 -r 2 | tee "$WORK/tune.log" | tail -1 | grep -q "gemm_min_rows = " &&
+    [ "$(cmp -l "$WORK/llama-w4a8-generic.plan" "$plan" | wc -l)" -le 4 ] &&
+    "$LLMC" verify "$plan" >/dev/null &&
+    "$LLMC" run "$plan" --prompt-ids 5,17,42,7,99,3,250 --max-new "$MAX_NEW" >"$WORK/tuned.tok" &&
+    cmp "$WORK/tuned.tok" "$WORK/llama-w4a8-generic-p2.tok"
+}
+check "llmc tune rewrites only gemm_min_rows; same ids after" tuned
+
 # Targets this machine cannot run: structure verified, execution refused.
 model=$(zoo_model llama 17)
 for t in neon-dot neon-i8mm; do
