@@ -56,7 +56,8 @@ typedef struct cg_tensor {
     /* Lazy weights (segment_writer.h): the source as a float32 matrix, when
      * data is NULL or its pages may be dropped after writing (a reference,
      * released with the plan); `produce` NULL writes data / view as they
-     * are, else it makes the segment from them (quantizes, packs).  Tensors
+     * are, else it makes the segment from `view` (then required: quantizes,
+     * packs).  Tensors
      * share a segment when produce, produce_arg and the sources' bytes are
      * equal (cg_share_weights). */
     llmc_view *view;

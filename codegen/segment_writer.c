@@ -209,7 +209,7 @@ int cg_weight_share_const(cg_tensor *x, const llmc_value *val)
 llmc_const cg_weight_source(const cg_tensor *t)
 {
     if (!t->view)
-        return (llmc_const){.data = t->data, .nbytes = t->produce ? 0 : t->nbytes};
+        return (llmc_const){.data = t->data, .nbytes = t->nbytes};
     uint64_t bytes = sizeof(float) * (uint64_t)llmc_view_rows(t->view) * (uint64_t)llmc_view_cols(t->view);
     return (llmc_const){.data = llmc_view_dense_data(t->view), .nbytes = bytes, .view = t->view};
 }

@@ -8,15 +8,19 @@
  * A producer (plan_model.h: cg_segment_producer) is called once per
  * segment with the tensor that owns it and must append exactly t->nbytes
  * bytes.  The default, cg_produce_bytes, writes the tensor's data or its
- * view's rows as they are; a quantizing producer reads rows of t->view
- * (llmc_view_read_rows, const_view.h) and appends packed tiles:
+ * view's rows as they are; a quantizing producer reads blocks of rows of
+ * t->view (llmc_view_read_rows, const_view.h: a multiple of hp, 64 or so,
+ * since small reads of a transposed view are slower) and appends the
+ * packed tiles of each block:
  *
- *     for (int64_t r = 0; r < rows; r += hp) {
- *         llmc_view_read_rows(t->view, r, r + hp, tile);    // rows past the end: pad
- *         uint8_t *out = cg_sink_reserve(sink, tile_bytes);
+ *     for (int64_t r = 0; r < rows; r += block) {          // block % hp == 0
+ *         int64_t n = rows - r < block ? rows - r : block;
+ *         llmc_view_read_rows(t->view, r, r + n, rows_buf);  // pad a last partial tile
+ *         size_t bytes = packed size of ceil(n / hp) row tiles;
+ *         uint8_t *out = cg_sink_reserve(sink, bytes);
  *         if (!out) return -1;
- *         cg_qpack_row_tile(tile, cols, hp, shape, out);
- *         if (cg_sink_commit(sink, tile_bytes)) return -1;
+ *         for (each tile of hp rows in rows_buf) cg_qpack_row_tile(..., out + its offset);
+ *         if (cg_sink_commit(sink, bytes)) return -1;
  *     }
  */
 #ifndef LLMC_SEGMENT_WRITER_H

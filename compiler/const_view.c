@@ -160,24 +160,43 @@ const void *llmc_view_dense_data(const llmc_view *v)
 static void read_into(const llmc_view *v, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *out, int64_t rs,
                       int64_t cs);
 
+/* Four source rows r..r+3, columns [0, width), into four consecutive
+ * output floats per column (rs == 1: the output is the transpose): one
+ * 16-byte store per column instead of four scattered ones. */
+static void transpose_4_rows(const uint8_t *row0, size_t row_bytes, int64_t width, float *dst, int64_t cs)
+{
+    const uint8_t *row1 = row0 + row_bytes, *row2 = row1 + row_bytes, *row3 = row2 + row_bytes;
+    for (int64_t c = 0; c < width; c++) {
+        float q[4];   /* memcpy: the bytes need not be aligned */
+        memcpy(&q[0], row0 + sizeof(float) * (size_t)c, sizeof(float));
+        memcpy(&q[1], row1 + sizeof(float) * (size_t)c, sizeof(float));
+        memcpy(&q[2], row2 + sizeof(float) * (size_t)c, sizeof(float));
+        memcpy(&q[3], row3 + sizeof(float) * (size_t)c, sizeof(float));
+        memcpy(dst + c * cs, q, sizeof q);
+    }
+}
+
 static void read_dense(const llmc_view *v, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *out, int64_t rs,
                        int64_t cs)
 {
     const uint8_t *base = v->data;
+    size_t row_bytes = sizeof(float) * (size_t)v->cols;
     if (cs == 1) {
-        for (int64_t r = r0; r < r1; r++)   /* memcpy: the bytes need not be aligned */
-            memcpy(out + (r - r0) * rs, base + sizeof(float) * (size_t)(r * v->cols + c0),
+        for (int64_t r = r0; r < r1; r++)
+            memcpy(out + (r - r0) * rs, base + (size_t)r * row_bytes + sizeof(float) * (size_t)c0,
                    sizeof(float) * (size_t)(c1 - c0));
         return;
     }
     for (int64_t cb = c0; cb < c1; cb += TRANSPOSE_BLOCK) {
-        int64_t width = min64(TRANSPOSE_BLOCK, c1 - cb);
-        for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *src = base + sizeof(float) * (size_t)(r * v->cols + cb);
-            float *dst = out + (r - r0) * rs + (cb - c0) * cs;
+        int64_t width = min64(TRANSPOSE_BLOCK, c1 - cb), r = r0;
+        const uint8_t *src = base + sizeof(float) * (size_t)cb;
+        float *dst = out + (cb - c0) * cs;
+        for (; rs == 1 && r + 4 <= r1; r += 4)
+            transpose_4_rows(src + (size_t)r * row_bytes, row_bytes, width, dst + (r - r0), cs);
+        for (; r < r1; r++)
             for (int64_t c = 0; c < width; c++)
-                memcpy(dst + c * cs, src + sizeof(float) * (size_t)c, sizeof(float));
-        }
+                memcpy(dst + (r - r0) * rs + c * cs, src + (size_t)r * row_bytes + sizeof(float) * (size_t)c,
+                       sizeof(float));
     }
 }
 

@@ -51,7 +51,11 @@ void llmc_view_read_rows(const llmc_view *v, int64_t r0, int64_t r1, float *out)
 /* The block [r0, r1) x [c0, c1): out[(r - r0) * out_stride + (c - c0)]. */
 void llmc_view_read_block(const llmc_view *v, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *out,
                           int64_t out_stride);
-/* Rows per call that keep a read_rows buffer near `bytes` (at least 1). */
+/* Rows per call that keep a read_rows buffer near `bytes` (at least 1).
+ * A transposed view visits every source row for the rows asked, so a
+ * block of rows per call is faster than one tile: reading the [896, 4864]
+ * transpose of a [4864, 896] matrix ran at 2 GB/s 8 rows at a time and
+ * 4 GB/s 64 at a time (one core here). */
 int64_t llmc_view_rows_per(const llmc_view *v, uint64_t bytes);
 /* Drops this process's pages of the file-backed leaves (the bytes stay in
  * the page cache and fault back in if read again): after a matrix is
