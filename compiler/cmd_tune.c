@@ -1,8 +1,9 @@
 /* llmc tune PLAN [-t N] [--max-rows M] [-r R]: measures on this machine
- * where a quantized Linear should switch from one GEMV per row to the tiled
- * GEMM (paper 001 §5: the flat shapes of decode and short prompts want the
- * weight-streaming GEMV, longer prompts the register-tiled GEMM) and writes
- * that crossover into the plan's gemm_min_rows, in place and atomically.
+ * where a quantized Linear should switch from the GEMV work split to the
+ * GEMM one (paper 001 §5: the flat shapes of decode and short prompts want
+ * tasks that stream weight blocks, longer prompts activations blocked for
+ * the cache) and writes that crossover into the plan's gemm_min_rows, in
+ * place and atomically.
  *
  * For each row count m in 2..M it times a prefill of m tokens with every
  * Linear forced onto the GEMV path and again forced onto the GEMM, medians
@@ -26,10 +27,10 @@ static const char tune_help[] =
     "usage: llmc tune PLAN [-t THREADS] [--max-rows M] [-r REPEATS]\n"
     "\n"
     "Times prefills of 2..M tokens (default 16) with the quantized Linears on\n"
-    "their GEMV path and on their tiled GEMM, R times each (default 5, medians),\n"
-    "prints both and writes the crossover row count into PLAN (gemm_min_rows:\n"
-    "Linears with fewer rows run one GEMV per row).  The plan is rewritten\n"
-    "atomically; nothing else in it changes.\n";
+    "their GEMV work split and on their GEMM split, R times each (default 5,\n"
+    "medians), prints both and writes the crossover row count into PLAN\n"
+    "(gemm_min_rows: Linears with fewer rows take the GEMV split).  The plan is\n"
+    "rewritten atomically; nothing else in it changes.\n";
 
 typedef struct {
     const char *plan;
