@@ -61,13 +61,14 @@ check "the last picture has as many Attention nodes as were fused" \
 # Origin marks: linear-fusion created every Linear (outlined in its own
 # picture); the Attention ops came from attention-fusion (not outlined).
 origin_marks() {
-    local linear attention
-    linear=$(grep -F 'label="Linear\n' "$LAST")
-    attention=$(grep -F 'label="Attention\n' "$LAST")
+    local linear attention pic
+    pic=$(ls "$WORK"/a/*-linear-fusion.dot)
+    linear=$(grep -F 'label="Linear\n' "$pic")
+    attention=$(grep -F 'label="Attention\n' "$pic")
     [ -n "$linear" ] && ! grep -v 'by linear-fusion.*penwidth=3' <<<"$linear" || { echo "$linear"; return 1; }
     ! grep -v 'by attention-fusion' <<<"$attention" && ! grep penwidth <<<"$attention"
 }
-check "nodes are marked with the pass that created them, the last pass's outlined" origin_marks
+check "nodes are marked with the pass that created them, linear-fusion's outlined in its picture" origin_marks
 check "llmc-domain nodes are filled, ONNX ones are not" \
     sh -c "grep -F 'label=\"Gather\\n' '$LAST' | grep -vq filled &&
            grep -F 'label=\"RMSNorm\\n' '$LAST' | grep -q filled"
