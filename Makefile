@@ -23,6 +23,7 @@ RT_SRC   := $(wildcard runtime/*.c runtime/kernels/*.c)
 ifneq ($(filter x86_64-%,$(shell $(CC) -dumpmachine)),)
 RT_SRC   += $(wildcard runtime/kernels/x86_avx2/*.c)
 $(BUILD)/runtime/kernels/x86_avx2/%.o: CFLAGS_RT += -mavx2 -mfma -mf16c
+$(BUILD)/fuzz/obj/runtime/kernels/x86_avx2/%.o: FUZZ_CFLAGS += -mavx2 -mfma -mf16c
 endif
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 # Optional platform files (threads): their own archive, never in libllmcrt.a.
