@@ -234,28 +234,37 @@ static void divide_row(float *o, float l, int64_t D)
  * the prefill time).  Range reduction x = n ln2 + r, |r| <= ln2 / 2, with
  * ln2 in two parts (the high one has 15 bits, so n * hi is exact); exp(r)
  * by its Taylor polynomial of degree 7 (truncation < 2e-9 relative); 2^n
- * built in the exponent bits.  Arguments below -87 give 0: they are clamped
- * and masked on their bit patterns (unsigned order of negative floats),
- * since a float comparison keeps gcc from vectorizing under -ftrapping-math.
- * The callers never pass more than EXP_HEADROOM, so 2^n stays finite. */
+ * built in the exponent bits.  Arguments below -87 give 0, above 88 are
+ * taken as 88, NaN gives NaN: all decided on the bit patterns (unsigned
+ * order of negative floats, signed order of positive ones), since a float
+ * comparison keeps gcc from vectorizing under -ftrapping-math, and the
+ * clamps keep the conversion of n to int defined for any input.  The
+ * callers never pass more than EXP_HEADROOM except NaN or inf scores. */
 #define EXP_MIN_BITS 0xC2AE0000u /* -87.0f */
+#define EXP_MAX_BITS 0x42B00000  /* 88.0f */
+#define NAN_BITS 0x7FC00000u
 
 static void exp_block(float *p, float off)
 {
     for (int t = 0; t < KEY_BLOCK; t++) {
-        float x = p[t] - off, xc, two_n;
+        float x = p[t] - off, xc, res;
         uint32_t ux;
         memcpy(&ux, &x, sizeof ux);
-        uint32_t uc = ux < EXP_MIN_BITS ? ux : EXP_MIN_BITS; /* max(x, -87) */
-        int32_t keep = -(int32_t)(ux <= EXP_MIN_BITS);      /* all ones unless x < -87 */
+        uint32_t lo = ux < EXP_MIN_BITS ? ux : EXP_MIN_BITS;              /* max(x, -87) */
+        int32_t uc = (int32_t)lo < EXP_MAX_BITS ? (int32_t)lo : EXP_MAX_BITS; /* min(., 88) */
+        uint32_t keep = 0u - (uint32_t)(ux <= EXP_MIN_BITS);   /* all ones unless x < -87 */
+        uint32_t nan = 0u - (uint32_t)((ux & 0x7FFFFFFFu) > 0x7F800000u);
         memcpy(&xc, &uc, sizeof xc);
         float n = xc * 1.44269504f + 12582912.0f - 12582912.0f; /* round to integer */
         float r = xc - n * 0.693145751953125f - n * 1.428606765330187e-6f;
         float y = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
                   r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
-        int32_t bits = ((int32_t)n + 127) * (1 << 23) & keep;
-        memcpy(&two_n, &bits, sizeof two_n);
-        p[t] = y * two_n;
+        uint32_t two_n = (uint32_t)((int32_t)n + 127) << 23 & keep, bits;
+        memcpy(&res, &two_n, sizeof res);
+        res *= y;
+        memcpy(&bits, &res, sizeof bits);
+        bits = (bits & ~nan) | (NAN_BITS & nan);
+        memcpy(&p[t], &bits, sizeof bits);
     }
 }
 

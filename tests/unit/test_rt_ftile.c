@@ -455,6 +455,32 @@ static void test_attention_case(const rt_kernels *kt, const attn_case *c, float 
     attn_free(&d);
 }
 
+/* A NaN or an infinity in one query head: that head's output is NaN (no
+ * undefined float-to-int conversion on the way), the others keep their bits. */
+static void test_attention_nan(const rt_kernels *kt)
+{
+    static const float bad[] = {NAN, INFINITY};
+    attn_case c = {14, 2, 64, 64, 64, 300, 1, 0.125f};
+    for (int b = 0; b < 2; b++) {
+        attn_data d;
+        attn_make(&d, &c, 1.0f);
+        int64_t n = c.H * c.D;
+        float *want = malloc(sizeof *want * (size_t)n), *got = malloc(sizeof *got * (size_t)n);
+        bool ok = attn_run(kt, &d, want, NULL) == LLMC_RT_OK;
+        d.q[3] = bad[b]; /* head 0 */
+        ok = ok && attn_run(kt, &d, got, NULL) == LLMC_RT_OK;
+        bool head0_nan = true;
+        for (int64_t i = 0; i < c.D; i++)
+            head0_nan = head0_nan && isnan(got[i]);
+        CHECK(ok && head0_nan && !memcmp(got + c.D, want + c.D, sizeof *got * (size_t)(n - c.D)),
+              "Attention (%s): %s in head 0's query gives NaN there, the other heads unchanged",
+              kt ? kt->target : "portable", b ? "an infinity" : "a NaN");
+        free(want);
+        free(got);
+        attn_free(&d);
+    }
+}
+
 static void test_attention(const rt_kernels *kt)
 {
     static const struct {
@@ -482,6 +508,7 @@ static void test_attention(const rt_kernels *kt)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         test_attention_case(kt, &cases[i].c, cases[i].k_boost, cases[i].what);
+    test_attention_nan(kt);
 }
 
 #if defined(__x86_64__)
