@@ -17,31 +17,37 @@
 #include "segment_writer.h"
 #include "weight_pack.h"
 
+/* Packs n_rows (<= the tile's rows) rows of W^T into one row tile. */
+typedef void (*tile_packer)(const void *shape, const float *rows, int64_t n_rows, void *out);
+
+/* Rows read from a view per call: a transposed view reads faster in blocks
+ * of many rows (segment_writer.h), so blocks of whole row tiles near 1 MiB. */
+#define READ_BLOCK_BYTES ((uint64_t)1 << 20)
+
 /* Row tiles of t->view packed by `pack`, one after the other. */
 static int produce_row_tiles(const cg_tensor *t, cg_sink *sink, int hp, uint64_t tile_bytes,
-                             void (*pack)(const cg_tensor *t, const float *rows, int64_t n_rows,
-                                          void *out))
+                             tile_packer pack, const void *shape)
 {
     int64_t n = llmc_view_rows(t->view), k = llmc_view_cols(t->view);
-    float *rows = malloc(sizeof *rows * (size_t)hp * (size_t)(k > 0 ? k : 1));
-    if (!rows)
-        return -1;
-    for (int64_t r0 = 0; r0 < n; r0 += hp) {
-        int64_t n_rows = n - r0 < hp ? n - r0 : hp;
-        llmc_view_read_rows(t->view, r0, r0 + n_rows, rows);
-        void *out = cg_sink_reserve(sink, (size_t)tile_bytes);
-        if (!out) {
-            free(rows);
-            return -1;
-        }
-        pack(t, rows, n_rows, out);
-        if (cg_sink_commit(sink, (size_t)tile_bytes)) {
-            free(rows);
-            return -1;
+    int64_t block = llmc_view_rows_per(t->view, READ_BLOCK_BYTES) / hp * hp;
+    block = block < hp ? hp : block;
+    float *rows = malloc(sizeof *rows * (size_t)block * (size_t)(k > 0 ? k : 1));
+    int rc = rows ? 0 : -1;
+    for (int64_t b0 = 0; !rc && b0 < n; b0 += block) {
+        int64_t b1 = n - b0 < block ? n : b0 + block;
+        llmc_view_read_rows(t->view, b0, b1, rows);
+        for (int64_t r0 = b0; !rc && r0 < b1; r0 += hp) {
+            void *out = cg_sink_reserve(sink, (size_t)tile_bytes);
+            if (!out) {
+                rc = -1;
+                break;
+            }
+            pack(shape, rows + (r0 - b0) * k, b1 - r0 < hp ? b1 - r0 : hp, out);
+            rc = cg_sink_commit(sink, (size_t)tile_bytes);
         }
     }
     free(rows);
-    return 0;
+    return rc;
 }
 
 /* The packed formats of a tensor's fields (checked when it was lowered). */
@@ -53,30 +59,30 @@ static rt_qweight_shape qshape_of(const cg_tensor *t)
     return q;
 }
 
-static void qpack(const cg_tensor *t, const float *rows, int64_t n_rows, void *out)
+static void qpack(const void *shape, const float *rows, int64_t n_rows, void *out)
 {
-    rt_qweight_shape q = qshape_of(t);
-    cg_qpack_row_tile(rows, q.k, n_rows, &q, out);
+    const rt_qweight_shape *q = shape;
+    cg_qpack_row_tile(rows, q->k, n_rows, q, out);
 }
 
 static int produce_qweight(const cg_tensor *t, cg_sink *sink)
 {
     rt_qweight_shape q = qshape_of(t);
-    return produce_row_tiles(t, sink, q.hp,
-                             (uint64_t)(q.kp / q.group) * rt_qweight_block_bytes(&q), qpack);
+    return produce_row_tiles(t, sink, q.hp, (uint64_t)(q.kp / q.group) * rt_qweight_block_bytes(&q),
+                             qpack, &q);
 }
 
-static void fpack(const cg_tensor *t, const float *rows, int64_t n_rows, void *out)
+static void fpack(const void *shape, const float *rows, int64_t n_rows, void *out)
 {
-    rt_ftile_shape f = {t->tile_rows, t->dims[0].c, t->dims[1].c, 0};
-    f.np = rt_qround_up(f.n, f.hp);
-    cg_fpack_row_tile(rows, f.k, n_rows, &f, out);
+    const rt_ftile_shape *f = shape;
+    cg_fpack_row_tile(rows, f->k, n_rows, f, out);
 }
 
 static int produce_fweight(const cg_tensor *t, cg_sink *sink)
 {
-    return produce_row_tiles(t, sink, t->tile_rows,
-                             4u * (uint64_t)t->tile_rows * (uint64_t)t->dims[1].c, fpack);
+    rt_ftile_shape f = {t->tile_rows, t->dims[0].c, t->dims[1].c, 0};
+    f.np = rt_qround_up(f.n, f.hp);
+    return produce_row_tiles(t, sink, f.hp, 4u * (uint64_t)f.hp * (uint64_t)f.k, fpack, &f);
 }
 
 /* A new Weight [n, k] named W + suffix: W^T as a lazy view, made into
@@ -154,7 +160,7 @@ int lower_quantize_rows(lower_ctx *L, int unused)
         rc = lower_output(L, 0, &y);
     if (rc)
         return rc;
-    if (group < 2 * L->target->q_lp || group % (2 * L->target->q_lp) || group > UINT32_MAX)
+    if (!rt_qdepth_ok(L->target->q_lp, group) || group > UINT32_MAX)
         return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "group %lld is not a positive multiple of %d",
                           (long long)group, 2 * L->target->q_lp);
     cg_tensor *yt = &L->p->tensors[y];

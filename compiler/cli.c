@@ -1,5 +1,6 @@
 #include "cli.h"
 #include "kernels/kernel_table.h"
+#include "plan_format.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -66,12 +67,11 @@ int llmc_cli_map(const char *path, llmc_mapped_file *m, llmc_error *err)
 
 const char *llmc_cli_host_target(void)
 {
-    /* most capable first: the first this runtime was built with and this
-     * CPU runs */
-    static const char *const preferred[] = {"neon-i8mm", "neon-dot", "avx2"};
-    for (size_t i = 0; i < sizeof preferred / sizeof preferred[0]; i++)
-        if (rt_kernels_for_target(preferred[i], NULL))
-            return preferred[i];
+    /* plan_enums.h lists targets from the most portable to the most capable:
+     * the last this runtime was built with and this CPU runs */
+    for (int i = TARGET_COUNT - 1; i > 0; i--)
+        if (rt_kernels_for_target(rt_target_info_of(i)->name, NULL))
+            return rt_target_info_of(i)->name;
     return "generic";
 }
 

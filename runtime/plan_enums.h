@@ -85,7 +85,9 @@
     X(PRESENT_VALUE, PresentValue, 8, 1, 4)
 
 /* Plan targets and the tile sizes of their layouts (paper 002 Table 2; the
- * kernels of each target derive them from its register budget):
+ * kernels of each target derive them from its register budget), from the
+ * most portable to the most capable (compile's default is the last one
+ * this machine runs):
  * X(SUFFIX, "name", q_hp, q_lp, q_ep, f_hp, f_ep).  q_*: QWeightTiles hp and
  * lp, QActTiles ep; f_hp: FWeightTiles rows (0: fp32 weights stay Dense),
  * f_ep: rows per fp32 GEMM call. */

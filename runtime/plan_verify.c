@@ -79,12 +79,10 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
 static llmc_rt_status choose_target(const char *target, unsigned flags, llmc_rt_plan *p,
                                     llmc_rt_error *err)
 {
-    if (rt_target_index(target) < 0)
-        return rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\" unknown; this runtime knows"
-                       "%s", NULL, RT_S(target, RT_TARGET_NAMES));
+    bool any = (flags & LLMC_RT_OPEN_ANY_TARGET) && rt_target_index(target) >= 0;
     p->target = target;
-    p->kernels = rt_kernels_for_target(target, flags & LLMC_RT_OPEN_ANY_TARGET ? NULL : err);
-    return p->kernels || (flags & LLMC_RT_OPEN_ANY_TARGET) ? LLMC_RT_OK : LLMC_RT_E_TARGET;
+    p->kernels = rt_kernels_for_target(target, any ? NULL : err); /* says why not */
+    return p->kernels || any ? LLMC_RT_OK : LLMC_RT_E_TARGET;
 }
 
 static llmc_rt_status verify_header(fb_reader *r, llmc_rt_plan *p, unsigned flags,

@@ -71,6 +71,21 @@ static inline uint64_t rt_qalign64(uint64_t v)
     return (v + 63) & ~(uint64_t)63;
 }
 
+/* What every tile format asks of its shape: rows per tile in [1, 64] and
+ * two logical dims in [0, 2^40]. */
+static inline bool rt_qtile_dims_ok(int rows, int64_t a, int64_t b)
+{
+    return rows >= 1 && rows <= 64 && a >= 0 && b >= 0 && a <= ((int64_t)1 << 40) &&
+           b <= ((int64_t)1 << 40);
+}
+
+/* What the quantized formats ask of the reduction: lp a power of two in
+ * [1, 64], group a positive multiple of 2 * lp (nibble tiles come in pairs). */
+static inline bool rt_qdepth_ok(int lp, int64_t group)
+{
+    return lp >= 1 && lp <= 64 && !(lp & (lp - 1)) && group >= 2 * lp && group % (2 * lp) == 0;
+}
+
 typedef struct {
     int hp;                /* rows per tile */
     int64_t n, k, np;      /* logical W [n, k]; np = n rounded up to hp */
@@ -78,8 +93,7 @@ typedef struct {
 
 static inline bool rt_ftile_shape_init(rt_ftile_shape *s, int hp, int64_t n, int64_t k)
 {
-    if (hp < 1 || hp > 64 || n < 0 || k < 0 || n > ((int64_t)1 << 40) ||
-        k > ((int64_t)1 << 40))
+    if (!rt_qtile_dims_ok(hp, n, k))
         return false;
     s->hp = hp;
     s->n = n;
@@ -135,9 +149,7 @@ static inline uint64_t rt_qact_bytes(const rt_qact_shape *s)
 static inline bool rt_qweight_shape_init(rt_qweight_shape *s, int bits, int hp, int lp,
                                          int64_t n, int64_t k, int64_t group)
 {
-    if ((bits != 4 && bits != 8) || hp < 1 || hp > 64 || lp < 1 || lp > 64 ||
-        (lp & (lp - 1)) || group < 2 * lp || group % (2 * lp) || n < 0 || k < 0 ||
-        n > ((int64_t)1 << 40) || k > ((int64_t)1 << 40))
+    if ((bits != 4 && bits != 8) || !rt_qtile_dims_ok(hp, n, k) || !rt_qdepth_ok(lp, group))
         return false;
     s->bits = bits;
     s->hp = hp;
@@ -153,9 +165,7 @@ static inline bool rt_qweight_shape_init(rt_qweight_shape *s, int bits, int hp, 
 static inline bool rt_qact_shape_init(rt_qact_shape *s, int ep, int lp, int64_t m, int64_t k,
                                       int64_t group)
 {
-    if (ep < 1 || ep > 64 || lp < 1 || lp > 64 || (lp & (lp - 1)) || group < 2 * lp ||
-        group % (2 * lp) || m < 0 || k < 0 || m > ((int64_t)1 << 40) ||
-        k > ((int64_t)1 << 40))
+    if (!rt_qtile_dims_ok(ep, m, k) || !rt_qdepth_ok(lp, group))
         return false;
     s->ep = ep;
     s->lp = lp;
