@@ -6,7 +6,9 @@
  * of working memory whose size llmc_rt_session_memory() reports.
  *
  *   plan file  ->  llmc_rt_plan_open()     verifies every offset, once
- *   memory     ->  llmc_rt_session_init()  arena, KV store, cache pool carved from it
+ *   memory     ->  llmc_rt_session_init()  arena, KV store, cache pool carved from
+ *                                          it; decodes the plan once into tables
+ *                                          there, so runs never read the FlatBuffer
  *   tokens     ->  llmc_prefill() / llmc_decode()  (llmc_rt_session_feed)
  *                                          logits of the last token
  *   logits     ->  llmc_sample()           the next token
@@ -20,6 +22,14 @@
  *   [ KV pool: n_caches * ceil(context / kv_chunk) chunk slots of
  *     plan->kv_slot_bytes each; a chunk is kv_chunk positions of one cache,
  *     K [kv_heads, kv_chunk, head_dim] then V likewise (floats) ]
+ *   [ prepared tables, decoded from the plan at init (runs read only these):
+ *     a header, then one entry per tensor (dtype and layout, rank, kind,
+ *     data address, bytes reserved), per op (code, attributes, where its
+ *     operands, regions and values start), per input and per output (tensor,
+ *     role, layer, KV store slot); then the pools: Copy regions
+ *     (plan->n_regions), Affines (plan->n_affines: every tensor's dims, the
+ *     regions' starts and sizes, Symbols values) and operand tensor indices
+ *     (plan->n_operands); their sizes do not depend on context ]
  * A fused cache takes its next chunk from the pool when a call first
  * writes a position in it; the Attention op appends only the new rows.
  */
@@ -82,6 +92,11 @@ typedef struct {
     const struct rt_kernels *kernels; /* the target's kernels; NULL when this
                                build or CPU cannot run it (OPEN_ANY_TARGET) */
     uint32_t gemm_min_rows; /* Plan.gemm_min_rows, or the runtime's default */
+    /* Entries of the session's prepared pools (counted by the verifier;
+     * capped at 2^40, which no session can hold): */
+    uint64_t n_operands;    /* op inputs plus outputs, over every op */
+    uint64_t n_regions;     /* regions of Copy ops */
+    uint64_t n_affines;     /* tensor dims + Copy regions' Affines + Symbols values */
 } llmc_rt_plan;
 
 enum {
@@ -127,6 +142,16 @@ typedef struct {
 llmc_rt_status llmc_rt_plan_io(const llmc_rt_plan *plan, int is_output, uint32_t index,
                                llmc_rt_io *io);
 
+/* An op, for tools (profilers, listings). */
+typedef struct {
+    const char *code;                 /* its code's name, e.g. "Linear" */
+    const char *name;                 /* its name; points into the plan */
+    int weight_dtype;                 /* Linear: W's dtype (llmc_rt_dtype); else 0 */
+    int weight_layout;                /* Linear: W's llmc.plan.Layout; else 0 */
+} llmc_rt_op_info;
+
+llmc_rt_status llmc_rt_plan_op(const llmc_rt_plan *plan, uint32_t index, llmc_rt_op_info *op);
+
 /* What the session's runs moved.  Bytes moved = bytes written into the
  * arena by placing inputs, by every op's outputs (a Copy op: its regions),
  * by the foundation's KV store copies (past in, present out) and the K/V
@@ -154,6 +179,14 @@ typedef void (*llmc_rt_task_fn)(void *ctx, uint32_t i);
 typedef void (*llmc_rt_parallel_fn)(void *pool, uint32_t n_tasks, llmc_rt_task_fn task,
                                     void *ctx);
 
+/* ---- profiling (optional) ------------------------------------------------
+ * The runtime has no clock.  An observer installed on a session is called
+ * on the calling thread right before (end = 0) and right after (end = 1)
+ * every op of every run and feed, even one that fails; the caller's
+ * callback reads its own clock.  op_index is the op's plan index
+ * (llmc_rt_plan_op names it). */
+typedef void (*llmc_rt_op_observer)(void *ctx, uint32_t op_index, int end);
+
 typedef struct {
     const llmc_rt_plan *plan;
     llmc_rt_parallel_fn parallel;     /* NULL: serial (the default after init) */
@@ -167,10 +200,14 @@ typedef struct {
     uint32_t position;                /* P: tokens already in the KV store */
     uint32_t last_S, last_P;          /* (S, P) of the last run, for outputs */
     llmc_rt_stats stats;
+    const struct rt_prepared *prepared; /* the decoded plan, in working memory */
+    llmc_rt_op_observer observer;     /* NULL: none (the default after init) */
+    void *observer_ctx;
 } llmc_rt_session;
 
 /* Bytes of working memory llmc_rt_session_init() needs (arena + KV store +
- * cache table + KV pool for max_context positions + alignment slack). */
+ * cache table + KV pool for max_context positions + prepared tables +
+ * alignment slack). */
 size_t llmc_rt_session_memory(const llmc_rt_plan *plan);
 /* The same for a session that never goes beyond `context` positions
  * (1 <= context <= max_context): the fused caches' pool shrinks to
@@ -188,6 +225,9 @@ llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *
 /* Installs (fn, pool) as the session's parallel-for; fn NULL = serial.
  * Call after init (init clears it); the pool must outlive the runs. */
 void llmc_rt_session_set_parallel(llmc_rt_session *s, llmc_rt_parallel_fn fn, void *pool);
+/* Installs fn(ctx, op_index, end) as the session's op observer; fn NULL =
+ * none.  Call after init (init clears it). */
+void llmc_rt_session_set_observer(llmc_rt_session *s, llmc_rt_op_observer fn, void *ctx);
 llmc_rt_status llmc_rt_session_stats(const llmc_rt_session *s, llmc_rt_stats *out);
 
 /* Feeds n tokens at the session's position (prompt or one generated token),

@@ -200,6 +200,17 @@ static inline const uint8_t *fb_vec_affine(const fb_reader *r, fb_vector v, uint
     return r->base + v.pos + AFFINE_BYTES * i;
 }
 
+/* An Affine decoded: c + s*S + p*P. */
+typedef struct {
+    int64_t c, s, p;
+} rt_affine;
+
+static inline rt_affine fb_affine(const uint8_t *a)
+{
+    rt_affine x = {fb_i64(a), fb_i64(a + 8), fb_i64(a + 16)};
+    return x;
+}
+
 /* Low-level, in plan_reader.c.  `what` names the table for messages. */
 llmc_rt_status fb_table_at(fb_reader *r, uint64_t pos, const char *what, fb_table *t,
                            llmc_rt_error *err);
@@ -288,7 +299,9 @@ llmc_rt_status rt_eval_dims(const fb_reader *r, const rt_tensor_desc *d, int64_t
                             int64_t *dims, uint64_t *bytes, llmc_rt_status code,
                             llmc_rt_error *err);
 
-/* c + s*S + p*P; false on int64 overflow. */
+/* c + s*S + p*P of a decoded Affine / of one in the plan; false on int64
+ * overflow. */
+bool rt_affine_value(const rt_affine *a, int64_t S, int64_t P, int64_t *out);
 bool rt_affine_eval(const uint8_t *affine, int64_t S, int64_t P, int64_t *out);
 bool rt_mul_i64(int64_t a, int64_t b, int64_t *out);
 bool rt_add_i64(int64_t a, int64_t b, int64_t *out);

@@ -433,20 +433,25 @@ bool rt_add_i64(int64_t a, int64_t b, int64_t *out)
     return true;
 }
 
-bool rt_affine_eval(const uint8_t *affine, int64_t S, int64_t P, int64_t *out)
+bool rt_affine_value(const rt_affine *a, int64_t S, int64_t P, int64_t *out)
 {
     int64_t sS, pP, sum;
-    return rt_mul_i64(fb_i64(affine + 8), S, &sS) && rt_mul_i64(fb_i64(affine + 16), P, &pP) &&
-           rt_add_i64(fb_i64(affine), sS, &sum) && rt_add_i64(sum, pP, out);
+    return rt_mul_i64(a->s, S, &sS) && rt_mul_i64(a->p, P, &pP) && rt_add_i64(a->c, sS, &sum) &&
+           rt_add_i64(sum, pP, out);
 }
 
-llmc_rt_status rt_eval_dims(const fb_reader *r, const rt_tensor_desc *d, int64_t S, int64_t P,
-                            int64_t *dims, uint64_t *bytes, llmc_rt_status code,
-                            llmc_rt_error *err)
+bool rt_affine_eval(const uint8_t *affine, int64_t S, int64_t P, int64_t *out)
 {
-    rt_tensor_format f = rt_format_of(d);
-    for (uint32_t k = 0; k < d->dims.len && k < LLMC_RT_MAX_RANK; k++) {
-        if (!rt_affine_eval(fb_vec_affine(r, d->dims, k), S, P, &dims[k]))
+    rt_affine a = fb_affine(affine);
+    return rt_affine_value(&a, S, P, out);
+}
+
+llmc_rt_status rt_dims_at(const rt_affine *affines, int rank, const rt_tensor_format *f,
+                          int64_t S, int64_t P, int64_t *dims, uint64_t *bytes,
+                          llmc_rt_status code, llmc_rt_error *err)
+{
+    for (int k = 0; k < rank; k++) {
+        if (!rt_affine_value(&affines[k], S, P, &dims[k]))
             return rt_fail(err, code, "dim %d overflows at S=%d P=%d", RT_N(k, S, P), NULL);
         if (dims[k] < 0)
             return rt_fail(err, code, "dim %d is %d at S=%d P=%d", RT_N(k, dims[k], S, P), NULL);
@@ -454,10 +459,22 @@ llmc_rt_status rt_eval_dims(const fb_reader *r, const rt_tensor_desc *d, int64_t
     /* Kernels multiply dims (counts, strides) in any order, so the bytes of
      * the non-zero dims must fit in int64 even when another dim is 0:
      * [0, 2^40, 2^40] does not pass as an empty tensor. */
-    if (!rt_tensor_bytes(&f, (int)d->dims.len, dims, bytes))
+    if (!rt_tensor_bytes(f, rank, dims, bytes))
         return rt_fail(err, code, "dtype %d layout %d (group %d, tiles %d x %d) does not fit "
                        "the dims at S=%d P=%d, or its byte size overflows",
-                       RT_N(d->dtype, d->layout, d->group, d->tile_rows, d->tile_depth, S, P),
+                       RT_N(f->dtype, f->layout, f->group, f->tile_rows, f->tile_depth, S, P),
                        NULL);
     return LLMC_RT_OK;
+}
+
+llmc_rt_status rt_eval_dims(const fb_reader *r, const rt_tensor_desc *d, int64_t S, int64_t P,
+                            int64_t *dims, uint64_t *bytes, llmc_rt_status code,
+                            llmc_rt_error *err)
+{
+    rt_affine affines[LLMC_RT_MAX_RANK];
+    rt_tensor_format f = rt_format_of(d);
+    int rank = d->dims.len < LLMC_RT_MAX_RANK ? (int)d->dims.len : LLMC_RT_MAX_RANK;
+    for (int k = 0; k < rank; k++)
+        affines[k] = fb_affine(fb_vec_affine(r, d->dims, (uint32_t)k));
+    return rt_dims_at(affines, rank, &f, S, P, dims, bytes, code, err);
 }

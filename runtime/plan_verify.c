@@ -1005,6 +1005,52 @@ static llmc_rt_status verify_caches(fb_reader *r, llmc_rt_plan *p, llmc_rt_error
     return LLMC_RT_OK;
 }
 
+/* ---- prepared table sizes ---------------------------------------------- */
+
+/* Pool counts stop growing here: a plan may share one vector among many
+ * ops, so the sums can exceed any memory, and no session holds 2^40. */
+#define COUNT_CAP ((uint64_t)1 << 40)
+
+static uint64_t add_capped(uint64_t total, uint64_t n)
+{
+    return n >= COUNT_CAP - total ? COUNT_CAP : total + n; /* total <= COUNT_CAP */
+}
+
+/* What the Affine pool holds of a Copy op's regions. */
+static uint64_t region_affines(fb_reader *r, const rt_op_desc *op)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < op->regions.len && n < COUNT_CAP; i++) {
+        rt_region_desc g;
+        rt_read_region(r, op, i, &g, NULL); /* verified: cannot fail */
+        n = add_capped(n, (uint64_t)g.dst_start.len + g.size.len + g.src_start.len);
+    }
+    return n;
+}
+
+/* The pool entries of the session's prepared tables (session_prepare.c
+ * fills them in this order of ops). */
+static void count_pools(fb_reader *r, llmc_rt_plan *p)
+{
+    p->n_operands = p->n_regions = p->n_affines = 0;
+    for (uint32_t i = 0; i < p->n_tensors; i++) {
+        rt_tensor_desc d;
+        rt_read_tensor(r, p, i, &d, NULL); /* verified: cannot fail */
+        p->n_affines += d.dims.len;         /* rank <= 8 */
+    }
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        rt_op_desc op;
+        rt_read_op(r, p, i, &op, NULL);
+        p->n_operands = add_capped(p->n_operands, (uint64_t)op.inputs.len + op.outputs.len);
+        if (op.code == OP_COPY) {
+            p->n_regions = add_capped(p->n_regions, op.regions.len);
+            p->n_affines = add_capped(p->n_affines, region_affines(r, &op));
+        } else if (op.code == OP_SYMBOLS) {
+            p->n_affines = add_capped(p->n_affines, op.values.len);
+        }
+    }
+}
+
 /* ---- entry points ------------------------------------------------------ */
 
 static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
@@ -1031,6 +1077,8 @@ static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
         st = verify_segments(r, p, flags, err);
     if (!st)
         st = compute_kv_bytes(r, p, err);
+    if (!st)
+        count_pools(r, p);
     return st;
 }
 
@@ -1079,4 +1127,25 @@ llmc_rt_status llmc_rt_plan_io(const llmc_rt_plan *plan, int is_output, uint32_t
     io->layer = d.layer;
     io->tensor = d.tensor;
     return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_plan_op(const llmc_rt_plan *plan, uint32_t index, llmc_rt_op_info *info)
+{
+    rt_op_desc op;
+    rt_tensor_desc w;
+    if (!plan || !plan->base || !info || index >= plan->n_ops)
+        return LLMC_RT_E_ARG;
+    fb_reader r = rt_reader(plan);
+    llmc_rt_status st = rt_read_op(&r, plan, index, &op, NULL);
+    if (st)
+        return st;
+    info->code = rt_op_code_name(op.code);
+    info->name = op.name;
+    info->weight_dtype = info->weight_layout = 0;
+    if (op.code == OP_LINEAR) { /* verified: W is input 1 */
+        st = rt_read_tensor(&r, plan, fb_vec_u32(&r, op.inputs, 1), &w, NULL);
+        info->weight_dtype = st ? 0 : w.dtype;
+        info->weight_layout = st ? 0 : w.layout;
+    }
+    return st;
 }

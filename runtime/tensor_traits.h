@@ -128,4 +128,11 @@ static inline bool rt_tensor_bytes(const rt_tensor_format *f, int rank, const in
     }
 }
 
+/* plan_reader.c: evaluates `rank` dims at (S, P) into dims and the byte size
+ * of a tensor of format f (rt_tensor_bytes); a dim that overflows or is
+ * negative, or a size the format cannot give, fails with `code`. */
+llmc_rt_status rt_dims_at(const rt_affine *affines, int rank, const rt_tensor_format *f,
+                          int64_t S, int64_t P, int64_t *dims, uint64_t *bytes,
+                          llmc_rt_status code, llmc_rt_error *err);
+
 #endif

@@ -1,0 +1,509 @@
+/* Sessions: working memory, and init, which decodes the verified plan once
+ * into the prepared tables (session_prepared.h) so that runs never read the
+ * FlatBuffer.  Everything here happens before the first run. */
+#include <string.h>
+
+#include "kernels/kernel_table.h"
+#include "rt_msg.h"
+#include "session_prepared.h"
+
+static uint64_t align64(uint64_t v)
+{
+    return (v + 63) & ~(uint64_t)63;
+}
+
+/* ---- working memory ---------------------------------------------------- */
+
+/* The prepared tables as byte offsets from their start (64-aligned pieces);
+ * false if a pool count does not fit the uint32 pool indices. */
+typedef struct {
+    uint64_t tensors, ops, inputs, outputs, regions, affines, operands, end;
+} prep_layout;
+
+static bool prep_layout_of(const llmc_rt_plan *p, prep_layout *l)
+{
+    if (p->n_operands > UINT32_MAX || p->n_regions > UINT32_MAX || p->n_affines > UINT32_MAX)
+        return false;
+    l->tensors = align64(sizeof(rt_prepared));
+    l->ops = l->tensors + align64((uint64_t)p->n_tensors * sizeof(rt_prep_tensor));
+    l->inputs = l->ops + align64((uint64_t)p->n_ops * sizeof(rt_prep_op));
+    l->outputs = l->inputs + align64((uint64_t)p->n_inputs * sizeof(rt_prep_io));
+    l->regions = l->outputs + align64((uint64_t)p->n_outputs * sizeof(rt_prep_io));
+    l->affines = l->regions + align64(p->n_regions * sizeof(rt_prep_region));
+    l->operands = l->affines + align64(p->n_affines * sizeof(rt_affine));
+    l->end = l->operands + align64(p->n_operands * sizeof(uint32_t));
+    return true;
+}
+
+/* The pieces of working memory (see the layout in llmc_rt.h), as byte
+ * offsets from the 64-aligned start; false if they do not fit in size_t. */
+typedef struct {
+    uint64_t kv, table, pool, prep, end;
+    uint32_t chunks_per_cache, pool_chunks;
+    prep_layout tables;
+} mem_layout;
+
+static bool layout_for(const llmc_rt_plan *p, uint32_t context, mem_layout *m)
+{
+    if (context < 1 || context > p->max_context || !prep_layout_of(p, &m->tables))
+        return false;
+    uint64_t arena = align64(p->arena_size);
+    m->chunks_per_cache = p->n_caches ? (uint32_t)((context - 1ull) / p->kv_chunk + 1) : 0;
+    uint64_t pool_chunks = (uint64_t)p->n_caches * m->chunks_per_cache; /* n_caches <= n_ops */
+    uint64_t table = 4u * (uint64_t)p->n_caches * (1u + (uint64_t)m->chunks_per_cache);
+    if (arena < p->arena_size || pool_chunks > UINT32_MAX || p->kv_bytes > UINT64_MAX / 4 ||
+        (p->kv_slot_bytes && pool_chunks > UINT64_MAX / 4 / p->kv_slot_bytes))
+        return false;
+    m->pool_chunks = (uint32_t)pool_chunks;
+    m->kv = arena;
+    m->table = m->kv + p->kv_bytes;
+    m->pool = m->table + align64(table);
+    m->prep = m->pool + align64(pool_chunks * p->kv_slot_bytes);
+    m->end = m->prep + m->tables.end; /* tables.end < 2^42 */
+    return m->prep >= arena && m->end >= m->prep && m->end <= SIZE_MAX - 64;
+}
+
+size_t llmc_rt_session_memory_for(const llmc_rt_plan *plan, uint32_t context)
+{
+    mem_layout m;
+    if (!plan || !layout_for(plan, context, &m))
+        return SIZE_MAX; /* cannot be provided: init will say so */
+    return (size_t)(m.end + 64); /* + 64: aligning the block */
+}
+
+size_t llmc_rt_session_memory(const llmc_rt_plan *plan)
+{
+    return plan ? llmc_rt_session_memory_for(plan, plan->max_context) : 0;
+}
+
+/* ---- decoding into the tables ------------------------------------------ */
+
+/* Filling the pools: entries taken so far. */
+typedef struct {
+    rt_prepared *pr;
+    const llmc_rt_plan *plan;
+    uint32_t affines, operands, regions;
+} prep_fill;
+
+/* Takes n entries of a pool of `count` of which *used are taken. */
+static llmc_rt_status take(uint32_t *used, uint64_t count, uint32_t n, const char *pool,
+                           rt_prep_list *run, llmc_rt_error *err)
+{
+    if (n > count - *used) /* the verifier counted what this file takes */
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "the %s pool (%u entries) is full",
+                       RT_N((int64_t)count), RT_S(pool));
+    run->first = *used;
+    run->len = n;
+    *used += n;
+    return LLMC_RT_OK;
+}
+
+/* Appends the n Affines of vector v to the Affine pool. */
+static llmc_rt_status take_affines(fb_reader *r, prep_fill *f, fb_vector v, rt_prep_list *run,
+                                   llmc_rt_error *err)
+{
+    llmc_rt_status st = take(&f->affines, f->plan->n_affines, v.len, "Affine", run, err);
+    for (uint32_t k = 0; !st && k < v.len; k++)
+        f->pr->affines[run->first + k] = fb_affine(fb_vec_affine(r, v, k));
+    return st;
+}
+
+static llmc_rt_status prepare_tensor(fb_reader *r, const llmc_rt_session *s, prep_fill *f,
+                                     uint32_t i, llmc_rt_error *err)
+{
+    rt_prep_tensor *t = &f->pr->tensors[i];
+    rt_tensor_desc d;
+    rt_segment_desc seg;
+    rt_prep_list dims;
+    llmc_rt_status st = rt_read_tensor(r, s->plan, i, &d, err);
+    if (!st && d.kind == KIND_WEIGHT)
+        st = rt_read_segment(r, s->plan, d.segment, &seg, err);
+    if (!st)
+        st = take_affines(r, f, d.dims, &dims, err);
+    if (st)
+        return st;
+    t->name = d.name;
+    if (d.kind == KIND_ARENA)
+        t->data = s->arena + d.arena_offset;
+    else /* weights are only read: outputs are verified to be arena tensors */
+        t->data = (uint8_t *)(uintptr_t)(s->plan->base + seg.offset);
+    t->max_bytes = d.max_bytes;
+    t->format = rt_format_of(&d);
+    t->dims = dims.first;
+    t->rank = (int)d.dims.len; /* verified <= LLMC_RT_MAX_RANK */
+    t->kind = d.kind;
+    return LLMC_RT_OK;
+}
+
+/* One region of a Copy op: its Affines in the pool, its axes and steps. */
+static llmc_rt_status prepare_region(fb_reader *r, prep_fill *f, const rt_op_desc *op,
+                                     uint32_t i, rt_prep_region *g, llmc_rt_error *err)
+{
+    rt_region_desc d;
+    rt_prep_list dst_start, size, src_start;
+    llmc_rt_status st = rt_read_region(r, op, i, &d, err);
+    if (!st) /* three consecutive runs: one from dst_start.first on */
+        st = take_affines(r, f, d.dst_start, &dst_start, err);
+    if (!st)
+        st = take_affines(r, f, d.size, &size, err);
+    if (!st)
+        st = take_affines(r, f, d.src_start, &src_start, err);
+    if (st)
+        return st;
+    memset(g, 0, sizeof *g);
+    g->src = d.src;
+    g->dst = d.dst;
+    g->affines = dst_start.first;
+    for (uint32_t k = 0; k < d.src_axis.len; k++) { /* verified: dst rank */
+        g->src_axis[k] = (int8_t)r->base[d.src_axis.pos + k];
+        g->src_step[k] = fb_i64(r->base + d.src_step.pos + 8u * k);
+    }
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status prepare_regions(fb_reader *r, prep_fill *f, const rt_op_desc *d,
+                                      rt_prep_op *o, llmc_rt_error *err)
+{
+    llmc_rt_status st = take(&f->regions, f->plan->n_regions, d->regions.len, "region",
+                             &o->regions, err);
+    for (uint32_t i = 0; !st && i < d->regions.len; i++) {
+        st = prepare_region(r, f, d, i, &f->pr->regions[o->regions.first + i], err);
+        if (st)
+            st = rt_prefix(err, st, "region %u: ", RT_N(i), NULL);
+    }
+    return st;
+}
+
+/* Linear's W is a weight (static dims): its packed shape, once. */
+static llmc_rt_status prepare_linear(const rt_prepared *pr, rt_prep_op *o, llmc_rt_error *err)
+{
+    const rt_prep_tensor *w = &pr->tensors[prep_operand(pr, o->inputs, 1)];
+    int64_t dims[LLMC_RT_MAX_RANK];
+    uint64_t bytes;
+    int next = 2 + (o->kind & 1) + (o->kind >> 1 & 1); /* bias, residual */
+    if ((uint32_t)next != o->inputs.len) /* the verifier's kind check */
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "kind %d does not match %u inputs",
+                       RT_N(o->kind, o->inputs.len), NULL);
+    llmc_rt_status st = rt_dims_at(&pr->affines[w->dims], w->rank, &w->format, 0, 0, dims,
+                                   &bytes, LLMC_RT_E_CORRUPT, err);
+    bool ok = !st;
+    if (ok && w->format.layout == LAYOUT_QWEIGHT)
+        ok = rt_qweight_shape_of(&w->format, w->rank, dims, &o->w.q);
+    else if (ok && w->format.layout == LAYOUT_FWEIGHT)
+        ok = rt_ftile_shape_of(&w->format, w->rank, dims, &o->w.f);
+    return ok ? LLMC_RT_OK : rt_fail(err, LLMC_RT_E_CORRUPT, "W has an invalid packed format",
+                                     NULL, NULL);
+}
+
+static void copy_op_scalars(const rt_op_desc *d, rt_prep_op *o)
+{
+    o->code = d->code;
+    o->name = d->name;
+    o->kind = d->kind;
+    o->axis = d->axis;
+    o->keepdims = d->keepdims;
+    o->epsilon = d->epsilon;
+    o->value = d->value;
+    o->heads = d->heads;
+    o->kv_heads = d->kv_heads;
+    o->head_dim = d->head_dim;
+    o->rotary_dim = d->rotary_dim;
+    o->scale = d->scale;
+    o->cache = d->cache;
+}
+
+/* The op's input then output tensor indices, in the operand pool. */
+static llmc_rt_status prepare_operands(fb_reader *r, prep_fill *f, const rt_op_desc *d,
+                                       rt_prep_op *o, llmc_rt_error *err)
+{
+    /* the verifier's arity check: the interpreter's arrays hold this many */
+    if (d->code != OP_COPY &&
+        (d->inputs.len > MAX_OP_INPUTS || d->outputs.len < 1 ||
+         (d->outputs.len > MAX_OP_OUTPUTS && d->code != OP_LINEAR)))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "unexpected operand count", NULL, NULL);
+    llmc_rt_status st = take(&f->operands, f->plan->n_operands, d->inputs.len, "operand",
+                             &o->inputs, err);
+    if (!st)
+        st = take(&f->operands, f->plan->n_operands, d->outputs.len, "operand", &o->outputs, err);
+    for (uint32_t k = 0; !st && k < d->inputs.len; k++)
+        f->pr->operands[o->inputs.first + k] = fb_vec_u32(r, d->inputs, k);
+    for (uint32_t k = 0; !st && k < d->outputs.len; k++)
+        f->pr->operands[o->outputs.first + k] = fb_vec_u32(r, d->outputs, k);
+    return st;
+}
+
+/* What only some codes read: regions, values, axes, W's shape. */
+static llmc_rt_status prepare_op_extras(fb_reader *r, prep_fill *f, const rt_op_desc *d,
+                                        rt_prep_op *o, llmc_rt_error *err)
+{
+    switch (d->code) {
+    case OP_COPY:
+        return prepare_regions(r, f, d, o, err);
+    case OP_SYMBOLS:
+        return take_affines(r, f, d->values, &o->values, err);
+    case OP_REDUCE: /* verified: ascending axes within the rank (<= 8) */
+        for (o->n_axes = 0; (uint32_t)o->n_axes < d->axes.len; o->n_axes++)
+            o->axes[o->n_axes] = (int32_t)fb_vec_u32(r, d->axes, (uint32_t)o->n_axes);
+        return LLMC_RT_OK;
+    case OP_LINEAR:
+        return prepare_linear(f->pr, o, err);
+    default:
+        return LLMC_RT_OK;
+    }
+}
+
+static llmc_rt_status prepare_op(fb_reader *r, prep_fill *f, uint32_t i, llmc_rt_error *err)
+{
+    rt_prep_op *o = &f->pr->ops[i];
+    rt_op_desc d;
+    llmc_rt_status st = rt_read_op(r, f->plan, i, &d, err);
+    if (st)
+        return st;
+    memset(o, 0, sizeof *o);
+    copy_op_scalars(&d, o);
+    st = prepare_operands(r, f, &d, o, err);
+    if (!st)
+        st = prepare_op_extras(r, f, &d, o, err);
+    if (st)
+        return rt_prefix(err, st, "op %u (%s '%s'): ", RT_N(i),
+                         RT_S(rt_op_code_name(d.code), d.name));
+    return LLMC_RT_OK;
+}
+
+/* ---- IO bindings and the KV store --------------------------------------- */
+
+/* A PastKey/PastValue input's slot at byte `offset` of the KV store: the
+ * tensor at P = max_context; *bytes is its size. */
+static llmc_rt_status kv_slot_at(const llmc_rt_session *s, const rt_prep_tensor *t,
+                                 uint64_t offset, kv_slot *slot, uint64_t *bytes,
+                                 llmc_rt_error *err)
+{
+    int64_t dims[LLMC_RT_MAX_RANK];
+    llmc_rt_status st = rt_dims_at(&s->prepared->affines[t->dims], t->rank, &t->format, 0,
+                                   s->plan->max_context, dims, bytes, LLMC_RT_E_CORRUPT, err);
+    if (st)
+        return st;
+    slot->data = (float *)(void *)(s->kv + offset); /* verified: rank 4 */
+    slot->heads = dims[0] * dims[1];
+    slot->rows = dims[2];
+    slot->row_len = dims[3];
+    return LLMC_RT_OK;
+}
+
+/* Inputs in plan order; the KV store's slots follow the order of the
+ * PastKey/PastValue inputs, as the verifier sized it (kv_bytes). */
+static llmc_rt_status prepare_inputs(fb_reader *r, const llmc_rt_session *s, rt_prepared *pr,
+                                     llmc_rt_error *err)
+{
+    uint64_t offset = 0, bytes;
+    for (uint32_t i = 0; i < s->plan->n_inputs; i++) {
+        rt_io_desc d;
+        rt_prep_io *io = &pr->inputs[i];
+        llmc_rt_status st = rt_read_io(r, s->plan, 0, i, &d, err);
+        if (st)
+            return st;
+        memset(io, 0, sizeof *io);
+        io->tensor = d.tensor;
+        io->role = d.role;
+        io->layer = d.layer;
+        io->has_slot = d.role == ROLE_PAST_KEY || d.role == ROLE_PAST_VALUE;
+        if (!io->has_slot)
+            continue;
+        st = kv_slot_at(s, &pr->tensors[d.tensor], offset, &io->slot, &bytes, err);
+        if (st)
+            return rt_prefix(err, st, "input %u: ", RT_N(i), NULL);
+        offset += align64(bytes);
+    }
+    return LLMC_RT_OK;
+}
+
+/* The first input of `role` and `layer`, or NULL. */
+static const rt_prep_io *input_of(const llmc_rt_plan *p, const rt_prepared *pr, int role,
+                                  int32_t layer)
+{
+    for (uint32_t i = 0; i < p->n_inputs; i++)
+        if (pr->inputs[i].role == role && pr->inputs[i].layer == layer)
+            return &pr->inputs[i];
+    return NULL;
+}
+
+/* Outputs in plan order; a PresentKey/PresentValue output shares the slot
+ * of the PastKey/PastValue input of its layer. */
+static llmc_rt_status prepare_outputs(fb_reader *r, const llmc_rt_plan *p, rt_prepared *pr,
+                                      llmc_rt_error *err)
+{
+    for (uint32_t i = 0; i < p->n_outputs; i++) {
+        rt_io_desc d;
+        rt_prep_io *io = &pr->outputs[i];
+        llmc_rt_status st = rt_read_io(r, p, 1, i, &d, err);
+        if (st)
+            return st;
+        memset(io, 0, sizeof *io);
+        io->tensor = d.tensor;
+        io->role = d.role;
+        io->layer = d.layer;
+        int past = d.role == ROLE_PRESENT_KEY     ? ROLE_PAST_KEY
+                   : d.role == ROLE_PRESENT_VALUE ? ROLE_PAST_VALUE
+                                                  : -1;
+        const rt_prep_io *in = past < 0 ? NULL : input_of(p, pr, past, d.layer);
+        io->has_slot = in != NULL;
+        if (in)
+            io->slot = in->slot;
+    }
+    return LLMC_RT_OK;
+}
+
+static bool has_role(const rt_prep_io *io, uint32_t n, int role)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (io[i].role == role)
+            return true;
+    return false;
+}
+
+/* True when no Affine of the pool (every one the runs evaluate) depends on
+ * S or P. */
+static bool pool_is_static(const rt_prepared *pr, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (pr->affines[k].s || pr->affines[k].p)
+            return false;
+    return true;
+}
+
+/* ---- init ---------------------------------------------------------------- */
+
+/* Points the tables into working memory at `at` (laid out by tables). */
+static rt_prepared *tables_at(uint8_t *at, const prep_layout *l)
+{
+    rt_prepared *pr = (rt_prepared *)(void *)at;
+    memset(pr, 0, sizeof *pr);
+    pr->tensors = (rt_prep_tensor *)(void *)(at + l->tensors);
+    pr->ops = (rt_prep_op *)(void *)(at + l->ops);
+    pr->inputs = (rt_prep_io *)(void *)(at + l->inputs);
+    pr->outputs = (rt_prep_io *)(void *)(at + l->outputs);
+    pr->regions = (rt_prep_region *)(void *)(at + l->regions);
+    pr->affines = (rt_affine *)(void *)(at + l->affines);
+    pr->operands = (uint32_t *)(void *)(at + l->operands);
+    return pr;
+}
+
+/* Decodes the whole plan into the tables, in the order the verifier
+ * counted the pools (count_pools). */
+static llmc_rt_status prepare_tables(llmc_rt_session *s, rt_prepared *pr, llmc_rt_error *err)
+{
+    fb_reader r = rt_reader(s->plan);
+    prep_fill f = {pr, s->plan, 0, 0, 0};
+    llmc_rt_status st = LLMC_RT_OK;
+    s->prepared = pr;
+    for (uint32_t i = 0; !st && i < s->plan->n_tensors; i++)
+        st = prepare_tensor(&r, s, &f, i, err);
+    for (uint32_t i = 0; !st && i < s->plan->n_ops; i++)
+        st = prepare_op(&r, &f, i, err);
+    if (!st)
+        st = prepare_inputs(&r, s, pr, err);
+    if (!st)
+        st = prepare_outputs(&r, s->plan, pr, err);
+    pr->can_feed = has_role(pr->inputs, s->plan->n_inputs, ROLE_INPUT_IDS) &&
+                   has_role(pr->outputs, s->plan->n_outputs, ROLE_LOGITS);
+    pr->is_static = pool_is_static(pr, f.affines);
+    return st;
+}
+
+/* Empties every fused cache and returns its chunks to the pool. */
+static void caches_clear(llmc_rt_session *s)
+{
+    uint32_t stride = 1 + s->chunks_per_cache;
+    for (uint32_t c = 0; c < s->plan->n_caches; c++) {
+        s->caches[c * stride] = 0;
+        for (uint32_t k = 1; k < stride; k++)
+            s->caches[c * stride + k] = NO_SLOT;
+    }
+    s->pool_used = 0;
+    s->stats.kv_chunks_used = 0;
+}
+
+/* Points the session's pieces into working memory starting at `base`. */
+static void carve(llmc_rt_session *s, const llmc_rt_plan *plan, uint32_t context, uint8_t *base,
+                  const mem_layout *m)
+{
+    memset(s, 0, sizeof *s);
+    s->plan = plan;
+    s->arena = base;
+    s->kv = base + m->kv;
+    s->caches = (uint32_t *)(void *)(base + m->table);
+    s->kv_pool = base + m->pool;
+    s->chunks_per_cache = m->chunks_per_cache;
+    s->pool_chunks = m->pool_chunks;
+    s->context = context;
+    s->last_S = NO_RUN;
+    s->stats.kv_chunks = m->pool_chunks;
+}
+
+llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *plan,
+                                        uint32_t context, void *memory, size_t memory_size,
+                                        llmc_rt_error *err)
+{
+    mem_layout m;
+    if (!s || !plan || !plan->base || !memory)
+        return rt_fail(err, LLMC_RT_E_ARG, "session, plan and memory must not be NULL", NULL,
+                       NULL);
+    if (context < 1 || context > plan->max_context)
+        return rt_fail(err, LLMC_RT_E_ARG, "context %u outside [1, max_context %u]",
+                       RT_N(context, plan->max_context), NULL);
+    if (!plan->kernels && !rt_kernels_for_target(plan->target, err)) /* says why */
+        return LLMC_RT_E_TARGET;
+    size_t need = llmc_rt_session_memory_for(plan, context);
+    if (need == SIZE_MAX || memory_size < need || !layout_for(plan, context, &m))
+        return rt_fail(err, LLMC_RT_E_MEMORY, "working memory has %u bytes; the plan needs %u",
+                       RT_N((int64_t)memory_size, (int64_t)need), NULL);
+    uint8_t *base = memory;
+    base += (64 - (uintptr_t)base % 64) % 64;
+    carve(s, plan, context, base, &m);
+    llmc_rt_status st = prepare_tables(s, tables_at(base + m.prep, &m.tables), err);
+    if (st) {
+        memset(s, 0, sizeof *s); /* not a session: runs refuse it */
+        return st;
+    }
+    caches_clear(s);
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_session_init(llmc_rt_session *s, const llmc_rt_plan *plan,
+                                    void *memory, size_t memory_size, llmc_rt_error *err)
+{
+    return llmc_rt_session_init_for(s, plan, plan ? plan->max_context : 0, memory,
+                                    memory_size, err);
+}
+
+void llmc_rt_session_reset(llmc_rt_session *s)
+{
+    if (!s || !s->plan || !s->caches)
+        return;
+    s->position = 0;
+    caches_clear(s);
+}
+
+void llmc_rt_session_set_parallel(llmc_rt_session *s, llmc_rt_parallel_fn fn, void *pool)
+{
+    if (!s)
+        return;
+    s->parallel = fn;
+    s->parallel_pool = fn ? pool : NULL;
+}
+
+void llmc_rt_session_set_observer(llmc_rt_session *s, llmc_rt_op_observer fn, void *ctx)
+{
+    if (!s)
+        return;
+    s->observer = fn;
+    s->observer_ctx = fn ? ctx : NULL;
+}
+
+llmc_rt_status llmc_rt_session_stats(const llmc_rt_session *s, llmc_rt_stats *out)
+{
+    if (!s || !s->plan || !out)
+        return LLMC_RT_E_ARG;
+    *out = s->stats;
+    return LLMC_RT_OK;
+}

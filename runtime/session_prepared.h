@@ -1,0 +1,106 @@
+/* Internal: a session's prepared tables (TensorFlow Lite Micro's Prepare /
+ * Eval split).  llmc_rt_session_init decodes the verified plan once
+ * (session_prepare.c) into these tables, carved from the session's working
+ * memory (layout in llmc_rt.h); runs and feeds (session.c) read only them,
+ * never the FlatBuffer: a step evaluates Affines at (S, P) and calls kernels.
+ * Names point into the plan and are read only to write error messages. */
+#ifndef LLMC_RT_SESSION_PREPARED_H
+#define LLMC_RT_SESSION_PREPARED_H
+
+#include "kernels/kernels.h"
+#include "plan_format.h"
+#include "tensor_traits.h"
+
+#define MAX_OP_INPUTS 5  /* the most any op but Copy takes (plan_verify.c op_arity) */
+#define MAX_OP_OUTPUTS 3 /* the most any op but Copy and Linear writes */
+#define NO_RUN UINT32_MAX  /* last_S before the first run */
+#define NO_SLOT UINT32_MAX /* a cache chunk not taken from the pool yet */
+
+/* A run of entries in one of the pools. */
+typedef struct {
+    uint32_t first, len;
+} rt_prep_list;
+
+typedef struct {
+    const char *name;
+    uint8_t *data;           /* arena: arena + arena_offset; weight: its segment */
+    uint64_t max_bytes;      /* arena tensors: bytes reserved */
+    rt_tensor_format format; /* dtype, layout, group, tiles */
+    uint32_t dims;           /* its rank Affines start here in the Affine pool */
+    int rank;
+    int kind;                /* KIND_ARENA or KIND_WEIGHT */
+} rt_prep_tensor;
+
+/* An op: the fields of rt_op_desc the interpreter reads, under the same
+ * names; vectors become runs of the pools. */
+typedef struct {
+    int code;
+    const char *name;
+    rt_prep_list inputs, outputs; /* tensor indices in the operand pool */
+    int kind;
+    int32_t axis;
+    int axes[LLMC_RT_MAX_RANK];   /* Reduce: n_axes ascending axes (verified < rank) */
+    int n_axes;
+    bool keepdims;
+    float epsilon;
+    double value;
+    rt_prep_list values;          /* Symbols: in the Affine pool */
+    rt_prep_list regions;         /* Copy: in the region pool */
+    int32_t heads, kv_heads, head_dim, rotary_dim; /* Attention, Rope */
+    float scale;                                   /* Attention */
+    uint32_t cache;                                /* Attention */
+    union {                       /* Linear: W's packed shape (W is a weight) */
+        rt_qweight_shape q;       /* QWeightTiles */
+        rt_ftile_shape f;         /* FWeightTiles */
+    } w;
+} rt_prep_op;
+
+/* A Copy region: its Affines are dst_start [dst rank], size [dst rank],
+ * then src_start [src rank], from `affines` on in the Affine pool. */
+typedef struct {
+    uint32_t src, dst;
+    uint32_t affines;
+    int src_axis[LLMC_RT_MAX_RANK];
+    int64_t src_step[LLMC_RT_MAX_RANK];
+} rt_prep_region;
+
+/* The KV store keeps, for every PastKey/PastValue input in plan order, a
+ * 64-aligned slot holding that tensor at P = max_context:
+ * [batch, kv_heads, max_context, head_dim]. */
+typedef struct {
+    float *data;
+    int64_t heads;    /* batch * kv_heads: independent row blocks */
+    int64_t rows;     /* max_context */
+    int64_t row_len;  /* head_dim */
+} kv_slot;
+
+typedef struct {
+    uint32_t tensor;
+    int role;
+    int32_t layer;
+    bool has_slot; /* PastKey/PastValue inputs: their slot; PresentKey/PresentValue
+                      outputs: the slot of the Past input of their layer, if any */
+    kv_slot slot;
+} rt_prep_io;
+
+struct rt_prepared {
+    rt_prep_tensor *tensors;  /* plan->n_tensors */
+    rt_prep_op *ops;          /* plan->n_ops */
+    rt_prep_io *inputs;       /* plan->n_inputs */
+    rt_prep_io *outputs;      /* plan->n_outputs */
+    rt_prep_region *regions;  /* plan->n_regions */
+    rt_affine *affines;       /* plan->n_affines */
+    uint32_t *operands;       /* plan->n_operands */
+    bool can_feed;            /* InputIds and Logits bindings */
+    bool is_static;           /* nothing depends on S or P */
+};
+
+typedef struct rt_prepared rt_prepared;
+
+/* Tensor index k of a run of the operand pool. */
+static inline uint32_t prep_operand(const rt_prepared *pr, rt_prep_list l, uint32_t k)
+{
+    return pr->operands[l.first + k];
+}
+
+#endif
