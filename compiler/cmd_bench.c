@@ -1,11 +1,12 @@
-/* llmc bench PLAN [-p 128,512] [-n 128] [-t 2] [-r 3] [--json] [--roofline]
+/* llmc bench PLAN [-p 128,512] [-n 128] [-t 2] [-r 3] [--json] [--roofline] [--profile]
  * llmc bench --roofline [-t 2] [--json]
  *
  * llama-bench-style throughput of a plan: ppN = one prefill of N tokens
  * from position 0, tgN = N single-token decode steps after a TG_PROMPT-token
  * prompt; tok/s = N / seconds of the timed calls, mean ± sd of r runs after
  * one untimed warm-up.  --roofline adds this machine's peaks (roofline.c)
- * and each test's fraction of the plan's roofline (plan_cost.c). */
+ * and each test's fraction of the plan's roofline (plan_cost.c); --profile
+ * the time of each op code in each test (bench_profile.c). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "bench_profile.h"
 #include "cli.h"
 #include "llmc_rt.h"
 #include "llmc_threads.h"
@@ -26,6 +28,7 @@
 
 static const char bench_help[] =
     "usage: llmc bench PLAN [-p N,N,...] [-n N,N,...] [-t N,N,...] [-r N] [--json] [--roofline]\n"
+    "                  [--profile]\n"
     "       llmc bench --roofline [-t N,N,...] [--json]\n"
     "\n"
     "Measures a plan's throughput like llama-bench.  ppN: one prefill of N tokens\n"
@@ -53,6 +56,12 @@ static const char bench_help[] =
     "                          Linear, 4*heads*head_dim per cached position), for the\n"
     "                          fp32 and int8 peaks, achieved against fp32 for a float32\n"
     "                          plan, the better of the two for a quantized one\n"
+    "  --profile               after the table, each test's time per op code (Linear by\n"
+    "                          W's layout and dtype): share of the timed calls and us per\n"
+    "                          token, from a clock read before and after every op\n"
+    "                          (llmc_rt_session_set_observer; the reads cost ~50 ns per\n"
+    "                          op); '(outside ops)' is the rest: placing inputs, taking\n"
+    "                          logits, the interpreter between ops\n"
     "\n"
     "A test longer than the plan's max_context is refused: recompile with\n"
     "`llmc compile MODEL -o PLAN --max-context N`.\n";
@@ -66,7 +75,7 @@ typedef struct {
     const char *plan;
     count_list pp, tg, threads;
     uint32_t reps;
-    bool json, roofline;
+    bool json, roofline, profile;
 } bench_args;
 
 typedef struct {
@@ -75,6 +84,8 @@ typedef struct {
     uint32_t tokens, threads;
     double mean, sd, median; /* tok/s */
     double *samples;         /* tok/s of each timed run (reps) */
+    double seconds;          /* of the timed calls, all runs */
+    uint64_t *op_ns;         /* --profile: time in each op over the timed calls */
 } bench_result;
 
 typedef struct {
@@ -87,6 +98,7 @@ typedef struct {
     int64_t *tokens;        /* context pseudo-random ids */
     float *logits;          /* vocab_size */
     llmc_rt_session s;
+    bench_profile profile;  /* --profile */
     bench_result results[MAX_RESULTS];
     uint32_t n_results;
 } bench_state;
@@ -164,6 +176,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
             a->json = true;
         } else if (!strcmp(arg, "--roofline")) {
             a->roofline = true;
+        } else if (!strcmp(arg, "--profile")) {
+            a->profile = true;
         } else if (arg[0] == '-') {
             return llmc_cli_usage("bench", "unknown option or missing value: '%s'", arg);
         } else if (!a->plan) {
@@ -237,25 +251,29 @@ static int bench_prepare(bench_state *b, llmc_error *err)
     b->mem = b->mem_size == SIZE_MAX ? NULL : malloc(b->mem_size);
     b->tokens = malloc(sizeof(int64_t) * b->context);
     b->logits = malloc(sizeof(float) * plan->vocab_size);
-    if (!b->mem || !b->tokens || !b->logits)
+    if (!b->mem || !b->tokens || !b->logits || (b->a->profile && bench_profile_init(&b->profile, plan)))
         return llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes of working memory", b->mem_size);
     fill_tokens(b->tokens, b->context, plan->vocab_size);
     return LLMC_OK;
 }
 
-/* One run of a test: its timed seconds. */
-static llmc_rt_status run_once(bench_state *b, bool prefill, uint32_t n, double *seconds, llmc_rt_error *rt)
+/* One run of a test: its timed seconds; with op_ns, the time of each op
+ * in the timed calls added there. */
+static llmc_rt_status run_once(bench_state *b, bool prefill, uint32_t n, uint64_t *op_ns, double *seconds,
+                               llmc_rt_error *rt)
 {
     llmc_rt_status st = LLMC_RT_OK;
     llmc_reset(&b->s);
     if (!prefill)
         st = llmc_prefill(&b->s, b->tokens, TG_PROMPT, b->logits, rt);
+    b->profile.ns = op_ns;
     double t0 = llmc_seconds_now();
     if (prefill)
         st = llmc_prefill(&b->s, b->tokens, n, b->logits, rt);
     for (uint32_t k = 0; !prefill && !st && k < n; k++)
         st = llmc_decode(&b->s, b->tokens[TG_PROMPT + k], b->logits, rt);
     *seconds = llmc_seconds_now() - t0;
+    b->profile.ns = NULL;
     return st;
 }
 
@@ -283,14 +301,17 @@ static int run_test(bench_state *b, bool prefill, uint32_t n, uint32_t threads, 
     r->prefill = prefill;
     r->tokens = n;
     r->threads = threads;
-    if (!(r->samples = malloc(sizeof(double) * 2 * reps))) /* samples, then sorted */
+    if (!(r->samples = malloc(sizeof(double) * 2 * reps)) || /* samples, then sorted */
+        (b->a->profile && !(r->op_ns = calloc(b->plan->n_ops + 1u, sizeof *r->op_ns))))
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
     for (uint32_t k = 0; k <= reps; k++) {
         double seconds;
-        if (run_once(b, prefill, n, &seconds, &rt))
+        if (run_once(b, prefill, n, k ? r->op_ns : NULL, &seconds, &rt))
             return runtime_error(err, r->name, &rt);
-        if (k) /* run 0 is the warm-up */
+        if (k) { /* run 0 is the warm-up */
             r->samples[k - 1] = n / (seconds > 1e-9 ? seconds : 1e-9);
+            r->seconds += seconds;
+        }
     }
     summarize(r, reps);
     return LLMC_OK;
@@ -371,6 +392,8 @@ static int run_at(bench_state *b, uint32_t threads, llmc_error *err)
         rc = runtime_error(err, "session", &rt);
     else
         llmc_rt_session_set_parallel(&b->s, pool ? llmc_threads_parallel : NULL, pool);
+    if (b->a->profile)
+        llmc_rt_session_set_observer(&b->s, bench_profile_observe, &b->profile);
     for (int prefill = 1; prefill >= 0 && !rc; prefill--) {
         const count_list *l = prefill ? &b->a->pp : &b->a->tg;
         for (uint32_t i = 0; i < l->n && !rc; i++) {
@@ -396,6 +419,11 @@ static int run_tests(bench_state *b, llmc_error *err)
         rc = run_at(b, b->a->threads.v[t], err);
     if (!rc && !b->a->json)
         print_table_foot(b);
+    for (uint32_t i = 0; !rc && b->a->profile && i < b->n_results; i++) {
+        const bench_result *r = &b->results[i];
+        bench_profile_print(&b->profile, r->name, r->threads, r->op_ns, r->seconds,
+                            (uint64_t)r->tokens * b->a->reps, b->a->json);
+    }
     return rc;
 }
 
@@ -572,8 +600,11 @@ int llmc_cmd_bench(int argc, char **argv)
         return LLMC_E_NOMEM;
     b->a = &a;
     rc = a.plan ? bench_plan(b, &err) : roofline(b, &err);
-    for (uint32_t i = 0; i <= b->n_results && i < MAX_RESULTS; i++)
+    for (uint32_t i = 0; i <= b->n_results && i < MAX_RESULTS; i++) {
         free(b->results[i].samples); /* n_results: a test that failed midway */
+        free(b->results[i].op_ns);
+    }
+    bench_profile_free(&b->profile);
     free(b->mem);
     free(b->tokens);
     free(b->logits);

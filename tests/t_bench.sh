@@ -54,6 +54,34 @@ check "the table has the llama-bench columns and a pp8 row with mean ± sd" \
              grep -q "| plan .*| *size | threads | *test | *t/s |" &&
              "$0" bench "$1" -p 8 -n 4 -r 2 -t 1 | grep -Eq "\| +pp8 \| +[0-9.]+ ± +[0-9.]+ \|"' "$LLMC" "$PLAN"
 
+# profile_ok: --profile --json adds, per test, one row per op code (Linear
+# per W's layout and dtype) whose op counts are the plan's (llmc inspect),
+# plus "(outside ops)"; shares sum to 1.
+profile_ok() {
+    "$LLMC" bench "$PLAN" -p 8 -n 4 -r 2 -t 2 --json --profile >"$WORK/profile.json" &&
+        "$LLMC" inspect "$PLAN" --json >"$WORK/inspect.json" || return 1
+    cat "$WORK/profile.json"
+    $PY - "$WORK/profile.json" "$WORK/inspect.json" <<'EOF'
+import collections, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+counts = json.load(open(sys.argv[2]))["op_counts"]
+assert [r["test"] for r in rows if "test" in r] == ["pp8", "tg4"], rows
+for test in ("pp8", "tg4"):
+    prof = [r for r in rows if r.get("profile") == test]
+    assert prof and all(r["threads"] == 2 and r["share"] >= 0 and r["us_per_token"] >= 0 for r in prof), prof
+    assert prof[-1]["op"] == "(outside ops)", prof
+    by_code = collections.Counter()
+    for r in prof[:-1]:
+        by_code[r["op"].split()[0]] += r["ops"]
+    assert dict(by_code) == counts, (dict(by_code), counts)
+    assert abs(sum(r["share"] for r in prof) - 1) < 1e-3, prof
+EOF
+}
+check "bench --profile --json: per test, each op code's ops, shares summing to 1" profile_ok
+check "bench --profile prints a table per test after the llama-bench table" \
+    bash -c '"$0" bench "$1" -p 8 -n 4 -r 1 -t 1 --profile | tee /dev/stderr |
+             grep -c "^profile \(pp8\|tg4\), 1 thread: [0-9.]* us per token" | grep -qx 2' "$LLMC" "$PLAN"
+
 # refused_naming_max_context ARGS...: exit 2 and a message naming max_context 64
 refused_naming_max_context() {
     "$LLMC" bench "$PLAN" -r 1 "$@" >"$WORK/refused.out" 2>&1
