@@ -290,6 +290,14 @@ static llmc_rt_status kv_slot_at(const llmc_rt_session *s, const rt_prep_tensor 
     return LLMC_RT_OK;
 }
 
+static void copy_binding(const rt_io_desc *d, rt_prep_io *io)
+{
+    memset(io, 0, sizeof *io);
+    io->tensor = d->tensor;
+    io->role = d->role;
+    io->layer = d->layer;
+}
+
 /* Inputs in plan order; the KV store's slots follow the order of the
  * PastKey/PastValue inputs, as the verifier sized it (kv_bytes). */
 static llmc_rt_status prepare_inputs(fb_reader *r, const llmc_rt_session *s, rt_prepared *pr,
@@ -302,10 +310,7 @@ static llmc_rt_status prepare_inputs(fb_reader *r, const llmc_rt_session *s, rt_
         llmc_rt_status st = rt_read_io(r, s->plan, 0, i, &d, err);
         if (st)
             return st;
-        memset(io, 0, sizeof *io);
-        io->tensor = d.tensor;
-        io->role = d.role;
-        io->layer = d.layer;
+        copy_binding(&d, io);
         io->has_slot = d.role == ROLE_PAST_KEY || d.role == ROLE_PAST_VALUE;
         if (!io->has_slot)
             continue;
@@ -338,10 +343,7 @@ static llmc_rt_status prepare_outputs(fb_reader *r, const llmc_rt_plan *p, rt_pr
         llmc_rt_status st = rt_read_io(r, p, 1, i, &d, err);
         if (st)
             return st;
-        memset(io, 0, sizeof *io);
-        io->tensor = d.tensor;
-        io->role = d.role;
-        io->layer = d.layer;
+        copy_binding(&d, io);
         int past = d.role == ROLE_PRESENT_KEY     ? ROLE_PAST_KEY
                    : d.role == ROLE_PRESENT_VALUE ? ROLE_PAST_VALUE
                                                   : -1;
