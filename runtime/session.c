@@ -370,6 +370,19 @@ static llmc_rt_status exec_quantize_rows(const llmc_rt_session *s, fb_reader *r,
     return st;
 }
 
+/* Gather: rows of a packed weight (an embedding table) dequantized, else
+ * the dense take. */
+static llmc_rt_status exec_gather(const llmc_rt_session *s, fb_reader *r, const rt_op_desc *op,
+                                  const rt_view *in, rt_view *y, llmc_rt_error *err)
+{
+    rt_tensor_format f;
+    llmc_rt_status st = format_of(s, r, fb_vec_u32(r, op->inputs, 0), &f, err);
+    if (st)
+        return st;
+    return f.layout == LAYOUT_DENSE ? k_gather(&in[0], &in[1], op->axis, y, err)
+                                    : k_gather_rows(&f, &in[0], &in[1], y, err);
+}
+
 /* Runs one op whose inputs (at most MAX_OP_INPUTS) and outputs (at most 3
  * outside Copy and Linear) are viewed; most ops have the one output out[0]. */
 static llmc_rt_status dispatch(const fb_reader *r, const rt_op_desc *op, const rt_view *in,
@@ -387,7 +400,6 @@ static llmc_rt_status dispatch(const fb_reader *r, const rt_op_desc *op, const r
     case OP_REDUCE: return exec_reduce(r, op, &in[0], y, err);
     case OP_SOFTMAX: return k_softmax(&in[0], op->axis, y, err);
     case OP_LAYERNORM: return exec_layernorm(op, in, out, err);
-    case OP_GATHER: return k_gather(&in[0], &in[1], op->axis, y, err);
     case OP_FILL: return k_fill(op->value, y, err);
     case OP_RANGE: return k_range(&in[0], &in[1], &in[2], y, err);
     case OP_SYMBOLS: return exec_symbols(r, op, S, P, y, err);
@@ -494,6 +506,8 @@ static llmc_rt_status exec_op_body(llmc_rt_session *s, fb_reader *r, const rt_op
                                      : exec_quantize_rows(s, r, op, &in[0], &out[0], moved, err);
     if (!st && op->code == OP_ATTENTION)
         st = exec_attention(s, op, in, &out[0], S, P, moved, err);
+    else if (!st && op->code == OP_GATHER && !outputs_empty(out, 1))
+        st = exec_gather(s, r, op, in, &out[0], err);
     else if (!st && !outputs_empty(out, op->outputs.len)) {
         rt_parallel par = session_parallel(s);
         st = dispatch(r, op, in, out, S, P, &par, err);
@@ -790,11 +804,13 @@ static llmc_rt_status take_output(const llmc_rt_session *s, fb_reader *r, const 
         return st;
     if (io->role == ROLE_LOGITS) {
         int64_t vocab = s->plan->vocab_size;
-        if (v.dims[0] != 1 || v.dims[1] != S || v.dims[2] != vocab)
-            return rt_fail(err, LLMC_RT_E_EXEC, "logits are not [1, %d, vocab_size %d]",
+        /* every position's row, or the last one's (llmc compile --logits last) */
+        if (v.dims[0] != 1 || (v.dims[1] != S && v.dims[1] != 1) || v.dims[2] != vocab)
+            return rt_fail(err, LLMC_RT_E_EXEC, "logits are not [1, %d or 1, vocab_size %d]",
                            RT_N(S, vocab), NULL);
         if (logits)
-            memcpy(logits, (const float *)v.data + (S - 1) * vocab, (size_t)vocab * sizeof(float));
+            memcpy(logits, (const float *)v.data + (v.dims[1] - 1) * vocab,
+                   (size_t)vocab * sizeof(float));
         return LLMC_RT_OK;
     }
     st = find_kv_slot(s, r, past_role, io->layer, &slot, err);
