@@ -22,6 +22,18 @@ static bool gather_dims_ok(const rt_view *data, const rt_view *idx, int axis, co
     return true;
 }
 
+/* Index element i wrapped into [0, n) (negative ones count from the end). */
+static llmc_rt_status wrapped_index(const rt_view *idx, int64_t i, int64_t n, int64_t *j,
+                                    llmc_rt_error *err)
+{
+    *j = k_load_i(idx, i);
+    if (*j < -n || *j >= n)
+        return rt_fail(err, LLMC_RT_E_EXEC, "index %d (element %d) outside [-%d, %d)",
+                       RT_N(*j, i, n, n), NULL);
+    *j += *j < 0 ? n : 0;
+    return LLMC_RT_OK;
+}
+
 llmc_rt_status k_gather(const rt_view *data, const rt_view *idx, int axis, rt_view *y,
                         llmc_rt_error *err)
 {
@@ -46,12 +58,9 @@ llmc_rt_status k_gather(const rt_view *data, const rt_view *idx, int axis, rt_vi
     const uint8_t *src = data->data;
     uint8_t *dst = y->data;
     for (int64_t i = 0; i < n_idx; i++) {
-        int64_t j = k_load_i(idx, i);
-        if (j < -n_axis || j >= n_axis)
-            return rt_fail(err, LLMC_RT_E_EXEC, "index %d (element %d) outside [-%d, %d)",
-                           RT_N(j, i, n_axis, n_axis), NULL);
-        if (j < 0)
-            j += n_axis;
+        int64_t j;
+        if (wrapped_index(idx, i, n_axis, &j, err))
+            return LLMC_RT_E_EXEC;
         for (int64_t o = 0; o < outer; o++)
             memcpy(dst + (size_t)(o * n_idx + i) * block,
                    src + (size_t)(o * n_axis + j) * block, block);
@@ -123,11 +132,9 @@ llmc_rt_status k_gather_rows(const rt_tensor_format *f, const rt_view *data, con
     int64_t n_rows = data->dims[0], k = data->dims[1], n_idx = k_count(idx);
     float *dst = y->data;
     for (int64_t i = 0; i < n_idx; i++) {
-        int64_t j = k_load_i(idx, i);
-        if (j < -n_rows || j >= n_rows)
-            return rt_fail(err, LLMC_RT_E_EXEC, "index %d (element %d) outside [-%d, %d)",
-                           RT_N(j, i, n_rows, n_rows), NULL);
-        j += j < 0 ? n_rows : 0;
+        int64_t j;
+        if (wrapped_index(idx, i, n_rows, &j, err))
+            return LLMC_RT_E_EXEC;
         if (f->layout == LAYOUT_QWEIGHT)
             qweight_row(&qs, data->data, j, dst + i * k);
         else if (f->layout == LAYOUT_FWEIGHT)

@@ -163,26 +163,31 @@ static uint8_t *build_plan(int v, size_t *size)
     return tp_finish(&tp, "gather_rows", size);
 }
 
-static void expect_defect(int v, const char *needle, const char *what)
+/* Variant v's plan opened with hash checks; *bytes to free afterwards. */
+static llmc_rt_status open_plan(int v, llmc_rt_plan *plan, uint8_t **bytes, llmc_rt_error *e)
 {
     size_t size;
+    *bytes = build_plan(v, &size);
+    return *bytes ? llmc_rt_plan_open(plan, *bytes, size, LLMC_RT_VERIFY_HASHES, e) : LLMC_RT_E_ARG;
+}
+
+static void expect_defect(int v, const char *needle, const char *what)
+{
     llmc_rt_plan plan;
+    uint8_t *bytes;
     llmc_rt_error e = {LLMC_RT_OK, ""};
-    uint8_t *bytes = build_plan(v, &size);
-    llmc_rt_status st = bytes ? llmc_rt_plan_open(&plan, bytes, size, 0, &e) : LLMC_RT_E_ARG;
-    CHECK(st == LLMC_RT_E_CORRUPT && strstr(e.msg, needle), "verifier: %s: %s", what, e.msg);
+    CHECK(open_plan(v, &plan, &bytes, &e) == LLMC_RT_E_CORRUPT && strstr(e.msg, needle),
+          "verifier: %s: %s", what, e.msg);
     free(bytes);
 }
 
 static void run_packed_plan(void)
 {
-    size_t size;
     llmc_rt_plan plan;
     llmc_rt_session s;
+    uint8_t *bytes;
     llmc_rt_error e = {LLMC_RT_OK, ""};
-    uint8_t *bytes = build_plan(V_OK, &size);
-    llmc_rt_status st = bytes ? llmc_rt_plan_open(&plan, bytes, size, LLMC_RT_VERIFY_HASHES, &e)
-                              : LLMC_RT_E_ARG;
+    llmc_rt_status st = open_plan(V_OK, &plan, &bytes, &e);
     void *mem = st ? NULL : malloc(llmc_rt_session_memory(&plan));
     int64_t ids[3] = {5, 0, -2};
     llmc_rt_tensor in = {LLMC_RT_I64, 2, {1, 3}, ids}, out;
