@@ -805,7 +805,8 @@ static llmc_rt_status take_output(const llmc_rt_session *s, fb_reader *r, const 
     if (io->role == ROLE_LOGITS) {
         int64_t vocab = s->plan->vocab_size;
         /* every position's row, or the last one's (llmc compile --logits last) */
-        if (v.dims[0] != 1 || (v.dims[1] != S && v.dims[1] != 1) || v.dims[2] != vocab)
+        if (v.dims[0] != 1 || (v.dims[1] != S && v.dims[1] != 1) || v.dims[1] < 1 ||
+            v.dims[2] != vocab)
             return rt_fail(err, LLMC_RT_E_EXEC, "logits are not [1, %d or 1, vocab_size %d]",
                            RT_N(S, vocab), NULL);
         if (logits)
