@@ -298,10 +298,29 @@ int lower_expand(lower_ctx *L, int unused)
 
 /* ---- Gather ---- */
 
+/* The table quantize-embedding marked: embed_bits 16/8/4, or 32 for a tied
+ * table the target stores in fp32 tiles; 0 when the Gather reads data as
+ * it is. */
+static int packed_table_bits(const lower_ctx *L)
+{
+    int bits = (int)llmc_node_attr_int(L->g, L->node, "embed_bits", 32);
+    bool tied = llmc_node_attr_int(L->g, L->node, "embed_tied", 0) != 0;
+    return bits != 32 || (tied && L->target->f_hp) ? bits : 0;
+}
+
+static int gather_data(lower_ctx *L, uint32_t *data)
+{
+    int bits = packed_table_bits(L);
+    if (!bits)
+        return lower_input(L, 0, data);
+    int64_t group = llmc_node_attr_int(L->g, L->node, "embed_group", 0);
+    return lower_embedding_table(L, L->g->nodes[L->node].inputs[0], bits, group, data);
+}
+
 static int emit_gather_op(lower_ctx *L, int32_t axis)
 {
     uint32_t data, indices, out;
-    int rc = lower_input(L, 0, &data);
+    int rc = gather_data(L, &data);
     if (!rc)
         rc = lower_input(L, 1, &indices);
     if (!rc)

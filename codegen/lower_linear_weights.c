@@ -6,6 +6,9 @@
  *   target with fp32 tiles (f_hp)   ->  FWeightTiles [N/hp][K][hp]
  *   otherwise                        ->  Dense [N, K] (W transposed: one row
  *                                       per output feature)
+ * and the tables of embedding Gathers quantize-embedding marked (the same
+ * formats over E [V, H] as it is, or Half: binary16 rows), so a tied
+ * embedding and LM head pack to the same bytes and share one segment.
  * Nothing is packed here: each tensor is a lazy view of W^T (const_view.h)
  * with a segment producer that the plan writer calls as it writes
  * (segment_writer.h), which reads hp rows at a time, packs them and appends
@@ -85,24 +88,49 @@ static int produce_fweight(const cg_tensor *t, cg_sink *sink)
     return produce_row_tiles(t, sink, f.hp, 4u * (uint64_t)f.hp * (uint64_t)f.k, fpack, &f);
 }
 
-/* A new Weight [n, k] named W + suffix: W^T as a lazy view, made into
- * `bytes` of segment by `produce` (NULL: the floats as they are). */
-static int lazy_weight(lower_ctx *L, int wv, const char *suffix, const rt_tensor_format *f,
-                       uint64_t bytes, cg_segment_producer produce, uint32_t *t)
+static void hpack(const void *shape, const float *rows, int64_t n_rows, void *out)
 {
-    const llmc_value *w = &L->g->values[wv];
-    int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
-    llmc_view *view = llmc_view_transpose(llmc_const_share_view(&w->konst, k, n));
-    llmc_affine dims[2] = {llmc_aff_const(n), llmc_aff_const(k)};
-    int rc = view ? lower_new_tensor(L, w->name, suffix, f->dtype, 2, dims, t)
-                  : lower_fail(L, LLMC_E_NOMEM, wv, "out of memory");
+    const int64_t *k = shape;
+    uint8_t *bytes = out;
+    (void)n_rows; /* one row per tile */
+    for (int64_t c = 0; c < *k; c++) {
+        uint16_t h = rt_float_to_half(rows[c]);
+        bytes[2 * c] = (uint8_t)(h & 255u);
+        bytes[2 * c + 1] = (uint8_t)(h >> 8);
+    }
+}
+
+/* Half: each row as binary16, little-endian (a "tile" of one row). */
+static int produce_half(const cg_tensor *t, cg_sink *sink)
+{
+    int64_t k = t->dims[1].c;
+    return produce_row_tiles(t, sink, 1, 2u * (uint64_t)k, hpack, &k);
+}
+
+/* A matrix [n, k] to store, as a lazy view of W's constant. */
+typedef struct {
+    int wv;              /* the graph constant */
+    llmc_view *view;     /* [n, k], a reference the callee takes over */
+    int64_t n, k;
+} weight_source;
+
+/* A new Weight [n, k] named W + suffix over src.view, made into `bytes` of
+ * segment by `produce` (NULL: the floats as they are). */
+static int lazy_weight(lower_ctx *L, weight_source src, const char *suffix,
+                       const rt_tensor_format *f, uint64_t bytes, cg_segment_producer produce,
+                       uint32_t *t)
+{
+    const llmc_value *w = &L->g->values[src.wv];
+    llmc_affine dims[2] = {llmc_aff_const(src.n), llmc_aff_const(src.k)};
+    int rc = src.view ? lower_new_tensor(L, w->name, suffix, f->dtype, 2, dims, t)
+                      : lower_fail(L, LLMC_E_NOMEM, src.wv, "out of memory");
     if (rc) {
-        llmc_view_unref(view);
+        llmc_view_unref(src.view);
         return rc;
     }
     lower_own_weight(L, *t, NULL, bytes);
     cg_tensor *x = &L->p->tensors[*t];
-    x->view = view;
+    x->view = src.view;
     x->produce = produce;
     x->layout = f->layout;
     x->group = f->group;
@@ -111,28 +139,29 @@ static int lazy_weight(lower_ctx *L, int wv, const char *suffix, const rt_tensor
     return LLMC_OK;
 }
 
-static int quantized_weight(lower_ctx *L, int wv, int bits, int64_t group, uint32_t *t)
+static int quantized_weight(lower_ctx *L, weight_source src, int bits, int64_t group, uint32_t *t)
 {
-    const llmc_value *w = &L->g->values[wv];
-    int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
     rt_qweight_shape q;
-    if (!rt_qweight_shape_init(&q, bits, L->target->q_hp, L->target->q_lp, n, k, group))
-        return lower_fail(L, LLMC_E_UNSUPPORTED, wv, "cannot quantize [%lld, %lld] to %d bits in "
-                          "groups of %lld (a multiple of %d)", (long long)k, (long long)n, bits,
-                          (long long)group, 2 * L->target->q_lp);
+    if (!rt_qweight_shape_init(&q, bits, L->target->q_hp, L->target->q_lp, src.n, src.k, group)) {
+        llmc_view_unref(src.view);
+        return lower_fail(L, LLMC_E_UNSUPPORTED, src.wv, "cannot quantize [%lld, %lld] to %d bits "
+                          "in groups of %lld (a multiple of %d)", (long long)src.k,
+                          (long long)src.n, bits, (long long)group, 2 * L->target->q_lp);
+    }
     rt_tensor_format f = {bits == 8 ? LLMC_DT_INT8 : LLMC_RT_U4, CG_LAYOUT_QWEIGHT,
                           (uint32_t)group, q.hp, q.lp};
-    return lazy_weight(L, wv, "/packed", &f, rt_qweight_bytes(&q), produce_qweight, t);
+    return lazy_weight(L, src, "/packed", &f, rt_qweight_bytes(&q), produce_qweight, t);
 }
 
-static int fp32_tiled_weight(lower_ctx *L, int wv, uint32_t *t)
+static int fp32_tiled_weight(lower_ctx *L, weight_source src, uint32_t *t)
 {
-    const llmc_value *w = &L->g->values[wv];
     rt_ftile_shape fs;
-    if (!rt_ftile_shape_init(&fs, L->target->f_hp, w->shape.dims[1].c, w->shape.dims[0].c))
-        return lower_fail(L, LLMC_E_UNSUPPORTED, wv, "W too large for fp32 tiles");
+    if (!rt_ftile_shape_init(&fs, L->target->f_hp, src.n, src.k)) {
+        llmc_view_unref(src.view);
+        return lower_fail(L, LLMC_E_UNSUPPORTED, src.wv, "W too large for fp32 tiles");
+    }
     rt_tensor_format f = {LLMC_DT_FLOAT, CG_LAYOUT_FWEIGHT, 0, fs.hp, 0};
-    return lazy_weight(L, wv, "/packed", &f, rt_ftile_bytes(&fs), produce_fweight, t);
+    return lazy_weight(L, src, "/packed", &f, rt_ftile_bytes(&fs), produce_fweight, t);
 }
 
 int lower_linear_weight(lower_ctx *L, int wv, uint32_t *t)
@@ -140,13 +169,26 @@ int lower_linear_weight(lower_ctx *L, int wv, uint32_t *t)
     int64_t bits = llmc_node_attr_int(L->g, L->node, "quant_bits", 0);
     int64_t group = llmc_node_attr_int(L->g, L->node, "quant_group", 0);
     const llmc_value *w = &L->g->values[wv];
+    int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
+    weight_source src = {wv, llmc_view_transpose(llmc_const_share_view(&w->konst, k, n)), n, k};
     if (bits)
-        return quantized_weight(L, wv, (int)bits, group, t);
+        return quantized_weight(L, src, (int)bits, group, t);
     if (L->target->f_hp)
-        return fp32_tiled_weight(L, wv, t);
+        return fp32_tiled_weight(L, src, t);
     rt_tensor_format dense = {LLMC_DT_FLOAT, CG_LAYOUT_DENSE, 0, 0, 0};
-    uint64_t bytes = sizeof(float) * (uint64_t)(w->shape.dims[0].c * w->shape.dims[1].c);
-    return lazy_weight(L, wv, "/transposed", &dense, bytes, NULL, t);
+    return lazy_weight(L, src, "/transposed", &dense, sizeof(float) * (uint64_t)(n * k), NULL, t);
+}
+
+int lower_embedding_table(lower_ctx *L, int ev, int bits, int64_t group, uint32_t *t)
+{
+    const llmc_value *e = &L->g->values[ev];
+    int64_t n = e->shape.dims[0].c, k = e->shape.dims[1].c;
+    weight_source src = {ev, llmc_const_share_view(&e->konst, n, k), n, k};
+    if (bits == 16) {
+        rt_tensor_format half = {LLMC_DT_FLOAT, CG_LAYOUT_HALF, 0, 0, 0};
+        return lazy_weight(L, src, "/half", &half, 2u * (uint64_t)n * (uint64_t)k, produce_half, t);
+    }
+    return bits == 32 ? fp32_tiled_weight(L, src, t) : quantized_weight(L, src, bits, group, t);
 }
 
 /* llmc.QuantizeRows(x) -> xq: QActTiles of the target's ep x lp tiles. */

@@ -1,6 +1,6 @@
 /* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR [--dot]] [--dim NAME=N]
  *              [--threads N] [--quiet] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
- *              [--target generic|avx2|neon-dot|neon-i8mm] */
+ *              [--embed-bits 32|16|8] [--logits last|all] [--target generic|avx2|neon-dot|neon-i8mm] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +42,13 @@ static const char compile_help[] =
     "  --group-size N        weights per scale along K: 32 (default), 64, 128, or 0 for one\n"
     "                        scale per output channel\n"
     "  --lm-head-bits B      bits of the Linear producing the logits: 8 (default) or 4\n"
+    "  --embed-bits B        the token embedding table: 32 (float32), 16 (binary16) or 8\n"
+    "                        (int8, a scale per row and group); default 32 for f32, 8\n"
+    "                        otherwise.  A table tied to the LM head is stored once, in\n"
+    "                        the head's format\n"
+    "  --logits last|all     all (default): logits for every position, as the model\n"
+    "                        defines them; last: the LM head runs on the last position\n"
+    "                        of each call only (Logits [1, 1, vocab])\n"
     "  --target T            kernels the weights are packed for: generic (portable C),\n"
     "                        avx2, neon-dot, neon-i8mm (default: this machine's best)\n";
 
@@ -52,6 +59,8 @@ typedef struct {
     int explain;
     int dot;
     int quant_bits, lm_head_bits;   /* 0 = float32 */
+    int embed_bits;                 /* 0 = the default of quant_bits */
+    int logits_last;
     int64_t group;
     const char *target;
     int quiet;
@@ -117,6 +126,15 @@ static int parse_args(int argc, char **argv, compile_args *a)
             a->lm_head_bits = (int)llmc_cli_parse_count(argv[++i]);
             if (a->lm_head_bits != 8 && a->lm_head_bits != 4)
                 return llmc_cli_usage("compile", "--lm-head-bits wants 8 or 4, got '%s'", argv[i]);
+        } else if (!strcmp(arg, "--embed-bits") && has_value) {
+            a->embed_bits = (int)llmc_cli_parse_count(argv[++i]);
+            if (a->embed_bits != 32 && a->embed_bits != 16 && a->embed_bits != 8)
+                return llmc_cli_usage("compile", "--embed-bits wants 32, 16 or 8, got '%s'", argv[i]);
+        } else if (!strcmp(arg, "--logits") && has_value) {
+            const char *l = argv[++i];
+            a->logits_last = !strcmp(l, "last");
+            if (!a->logits_last && strcmp(l, "all"))
+                return llmc_cli_usage("compile", "--logits wants last or all, got '%s'", l);
         } else if (!strcmp(arg, "--target") && has_value) {
             a->target = argv[++i];
             if (rt_target_index(a->target) < 0)
@@ -245,7 +263,9 @@ int llmc_cmd_compile(int argc, char **argv)
     llmc_pass_ctx ctx = {.max_context = a.max_context, .explain = a.explain, .log = stderr,
                          .quant_bits = a.quant_bits,
                          .lm_head_bits = a.quant_bits == 8 ? 8 : a.lm_head_bits,
-                         .quant_group = a.group};
+                         .quant_group = a.group,
+                         .embed_bits = a.embed_bits ? a.embed_bits : a.quant_bits ? 8 : 32,
+                         .logits_last = a.logits_last};
     progress_line progress;
     progress_init(&progress, &a);
     llmc_pipeline_dumps dumps = {.dir = a.dump_dir, .dot = a.dot, .progress = progress_report,

@@ -41,8 +41,13 @@ static const llmc_pass *const pipeline[] = {
     /* MatMul/Gemm by constant weights (+ bias) -> llmc.Linear; siblings on
      * one input merged; Splits and residual Adds absorbed */
     &llmc_pass_linear_fusion,
+    /* --logits last: the hidden state sliced to its last position before the
+     * final norm and LM head */
+    &llmc_pass_logits_last,
     /* --quant: Linear weights to int8/int4, x through one shared QuantizeRows */
     &llmc_pass_quantize,
+    /* --embed-bits: the embedding table in 16/8 bits, or shared with a tied LM head */
+    &llmc_pass_quantize_embedding,
 };
 
 #define PIPELINE_LENGTH ((int)(sizeof pipeline / sizeof pipeline[0]))

@@ -71,7 +71,7 @@
  * formats): X(SUFFIX, Name, value) */
 #define LLMC_PLAN_LAYOUTS(X)                                               \
     X(DENSE, Dense, 0) X(QWEIGHT, QWeightTiles, 1) X(QACT, QActTiles, 2)   \
-    X(FWEIGHT, FWeightTiles, 3)
+    X(FWEIGHT, FWeightTiles, 3) X(HALF, Half, 4)
 
 /* TensorKind: X(SUFFIX, Name, value) */
 #define LLMC_PLAN_TENSOR_KINDS(X) X(ARENA, Arena, 0) X(WEIGHT, Weight, 1)

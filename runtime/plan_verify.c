@@ -173,6 +173,11 @@ static llmc_rt_status verify_layout(const llmc_rt_plan *p, const rt_tensor_desc 
     case LAYOUT_FWEIGHT:
         rows = t->f_hp;
         break;
+    case LAYOUT_HALF: /* any target, no tiles */
+        if (d->kind == KIND_WEIGHT && !d->tile_rows && !d->tile_depth)
+            return LLMC_RT_OK;
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "layout Half as kind %d with %dx%d tiles; it is a "
+                       "weight without tiles", RT_N(d->kind, d->tile_rows, d->tile_depth), NULL);
     default:
         return rt_fail(err, LLMC_RT_E_CORRUPT, "layout %d unknown", RT_N(d->layout), NULL);
     }
@@ -232,7 +237,7 @@ static tensor_meta meta_of(fb_reader *r, const llmc_rt_plan *p, uint32_t i)
 static bool packed_operand(int code, bool is_input, uint32_t slot)
 {
     return (code == OP_LINEAR && is_input && slot <= 1) ||
-           (code == OP_QUANTIZE_ROWS && !is_input);
+           (code == OP_QUANTIZE_ROWS && !is_input) || (code == OP_GATHER && is_input && slot == 0);
 }
 
 static llmc_rt_status verify_op_tensors(fb_reader *r, const llmc_rt_plan *p,
@@ -260,7 +265,7 @@ static llmc_rt_status verify_op_tensors(fb_reader *r, const llmc_rt_plan *p,
                            RT_N(slot, t), NULL);
         if (m.layout != LAYOUT_DENSE && !packed_operand(op->code, is_in, slot))
             return rt_fail(err, LLMC_RT_E_CORRUPT, "%s %u: tensor %u has layout %d; only "
-                           "Linear's x and W and QuantizeRows' output may be packed",
+                           "Linear's x and W, Gather's data and QuantizeRows' output may be packed",
                            RT_N(slot, t, m.layout), RT_S(is_in ? "input" : "output"));
     }
     return LLMC_RT_OK;
@@ -487,6 +492,28 @@ static llmc_rt_status verify_linear_operands(fb_reader *r, const llmc_rt_plan *p
                              RT_N(mw.group), err);
         return LLMC_RT_OK;
     }
+}
+
+/* Gather of rows of a packed weight [N, K] (an embedding table, maybe the
+ * LM head's own W): axis 0, int32/int64 indices [...] -> float32 [..., K]. */
+static llmc_rt_status verify_packed_gather(fb_reader *r, const llmc_rt_plan *p,
+                                           const rt_op_desc *op, tensor_meta idx, tensor_meta y,
+                                           llmc_rt_error *err)
+{
+    uint32_t w = op_in(r, op, 0);
+    tensor_meta mw = meta_of(r, p, w);
+    int64_t n, k, yk;
+    if (y.dtype != LLMC_RT_F32 || (idx.dtype != LLMC_RT_I32 && idx.dtype != LLMC_RT_I64))
+        return bad_dtypes("Gather of a packed weight, int32/int64 -> float32", err);
+    if (mw.kind != KIND_WEIGHT || mw.rank != 2 || op->axis != 0 || !const_dim(r, p, w, 0, &n) ||
+        !const_dim(r, p, w, 1, &k))
+        return bad_shape("a packed Gather reads rows (axis 0) of a weight [N, K]", NULL, err);
+    if (y.rank != idx.rank + 1 || !same_leading_dims(r, p, op_in(r, op, 1), op_out(r, op, 0),
+                                                     (uint32_t)idx.rank) ||
+        !const_dim(r, p, op_out(r, op, 0), -1, &yk) || yk != k)
+        return bad_shape("the output of a packed Gather must be [indices dims..., %d]", RT_N(k),
+                         err);
+    return LLMC_RT_OK;
 }
 
 /* QuantizeRows: float32 Dense x [..., K] -> QActTiles with x's dims. */
@@ -727,6 +754,8 @@ static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
         return op->code == OP_LAYERNORM ? verify_layernorm_stats(r, p, op, in[0].rank, err)
                                         : LLMC_RT_OK;
     case OP_GATHER:
+        if (in[0].layout != LAYOUT_DENSE)
+            return verify_packed_gather(r, p, op, in[1], y, err);
         if (y.dtype != in[0].dtype || (in[1].dtype != LLMC_RT_I32 && in[1].dtype != LLMC_RT_I64))
             return bad_dtypes("Gather T, int32/int64 -> T", err);
         if (op->axis < 0 || op->axis >= in[0].rank)

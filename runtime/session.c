@@ -213,6 +213,16 @@ static llmc_rt_status exec_quantize_rows(const llmc_rt_session *s, const rt_prep
     return st;
 }
 
+/* Gather: rows of a packed weight (an embedding table) dequantized, else
+ * the dense take. */
+static llmc_rt_status exec_gather(const llmc_rt_session *s, const rt_prep_op *op,
+                                  const rt_view *in, rt_view *y, llmc_rt_error *err)
+{
+    const rt_tensor_format *f = &input_tensor(s->prepared, op, 0)->format;
+    return f->layout == LAYOUT_DENSE ? k_gather(&in[0], &in[1], op->axis, y, err)
+                                     : k_gather_rows(f, &in[0], &in[1], y, err);
+}
+
 /* Runs one op whose inputs (at most MAX_OP_INPUTS) and outputs (at most
  * MAX_OP_OUTPUTS outside Copy and Linear) are viewed; most ops have the one
  * output out[0]. */
@@ -231,7 +241,6 @@ static llmc_rt_status dispatch(const rt_prepared *pr, const rt_prep_op *op, cons
     case OP_REDUCE: return k_reduce(op->kind, &in[0], op->axes, op->n_axes, op->keepdims, y, err);
     case OP_SOFTMAX: return k_softmax(&in[0], op->axis, y, err);
     case OP_LAYERNORM: return exec_layernorm(op, in, out, err);
-    case OP_GATHER: return k_gather(&in[0], &in[1], op->axis, y, err);
     case OP_FILL: return k_fill(op->value, y, err);
     case OP_RANGE: return k_range(&in[0], &in[1], &in[2], y, err);
     case OP_SYMBOLS: return exec_symbols(pr, op, S, P, y, err);
@@ -336,6 +345,8 @@ static llmc_rt_status exec_op_body(llmc_rt_session *s, const rt_prep_op *op, int
                                      : exec_quantize_rows(s, op, &in[0], &out[0], moved, err);
     if (!st && op->code == OP_ATTENTION)
         st = exec_attention(s, op, in, &out[0], S, P, moved, err);
+    else if (!st && op->code == OP_GATHER && !outputs_empty(out, 1))
+        st = exec_gather(s, op, in, &out[0], err);
     else if (!st && !outputs_empty(out, op->outputs.len)) {
         rt_parallel par = session_parallel(s);
         st = dispatch(s->prepared, op, in, out, S, P, &par, err);
@@ -539,11 +550,14 @@ static llmc_rt_status take_output(const llmc_rt_session *s, const rt_prep_io *io
         return st;
     if (io->role == ROLE_LOGITS) {
         int64_t vocab = s->plan->vocab_size;
-        if (v.dims[0] != 1 || v.dims[1] != S || v.dims[2] != vocab)
-            return rt_fail(err, LLMC_RT_E_EXEC, "logits are not [1, %d, vocab_size %d]",
+        /* every position's row, or the last one's (llmc compile --logits last) */
+        if (v.dims[0] != 1 || (v.dims[1] != S && v.dims[1] != 1) || v.dims[1] < 1 ||
+            v.dims[2] != vocab)
+            return rt_fail(err, LLMC_RT_E_EXEC, "logits are not [1, %d or 1, vocab_size %d]",
                            RT_N(S, vocab), NULL);
         if (logits)
-            memcpy(logits, (const float *)v.data + (S - 1) * vocab, (size_t)vocab * sizeof(float));
+            memcpy(logits, (const float *)v.data + (v.dims[1] - 1) * vocab,
+                   (size_t)vocab * sizeof(float));
         return LLMC_RT_OK;
     }
     if (!io->has_slot)

@@ -83,6 +83,24 @@ static inline bool rt_ftile_shape_of(const rt_tensor_format *f, int rank, const 
            rt_ftile_shape_init(s, f->tile_rows, dims[0], dims[1]);
 }
 
+/* Bytes of `n` bytes per element over non-negative dims (row-major, no
+ * padding); false when the size overflows int64.  Non-zero dims must fit
+ * even if another dim is 0. */
+static inline bool rt_dense_bytes(uint64_t n, int rank, const int64_t *dims, uint64_t *bytes)
+{
+    bool empty = false;
+    for (int a = 0; a < rank; a++) {
+        if (dims[a] == 0)
+            empty = true;
+        else if (n > (uint64_t)INT64_MAX / (uint64_t)dims[a])
+            return false;
+        else
+            n *= (uint64_t)dims[a];
+    }
+    *bytes = empty ? 0 : n;
+    return true;
+}
+
 /* Bytes of a tensor with non-negative dims; false when the format is not
  * valid for them or the size overflows int64. */
 static inline bool rt_tensor_bytes(const rt_tensor_format *f, int rank, const int64_t *dims,
@@ -92,22 +110,10 @@ static inline bool rt_tensor_bytes(const rt_tensor_format *f, int rank, const in
     rt_qact_shape qa;
     rt_ftile_shape fw;
     switch (f->layout) {
-    case LAYOUT_DENSE: {
-        uint64_t n = rt_dtype_bytes(f->dtype);
-        bool empty = false;
-        if (!n)
-            return false;
-        for (int a = 0; a < rank; a++) { /* non-zero dims must fit even if one is 0 */
-            if (dims[a] == 0)
-                empty = true;
-            else if (n > (uint64_t)INT64_MAX / (uint64_t)dims[a])
-                return false;
-            else
-                n *= (uint64_t)dims[a];
-        }
-        *bytes = empty ? 0 : n;
-        return true;
-    }
+    case LAYOUT_DENSE:
+        return rt_dtype_bytes(f->dtype) && rt_dense_bytes(rt_dtype_bytes(f->dtype), rank, dims, bytes);
+    case LAYOUT_HALF: /* float32 values as binary16 */
+        return f->dtype == LLMC_RT_F32 && rt_dense_bytes(2u, rank, dims, bytes);
     case LAYOUT_QWEIGHT:
         if (!rt_qweight_shape_of(f, rank, dims, &qw))
             return false;

@@ -175,6 +175,12 @@ def role_bindings(out):
                [past("past_key_values.0.key"), past("past.0.key"), past("past_key_values.0.value"), new],
                [float_input("present.0.key", None), float_input("present.0.value", None)]),
          out, "kv_two_keys.onnx")
+    # logits made by a Softmax over a MatMul: `--logits last` cannot slice before it
+    w = numpy_helper.from_array(np.ones((4, 8), np.float32), "w")
+    save(model([helper.make_node("MatMul", ["x", "w"], ["z"], name="head"),
+                helper.make_node("Softmax", ["z"], ["logits"], name="probs", axis=1)],
+               [float_input("x", [1, 3, 4])], [float_input("logits", None)], [w]),
+         out, "logits_softmax.onnx")
 
 
 def chain(out, n=100000):

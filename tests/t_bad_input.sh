@@ -230,6 +230,11 @@ row "compile with an unknown flag" 2 "llmc compile: unknown option or missing va
 row "compile without a model" 2 "llmc compile: missing MODEL.onnx" -- "$LLMC" compile -o "$OUT/out.plan"
 row "compile with --max-context 0" 2 "--max-context wants an integer in 1..16777216, got '0'" \
     -- compile "$MODEL" --max-context 0
+row "compile with --embed-bits 12" 2 "--embed-bits wants 32, 16 or 8, got '12'" -- compile "$MODEL" --embed-bits 12
+row "compile with --logits first" 2 "--logits wants last or all, got 'first'" -- compile "$MODEL" --logits first
+row "--logits last where the logits are not an LM head's output" 4 \
+    "--logits last: node 'probs': the logits are not produced by an LM head" \
+    -- compile "$CASES/logits_softmax.onnx" --logits last
 row "output in a missing folder" 5 "cannot write '$OUT/no/such/out.plan': No such file or directory" \
     -- "$LLMC" compile "$MODEL" -o "$OUT/no/such/out.plan"
 mkdir -p "$WORK/a_folder"

@@ -15,6 +15,7 @@
 
 #include "llmc_rt.h"
 #include "quant_format.h"
+#include "tensor_traits.h"
 
 #define RT_R LLMC_RT_MAX_RANK
 
@@ -92,6 +93,10 @@ llmc_rt_status k_rope(const rt_view *x, const rt_view *cos, const rt_view *sin,
 /* ref_gather.c */
 llmc_rt_status k_gather(const rt_view *data, const rt_view *indices, int axis, rt_view *y,
                         llmc_rt_error *err);
+/* Rows `indices` of a packed weight data [N, K] in format f (QWeightTiles,
+ * FWeightTiles or Half), dequantized: y [indices dims..., K] float32. */
+llmc_rt_status k_gather_rows(const rt_tensor_format *f, const rt_view *data,
+                             const rt_view *indices, rt_view *y, llmc_rt_error *err);
 
 /* ref_trilu.c: x [..., N, M] -> y (x's dtype and dims); k NULL or one int64
  * (the diagonal offset; 0 when NULL); upper keeps j - i >= k, lower j - i <= k. */
