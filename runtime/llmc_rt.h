@@ -82,6 +82,7 @@ typedef struct {
     const struct rt_kernels *kernels; /* the target's kernels; NULL when this
                                build or CPU cannot run it (OPEN_ANY_TARGET) */
     uint32_t gemm_min_rows; /* Plan.gemm_min_rows, or the runtime's default */
+    uint32_t prefill_kernel; /* Plan.prefill_kernel (0 int8, 1 f32-dequant) */
 } llmc_rt_plan;
 
 enum {
