@@ -43,37 +43,50 @@ static float half_at(const uint8_t *p)
     return rt_half_to_float((uint16_t)(p[0] | p[1] << 8));
 }
 
-/* Rows [r0, r0 + hq) of the panel's f_hp (one weight row tile ht, hq = its
- * hp) over the reduction steps [c0, c0 + kc) into panel [kc][hp]. */
-static void dequant_rows(const dequant_job *J, int64_t ht, int r0, int64_t c0, int64_t kc,
-                         int hp, float *panel)
+/* Steps [i0, i1) of group g (offsets inside the group) of weight row tile
+ * ht into panel rows [r0, r0 + hq): out[(i - i0) * hp + r] for the panel
+ * [.][hp].  Walks the block's [group/lp][hq][lp] tiles in order, so no
+ * division per element. */
+static void dequant_block(const dequant_job *J, int64_t ht, int64_t g, int64_t i0, int64_t i1,
+                          int r0, int hp, float *out)
 {
     const rt_qweight_shape *ws = &J->ws;
     int hq = ws->hp, lp = ws->lp;
     int64_t data_bytes = (int64_t)hq * ws->group * ws->bits / 8;
-    for (int64_t c = c0; c < c0 + kc;) {
-        int64_t g = c / ws->group, end = (g + 1) * ws->group < c0 + kc ? (g + 1) * ws->group
-                                                                       : c0 + kc;
-        const uint8_t *block = J->w + rt_qweight_block_offset(ws, ht, g);
-        float scale[64], min[64];
-        for (int r = 0; r < hq; r++) {
-            scale[r] = half_at(block + data_bytes + 2 * r);
-            min[r] = ws->bits == 4 ? half_at(block + data_bytes + 2 * hq + 2 * r) : 0.0f;
-        }
-        for (; c < end; c++) {
-            int64_t i = c - g * ws->group, t = i / lp, l = i % lp;
-            float *out = panel + (c - c0) * hp + r0;
+    const uint8_t *block = J->w + rt_qweight_block_offset(ws, ht, g);
+    float scale[64], min[64];
+    for (int r = 0; r < hq; r++) {
+        scale[r] = half_at(block + data_bytes + 2 * r);
+        min[r] = ws->bits == 4 ? half_at(block + data_bytes + 2 * hq + 2 * r) : 0.0f;
+    }
+    for (int64_t i = i0; i < i1;) {
+        int64_t t = i / lp, l = i % lp, end = (t + 1) * lp < i1 ? (t + 1) * lp : i1;
+        for (; i < end; i++, l++) {
+            float *o = out + (i - i0) * hp + r0;
             if (ws->bits == 8) {
                 const int8_t *q = (const int8_t *)block + t * hq * lp + l;
                 for (int r = 0; r < hq; r++)
-                    out[r] = scale[r] * (float)q[r * lp];
+                    o[r] = scale[r] * (float)q[r * lp];
             } else {
                 const uint8_t *q = block + (t / 2) * hq * lp + l;
                 int shift = (int)(t & 1) * 4;
                 for (int r = 0; r < hq; r++)
-                    out[r] = scale[r] * (float)((q[r * lp] >> shift) & 15) + min[r];
+                    o[r] = scale[r] * (float)((q[r * lp] >> shift) & 15) + min[r];
             }
         }
+    }
+}
+
+/* Rows [r0, r0 + hq) of the panel's f_hp (weight row tile ht) over the
+ * reduction steps [c0, c0 + kc), group by group. */
+static void dequant_rows(const dequant_job *J, int64_t ht, int r0, int64_t c0, int64_t kc,
+                         int hp, float *panel)
+{
+    int64_t group = J->ws.group;
+    for (int64_t c = c0; c < c0 + kc;) {
+        int64_t g = c / group, end = (g + 1) * group < c0 + kc ? (g + 1) * group : c0 + kc;
+        dequant_block(J, ht, g, c - g * group, end - g * group, r0, hp, panel + (c - c0) * hp);
+        c = end;
     }
 }
 
@@ -93,13 +106,23 @@ static void dequant_panel(const dequant_job *J, int64_t ft, int64_t c0, int64_t 
     }
 }
 
-/* Activation rows [e0, e0 + rows), steps [c0, c0 + kc) as floats xf [rows][kc]. */
+/* Activation rows [e0, e0 + rows), steps [c0, c0 + kc) as floats xf
+ * [rows][kc]: a row's lp consecutive values sit together, ep * lp bytes
+ * apart (quant_format.h). */
 static void convert_rows(const dequant_job *J, int64_t e0, int64_t rows, int64_t c0, int64_t kc,
                          float *xf)
 {
-    for (int64_t e = 0; e < rows; e++)
-        for (int64_t c = 0; c < kc; c++)
-            xf[e * kc + c] = (float)(int8_t)J->xq[rt_qact_index(&J->xs, e0 + e, c0 + c)];
+    int64_t lp = J->xs.lp, stride = J->xs.ep * lp;
+    for (int64_t e = 0; e < rows; e++) {
+        const int8_t *row = (const int8_t *)J->xq + rt_qact_index(&J->xs, e0 + e, 0);
+        float *out = xf + e * kc;
+        for (int64_t c = c0; c < c0 + kc;) {
+            int64_t end = (c / lp + 1) * lp < c0 + kc ? (c / lp + 1) * lp : c0 + kc;
+            const int8_t *q = row + (c / lp) * (stride - lp); /* q[c]: value c */
+            for (; c < end; c++)
+                out[c - c0] = (float)q[c];
+        }
+    }
 }
 
 /* y for rows [e0, e0 + rows) and the columns of tile ft: sx * z (+ bias)

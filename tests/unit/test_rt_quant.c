@@ -438,6 +438,12 @@ static qcase case_at(int i)
     return c;
 }
 
+static void print_case(const rt_kernels *kt, int i, const qcase *c)
+{
+    printf("# %s case %d: bits %d m %d n %d k %d group %d col0 %d\n", kt->target, i, c->bits,
+           (int)c->m, (int)c->n, (int)c->k, (int)c->group, (int)c->col0);
+}
+
 static void test_qlinear_reference(const rt_kernels *kt)
 {
     bool ok = true;
@@ -451,8 +457,7 @@ static void test_qlinear_reference(const rt_kernels *kt)
                     close_to(y, f.want, f.mag, c.m * c.n_y, 1e-5);
         }
         if (!good)
-            printf("# %s case %d: bits %d m %d n %d k %d group %d col0 %d\n", kt->target, i,
-                   c.bits, (int)c.m, (int)c.n, (int)c.k, (int)c.group, (int)c.col0);
+            print_case(kt, i, &c);
         ok &= good;
         free(y);
         fixture_free(&f);
@@ -637,8 +642,7 @@ static void test_dequant_vs_int8(const rt_kernels *kt)
         good = good && close_to(y, yid, f.mag, c.m * c.n_y, 1e-5) &&
                close_to(y, f.want, f.mag, c.m * c.n_y, 1e-5);
         if (!good)
-            printf("# %s case %d: bits %d m %d n %d k %d group %d col0 %d\n", kt->target, i,
-                   c.bits, (int)c.m, (int)c.n, (int)c.k, (int)c.group, (int)c.col0);
+            print_case(kt, i, &c);
         ok &= good;
         free(y);
         free(yi);
