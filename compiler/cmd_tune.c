@@ -29,7 +29,8 @@
 #define TUNE_PREFILL_ROWS 512
 
 static const char tune_help[] =
-    "usage: llmc tune PLAN [-t THREADS] [--max-rows M] [--prefill-rows P] [-r REPEATS]\n"
+    "usage: llmc tune PLAN [-t THREADS] [--max-rows M] [--prefill-rows P]\n"
+    "                 [--prefill-kernel int8|f32-dequant] [-r REPEATS]\n"
     "\n"
     "Times prefills of 2..M tokens (default 16) with the quantized Linears on\n"
     "their GEMV work split and on their GEMM split, R times each (default 5,\n"
@@ -38,11 +39,13 @@ static const char tune_help[] =
     "a prefill of P tokens (default 512, at most the plan's max_context) with\n"
     "the GEMM on the int8 kernel and on fp32 tiles of dequantized weights, and\n"
     "writes the faster into PLAN (prefill_kernel; targets without fp32 tiles\n"
-    "keep int8).  The plan is rewritten atomically; nothing else in it changes.\n";
+    "keep int8); --prefill-kernel writes the one named instead of measuring.\n"
+    "The plan is rewritten atomically; nothing else in it changes.\n";
 
 typedef struct {
     const char *plan;
     uint32_t threads, max_rows, prefill_rows, repeats;
+    int pinned_kernel;      /* --prefill-kernel, or -1: measure */
 } tune_args;
 
 /* What tune measured: the two fields it writes. */
@@ -50,9 +53,17 @@ typedef struct {
     uint32_t gemm_min_rows, prefill_kernel;
 } tune_result;
 
+static int prefill_kernel_index(const char *name)
+{
+    for (uint32_t k = 0; k < PREFILL_KERNEL_COUNT; k++)
+        if (!strcmp(name, rt_prefill_kernel_name(k)))
+            return (int)k;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, tune_args *a)
 {
-    *a = (tune_args){NULL, 1, 16, TUNE_PREFILL_ROWS, 5};
+    *a = (tune_args){NULL, 1, 16, TUNE_PREFILL_ROWS, 5, -1};
     for (int i = 1; i < argc; i++) {
         int has_value = i + 1 < argc;
         int64_t v;
@@ -69,6 +80,11 @@ static int parse_args(int argc, char **argv, tune_args *a)
             if (v < 2 || v > UINT32_MAX)
                 return llmc_cli_usage("tune", "--prefill-rows wants 2 or more, got '%s'", argv[i]);
             a->prefill_rows = (uint32_t)v;
+        } else if (!strcmp(argv[i], "--prefill-kernel") && has_value) {
+            a->pinned_kernel = prefill_kernel_index(argv[++i]);
+            if (a->pinned_kernel < 0)
+                return llmc_cli_usage("tune", "--prefill-kernel wants int8 or f32-dequant, got "
+                                      "'%s'", argv[i]);
         } else if (!strcmp(argv[i], "-r") && has_value) {
             v = llmc_cli_parse_count(argv[++i]);
             if (v < 1 || v > TUNE_MAX_REPEATS)
@@ -136,6 +152,10 @@ static int measure_prefill_kernel(llmc_rt_session *s, llmc_rt_plan *plan, const 
 {
     double ms[PREFILL_KERNEL_COUNT];
     *kernel = PREFILL_INT8;
+    if (a->pinned_kernel >= 0) {
+        *kernel = (uint32_t)a->pinned_kernel;
+        return LLMC_OK;
+    }
     const rt_target_info *info = rt_target_info_of(rt_target_index(plan->target));
     if (!info || !info->f_hp) {
         printf("target %s has no fp32 tiles: prefill stays on the int8 kernel\n", plan->target);
