@@ -151,9 +151,9 @@ big-model: deps all
 # Kernel measurements (not a test): fp32 Linear and Attention on Qwen2-0.5B
 # shapes, 1 and 2 threads.
 BENCH_F32 := $(BUILD)/bench/bench_f32
-$(BENCH_F32): tests/bench/bench_f32.c $(BUILD)/libllmcrt.a $(THR_LIB)
+$(BENCH_F32): tests/bench/bench_f32.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_C) -o $@ $< $(BUILD)/libllmcrt.a $(THR_LIB) $(LDFLAGS) -lm -pthread
+	$(CC) $(CFLAGS_C) -o $@ $< $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB) $(LDFLAGS) -lm -pthread
 
 bench-f32: $(BENCH_F32)
 	$(BENCH_F32)

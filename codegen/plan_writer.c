@@ -302,6 +302,7 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
         field_nonzero(b, 15, PLAN_KV_CHUNK_POSITIONS, 4);
     /* always present, so `llmc tune` can rewrite it in place */
     fb_field_scalar(b, 16, opt->gemm_min_rows ? opt->gemm_min_rows : RT_DEFAULT_GEMM_MIN_ROWS, 4);
+    fb_field_scalar(b, PLAN_PREFILL_KERNEL, PREFILL_INT8, 4); /* `llmc tune` rewrites it too */
     return fb_table_end(b);
 }
 

@@ -106,10 +106,12 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
     llmc_cli_json_string(s->compiler_version);
     printf(", \"source_hash\": \"%016llx\", \"max_context\": %u, \"arena_bytes\": %llu, \"kv_bytes\": %llu, "
            "\"weight_bytes\": %llu, \"segments\": %u, \"tensors\": %u, \"arena_tensors\": %u, "
-           "\"weight_tensors\": %u, \"layers\": %u, \"vocab_size\": %u, \"ops_total\": %u, \"ops_per_layer\": %u, \"op_counts\": {",
+           "\"weight_tensors\": %u, \"layers\": %u, \"vocab_size\": %u, \"gemm_min_rows\": %u, "
+           "\"prefill_kernel\": \"%s\", \"ops_total\": %u, \"ops_per_layer\": %u, \"op_counts\": {",
            (unsigned long long)p->source_hash, p->max_context, (unsigned long long)p->arena_size,
            (unsigned long long)p->kv_bytes, (unsigned long long)s->weight_bytes, p->n_segments, p->n_tensors,
-           s->arena_tensors, s->weight_tensors, p->n_layers, p->vocab_size, p->n_ops, s->layer_ops_max);
+           s->arena_tensors, s->weight_tensors, p->n_layers, p->vocab_size, p->gemm_min_rows,
+           rt_prefill_kernel_name(p->prefill_kernel), p->n_ops, s->layer_ops_max);
     const char *sep = "";
     for (int c = 0; c < OP_COUNT; c++) {
         if (!s->op_counts[c])
@@ -160,6 +162,8 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
     printf("weights     %llu bytes in %u segments\n", (unsigned long long)s->weight_bytes, p->n_segments);
     printf("tensors     %u (%u arena, %u weights)\n", p->n_tensors, s->arena_tensors, s->weight_tensors);
     printf("layers      %u, vocab %u\n", p->n_layers, p->vocab_size);
+    printf("prefill     quantized Linears of >= %u rows on the %s kernel\n", p->gemm_min_rows,
+           rt_prefill_kernel_name(p->prefill_kernel));
     printf("ops         %u, %u per decoder layer\n", p->n_ops, s->layer_ops_max);
     for (int c = 0; c < OP_COUNT; c++)
         if (s->op_counts[c])

@@ -97,6 +97,7 @@ typedef struct {
     uint64_t n_operands;    /* op inputs plus outputs, over every op */
     uint64_t n_regions;     /* regions of Copy ops */
     uint64_t n_affines;     /* tensor dims + Copy regions' Affines + Symbols values */
+    uint32_t prefill_kernel; /* Plan.prefill_kernel (0 int8, 1 f32-dequant) */
 } llmc_rt_plan;
 
 enum {

@@ -97,6 +97,13 @@
     X(NEON_DOT, "neon-dot", 8, 4, 12, 0, 0)    \
     X(NEON_I8MM, "neon-i8mm", 8, 8, 10, 0, 0)
 
+/* How a Linear over QWeightTiles runs prefill (Plan.prefill_kernel; rows
+ * from Plan.gemm_min_rows): the target's int8 GEMM, or its fp32 GEMM on
+ * weight blocks dequantized to fp32 panels (the faster one depends on the
+ * target's int8 and fp32 peaks; `llmc tune` measures both).
+ * X(SUFFIX, "name", value). */
+#define LLMC_PLAN_PREFILL_KERNELS(X) X(INT8, "int8", 0) X(F32_DEQUANT, "f32-dequant", 1)
+
 /* Every list, with the schema's enum name, for tools that print them all. */
 #define LLMC_PLAN_ENUM_LISTS(Y)                                  \
     Y(OpCode, LLMC_PLAN_OPS) Y(UnaryKind, LLMC_PLAN_UNARY_KINDS) \

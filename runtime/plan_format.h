@@ -23,7 +23,7 @@
 enum { PLAN_FORMAT_VERSION, PLAN_TARGET, PLAN_SOURCE_HASH, PLAN_COMPILER_VERSION,
        PLAN_MAX_CONTEXT, PLAN_ARENA_SIZE, PLAN_TENSORS, PLAN_OPS, PLAN_INPUTS,
        PLAN_OUTPUTS, PLAN_SEGMENTS, PLAN_PASSES, PLAN_VOCAB_SIZE, PLAN_N_LAYERS,
-       PLAN_N_CACHES, PLAN_KV_CHUNK, PLAN_GEMM_MIN_ROWS };
+       PLAN_N_CACHES, PLAN_KV_CHUNK, PLAN_GEMM_MIN_ROWS, PLAN_PREFILL_KERNEL };
 enum { TENSOR_NAME, TENSOR_DTYPE, TENSOR_DIMS, TENSOR_KIND, TENSOR_ARENA_OFFSET,
        TENSOR_MAX_BYTES, TENSOR_SEGMENT, TENSOR_LAYOUT, TENSOR_GROUP, TENSOR_TILE_ROWS,
        TENSOR_TILE_DEPTH };
@@ -116,6 +116,18 @@ typedef struct {
  * its info (NULL for an index out of range). */
 int rt_target_index(const char *name);
 const rt_target_info *rt_target_info_of(int index);
+
+/* Plan.prefill_kernel values (plan_enums.h) and their names ("?" past the
+ * list). */
+#define PF_PK_E(s, n, v) PREFILL_##s = v,
+enum { LLMC_PLAN_PREFILL_KERNELS(PF_PK_E) PREFILL_KERNEL_COUNT };
+static inline const char *rt_prefill_kernel_name(uint32_t v)
+{
+#define PF_PK_N(s, n, v) n,
+    static const char *const names[] = {LLMC_PLAN_PREFILL_KERNELS(PF_PK_N)};
+#undef PF_PK_N
+    return v < PREFILL_KERNEL_COUNT ? names[v] : "?";
+}
 
 /* A Linear over QWeightTiles with fewer rows than this runs one GEMV per
  * row when the plan does not say (Plan.gemm_min_rows 0). */

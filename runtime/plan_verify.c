@@ -47,6 +47,7 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
                                         llmc_rt_error *err)
 {
     uint64_t max_context = 0, vocab = 0, layers = 0, caches = 0, chunk = 0, gemm_min_rows = 0;
+    uint64_t prefill = 0;
     const char *compiler_version;
     llmc_rt_status st = fb_scalar(r, t, PLAN_SOURCE_HASH, 8, 0, &p->source_hash, err);
     if (!st)
@@ -65,7 +66,13 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
         st = fb_scalar(r, t, PLAN_KV_CHUNK, 4, 0, &chunk, err);
     if (!st)
         st = fb_scalar(r, t, PLAN_GEMM_MIN_ROWS, 4, 0, &gemm_min_rows, err);
+    if (!st)
+        st = fb_scalar(r, t, PLAN_PREFILL_KERNEL, 4, 0, &prefill, err);
+    if (!st && prefill >= PREFILL_KERNEL_COUNT)
+        st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.prefill_kernel %d is not a known kernel",
+                     RT_N((int64_t)prefill), NULL);
     p->gemm_min_rows = gemm_min_rows ? (uint32_t)gemm_min_rows : RT_DEFAULT_GEMM_MIN_ROWS;
+    p->prefill_kernel = (uint32_t)prefill;
     p->n_caches = (uint32_t)caches;
     p->kv_chunk = (uint32_t)chunk;
     p->max_context = (uint32_t)max_context;

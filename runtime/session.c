@@ -160,6 +160,10 @@ static llmc_rt_status linear_columns(const llmc_rt_session *s, const linear_oper
     const rt_kernels *kt = s->plan->kernels;
     switch (lo->layout) {
     case LAYOUT_QWEIGHT:
+        if (s->plan->prefill_kernel == PREFILL_F32_DEQUANT && lo->qx.m >= s->plan->gemm_min_rows &&
+            k_qlinear_dequant_runs(kt, lo->qw))
+            return k_qlinear_dequant(kt, &in[0], &lo->qx, in[1].data, lo->qw, bias, residual,
+                                     col0, y, &par, err);
         return k_qlinear(kt, &in[0], &lo->qx, in[1].data, lo->qw, bias, residual, col0, y,
                          s->plan->gemm_min_rows, &par, err);
     case LAYOUT_FWEIGHT:

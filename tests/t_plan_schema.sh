@@ -51,7 +51,9 @@ check "passes recorded in order" \
     plan_has "[(q['name'], q['nodes']) for q in p['passes']] == [('shape-inference', 4), ('dead-code', 4)]"
 roundtrip() {
     mkdir -p "$WORK/rt" &&
-    flatc -b -o "$WORK/rt" schemas/plan.fbs "$JSON" &&   # writes sample.plan (file_extension)
+    # writes sample.plan (file_extension); --force-defaults keeps the fields
+    # codegen writes at their default value (prefill_kernel 0)
+    flatc -b --force-defaults -o "$WORK/rt" schemas/plan.fbs "$JSON" &&
     flatc --json --raw-binary --strict-json -o "$WORK/rt" schemas/plan.fbs -- "$WORK/rt/sample.plan" &&
     cmp "$JSON" "$WORK/rt/sample.json"
 }

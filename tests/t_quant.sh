@@ -120,6 +120,45 @@ tuned() {
 }
 check "llmc tune rewrites only gemm_min_rows; same ids after" tuned
 
+# On a target with fp32 tiles, tune also times a prefill on each prefill
+# kernel and writes the faster into prefill_kernel (inspect reports it); the
+# plan gives the same ids on either kernel (f32-dequant computes the int8
+# path's numbers up to fp32 rounding).
+tuned_kernel() {
+    local plan=$WORK/tuned-avx2.plan
+    cp "$WORK/llama-w4a8-avx2.plan" "$plan" &&
+    "$LLMC" inspect "$plan" --json | grep -q '"prefill_kernel": "int8"' &&
+    "$LLMC" tune "$plan" --max-rows 3 --prefill-rows 64 -r 2 >"$WORK/tune-avx2.log" &&
+    local ms
+    ms=$(awk '/^prefill of 64 tokens/ { print $5, $6 }' "$WORK/tune-avx2.log") &&
+    local want
+    want=$(echo "$ms" | awk 'NR == 1 { k = $1; t = $2 } NR > 1 && $2 < t { k = $1; t = $2 } END { print k }') &&
+    [ -n "$want" ] && tail -1 "$WORK/tune-avx2.log" | grep -q "prefill_kernel = $want " &&
+    "$LLMC" inspect "$plan" --json | grep -q "\"prefill_kernel\": \"$want\"" &&
+    [ "$(cmp -l "$WORK/llama-w4a8-avx2.plan" "$plan" | wc -l)" -le 8 ] &&
+    "$LLMC" run "$plan" --prompt-ids 5,17,42,7,99,3,250 --max-new "$MAX_NEW" >"$WORK/tuned-avx2.tok" &&
+    cmp "$WORK/tuned-avx2.tok" "$WORK/llama-w4a8-avx2-p2.tok"
+}
+# Pinned to f32-dequant, the prefills of 7 and 64 tokens run the fp32 path:
+# the same ids as the int8 path, logits within 1e-4 (fp32 rounding).
+pinned_kernel() {
+    local plan=$WORK/pinned-avx2.plan i
+    cp "$WORK/llama-w4a8-avx2.plan" "$plan" &&
+    "$LLMC" tune "$plan" --max-rows 2 --prefill-kernel f32-dequant -r 1 >/dev/null &&
+    "$LLMC" inspect "$plan" | grep -q "on the f32-dequant kernel" || return 1
+    for i in 2 3; do
+        "$LLMC" run "$plan" --prompt-ids "$(echo $PROMPTS | cut -d' ' -f$i)" --max-new "$MAX_NEW" \
+            --logits-out "$WORK/pinned-avx2-p$i.bin" >"$WORK/pinned-avx2-p$i.tok" &&
+            cmp "$WORK/pinned-avx2-p$i.tok" "$WORK/llama-w4a8-avx2-p$i.tok" &&
+            below "$(rel_err "$WORK/llama-w4a8-avx2-p$i" "$WORK/pinned-avx2-p$i")" 1e-4 || return 1
+    done
+}
+case " $TARGETS " in
+*" avx2 "*)
+    check "llmc tune writes the faster prefill_kernel of an avx2 plan; same ids after" tuned_kernel
+    check "llmc tune --prefill-kernel f32-dequant: ids and logits (1e-4) of int8 on 2 prompts" pinned_kernel ;;
+esac
+
 # Targets this machine cannot run: structure verified, execution refused.
 model=$(zoo_model llama 17)
 for t in neon-dot neon-i8mm; do

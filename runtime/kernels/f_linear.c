@@ -3,17 +3,31 @@
  * (quant_format.h).  The same contract as k_linear (ref_linear.c); only the
  * weight layout differs, and the inner loops are the target's ftile.
  *
- * Work is split along W row tiles (paper 002 §5.2): a task owns whole tiles
- * and runs every row of x against them, f_ep rows per ftile call (the last
- * call gets m % f_ep rows; a decode step is one call of rows = 1).  Each
- * output element comes out of exactly one ftile call whose rows are fixed
- * by m alone, so the bits never depend on how tiles are grouped into tasks
- * or on the thread count. */
+ * A cache-blocked GEMM.  Work is split along W row tiles (paper 002 §5.2):
+ * a task owns whole tiles.  For each tile it takes the rows of x in passes
+ * of up to PASS_FLOATS / hp rows whose sums stay on the stack (L1); a pass
+ * walks the reduction in panels of KC steps, [KC][hp] weights that stay in
+ * L1 while every f_ep-row block of the pass runs against them, the x block
+ * of the pass ([rows][KC], ~130 KB) staying in L2.  Every sum is continued
+ * in c order across panels and the row blocks are the same whatever the
+ * pass (passes hold a multiple of f_ep rows), so each output element comes
+ * out of the same ftile calls, fixed by m and k alone: the bits never
+ * depend on how tiles are grouped into tasks or on the thread count. */
+#include <string.h>
+
 #include "kernel_table.h"
 #include "rt_msg.h"
 
-/* Bounds the stack buffer one ftile call writes (f_ep * f_hp floats). */
+/* Bounds f_ep * f_hp (the table check), so a pass holds at least two row
+ * blocks. */
 #define FTILE_MAX_OUT 1024
+
+/* The sums of one pass on the stack: 8 KiB, 126 rows at hp 16. */
+#define PASS_FLOATS 2048
+
+/* Reduction steps per weight panel: [256][16] floats = 16 KiB, half of a
+ * 32 KiB L1 beside the pass's sums. */
+#define KC 256
 
 /* A task gets whole tiles worth at least TASK_MACS multiply-adds: a decode
  * tile of 16 x 896 is 14k, so a task streams ~5 tiles (~290 KB) while a
@@ -24,11 +38,13 @@
 
 typedef struct {
     const rt_kernels *kt;
-    rt_ftile_args args;
+    const float *x, *w;             /* x [m, k]; W's tiles */
+    rt_ftile_shape ws;
     const float *bias, *residual;   /* bias [N] (absolute columns); residual [m, n_y] */
     float *y;                       /* [m, n_y] */
     int64_t m, col0, n_y;
     int64_t tile0, tiles, per_task; /* the row tiles that hold y's columns */
+    int64_t pass_rows;              /* a multiple of f_ep */
 } ftile_job;
 
 static bool is_f32(const rt_view *t)
@@ -81,21 +97,50 @@ static llmc_rt_status check_views(const rt_view *x, const float *w, const rt_fti
 }
 
 /* Copies the columns of tile ht that belong to y for rows [e0, e0 + rows)
- * out of z (the ftile output), adding bias and residual. */
+ * out of z (the pass's sums), adding bias and residual: (z + bias) +
+ * residual per element, read before y is written (y may be the residual's
+ * buffer).  One branch-free loop per case, as this runs for every output
+ * element. */
 static void store_tile(const ftile_job *J, int64_t e0, int rows, int64_t ht, const float *z)
 {
-    int hp = J->args.ws.hp;
+    int hp = J->ws.hp;
     int64_t j0 = ht * hp > J->col0 ? ht * hp : J->col0;
     int64_t j1 = (ht + 1) * hp < J->col0 + J->n_y ? (ht + 1) * hp : J->col0 + J->n_y;
+    int64_t n = j1 - j0;
+    const float *b = J->bias ? J->bias + j0 : NULL;
     for (int e = 0; e < rows; e++) {
-        int64_t row = (e0 + e) * J->n_y - J->col0; /* + j: element j of y's row */
-        for (int64_t j = j0; j < j1; j++) {
-            float v = z[e * hp + (j - ht * hp)];
-            if (J->bias)
-                v += J->bias[j];
-            if (J->residual)
-                v += J->residual[row + j];
-            J->y[row + j] = v;
+        int64_t at = (e0 + e) * J->n_y + (j0 - J->col0); /* y's element of column j0 */
+        const float *s = z + e * hp + (j0 - ht * hp);
+        const float *r = J->residual ? J->residual + at : NULL;
+        float *y = J->y + at;
+        if (b && r)
+            for (int64_t i = 0; i < n; i++)
+                y[i] = s[i] + b[i] + r[i];
+        else if (b)
+            for (int64_t i = 0; i < n; i++)
+                y[i] = s[i] + b[i];
+        else if (r)
+            for (int64_t i = 0; i < n; i++)
+                y[i] = s[i] + r[i];
+        else
+            for (int64_t i = 0; i < n; i++)
+                y[i] = s[i];
+    }
+}
+
+/* Rows [e0, e0 + rows) of x against tile ht into z [rows][hp] (zeroed
+ * first): panel by panel, every row block against each panel. */
+static void tile_pass(const ftile_job *J, int64_t ht, int64_t e0, int64_t rows, float *z)
+{
+    int hp = J->ws.hp, ep = J->kt->f_ep;
+    int64_t k = J->ws.k;
+    const float *tile = J->w + ht * k * hp, *x = J->x + e0 * k;
+    memset(z, 0, sizeof *z * (size_t)(rows * hp));
+    for (int64_t c0 = 0; c0 < k; c0 += KC) {
+        int64_t kc = k - c0 < KC ? k - c0 : KC;
+        for (int64_t e = 0; e < rows; e += ep) {
+            int block = rows - e < ep ? (int)(rows - e) : ep;
+            J->kt->ftile(x + e * k + c0, k, tile + c0 * hp, hp, kc, block, z + e * hp);
         }
     }
 }
@@ -103,15 +148,14 @@ static void store_tile(const ftile_job *J, int64_t e0, int rows, int64_t ht, con
 static void ftile_task(void *ctx, uint32_t i)
 {
     const ftile_job *J = ctx;
-    int ep = J->kt->f_ep;
-    float z[FTILE_MAX_OUT];
+    float z[PASS_FLOATS];
     int64_t t0 = (int64_t)i * J->per_task;
     int64_t t1 = J->tiles - t0 < J->per_task ? J->tiles : t0 + J->per_task;
     for (int64_t t = t0; t < t1; t++)
-        for (int64_t e0 = 0; e0 < J->m; e0 += ep) {
-            int rows = J->m - e0 < ep ? (int)(J->m - e0) : ep;
-            J->kt->ftile(&J->args, e0, rows, J->tile0 + t, z);
-            store_tile(J, e0, rows, J->tile0 + t, z);
+        for (int64_t e0 = 0; e0 < J->m; e0 += J->pass_rows) {
+            int64_t rows = J->m - e0 < J->pass_rows ? J->m - e0 : J->pass_rows;
+            tile_pass(J, J->tile0 + t, e0, rows, z);
+            store_tile(J, e0, (int)rows, J->tile0 + t, z);
         }
 }
 
@@ -127,10 +171,10 @@ llmc_rt_status k_linear_tiles(const rt_kernels *kt, const rt_view *x, const floa
         return st;
     ftile_job J;
     J.kt = kt;
-    J.args.x = x->data;
-    J.args.x_stride = ws->k;
-    J.args.w = w;
-    J.args.ws = *ws;
+    J.x = x->data;
+    J.w = w;
+    J.ws = *ws;
+    J.pass_rows = PASS_FLOATS / ws->hp / kt->f_ep * kt->f_ep;
     J.bias = bias ? bias->data : NULL;
     J.residual = residual ? residual->data : NULL;
     J.y = y->data;

@@ -31,15 +31,6 @@ typedef struct {
     rt_qweight_shape ws;
 } rt_qtile_args;
 
-/* An fp32 product of plain rows x [m, k] (row stride x_stride floats) by
- * fp32 weight tiles. */
-typedef struct {
-    const float *x;
-    int64_t x_stride;
-    const float *w;
-    rt_ftile_shape ws;
-} rt_ftile_args;
-
 typedef struct rt_kernels {
     const char *target;     /* the Plan.target this table runs */
     int q_hp, q_lp, q_ep;   /* tile sizes of this target's quantized plans */
@@ -55,9 +46,15 @@ typedef struct rt_kernels {
      * of quant_format.h before the multiplication by sx.  rows == 1 is the
      * decode GEMV and may take a path of its own. */
     void (*qtile)(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
-    /* out[e * hp + h] = sum over c of x[e0 + e][c] * W[ht * hp + h][c] for
-     * e < rows (1 <= rows <= f_ep). */
-    void (*ftile)(const rt_ftile_args *a, int64_t e0, int rows, int64_t ht, float *out);
+    /* acc[e * hp + h] += sum over c < kc of x[e * x_stride + c] *
+     * panel[c * hp + h] for e < rows (1 <= rows <= f_ep), h < hp (hp ==
+     * f_hp): rows of x against one [kc][hp] micro-panel of fp32 weights (a
+     * slice of an FWeightTiles row tile, or weight blocks dequantized to
+     * that layout).  rows >= 2 adds every product into acc in c order, so a
+     * reduction split into consecutive panels gives the bits of one call;
+     * rows == 1 (the decode GEMV) may sum a panel in an order of its own. */
+    void (*ftile)(const float *x, int64_t x_stride, const float *panel, int hp, int64_t kc,
+                  int rows, float *acc);
     /* Attention's inner loops (ref_attention.c; NULL: its portable ones).
      * scores[t] = q . k_t for t < nk, key rows k_t = k + t * d; a score's
      * bits depend on q and k_t only, not on nk or the key's place. */
@@ -77,6 +74,7 @@ const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err);
 /* The portable fp32 tile micro-kernel (f_generic.c): any hp, the oracle of
  * the SIMD ones; the generic table keeps f_hp = 0 (dense weights,
  * k_linear) but carries it for tests. */
-void rt_ftile_generic(const rt_ftile_args *a, int64_t e0, int rows, int64_t ht, float *out);
+void rt_ftile_generic(const float *x, int64_t x_stride, const float *panel, int hp, int64_t kc,
+                      int rows, float *acc);
 
 #endif

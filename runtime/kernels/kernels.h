@@ -238,6 +238,25 @@ llmc_rt_status k_qlinear(const struct rt_kernels *kt, const rt_view *xq,
                          const rt_qact_shape *xs, const void *w, const rt_qweight_shape *ws,
                          const rt_view *bias, const rt_view *residual, int64_t col0, rt_view *y,
                          int64_t gemm_min_rows, const rt_parallel *par, llmc_rt_error *err);
+/* k_qlinear's operand checks (table, tile shapes, views), shared by its
+ * fp32 prefill path. */
+llmc_rt_status k_qlinear_check(const struct rt_kernels *kt, const rt_view *xq,
+                               const rt_qact_shape *xs, const void *w, const rt_qweight_shape *ws,
+                               const rt_view *bias, const rt_view *residual, int64_t col0,
+                               const rt_view *y, llmc_rt_error *err);
+
+/* q_dequant.c: k_qlinear's contract (any row count) on the target's fp32
+ * micro-kernel: weight blocks dequantized to fp32 panels, the activation
+ * tiles' int8 values converted to fp32, y = sx * sum + bias + residual; the
+ * int8 path's result up to fp32 rounding, bitwise the same for any thread
+ * count (Plan.prefill_kernel f32-dequant).  k_qlinear_dequant_runs: the
+ * table has fp32 tiles that hold whole weight row tiles of ws. */
+bool k_qlinear_dequant_runs(const struct rt_kernels *kt, const rt_qweight_shape *ws);
+llmc_rt_status k_qlinear_dequant(const struct rt_kernels *kt, const rt_view *xq,
+                                 const rt_qact_shape *xs, const void *w,
+                                 const rt_qweight_shape *ws, const rt_view *bias,
+                                 const rt_view *residual, int64_t col0, rt_view *y,
+                                 const rt_parallel *par, llmc_rt_error *err);
 
 /* ---- fp32 weight tiles (f_linear.c) --------------------------------------- */
 /* k_linear's contract over W packed as fp32 row tiles (quant_format.h,

@@ -316,16 +316,25 @@ static void size_tasks(qlinear_job *J, bool gemv)
         J->block_tiles = act_tile_bytes < ACT_BLOCK_BYTES ? ACT_BLOCK_BYTES / act_tile_bytes : 1;
 }
 
-llmc_rt_status k_qlinear(const rt_kernels *kt, const rt_view *xq, const rt_qact_shape *xs,
-                         const void *w, const rt_qweight_shape *ws, const rt_view *bias,
-                         const rt_view *residual, int64_t col0, rt_view *y,
-                         int64_t gemm_min_rows, const rt_parallel *par, llmc_rt_error *err)
+llmc_rt_status k_qlinear_check(const rt_kernels *kt, const rt_view *xq, const rt_qact_shape *xs,
+                               const void *w, const rt_qweight_shape *ws, const rt_view *bias,
+                               const rt_view *residual, int64_t col0, const rt_view *y,
+                               llmc_rt_error *err)
 {
     llmc_rt_status st = check_table(kt, "QLinear", err);
     if (st == LLMC_RT_OK)
         st = check_qlinear_shapes(kt, xs, ws, err);
     if (st == LLMC_RT_OK)
         st = check_qlinear_views(xq, xs, w, ws, bias, residual, col0, y, err);
+    return st;
+}
+
+llmc_rt_status k_qlinear(const rt_kernels *kt, const rt_view *xq, const rt_qact_shape *xs,
+                         const void *w, const rt_qweight_shape *ws, const rt_view *bias,
+                         const rt_view *residual, int64_t col0, rt_view *y,
+                         int64_t gemm_min_rows, const rt_parallel *par, llmc_rt_error *err)
+{
+    llmc_rt_status st = k_qlinear_check(kt, xq, xs, w, ws, bias, residual, col0, y, err);
     if (st != LLMC_RT_OK)
         return st;
     qlinear_job J;

@@ -6,10 +6,13 @@
  *            fp32 tiles (k_linear_tiles + the AVX2 ftile) and dense
  *            (k_linear): GB/s of weights streamed, next to a plain AVX2 sum
  *            over the same bytes (what the memory system gives);
- *   prefill  the same shapes of one layer at m = 128 and 512: GFLOPS;
+ *   prefill  the same shapes of one layer at m = 128 and 512: GFLOPS, and
+ *            their fraction of the fp32 FMA peak (the loop of `llmc bench
+ *            --roofline`) measured right before on as many threads;
  *   attention  head_dim 64, 14 heads / 2 kv heads: one decode step at
  *            P = 128, 512, 2048 and a prefill of S = 512 (us per call).
- * Each at 1 and 2 threads (llmc_threads). */
+ * Each at 1 and 2 threads (llmc_threads).  `bench_f32 linear` or
+ * `bench_f32 attention` runs one half. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,7 @@
 
 #include "kernels/kernel_table.h"
 #include "llmc_threads.h"
+#include "roofline.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -166,19 +170,50 @@ static double read_median(const float *p, int64_t n, const rt_parallel *par)
     return median(t, RUNS);
 }
 
+/* The AVX2 table when this runtime and CPU run it, else the portable
+ * ftile under the same tile sizes. */
 static const rt_kernels *tile_table(void)
 {
-#if defined(__x86_64__)
-    static const rt_kernels avx2 = {.target = "avx2", .f_hp = 16, .f_ep = 6,
-                                    .ftile = rt_ftile_avx2,
-                                    .attn_scores = rt_attn_scores_avx2,
-                                    .attn_accumulate = rt_attn_accumulate_avx2};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return &avx2;
-#endif
+    llmc_rt_error e;
+    const rt_kernels *avx2 = rt_kernels_for_target("avx2", &e);
+    if (avx2)
+        return avx2;
     static const rt_kernels generic = {.target = "generic", .f_hp = 16, .f_ep = 6,
                                        .ftile = rt_ftile_generic};
     return &generic;
+}
+
+/* The fp32 FMA peak on par's threads (threads tasks of the roofline's
+ * chains at once), GFLOPS, median of RUNS. */
+typedef struct {
+    const llmc_roofline_loops *loops;
+    uint64_t iters;
+    float sink[2];
+} peak_job;
+
+static void peak_task(void *ctx, uint32_t i)
+{
+    peak_job *J = ctx;
+    J->sink[i % 2] += J->loops->fma_loop(J->iters);
+}
+
+static double fp32_peak(const rt_parallel *par, uint32_t threads)
+{
+#if defined(__x86_64__)
+    static peak_job J = {&llmc_roofline_avx2, 1 << 22, {0}};
+    double t[RUNS];
+    for (int r = 0; r <= RUNS; r++) {
+        double t0 = now();
+        rt_parallel_for(par, threads, peak_task, &J);
+        if (r)
+            t[r - 1] = now() - t0;
+    }
+    return (double)threads * (double)J.iters * J.loops->fma_flops_per_iter / median(t, RUNS) / 1e9;
+#else
+    (void)par;
+    (void)threads;
+    return 0.0;
+#endif
 }
 
 /* Decode over all layers, then prefill over one layer, for one layout. */
@@ -214,9 +249,11 @@ static void bench_linear_layout(const rt_kernels *kt, const rt_parallel *pars, f
     for (int mi = 0; mi < 2; mi++)
         for (int th = 0; th < 2; th++) {
             linear_bench B = {kt, w, 1, x, y, &pars[th]};
-            double t = sweep_median(&B, ms[mi]);
-            printf("prefill  %-8s %d thr: m %3d: %7.1f ms per layer, %6.1f GFLOPS\n", name,
-                   th + 1, (int)ms[mi], 1e3 * t, 2.0 * macs * (double)ms[mi] / t / 1e9);
+            double peak = fp32_peak(&pars[th], (uint32_t)th + 1);
+            double t = sweep_median(&B, ms[mi]), gflops = 2.0 * macs * (double)ms[mi] / t / 1e9;
+            printf("prefill  %-8s %d thr: m %3d: %7.1f ms per layer, %6.1f GFLOPS = %4.1f %% of "
+                   "the fp32 peak (%.1f GFLOPS)\n", name, th + 1, (int)ms[mi], 1e3 * t, gflops,
+                   peak > 0.0 ? 100.0 * gflops / peak : 0.0, peak);
         }
     free(w);
 }
@@ -305,10 +342,13 @@ static void bench_attention(const rt_kernels *kt, const rt_parallel *pars)
 int main(int argc, char **argv)
 {
     bool only_attention = argc > 1 && !strcmp(argv[1], "attention");
+    bool only_linear = argc > 1 && !strcmp(argv[1], "linear");
     llmc_threads *two = llmc_threads_create(2);
     rt_parallel pars[2] = {{NULL, NULL}, {llmc_threads_parallel, two}};
-    bench_attention(NULL, pars);
-    bench_attention(tile_table(), pars);
+    if (!only_linear) {
+        bench_attention(NULL, pars);
+        bench_attention(tile_table(), pars);
+    }
     if (!only_attention) {
         float *x = malloc(sizeof(float) * 512 * 9728), *y = malloc(sizeof(float) * 512 * 9728);
         fill(x, 512 * 9728);

@@ -102,24 +102,39 @@ static double dot_ref(const float *x, const float *w, int64_t k)
     return s;
 }
 
-typedef void (*ftile_fn)(const rt_ftile_args *, int64_t, int, int64_t, float *);
+typedef void (*ftile_fn)(const float *, int64_t, const float *, int, int64_t, int, float *);
 
-/* Every rows count 1..ep on tile ht = 1 and on the padded last tile. */
+/* Rows e0.. of x against row tile ht over the whole reduction, as two
+ * panels [0, split) and [split, k) into out (zeroed first). */
+static void ftile_split(ftile_fn fn, const float *x, int64_t stride, const float *t, int hp,
+                        int64_t k, int64_t split, int64_t e0, int rows, int64_t ht, float *out)
+{
+    const float *tile = t + ht * k * hp, *xe = x + e0 * stride;
+    memset(out, 0, sizeof *out * (size_t)(rows * hp));
+    fn(xe, stride, tile, hp, split, rows, out);
+    fn(xe + split, stride, tile + split * hp, hp, k - split, rows, out);
+}
+
+/* Every rows count 1..ep on tile ht = 1 and on the padded last tile, the
+ * reduction as one panel and split in two: against double, and rows >= 2
+ * bitwise the same either way (sums continued in c order). */
 static void test_ftile(const char *name, ftile_fn fn, int hp, int ep)
 {
     static const int64_t ks[] = {1, 3, 17, 130, 301};
     for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
-        int64_t k = ks[ki], n = 3 * hp - (hp > 1), m = ep + 2, stride = k + 3;
+        int64_t k = ks[ki], n = 3 * hp - (hp > 1), m = ep + 2, stride = k + 3, split = k / 3;
         float *x = rand_floats(m * stride), *w = rand_floats(n * k), *t = pack_tiles(w, n, k, hp);
-        rt_ftile_args a = {x, stride, t, {0}};
-        rt_ftile_shape_init(&a.ws, hp, n, k);
         double worst = 0.0;
-        bool pad_zero = true;
+        bool pad_zero = true, same_split = true;
         float *out = malloc(sizeof *out * (size_t)(ep * hp));
+        float *whole = malloc(sizeof *whole * (size_t)(ep * hp));
         for (int rows = 1; rows <= ep; rows++)
             for (int64_t ht = 1; ht < 3; ht++) {
                 int64_t e0 = m - rows - (ht == 1); /* rows not from 0 either */
-                fn(&a, e0, rows, ht, out);
+                ftile_split(fn, x, stride, t, hp, k, 0, e0, rows, ht, whole);
+                ftile_split(fn, x, stride, t, hp, k, split, e0, rows, ht, out);
+                if (rows >= 2)
+                    same_split = same_split && !memcmp(out, whole, sizeof *out * (size_t)(rows * hp));
                 for (int e = 0; e < rows; e++)
                     for (int h = 0; h < hp; h++) {
                         int64_t j = ht * hp + h;
@@ -130,9 +145,11 @@ static void test_ftile(const char *name, ftile_fn fn, int hp, int ep)
                                                         dot_ref(x + (e0 + e) * stride, w + j * k, k)));
                     }
             }
-        CHECK(worst <= 1e-5 && pad_zero, "%s hp %d: rows 1..%d, k %d, stride %d: max rel err "
-              "%.2g, padding rows 0", name, hp, ep, (int)k, (int)stride, worst);
+        CHECK(worst <= 1e-5 && pad_zero && same_split, "%s hp %d: rows 1..%d, k %d (panels of "
+              "%d and %d), stride %d: max rel err %.2g, padding rows 0, rows >= 2 bitwise one "
+              "panel", name, hp, ep, (int)k, (int)split, (int)(k - split), (int)stride, worst);
         free(out);
+        free(whole);
         free(x);
         free(w);
         free(t);

@@ -438,6 +438,12 @@ static qcase case_at(int i)
     return c;
 }
 
+static void print_case(const rt_kernels *kt, int i, const qcase *c)
+{
+    printf("# %s case %d: bits %d m %d n %d k %d group %d col0 %d\n", kt->target, i, c->bits,
+           (int)c->m, (int)c->n, (int)c->k, (int)c->group, (int)c->col0);
+}
+
 static void test_qlinear_reference(const rt_kernels *kt)
 {
     bool ok = true;
@@ -451,8 +457,7 @@ static void test_qlinear_reference(const rt_kernels *kt)
                     close_to(y, f.want, f.mag, c.m * c.n_y, 1e-5);
         }
         if (!good)
-            printf("# %s case %d: bits %d m %d n %d k %d group %d col0 %d\n", kt->target, i,
-                   c.bits, (int)c.m, (int)c.n, (int)c.k, (int)c.group, (int)c.col0);
+            print_case(kt, i, &c);
         ok &= good;
         free(y);
         fixture_free(&f);
@@ -603,6 +608,99 @@ static void test_threads(const rt_kernels *kt)
     fixture_free(&f);
 }
 
+/* ---- the fp32 prefill path (q_dequant.c) ------------------------------------ */
+
+static llmc_rt_status run_dequant(const rt_kernels *kt, const qfixture *f, const rt_parallel *par,
+                                  float *y)
+{
+    const qcase *c = &f->c;
+    rt_view xv = view(LLMC_RT_I8, f->xq, 2, (int64_t[]){c->m, c->k});
+    rt_view yv = view(LLMC_RT_F32, y, 2, (int64_t[]){c->m, c->n_y});
+    rt_view bv = view(LLMC_RT_F32, f->b, 1, (int64_t[]){c->n});
+    rt_view rv = view(LLMC_RT_F32, f->res, 2, (int64_t[]){c->m, c->n_y});
+    return k_qlinear_dequant(kt, &xv, &f->xs, f->w, &f->ws, f->b ? &bv : NULL,
+                             f->res ? &rv : NULL, c->col0, &yv, par, &err);
+}
+
+/* Within 1e-5 of the sum of |terms| of both the portable int8 path on the
+ * same operands and fp64: every case_at shape, plus one of several row
+ * passes, reduction panels and tasks. */
+static void test_dequant_vs_int8(const rt_kernels *kt)
+{
+    bool ok = true;
+    for (int i = 0; i <= n_cases(); i++) {
+        qcase c = i < n_cases() ? case_at(i) : (qcase){4, 53, 203, 301, 64, 9, 190, true, true};
+        qfixture f;
+        bool good = fixture_init(&f, &c, kt);
+        size_t count = (size_t)(c.m * c.n_y + 1);
+        float *y = malloc(count * sizeof *y), *yi = malloc(count * sizeof *yi);
+        double *yid = malloc(count * sizeof *yid);
+        good = good && run_dequant(kt, &f, NULL, y) == LLMC_RT_OK &&
+               run_qlinear(&rt_kernels_generic, &f, 2, NULL, yi) == LLMC_RT_OK;
+        for (int64_t j = 0; good && j < c.m * c.n_y; j++)
+            yid[j] = yi[j];
+        good = good && close_to(y, yid, f.mag, c.m * c.n_y, 1e-5) &&
+               close_to(y, f.want, f.mag, c.m * c.n_y, 1e-5);
+        if (!good)
+            print_case(kt, i, &c);
+        ok &= good;
+        free(y);
+        free(yi);
+        free(yid);
+        fixture_free(&f);
+    }
+    CHECK(ok, "%s QLinear on fp32 tiles (f_hp %d, f_ep %d): %d shapes (bits 4/8, m 1..53) "
+          "within 1e-5 of the portable int8 path and of fp64", kt->target, kt->f_hp, kt->f_ep,
+          n_cases() + 1);
+}
+
+static void test_dequant_threads(const rt_kernels *kt)
+{
+    qcase c = {8, 53, 203, 301, 32, 5, 190, true, true};
+    qfixture f;
+    bool ok = fixture_init(&f, &c, kt);
+    size_t bytes = (size_t)(c.m * c.n_y) * sizeof(float);
+    float *serial = malloc(bytes), *y = malloc(bytes);
+    ok = ok && run_dequant(kt, &f, NULL, serial) == LLMC_RT_OK;
+    for (uint32_t threads = 1; ok && threads <= 3; threads++) {
+        rt_parallel fake = {fake_parallel, &threads};
+        llmc_threads *pool = llmc_threads_create(threads);
+        rt_parallel real = {llmc_threads_parallel, pool};
+        ok &= run_dequant(kt, &f, &fake, y) == LLMC_RT_OK && !memcmp(y, serial, bytes);
+        ok &= run_dequant(kt, &f, &real, y) == LLMC_RT_OK && !memcmp(y, serial, bytes);
+        llmc_threads_destroy(pool);
+    }
+    CHECK(ok, "%s QLinear on fp32 tiles: bitwise the serial result on fake and real 1-, 2- and "
+          "3-thread parallel-fors", kt->target);
+    free(serial);
+    free(y);
+    fixture_free(&f);
+}
+
+/* The fp32 prefill path on every table with fp32 tiles, and on the
+ * portable kernels given fp32 tiles of 16 x 6 and 8 x 4. */
+static void test_dequant(void)
+{
+    static const int tiles[][2] = {{16, 6}, {8, 4}};
+    for (int i = 0; i < 2; i++) {
+        rt_kernels t = rt_kernels_generic;
+        t.f_hp = tiles[i][0];
+        t.f_ep = tiles[i][1];
+        t.target = "generic-ftiles";
+        test_dequant_vs_int8(&t);
+        test_dequant_threads(&t);
+    }
+    const rt_kernels *avx2 = rt_kernels_for_target("avx2", NULL);
+    if (avx2) {
+        test_dequant_vs_int8(avx2);
+        test_dequant_threads(avx2);
+    }
+    rt_qweight_shape ws;
+    rt_qweight_shape_init(&ws, 8, 8, 4, 16, 64, 32);
+    CHECK(!k_qlinear_dequant_runs(&rt_kernels_generic, &ws),
+          "the generic table (f_hp 0) has no fp32 prefill path");
+}
+
 /* ---- errors ----------------------------------------------------------------- */
 
 static bool fails_with(llmc_rt_status st, const char *text)
@@ -722,6 +820,7 @@ int main(void)
     test_targets();
     test_errors();
     test_generic_tile_sizes();
+    test_dequant();
     const char *names[] = {"generic", "avx2", "neon-dot", "neon-i8mm"};
     for (int i = 0; i < 4; i++) {
         const rt_kernels *kt = rt_kernels_for_target(names[i], &err);

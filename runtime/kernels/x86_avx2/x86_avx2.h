@@ -29,6 +29,7 @@ void rt_attn_scores_avx2(const float *q, const float *k, int64_t nk, int64_t d, 
 void rt_attn_accumulate_avx2(float *o, const float *v, const float *p, int64_t nk, int64_t d);
 
 /* f_avx2.c: rt_kernels.ftile for hp = 16, rows <= 6. */
-void rt_ftile_avx2(const rt_ftile_args *a, int64_t e0, int rows, int64_t ht, float *out);
+void rt_ftile_avx2(const float *x, int64_t x_stride, const float *panel, int hp, int64_t kc,
+                   int rows, float *acc);
 
 #endif
