@@ -192,41 +192,80 @@ typedef struct {
     float *y;                      /* [m, n_y] */
     int64_t m, n_y, col0;
     int64_t ht0, ht1;              /* W row tiles covering y's columns */
-    int64_t tiles_per_task;        /* W row tiles per task */
+    int64_t tiles_per_task;        /* W row tiles per task but the tail's */
+    int64_t big_tasks;             /* tasks of tiles_per_task before the tail */
     int64_t block_tiles;           /* activation tiles per cache block */
 } qlinear_job;
 
+/* y[h] = sx * out[h] (+ bias[h]) (+ res[h]) for h < n, in that order on
+ * every target; the branches are outside the loops. */
+static void store_row(float *y, const float *out, float sx, const float *bias,
+                      const float *res, int64_t n)
+{
+    if (bias && res)
+        for (int64_t h = 0; h < n; h++)
+            y[h] = sx * out[h] + bias[h] + res[h];
+    else if (bias)
+        for (int64_t h = 0; h < n; h++)
+            y[h] = sx * out[h] + bias[h];
+    else if (res)
+        for (int64_t h = 0; h < n; h++)
+            y[h] = sx * out[h] + res[h];
+    else
+        for (int64_t h = 0; h < n; h++)
+            y[h] = sx * out[h];
+}
+
 /* y for rows of activation tile et and W row tile ht from the micro-kernel's
- * out: sx * out (+ bias) (+ residual), in that order on every target. */
+ * out (only the columns y has). */
 static void store_tile(const qlinear_job *J, int64_t et, int rows, int64_t ht,
                        const float *out)
 {
     int hp = J->a.ws.hp;
     int64_t j0 = ht * hp - J->col0, h0 = j0 < 0 ? -j0 : 0;
     int64_t h1 = J->n_y - j0 < hp ? J->n_y - j0 : hp;
+    const float *bias = J->bias ? J->bias + j0 + h0 : NULL;
     for (int e = 0; e < rows; e++) {
-        int64_t row = et * J->a.xs.ep + e;
-        float sx = J->sx[row];
-        for (int64_t h = h0; h < h1; h++) {
-            int64_t j = j0 + h;
-            float v = sx * out[e * hp + h];
-            if (J->bias)
-                v += J->bias[j];
-            if (J->res)
-                v += J->res[row * J->n_y + j];
-            J->y[row * J->n_y + j] = v;
-        }
+        int64_t row = et * J->a.xs.ep + e, at = row * J->n_y + j0 + h0;
+        store_row(J->y + at, out + e * hp + h0, J->sx[row], bias, J->res ? J->res + at : NULL,
+                  h1 - h0);
     }
+}
+
+/* The work of a Linear ends with about TAIL_BIG_TASKS tasks' worth of W
+ * row tiles cut into tasks TAIL_SPLIT times smaller, so the threads run
+ * out of work at nearly the same time (a thread that finishes early idles
+ * up to one task's time otherwise). */
+#define TAIL_BIG_TASKS 2
+#define TAIL_SPLIT 4
+
+static int64_t tail_task_tiles(const qlinear_job *J)
+{
+    return J->tiles_per_task >= TAIL_SPLIT ? J->tiles_per_task / TAIL_SPLIT : 1;
+}
+
+/* W row tiles [*t0, *t1) of task i, counted from J->ht0. */
+static void task_tiles(const qlinear_job *J, int64_t i, int64_t *t0, int64_t *t1)
+{
+    int64_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = tail_task_tiles(J);
+    int64_t n_big = J->big_tasks;
+    if (i < n_big) {
+        *t0 = i * big;
+        *t1 = *t0 + big;
+        return;
+    }
+    *t0 = n_big * big + (i - n_big) * small;
+    *t1 = *t0 + small < total ? *t0 + small : total;
 }
 
 static void qlinear_task(void *ctx, uint32_t i)
 {
     const qlinear_job *J = ctx;
     int ep = J->a.xs.ep;
-    int64_t ht0 = J->ht0 + (int64_t)i * J->tiles_per_task, ht1 = ht0 + J->tiles_per_task;
-    int64_t act_tiles = J->a.xs.mp / ep;
-    if (ht1 > J->ht1)
-        ht1 = J->ht1;
+    int64_t ht0, ht1, act_tiles = J->a.xs.mp / ep;
+    task_tiles(J, i, &ht0, &ht1);
+    ht0 += J->ht0;
+    ht1 += J->ht0;
     float out[RT_QTILE_MAX_OUT];
     for (int64_t b0 = 0; b0 < act_tiles; b0 += J->block_tiles) {
         int64_t b1 = b0 + J->block_tiles < act_tiles ? b0 + J->block_tiles : act_tiles;
@@ -302,9 +341,10 @@ static llmc_rt_status check_qlinear_views(const rt_view *xq, const rt_qact_shape
     return LLMC_RT_OK;
 }
 
-/* W row tiles per task and activation tiles per cache block, from the
- * shapes only (never the thread count). */
-static void size_tasks(qlinear_job *J, bool gemv)
+/* W row tiles per task, the tasks before the tail and activation tiles
+ * per cache block, from the shapes only (never the thread count); returns
+ * the number of tasks. */
+static int64_t size_tasks(qlinear_job *J, bool gemv)
 {
     const rt_qweight_shape *ws = &J->a.ws;
     int64_t tile_bytes = (int64_t)rt_qweight_block_bytes(ws) * (ws->kp / ws->group);
@@ -314,6 +354,10 @@ static void size_tasks(qlinear_job *J, bool gemv)
     J->block_tiles = act_tiles ? act_tiles : 1;
     if (!gemv && act_tile_bytes * act_tiles > ACT_BLOCK_BYTES)
         J->block_tiles = act_tile_bytes < ACT_BLOCK_BYTES ? ACT_BLOCK_BYTES / act_tile_bytes : 1;
+    int64_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = tail_task_tiles(J);
+    int64_t tail = total < TAIL_BIG_TASKS * big ? total : TAIL_BIG_TASKS * big;
+    J->big_tasks = (total - tail) / big;
+    return J->big_tasks + (total - J->big_tasks * big + small - 1) / small;
 }
 
 llmc_rt_status k_qlinear(const rt_kernels *kt, const rt_view *xq, const rt_qact_shape *xs,
@@ -345,8 +389,7 @@ llmc_rt_status k_qlinear(const rt_kernels *kt, const rt_view *xq, const rt_qact_
     J.ht1 = (col0 + J.n_y + ws->hp - 1) / ws->hp;
     if (!J.m || !J.n_y)
         return LLMC_RT_OK;
-    size_tasks(&J, J.m < gemm_min_rows);
-    int64_t tasks = (J.ht1 - J.ht0 + J.tiles_per_task - 1) / J.tiles_per_task;
+    int64_t tasks = size_tasks(&J, J.m < gemm_min_rows);
     if (tasks > UINT32_MAX)
         return rt_fail(err, LLMC_RT_E_EXEC, "QLinear has too many output features", NULL, NULL);
     rt_parallel_for(par, (uint32_t)tasks, qlinear_task, &J);
