@@ -230,15 +230,15 @@ static llmc_rt_status exec_gather(const llmc_rt_session *s, const rt_prep_op *op
 /* Runs one op whose inputs (at most MAX_OP_INPUTS) and outputs (at most
  * MAX_OP_OUTPUTS outside Copy and Linear) are viewed; most ops have the one
  * output out[0]. */
-static llmc_rt_status dispatch(const rt_prepared *pr, const rt_prep_op *op, const rt_view *in,
-                               rt_view *out, int64_t S, int64_t P, const rt_parallel *par,
-                               llmc_rt_error *err)
+static llmc_rt_status dispatch(const rt_kernels *kt, const rt_prepared *pr, const rt_prep_op *op,
+                               const rt_view *in, rt_view *out, int64_t S, int64_t P,
+                               const rt_parallel *par, llmc_rt_error *err)
 {
     rt_view *y = &out[0];
     switch (op->code) {
     case OP_RESHAPE: return k_reshape(&in[0], y, err);
     case OP_UNARY: return k_unary(op->kind, &in[0], y, err);
-    case OP_BINARY: return k_binary(op->kind, &in[0], &in[1], y, err);
+    case OP_BINARY: return k_binary_kernels(kt, op->kind, &in[0], &in[1], y, par, err);
     case OP_WHERE: return k_where(&in[0], &in[1], &in[2], y, err);
     case OP_CAST: return k_cast(&in[0], y, err);
     case OP_MATMUL: return k_matmul(&in[0], &in[1], y, par, err);
@@ -353,7 +353,7 @@ static llmc_rt_status exec_op_body(llmc_rt_session *s, const rt_prep_op *op, int
         st = exec_gather(s, op, in, &out[0], err);
     else if (!st && !outputs_empty(out, op->outputs.len)) {
         rt_parallel par = session_parallel(s);
-        st = dispatch(s->prepared, op, in, out, S, P, &par, err);
+        st = dispatch(s->plan->kernels, s->prepared, op, in, out, S, P, &par, err);
     }
     for (uint32_t k = 0; !st && k < op->outputs.len; k++)
         *moved += view_bytes(&out[k]);

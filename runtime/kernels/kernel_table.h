@@ -61,6 +61,10 @@ typedef struct rt_kernels {
     void (*attn_scores)(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
     /* o[i] += p[t] * v_t[i] for i < d, t < nk in key order, v_t = v + t * d. */
     void (*attn_accumulate)(float *o, const float *v, const float *p, int64_t nk, int64_t d);
+    /* y[i] = silu(gate[i]) * up[i] for i < n (SwiGLU; NULL: the portable
+     * loop of ref_elementwise.c, rt_swiglu_generic).  Within a few ulp of
+     * the portable one; NaN and infinities as it has them. */
+    void (*swiglu)(const float *gate, const float *up, float *y, int64_t n);
 } rt_kernels;
 
 /* The portable table (always present). */
@@ -70,6 +74,10 @@ extern const rt_kernels rt_kernels_generic;
  * the target is unknown, not built into this runtime, or needs CPU features
  * this CPU lacks (the message names which). */
 const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err);
+
+/* The portable SwiGLU loop (ref_elementwise.c): silu(gate) * up with
+ * libm's expf, the same bits as the Binary op's scalar path. */
+void rt_swiglu_generic(const float *gate, const float *up, float *y, int64_t n);
 
 /* The portable fp32 tile micro-kernel (f_generic.c): any hp, the oracle of
  * the SIMD ones; the generic table keeps f_hp = 0 (dense weights,

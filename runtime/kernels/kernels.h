@@ -44,6 +44,11 @@ bool k_reduce_supports(int kind, int x_dtype, int y_dtype);
 llmc_rt_status k_unary(int kind, const rt_view *x, rt_view *y, llmc_rt_error *err);
 llmc_rt_status k_binary(int kind, const rt_view *a, const rt_view *b, rt_view *y,
                         llmc_rt_error *err);
+/* k_binary, with the target's loops and tasks on par for the cases that
+ * have them (SwiGLU of float32 operands of one shape); kt NULL: portable. */
+llmc_rt_status k_binary_kernels(const struct rt_kernels *kt, int kind, const rt_view *a,
+                                const rt_view *b, rt_view *y, const rt_parallel *par,
+                                llmc_rt_error *err);
 llmc_rt_status k_where(const rt_view *cond, const rt_view *x, const rt_view *other,
                        rt_view *y, llmc_rt_error *err);
 llmc_rt_status k_cast(const rt_view *x, rt_view *y, llmc_rt_error *err);

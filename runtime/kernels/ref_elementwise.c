@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernel_table.h"
 #include "plan_format.h"
 #include "rt_msg.h"
 
@@ -346,6 +346,49 @@ llmc_rt_status k_binary(int kind, const rt_view *a, const rt_view *b, rt_view *y
             if (!binary_elem(kind, a, off[0] + j * sa, b, off[1] + j * sb, y, row * len + j))
                 return rt_fail(err, LLMC_RT_E_EXEC, "integer division by zero", NULL, NULL);
     }
+    return LLMC_RT_OK;
+}
+
+void rt_swiglu_generic(const float *gate, const float *up, float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = arith_f32(BINARY_SWIGLU, gate[i], up[i]);
+}
+
+/* SwiGLU elements per task: ~64 KiB of each operand (a decode step's 4864
+ * are one task, run on the caller). */
+#define SWIGLU_TASK_ELEMS 16384
+
+typedef struct {
+    void (*swiglu)(const float *gate, const float *up, float *y, int64_t n);
+    const float *gate, *up;
+    float *y;
+    int64_t n;
+} swiglu_job;
+
+static void swiglu_task(void *ctx, uint32_t i)
+{
+    const swiglu_job *J = ctx;
+    int64_t i0 = (int64_t)i * SWIGLU_TASK_ELEMS;
+    int64_t n = J->n - i0 < SWIGLU_TASK_ELEMS ? J->n - i0 : SWIGLU_TASK_ELEMS;
+    J->swiglu(J->gate + i0, J->up + i0, J->y + i0, n);
+}
+
+llmc_rt_status k_binary_kernels(const rt_kernels *kt, int kind, const rt_view *a,
+                                const rt_view *b, rt_view *y, const rt_parallel *par,
+                                llmc_rt_error *err)
+{
+    bool swiglu = kind == BINARY_SWIGLU && a->dtype == LLMC_RT_F32 &&
+                  b->dtype == LLMC_RT_F32 && y->dtype == LLMC_RT_F32 && k_same_dims(a, b) &&
+                  k_same_dims(a, y);
+    if (!swiglu)
+        return k_binary(kind, a, b, y, err);
+    swiglu_job J = {kt && kt->swiglu ? kt->swiglu : rt_swiglu_generic, a->data, b->data,
+                    y->data, k_count(y)};
+    int64_t tasks = (J.n + SWIGLU_TASK_ELEMS - 1) / SWIGLU_TASK_ELEMS;
+    if (tasks > UINT32_MAX)
+        return rt_fail(err, LLMC_RT_E_EXEC, "SwiGLU has too many elements", NULL, NULL);
+    rt_parallel_for(par, (uint32_t)tasks, swiglu_task, &J);
     return LLMC_RT_OK;
 }
 

@@ -7,7 +7,8 @@
  *   ... llmc_prefill / llmc_decode ...
  *   llmc_threads_destroy(pool);
  *
- * Workers sleep on a condition variable between calls; the calling thread
+ * Between calls workers poll a few hundred microseconds (a call is handed
+ * over without a lock), then sleep on a condition variable; the calling thread
  * runs tasks too; tasks are handed out one at a time from an atomic
  * counter, so which thread runs which task varies but each runs once.  One
  * call at a time per pool: a task must not call llmc_threads_parallel on

@@ -1,23 +1,30 @@
 /* A pthread pool for the runtime's parallel-for hook (llmc_threads.h).
  *
- * One job at a time.  The caller publishes (task, ctx, n_tasks) and a new
- * generation under the mutex, wakes the workers and runs tasks itself.  A
- * task index is claimed from `next`, which holds (generation << 32 | index):
- * a claim is a compare-and-swap that only succeeds while the word still
- * belongs to the claimer's job, so a worker that wakes late (after its job
- * ended, or several jobs later) can never run an index of the wrong job.
- * Each finished task bumps `finished`; the caller returns once all n_tasks
- * have finished.  It never waits for a worker that is still asleep or
+ * One job at a time.  The caller publishes (task, ctx, n_tasks) under a
+ * sequence counter (a seqlock: odd while the fields change, then the next
+ * even value), runs tasks itself and waits for the rest.  A task index is
+ * claimed from `next`, which holds (job id << 32 | index): a claim is a
+ * compare-and-swap that only succeeds while the word still belongs to the
+ * claimer's job, so a worker that wakes late (after its job ended, or
+ * several jobs later) can never run an index of the wrong job.  Each
+ * finished task bumps `finished`; the caller returns once all n_tasks have
+ * finished.  It never waits for a worker that is still asleep or
  * descheduled (on a busy machine the caller may simply do every task).
  *
- * Decode runs ~35 small jobs per token, so sleeping between them costs a
- * wake-up (tens of microseconds) per job: workers poll for the next
- * generation, and the caller for the last finished task, SPIN times before
- * they block on the condition variables. */
+ * Decode runs ~100 small jobs per token (a few microseconds each), so the
+ * hand-off takes no lock: workers poll the sequence counter, and the caller
+ * `finished`, SPIN times before they block on a condition variable, and
+ * the other side only takes the mutex to signal when someone is blocked
+ * (a sleeper count and a waiting flag, each written before its owner's
+ * last check of the other side's word: sequentially consistent, so one of
+ * the two always sees the other).  A worker that found the mutex held by a
+ * caller publishing a job would otherwise sleep in the kernel for tens of
+ * microseconds per job. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "llmc_threads.h"
 
@@ -38,41 +45,53 @@ static void cpu_relax(void)
 #endif
 }
 
+/* Words written by different threads live on cache lines of their own. */
+#define LINE 64
+
 struct llmc_threads {
     pthread_mutex_t mu;
-    pthread_cond_t wake;          /* workers: a new generation or quit */
+    pthread_cond_t wake;          /* workers: a new job or quit */
     pthread_cond_t done;          /* caller: every task of the job finished */
     pthread_t *workers;
     uint32_t n_workers, started;
-    atomic_uint_fast32_t generation; /* jobs published so far (wraps); written under mu */
-    bool quit;
-    /* the current job, written under mu */
-    llmc_rt_task_fn task;
-    void *ctx;
-    uint32_t n_tasks;
-    atomic_uint_fast64_t next;    /* generation << 32 | next index to claim */
-    atomic_uint_fast32_t finished; /* tasks of the current job that returned */
+    bool quit;                    /* under mu */
+    /* the caller's side */
+    _Alignas(LINE) atomic_uint_fast64_t seq;  /* 2 * jobs published; odd: publishing */
+    _Atomic(llmc_rt_task_fn) task;            /* the current job (seqlock fields) */
+    _Atomic(void *) ctx;
+    atomic_uint_fast32_t n_tasks;
+    atomic_uint_fast32_t caller_waiting;      /* blocked on done */
+    atomic_uint_fast32_t sleepers;            /* workers blocked on wake */
+    _Alignas(LINE) atomic_uint_fast64_t next; /* job id << 32 | next index to claim */
+    _Alignas(LINE) atomic_uint_fast32_t finished; /* tasks of the current job that returned */
 };
 
 typedef struct {
     llmc_rt_task_fn task;
     void *ctx;
-    uint32_t n_tasks, generation;
+    uint32_t n_tasks, id;
 } job;
+
+/* The claim word's job id: the low 32 bits of the job's number. */
+static uint32_t job_id(uint_fast64_t seq)
+{
+    return (uint32_t)(seq >> 1);
+}
 
 /* Claims and runs indices of job j until none is left (or the job is over). */
 static void run_tasks(llmc_threads *t, const job *j)
 {
     uint_fast64_t v = atomic_load_explicit(&t->next, memory_order_relaxed);
     for (;;) {
-        if ((uint32_t)(v >> 32) != j->generation || (uint32_t)v >= j->n_tasks)
+        if ((uint32_t)(v >> 32) != j->id || (uint32_t)v >= j->n_tasks)
             return;
         if (!atomic_compare_exchange_weak_explicit(&t->next, &v, v + 1, memory_order_relaxed,
                                                    memory_order_relaxed))
             continue; /* v now holds the current word */
         j->task(j->ctx, (uint32_t)v);
-        /* release: the task's writes happen before the caller sees the count */
-        if (atomic_fetch_add_explicit(&t->finished, 1, memory_order_acq_rel) + 1 == j->n_tasks) {
+        /* the task's writes happen before the caller sees the count */
+        if (atomic_fetch_add(&t->finished, 1) + 1 == j->n_tasks &&
+            atomic_load(&t->caller_waiting)) {
             pthread_mutex_lock(&t->mu);
             pthread_cond_signal(&t->done);
             pthread_mutex_unlock(&t->mu);
@@ -81,28 +100,50 @@ static void run_tasks(llmc_threads *t, const job *j)
     }
 }
 
+/* Polls, then sleeps, until seq moves past `seen` (true) or quit (false). */
+static bool wait_for_job(llmc_threads *t, uint_fast64_t seen)
+{
+    for (uint32_t k = 0; k < SPIN; k++) {
+        if (atomic_load_explicit(&t->seq, memory_order_relaxed) != seen)
+            return true;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&t->mu);
+    atomic_fetch_add(&t->sleepers, 1);
+    while (!t->quit && atomic_load(&t->seq) == seen)
+        pthread_cond_wait(&t->wake, &t->mu);
+    atomic_fetch_sub(&t->sleepers, 1);
+    bool quit = t->quit;
+    pthread_mutex_unlock(&t->mu);
+    return !quit;
+}
+
+/* The published job and its seq, read consistently (retries while the
+ * caller writes). */
+static job read_job(llmc_threads *t, uint_fast64_t *seq)
+{
+    for (;;) {
+        uint_fast64_t s = atomic_load_explicit(&t->seq, memory_order_acquire);
+        job j = {atomic_load_explicit(&t->task, memory_order_relaxed),
+                 atomic_load_explicit(&t->ctx, memory_order_relaxed),
+                 (uint32_t)atomic_load_explicit(&t->n_tasks, memory_order_relaxed), job_id(s)};
+        atomic_thread_fence(memory_order_acquire);
+        if (!(s & 1) && atomic_load_explicit(&t->seq, memory_order_relaxed) == s) {
+            *seq = s;
+            return j;
+        }
+        cpu_relax();
+    }
+}
+
 static void *worker_main(void *arg)
 {
     llmc_threads *t = arg;
-    uint32_t seen = 0;
-    pthread_mutex_lock(&t->mu);
-    for (;;) {
-        pthread_mutex_unlock(&t->mu);
-        for (uint32_t k = 0; k < SPIN && atomic_load_explicit(&t->generation,
-                                                              memory_order_relaxed) == seen; k++)
-            cpu_relax();
-        pthread_mutex_lock(&t->mu);
-        while (!t->quit && atomic_load_explicit(&t->generation, memory_order_relaxed) == seen)
-            pthread_cond_wait(&t->wake, &t->mu);
-        if (t->quit)
-            break;
-        seen = (uint32_t)atomic_load_explicit(&t->generation, memory_order_relaxed);
-        job j = {t->task, t->ctx, t->n_tasks, seen};
-        pthread_mutex_unlock(&t->mu);
+    uint_fast64_t seen = 0;
+    while (wait_for_job(t, seen)) {
+        job j = read_job(t, &seen);
         run_tasks(t, &j);
-        pthread_mutex_lock(&t->mu);
     }
-    pthread_mutex_unlock(&t->mu);
     return NULL;
 }
 
@@ -110,13 +151,21 @@ llmc_threads *llmc_threads_create(uint32_t n_threads)
 {
     if (n_threads == 0)
         return NULL;
-    llmc_threads *t = calloc(1, sizeof *t);
+    /* the struct's cache-line alignment (calloc only promises 16) */
+    size_t size = (sizeof(llmc_threads) + LINE - 1) / LINE * LINE;
+    llmc_threads *t = aligned_alloc(LINE, size);
     if (!t)
         return NULL;
+    memset(t, 0, size);
     t->n_workers = n_threads - 1;
+    atomic_init(&t->seq, 0);
+    atomic_init(&t->task, NULL);
+    atomic_init(&t->ctx, NULL);
+    atomic_init(&t->n_tasks, 0);
+    atomic_init(&t->caller_waiting, 0);
+    atomic_init(&t->sleepers, 0);
     atomic_init(&t->next, 0);
     atomic_init(&t->finished, 0);
-    atomic_init(&t->generation, 0);
     t->workers = calloc(t->n_workers ? t->n_workers : 1, sizeof *t->workers);
     if (!t->workers || pthread_mutex_init(&t->mu, NULL)) {
         free(t->workers);
@@ -155,6 +204,42 @@ uint32_t llmc_threads_count(const llmc_threads *t)
     return t ? t->n_workers + 1 : 0;
 }
 
+/* Writes job j's fields between two seq steps (odd, then even); n_tasks > 0
+ * is claimable from the second step on. */
+static void publish(llmc_threads *t, const job *j, uint_fast64_t seq)
+{
+    atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&t->task, j->task, memory_order_relaxed);
+    atomic_store_explicit(&t->ctx, j->ctx, memory_order_relaxed);
+    atomic_store_explicit(&t->n_tasks, j->n_tasks, memory_order_relaxed);
+    atomic_store_explicit(&t->finished, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->next, (uint_fast64_t)j->id << 32, memory_order_relaxed);
+    /* seq_cst: ordered before the read of sleepers (see the header) */
+    atomic_store(&t->seq, seq + 2);
+    if (atomic_load(&t->sleepers)) {
+        pthread_mutex_lock(&t->mu);
+        pthread_cond_broadcast(&t->wake);
+        pthread_mutex_unlock(&t->mu);
+    }
+}
+
+/* Polls, then sleeps, until all n_tasks of the current job have finished. */
+static void wait_for_tasks(llmc_threads *t, uint32_t n_tasks)
+{
+    for (uint32_t k = 0; k < SPIN; k++) {
+        if (atomic_load_explicit(&t->finished, memory_order_acquire) == n_tasks)
+            return;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&t->mu);
+    atomic_store(&t->caller_waiting, 1);
+    while (atomic_load(&t->finished) < n_tasks)
+        pthread_cond_wait(&t->done, &t->mu);
+    atomic_store(&t->caller_waiting, 0);
+    pthread_mutex_unlock(&t->mu);
+}
+
 void llmc_threads_parallel(void *pool, uint32_t n_tasks, llmc_rt_task_fn task, void *ctx)
 {
     llmc_threads *t = pool;
@@ -163,26 +248,10 @@ void llmc_threads_parallel(void *pool, uint32_t n_tasks, llmc_rt_task_fn task, v
             task(ctx, i);
         return;
     }
-    pthread_mutex_lock(&t->mu);
-    uint32_t gen = (uint32_t)atomic_load_explicit(&t->generation, memory_order_relaxed) + 1;
-    if (gen == 0) /* 0 is what a new worker has seen: skip it on wrap */
-        gen = 1;
-    job j = {task, ctx, n_tasks, gen};
-    t->task = task;
-    t->ctx = ctx;
-    t->n_tasks = n_tasks;
-    atomic_store_explicit(&t->finished, 0, memory_order_relaxed);
-    atomic_store_explicit(&t->next, (uint_fast64_t)gen << 32, memory_order_relaxed);
-    /* release: a polling worker that sees gen also sees the job above */
-    atomic_store_explicit(&t->generation, gen, memory_order_release);
-    pthread_cond_broadcast(&t->wake);
-    pthread_mutex_unlock(&t->mu);
+    /* only this thread writes seq */
+    uint_fast64_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
+    job j = {task, ctx, n_tasks, job_id(seq + 2)};
+    publish(t, &j, seq);
     run_tasks(t, &j);
-    for (uint32_t k = 0; k < SPIN && atomic_load_explicit(&t->finished, memory_order_acquire) <
-                                         n_tasks; k++)
-        cpu_relax();
-    pthread_mutex_lock(&t->mu);
-    while (atomic_load_explicit(&t->finished, memory_order_acquire) < n_tasks)
-        pthread_cond_wait(&t->done, &t->mu);
-    pthread_mutex_unlock(&t->mu);
+    wait_for_tasks(t, n_tasks);
 }

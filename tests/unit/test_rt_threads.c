@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/kernels.h"
 #include "llmc_threads.h"
@@ -37,6 +38,40 @@ static void count_task(void *ctx, uint32_t i)
     __atomic_fetch_add(&J->runs[i], 1u, __ATOMIC_RELAXED);
 }
 
+/* Many back-to-back jobs of 2-5 tasks (the workers poll between them and
+ * race the caller for the claims), then jobs far enough apart that the
+ * workers block on the condition variable and must be woken. */
+static void test_pool_stress(void)
+{
+    static uint32_t runs[5];
+    for (uint32_t threads = 1; threads <= 4; threads++) {
+        llmc_threads *pool = llmc_threads_create(threads);
+        bool ok = pool != NULL;
+        for (uint32_t job = 0; job < 100000 && ok; job++) {
+            uint32_t n = 2 + job % 4;
+            memset(runs, 0, sizeof runs);
+            count_job J = {runs};
+            llmc_threads_parallel(pool, n, count_task, &J);
+            for (uint32_t i = 0; i < 5; i++)
+                ok &= runs[i] == (i < n);
+        }
+        CHECK(ok, "%u threads: 100000 jobs of 2-5 tasks back to back, each task run once",
+              threads);
+        for (uint32_t job = 0; job < 6 && ok; job++) {
+            struct timespec gap = {0, 5000000}; /* 5 ms: longer than the workers poll */
+            nanosleep(&gap, NULL);
+            memset(runs, 0, sizeof runs);
+            count_job J = {runs};
+            llmc_threads_parallel(pool, 5, count_task, &J);
+            for (uint32_t i = 0; i < 5; i++)
+                ok &= runs[i] == 1;
+        }
+        CHECK(ok, "%u threads: jobs after the workers went to sleep, each task run once",
+              threads);
+        llmc_threads_destroy(pool);
+    }
+}
+
 static void test_pool(void)
 {
     static const uint32_t sizes[] = {0, 1, 2, 3, 7, 64, 1000, 20000};
@@ -60,6 +95,7 @@ static void test_pool(void)
         llmc_threads_destroy(pool);
     }
     CHECK(llmc_threads_create(0) == NULL, "a pool of 0 threads is refused");
+    test_pool_stress();
     memset(runs, 0, sizeof runs);
     count_job J = {runs};
     llmc_threads_parallel(NULL, 5, count_task, &J);

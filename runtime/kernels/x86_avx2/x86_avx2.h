@@ -24,6 +24,9 @@ void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_sha
                              int64_t r0, int64_t r1, uint8_t *xq);
 void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 
+/* act_avx2.c: rt_kernels.swiglu. */
+void rt_swiglu_avx2(const float *gate, const float *up, float *y, int64_t n);
+
 /* attn_avx2.c: rt_kernels.attn_scores and attn_accumulate. */
 void rt_attn_scores_avx2(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
 void rt_attn_accumulate_avx2(float *o, const float *v, const float *p, int64_t nk, int64_t d);

@@ -1,0 +1,134 @@
+/* SwiGLU: each target's rt_kernels.swiglu against silu(g) * u computed in
+ * double precision (a few ulp), NaN and infinities as the portable loop has
+ * them, a tail element's bits independent of n; the Binary op through
+ * k_binary_kernels gives the portable k_binary's bits without a table and
+ * bitwise the serial result with 1-4 threads. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernel_table.h"
+#include "llmc_threads.h"
+#include "plan_format.h"
+#include "tap.h"
+
+#define N_MAX 100003
+
+static float gate[N_MAX], up[N_MAX], y[N_MAX], y2[N_MAX];
+
+static float frand(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)rand() / (float)RAND_MAX;
+}
+
+static double silu_ref(double x)
+{
+    return x / (1.0 + exp(-x));
+}
+
+/* Finite results within 4 ulp (relative 2^-21) of the double reference. */
+static bool close_to_ref(const float *out, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double ref = silu_ref(gate[i]) * up[i];
+        if (!(fabs(out[i] - ref) <= fabs(ref) * 4.8e-7 + 1e-37))
+            return false;
+    }
+    return true;
+}
+
+static void test_accuracy(const rt_kernels *kt)
+{
+    static const int64_t sizes[] = {1, 7, 8, 9, 31, 4864, N_MAX};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        int64_t n = sizes[k];
+        for (int64_t i = 0; i < n; i++) {
+            gate[i] = i % 5 ? frand(-20.0f, 20.0f) : frand(-90.0f, 90.0f);
+            up[i] = frand(-3.0f, 3.0f);
+        }
+        kt->swiglu(gate, up, y, n);
+        CHECK(close_to_ref(y, n), "%s swiglu, n = %lld: within 4 ulp of silu(g) * u",
+              kt->target, (long long)n);
+    }
+    for (int64_t n = 1; n <= 16; n++) {
+        kt->swiglu(gate, up, y2, n);
+        CHECK(memcmp(y, y2, sizeof(float) * (size_t)n) == 0,
+              "%s swiglu: the first %lld elements have the same bits alone", kt->target,
+              (long long)n);
+    }
+}
+
+static void test_special(const rt_kernels *kt)
+{
+    const float inf = INFINITY;
+    float g[6] = {NAN, inf, -inf, -1000.0f, 0.0f, -0.0f}, u[6] = {1, 2, 1, 1, 5, 5};
+    float want[6], got[6];
+    rt_swiglu_generic(g, u, want, 6);
+    kt->swiglu(g, u, got, 6);
+    bool ok = true;
+    for (int i = 0; i < 6; i++)
+        ok &= isnan(want[i]) ? isnan(got[i]) : got[i] == want[i];
+    CHECK(ok && isnan(got[0]) && got[1] == inf && isnan(got[2]) && got[3] == 0.0f,
+          "%s swiglu: NaN, +inf, -inf, -1000 and zeros as the portable loop has them",
+          kt->target);
+}
+
+static rt_view view2(float *data, int64_t rows, int64_t cols)
+{
+    rt_view v;
+    memset(&v, 0, sizeof v);
+    v.dtype = LLMC_RT_F32;
+    v.rank = 2;
+    v.dims[0] = rows;
+    v.dims[1] = cols;
+    v.data = data;
+    return v;
+}
+
+static void test_binary_op(const rt_kernels *kt)
+{
+    const int64_t rows = 3, cols = 20011; /* 60033 elements: 4 tasks */
+    for (int64_t i = 0; i < rows * cols; i++) {
+        gate[i] = frand(-10.0f, 10.0f);
+        up[i] = frand(-2.0f, 2.0f);
+    }
+    rt_view a = view2(gate, rows, cols), b = view2(up, rows, cols), vy = view2(y, rows, cols);
+    rt_view vy2 = view2(y2, rows, cols);
+    llmc_rt_error err;
+    bool ok = k_binary(BINARY_SWIGLU, &a, &b, &vy, &err) == LLMC_RT_OK &&
+              k_binary_kernels(NULL, BINARY_SWIGLU, &a, &b, &vy2, NULL, &err) == LLMC_RT_OK;
+    CHECK(ok && memcmp(y, y2, sizeof(float) * (size_t)(rows * cols)) == 0,
+          "SwiGLU without a table: k_binary's bits");
+    ok = k_binary_kernels(kt, BINARY_SWIGLU, &a, &b, &vy, NULL, &err) == LLMC_RT_OK;
+    CHECK(ok && close_to_ref(y, rows * cols), "SwiGLU [3, 20011] with %s, serial: silu(g) * u",
+          kt->target);
+    for (uint32_t threads = 1; threads <= 4; threads++) {
+        llmc_threads *pool = llmc_threads_create(threads);
+        rt_parallel par = {llmc_threads_parallel, pool};
+        memset(y2, 0, sizeof y2);
+        ok = pool && k_binary_kernels(kt, BINARY_SWIGLU, &a, &b, &vy2, &par, &err) == 0;
+        CHECK(ok && memcmp(y, y2, sizeof(float) * (size_t)(rows * cols)) == 0,
+              "SwiGLU [3, 20011] with %s on %u threads: bitwise the serial result",
+              kt->target, threads);
+        llmc_threads_destroy(pool);
+    }
+}
+
+int main(void)
+{
+    static const char *const targets[] = {"avx2", "neon-dot", "neon-i8mm"};
+    llmc_rt_error err;
+    int tested = 0;
+    for (size_t t = 0; t < sizeof targets / sizeof *targets; t++) {
+        const rt_kernels *kt = rt_kernels_for_target(targets[t], &err);
+        if (!kt || !kt->swiglu)
+            continue;
+        tested++;
+        test_accuracy(kt);
+        test_special(kt);
+        test_binary_op(kt);
+    }
+    if (!tested)
+        printf("# no table with a swiglu loop on this build/CPU\n");
+    return TAP_DONE();
+}
