@@ -448,7 +448,9 @@ static test_roofline roofline_of(const bench_result *r, const llmc_plan_cost *c,
     test_roofline t;
     t.context = test_context(r);
     t.bytes = (double)c->weight_bytes + (double)c->kv_bytes_per_pos * t.context;
-    t.ops = (double)c->linear_ops + (double)c->attn_ops_per_pos * t.context;
+    double per_call = r->prefill ? (double)r->tokens : 1.0;
+    t.ops = (double)c->linear_ops + (double)c->linear_ops_per_call / per_call +
+            (double)c->attn_ops_per_pos * t.context;
     t.read = pk->read_gb_s * 1e9 / t.bytes;
     t.fp32 = pk->fp32_gflops * 1e9 / t.ops;
     t.int8 = pk->int8_gops * 1e9 / t.ops;
@@ -490,16 +492,18 @@ static void print_cost(const bench_state *b, const llmc_plan_cost *c)
         printf("{\"roofline\": \"plan\", \"plan\": ");
         llmc_cli_json_string(b->a->plan);
         printf(", \"weight_bytes_per_token\": %llu, \"kv_bytes_per_pos\": %llu, \"linear_ops_per_token\": %llu, "
-               "\"attn_ops_per_pos\": %llu, \"linears\": %u, \"gathers\": %u, \"attentions\": %u, \"quantized\": %s}\n",
+               "\"linear_ops_per_call\": %llu, \"attn_ops_per_pos\": %llu, \"linears\": %u, \"gathers\": %u, \"attentions\": %u, \"quantized\": %s}\n",
                (unsigned long long)c->weight_bytes, (unsigned long long)c->kv_bytes_per_pos,
-               (unsigned long long)c->linear_ops, (unsigned long long)c->attn_ops_per_pos, c->linears,
-               c->gathers, c->attentions, c->quantized ? "true" : "false");
+               (unsigned long long)c->linear_ops, (unsigned long long)c->linear_ops_per_call,
+               (unsigned long long)c->attn_ops_per_pos, c->linears, c->gathers, c->attentions, c->quantized ? "true" : "false");
         return;
     }
     printf("\nper token: %.4g MB of weights (%u Linear/MatMul, %u Gather rows) + %.4g KB of K/V per cached position;\n"
-           "           %.4g GOP in Linear/MatMul + %.4g kOP of attention per cached position\n",
+           "           %.4g GOP in Linear/MatMul (+ %.4g GOP once per call) + %.4g kOP of attention per "
+           "cached position\n",
            (double)c->weight_bytes / 1e6, c->linears, c->gathers, (double)c->kv_bytes_per_pos / 1e3,
-           (double)c->linear_ops / 1e9, (double)c->attn_ops_per_pos / 1e3);
+           (double)c->linear_ops / 1e9, (double)c->linear_ops_per_call / 1e9,
+           (double)c->attn_ops_per_pos / 1e3);
 }
 
 static void print_achieved(const bench_state *b, const bench_result *r, const test_roofline *t)

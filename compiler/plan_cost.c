@@ -51,6 +51,24 @@ static llmc_rt_status operand(fb_reader *r, const llmc_rt_plan *p, const rt_op_d
     return st;
 }
 
+/* True in *grows when a Linear's x (input 0) has more elements at S = 2
+ * than at S = 1: it runs on every fed token; false for a Linear over a
+ * fixed row count (the LM head of `llmc compile --logits last`), which runs
+ * once per call. */
+static llmc_rt_status rows_grow_with_s(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                       bool *grows, llmc_rt_error *err)
+{
+    rt_tensor_desc x;
+    uint64_t unused, at1, at2;
+    llmc_rt_status st = operand(r, p, op, 0, &x, &unused, err);
+    if (st)
+        return st;
+    if (!elements_at(r, &x, 1, 0, &at1) || !elements_at(r, &x, 2, 0, &at2))
+        return overflow(op->name, err);
+    *grows = at2 > at1;
+    return LLMC_RT_OK;
+}
+
 /* Linear: every weight operand (W, bias, and whatever a quantized layout
  * adds) is read whole; 2 * N * K operations with W's logical [N, K].
  * MatMul: its weight operand read whole, 2 * elements operations. */
@@ -67,8 +85,14 @@ static llmc_rt_status cost_of_product(fb_reader *r, const llmc_rt_plan *p, const
             continue;
         c->weight_bytes += bytes;
         c->quantized |= t.dtype != LLMC_RT_F32;
-        if (op->code == OP_LINEAR && k == 1)
-            c->linear_ops += 2u * (uint64_t)dim_at(r, &t, 0) * (uint64_t)dim_at(r, &t, 1);
+        if (op->code == OP_LINEAR && k == 1) {
+            uint64_t ops = 2u * (uint64_t)dim_at(r, &t, 0) * (uint64_t)dim_at(r, &t, 1);
+            bool per_token;
+            st = rows_grow_with_s(r, p, op, &per_token, err);
+            if (st)
+                return st;
+            *(per_token ? &c->linear_ops : &c->linear_ops_per_call) += ops;
+        }
         else if (op->code == OP_MATMUL) {
             if (!elements_at(r, &t, 1, 0, &n))
                 return overflow(op->name, err);

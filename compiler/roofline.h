@@ -12,7 +12,8 @@
  *
  * Cost per token (paper 000 §V), from the plan's ops (plan_cost.c):
  *   bytes read per decoded token = weight_bytes + kv_bytes_per_pos * context
- *   ops per token                = linear_ops + attn_ops_per_pos * context
+ *   ops per token                = linear_ops + linear_ops_per_call / tokens per call
+ *                                  + attn_ops_per_pos * context
  * where `context` is the number of cached positions attention reads. */
 #ifndef LLMC_ROOFLINE_H
 #define LLMC_ROOFLINE_H
@@ -76,6 +77,10 @@ typedef struct {
      * the weight operand of a MatMul; activation-by-activation MatMuls of
      * unfused attention are left out. */
     uint64_t linear_ops;
+    /* The same for Linears over a fixed row count (`--logits last`'s LM
+     * head): once per call, so a prefill of N tokens adds 1/N of it per
+     * token, and a decode step all of it. */
+    uint64_t linear_ops_per_call;
     /* 4 * heads * head_dim per Attention op per cached position (q.k and
      * p.v, 2 ops per multiply-add each). */
     uint64_t attn_ops_per_pos;
