@@ -19,7 +19,8 @@
  *     the pool slot of each of its chunks (UINT32_MAX = not taken yet) ]
  *   [ KV pool: n_caches * ceil(context / kv_chunk) chunk slots of
  *     plan->kv_slot_bytes each; a chunk is kv_chunk positions of one cache,
- *     K [kv_heads, kv_chunk, head_dim] then V likewise (floats) ]
+ *     K rows [kv_heads, kv_chunk] then V rows, each row head_dim values of
+ *     plan->kv_cache_dtype (tensor_traits.h rt_kv_row_bytes) ]
  * A fused cache takes its next chunk from the pool when a call first
  * writes a position in it; the Attention op appends only the new rows.
  */
@@ -82,6 +83,8 @@ typedef struct {
     const struct rt_kernels *kernels; /* the target's kernels; NULL when this
                                build or CPU cannot run it (OPEN_ANY_TARGET) */
     uint32_t gemm_min_rows; /* Plan.gemm_min_rows, or the runtime's default */
+    int kv_cache_dtype;     /* Plan.kv_cache_dtype: LLMC_RT_F32, F16 or I8 (K int8,
+                               V fp16); sizes in tensor_traits.h rt_kv_row_bytes */
 } llmc_rt_plan;
 
 enum {
@@ -104,6 +107,7 @@ llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t s
 typedef enum {
     LLMC_RT_F32 = 1, LLMC_RT_U8 = 2, LLMC_RT_I8 = 3, LLMC_RT_I32 = 6,
     LLMC_RT_I64 = 7, LLMC_RT_BOOL = 9,
+    LLMC_RT_F16 = 10,                 /* KV cache rows only (Plan.kv_cache_dtype) */
     LLMC_RT_U4 = 21                   /* packed weights only (two per byte) */
 } llmc_rt_dtype;
 
