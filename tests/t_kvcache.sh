@@ -13,7 +13,8 @@
 #     (f16) or 5e-4 (int8: the Linears' float sums differ between targets in
 #     the last bits, and a key element on a rounding edge moves by one
 #     step of its row's 127)
-#   - --kv-cache with an unknown value is a usage error
+#   - the verifier refuses a kv_cache_dtype it does not know; --kv-cache
+#     with an unknown value is a usage error
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -106,6 +107,26 @@ done
 echo "# summary: greedy ids equal f32 KV's: f16 $same16 of $total prompts, int8 $same8 of $total"
 check "f16 KV: ids equal f32 KV's on most prompts ($same16 of $total)" test $((4 * same16)) -ge $((3 * total))
 check "int8 KV: ids equal f32 KV's on most prompts ($same8 of $total)" test $((4 * same8)) -ge $((3 * total))
+
+# Plan.kv_cache_dtype rewritten in place (FlatBuffer field 17 of the root
+# table) to Int32: the verifier refuses it, naming the field.
+corrupt_dtype() {
+    local plan=$WORK/bad-dtype.plan
+    cp "$WORK/llama-f16-$HOST.plan" "$plan" &&
+    $PY - "$plan" <<'PYEOF' &&
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+root = struct.unpack_from("<I", b, 0)[0]
+vt = root - struct.unpack_from("<i", b, root)[0]
+slot = struct.unpack_from("<H", b, vt + 4 + 2 * 17)[0]
+assert slot and struct.unpack_from("<i", b, root + slot)[0] == 10
+struct.pack_into("<i", b, root + slot, 6)
+open(sys.argv[1], "wb").write(b)
+PYEOF
+    ! "$LLMC" verify "$plan" >"$WORK/bad-dtype.log" 2>&1 &&
+    grep -q "kv_cache_dtype 6 is not Float32, Float16 or Int8" "$WORK/bad-dtype.log"
+}
+check "a plan whose kv_cache_dtype is Int32 is refused by the verifier" corrupt_dtype
 
 usage() { "$LLMC" compile "$(zoo_model llama 17)" -o "$WORK/x.plan" --kv-cache bf16 2>&1 | grep -q "kv-cache wants f32, f16 or int8"; }
 check "--kv-cache bf16 is a usage error" usage
