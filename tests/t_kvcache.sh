@@ -24,6 +24,7 @@ WORK=$BUILD/test-data/kvcache
 rm -rf "$WORK" && mkdir -p "$WORK"
 . tests/tap.sh
 . tests/zoo.sh
+. tests/logits_err.sh
 
 MAX_NEW=32
 VOCAB=512
@@ -44,21 +45,6 @@ run() {   # run FAMILY KV TARGET PROMPT_NO PROMPT: ids in .tok, logits in .bin
         --logits-out "$base.bin" >"$base.tok" 2>"$base.log"
 }
 
-# rel_err REF OUT (file bases): max over rows of max|a - b| / max|a|, over
-# the rows both runs computed from the same tokens
-rel_err() {
-    $PY - "$1" "$2" "$VOCAB" <<'EOF'
-import sys, numpy as np
-v = int(sys.argv[3])
-a = np.fromfile(sys.argv[1] + ".bin", "<f4").reshape(-1, v).astype(np.float64)
-b = np.fromfile(sys.argv[2] + ".bin", "<f4").reshape(-1, v).astype(np.float64)
-ia, ib = open(sys.argv[1] + ".tok").read().split(), open(sys.argv[2] + ".tok").read().split()
-n = next((i for i, (x, y) in enumerate(zip(ia, ib)) if x != y), min(len(ia), len(ib)) - 1) + 1
-print("%.6f" % (np.abs(a[:n] - b[:n]).max(axis=1) / np.abs(a[:n]).max(axis=1)).max())
-EOF
-}
-
-below() { awk -v x="$1" -v y="$2" 'BEGIN { exit !(x <= y) }'; }
 position_bytes() { "$LLMC" inspect "$1" | sed -n 's/^kv cache *\([a-z0-9]*\), \([0-9]*\) bytes per position.*/\1 \2/p'; }
 
 same16=0 same8=0 total=0

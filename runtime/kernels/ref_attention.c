@@ -36,7 +36,14 @@
  * The two inner loops (scores of a row against a block of keys, and the
  * weighted sum of V rows into the output row) are the kernel table's when
  * it has them (k_attention_kernels; x86_avx2/attn_avx2.c), else the
- * portable ones here; the softmax bookkeeping is shared. */
+ * portable ones here; the softmax bookkeeping is shared.
+ *
+ * Cache dtypes (Plan.kv_cache_dtype, tensor_traits.h rt_kv_row_bytes): the
+ * S new rows are converted as they are appended (float16 rounded to nearest
+ * even; int8 keys quantized per row with their scale), and the loops read
+ * the stored rows as they are (the portable ones widen 4 rows at a time
+ * into a stack buffer, the AVX2 ones 8 values per load), so no step
+ * converts the cache. */
 #include <float.h>
 #include <math.h>
 #include <string.h>

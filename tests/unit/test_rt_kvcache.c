@@ -22,6 +22,7 @@
 #include "kernels/x86_avx2/x86_avx2.h"
 #endif
 #include "llmc_threads.h"
+#include "parallel_orders.h"
 #include "tap.h"
 #include "tensor_traits.h"
 
@@ -75,32 +76,6 @@ static void test_f16_conversions(void)
 }
 
 /* ---- attention over a converted cache ----------------------------------- */
-
-/* Parallel-for i < PARALLELS: fake 1, 2, 3 threads (tasks interleaved, last
- * worker first), then a real pool of 2. */
-enum { PARALLELS = 4 };
-static uint32_t fake_threads[3] = {1, 2, 3};
-
-static void fake_parallel(void *pool, uint32_t n, llmc_rt_task_fn task, void *ctx)
-{
-    uint32_t w = *(const uint32_t *)pool;
-    for (uint32_t r = w; r-- > 0;)
-        for (uint32_t i = r; i < n; i += w)
-            task(ctx, i);
-}
-
-static rt_parallel parallel_number(int i)
-{
-    if (i < 3)
-        return (rt_parallel){fake_parallel, &fake_threads[i]};
-    return (rt_parallel){llmc_threads_parallel, llmc_threads_create(2)};
-}
-
-static void parallel_done(rt_parallel *par)
-{
-    if (par->fn == llmc_threads_parallel)
-        llmc_threads_destroy(par->pool);
-}
 
 typedef struct {
     int64_t H, G, D, R, chunk, P, S;
