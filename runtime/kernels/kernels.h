@@ -137,7 +137,8 @@ llmc_rt_status k_range(const rt_view *start, const rt_view *limit, const rt_view
  * exist before the call.  New rows are converted as they are appended;
  * the inner loops read the stored rows directly. */
 /* head_dim bound: at least 2 query rows of a pass fit the kernel's 8 KiB
- * stack buffer (it also keeps a 16 KiB scratch for split decode partials). */
+ * stack buffer (it also keeps a 16 KiB scratch for split decode partials,
+ * and one row of this many floats to rotate or widen float16/int8 rows). */
 #define RT_ATTN_MAX_HEAD_DIM 1024
 
 typedef struct {

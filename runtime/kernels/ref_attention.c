@@ -305,8 +305,15 @@ static void add_weighted_rows(float *restrict o, const float *restrict v, const 
     }
 }
 
-/* Up to 4 stored rows (float16, or int8 values) as floats, row stride D. */
+/* The portable loops widen up to 4 stored rows (k_dot_rows' count) at a
+ * time into RT_ATTN_MAX_HEAD_DIM floats on the stack (fewer rows when
+ * head_dim > 256). */
 #define CONVERT_ROWS 4
+
+static int64_t rows_per_convert(int64_t D)
+{
+    return min64(CONVERT_ROWS, RT_ATTN_MAX_HEAD_DIM / D);
+}
 
 static void f16_rows_to_float(const uint16_t *rows, int n, int64_t D, float *out)
 {
@@ -317,9 +324,9 @@ static void f16_rows_to_float(const uint16_t *rows, int n, int64_t D, float *out
 /* Portable float16 scores: 4 rows converted, then the float dot products. */
 static void f16_scores(const float *q, const uint16_t *k, int64_t nk, int64_t D, float *scores)
 {
-    float rows[CONVERT_ROWS * RT_ATTN_MAX_HEAD_DIM];
-    for (int64_t t = 0; t < nk; t += CONVERT_ROWS) {
-        int n = (int)min64(CONVERT_ROWS, nk - t);
+    float rows[RT_ATTN_MAX_HEAD_DIM];
+    for (int64_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
+        int n = (int)min64(per, nk - t);
         f16_rows_to_float(k + t * D, n, D, rows);
         k_dot_rows(q, rows, D, n, scores + t);
     }
@@ -328,10 +335,10 @@ static void f16_scores(const float *q, const uint16_t *k, int64_t nk, int64_t D,
 /* Portable int8 scores: scale * (q . the row's int8 values as floats). */
 static void i8_scores(const float *q, const uint8_t *k, int64_t nk, int64_t D, float *scores)
 {
-    float rows[CONVERT_ROWS * RT_ATTN_MAX_HEAD_DIM];
+    float rows[RT_ATTN_MAX_HEAD_DIM];
     uint64_t row_bytes = rt_kv_row_bytes(LLMC_RT_I8, 0, D), at = rt_kv_scale_offset(D);
-    for (int64_t t = 0; t < nk; t += CONVERT_ROWS) {
-        int n = (int)min64(CONVERT_ROWS, nk - t);
+    for (int64_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
+        int n = (int)min64(per, nk - t);
         for (int j = 0; j < n; j++)
             for (int64_t i = 0; i < D; i++)
                 rows[j * D + i] = (float)(int8_t)k[(uint64_t)(t + j) * row_bytes + (uint64_t)i];
@@ -348,9 +355,9 @@ static void i8_scores(const float *q, const uint8_t *k, int64_t nk, int64_t D, f
  * order (the float loop's bits for the converted values). */
 static void f16_accumulate(float *o, const uint16_t *v, const float *p, int64_t nk, int64_t D)
 {
-    float rows[CONVERT_ROWS * RT_ATTN_MAX_HEAD_DIM];
-    for (int64_t t = 0; t < nk; t += CONVERT_ROWS) {
-        int n = (int)min64(CONVERT_ROWS, nk - t);
+    float rows[RT_ATTN_MAX_HEAD_DIM];
+    for (int64_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
+        int n = (int)min64(per, nk - t);
         f16_rows_to_float(v + t * D, n, D, rows);
         add_weighted_rows(o, rows, p + t, n, D);
     }

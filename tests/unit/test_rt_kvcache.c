@@ -303,6 +303,7 @@ static void test_all(const rt_kernels *kt)
         {8, 2, 40, 40, 16, 50, 21},   /* prefill after a prefix, P % chunk != 0 */
         {4, 4, 24, 0, 32, 0, 70},     /* prefill from 0, MHA, no rope */
         {2, 1, 200, 100, 64, 90, 3},  /* a 64-column sweep plus an 8 and a tail */
+        {3, 1, 300, 0, 16, 20, 2},    /* head_dim > 256: fewer rows widened at once */
     };
     static const int dtypes[] = {LLMC_RT_F32, LLMC_RT_F16, LLMC_RT_I8};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
