@@ -24,7 +24,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "../../tensor_traits.h"
+#include "tensor_traits.h"
 #include "x86_avx2.h"
 
 enum { ROW_F32, ROW_F16, ROW_I8 };
@@ -47,7 +47,7 @@ static const int elem_bytes[] = {4, 2, 1};
  * (copied out, so nothing past the row is read). */
 INLINE __m256 load_tail(const void *row, int64_t i, int64_t n, int kind)
 {
-    _Alignas(32) uint8_t buf[32] = {0};
+    uint8_t buf[32] = {0};
     memcpy(buf, (const uint8_t *)row + i * elem_bytes[kind], (size_t)(n * elem_bytes[kind]));
     return load8(buf, 0, kind);
 }
@@ -56,6 +56,15 @@ INLINE __m256 load_tail(const void *row, int64_t i, int64_t n, int kind)
 static __m256i first_lanes(int64_t n)
 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* The n < 8 values of a row from element i on (m = first_lanes(n)), the
+ * other lanes 0. */
+INLINE __m256 load_part(const void *row, int64_t i, int64_t n, __m256i m, int kind)
+{
+    if (kind == ROW_F32)
+        return _mm256_maskload_ps((const float *)row + i, m);
+    return load_tail(row, i, n, kind);
 }
 
 /* Lane j = the sum of a[j]'s lanes, ((0+1)+(2+3)) + ((4+5)+(6+7)) for every j. */
@@ -87,9 +96,7 @@ INLINE __m256 score_eight(const float *q, const uint8_t *const *kr, int64_t d, i
         __m256 qv = _mm256_maskload_ps(q + i, m);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++)
-            acc[j] = _mm256_fmadd_ps(qv, kind == ROW_F32 ? _mm256_maskload_ps((const float *)(const void *)kr[j] + i, m)
-                                                         : load_tail(kr[j], i, d - i, kind),
-                                     acc[j]);
+            acc[j] = _mm256_fmadd_ps(qv, load_part(kr[j], i, d - i, m, kind), acc[j]);
     }
     __m256 s = sum_each(acc);
     if (kind != ROW_I8)
@@ -166,9 +173,7 @@ INLINE void accumulate_8(float *o, const uint8_t *v, const float *p, int64_t nk,
     __m256 acc = _mm256_maskload_ps(o, m);
     for (int64_t t = 0; t < nk; t++) {
         const uint8_t *vt = v + t * d * elem_bytes[kind];
-        __m256 x = n == 8 ? load8(vt, 0, kind)
-                          : kind == ROW_F32 ? _mm256_maskload_ps((const float *)(const void *)vt, m)
-                                            : load_tail(vt, 0, n, kind);
+        __m256 x = n == 8 ? load8(vt, 0, kind) : load_part(vt, 0, n, m, kind);
         acc = _mm256_fmadd_ps(_mm256_broadcast_ss(p + t), x, acc);
     }
     _mm256_maskstore_ps(o, m, acc);
