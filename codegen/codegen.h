@@ -30,6 +30,9 @@ typedef struct {
     void *progress_ctx;
     const char *target;                 /* Plan.target; NULL = "generic" */
     uint32_t gemm_min_rows;             /* Plan.gemm_min_rows; 0 = the runtime's default */
+    int kv_cache_dtype;                 /* Plan.kv_cache_dtype (llmc_rt_dtype: F32, F16,
+                                         * I8); 0 = F32.  Not F32 needs fused caches
+                                         * only (no PastKey inputs). */
 } llmc_codegen_options;
 
 /* What the plan holds, for the CLI to print. */

@@ -25,11 +25,19 @@
 #include "plan_model.h"
 #include "plan_format.h"
 #include "segment_writer.h"
+#include "tensor_traits.h"
 
 /* Cache positions per KV chunk: 64 rows of a 64..128-wide head are 16..32 KB
  * per head, large enough to stream and small enough that a short context
  * wastes little. */
 #define PLAN_KV_CHUNK_POSITIONS 64
+
+/* Plan.kv_cache_dtype the options ask for (0: float32). */
+static int kv_dtype_of(const llmc_codegen_options *opt)
+{
+    return opt->kv_cache_dtype ? opt->kv_cache_dtype : LLMC_RT_F32;
+}
+
 #define PLAN_COMPILER_VERSION "llmc 0.1.0"
 #define SEGMENT_ALIGN 64
 
@@ -303,6 +311,8 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     /* always present, so `llmc tune` can rewrite it in place */
     fb_field_scalar(b, 16, opt->gemm_min_rows ? opt->gemm_min_rows : RT_DEFAULT_GEMM_MIN_ROWS, 4);
     fb_field_scalar(b, PLAN_PREFILL_KERNEL, PREFILL_INT8, 4); /* `llmc tune` rewrites it too */
+    if (kv_dtype_of(opt) != LLMC_RT_F32) /* absent: Float32, the schema's default */
+        fb_field_scalar(b, PLAN_KV_CACHE_DTYPE, (uint64_t)kv_dtype_of(opt), 4);
     return fb_table_end(b);
 }
 
@@ -401,6 +411,22 @@ static void fill_stats(const plan_image *img, llmc_codegen_stats *stats)
     stats->file_bytes = img->file_size;
 }
 
+/* A KV cache other than float32 exists only inside the fused Attention
+ * ops; the unfused PastKey/PastValue inputs and outputs stay float. */
+static int check_kv_cache_dtype(const cg_plan *p, int dtype, llmc_error *err)
+{
+    if (!rt_kv_dtype_known(dtype))
+        return llmc_fail(err, LLMC_E_USAGE, "KV cache dtype %d is not float32, float16 or int8",
+                         dtype);
+    uint32_t unfused = cg_layer_count(p) - cg_cache_count(p);
+    if (dtype != LLMC_RT_F32 && unfused)
+        return llmc_fail(err, LLMC_E_UNSUPPORTED, "--kv-cache %s needs fused Attention caches, "
+                         "but %u layer(s) pass their KV through PastKey/PastValue graph inputs "
+                         "(float only); compile with --kv-cache f32",
+                         dtype == LLMC_RT_F16 ? "f16" : "int8", unfused);
+    return LLMC_OK;
+}
+
 /* Lowered, memory-planned and laid out: everything but the weights' bytes. */
 static int build_image(const llmc_graph *g, const llmc_codegen_options *opt, plan_image *img,
                        llmc_error *err)
@@ -408,6 +434,8 @@ static int build_image(const llmc_graph *g, const llmc_codegen_options *opt, pla
     memset(img, 0, sizeof *img);
     fb_init(&img->fb);
     int rc = cg_lower(g, opt->target, &img->plan, err);
+    if (!rc)
+        rc = check_kv_cache_dtype(&img->plan, kv_dtype_of(opt), err);
     if (!rc)
         rc = cg_memory_plan(&img->plan, opt->max_context, err);
     if (!rc)

@@ -1,6 +1,7 @@
 /* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR [--dot]] [--dim NAME=N]
  *              [--threads N] [--quiet] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
- *              [--embed-bits 32|16|8] [--logits last|all] [--target generic|avx2|neon-dot|neon-i8mm] */
+ *              [--embed-bits 32|16|8] [--logits last|all] [--target generic|avx2|neon-dot|neon-i8mm]
+ *              [--kv-cache f32|f16|int8] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +51,9 @@ static const char compile_help[] =
     "                        defines them; last: the LM head runs on the last position\n"
     "                        of each call only (Logits [1, 1, vocab])\n"
     "  --target T            kernels the weights are packed for: generic (portable C),\n"
-    "                        avx2, neon-dot, neon-i8mm (default: this machine's best)\n";
+    "                        avx2, neon-dot, neon-i8mm (default: this machine's best)\n"
+    "  --kv-cache T          rows of the fused Attention KV caches: f32 (default), f16,\n"
+    "                        or int8 (keys int8 with a scale per row, values f16)\n";
 
 typedef struct {
     const char *model, *output, *dump_dir;
@@ -63,6 +66,7 @@ typedef struct {
     int logits_last;
     int64_t group;
     const char *target;
+    int kv_cache_dtype;             /* Plan.kv_cache_dtype */
     int quiet;
     int n_dims;
     llmc_dim_binding dims[MAX_DIM_BINDINGS];
@@ -140,6 +144,14 @@ static int parse_args(int argc, char **argv, compile_args *a)
             if (rt_target_index(a->target) < 0)
                 return llmc_cli_usage("compile", "--target wants one of%s, got '%s'", RT_TARGET_NAMES,
                                       a->target);
+        } else if (!strcmp(arg, "--kv-cache") && has_value) {
+            const char *t = argv[++i];
+            a->kv_cache_dtype = !strcmp(t, "f32")    ? LLMC_RT_F32
+                                : !strcmp(t, "f16")  ? LLMC_RT_F16
+                                : !strcmp(t, "int8") ? LLMC_RT_I8
+                                                     : 0;
+            if (!a->kv_cache_dtype)
+                return llmc_cli_usage("compile", "--kv-cache wants f32, f16 or int8, got '%s'", t);
         } else if (!strcmp(arg, "--explain")) {
             a->explain = 1;
         } else if (!strcmp(arg, "--dot")) {
@@ -287,7 +299,8 @@ int llmc_cmd_compile(int argc, char **argv)
         print_pass_table(records, n_records);
         fflush(stdout);
         llmc_codegen_options co = {.max_context = a.max_context, .n_passes = n_records, .passes = records,
-                                   .threads = a.threads, .target = a.target, .progress = progress_report,
+                                   .threads = a.threads, .target = a.target,
+                                   .kv_cache_dtype = a.kv_cache_dtype, .progress = progress_report,
                                    .progress_ctx = &progress};
         rc = llmc_codegen_to_file(&g, &co, a.output, &stats, &err);
     }

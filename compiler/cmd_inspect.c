@@ -9,6 +9,7 @@
 #include "ir.h"
 #include "llmc_rt.h"
 #include "plan_format.h"
+#include "tensor_traits.h"
 
 static const char inspect_help[] =
     "usage: llmc inspect PLAN [--json]\n"
@@ -25,6 +26,7 @@ typedef struct {
     uint32_t arena_tensors, weight_tensors;
     uint32_t op_counts[OP_COUNT];
     uint32_t layer_ops_min, layer_ops_max;  /* ops per decoder layer (op names) */
+    uint64_t kv_position_bytes;             /* fused caches: K and V of one position */
 } plan_summary;
 
 typedef struct {
@@ -33,6 +35,12 @@ typedef struct {
     uint32_t nodes;
     uint64_t digest;
 } pass_row;
+
+/* The --kv-cache spelling of a Plan.kv_cache_dtype (verified known). */
+static const char *kv_dtype_name(int dtype)
+{
+    return dtype == LLMC_RT_F16 ? "f16" : dtype == LLMC_RT_I8 ? "int8" : "f32";
+}
 
 static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
 {
@@ -61,6 +69,8 @@ static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
         if (rt_read_op(&r, p, i, &op, rt))
             return -1;
         s->op_counts[op.code]++;
+        if (op.code == OP_ATTENTION)
+            s->kv_position_bytes += rt_kv_position_bytes(p->kv_cache_dtype, op.kv_heads, op.head_dim);
         llmc_layer_tally_add(&tally, op.name);
     }
     llmc_layer_tally_range(&tally, &s->layer_ops_min, &s->layer_ops_max);
@@ -107,11 +117,13 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
     printf(", \"source_hash\": \"%016llx\", \"max_context\": %u, \"arena_bytes\": %llu, \"kv_bytes\": %llu, "
            "\"weight_bytes\": %llu, \"segments\": %u, \"tensors\": %u, \"arena_tensors\": %u, "
            "\"weight_tensors\": %u, \"layers\": %u, \"vocab_size\": %u, \"gemm_min_rows\": %u, "
-           "\"prefill_kernel\": \"%s\", \"ops_total\": %u, \"ops_per_layer\": %u, \"op_counts\": {",
+           "\"prefill_kernel\": \"%s\", \"ops_total\": %u, \"ops_per_layer\": %u, "
+           "\"kv_cache_dtype\": \"%s\", \"kv_bytes_per_position\": %llu, \"op_counts\": {",
            (unsigned long long)p->source_hash, p->max_context, (unsigned long long)p->arena_size,
            (unsigned long long)p->kv_bytes, (unsigned long long)s->weight_bytes, p->n_segments, p->n_tensors,
            s->arena_tensors, s->weight_tensors, p->n_layers, p->vocab_size, p->gemm_min_rows,
-           rt_prefill_kernel_name(p->prefill_kernel), p->n_ops, s->layer_ops_max);
+           rt_prefill_kernel_name(p->prefill_kernel), p->n_ops, s->layer_ops_max,
+           kv_dtype_name(p->kv_cache_dtype), (unsigned long long)s->kv_position_bytes);
     const char *sep = "";
     for (int c = 0; c < OP_COUNT; c++) {
         if (!s->op_counts[c])
@@ -159,6 +171,10 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
     printf("max context %u tokens\n", p->max_context);
     printf("arena       %llu bytes\n", (unsigned long long)p->arena_size);
     printf("kv store    %llu bytes\n", (unsigned long long)p->kv_bytes);
+    if (p->n_caches)
+        printf("kv cache    %s, %llu bytes per position (%u caches, %u positions per chunk)\n",
+               kv_dtype_name(p->kv_cache_dtype), (unsigned long long)s->kv_position_bytes, p->n_caches,
+               p->kv_chunk);
     printf("weights     %llu bytes in %u segments\n", (unsigned long long)s->weight_bytes, p->n_segments);
     printf("tensors     %u (%u arena, %u weights)\n", p->n_tensors, s->arena_tensors, s->weight_tensors);
     printf("layers      %u, vocab %u\n", p->n_layers, p->vocab_size);

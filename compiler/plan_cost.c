@@ -7,6 +7,7 @@
 
 #include "plan_format.h"
 #include "roofline.h"
+#include "tensor_traits.h"
 
 /* Element count of a tensor's dims at (S, P); false on overflow. */
 static bool elements_at(const fb_reader *r, const rt_tensor_desc *t, int64_t S, int64_t P,
@@ -159,8 +160,8 @@ llmc_rt_status llmc_plan_cost_of(const llmc_rt_plan *p, llmc_plan_cost *c, llmc_
         else if (!st && op.code == OP_GATHER)
             st = cost_of_gather(&r, p, &op, c, err);
         else if (!st && op.code == OP_ATTENTION) {
-            /* fp32 K and V rows of kv_heads * head_dim each */
-            c->kv_bytes_per_pos += 2u * (uint64_t)op.kv_heads * (uint64_t)op.head_dim * sizeof(float);
+            /* K and V rows of the plan's KV dtype */
+            c->kv_bytes_per_pos += rt_kv_position_bytes(p->kv_cache_dtype, op.kv_heads, op.head_dim);
             c->attn_ops_per_pos += 4u * (uint64_t)op.heads * (uint64_t)op.head_dim;
             c->attentions++;
         }

@@ -30,6 +30,8 @@
  *     (plan->n_regions), Affines (plan->n_affines: every tensor's dims, the
  *     regions' starts and sizes, Symbols values) and operand tensor indices
  *     (plan->n_operands); their sizes do not depend on context ]
+ *     K rows [kv_heads, kv_chunk] then V rows, each row head_dim values of
+ *     plan->kv_cache_dtype (tensor_traits.h rt_kv_row_bytes) ]
  * A fused cache takes its next chunk from the pool when a call first
  * writes a position in it; the Attention op appends only the new rows.
  */
@@ -98,6 +100,8 @@ typedef struct {
     uint64_t n_regions;     /* regions of Copy ops */
     uint64_t n_affines;     /* tensor dims + Copy regions' Affines + Symbols values */
     uint32_t prefill_kernel; /* Plan.prefill_kernel (0 int8, 1 f32-dequant) */
+    int kv_cache_dtype;     /* Plan.kv_cache_dtype: LLMC_RT_F32, F16 or I8 (K int8,
+                               V fp16); sizes in tensor_traits.h rt_kv_row_bytes */
 } llmc_rt_plan;
 
 enum {
@@ -120,6 +124,7 @@ llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t s
 typedef enum {
     LLMC_RT_F32 = 1, LLMC_RT_U8 = 2, LLMC_RT_I8 = 3, LLMC_RT_I32 = 6,
     LLMC_RT_I64 = 7, LLMC_RT_BOOL = 9,
+    LLMC_RT_F16 = 10,                 /* KV cache rows only (Plan.kv_cache_dtype) */
     LLMC_RT_U4 = 21                   /* packed weights only (two per byte) */
 } llmc_rt_dtype;
 

@@ -65,7 +65,7 @@
 #define LLMC_PLAN_DTYPES(X)                                               \
     X(F32, Float32, 1, 32) X(U8, Uint8, 2, 8) X(I8, Int8, 3, 8)           \
     X(I32, Int32, 6, 32) X(I64, Int64, 7, 64) X(BOOL, Bool, 9, 8)         \
-    X(U4, Uint4, 21, 4)
+    X(F16, Float16, 10, 16) X(U4, Uint4, 21, 4)
 
 /* Layout of a tensor's bytes (runtime/kernels/quant_format.h has the
  * formats): X(SUFFIX, Name, value) */

@@ -47,7 +47,7 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
                                         llmc_rt_error *err)
 {
     uint64_t max_context = 0, vocab = 0, layers = 0, caches = 0, chunk = 0, gemm_min_rows = 0;
-    uint64_t prefill = 0;
+    uint64_t prefill = 0, kv_dtype = 0;
     const char *compiler_version;
     llmc_rt_status st = fb_scalar(r, t, PLAN_SOURCE_HASH, 8, 0, &p->source_hash, err);
     if (!st)
@@ -71,6 +71,9 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
     if (!st && prefill >= PREFILL_KERNEL_COUNT)
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.prefill_kernel %d is not a known kernel",
                      RT_N((int64_t)prefill), NULL);
+    if (!st)
+        st = fb_scalar(r, t, PLAN_KV_CACHE_DTYPE, 4, LLMC_RT_F32, &kv_dtype, err);
+    p->kv_cache_dtype = kv_dtype <= INT32_MAX ? (int)kv_dtype : -1;
     p->gemm_min_rows = gemm_min_rows ? (uint32_t)gemm_min_rows : RT_DEFAULT_GEMM_MIN_ROWS;
     p->prefill_kernel = (uint32_t)prefill;
     p->n_caches = (uint32_t)caches;
@@ -1012,6 +1015,9 @@ static llmc_rt_status verify_caches(fb_reader *r, llmc_rt_plan *p, llmc_rt_error
 {
     uint32_t seen = 0;
     p->kv_slot_bytes = 0;
+    if (!rt_kv_dtype_known(p->kv_cache_dtype))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "kv_cache_dtype %d is not Float32, Float16 or "
+                       "Int8", RT_N(p->kv_cache_dtype), NULL);
     if (p->n_caches && (p->kv_chunk < 1 || p->n_caches > p->n_ops))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "n_caches %u needs kv_chunk >= 1 (has %u) and "
                        "at most one cache per op", RT_N(p->n_caches, p->kv_chunk), NULL);
@@ -1026,9 +1032,8 @@ static llmc_rt_status verify_caches(fb_reader *r, llmc_rt_plan *p, llmc_rt_error
                 return rt_fail(err, LLMC_RT_E_CORRUPT, "ops %u and %u both use cache %u",
                                RT_N(j, i, op.cache), NULL);
         seen++;
-        /* 2 * kv_heads * kv_chunk * head_dim floats; kv_heads < 2^31, head_dim
-         * <= RT_ATTN_MAX_HEAD_DIM */
-        uint64_t row = 2u * (uint64_t)op.kv_heads * (uint64_t)op.head_dim * sizeof(float);
+        /* kv_heads < 2^31 rows of head_dim <= RT_ATTN_MAX_HEAD_DIM elements */
+        uint64_t row = rt_kv_position_bytes(p->kv_cache_dtype, op.kv_heads, op.head_dim);
         if (row > (UINT64_MAX - 64) / p->kv_chunk)
             return rt_fail(err, LLMC_RT_E_CORRUPT, "op %u: cache chunk size overflows",
                            RT_N(i), NULL);

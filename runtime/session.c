@@ -307,7 +307,8 @@ static llmc_rt_status exec_attention(llmc_rt_session *s, const rt_prep_op *op,
     llmc_rt_status st = take_chunks(s, table + 1, P + S, err);
     if (st)
         return st;
-    rt_kv_cache cache = {s->kv_pool, table + 1, s->plan->kv_slot_bytes, s->plan->kv_chunk};
+    rt_kv_cache cache = {s->kv_pool, table + 1, s->plan->kv_slot_bytes, s->plan->kv_chunk,
+                         s->plan->kv_cache_dtype};
     rt_attention_attrs a = {op->heads, op->kv_heads, op->head_dim, op->rotary_dim, op->scale};
     bool rope = op->rotary_dim > 0 && op->inputs.len == 5;
     rt_parallel par = session_parallel(s);
@@ -316,7 +317,7 @@ static llmc_rt_status exec_attention(llmc_rt_session *s, const rt_prep_op *op,
     if (st)
         return st;
     table[0] = (uint32_t)(P + S);
-    *moved += 2u * (uint64_t)S * (uint64_t)a.kv_heads * (uint64_t)a.head_dim * sizeof(float);
+    *moved += (uint64_t)S * rt_kv_position_bytes(cache.dtype, a.kv_heads, a.head_dim);
     return LLMC_RT_OK;
 }
 

@@ -140,5 +140,49 @@ static inline bool rt_tensor_bytes(const rt_tensor_format *f, int rank, const in
 llmc_rt_status rt_dims_at(const rt_affine *affines, int rank, const rt_tensor_format *f,
                           int64_t S, int64_t P, int64_t *dims, uint64_t *bytes,
                           llmc_rt_status code, llmc_rt_error *err);
+/* ---- KV cache rows (Plan.kv_cache_dtype) --------------------------------
+ * A cache chunk holds the K rows of its kv_chunk positions for every kv
+ * head, then their V rows ([kv_heads, kv_chunk] rows each, kernels.h).  A
+ * row is one position of one kv head:
+ *   Float32, Float16: head_dim elements (K and V alike);
+ *   Int8 (paper 002 §4: keys are reduced over head_dim, so each new row is
+ *     quantized once and never touched again): a K row is head_dim int8
+ *     values, padding to 4 bytes, then its float scale (value = q * scale);
+ *     V rows are Float16 (the paper's fp8 for values, at 16 bits). */
+static inline bool rt_kv_dtype_known(int dtype)
+{
+    return dtype == LLMC_RT_F32 || dtype == LLMC_RT_F16 || dtype == LLMC_RT_I8;
+}
+
+/* The dtype of K (which = 0) or V (which = 1) rows of a cache. */
+static inline int rt_kv_row_dtype(int cache_dtype, int which)
+{
+    return which && cache_dtype == LLMC_RT_I8 ? LLMC_RT_F16 : cache_dtype;
+}
+
+/* Byte offset of an Int8 K row's scale. */
+static inline uint64_t rt_kv_scale_offset(int64_t head_dim)
+{
+    return ((uint64_t)head_dim + 3u) / 4u * 4u;
+}
+
+/* Bytes of one K or V row; 0 for a dtype rt_kv_dtype_known refuses.
+ * head_dim <= RT_ATTN_MAX_HEAD_DIM (verified), so nothing overflows. */
+static inline uint64_t rt_kv_row_bytes(int cache_dtype, int which, int64_t head_dim)
+{
+    int dtype = rt_kv_row_dtype(cache_dtype, which);
+    if (!rt_kv_dtype_known(cache_dtype))
+        return 0;
+    if (dtype == LLMC_RT_I8)
+        return rt_kv_scale_offset(head_dim) + sizeof(float);
+    return rt_dtype_bytes(dtype) * (uint64_t)head_dim;
+}
+
+/* Bytes of one position of a cache: K and V rows of every kv head. */
+static inline uint64_t rt_kv_position_bytes(int cache_dtype, int64_t kv_heads, int64_t head_dim)
+{
+    return (rt_kv_row_bytes(cache_dtype, 0, head_dim) + rt_kv_row_bytes(cache_dtype, 1, head_dim)) *
+           (uint64_t)kv_heads;
+}
 
 #endif

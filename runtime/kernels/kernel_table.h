@@ -61,6 +61,16 @@ typedef struct rt_kernels {
     void (*attn_scores)(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
     /* o[i] += p[t] * v_t[i] for i < d, t < nk in key order, v_t = v + t * d. */
     void (*attn_accumulate)(float *o, const float *v, const float *p, int64_t nk, int64_t d);
+    /* The same over the rows of float16 and int8 caches (tensor_traits.h
+     * rt_kv_row_bytes), read as stored (NULL: the portable loops):
+     * float16 K rows k + t * d, int8 K rows of rt_kv_row_bytes(I8, 0, d)
+     * bytes (score = scale * (q . int8 values)), float16 V rows v + t * d. */
+    void (*attn_scores_f16)(const float *q, const uint16_t *k, int64_t nk, int64_t d,
+                            float *scores);
+    void (*attn_scores_i8)(const float *q, const uint8_t *k, int64_t nk, int64_t d,
+                           float *scores);
+    void (*attn_accumulate_f16)(float *o, const uint16_t *v, const float *p, int64_t nk,
+                                int64_t d);
     /* y[i] = silu(gate[i]) * up[i] for i < n (SwiGLU; NULL: the portable
      * loop of ref_elementwise.c, rt_swiglu_generic).  Within a few ulp of
      * the portable one; NaN and infinities as it has them. */

@@ -139,19 +139,24 @@ llmc_rt_status k_range(const rt_view *start, const rt_view *limit, const rt_view
 
 /* ref_attention.c: the fused Attention op (compiler/llmc_ops.h) over a
  * chunked KV cache.  A cache chunk holds kv_chunk positions of every kv
- * head, K then V, each [kv_heads, kv_chunk, head_dim] floats, so a head's
- * rows are contiguous inside a chunk; chunk c (positions c*kv_chunk ..) lives
- * at pool + slot[c] * slot_bytes.  The session makes sure chunks covering
- * positions [0, P + S) exist before the call. */
+ * head, K then V, each [kv_heads, kv_chunk] rows of the cache's dtype
+ * (tensor_traits.h rt_kv_row_bytes: float32, float16, or int8 K rows with
+ * a scale and float16 V rows), so a head's rows are contiguous inside a
+ * chunk; chunk c (positions c*kv_chunk ..) lives at pool + slot[c] *
+ * slot_bytes.  The session makes sure chunks covering positions [0, P + S)
+ * exist before the call.  New rows are converted as they are appended;
+ * the inner loops read the stored rows directly. */
 /* head_dim bound: at least 2 query rows of a pass fit the kernel's 8 KiB
- * stack buffer (it also keeps a 16 KiB scratch for split decode partials). */
+ * stack buffer (it also keeps a 16 KiB scratch for split decode partials,
+ * and one row of this many floats to rotate or widen float16/int8 rows). */
 #define RT_ATTN_MAX_HEAD_DIM 1024
 
 typedef struct {
     uint8_t *pool;          /* chunk slots */
     const uint32_t *slot;   /* slot of chunk c, for c < ceil((P + S) / chunk) */
-    uint64_t slot_bytes;    /* >= 2 * kv_heads * chunk * head_dim * 4, 64-aligned */
+    uint64_t slot_bytes;    /* >= chunk * rt_kv_position_bytes(dtype, ...), 64-aligned */
     int64_t chunk;          /* positions per chunk (Plan.kv_chunk) */
+    int dtype;              /* Plan.kv_cache_dtype: LLMC_RT_F32, F16 or I8 */
 } rt_kv_cache;
 
 typedef struct {
@@ -173,6 +178,10 @@ llmc_rt_status k_attention_kernels(const struct rt_kernels *kt, const rt_attenti
                                    const rt_view *cos, const rt_view *sin,
                                    const rt_kv_cache *cache, int64_t P, rt_view *o,
                                    const rt_parallel *par, llmc_rt_error *err);
+/* IEEE binary16 from float, rounded to nearest even (overflow gives inf,
+ * NaN stays NaN), and back (exact): the KV cache's conversions. */
+uint16_t k_f16_from_f32(float x);
+float k_f32_from_f16(uint16_t h);
 /* Rotate-half RoPE of one row x[0, d) into y (no aliasing) with the table
  * rows cos, sin [rotary_dim]; columns >= rotary_dim are copied. */
 void k_rope_row(const float *x, float *y, int64_t d, int64_t rotary_dim, const float *cos,

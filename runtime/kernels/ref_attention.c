@@ -36,12 +36,60 @@
  * The two inner loops (scores of a row against a block of keys, and the
  * weighted sum of V rows into the output row) are the kernel table's when
  * it has them (k_attention_kernels; x86_avx2/attn_avx2.c), else the
- * portable ones here; the softmax bookkeeping is shared. */
+ * portable ones here; the softmax bookkeeping is shared.
+ *
+ * Cache dtypes (Plan.kv_cache_dtype, tensor_traits.h rt_kv_row_bytes): the
+ * S new rows are converted as they are appended (float16 rounded to nearest
+ * even; int8 keys quantized per row with their scale), and the loops read
+ * the stored rows as they are (the portable ones widen 4 rows at a time
+ * into a stack buffer, the AVX2 ones 8 values per load), so no step
+ * converts the cache. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "kernel_table.h"
 #include "rt_msg.h"
+#include "tensor_traits.h"
+
+/* Rounds the magnitude bits of a float below 2^-14 to a binary16
+ * subnormal: |x| * 2^24 (exact) rounded to an integer by the 2^23 trick
+ * (nearest even, the default rounding mode). */
+static uint32_t f16_subnormal(uint32_t abs_bits)
+{
+    float a;
+    memcpy(&a, &abs_bits, sizeof a);
+    return (uint32_t)(a * 16777216.0f + 8388608.0f - 8388608.0f);
+}
+
+uint16_t k_f16_from_f32(float x)
+{
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    uint32_t sign = bits >> 16 & 0x8000u, abs = bits & 0x7FFFFFFFu;
+    if (abs > 0x7F800000u) /* NaN: quiet, top mantissa bits kept */
+        return (uint16_t)(sign | 0x7E00u | (abs >> 13 & 0x3FFu));
+    if (abs >= 0x477FF000u) /* >= 65520 (inf included) rounds to inf */
+        return (uint16_t)(sign | 0x7C00u);
+    if (abs < 0x38800000u)
+        return (uint16_t)(sign | f16_subnormal(abs));
+    /* rebias the exponent (127 -> 15) and round the 13 dropped bits to
+     * nearest even; a carry into the exponent is the right result */
+    return (uint16_t)(sign | (abs - 0x38000000u + 0x0FFFu + (abs >> 13 & 1u)) >> 13);
+}
+
+float k_f32_from_f16(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = h >> 10 & 0x1Fu, m = h & 0x3FFu, bits;
+    if (e == 0) {
+        float v = (float)m * (1.0f / 16777216.0f);
+        return sign ? -v : v;
+    }
+    bits = sign | (e == 31 ? 0x7F800000u : (e + 112u) << 23) | m << 13;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 
 void k_rope_row(const float *x, float *y, int64_t d, int64_t rotary_dim, const float *cos,
                 const float *sin)
@@ -90,30 +138,71 @@ static llmc_rt_status check_views(const rt_attention_attrs *a, const rt_view *q,
 }
 
 /* Row of kv head g at position t: K (which = 0) or V (which = 1). */
-static float *cache_row(const rt_kv_cache *c, const rt_attention_attrs *a, int which,
-                        int64_t g, int64_t t)
+static uint8_t *cache_row(const rt_kv_cache *c, const rt_attention_attrs *a, int which,
+                          int64_t g, int64_t t)
 {
-    float *chunk = (float *)(void *)(c->pool + c->slot[t / c->chunk] * c->slot_bytes);
-    int64_t plane = a->kv_heads * c->chunk * a->head_dim;
-    return chunk + which * plane + (g * c->chunk + t % c->chunk) * a->head_dim;
+    uint8_t *chunk = c->pool + c->slot[t / c->chunk] * c->slot_bytes;
+    uint64_t plane = (uint64_t)(a->kv_heads * c->chunk) * rt_kv_row_bytes(c->dtype, 0, a->head_dim);
+    return chunk + (uint64_t)which * plane +
+           (uint64_t)(g * c->chunk + t % c->chunk) * rt_kv_row_bytes(c->dtype, which, a->head_dim);
 }
 
+/* An int8 K row: values round(x * 127 / max|x|), then the scale max|x| /
+ * 127.  A row holding inf or NaN stores zeros and a NaN scale (its scores
+ * are NaN, as a float cache's may be). */
+static void store_row_i8(const float *x, int64_t D, uint8_t *row)
+{
+    float amax = 0.0f;
+    bool finite = true;
+    for (int64_t i = 0; i < D; i++) {
+        float m = fabsf(x[i]);
+        finite = finite && m <= FLT_MAX;
+        amax = m > amax ? m : amax;
+    }
+    float inv = finite && amax > 0.0f ? 127.0f / amax : 0.0f, scale = finite ? amax / 127.0f : NAN;
+    for (int64_t i = 0; i < D; i++) {
+        long q = finite ? lrintf(x[i] * inv) : 0;
+        row[i] = (uint8_t)(int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
+    }
+    uint64_t at = rt_kv_scale_offset(D);
+    memset(row + D, 0, (size_t)(at - (uint64_t)D));
+    memcpy(row + at, &scale, sizeof scale);
+}
+
+/* The D floats x as a cache row of the given row dtype. */
+static void store_row(const float *x, int64_t D, int dtype, uint8_t *row)
+{
+    if (dtype == LLMC_RT_I8) {
+        store_row_i8(x, D, row);
+    } else if (dtype == LLMC_RT_F16) {
+        for (int64_t i = 0; i < D; i++) {
+            uint16_t h = k_f16_from_f32(x[i]);
+            memcpy(row + 2 * i, &h, sizeof h);
+        }
+    } else {
+        memcpy(row, x, (size_t)D * sizeof *x);
+    }
+}
+
+/* The S new rows, converted to the cache's dtype once, as they go in. */
 static void append_rows(const rt_attention_attrs *a, const rt_view *k, const rt_view *v,
                         const rt_view *cos, const rt_view *sin, const rt_kv_cache *c,
                         int64_t S, int64_t P)
 {
     int64_t D = a->head_dim, width = a->kv_heads * D, rot = a->rotary_dim;
+    int kdt = rt_kv_row_dtype(c->dtype, 0), vdt = rt_kv_row_dtype(c->dtype, 1);
+    float rotated[RT_ATTN_MAX_HEAD_DIM];
     for (int64_t s = 0; s < S; s++)
         for (int64_t g = 0; g < a->kv_heads; g++) {
             const float *ks = (const float *)k->data + s * width + g * D;
             const float *vs = (const float *)v->data + s * width + g * D;
-            float *kd = cache_row(c, a, 0, g, P + s);
-            if (rot)
-                k_rope_row(ks, kd, D, rot, (const float *)cos->data + (P + s) * rot,
+            if (rot) {
+                k_rope_row(ks, rotated, D, rot, (const float *)cos->data + (P + s) * rot,
                            (const float *)sin->data + (P + s) * rot);
-            else
-                memcpy(kd, ks, (size_t)D * sizeof *kd);
-            memcpy(cache_row(c, a, 1, g, P + s), vs, (size_t)D * sizeof *kd);
+                ks = rotated;
+            }
+            store_row(ks, D, kdt, cache_row(c, a, 0, g, P + s));
+            store_row(vs, D, vdt, cache_row(c, a, 1, g, P + s));
         }
 }
 
@@ -143,9 +232,13 @@ typedef struct {
     int64_t S, P, group;
     int64_t qpos, unit_rows, pass_rows; /* query positions / rows of a unit; rows of a pass */
     int64_t qblocks, splits, split_keys;
-    /* the inner loops: the table's (rt_kernels) or the portable ones */
+    /* the inner loops for the cache's rows: the table's (rt_kernels) or
+     * the portable ones */
     void (*scores)(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
     void (*accumulate)(float *o, const float *v, const float *p, int64_t nk, int64_t d);
+    void (*scores_f16)(const float *q, const uint16_t *k, int64_t nk, int64_t d, float *scores);
+    void (*scores_i8)(const float *q, const uint8_t *k, int64_t nk, int64_t d, float *scores);
+    void (*accumulate_f16)(float *o, const uint16_t *v, const float *p, int64_t nk, int64_t d);
     float *o;
     float *stats;     /* splits > 1: [unit][row][split] (l, offset) */
     float *partial;   /* splits > 1: [unit][row][split - 1][head_dim] */
@@ -210,6 +303,88 @@ static void add_weighted_rows(float *restrict o, const float *restrict v, const 
             acc += p[t] * v[t * D + i];
         o[i] = acc;
     }
+}
+
+/* The portable loops widen up to 4 stored rows (k_dot_rows' count) at a
+ * time into RT_ATTN_MAX_HEAD_DIM floats on the stack (fewer rows when
+ * head_dim > 256). */
+#define CONVERT_ROWS 4
+
+static int64_t rows_per_convert(int64_t D)
+{
+    return min64(CONVERT_ROWS, RT_ATTN_MAX_HEAD_DIM / D);
+}
+
+static void f16_rows_to_float(const uint16_t *rows, int n, int64_t D, float *out)
+{
+    for (int64_t i = 0; i < n * D; i++)
+        out[i] = k_f32_from_f16(rows[i]);
+}
+
+/* Portable float16 scores: 4 rows converted, then the float dot products. */
+static void f16_scores(const float *q, const uint16_t *k, int64_t nk, int64_t D, float *scores)
+{
+    float rows[RT_ATTN_MAX_HEAD_DIM];
+    for (int64_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
+        int n = (int)min64(per, nk - t);
+        f16_rows_to_float(k + t * D, n, D, rows);
+        k_dot_rows(q, rows, D, n, scores + t);
+    }
+}
+
+/* Portable int8 scores: scale * (q . the row's int8 values as floats). */
+static void i8_scores(const float *q, const uint8_t *k, int64_t nk, int64_t D, float *scores)
+{
+    float rows[RT_ATTN_MAX_HEAD_DIM];
+    uint64_t row_bytes = rt_kv_row_bytes(LLMC_RT_I8, 0, D), at = rt_kv_scale_offset(D);
+    for (int64_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
+        int n = (int)min64(per, nk - t);
+        for (int j = 0; j < n; j++)
+            for (int64_t i = 0; i < D; i++)
+                rows[j * D + i] = (float)(int8_t)k[(uint64_t)(t + j) * row_bytes + (uint64_t)i];
+        k_dot_rows(q, rows, D, n, scores + t);
+        for (int j = 0; j < n; j++) {
+            float scale;
+            memcpy(&scale, k + (uint64_t)(t + j) * row_bytes + at, sizeof scale);
+            scores[t + j] *= scale;
+        }
+    }
+}
+
+/* Portable float16 weighted sum: 4 rows converted at a time, added in key
+ * order (the float loop's bits for the converted values). */
+static void f16_accumulate(float *o, const uint16_t *v, const float *p, int64_t nk, int64_t D)
+{
+    float rows[RT_ATTN_MAX_HEAD_DIM];
+    for (int64_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
+        int n = (int)min64(per, nk - t);
+        f16_rows_to_float(v + t * D, n, D, rows);
+        add_weighted_rows(o, rows, p + t, n, D);
+    }
+}
+
+/* scores[t] = q . K[t] for the nk K rows at k (stored rows of the cache). */
+static void score_rows(const attention_job *J, const float *q, const uint8_t *k, int64_t nk,
+                       float *scores)
+{
+    int64_t D = J->a->head_dim;
+    if (J->cache->dtype == LLMC_RT_F16)
+        J->scores_f16(q, (const uint16_t *)(const void *)k, nk, D, scores);
+    else if (J->cache->dtype == LLMC_RT_I8)
+        J->scores_i8(q, k, nk, D, scores);
+    else
+        J->scores(q, (const float *)(const void *)k, nk, D, scores);
+}
+
+/* o += p[t] V[t] for the nk V rows at v. */
+static void accumulate_rows(const attention_job *J, float *o, const uint8_t *v, const float *p,
+                            int64_t nk)
+{
+    int64_t D = J->a->head_dim;
+    if (rt_kv_row_dtype(J->cache->dtype, 1) == LLMC_RT_F16)
+        J->accumulate_f16(o, (const uint16_t *)(const void *)v, p, nk, D);
+    else
+        J->accumulate(o, (const float *)(const void *)v, p, nk, D);
 }
 
 static void add_row(float *restrict o, const float *restrict v, float p, int64_t D)
@@ -290,12 +465,12 @@ static float block_sum(const float *p)
 }
 
 /* One row over keys [b0, b0 + nk) of a block (K rows k, V rows v). */
-static void attend_block(const attention_job *J, row_state *r, const float *k, const float *v,
-                         int64_t nk)
+static void attend_block(const attention_job *J, row_state *r, const uint8_t *k,
+                         const uint8_t *v, int64_t nk)
 {
     int64_t D = J->a->head_dim;
     float p[KEY_BLOCK];
-    J->scores(r->q, k, nk, D, p);
+    score_rows(J, r->q, k, nk, p);
     for (int64_t t = nk; t < KEY_BLOCK; t++) /* a short block: exp(-inf) = 0 */
         p[t] = -INFINITY;
     float bm = block_max(p);
@@ -311,7 +486,7 @@ static void attend_block(const attention_job *J, row_state *r, const float *k, c
     }
     exp_block(p, off);
     r->l += block_sum(p);
-    J->accumulate(r->o, v, p, nk, D);
+    accumulate_rows(J, r->o, v, p, nk);
 }
 
 /* The query row u of a unit into r (rotated and scaled into qbuf). */
@@ -337,8 +512,8 @@ static void start_row(const attention_job *J, int64_t unit, int64_t u, int64_t s
     memset(r->o, 0, (size_t)D * sizeof *r->o);
     int64_t g = h / J->group;
     float first, last;
-    J->scores(qbuf, cache_row(J->cache, a, 0, g, 0), 1, D, &first);
-    J->scores(qbuf, cache_row(J->cache, a, 0, g, pos), 1, D, &last);
+    score_rows(J, qbuf, cache_row(J->cache, a, 0, g, 0), 1, &first);
+    score_rows(J, qbuf, cache_row(J->cache, a, 0, g, pos), 1, &last);
     r->phi = r->off = first > last ? first : last;
     r->l = 0.0f;
     r->mx = -INFINITY;
@@ -360,7 +535,7 @@ static void attend_pass(const attention_job *J, int64_t unit, int64_t split, int
     end = min64(end, t1);
     for (int64_t b0 = t0; b0 < end;) {
         int64_t b1 = min64(min64(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
-        const float *k = cache_row(J->cache, a, 0, g, b0), *v = cache_row(J->cache, a, 1, g, b0);
+        const uint8_t *k = cache_row(J->cache, a, 0, g, b0), *v = cache_row(J->cache, a, 1, g, b0);
         for (int i = 0; i < nr; i++)
             if (rows[i].n > b0)
                 attend_block(J, &rows[i], k, v, min64(b1, rows[i].n) - b0);
@@ -456,6 +631,23 @@ static void plan_work(attention_job *J)
     J->splits = (keys + J->split_keys - 1) / J->split_keys;
 }
 
+/* The table's inner loops where it has them. */
+static void use_table_loops(attention_job *J, const rt_kernels *kt)
+{
+    if (!kt)
+        return;
+    if (kt->attn_scores)
+        J->scores = kt->attn_scores;
+    if (kt->attn_accumulate)
+        J->accumulate = kt->attn_accumulate;
+    if (kt->attn_scores_f16)
+        J->scores_f16 = kt->attn_scores_f16;
+    if (kt->attn_scores_i8)
+        J->scores_i8 = kt->attn_scores_i8;
+    if (kt->attn_accumulate_f16)
+        J->accumulate_f16 = kt->attn_accumulate_f16;
+}
+
 llmc_rt_status k_attention_kernels(const rt_kernels *kt, const rt_attention_attrs *a,
                                    const rt_view *q, const rt_view *k, const rt_view *v,
                                    const rt_view *cos, const rt_view *sin,
@@ -465,6 +657,9 @@ llmc_rt_status k_attention_kernels(const rt_kernels *kt, const rt_attention_attr
     llmc_rt_status st = check_views(a, q, k, v, cos, sin, P, o, err);
     if (st)
         return st;
+    if (!rt_kv_dtype_known(cache->dtype))
+        return rt_fail(err, LLMC_RT_E_EXEC, "KV cache dtype %d is not Float32, Float16 or Int8",
+                       RT_N(cache->dtype), NULL);
     int64_t S = q->dims[1];
     /* causal: row s reads positions <= P + s, so all new rows can go in first */
     append_rows(a, k, v, cos, sin, cache, S, P);
@@ -472,11 +667,9 @@ llmc_rt_status k_attention_kernels(const rt_kernels *kt, const rt_attention_attr
         return LLMC_RT_OK;
     float scratch[SCRATCH_FLOATS];
     attention_job J = {a, q, cos, sin, cache, S, P, a->heads / a->kv_heads, 0, 0, 0, 0, 0, 0,
-                       block_scores, add_weighted_rows, o->data, scratch, NULL};
-    if (kt && kt->attn_scores && kt->attn_accumulate) {
-        J.scores = kt->attn_scores;
-        J.accumulate = kt->attn_accumulate;
-    }
+                       block_scores, add_weighted_rows, f16_scores, i8_scores, f16_accumulate,
+                       o->data, scratch, NULL};
+    use_table_loops(&J, kt);
     plan_work(&J);
     J.partial = scratch + a->kv_heads * J.qblocks * J.unit_rows * J.splits * 2;
     int64_t tasks = a->kv_heads * J.qblocks * J.splits;

@@ -22,6 +22,7 @@
 #include "kernels/x86_avx2/x86_avx2.h"
 #endif
 #include "llmc_threads.h"
+#include "parallel_orders.h"
 #include "tap.h"
 
 static llmc_rt_error err;
@@ -52,33 +53,6 @@ static bool have_avx2(void)
 #else
     return false;
 #endif
-}
-
-/* Runs the tasks as `threads` workers interleaved would, last worker first:
- * another order than the serial one. */
-static void fake_parallel(void *pool, uint32_t n, llmc_rt_task_fn task, void *ctx)
-{
-    uint32_t threads = *(const uint32_t *)pool;
-    for (uint32_t t = threads; t-- > 0;)
-        for (uint32_t i = t; i < n; i += threads)
-            task(ctx, i);
-}
-
-/* Parallel-for i < PARALLELS: fake 1, 2, 3 threads, then a real pool of 2. */
-enum { PARALLELS = 4 };
-static uint32_t fake_threads[3] = {1, 2, 3};
-
-static rt_parallel parallel_number(int i)
-{
-    if (i < 3)
-        return (rt_parallel){fake_parallel, &fake_threads[i]};
-    return (rt_parallel){llmc_threads_parallel, llmc_threads_create(2)};
-}
-
-static void parallel_done(rt_parallel *par)
-{
-    if (par->fn == llmc_threads_parallel)
-        llmc_threads_destroy(par->pool);
 }
 
 /* ---- fp32 tiles ---------------------------------------------------------- */
@@ -364,7 +338,7 @@ static llmc_rt_status attn_run(const rt_kernels *kt, const attn_data *d, float *
                                const rt_parallel *par)
 {
     const attn_case *c = &d->c;
-    rt_kv_cache cache = {(uint8_t *)d->pool, d->slot, d->slot_bytes, c->chunk};
+    rt_kv_cache cache = {(uint8_t *)d->pool, d->slot, d->slot_bytes, c->chunk, LLMC_RT_F32};
     rt_attention_attrs a = {c->H, c->G, c->D, c->R, c->scale};
     rt_view vq = {LLMC_RT_F32, 3, {1, c->S, c->H * c->D}, d->q},
             vk = {LLMC_RT_F32, 3, {1, c->S, c->G * c->D}, d->k},

@@ -235,7 +235,8 @@ static void test_attention(void)
         cs[i] = cosf(0.01f * (float)i);
         sn[i] = sinf(0.01f * (float)i);
     }
-    rt_kv_cache cache = {(uint8_t *)pool, slot, 2u * KV_HEADS * CHUNK * D * sizeof(float), CHUNK};
+    rt_kv_cache cache = {(uint8_t *)pool, slot, 2u * KV_HEADS * CHUNK * D * sizeof(float), CHUNK,
+                         LLMC_RT_F32};
     rt_attention_attrs a = {HEADS, KV_HEADS, D, ROT, 0.125f};
     rt_view vq = {LLMC_RT_F32, 3, {1, AS, HEADS * D}, q}, vk = {LLMC_RT_F32, 3, {1, AS, KV_HEADS * D}, k},
             vv = {LLMC_RT_F32, 3, {1, AS, KV_HEADS * D}, v}, vc = {LLMC_RT_F32, 2, {POS, ROT}, cs},

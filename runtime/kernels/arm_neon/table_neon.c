@@ -5,11 +5,12 @@
 
 const rt_kernels rt_kernels_neon_dot = {
     "neon-dot", 8, 4, 12, 0, 0, rt_neon_quantize_rows, rt_neon_dot_qtile, NULL,
-    NULL, NULL, /* attention: ref_attention.c's portable loops */
-    NULL,       /* swiglu: rt_swiglu_generic */
+    NULL, NULL, NULL, NULL, NULL, /* attention: ref_attention.c's portable loops */
+    NULL, /* swiglu: rt_swiglu_generic */
 };
 
 const rt_kernels rt_kernels_neon_i8mm = {
     "neon-i8mm", 8, 8, 10, 0, 0, rt_neon_quantize_rows, rt_neon_i8mm_qtile, NULL,
-    NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL,
+    NULL, /* swiglu: rt_swiglu_generic */
 };

@@ -30,6 +30,13 @@ void rt_swiglu_avx2(const float *gate, const float *up, float *y, int64_t n);
 /* attn_avx2.c: rt_kernels.attn_scores and attn_accumulate. */
 void rt_attn_scores_avx2(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
 void rt_attn_accumulate_avx2(float *o, const float *v, const float *p, int64_t nk, int64_t d);
+/* attn_avx2.c: the same over float16 (F16C) and int8 cache rows. */
+void rt_attn_scores_f16_avx2(const float *q, const uint16_t *k, int64_t nk, int64_t d,
+                             float *scores);
+void rt_attn_scores_i8_avx2(const float *q, const uint8_t *k, int64_t nk, int64_t d,
+                            float *scores);
+void rt_attn_accumulate_f16_avx2(float *o, const uint16_t *v, const float *p, int64_t nk,
+                                 int64_t d);
 
 /* f_avx2.c: rt_kernels.ftile for hp = 16, rows <= 6. */
 void rt_ftile_avx2(const float *x, int64_t x_stride, const float *panel, int hp, int64_t kc,

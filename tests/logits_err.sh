@@ -1,0 +1,18 @@
+# Greedy runs compared by their logits (sourced by t_quant.sh and
+# t_kvcache.sh; needs $PY and $VOCAB).
+# rel_err REF OUT (file bases): max over rows of max|a - b| / max|a|, over
+# the rows both runs computed from the same tokens (row r follows the ids
+# before it, so rows up to the first differing id)
+rel_err() {
+    $PY - "$1" "$2" "$VOCAB" <<'EOF'
+import sys, numpy as np
+v = int(sys.argv[3])
+a = np.fromfile(sys.argv[1] + ".bin", "<f4").reshape(-1, v).astype(np.float64)
+b = np.fromfile(sys.argv[2] + ".bin", "<f4").reshape(-1, v).astype(np.float64)
+ia, ib = open(sys.argv[1] + ".tok").read().split(), open(sys.argv[2] + ".tok").read().split()
+n = next((i for i, (x, y) in enumerate(zip(ia, ib)) if x != y), min(len(ia), len(ib)) - 1) + 1
+print("%.6f" % (np.abs(a[:n] - b[:n]).max(axis=1) / np.abs(a[:n]).max(axis=1)).max())
+EOF
+}
+
+below() { awk -v x="$1" -v y="$2" 'BEGIN { exit !(x <= y) }'; }
