@@ -94,17 +94,20 @@ echo "# summary: greedy ids equal f32 KV's: f16 $same16 of $total prompts, int8 
 check "f16 KV: ids equal f32 KV's on most prompts ($same16 of $total)" test $((4 * same16)) -ge $((3 * total))
 check "int8 KV: ids equal f32 KV's on most prompts ($same8 of $total)" test $((4 * same8)) -ge $((3 * total))
 
-# Plan.kv_cache_dtype rewritten in place (FlatBuffer field 17 of the root
-# table) to Int32: the verifier refuses it, naming the field.
+# Plan.kv_cache_dtype rewritten in place (its field number read from
+# schemas/plan.fbs) to Int32: the verifier refuses it, naming the field.
 corrupt_dtype() {
     local plan=$WORK/bad-dtype.plan
     cp "$WORK/llama-f16-$HOST.plan" "$plan" &&
-    $PY - "$plan" <<'PYEOF' &&
-import struct, sys
+    $PY - "$plan" schemas/plan.fbs <<'PYEOF' &&
+import re, struct, sys
 b = bytearray(open(sys.argv[1], "rb").read())
+body = open(sys.argv[2]).read().split("table Plan {")[1].split("}")[0]
+fields = re.findall(r"^\s*(\w+)\s*:", body, re.M)
+field = fields.index("kv_cache_dtype")
 root = struct.unpack_from("<I", b, 0)[0]
 vt = root - struct.unpack_from("<i", b, root)[0]
-slot = struct.unpack_from("<H", b, vt + 4 + 2 * 17)[0]
+slot = struct.unpack_from("<H", b, vt + 4 + 2 * field)[0]
 assert slot and struct.unpack_from("<i", b, root + slot)[0] == 10
 struct.pack_into("<i", b, root + slot, 6)
 open(sys.argv[1], "wb").write(b)
