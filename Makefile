@@ -10,7 +10,7 @@ OPT     := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sani
 BUILD   := build-san
 endif
 CFLAGS_C  := -std=c11 $(WARN) $(OPT) -D_GNU_SOURCE -I. -Icompiler -I$(BUILD)/gen -Iruntime -Iruntime/platform
-CFLAGS_RT := -std=c99 $(WARN) $(OPT) -Iruntime
+CFLAGS_RT := -std=c99 $(WARN) $(OPT) -Iruntime -I$(BUILD)/gen
 LDLIBS    := -lprotobuf-c -lxxhash -lm -pthread
 LDFLAGS   := $(filter -fsanitize=%,$(OPT))
 
@@ -53,6 +53,15 @@ $(GEN_C): $(ONNX_PROTO)
 
 $(BUILD)/gen/onnx/onnx.pb-c.o: $(GEN_C)
 	$(CC) -std=c11 $(OPT) -w -I$(BUILD)/gen -c $< -o $@
+
+# The tokenizer's Unicode tables, generated from Debian's unicode-data.
+UNICODE_DIR ?= /usr/share/unicode
+UNICODE_TABLES := $(BUILD)/gen/unicode_tables.h
+$(UNICODE_TABLES): scripts/gen_unicode.py
+	@mkdir -p $(dir $@)
+	python3 scripts/gen_unicode.py $(UNICODE_DIR) $@
+
+$(BUILD)/runtime/unicode.o: $(UNICODE_TABLES)
 
 $(BUILD)/runtime/%.o: runtime/%.c
 	@mkdir -p $(dir $@)

@@ -262,4 +262,48 @@ double llmc_sampler_uniform(llmc_sampler *sm);
 /* XXH64 (seed 0), the hash the plan uses for weight segments. */
 uint64_t llmc_rt_xxh64(const void *data, size_t len, uint64_t seed);
 
+/* ---- Tokenizer (text <-> ids) ----
+ * A compiled tokenizer (runtime/tokenizer_format.h): bytes built from a
+ * tokenizer.json by the compiler (compiler/tokenizer_json.h).
+ * Encoding needs caller scratch (llmc_rt_tokenizer_scratch / _memory:
+ * O(text bytes), about 100 bytes per input byte) and takes O(n log n) time
+ * in the longest pre-token, linear otherwise. */
+typedef struct {
+    const uint8_t *base;
+    size_t size;
+    uint32_t model, flags, split, n_ids;
+    uint32_t unk, bos, eos;             /* ids, UINT32_MAX when absent */
+    uint32_t n_prefix, n_suffix, specials;
+    uint32_t piece_offsets, piece_bytes, id_info;
+    uint32_t vocab_hash, vocab_mask, merge_hash, merge_mask;
+    uint32_t byte_ids, added_lengths, n_added_lengths, added_first, max_piece;
+} llmc_rt_tokenizer;
+
+/* Proves every offset, size, id and hash table of the bytes before use. */
+llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tok, const void *bytes, size_t size,
+                                      llmc_rt_error *err);
+size_t llmc_rt_tokenizer_scratch(const llmc_rt_tokenizer *tok, size_t text_bytes);
+llmc_rt_status llmc_rt_tokenizer_encode(const llmc_rt_tokenizer *tok, const char *text, size_t len,
+                                        int add_special, void *scratch, size_t scratch_size,
+                                        int64_t *ids, size_t max_ids, size_t *n_ids,
+                                        llmc_rt_error *err);
+
+/* Streaming decode: one token at a time; bytes of a UTF-8 sequence split
+ * across tokens are held until complete (an ill-formed or interrupted
+ * sequence becomes U+FFFD, as TextDecoder does).  Each call writes at most
+ * llmc_rt_detok_max_bytes() bytes; finish() flushes what is held. */
+typedef struct {
+    uint8_t held[4];
+    uint32_t n_held, need;
+    uint8_t lo, hi;                     /* range of the next continuation byte */
+    uint32_t strip_space;               /* a leading ' ' is still to be dropped */
+} llmc_rt_detok;
+
+void llmc_rt_detok_init(const llmc_rt_tokenizer *tok, llmc_rt_detok *d);
+size_t llmc_rt_detok_max_bytes(const llmc_rt_tokenizer *tok);
+llmc_rt_status llmc_rt_detok_token(const llmc_rt_tokenizer *tok, llmc_rt_detok *d, int64_t id,
+                                   char *out, size_t cap, size_t *n_out, llmc_rt_error *err);
+llmc_rt_status llmc_rt_detok_finish(const llmc_rt_tokenizer *tok, llmc_rt_detok *d, char *out,
+                                    size_t cap, size_t *n_out, llmc_rt_error *err);
+
 #endif
