@@ -150,6 +150,10 @@ $(BUILD)/compiler/roofline_x86.o: CFLAGS_C += -mavx2 -mfma
 $(FUZZ_DIR)/obj/compiler/roofline_x86.o: FUZZ_CFLAGS += -mavx2 -mfma
 endif
 
+# The tokenizer parity test on every fortune file and Genesis..Deuteronomy.
+tokenizer-parity: deps all
+	TOKENIZER_FULL=1 BUILD=$(BUILD) tests/t_tokenizer.sh
+
 demo: deps all
 	scripts/demo.sh
 
@@ -170,5 +174,5 @@ bench-f32: $(BENCH_F32)
 clean:
 	rm -rf build build-san
 
-.PHONY: all unit deps check demo big-model clean bench-kernels bench-f32 aarch64-tests
+.PHONY: all unit deps check demo tokenizer-parity big-model clean bench-kernels bench-f32 aarch64-tests
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

