@@ -30,6 +30,9 @@ typedef struct {
     void *progress_ctx;
     const char *target;                 /* Plan.target; NULL = "generic" */
     uint32_t gemm_min_rows;             /* Plan.gemm_min_rows; 0 = the runtime's default */
+    const uint8_t *tokenizer;           /* compiled tokenizer (compiler/tokenizer_json.h) for
+                                         * Plan.tokenizer, its own last segment; NULL: none */
+    size_t tokenizer_size;
 } llmc_codegen_options;
 
 /* What the plan holds, for the CLI to print. */

@@ -1,6 +1,6 @@
 /* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR [--dot]] [--dim NAME=N]
  *              [--threads N] [--quiet] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
- *              [--target generic|avx2|neon-dot|neon-i8mm] */
+ *              [--target generic|avx2|neon-dot|neon-i8mm] [--tokenizer tokenizer.json] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "codegen/codegen.h"
+#include "tokenizer_json.h"
 #include "codegen/plan_model.h"
 #include "onnx_import.h"
 #include "passes/pipeline.h"
@@ -43,7 +44,10 @@ static const char compile_help[] =
     "                        scale per output channel\n"
     "  --lm-head-bits B      bits of the Linear producing the logits: 8 (default) or 4\n"
     "  --target T            kernels the weights are packed for: generic (portable C),\n"
-    "                        avx2, neon-dot, neon-i8mm (default: this machine's best)\n";
+    "                        avx2, neon-dot, neon-i8mm (default: this machine's best)\n"
+    "  --tokenizer PATH      a Hugging Face tokenizer.json (tokenizer_config.json beside it\n"
+    "                        is read for bos/eos) compiled into the plan: llmc tokenize,\n"
+    "                        llmc run --prompt and llmc_rt_encode use it\n";
 
 typedef struct {
     const char *model, *output, *dump_dir;
@@ -54,6 +58,7 @@ typedef struct {
     int quant_bits, lm_head_bits;   /* 0 = float32 */
     int64_t group;
     const char *target;
+    const char *tokenizer;
     int quiet;
     int n_dims;
     llmc_dim_binding dims[MAX_DIM_BINDINGS];
@@ -122,6 +127,8 @@ static int parse_args(int argc, char **argv, compile_args *a)
             if (rt_target_index(a->target) < 0)
                 return llmc_cli_usage("compile", "--target wants one of%s, got '%s'", RT_TARGET_NAMES,
                                       a->target);
+        } else if (!strcmp(arg, "--tokenizer") && has_value) {
+            a->tokenizer = argv[++i];
         } else if (!strcmp(arg, "--explain")) {
             a->explain = 1;
         } else if (!strcmp(arg, "--dot")) {
@@ -253,7 +260,12 @@ int llmc_cmd_compile(int argc, char **argv)
     llmc_pass_record records[MAX_PASSES];
     int n_records = 0;
     llmc_codegen_stats stats;
-    rc = llmc_import_onnx(a.model, &io, &g, &err);
+    uint8_t *tokenizer = NULL;
+    size_t tokenizer_size = 0;
+    if (a.tokenizer)   /* first: a refused tokenizer.json costs no import */
+        rc = llmc_tokenizer_compile(a.tokenizer, &tokenizer, &tokenizer_size, &err);
+    if (!rc)
+        rc = llmc_import_onnx(a.model, &io, &g, &err);
     if (!rc) {
         char widened[512];
         llmc_import_report_line(&report, widened, sizeof widened);
@@ -268,7 +280,8 @@ int llmc_cmd_compile(int argc, char **argv)
         fflush(stdout);
         llmc_codegen_options co = {.max_context = a.max_context, .n_passes = n_records, .passes = records,
                                    .threads = a.threads, .target = a.target, .progress = progress_report,
-                                   .progress_ctx = &progress};
+                                   .progress_ctx = &progress, .tokenizer = tokenizer,
+                                   .tokenizer_size = tokenizer_size};
         rc = llmc_codegen_to_file(&g, &co, a.output, &stats, &err);
     }
     progress_clear(&progress);
@@ -276,7 +289,10 @@ int llmc_cmd_compile(int argc, char **argv)
         printf("target %s, %s weights\n", a.target,
                a.quant_bits == 8 ? "w8a8" : a.quant_bits == 4 ? "w4a8" : "f32");
         print_stats(a.output, &stats);
+        if (tokenizer)
+            printf("tokenizer %s: %zu bytes\n", a.tokenizer, tokenizer_size);
     }
+    free(tokenizer);
     llmc_graph_free(&g);
     return rc ? llmc_cli_report(&err) : 0;
 }

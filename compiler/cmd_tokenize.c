@@ -1,4 +1,4 @@
-/* llmc tokenize tokenizer.json [--add-special] [--ids] [--time]:
+/* llmc tokenize PLAN|tokenizer.json [--add-special] [--ids] [--time]:
  * stdin lines -> comma-separated ids per line (or, with --ids, id lines ->
  * text), with the runtime's encoder and decoder. */
 #include <stdio.h>
@@ -11,8 +11,9 @@
 #include "tokenizer_json.h"
 
 typedef struct {
-    llmc_mapped_file file;
-    uint8_t *compiled;       /* the compiled tokenizer.json */
+    llmc_mapped_file file;   /* the plan (when given a plan) */
+    llmc_rt_plan plan;
+    uint8_t *compiled;       /* the compiled tokenizer.json (when given one) */
     size_t compiled_size;
     llmc_rt_tokenizer tok;
 } tokenizer_source;
@@ -22,22 +23,30 @@ static int is_plan_file(const llmc_mapped_file *f)
     return f->size >= 8 && memcmp(f->map + 4, "LLMC", 4) == 0;
 }
 
-/* Compiles the tokenizer.json and opens the result with the runtime. */
+/* Opens either a plan (its tokenizer section) or a tokenizer.json. */
 static int open_source(const char *path, tokenizer_source *src, llmc_error *err)
 {
     llmc_rt_error rt_err = {0};
     memset(src, 0, sizeof *src);
     if (llmc_cli_map(path, &src->file, err)) return err->code;
-    int plan = is_plan_file(&src->file);
-    llmc_unmap_file(&src->file);
-    if (plan) return llmc_fail(err, LLMC_E_UNSUPPORTED, "%s: plans do not carry a tokenizer yet; give a tokenizer.json", path);
-    if (llmc_tokenizer_compile(path, &src->compiled, &src->compiled_size, err)) return err->code;
-    if (llmc_rt_tokenizer_open(&src->tok, src->compiled, src->compiled_size, &rt_err))
-        return llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", path, rt_err.msg);
+    llmc_rt_status st;
+    if (is_plan_file(&src->file)) {
+        st = llmc_rt_plan_open(&src->plan, src->file.map, src->file.size, LLMC_RT_OPEN_ANY_TARGET, &rt_err);
+        if (!st) st = llmc_rt_plan_tokenizer(&src->plan, &src->tok, &rt_err);
+    } else {
+        llmc_unmap_file(&src->file);
+        if (llmc_tokenizer_compile(path, &src->compiled, &src->compiled_size, err)) return err->code;
+        st = llmc_rt_tokenizer_open(&src->tok, src->compiled, src->compiled_size, &rt_err);
+    }
+    if (st) return llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", path, rt_err.msg);
     return LLMC_OK;
 }
 
-static void close_source(tokenizer_source *src) { free(src->compiled); }
+static void close_source(tokenizer_source *src)
+{
+    llmc_unmap_file(&src->file);
+    free(src->compiled);
+}
 
 typedef struct {
     char *data;
@@ -155,7 +164,7 @@ static int decode_line(const llmc_rt_tokenizer *tok, const char *line, size_t le
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: llmc tokenize tokenizer.json [--add-special] [--ids] [--time]\n"
+    fprintf(f, "usage: llmc tokenize PLAN|tokenizer.json [--add-special] [--ids] [--time]\n"
                "  Reads UTF-8 text on stdin and prints, for each line (without its newline),\n"
                "  its token ids comma-separated.  --add-special adds the tokenizer's BOS/EOS\n"
                "  (its post-processor); --ids reads id lines and prints their text; --time\n"
@@ -174,7 +183,7 @@ int llmc_cmd_tokenize(int argc, char **argv)
         else if (argv[i][0] == '-' || path) return llmc_cli_usage("tokenize", "unexpected argument '%s'", argv[i]);
         else path = argv[i];
     }
-    if (!path) return llmc_cli_usage("tokenize", "missing tokenizer.json");
+    if (!path) return llmc_cli_usage("tokenize", "missing PLAN or tokenizer.json");
     llmc_error err = {0};
     tokenizer_source src;
     text_buf text = {0};

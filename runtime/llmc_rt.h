@@ -82,6 +82,7 @@ typedef struct {
     const struct rt_kernels *kernels; /* the target's kernels; NULL when this
                                build or CPU cannot run it (OPEN_ANY_TARGET) */
     uint32_t gemm_min_rows; /* Plan.gemm_min_rows, or the runtime's default */
+    uint32_t tokenizer_segment; /* Plan.tokenizer's segment, UINT32_MAX if none */
 } llmc_rt_plan;
 
 enum {
@@ -263,8 +264,9 @@ double llmc_sampler_uniform(llmc_sampler *sm);
 uint64_t llmc_rt_xxh64(const void *data, size_t len, uint64_t seed);
 
 /* ---- Tokenizer (text <-> ids) ----
- * A compiled tokenizer (runtime/tokenizer_format.h): bytes built from a
- * tokenizer.json by the compiler (compiler/tokenizer_json.h).
+ * A compiled tokenizer (runtime/tokenizer_format.h): the plan's tokenizer
+ * segment (`llmc compile --tokenizer`), or bytes built by the compiler
+ * from a tokenizer.json (compiler/tokenizer_json.h).
  * Encoding needs caller scratch (llmc_rt_tokenizer_scratch / _memory:
  * O(text bytes), about 100 bytes per input byte) and takes O(n log n) time
  * in the longest pre-token, linear otherwise. */
@@ -282,11 +284,21 @@ typedef struct {
 /* Proves every offset, size, id and hash table of the bytes before use. */
 llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tok, const void *bytes, size_t size,
                                       llmc_rt_error *err);
+/* The plan's tokenizer (verified by llmc_rt_plan_open; LLMC_RT_E_ARG if
+ * the plan has none). */
+llmc_rt_status llmc_rt_plan_tokenizer(const llmc_rt_plan *plan, llmc_rt_tokenizer *tok,
+                                      llmc_rt_error *err);
 size_t llmc_rt_tokenizer_scratch(const llmc_rt_tokenizer *tok, size_t text_bytes);
 llmc_rt_status llmc_rt_tokenizer_encode(const llmc_rt_tokenizer *tok, const char *text, size_t len,
                                         int add_special, void *scratch, size_t scratch_size,
                                         int64_t *ids, size_t max_ids, size_t *n_ids,
                                         llmc_rt_error *err);
+
+/* The same through a plan: memory is 0 when the plan has no tokenizer. */
+size_t llmc_rt_tokenizer_memory(const llmc_rt_plan *plan, size_t text_bytes);
+llmc_rt_status llmc_rt_encode(const llmc_rt_plan *plan, const char *text, size_t len,
+                              int add_special, void *scratch, size_t scratch_size,
+                              int64_t *ids, size_t max_ids, size_t *n_ids, llmc_rt_error *err);
 
 /* Streaming decode: one token at a time; bytes of a UTF-8 sequence split
  * across tokens are held until complete (an ill-formed or interrupted

@@ -4,6 +4,7 @@
  * and decoder read without further checks. */
 #include "llmc_rt.h"
 
+#include "plan_format.h"
 #include "rt_msg.h"
 #include "tokenizer_format.h"
 
@@ -130,4 +131,38 @@ llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tok, const void *bytes,
     if (!st) st = check_ids(tok, tok->byte_ids, 256, 1, "byte id", err);
     if (!st) st = check_added(tok, err);
     return st;
+}
+
+/* ---- through a plan (llmc_rt_plan_open verified the segment's tables) ---- */
+
+llmc_rt_status llmc_rt_plan_tokenizer(const llmc_rt_plan *plan, llmc_rt_tokenizer *tok, llmc_rt_error *err)
+{
+    rt_segment_desc s;
+    if (!plan || !plan->base || !tok) return rt_fail(err, LLMC_RT_E_ARG, "tokenizer: null argument", NULL, NULL);
+    if (plan->tokenizer_segment == UINT32_MAX)
+        return rt_fail(err, LLMC_RT_E_ARG, "the plan has no tokenizer (compile with --tokenizer)", NULL, NULL);
+    fb_reader r = rt_reader(plan);
+    llmc_rt_status st = rt_read_segment(&r, plan, plan->tokenizer_segment, &s, err);
+    if (st) return st;
+    tok->base = plan->base + s.offset;
+    tok->size = (size_t)s.size;
+    read_header(tok);
+    return LLMC_RT_OK;
+}
+
+size_t llmc_rt_tokenizer_memory(const llmc_rt_plan *plan, size_t text_bytes)
+{
+    llmc_rt_tokenizer tok;
+    return llmc_rt_plan_tokenizer(plan, &tok, NULL) ? 0 : llmc_rt_tokenizer_scratch(&tok, text_bytes);
+}
+
+llmc_rt_status llmc_rt_encode(const llmc_rt_plan *plan, const char *text, size_t len, int add_special,
+                              void *scratch, size_t scratch_size, int64_t *ids, size_t max_ids, size_t *n_ids,
+                              llmc_rt_error *err)
+{
+    llmc_rt_tokenizer tok;
+    if (n_ids) *n_ids = 0;
+    llmc_rt_status st = llmc_rt_plan_tokenizer(plan, &tok, err);
+    if (st) return st;
+    return llmc_rt_tokenizer_encode(&tok, text, len, add_special, scratch, scratch_size, ids, max_ids, n_ids, err);
 }
