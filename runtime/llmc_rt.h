@@ -309,6 +309,8 @@ typedef struct {
     uint32_t n_held, need;
     uint8_t lo, hi;                     /* range of the next continuation byte */
     uint32_t strip_space;               /* a leading ' ' is still to be dropped */
+    uint8_t in_byte_run;                /* SentencePiece: the last token was <0xXX> */
+    uint8_t bom_check;                  /* the run's first character is still to come */
 } llmc_rt_detok;
 
 void llmc_rt_detok_init(const llmc_rt_tokenizer *tok, llmc_rt_detok *d);

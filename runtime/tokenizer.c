@@ -466,6 +466,7 @@ void llmc_rt_detok_init(const llmc_rt_tokenizer *tok, llmc_rt_detok *d)
     d->lo = 0x80;
     d->hi = 0xBF;
     d->strip_space = tok && (tok->flags & TOK_F_STRIP_SPACE) ? 1u : 0u;
+    d->in_byte_run = d->bom_check = 0;
 }
 
 size_t llmc_rt_detok_max_bytes(const llmc_rt_tokenizer *tok)
@@ -496,6 +497,17 @@ static void flush_held(llmc_rt_detok *d, byte_sink *o)
 {
     if (d->n_held) put_bytes(d, o, REPLACEMENT, 3);
     d->n_held = d->need = 0;
+    d->bom_check = 0;
+}
+
+/* A complete character of the byte stream.  The reference decodes each run
+ * of SentencePiece byte tokens with a default TextDecoder, which drops a
+ * U+FEFF (BOM) that starts the run: so does this. */
+static void put_char(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
+{
+    int bom = n == 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF;
+    if (!(bom && d->bom_check)) put_bytes(d, o, s, n);
+    d->bom_check = 0;
 }
 
 /* One byte of the UTF-8 stream (the WHATWG decoder's state machine). */
@@ -506,14 +518,14 @@ static void stream_byte(llmc_rt_detok *d, byte_sink *o, uint8_t b)
             d->held[d->n_held++] = b;
             d->lo = 0x80;
             d->hi = 0xBF;
-            if (--d->need == 0) { put_bytes(d, o, d->held, d->n_held); d->n_held = 0; }
+            if (--d->need == 0) { put_char(d, o, d->held, d->n_held); d->n_held = 0; }
             return;
         }
         flush_held(d, o);
     }
-    if (b < 0x80) { put_bytes(d, o, &b, 1); return; }
+    if (b < 0x80) { put_char(d, o, &b, 1); return; }
     d->need = b >= 0xC2 && b <= 0xDF ? 1 : b >= 0xE0 && b <= 0xEF ? 2 : b >= 0xF0 && b <= 0xF4 ? 3 : 0;
-    if (!d->need) { put_bytes(d, o, REPLACEMENT, 3); return; }
+    if (!d->need) { put_char(d, o, REPLACEMENT, 3); return; }
     d->lo = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80;
     d->hi = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
     d->held[0] = b;
@@ -545,7 +557,10 @@ llmc_rt_status llmc_rt_detok_token(const llmc_rt_tokenizer *tok, llmc_rt_detok *
     unsigned info = id_info(tok, (uint32_t)id);
     const uint8_t *piece = tok->base + tok->piece_bytes + piece_start(tok, (uint32_t)id);
     uint32_t n = piece_len(tok, (uint32_t)id);
-    if (info & TOK_ID_BYTE) stream_byte(d, &o, (uint8_t)(info >> 8));
+    int byte_token = tok->model == TOK_MODEL_SENTENCEPIECE && (info & TOK_ID_BYTE);
+    if (byte_token && !d->in_byte_run) d->bom_check = 1;
+    d->in_byte_run = (uint8_t)byte_token;
+    if (byte_token) stream_byte(d, &o, (uint8_t)(info >> 8));
     else if (tok->model == TOK_MODEL_BYTE_LEVEL && !(info & TOK_ID_ADDED))
         for (uint32_t i = 0; i < n; i++) stream_byte(d, &o, piece[i]);
     else {

