@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "unicode.h"
+
 typedef struct {
     const char *name;
     const uint8_t *p, *end, *start;
@@ -59,18 +61,6 @@ static int hex4(json_parser *ps, uint32_t *v)
     return LLMC_OK;
 }
 
-static size_t put_utf8(char *o, uint32_t cp)
-{
-    if (cp < 0x80) { o[0] = (char)cp; return 1; }
-    if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6); o[1] = (char)(0x80 | (cp & 63)); return 2; }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | cp >> 12); o[1] = (char)(0x80 | (cp >> 6 & 63));
-        o[2] = (char)(0x80 | (cp & 63)); return 3;
-    }
-    o[0] = (char)(0xF0 | cp >> 18); o[1] = (char)(0x80 | (cp >> 12 & 63));
-    o[2] = (char)(0x80 | (cp >> 6 & 63)); o[3] = (char)(0x80 | (cp & 63)); return 4;
-}
-
 /* \u escape after the backslash and 'u': a surrogate pair joins into one
  * code point. */
 static int unicode_escape(json_parser *ps, uint32_t *cp)
@@ -106,7 +96,7 @@ static int parse_string(json_parser *ps, uint32_t *off, uint32_t *len)
         if (c != 'u') { ps->p--; return fail_at(ps, "unknown escape"); }
         uint32_t cp;
         if (unicode_escape(ps, &cp)) return ps->err->code;
-        o += put_utf8(o, cp);
+        o += uni_put((uint8_t *)o, cp);
     }
     /* Every escape decodes to no more bytes than it occupies, so the
      * strings buffer (as large as the input) cannot overflow. */
