@@ -96,7 +96,7 @@ static int parse_string(json_parser *ps, uint32_t *off, uint32_t *len)
         if (c != 'u') { ps->p--; return fail_at(ps, "unknown escape"); }
         uint32_t cp;
         if (unicode_escape(ps, &cp)) return ps->err->code;
-        o += uni_put((uint8_t *)o, cp);
+        o += rt_uni_put((uint8_t *)o, cp);
     }
     /* Every escape decodes to no more bytes than it occupies, so the
      * strings buffer (as large as the input) cannot overflow. */

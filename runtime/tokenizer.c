@@ -201,7 +201,7 @@ static size_t initial_symbols(encoder *e, const uint8_t *w, size_t n)
     size_t count = 0;
     for (size_t i = 0; i < n; count++) {
         size_t len = 1;
-        if (t->model == TOK_MODEL_SENTENCEPIECE) (void)uni_next(w + i, n - i, &len);
+        if (t->model == TOK_MODEL_SENTENCEPIECE) (void)rt_uni_next(w + i, n - i, &len);
         bpe_symbol *s = &e->sym[count];
         s->id = t->model == TOK_MODEL_BYTE_LEVEL ? table_word(t, t->byte_ids, w[i]) : vocab_lookup(t, w + i, len);
         s->start = (uint32_t)i;
@@ -255,7 +255,7 @@ typedef struct {
     size_t n;
 } text_view;
 
-static uint32_t cp_at(text_view v, size_t i, size_t *len) { return uni_next(v.s + i, v.n - i, len); }
+static uint32_t cp_at(text_view v, size_t i, size_t *len) { return rt_uni_next(v.s + i, v.n - i, len); }
 
 static int is_crlf(uint32_t cp) { return cp == '\r' || cp == '\n'; }
 
@@ -265,7 +265,7 @@ static size_t run_end(text_view v, size_t i, unsigned bits, int none, size_t max
 {
     for (size_t k = 0; i < v.n && k < max; k++) {
         size_t len;
-        unsigned c = uni_class(cp_at(v, i, &len));
+        unsigned c = rt_uni_class(cp_at(v, i, &len));
         if (none ? (c & bits) != 0 : (c & bits) == 0) break;
         i += len;
     }
@@ -285,19 +285,19 @@ static size_t split_next(text_view v, size_t i, size_t max_digits)
 {
     size_t len0, len1;
     uint32_t c0 = cp_at(v, i, &len0);
-    unsigned k0 = uni_class(c0);
+    unsigned k0 = rt_uni_class(c0);
     size_t end = contraction_end(v, i);
     if (end) return end;
     /* [^\r\n\p{L}\p{N}]?\p{L}+ */
     if (!(k0 & (UNI_LETTER | UNI_NUMBER)) && !is_crlf(c0) && i + len0 < v.n
-        && (uni_class(cp_at(v, i + len0, &len1)) & UNI_LETTER))
+        && (rt_uni_class(cp_at(v, i + len0, &len1)) & UNI_LETTER))
         return run_end(v, i + len0, UNI_LETTER, 0, SIZE_MAX);
     if (k0 & UNI_LETTER) return run_end(v, i, UNI_LETTER, 0, SIZE_MAX);
     if (k0 & UNI_NUMBER) return run_end(v, i, UNI_NUMBER, 0, max_digits);
     /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
     const unsigned any = UNI_SPACE | UNI_LETTER | UNI_NUMBER;
-    size_t p = c0 == ' ' && i + 1 < v.n && !(uni_class(cp_at(v, i + 1, &len1)) & any) ? i + 1 : i;
-    if (!(uni_class(cp_at(v, p, &len1)) & any)) {
+    size_t p = c0 == ' ' && i + 1 < v.n && !(rt_uni_class(cp_at(v, i + 1, &len1)) & any) ? i + 1 : i;
+    if (!(rt_uni_class(cp_at(v, p, &len1)) & any)) {
         end = run_end(v, p, any, 1, SIZE_MAX);
         while (end < v.n && is_crlf(v.s[end])) end++;
         return end;
@@ -307,7 +307,7 @@ static size_t split_next(text_view v, size_t i, size_t max_digits)
     for (end = i; end < v.n; count++) {
         size_t len;
         uint32_t c = cp_at(v, end, &len);
-        if (!(uni_class(c) & UNI_SPACE)) break;
+        if (!(rt_uni_class(c) & UNI_SPACE)) break;
         if (is_crlf(c)) last_crlf = end;
         last_start = end;
         end += len;
@@ -355,7 +355,7 @@ static llmc_rt_status encode_section(encoder *e, const uint8_t *s, size_t n)
     e->out->last_unk = 0;
     if (n == 0) return LLMC_RT_OK;
     if (t->flags & TOK_F_NFC) {
-        size_t m = uni_nfc(s, n, e->cps, e->norm, e->norm_cap);
+        size_t m = rt_uni_nfc(s, n, e->cps, e->norm, e->norm_cap);
         if (m == SIZE_MAX) return rt_fail(e->err, LLMC_RT_E_MEMORY, "encode: NFC output exceeds the scratch", NULL, NULL);
         s = e->norm;
         n = m;
@@ -382,7 +382,7 @@ static size_t added_at(const llmc_rt_tokenizer *t, const uint8_t *s, size_t n, u
 /* ---- public API ---- */
 
 /* Scratch pieces, each 8-aligned: sanitized text, normalized text, NFC code
- * points (2 * uni_nfc_cps), symbols and heap (one per normalized byte). */
+ * points (2 * rt_uni_nfc_cps), symbols and heap (one per normalized byte). */
 typedef struct {
     size_t clean, norm, cps, syms, total;
 } scratch_plan;
@@ -396,7 +396,7 @@ static int plan_scratch(const llmc_rt_tokenizer *t, size_t text_bytes, scratch_p
     p->clean = align8(clean);
     size_t norm = (t->flags & TOK_F_NFC) ? 4 * clean + 8 : clean + 3 * text_bytes + 8;
     p->norm = align8(norm);
-    p->cps = (t->flags & TOK_F_NFC) ? align8(2 * uni_nfc_cps(clean) * sizeof(uint32_t)) : 0;
+    p->cps = (t->flags & TOK_F_NFC) ? align8(2 * rt_uni_nfc_cps(clean) * sizeof(uint32_t)) : 0;
     p->syms = align8(norm * (sizeof(bpe_symbol) + sizeof(uint32_t)));
     p->total = p->clean + p->norm + p->cps + p->syms + 8;
     return 1;
@@ -452,7 +452,7 @@ llmc_rt_status llmc_rt_tokenizer_encode(const llmc_rt_tokenizer *tok, const char
                  (bpe_symbol *)(void *)(base + p.clean + p.norm + p.cps), 0, 0, &out, err};
     e.sym_cap = p.syms / (sizeof(bpe_symbol) + sizeof(uint32_t));
     e.heap = (uint32_t *)(void *)(e.sym + e.sym_cap);
-    size_t n = uni_sanitize((const uint8_t *)text, len, base);
+    size_t n = rt_uni_sanitize((const uint8_t *)text, len, base);
     llmc_rt_status st = encode_clean(&e, base, n, add_special);
     *n_ids = out.n;
     return st;

@@ -22,7 +22,7 @@ static int in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp)
     return 0;
 }
 
-unsigned uni_class(uint32_t cp)
+unsigned rt_uni_class(uint32_t cp)
 {
     if (cp < 0x80) {
         if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z') return UNI_LETTER;
@@ -36,7 +36,7 @@ unsigned uni_class(uint32_t cp)
     return c;
 }
 
-uint32_t uni_next(const uint8_t *p, size_t n, size_t *len)
+uint32_t rt_uni_next(const uint8_t *p, size_t n, size_t *len)
 {
     uint8_t b = p[0];
     if (b < 0x80 || n < 2) { *len = 1; return b; }
@@ -49,7 +49,7 @@ uint32_t uni_next(const uint8_t *p, size_t n, size_t *len)
     return (uint32_t)(b & 0x07) << 18 | (uint32_t)(p[1] & 0x3F) << 12 | (uint32_t)(p[2] & 0x3F) << 6 | (p[3] & 0x3Fu);
 }
 
-size_t uni_put(uint8_t *p, uint32_t cp)
+size_t rt_uni_put(uint8_t *p, uint32_t cp)
 {
     if (cp < 0x80) { p[0] = (uint8_t)cp; return 1; }
     if (cp < 0x800) { p[0] = (uint8_t)(0xC0 | cp >> 6); p[1] = (uint8_t)(0x80 | (cp & 63)); return 2; }
@@ -96,7 +96,7 @@ static size_t maximal_subpart(const uint8_t *p, size_t n)
     return i;
 }
 
-size_t uni_sanitize(const uint8_t *src, size_t n, uint8_t *dst)
+size_t rt_uni_sanitize(const uint8_t *src, size_t n, uint8_t *dst)
 {
     size_t i = 0, o = 0;
     while (i < n) {
@@ -105,7 +105,7 @@ size_t uni_sanitize(const uint8_t *src, size_t n, uint8_t *dst)
             for (size_t k = 0; k < len; k++) dst[o++] = src[i + k];
             i += len;
         } else {
-            o += uni_put(dst + o, 0xFFFD);
+            o += rt_uni_put(dst + o, 0xFFFD);
             i += maximal_subpart(src + i, n - i);
         }
     }
@@ -205,14 +205,14 @@ static int nfc_stable(const uint8_t *src, size_t n)
     for (size_t i = 0; i < n;) {
         if (src[i] < 0xCC) { i++; continue; }   /* below U+0300: always stable */
         size_t len;
-        uint32_t cp = uni_next(src + i, n - i, &len);
+        uint32_t cp = rt_uni_next(src + i, n - i, &len);
         if (in_ranges(unicode_nfc_unstable, N_OF(unicode_nfc_unstable), cp)) return 0;
         i += len;
     }
     return 1;
 }
 
-size_t uni_nfc_cps(size_t n) { return 4 * n + 4; }
+size_t rt_uni_nfc_cps(size_t n) { return 4 * n + 4; }
 
 /* Canonical composition of cps[0, n) in place; returns the new count. */
 static size_t compose(uint32_t *cps, size_t n)
@@ -234,18 +234,18 @@ static size_t compose(uint32_t *cps, size_t n)
     return out;
 }
 
-size_t uni_nfc(const uint8_t *src, size_t n, uint32_t *cps, uint8_t *dst, size_t cap)
+size_t rt_uni_nfc(const uint8_t *src, size_t n, uint32_t *cps, uint8_t *dst, size_t cap)
 {
     if (nfc_stable(src, n)) {
         if (n > cap) return SIZE_MAX;
         for (size_t i = 0; i < n; i++) dst[i] = src[i];
         return n;
     }
-    uint32_t *tmp = cps + uni_nfc_cps(n);
+    uint32_t *tmp = cps + rt_uni_nfc_cps(n);
     size_t m = 0;
     for (size_t i = 0; i < n;) {
         size_t len;
-        uint32_t cp = uni_next(src + i, n - i, &len);
+        uint32_t cp = rt_uni_next(src + i, n - i, &len);
         m += decompose(cp, cps + m);
         i += len;
     }
@@ -259,7 +259,7 @@ size_t uni_nfc(const uint8_t *src, size_t n, uint32_t *cps, uint8_t *dst, size_t
     size_t o = 0;
     for (size_t i = 0; i < m; i++) {
         if (cap - o < 4) return SIZE_MAX;
-        o += uni_put(dst + o, cps[i]);
+        o += rt_uni_put(dst + o, cps[i]);
     }
     return o;
 }
