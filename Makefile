@@ -10,7 +10,7 @@ OPT     := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sani
 BUILD   := build-san
 endif
 CFLAGS_C  := -std=c11 $(WARN) $(OPT) -D_GNU_SOURCE -I. -Icompiler -I$(BUILD)/gen -Iruntime -Iruntime/platform
-CFLAGS_RT := -std=c99 $(WARN) $(OPT) -Iruntime
+CFLAGS_RT := -std=c99 $(WARN) $(OPT) -Iruntime -I$(BUILD)/gen
 LDLIBS    := -lprotobuf-c -lxxhash -lm -pthread
 LDFLAGS   := $(filter -fsanitize=%,$(OPT))
 
@@ -53,6 +53,15 @@ $(GEN_C): $(ONNX_PROTO)
 
 $(BUILD)/gen/onnx/onnx.pb-c.o: $(GEN_C)
 	$(CC) -std=c11 $(OPT) -w -I$(BUILD)/gen -c $< -o $@
+
+# The tokenizer's Unicode tables, generated from Debian's unicode-data.
+UNICODE_DIR ?= /usr/share/unicode
+UNICODE_TABLES := $(BUILD)/gen/unicode_tables.h
+$(UNICODE_TABLES): scripts/gen_unicode.py
+	@mkdir -p $(dir $@)
+	python3 scripts/gen_unicode.py $(UNICODE_DIR) $@
+
+$(BUILD)/runtime/unicode.o: $(UNICODE_TABLES)
 
 $(BUILD)/runtime/%.o: runtime/%.c
 	@mkdir -p $(dir $@)
@@ -141,6 +150,10 @@ $(BUILD)/compiler/roofline_x86.o: CFLAGS_C += -mavx2 -mfma
 $(FUZZ_DIR)/obj/compiler/roofline_x86.o: FUZZ_CFLAGS += -mavx2 -mfma
 endif
 
+# The tokenizer parity test on every fortune file and Genesis..Deuteronomy.
+tokenizer-parity: deps all
+	TOKENIZER_FULL=1 BUILD=$(BUILD) tests/t_tokenizer.sh
+
 demo: deps all
 	scripts/demo.sh
 
@@ -161,5 +174,5 @@ bench-f32: $(BENCH_F32)
 clean:
 	rm -rf build build-san
 
-.PHONY: all unit deps check demo big-model clean bench-kernels bench-f32 aarch64-tests
+.PHONY: all unit deps check demo tokenizer-parity big-model clean bench-kernels bench-f32 aarch64-tests
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

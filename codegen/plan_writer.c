@@ -47,6 +47,8 @@ _Static_assert(CG_OP_COUNT <= sizeof(((llmc_codegen_stats *)0)->op_counts) / siz
 typedef struct {
     cg_plan plan;
     const cg_tensor **weight;   /* segment index -> its tensor */
+    uint32_t n_segments;        /* the weights' segments, then the tokenizer's */
+    cg_tensor tokenizer;        /* the tokenizer's bytes as a segment's source */
     uint64_t *seg_offset;       /* from the start of the file */
     uint64_t *seg_hash;
     fb_builder fb;
@@ -284,9 +286,15 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     for (int i = 0; i < p->n_outputs; i++)
         refs[i] = write_binding(b, &p->outputs[i]);
     fb_ref outputs = fb_vector_refs(b, refs, (size_t)p->n_outputs);
-    for (uint32_t i = 0; i < p->n_segments; i++)
+    for (uint32_t i = 0; i < img->n_segments; i++)
         refs[i] = write_segment(b, img->seg_offset[i], img->weight[i]->nbytes, img->seg_hash[i]);
-    fb_ref segments = fb_vector_refs(b, refs, p->n_segments);
+    fb_ref segments = fb_vector_refs(b, refs, img->n_segments);
+    fb_ref tokenizer = 0;
+    if (opt->tokenizer) {
+        fb_table_begin(b);
+        fb_field_scalar(b, TOKENIZER_SEGMENT, p->n_segments, 4);
+        tokenizer = fb_table_end(b);
+    }
     for (int i = 0; i < opt->n_passes; i++)
         refs[i] = write_pass(b, &opt->passes[i]);
     fb_ref passes = fb_vector_refs(b, refs, (size_t)opt->n_passes);
@@ -313,6 +321,7 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     fb_field_scalar(b, PLAN_PREFILL_KERNEL, PREFILL_INT8, 4); /* `llmc tune` rewrites it too */
     if (kv_dtype_of(opt) != LLMC_RT_F32) /* absent: Float32, the schema's default */
         fb_field_scalar(b, PLAN_KV_CACHE_DTYPE, (uint64_t)kv_dtype_of(opt), 4);
+    field_ref(b, PLAN_TOKENIZER, tokenizer);
     return fb_table_end(b);
 }
 
@@ -322,7 +331,7 @@ static int build_flatbuffer(plan_image *img, const llmc_graph *g, const llmc_cod
 {
     const cg_plan *p = &img->plan;
     int longest = max_int(max_int(p->n_tensors, p->n_ops), max_int(p->n_inputs, p->n_outputs));
-    longest = max_int(max_int(longest, (int)p->n_segments), opt->n_passes);
+    longest = max_int(max_int(longest, (int)img->n_segments), opt->n_passes);
     fb_ref *refs = malloc(sizeof *refs * (size_t)(longest + 1));
     if (!refs)
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
@@ -345,7 +354,7 @@ static int lay_out(plan_image *img, const llmc_graph *g, const llmc_codegen_opti
     if (rc)
         return rc;
     uint64_t at = round_up(img->fb_size, SEGMENT_ALIGN);
-    for (uint32_t i = 0; i < img->plan.n_segments; i++) {
+    for (uint32_t i = 0; i < img->n_segments; i++) {
         img->seg_offset[i] = at = round_up(at, SEGMENT_ALIGN);
         at += img->weight[i]->nbytes;
     }
@@ -365,11 +374,13 @@ static int finish_flatbuffer(plan_image *img, const llmc_graph *g, const llmc_co
     return rc;
 }
 
-/* segment -> the tensor that owns it (the first with its bytes) */
-static int collect_segments(plan_image *img, llmc_error *err)
+/* segment -> the tensor that owns it (the first with its bytes); the
+ * tokenizer's bytes, when given, are the last segment. */
+static int collect_segments(plan_image *img, const llmc_codegen_options *opt, llmc_error *err)
 {
     cg_plan *p = &img->plan;
-    size_t n = (size_t)p->n_segments + 1;
+    img->n_segments = p->n_segments + (opt->tokenizer ? 1u : 0u);
+    size_t n = (size_t)img->n_segments + 1;
     img->weight = calloc(n, sizeof *img->weight);
     img->seg_offset = calloc(n, sizeof *img->seg_offset);
     img->seg_hash = calloc(n, sizeof *img->seg_hash);
@@ -378,6 +389,11 @@ static int collect_segments(plan_image *img, llmc_error *err)
     for (int i = 0; i < p->n_tensors; i++)
         if (p->tensors[i].is_weight && !img->weight[p->tensors[i].segment])
             img->weight[p->tensors[i].segment] = &p->tensors[i];
+    if (opt->tokenizer) {
+        img->tokenizer.data = opt->tokenizer;
+        img->tokenizer.nbytes = opt->tokenizer_size;
+        img->weight[p->n_segments] = &img->tokenizer;
+    }
     return LLMC_OK;
 }
 
@@ -439,7 +455,7 @@ static int build_image(const llmc_graph *g, const llmc_codegen_options *opt, pla
     if (!rc)
         rc = cg_memory_plan(&img->plan, opt->max_context, err);
     if (!rc)
-        rc = collect_segments(img, err);
+        rc = collect_segments(img, opt, err);
     if (!rc)
         rc = lay_out(img, g, opt, err);
     return rc;
@@ -450,7 +466,7 @@ static int build_image(const llmc_graph *g, const llmc_codegen_options *opt, pla
 static int write_segments(plan_image *img, const llmc_graph *g, const llmc_codegen_options *opt,
                           const cg_sink_target *target, llmc_error *err)
 {
-    int rc = cg_write_segments(target, img->weight, img->plan.n_segments, img->seg_offset, img->fb_size,
+    int rc = cg_write_segments(target, img->weight, img->n_segments, img->seg_offset, img->fb_size,
                                img->file_size, img->seg_hash, err);
     return rc ? rc : finish_flatbuffer(img, g, opt, err);
 }

@@ -1,7 +1,7 @@
 /* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR [--dot]] [--dim NAME=N]
  *              [--threads N] [--quiet] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
  *              [--embed-bits 32|16|8] [--logits last|all] [--target generic|avx2|neon-dot|neon-i8mm]
- *              [--kv-cache f32|f16|int8] */
+ *              [--kv-cache f32|f16|int8] [--tokenizer tokenizer.json] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "codegen/codegen.h"
+#include "tokenizer_json.h"
 #include "codegen/plan_model.h"
 #include "onnx_import.h"
 #include "passes/pipeline.h"
@@ -53,7 +54,10 @@ static const char compile_help[] =
     "  --target T            kernels the weights are packed for: generic (portable C),\n"
     "                        avx2, neon-dot, neon-i8mm (default: this machine's best)\n"
     "  --kv-cache T          rows of the fused Attention KV caches: f32 (default), f16,\n"
-    "                        or int8 (keys int8 with a scale per row, values f16)\n";
+    "                        or int8 (keys int8 with a scale per row, values f16)\n"
+    "  --tokenizer PATH      a Hugging Face tokenizer.json (tokenizer_config.json beside it\n"
+    "                        is read for bos/eos) compiled into the plan: llmc tokenize,\n"
+    "                        llmc run --prompt and llmc_rt_encode use it\n";
 
 typedef struct {
     const char *model, *output, *dump_dir;
@@ -67,6 +71,7 @@ typedef struct {
     int64_t group;
     const char *target;
     int kv_cache_dtype;             /* Plan.kv_cache_dtype */
+    const char *tokenizer;
     int quiet;
     int n_dims;
     llmc_dim_binding dims[MAX_DIM_BINDINGS];
@@ -152,6 +157,8 @@ static int parse_args(int argc, char **argv, compile_args *a)
                                                      : 0;
             if (!a->kv_cache_dtype)
                 return llmc_cli_usage("compile", "--kv-cache wants f32, f16 or int8, got '%s'", t);
+        } else if (!strcmp(arg, "--tokenizer") && has_value) {
+            a->tokenizer = argv[++i];
         } else if (!strcmp(arg, "--explain")) {
             a->explain = 1;
         } else if (!strcmp(arg, "--dot")) {
@@ -285,7 +292,12 @@ int llmc_cmd_compile(int argc, char **argv)
     llmc_pass_record records[MAX_PASSES];
     int n_records = 0;
     llmc_codegen_stats stats;
-    rc = llmc_import_onnx(a.model, &io, &g, &err);
+    uint8_t *tokenizer = NULL;
+    size_t tokenizer_size = 0;
+    if (a.tokenizer)   /* first: a refused tokenizer.json costs no import */
+        rc = llmc_tokenizer_compile(a.tokenizer, &tokenizer, &tokenizer_size, &err);
+    if (!rc)
+        rc = llmc_import_onnx(a.model, &io, &g, &err);
     if (!rc) {
         char widened[512];
         llmc_import_report_line(&report, widened, sizeof widened);
@@ -301,7 +313,8 @@ int llmc_cmd_compile(int argc, char **argv)
         llmc_codegen_options co = {.max_context = a.max_context, .n_passes = n_records, .passes = records,
                                    .threads = a.threads, .target = a.target,
                                    .kv_cache_dtype = a.kv_cache_dtype, .progress = progress_report,
-                                   .progress_ctx = &progress};
+                                   .progress_ctx = &progress, .tokenizer = tokenizer,
+                                   .tokenizer_size = tokenizer_size};
         rc = llmc_codegen_to_file(&g, &co, a.output, &stats, &err);
     }
     progress_clear(&progress);
@@ -309,7 +322,10 @@ int llmc_cmd_compile(int argc, char **argv)
         printf("target %s, %s weights\n", a.target,
                a.quant_bits == 8 ? "w8a8" : a.quant_bits == 4 ? "w4a8" : "f32");
         print_stats(a.output, &stats);
+        if (tokenizer)
+            printf("tokenizer %s: %zu bytes\n", a.tokenizer, tokenizer_size);
     }
+    free(tokenizer);
     llmc_graph_free(&g);
     return rc ? llmc_cli_report(&err) : 0;
 }

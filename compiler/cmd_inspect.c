@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "layer_name.h"
+#include "tokenizer_format.h"
 #include "cli.h"
 #include "io_roles.h"
 #include "ir.h"
@@ -106,6 +107,39 @@ static void json_io(const llmc_rt_plan *p, int is_output, uint32_t n)
     printf("]");
 }
 
+/* Plan.tokenizer in words: "byte-level BPE (qwen2 split, NFC)" etc. */
+static const char *tokenizer_kind(const llmc_rt_tokenizer *t)
+{
+    if (t->model == TOK_MODEL_SENTENCEPIECE) return "SentencePiece BPE";
+    if (t->split == TOK_SPLIT_QWEN2) return t->flags & TOK_F_NFC ? "byte-level BPE, Qwen2 split, NFC" : "byte-level BPE, Qwen2 split";
+    if (t->split == TOK_SPLIT_LLAMA3) return "byte-level BPE, Llama 3 split";
+    return "byte-level BPE";
+}
+
+static long long id_or_minus_one(uint32_t id) { return id == UINT32_MAX ? -1 : (long long)id; }
+
+static void json_tokenizer(const llmc_rt_plan *p)
+{
+    llmc_rt_tokenizer t;
+    if (llmc_rt_plan_tokenizer(p, &t, NULL)) {
+        printf(", \"tokenizer\": null");
+        return;
+    }
+    printf(", \"tokenizer\": {\"kind\": \"%s\", \"ids\": %u, \"bos\": %lld, \"eos\": %lld, \"segment\": %u, \"bytes\": %zu}",
+           tokenizer_kind(&t), t.n_ids, id_or_minus_one(t.bos), id_or_minus_one(t.eos), p->tokenizer_segment, t.size);
+}
+
+static void print_tokenizer_text(const llmc_rt_plan *p)
+{
+    llmc_rt_tokenizer t;
+    if (llmc_rt_plan_tokenizer(p, &t, NULL)) {
+        printf("tokenizer   none\n");
+        return;
+    }
+    printf("tokenizer   %s, %u ids, bos %lld, eos %lld, segment %u (%zu bytes)\n", tokenizer_kind(&t), t.n_ids,
+           id_or_minus_one(t.bos), id_or_minus_one(t.eos), p->tokenizer_segment, t.size);
+}
+
 static int print_json(const char *path, const llmc_rt_plan *p, const plan_summary *s, llmc_rt_error *rt)
 {
     printf("{\"file\": ");
@@ -131,7 +165,9 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
         printf("%s\"%s\": %u", sep, rt_op_code_name(c), s->op_counts[c]);
         sep = ", ";
     }
-    printf("}, ");
+    printf("}");
+    json_tokenizer(p);
+    printf(", ");
     json_io(p, 0, p->n_inputs);
     printf(", ");
     json_io(p, 1, p->n_outputs);
@@ -181,6 +217,7 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
     printf("prefill     quantized Linears of >= %u rows on the %s kernel\n", p->gemm_min_rows,
            rt_prefill_kernel_name(p->prefill_kernel));
     printf("ops         %u, %u per decoder layer\n", p->n_ops, s->layer_ops_max);
+    print_tokenizer_text(p);
     for (int c = 0; c < OP_COUNT; c++)
         if (s->op_counts[c])
             printf("  %-12s %u\n", rt_op_code_name(c), s->op_counts[c]);

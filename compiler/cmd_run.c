@@ -1,4 +1,4 @@
-/* llmc run PLAN --prompt-ids 5,17,42 --max-new N [--logits-out FILE]
+/* llmc run PLAN --prompt-ids 5,17,42 | --prompt TEXT --max-new N [--logits-out FILE]
  *          [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID] [--stats]
  *          [--threads N]
  * Greedy decoding (argmax of each logits row, ties to the lowest id) unless
@@ -17,17 +17,22 @@
 #define MAX_PROMPT 65536
 
 static const char run_help[] =
-    "usage: llmc run PLAN --prompt-ids ID,ID,... --max-new N [--logits-out FILE]\n"
+    "usage: llmc run PLAN --prompt-ids ID,ID,... | --prompt TEXT --max-new N [--logits-out FILE]\n"
     "                [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID,...] [--stats]\n"
     "                [--threads N]\n"
     "\n"
     "Feeds the prompt, then generates N tokens and prints the generated ids\n"
-    "space-separated on one line.  Without --temp, --top-k, --top-p and --seed the\n"
+    "space-separated on one line (with --prompt: streams their text as it is\n"
+    "produced).  Without --temp, --top-k, --top-p and --seed the\n"
     "tokens are greedy (argmax, ties to the lowest id); with any of them they are\n"
     "sampled (temperature 1 unless --temp says otherwise).\n"
     "\n"
     "options:\n"
-    "  --prompt-ids LIST   comma-separated token ids (required)\n"
+    "  --prompt-ids LIST   comma-separated token ids\n"
+    "  --prompt TEXT       text, encoded with the plan's tokenizer (llmc compile\n"
+    "                      --tokenizer) and its special tokens (BOS); the generated\n"
+    "                      tokens are printed as text, and generation stops at the\n"
+    "                      tokenizer's eos unless --stop says otherwise\n"
     "  --max-new N         tokens to generate (default 16)\n"
     "  --logits-out FILE   raw little-endian float32 rows of vocab size, one per generated\n"
     "                      token: row 0 = logits at the last prompt position, row k = logits\n"
@@ -48,6 +53,7 @@ static const char run_help[] =
 
 typedef struct {
     const char *plan, *logits_out;
+    const char *prompt_text;  /* --prompt */
     int64_t *prompt, *stop;
     uint32_t n_prompt, n_stop;
     uint32_t max_new;
@@ -145,6 +151,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         } else if (!strcmp(arg, "--prompt-ids") && has_value) {
             if (a->prompt || parse_ids(argv[++i], &a->prompt, &a->n_prompt))
                 return llmc_cli_usage("run", "--prompt-ids wants comma-separated non-negative ids, got '%s'", argv[i]);
+        } else if (!strcmp(arg, "--prompt") && has_value) {
+            a->prompt_text = argv[++i];
         } else if (!strcmp(arg, "--max-new") && has_value) {
             int64_t v = llmc_cli_parse_count(argv[++i]);
             if (v < 1 || v > 1 << 24)
@@ -167,8 +175,8 @@ static int parse_args(int argc, char **argv, run_args *a)
     }
     if (!a->plan)
         return llmc_cli_usage("run", "missing PLAN");
-    if (!a->prompt)
-        return llmc_cli_usage("run", "missing --prompt-ids");
+    if (!a->prompt == !a->prompt_text)
+        return llmc_cli_usage("run", "give one of --prompt-ids and --prompt");
     return LLMC_OK;
 }
 
@@ -207,8 +215,41 @@ static llmc_rt_status session_start(llmc_rt_session *s, const llmc_rt_plan *plan
     return st;
 }
 
-/* Runs the generation loop; writes ids to stdout and logits rows to `logits_file`. */
-static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_file, llmc_error *err)
+/* Generated tokens on stdout: ids, or (with a tokenizer) their text as it
+ * completes, flushed token by token. */
+typedef struct {
+    const llmc_rt_tokenizer *tok;   /* NULL: print ids */
+    llmc_rt_detok detok;
+    char *text;
+    uint32_t printed;
+} token_printer;
+
+static int print_token(token_printer *tp, int64_t token, llmc_error *err)
+{
+    if (!tp->tok) {
+        printf(tp->printed++ ? " %lld" : "%lld", (long long)token);
+        return LLMC_OK;
+    }
+    size_t n;
+    llmc_rt_error rt = {0};
+    if (llmc_rt_detok_token(tp->tok, &tp->detok, token, tp->text, llmc_rt_detok_max_bytes(tp->tok), &n, &rt))
+        return runtime_error(err, "decode text", &rt);
+    fwrite(tp->text, 1, n, stdout);
+    fflush(stdout);
+    return LLMC_OK;
+}
+
+static void print_end(token_printer *tp)
+{
+    size_t n = 0;
+    if (tp->tok && !llmc_rt_detok_finish(tp->tok, &tp->detok, tp->text, llmc_rt_detok_max_bytes(tp->tok), &n, NULL))
+        fwrite(tp->text, 1, n, stdout);
+    printf("\n");
+}
+
+/* Runs the generation loop; writes ids (or text) to stdout and logits rows to `logits_file`. */
+static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *tp, FILE *logits_file,
+                    llmc_error *err)
 {
     if (!plan->vocab_size)
         return llmc_fail(err, LLMC_E_RUNTIME, "'%s' has no logits output: it is not a language model plan", a->plan);
@@ -246,8 +287,8 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_fi
             rc = runtime_error(err, "sampling", &rt);
             break;
         }
-        printf(k ? " %lld" : "%lld", (long long)token);
-        if (logits_file && fwrite(logits, sizeof(float), plan->vocab_size, logits_file) != plan->vocab_size)
+        rc = print_token(tp, token, err);
+        if (!rc && logits_file && fwrite(logits, sizeof(float), plan->vocab_size, logits_file) != plan->vocab_size)
             rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", a->logits_out, strerror(errno));
         if (llmc_sampler_is_stop(&sm, token))
             break;
@@ -256,11 +297,45 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, FILE *logits_fi
         else if (!rc && k + 1 < a->max_new && a->stats)
             print_stats(&s, "decode");
     }
-    printf("\n");
+    print_end(tp);
     llmc_threads_destroy(pool);
     free(mem);
     free(scratch);
     free(logits);
+    return rc;
+}
+
+/* --prompt: the plan's tokenizer encodes the text (with its special
+ * tokens) and will print the generated tokens; its eos stops generation
+ * unless --stop was given. */
+static int encode_prompt(const llmc_rt_plan *plan, run_args *a, llmc_rt_tokenizer *tok, token_printer *tp,
+                         llmc_error *err)
+{
+    llmc_rt_error rt = {0};
+    size_t len = strlen(a->prompt_text), n = 0;
+    if (llmc_rt_plan_tokenizer(plan, tok, &rt))
+        return llmc_fail(err, LLMC_E_USAGE, "'%s': --prompt needs a plan compiled with --tokenizer", a->plan);
+    size_t scratch_size = llmc_rt_tokenizer_scratch(tok, len);
+    void *scratch = malloc(scratch_size);
+    a->prompt = malloc(sizeof(int64_t) * MAX_PROMPT);
+    tp->tok = tok;
+    tp->text = malloc(llmc_rt_detok_max_bytes(tok));
+    llmc_rt_detok_init(tok, &tp->detok);
+    int rc = scratch && a->prompt && tp->text ? LLMC_OK : llmc_fail(err, LLMC_E_NOMEM, "out of memory for the prompt");
+    if (!rc && llmc_rt_tokenizer_encode(tok, a->prompt_text, len, 1, scratch, scratch_size, a->prompt, MAX_PROMPT,
+                                        &n, &rt))
+        rc = runtime_error(err, "--prompt", &rt);
+    if (!rc && n == 0)
+        rc = llmc_fail(err, LLMC_E_USAGE, "--prompt encodes to no tokens");
+    a->n_prompt = (uint32_t)n;
+    if (!rc && !a->stop && tok->eos != UINT32_MAX) {
+        a->stop = malloc(sizeof(int64_t));
+        if (a->stop) {
+            a->stop[0] = tok->eos;
+            a->n_stop = 1;
+        }
+    }
+    free(scratch);
     return rc;
 }
 
@@ -283,8 +358,13 @@ int llmc_cmd_run(int argc, char **argv)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
     if (!rc && a.logits_out && !llmc_out_create(a.logits_out, &logits, &err))
         rc = err.code;
+    llmc_rt_tokenizer tok;
+    token_printer tp = {0};
+    if (!rc && a.prompt_text)
+        rc = encode_prompt(&plan, &a, &tok, &tp, &err);
     if (!rc)
-        rc = generate(&plan, &a, logits.file, &err);
+        rc = generate(&plan, &a, &tp, logits.file, &err);
+    free(tp.text);
     rc = llmc_out_finish(&logits, rc, &err);
     llmc_unmap_file(&file);
     free(a.prompt);

@@ -17,6 +17,7 @@ static const command commands[] = {
     {"bench", llmc_cmd_bench, "measure prefill/decode tok/s of a plan (--roofline: against this machine's peaks)"},
     {"verify", llmc_cmd_verify, "check a plan's structure and every weight hash"},
     {"tune", llmc_cmd_tune, "measure the GEMV/GEMM crossover here and write it into a plan"},
+    {"tokenize", llmc_cmd_tokenize, "text to token ids (or --ids back) with a plan's tokenizer or a tokenizer.json"},
     {"check-onnx", llmc_cmd_check_onnx, "run an ONNX backend test case and compare outputs"},
     {"ops", llmc_cmd_ops, "list the ONNX operators llmc compiles"},
 };

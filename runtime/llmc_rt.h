@@ -102,6 +102,7 @@ typedef struct {
     uint32_t prefill_kernel; /* Plan.prefill_kernel (0 int8, 1 f32-dequant) */
     int kv_cache_dtype;     /* Plan.kv_cache_dtype: LLMC_RT_F32, F16 or I8 (K int8,
                                V fp16); sizes in tensor_traits.h rt_kv_row_bytes */
+    uint32_t tokenizer_segment; /* Plan.tokenizer's segment, UINT32_MAX if none */
 } llmc_rt_plan;
 
 enum {
@@ -307,5 +308,62 @@ double llmc_sampler_uniform(llmc_sampler *sm);
 
 /* XXH64 (seed 0), the hash the plan uses for weight segments. */
 uint64_t llmc_rt_xxh64(const void *data, size_t len, uint64_t seed);
+
+/* ---- Tokenizer (text <-> ids) ----
+ * A compiled tokenizer (runtime/tokenizer_format.h): the plan's tokenizer
+ * segment (`llmc compile --tokenizer`), or bytes built by the compiler
+ * from a tokenizer.json (compiler/tokenizer_json.h).
+ * Encoding needs caller scratch (llmc_rt_tokenizer_scratch / _memory:
+ * O(text bytes): 225 bytes per input byte, 543 with NFC) and takes O(n log n) time
+ * in the longest pre-token, linear otherwise. */
+typedef struct {
+    const uint8_t *base;
+    size_t size;
+    uint32_t model, flags, split, n_ids;
+    uint32_t unk, bos, eos;             /* ids, UINT32_MAX when absent */
+    uint32_t n_prefix, n_suffix, specials;
+    uint32_t piece_offsets, piece_bytes, id_info;
+    uint32_t vocab_hash, vocab_mask, merge_hash, merge_mask;
+    uint32_t byte_ids, added_lengths, n_added_lengths, added_first, max_piece;
+} llmc_rt_tokenizer;
+
+/* Proves every offset, size, id and hash table of the bytes before use. */
+llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tok, const void *bytes, size_t size,
+                                      llmc_rt_error *err);
+/* The plan's tokenizer (verified by llmc_rt_plan_open; LLMC_RT_E_ARG if
+ * the plan has none). */
+llmc_rt_status llmc_rt_plan_tokenizer(const llmc_rt_plan *plan, llmc_rt_tokenizer *tok,
+                                      llmc_rt_error *err);
+size_t llmc_rt_tokenizer_scratch(const llmc_rt_tokenizer *tok, size_t text_bytes);
+llmc_rt_status llmc_rt_tokenizer_encode(const llmc_rt_tokenizer *tok, const char *text, size_t len,
+                                        int add_special, void *scratch, size_t scratch_size,
+                                        int64_t *ids, size_t max_ids, size_t *n_ids,
+                                        llmc_rt_error *err);
+
+/* The same through a plan: memory is 0 when the plan has no tokenizer. */
+size_t llmc_rt_tokenizer_memory(const llmc_rt_plan *plan, size_t text_bytes);
+llmc_rt_status llmc_rt_encode(const llmc_rt_plan *plan, const char *text, size_t len,
+                              int add_special, void *scratch, size_t scratch_size,
+                              int64_t *ids, size_t max_ids, size_t *n_ids, llmc_rt_error *err);
+
+/* Streaming decode: one token at a time; bytes of a UTF-8 sequence split
+ * across tokens are held until complete (an ill-formed or interrupted
+ * sequence becomes U+FFFD, as TextDecoder does).  Each call writes at most
+ * llmc_rt_detok_max_bytes() bytes; finish() flushes what is held. */
+typedef struct {
+    uint8_t held[4];
+    uint32_t n_held, need;
+    uint8_t lo, hi;                     /* range of the next continuation byte */
+    uint32_t strip_space;               /* a leading ' ' is still to be dropped */
+    uint8_t in_byte_run;                /* SentencePiece: the last token was <0xXX> */
+    uint8_t bom_check;                  /* the run's first character is still to come */
+} llmc_rt_detok;
+
+void llmc_rt_detok_init(const llmc_rt_tokenizer *tok, llmc_rt_detok *d);
+size_t llmc_rt_detok_max_bytes(const llmc_rt_tokenizer *tok);
+llmc_rt_status llmc_rt_detok_token(const llmc_rt_tokenizer *tok, llmc_rt_detok *d, int64_t id,
+                                   char *out, size_t cap, size_t *n_out, llmc_rt_error *err);
+llmc_rt_status llmc_rt_detok_finish(const llmc_rt_tokenizer *tok, llmc_rt_detok *d, char *out,
+                                    size_t cap, size_t *n_out, llmc_rt_error *err);
 
 #endif

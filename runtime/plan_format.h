@@ -24,7 +24,8 @@ enum { PLAN_FORMAT_VERSION, PLAN_TARGET, PLAN_SOURCE_HASH, PLAN_COMPILER_VERSION
        PLAN_MAX_CONTEXT, PLAN_ARENA_SIZE, PLAN_TENSORS, PLAN_OPS, PLAN_INPUTS,
        PLAN_OUTPUTS, PLAN_SEGMENTS, PLAN_PASSES, PLAN_VOCAB_SIZE, PLAN_N_LAYERS,
        PLAN_N_CACHES, PLAN_KV_CHUNK, PLAN_GEMM_MIN_ROWS, PLAN_PREFILL_KERNEL,
-       PLAN_KV_CACHE_DTYPE };
+       PLAN_KV_CACHE_DTYPE, PLAN_TOKENIZER };
+enum { TOKENIZER_SEGMENT };
 enum { TENSOR_NAME, TENSOR_DTYPE, TENSOR_DIMS, TENSOR_KIND, TENSOR_ARENA_OFFSET,
        TENSOR_MAX_BYTES, TENSOR_SEGMENT, TENSOR_LAYOUT, TENSOR_GROUP, TENSOR_TILE_ROWS,
        TENSOR_TILE_DEPTH };
@@ -233,6 +234,9 @@ llmc_rt_status fb_vector_field(fb_reader *r, const fb_table *t, int id, unsigned
                                unsigned elem_align, fb_vector *out, llmc_rt_error *err);
 llmc_rt_status fb_string_field(fb_reader *r, const fb_table *t, int id, const char **out,
                                llmc_rt_error *err);
+/* The table a field points to; t->pos 0 when the field is absent. */
+llmc_rt_status fb_table_field(fb_reader *r, const fb_table *t, int id, const char *what,
+                              fb_table *out, llmc_rt_error *err);
 /* Element i of a vector of tables. */
 llmc_rt_status fb_vec_table(fb_reader *r, fb_vector v, uint32_t i, const char *what,
                             fb_table *t, llmc_rt_error *err);

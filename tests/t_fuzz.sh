@@ -12,7 +12,7 @@ SECONDS_PER_TARGET=${FUZZ_SECONDS:-30}
 WORK=$BUILD/test-data/fuzz
 mkdir -p "$WORK"
 . tests/tap.sh
-targets="fuzz_onnx_import fuzz_onnx_tensor fuzz_compile fuzz_plan_open fuzz_plan_run"
+targets="fuzz_onnx_import fuzz_onnx_tensor fuzz_compile fuzz_plan_open fuzz_plan_run fuzz_tokenizer"
 
 replay() {
     local bin=$1; shift

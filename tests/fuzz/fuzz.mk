@@ -7,7 +7,7 @@
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_DIR     := $(BUILD)/fuzz
-FUZZ_TARGETS := fuzz_onnx_import fuzz_onnx_tensor fuzz_compile fuzz_plan_open fuzz_plan_run
+FUZZ_TARGETS := fuzz_onnx_import fuzz_onnx_tensor fuzz_compile fuzz_plan_open fuzz_plan_run fuzz_tokenizer
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_OPT     := -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 FUZZ_CFLAGS  := -std=c11 $(WARN) $(FUZZ_OPT) -D_GNU_SOURCE -I. -Icompiler -I$(BUILD)/gen -Iruntime -Iruntime/platform
@@ -23,6 +23,8 @@ $(FUZZ_DIR)/obj/onnx.pb-c.o: $(GEN_C)
 $(FUZZ_DIR)/obj/%.o: %.c | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -c $< -o $@
+
+$(FUZZ_DIR)/obj/runtime/unicode.o: $(UNICODE_TABLES)
 
 $(FUZZ_DIR)/libfuzzdeps.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

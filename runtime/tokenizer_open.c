@@ -1,0 +1,168 @@
+/* Verifies a compiled tokenizer (runtime/tokenizer_format.h) before any
+ * use: every table inside the bytes, every id below n_ids, piece offsets
+ * ordered, both hash tables with an empty slot.  After this the encoder
+ * and decoder read without further checks. */
+#include "llmc_rt.h"
+
+#include "plan_format.h"
+#include "rt_msg.h"
+#include "tokenizer_format.h"
+
+static uint32_t rd32(const uint8_t *b, size_t pos)
+{
+    return (uint32_t)b[pos] | (uint32_t)b[pos + 1] << 8 | (uint32_t)b[pos + 2] << 16 | (uint32_t)b[pos + 3] << 24;
+}
+
+static llmc_rt_status bad(llmc_rt_error *err, const char *what, int64_t value)
+{
+    return rt_fail(err, LLMC_RT_E_CORRUPT, "tokenizer: %s (%d)", RT_N(value), RT_S(what));
+}
+
+/* [offset, offset + bytes) inside the tokenizer, 4-aligned, past the header. */
+static int region_ok(const llmc_rt_tokenizer *t, uint32_t offset, uint64_t bytes)
+{
+    return offset % 4 == 0 && offset >= 4u * TOK_HEADER_WORDS && (uint64_t)offset + bytes <= t->size;
+}
+
+static int id_ok(const llmc_rt_tokenizer *t, uint32_t id, int none_ok)
+{
+    return (none_ok && id == TOK_NONE) || id < t->n_ids;
+}
+
+static llmc_rt_status check_ids(const llmc_rt_tokenizer *t, uint32_t table, uint32_t count, int none_ok,
+                                const char *what, llmc_rt_error *err)
+{
+    if (!region_ok(t, table, 4ull * count)) return bad(err, what, table);
+    for (uint32_t i = 0; i < count; i++)
+        if (!id_ok(t, rd32(t->base, table + 4ull * i), none_ok)) return bad(err, what, i);
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status check_pieces(const llmc_rt_tokenizer *t, uint32_t bytes_size, llmc_rt_error *err)
+{
+    if (!region_ok(t, t->piece_offsets, 4ull * (t->n_ids + 1ull))) return bad(err, "piece offsets outside", t->piece_offsets);
+    if (!region_ok(t, t->piece_bytes, bytes_size)) return bad(err, "piece bytes outside", t->piece_bytes);
+    if (!region_ok(t, t->id_info, 2ull * t->n_ids)) return bad(err, "id info outside", t->id_info);
+    if (t->max_piece > t->size) return bad(err, "longest piece larger than the tokenizer", t->max_piece);
+    uint32_t prev = rd32(t->base, t->piece_offsets);
+    if (prev != 0) return bad(err, "first piece offset not 0", prev);
+    for (uint32_t i = 1; i <= t->n_ids; i++) {
+        uint32_t off = rd32(t->base, t->piece_offsets + 4ull * i);
+        if (off < prev || off > bytes_size || off - prev > t->max_piece) return bad(err, "piece offset out of order", i);
+        prev = off;
+    }
+    return LLMC_RT_OK;
+}
+
+static int pow2_mask(uint32_t mask) { return mask < (1u << 26) && ((mask + 1) & mask) == 0; }
+
+static llmc_rt_status check_vocab_hash(const llmc_rt_tokenizer *t, llmc_rt_error *err)
+{
+    if (!pow2_mask(t->vocab_mask)) return bad(err, "vocab hash size not a power of two", t->vocab_mask);
+    llmc_rt_status st = check_ids(t, t->vocab_hash, t->vocab_mask + 1, 1, "vocab hash entry", err);
+    if (st) return st;
+    for (uint32_t i = 0; i <= t->vocab_mask; i++)
+        if (rd32(t->base, t->vocab_hash + 4ull * i) == TOK_NONE) return LLMC_RT_OK;
+    return bad(err, "vocab hash has no empty slot", t->vocab_mask);
+}
+
+static llmc_rt_status check_merge_hash(const llmc_rt_tokenizer *t, uint32_t n_merges, llmc_rt_error *err)
+{
+    if (!pow2_mask(t->merge_mask)) return bad(err, "merge hash size not a power of two", t->merge_mask);
+    if (!region_ok(t, t->merge_hash, 16ull * (t->merge_mask + 1ull))) return bad(err, "merge hash outside", t->merge_hash);
+    int empty = 0;
+    for (uint32_t i = 0; i <= t->merge_mask; i++) {
+        size_t e = t->merge_hash + 16ull * i;
+        if (rd32(t->base, e) == TOK_NONE) { empty = 1; continue; }
+        if (!id_ok(t, rd32(t->base, e), 0) || !id_ok(t, rd32(t->base, e + 4), 0)
+            || rd32(t->base, e + 8) >= n_merges || !id_ok(t, rd32(t->base, e + 12), 0))
+            return bad(err, "merge entry", i);
+    }
+    return empty ? LLMC_RT_OK : bad(err, "merge hash has no empty slot", t->merge_mask);
+}
+
+static llmc_rt_status check_added(const llmc_rt_tokenizer *t, llmc_rt_error *err)
+{
+    if (!region_ok(t, t->added_first, 32)) return bad(err, "added first-byte set outside", t->added_first);
+    if (!region_ok(t, t->added_lengths, 4ull * t->n_added_lengths)) return bad(err, "added lengths outside", t->added_lengths);
+    for (uint32_t i = 0; i < t->n_added_lengths; i++) {
+        uint32_t len = rd32(t->base, t->added_lengths + 4ull * i);
+        if (len == 0 || len > t->max_piece) return bad(err, "added token length", len);
+    }
+    return LLMC_RT_OK;
+}
+
+static void read_header(llmc_rt_tokenizer *t)
+{
+    const uint8_t *b = t->base;
+#define H(name) rd32(b, 4u * TOK_H_##name)
+    t->model = H(MODEL); t->flags = H(FLAGS); t->split = H(SPLIT); t->n_ids = H(N_IDS);
+    t->unk = H(UNK); t->bos = H(BOS); t->eos = H(EOS);
+    t->n_prefix = H(N_PREFIX); t->n_suffix = H(N_SUFFIX); t->specials = H(SPECIALS);
+    t->piece_offsets = H(PIECE_OFFSETS); t->piece_bytes = H(PIECE_BYTES); t->id_info = H(ID_INFO);
+    t->vocab_hash = H(VOCAB_HASH); t->vocab_mask = H(VOCAB_MASK);
+    t->merge_hash = H(MERGE_HASH); t->merge_mask = H(MERGE_MASK);
+    t->byte_ids = H(BYTE_IDS); t->added_lengths = H(ADDED_LENGTHS);
+    t->n_added_lengths = H(N_ADDED_LENGTHS); t->added_first = H(ADDED_FIRST); t->max_piece = H(MAX_PIECE);
+#undef H
+}
+
+llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tok, const void *bytes, size_t size, llmc_rt_error *err)
+{
+    if (!tok || !bytes) return rt_fail(err, LLMC_RT_E_ARG, "tokenizer: null argument", NULL, NULL);
+    const uint8_t *b = bytes;
+    if (size < 4u * TOK_HEADER_WORDS || size % 4 || size > 0xFFFFFFF0u) return bad(err, "size", (int64_t)size);
+    if (rd32(b, 4u * TOK_H_MAGIC) != TOK_MAGIC) return bad(err, "bad magic", rd32(b, 0));
+    if (rd32(b, 4u * TOK_H_VERSION) != TOK_VERSION) return bad(err, "unsupported version", rd32(b, 4));
+    if (rd32(b, 4u * TOK_H_TOTAL_SIZE) != size) return bad(err, "recorded size differs", rd32(b, 4u * TOK_H_TOTAL_SIZE));
+    tok->base = b;
+    tok->size = size;
+    read_header(tok);
+    if (tok->model != TOK_MODEL_BYTE_LEVEL && tok->model != TOK_MODEL_SENTENCEPIECE) return bad(err, "model kind", tok->model);
+    if (tok->flags & ~(uint32_t)TOK_F_ALL) return bad(err, "unknown flags", tok->flags);
+    if (tok->split > TOK_SPLIT_LLAMA3) return bad(err, "splitter", tok->split);
+    if (tok->n_ids == 0 || tok->n_ids > TOK_MAX_IDS) return bad(err, "id count", tok->n_ids);
+    if (!id_ok(tok, tok->unk, 1) || !id_ok(tok, tok->bos, 1) || !id_ok(tok, tok->eos, 1)) return bad(err, "unk/bos/eos id", tok->unk);
+    if (tok->n_prefix > 64 || tok->n_suffix > 64) return bad(err, "special id count", tok->n_prefix);
+    llmc_rt_status st = check_ids(tok, tok->specials, tok->n_prefix + tok->n_suffix, 0, "special id", err);
+    if (!st) st = check_pieces(tok, rd32(b, 4u * TOK_H_PIECE_BYTES_SIZE), err);
+    if (!st) st = check_vocab_hash(tok, err);
+    if (!st) st = check_merge_hash(tok, rd32(b, 4u * TOK_H_N_MERGES), err);
+    if (!st) st = check_ids(tok, tok->byte_ids, 256, 1, "byte id", err);
+    if (!st) st = check_added(tok, err);
+    return st;
+}
+
+/* ---- through a plan (llmc_rt_plan_open verified the segment's tables) ---- */
+
+llmc_rt_status llmc_rt_plan_tokenizer(const llmc_rt_plan *plan, llmc_rt_tokenizer *tok, llmc_rt_error *err)
+{
+    rt_segment_desc s;
+    if (!plan || !plan->base || !tok) return rt_fail(err, LLMC_RT_E_ARG, "tokenizer: null argument", NULL, NULL);
+    if (plan->tokenizer_segment == UINT32_MAX)
+        return rt_fail(err, LLMC_RT_E_ARG, "the plan has no tokenizer (compile with --tokenizer)", NULL, NULL);
+    fb_reader r = rt_reader(plan);
+    llmc_rt_status st = rt_read_segment(&r, plan, plan->tokenizer_segment, &s, err);
+    if (st) return st;
+    tok->base = plan->base + s.offset;
+    tok->size = (size_t)s.size;
+    read_header(tok);
+    return LLMC_RT_OK;
+}
+
+size_t llmc_rt_tokenizer_memory(const llmc_rt_plan *plan, size_t text_bytes)
+{
+    llmc_rt_tokenizer tok;
+    return llmc_rt_plan_tokenizer(plan, &tok, NULL) ? 0 : llmc_rt_tokenizer_scratch(&tok, text_bytes);
+}
+
+llmc_rt_status llmc_rt_encode(const llmc_rt_plan *plan, const char *text, size_t len, int add_special,
+                              void *scratch, size_t scratch_size, int64_t *ids, size_t max_ids, size_t *n_ids,
+                              llmc_rt_error *err)
+{
+    llmc_rt_tokenizer tok;
+    if (n_ids) *n_ids = 0;
+    llmc_rt_status st = llmc_rt_plan_tokenizer(plan, &tok, err);
+    if (st) return st;
+    return llmc_rt_tokenizer_encode(&tok, text, len, add_special, scratch, scratch_size, ids, max_ids, n_ids, err);
+}
