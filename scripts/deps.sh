@@ -3,21 +3,26 @@
 # libFuzzer and sanitizer runtimes of tests/fuzz; valgrind: t_valgrind;
 # graphviz: t_dot renders the --dot pass pictures; gcc-aarch64-linux-gnu,
 # libc6-dev-arm64-cross, qemu-user: t_neon cross-compiles the NEON kernels
-# and runs their test under qemu-aarch64).
+# and runs their test under qemu-aarch64; bible-kjv, bible-kjv-text, fortunes,
+# python3-regex, libopenblas0-serial: scripts/train_tiny.py's text, its BPE
+# pre-tokenizer regex and a BLAS that makes CPU training take minutes, not hours).
 #   - Debian packages via apt-get (apt-get update only when something is missing)
 #   - onnxruntime-node (reference runtime for tests) into <repo>/.deps via npm
+#   - @huggingface/tokenizers (reference tokenizer, scripts/ort_eval.js) likewise
 # Idempotent: a second run only checks and prints "present" lines.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEPS_DIR="$REPO_ROOT/.deps"
 ORT_NODE_VERSION="1.30.0"
+HF_TOKENIZERS_VERSION="0.2.0"
 
 APT_PACKAGES=(
   gcc make libprotobuf-c-dev protobuf-c-compiler libonnx-dev libxxhash-dev
   flatbuffers-compiler python3-torch python3-onnx libonnx-testdata valgrind clang
   xxhash time libclang-rt-dev graphviz
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  bible-kjv bible-kjv-text fortunes python3-regex libopenblas0-serial
 )
 
 die() { echo "deps.sh: error: $*" >&2; exit 1; }
@@ -85,6 +90,21 @@ install_ort_node() {
   echo "npm: onnxruntime-node@$ORT_NODE_VERSION installed"
 }
 
+# An installed copy is kept, whatever its version.
+install_hf_tokenizers() {
+  if [ -f "$DEPS_DIR/node_modules/@huggingface/tokenizers/package.json" ]; then
+    echo "npm: @huggingface/tokenizers present in .deps"
+    return 0
+  fi
+  echo "npm: installing @huggingface/tokenizers@$HF_TOKENIZERS_VERSION into .deps"
+  (cd "$DEPS_DIR" && npm install --no-audit --no-fund --silent \
+      "@huggingface/tokenizers@$HF_TOKENIZERS_VERSION") \
+    || die "npm install @huggingface/tokenizers@$HF_TOKENIZERS_VERSION failed"
+  (cd "$DEPS_DIR" && node -e 'require("@huggingface/tokenizers")') \
+    || die "@huggingface/tokenizers installed but fails to load"
+}
+
 install_apt_packages
 install_ort_node
+install_hf_tokenizers
 echo "deps: all dependencies present"
