@@ -297,12 +297,9 @@ def train(model, cfg, stream, args, log):
 @torch.no_grad()
 def heldout_loss(model, cfg, stream, context):
     """Mean loss over consecutive non-overlapping windows of the held-out stream."""
-    total, count = 0.0, 0
-    for s in range(0, len(stream) - context - 1, context):
-        n = context
-        total += batch_loss(model, cfg, stream, [s], context).item() * n
-        count += n
-    return total / count
+    losses = [batch_loss(model, cfg, stream, [s], context).item()
+              for s in range(0, len(stream) - context - 1, context)]
+    return sum(losses) / len(losses)
 
 
 def export_onnx(model, cfg, path):
