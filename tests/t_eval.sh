@@ -79,6 +79,8 @@ check "a non-digit is refused with its byte offset" exits_with 3 "byte 5" \
 check "an id outside the vocabulary is refused" exits_with 3 "id 2048 (token 2)" \
     "$LLMC" eval "$WORK/f32.plan" --ids "$WORK/bad-vocab.ids"
 check "one id is too few" exits_with 3 "at least 2" "$LLMC" eval "$WORK/f32.plan" --ids "$WORK/one.ids"
+check "eval --help prints usage and exits 0" sh -c "'$LLMC' eval --help | grep -q '^usage: llmc eval'"
+check "eval without --ids is a usage error" exits_with 2 "missing --ids" "$LLMC" eval "$WORK/f32.plan"
 check "a window beyond the plan's context is a usage error" exits_with 2 "max context" \
     "$LLMC" eval "$WORK/f32.plan" --ids "$WORK/slice.ids" --context $((CONTEXT + 1))
 check "a stride longer than the window is a usage error" exits_with 2 "longer than the window" \
