@@ -1,4 +1,4 @@
-/* llmc eval PLAN --ids FILE [--context N] [--stride N] [--threads N]
+/* llmc eval PLAN (--text FILE | --ids FILE) [--context N] [--stride N] [--threads N]
  * Perplexity of a token sequence with sliding windows, as the usual
  * evaluation scripts compute it (Hugging Face's "perplexity of fixed-length
  * models"): windows of N tokens start every S tokens; each window is
@@ -20,22 +20,24 @@
 #include "roofline.h"
 
 static const char eval_help[] =
-    "usage: llmc eval PLAN --ids FILE [--context N] [--stride N] [--threads N]\n"
+    "usage: llmc eval PLAN (--text FILE | --ids FILE) [--context N] [--stride N] [--threads N]\n"
     "\n"
-    "Prints the perplexity of the token sequence in FILE under the plan's model,\n"
+    "Prints the perplexity of the text (or token sequence) in FILE under the plan's model,\n"
     "the number of tokens scored and the tokens per second of the windows' prefills.\n"
     "Windows of N tokens start every S tokens (the last one ends at the last token);\n"
     "each is run from position 0 and scores only the tokens no earlier window scored,\n"
     "each from the logits of the position before it: exp(mean negative log-likelihood).\n"
     "\n"
     "options:\n"
-    "  --ids FILE      token ids separated by commas and/or whitespace (required)\n"
+    "  --text FILE     UTF-8 text, tokenized whole by the plan's tokenizer (llmc compile\n"
+    "                  --tokenizer) without BOS/EOS, as scripts/ort_eval.js --text does\n"
+    "  --ids FILE      token ids separated by commas and/or whitespace\n"
     "  --context N     window length in tokens (default: the plan's max context)\n"
     "  --stride N      tokens between window starts, 1..N (default N/2)\n"
     "  --threads N     threads the runtime may use, the caller included (default 1)\n";
 
 typedef struct {
-    const char *plan, *ids_file;
+    const char *plan, *ids_file, *text_file;
     uint32_t context, stride, threads; /* 0: not given */
 } eval_args;
 
@@ -72,6 +74,8 @@ static int parse_args(int argc, char **argv, eval_args *a)
         int rc = LLMC_OK;
         if (!strcmp(arg, "--ids") && has_value)
             a->ids_file = argv[++i];
+        else if (!strcmp(arg, "--text") && has_value)
+            a->text_file = argv[++i];
         else if (!strcmp(arg, "--context") && has_value)
             rc = parse_positive(argv[++i], arg, &a->context);
         else if (!strcmp(arg, "--stride") && has_value)
@@ -89,8 +93,8 @@ static int parse_args(int argc, char **argv, eval_args *a)
     }
     if (!a->plan)
         return llmc_cli_usage("eval", "missing PLAN");
-    if (!a->ids_file)
-        return llmc_cli_usage("eval", "missing --ids");
+    if (!a->ids_file == !a->text_file)
+        return llmc_cli_usage("eval", "give exactly one of --text FILE or --ids FILE");
     return LLMC_OK;
 }
 
@@ -143,6 +147,35 @@ static int read_ids(const char *path, id_list *out, llmc_error *err)
     int rc = llmc_cli_map(path, &f, err);
     if (!rc)
         rc = parse_id_bytes(f.map, f.size, path, out, err);
+    llmc_unmap_file(&f);
+    return rc;
+}
+
+/* The whole text of `path` encoded by the plan's tokenizer into *out (the
+ * host has the memory the runtime's scratch asks for: a few hundred bytes
+ * per input byte). */
+static int encode_text(const llmc_rt_plan *plan, const char *path, id_list *out, llmc_error *err)
+{
+    llmc_mapped_file f = {0, 0};
+    llmc_rt_error rt = {0};
+    size_t scratch_bytes = llmc_rt_tokenizer_memory(plan, 0);
+    if (!scratch_bytes)
+        return llmc_fail(err, LLMC_E_INPUT, "the plan has no tokenizer (compile it with "
+                         "--tokenizer tokenizer.json) for --text '%s'", path);
+    int rc = llmc_cli_map(path, &f, err);
+    if (rc)
+        return rc;
+    scratch_bytes = llmc_rt_tokenizer_memory(plan, f.size);
+    void *scratch = malloc(scratch_bytes ? scratch_bytes : 1);
+    out->cap = f.size + 1; /* a token covers at least one byte */
+    out->ids = malloc(out->cap * sizeof *out->ids);
+    if (!scratch || !out->ids)
+        rc = llmc_fail(err, LLMC_E_NOMEM, "'%s': cannot hold the tokenizer's %zu bytes of "
+                       "scratch", path, scratch_bytes);
+    else if (llmc_rt_encode(plan, (const char *)f.map, f.size, 0, scratch, scratch_bytes,
+                            out->ids, out->cap, &out->n, &rt) != LLMC_RT_OK)
+        rc = llmc_fail(err, LLMC_E_INPUT, "'%s': %s", path, rt.msg);
+    free(scratch);
     llmc_unmap_file(&f);
     return rc;
 }
@@ -311,9 +344,10 @@ int llmc_cmd_eval(int argc, char **argv)
     if (!rc)
         rc = resolve_windows(&a, &plan, &err);
     if (!rc)
-        rc = read_ids(a.ids_file, &ids, &err);
+        rc = a.text_file ? encode_text(&plan, a.text_file, &ids, &err)
+                         : read_ids(a.ids_file, &ids, &err);
     if (!rc)
-        rc = check_ids(&ids, &plan, a.ids_file, &err);
+        rc = check_ids(&ids, &plan, a.text_file ? a.text_file : a.ids_file, &err);
     if (!rc)
         rc = evaluate(&plan, &a, &ids, &err);
     free(ids.ids);

@@ -113,6 +113,7 @@ static const char *tokenizer_kind(const llmc_rt_tokenizer *t)
     if (t->model == TOK_MODEL_SENTENCEPIECE) return "SentencePiece BPE";
     if (t->split == TOK_SPLIT_QWEN2) return t->flags & TOK_F_NFC ? "byte-level BPE, Qwen2 split, NFC" : "byte-level BPE, Qwen2 split";
     if (t->split == TOK_SPLIT_LLAMA3) return "byte-level BPE, Llama 3 split";
+    if (t->split == TOK_SPLIT_GPT2) return "byte-level BPE, GPT-2 split";
     return "byte-level BPE";
 }
 

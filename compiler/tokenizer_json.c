@@ -12,7 +12,8 @@
 #include "llmc_rt.h"
 #include "tokenizer_format.h"
 
-/* The two pre-tokenizer regexes implemented by hand in runtime/tokenizer.c. */
+/* The two Split regexes implemented by hand in runtime/tokenizer.c (ByteLevel's
+ * own GPT-2 regex is the third). */
 static const char QWEN2_REGEX[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
     "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -195,11 +196,16 @@ static int read_normalizer(builder *b, uint32_t n)
     return refuse(b, "normalizer", "only NFC, Replace(' ' -> U+2581) and Sequence[Prepend(U+2581), Replace] are supported");
 }
 
-static int read_byte_level_pre(builder *b, uint32_t n)
+/* ByteLevel after a Split (alone_ 0) must not split again; alone, its
+ * use_regex (default true) is the GPT-2 split. */
+static int read_byte_level_pre(builder *b, uint32_t n, int alone)
 {
     if (is_true(b, member(b, n, "add_prefix_space"))) return refuse(b, "pre_tokenizer ByteLevel", "add_prefix_space true is not supported");
-    if (kind_of(b, member(b, n, "use_regex")) != JSON_FALSE)
-        return refuse(b, "pre_tokenizer ByteLevel", "use_regex must be false (the GPT-2 regex is not supported)");
+    int regex = kind_of(b, member(b, n, "use_regex")) != JSON_FALSE;
+    if (regex && !alone)
+        return refuse(b, "pre_tokenizer ByteLevel", "use_regex must be false after a Split");
+    if (regex)
+        b->split = TOK_SPLIT_GPT2;
     return LLMC_OK;
 }
 
@@ -232,7 +238,7 @@ static int read_pre_tokenizer(builder *b, uint32_t n)
     uint32_t list = member(b, n, "pretokenizers");
     if (json_is_string(b->doc, type, "ByteLevel")) {
         b->model = TOK_MODEL_BYTE_LEVEL;
-        return read_byte_level_pre(b, n);
+        return read_byte_level_pre(b, n, 1);
     }
     if (!json_is_string(b->doc, type, "Sequence") || kind_of(b, list) != JSON_ARRAY || b->doc->nodes[list].count != 2)
         return refuse(b, "pre_tokenizer", "only Sequence[Split(regex), ByteLevel], Split(' ') and null are supported");
@@ -241,7 +247,7 @@ static int read_pre_tokenizer(builder *b, uint32_t n)
     if (!json_is_string(b->doc, member(b, second, "type"), "ByteLevel"))
         return refuse(b, "pre_tokenizer", "expected ByteLevel after the Split");
     b->model = TOK_MODEL_BYTE_LEVEL;
-    return read_byte_level_pre(b, second);
+    return read_byte_level_pre(b, second, 0);
 }
 
 static int read_decoder(builder *b, uint32_t n)

@@ -317,6 +317,39 @@ static size_t split_next(text_view v, size_t i, size_t max_digits)
     return last_start;
 }
 
+/* ---- the GPT-2 pre-tokenizer regex (ByteLevel, use_regex true), by hand ----
+ * 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * (contractions case-sensitive).  Returns the end of the match at i. */
+
+static size_t gpt2_contraction_end(text_view v, size_t i)
+{
+    if (v.s[i] != '\'' || i + 1 >= v.n) return 0;
+    uint8_t a = v.s[i + 1], b = i + 2 < v.n ? v.s[i + 2] : 0;
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+    if (((a == 'r' || a == 'v') && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+    return 0;
+}
+
+static size_t split_next_gpt2(text_view v, size_t i)
+{
+    const unsigned any = UNI_SPACE | UNI_LETTER | UNI_NUMBER;
+    size_t len, end = gpt2_contraction_end(v, i);
+    if (end) return end;
+    size_t p = v.s[i] == ' ' && i + 1 < v.n ? i + 1 : i;
+    unsigned k = rt_uni_class(cp_at(v, p, &len));
+    if (k & UNI_LETTER) return run_end(v, p, UNI_LETTER, 0, SIZE_MAX);
+    if (k & UNI_NUMBER) return run_end(v, p, UNI_NUMBER, 0, SIZE_MAX);
+    if (!(k & any)) return run_end(v, p, any, 1, SIZE_MAX);
+    /* white space at i: \s+(?!\S) leaves the run's last character to the
+     * next token when a non-space follows a run of two or more; \s+ else */
+    size_t last_start = i, count = 0;
+    for (end = i; end < v.n && (rt_uni_class(cp_at(v, end, &len)) & UNI_SPACE); count++) {
+        last_start = end;
+        end += len;
+    }
+    return end == v.n || count < 2 ? end : last_start;
+}
+
 /* ---- sections ---- */
 
 static llmc_rt_status pre_tokenize(encoder *e, const uint8_t *s, size_t n)
@@ -325,7 +358,8 @@ static llmc_rt_status pre_tokenize(encoder *e, const uint8_t *s, size_t n)
     text_view v = {s, n};
     size_t max_digits = e->tok->split == TOK_SPLIT_LLAMA3 ? 3 : 1;
     for (size_t i = 0; i < n;) {
-        size_t end = split_next(v, i, max_digits);
+        size_t end = e->tok->split == TOK_SPLIT_GPT2 ? split_next_gpt2(v, i)
+                                                     : split_next(v, i, max_digits);
         llmc_rt_status st = bpe_word(e, s + i, end - i);
         if (st) return st;
         i = end;

