@@ -1,5 +1,5 @@
 # Greedy runs compared by their logits (sourced by t_quant.sh and
-# t_kvcache.sh; needs $PY and $VOCAB).
+# t_kvcache.sh; needs $PY); and the prompts of those runs.
 # rel_err REF OUT (file bases): max over rows of max|a - b| / max|a|, over
 # the rows both runs computed from the same tokens (row r follows the ids
 # before it, so rows up to the first differing id)
@@ -16,3 +16,9 @@ EOF
 }
 
 below() { awk -v x="$1" -v y="$2" 'BEGIN { exit !(x <= y) }'; }
+
+# The greedy runs both tests compare: 32 new tokens after a prompt of one
+# token, of seven, and of 64 spread over the zoo's 512-token vocabulary.
+MAX_NEW=32
+VOCAB=512
+PROMPTS="5 5,17,42,7,99,3,250 $(seq -s, 0 63 | awk -F, '{for (i = 1; i <= NF; i++) printf "%s%d", (i > 1 ? "," : ""), ($i * 37 + 11) % 512}')"

@@ -26,9 +26,6 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 . tests/zoo.sh
 . tests/logits_err.sh
 
-MAX_NEW=32
-VOCAB=512
-PROMPTS="5 5,17,42,7,99,3,250 $(seq -s, 0 63 | awk -F, '{for (i = 1; i <= NF; i++) printf "%s%d", (i > 1 ? "," : ""), ($i * 37 + 11) % 512}')"
 F16_RTOL=${F16_RTOL:-0.002}   # max |logit - f32-KV logit| / max |f32-KV logit| per row
 I8_RTOL=${I8_RTOL:-0.02}
 
