@@ -178,10 +178,6 @@ llmc_rt_status k_attention_kernels(const struct rt_kernels *kt, const rt_attenti
                                    const rt_view *cos, const rt_view *sin,
                                    const rt_kv_cache *cache, int64_t P, rt_view *o,
                                    const rt_parallel *par, llmc_rt_error *err);
-/* IEEE binary16 from float, rounded to nearest even (overflow gives inf,
- * NaN stays NaN), and back (exact): the KV cache's conversions. */
-uint16_t k_f16_from_f32(float x);
-float k_f32_from_f16(uint16_t h);
 /* Rotate-half RoPE of one row x[0, d) into y (no aliasing) with the table
  * rows cos, sin [rotary_dim]; columns >= rotary_dim are copied. */
 void k_rope_row(const float *x, float *y, int64_t d, int64_t rotary_dim, const float *cos,

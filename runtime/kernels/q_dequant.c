@@ -38,11 +38,6 @@ typedef struct {
     int64_t ft0, ft1;              /* fp32 tiles covering y's columns */
 } dequant_job;
 
-static float half_at(const uint8_t *p)
-{
-    return rt_half_to_float((uint16_t)(p[0] | p[1] << 8));
-}
-
 /* Steps [i0, i1) of group g (offsets inside the group) of weight row tile
  * ht into panel rows [r0, r0 + hq): out[(i - i0) * hp + r] for the panel
  * [.][hp].  Walks the block's [group/lp][hq][lp] tiles in order, so no
@@ -56,8 +51,8 @@ static void dequant_block(const dequant_job *J, int64_t ht, int64_t g, int64_t i
     const uint8_t *block = J->w + rt_qweight_block_offset(ws, ht, g);
     float scale[64], min[64];
     for (int r = 0; r < hq; r++) {
-        scale[r] = half_at(block + data_bytes + 2 * r);
-        min[r] = ws->bits == 4 ? half_at(block + data_bytes + 2 * hq + 2 * r) : 0.0f;
+        scale[r] = rt_half_at(block + data_bytes + 2 * r);
+        min[r] = ws->bits == 4 ? rt_half_at(block + data_bytes + 2 * hq + 2 * r) : 0.0f;
     }
     for (int64_t i = i0; i < i1;) {
         int64_t t = i / lp, l = i % lp, end = (t + 1) * lp < i1 ? (t + 1) * lp : i1;

@@ -81,11 +81,6 @@ static int32_t group_dot(const rt_qtile_args *a, int64_t e, const uint8_t *block
     return acc;
 }
 
-float rt_q_half_at(const uint8_t *p)
-{
-    return rt_half_to_float((uint16_t)(p[0] | p[1] << 8));
-}
-
 void rt_q_generic_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out)
 {
     const rt_qweight_shape *ws = &a->ws;
@@ -100,9 +95,9 @@ void rt_q_generic_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht
         for (int e = 0; e < rows; e++) {
             int64_t row = et * a->xs.ep + e;
             for (int h = 0; h < ws->hp; h++) {
-                float v = rt_q_half_at(scales + 2 * h) * (float)group_dot(a, row, block, h, g);
+                float v = rt_half_at(scales + 2 * h) * (float)group_dot(a, row, block, h, g);
                 if (ws->bits == 4)
-                    v += rt_q_half_at(mins + 2 * h) * (float)sums[row * groups + g];
+                    v += rt_half_at(mins + 2 * h) * (float)sums[row * groups + g];
                 out[e * ws->hp + h] += v;
             }
         }

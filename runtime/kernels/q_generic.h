@@ -13,8 +13,6 @@ float rt_q_row_inverse(float amax);
 /* round half to even of x * inv clamped to [-127, 127]; a NaN product gives
  * 127, as the x86 min/max instructions do. */
 int rt_q_value(float x, float inv);
-/* The little-endian binary16 at p. */
-float rt_q_half_at(const uint8_t *p);
 
 /* rt_kernels.quantize_rows and rt_kernels.qtile (kernel_table.h). */
 void rt_q_generic_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,

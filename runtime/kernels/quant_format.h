@@ -201,6 +201,12 @@ static inline float rt_half_to_float(uint16_t h)
     return v.f;
 }
 
+/* The binary16 stored little-endian at p (scales, mins, Half rows). */
+static inline float rt_half_at(const uint8_t *p)
+{
+    return rt_half_to_float((uint16_t)(p[0] | p[1] << 8));
+}
+
 static inline uint16_t rt_float_to_half(float f)
 {
     union { float f; uint32_t u; } v = {f};

@@ -52,45 +52,6 @@
 #include "rt_msg.h"
 #include "tensor_traits.h"
 
-/* Rounds the magnitude bits of a float below 2^-14 to a binary16
- * subnormal: |x| * 2^24 (exact) rounded to an integer by the 2^23 trick
- * (nearest even, the default rounding mode). */
-static uint32_t f16_subnormal(uint32_t abs_bits)
-{
-    float a;
-    memcpy(&a, &abs_bits, sizeof a);
-    return (uint32_t)(a * 16777216.0f + 8388608.0f - 8388608.0f);
-}
-
-uint16_t k_f16_from_f32(float x)
-{
-    uint32_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    uint32_t sign = bits >> 16 & 0x8000u, abs = bits & 0x7FFFFFFFu;
-    if (abs > 0x7F800000u) /* NaN: quiet, top mantissa bits kept */
-        return (uint16_t)(sign | 0x7E00u | (abs >> 13 & 0x3FFu));
-    if (abs >= 0x477FF000u) /* >= 65520 (inf included) rounds to inf */
-        return (uint16_t)(sign | 0x7C00u);
-    if (abs < 0x38800000u)
-        return (uint16_t)(sign | f16_subnormal(abs));
-    /* rebias the exponent (127 -> 15) and round the 13 dropped bits to
-     * nearest even; a carry into the exponent is the right result */
-    return (uint16_t)(sign | (abs - 0x38000000u + 0x0FFFu + (abs >> 13 & 1u)) >> 13);
-}
-
-float k_f32_from_f16(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = h >> 10 & 0x1Fu, m = h & 0x3FFu, bits;
-    if (e == 0) {
-        float v = (float)m * (1.0f / 16777216.0f);
-        return sign ? -v : v;
-    }
-    bits = sign | (e == 31 ? 0x7F800000u : (e + 112u) << 23) | m << 13;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 void k_rope_row(const float *x, float *y, int64_t d, int64_t rotary_dim, const float *cos,
                 const float *sin)
 {
@@ -176,7 +137,7 @@ static void store_row(const float *x, int64_t D, int dtype, uint8_t *row)
         store_row_i8(x, D, row);
     } else if (dtype == LLMC_RT_F16) {
         for (int64_t i = 0; i < D; i++) {
-            uint16_t h = k_f16_from_f32(x[i]);
+            uint16_t h = rt_float_to_half(x[i]);
             memcpy(row + 2 * i, &h, sizeof h);
         }
     } else {
@@ -318,7 +279,7 @@ static int64_t rows_per_convert(int64_t D)
 static void f16_rows_to_float(const uint16_t *rows, int n, int64_t D, float *out)
 {
     for (int64_t i = 0; i < n * D; i++)
-        out[i] = k_f32_from_f16(rows[i]);
+        out[i] = rt_half_to_float(rows[i]);
 }
 
 /* Portable float16 scores: 4 rows converted, then the float dot products. */

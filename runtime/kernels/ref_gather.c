@@ -80,11 +80,11 @@ static void qweight_row(const rt_qweight_shape *s, const uint8_t *w, int64_t n, 
     for (int64_t g = 0; g * s->group < s->k; g++) {
         const uint8_t *block = w + rt_qweight_block_offset(s, ht, g);
         const uint8_t *halves = block + data_bytes;
-        float scale = rt_half_to_float((uint16_t)(halves[2 * r] | halves[2 * r + 1] << 8));
+        float scale = rt_half_at(halves + 2 * r);
         float min = 0.0f;
         if (s->bits == 4) {
             const uint8_t *mins = halves + 2 * s->hp;
-            min = rt_half_to_float((uint16_t)(mins[2 * r] | mins[2 * r + 1] << 8));
+            min = rt_half_at(mins + 2 * r);
         }
         int64_t end = s->k - g * s->group < s->group ? s->k - g * s->group : s->group;
         for (int64_t c = 0; c < end; c++) {
@@ -108,7 +108,7 @@ static void half_row(const uint8_t *w, int64_t k, int64_t n, float *out)
 {
     const uint8_t *row = w + (uint64_t)n * (uint64_t)k * 2u;
     for (int64_t c = 0; c < k; c++)
-        out[c] = rt_half_to_float((uint16_t)(row[2 * c] | row[2 * c + 1] << 8));
+        out[c] = rt_half_at(row + 2 * c);
 }
 
 llmc_rt_status k_gather_rows(const rt_tensor_format *f, const rt_view *data, const rt_view *idx,

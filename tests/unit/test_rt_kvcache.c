@@ -1,5 +1,5 @@
 /* KV caches in float16 and int8 (Plan.kv_cache_dtype):
- *   - k_f16_from_f32 / k_f32_from_f16 against gcc's _Float16 conversions
+ *   - rt_float_to_half / rt_half_to_float (quant_format.h) against gcc's _Float16 conversions
  *     (every binary16 value back to float; random and edge floats to
  *     binary16, nearest even, subnormals, overflow, NaN);
  *   - k_attention_kernels over float32, float16 and int8 caches filled by
@@ -49,7 +49,7 @@ static void test_f16_conversions(void)
         uint16_t h16 = (uint16_t)b;
         _Float16 h;
         memcpy(&h, &h16, sizeof h);
-        float want = (float)h, got = k_f32_from_f16(h16);
+        float want = (float)h, got = rt_half_to_float(h16);
         bad_back += isnan(want) ? !isnan(got) : memcmp(&want, &got, sizeof got) != 0;
     }
     CHECK(!bad_back, "every binary16 value converts back to float exactly (%d differ)", bad_back);
@@ -68,7 +68,7 @@ static void test_f16_conversions(void)
             if (i % 2) /* half of them inside binary16's range */
                 x = ldexpf(frand(), rand() % 44 - 28);
         }
-        uint16_t want = half_bits((_Float16)x), got = k_f16_from_f32(x);
+        uint16_t want = half_bits((_Float16)x), got = rt_float_to_half(x);
         bad_to += isnan(x) ? (got & 0x7C00u) != 0x7C00u || !(got & 0x3FFu) : want != got;
     }
     CHECK(!bad_to, "float -> binary16 rounds like _Float16 on %d values (%d differ)", n + 400000,

@@ -44,11 +44,6 @@ static rt_view view(int dtype, void *data, int rank, const int64_t *dims)
 
 /* ---- readers written from quant_format.h ---------------------------------- */
 
-static float half_at(const uint8_t *p)
-{
-    return rt_half_to_float((uint16_t)(p[0] | p[1] << 8));
-}
-
 static const uint8_t *block_of(const uint8_t *w, const rt_qweight_shape *s, int64_t row,
                                int64_t c)
 {
@@ -70,14 +65,14 @@ static int weight_q(const uint8_t *w, const rt_qweight_shape *s, int64_t row, in
 
 static double weight_scale(const uint8_t *w, const rt_qweight_shape *s, int64_t row, int64_t c)
 {
-    return half_at(block_of(w, s, row, c) + s->hp * s->group * s->bits / 8 + 2 * (row % s->hp));
+    return rt_half_at(block_of(w, s, row, c) + s->hp * s->group * s->bits / 8 + 2 * (row % s->hp));
 }
 
 static double weight_min(const uint8_t *w, const rt_qweight_shape *s, int64_t row, int64_t c)
 {
     if (s->bits == 8)
         return 0;
-    return half_at(block_of(w, s, row, c) + s->hp * s->group / 2 + 2 * s->hp +
+    return rt_half_at(block_of(w, s, row, c) + s->hp * s->group / 2 + 2 * s->hp +
                    2 * (row % s->hp));
 }
 
