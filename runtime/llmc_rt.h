@@ -303,8 +303,8 @@ llmc_rt_status llmc_sample(llmc_sampler *sm, const float *logits, uint32_t n, vo
                            size_t scratch_size, int64_t *token, llmc_rt_error *err);
 /* 1 if token is one of the sampler's stop tokens. */
 int llmc_sampler_is_stop(const llmc_sampler *sm, int64_t token);
-/* The next uniform double in [0, 1) from the sampler's PRNG. */
-double llmc_sampler_uniform(llmc_sampler *sm);
+/* The next uniform float in [0, 1) from the sampler's PRNG (24 random bits). */
+float llmc_sampler_uniform(llmc_sampler *sm);
 
 /* XXH64 (seed 0), the hash the plan uses for weight segments. */
 uint64_t llmc_rt_xxh64(const void *data, size_t len, uint64_t seed);

@@ -267,7 +267,7 @@ typedef struct {
     fb_vector axes; /* of int32 */
     bool keepdims;
     float epsilon;
-    double value;
+    uint64_t value_bits; /* Fill: the IEEE binary64 value as stored */
     fb_vector values;  /* of Affine */
     fb_vector regions; /* of Region tables */
     int32_t heads, kv_heads, head_dim, rotary_dim; /* Attention, Rope */

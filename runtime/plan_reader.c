@@ -326,7 +326,7 @@ static llmc_rt_status read_op_scalars(fb_reader *r, const fb_table *t, rt_op_des
     d->axis = as_i32(axis);
     d->keepdims = keepdims != 0;
     memcpy(&d->epsilon, &eps_bits, sizeof d->epsilon);
-    memcpy(&d->value, &value, sizeof d->value);
+    d->value_bits = value;
     return read_attention_scalars(r, t, d, err);
 }
 

@@ -30,15 +30,16 @@ void llmc_sampler_init(llmc_sampler *sm, float temperature, uint32_t top_k, floa
         sm->rng = 0x9E3779B97F4A7C15ull;
 }
 
-/* xorshift64* (Vigna 2016, shifts 12, 25, 27); the top 53 bits make the double. */
-double llmc_sampler_uniform(llmc_sampler *sm)
+/* xorshift64* (Vigna 2016, shifts 12, 25, 27); the top 24 bits make the
+ * float, every value of which is exact (single precision on the device). */
+float llmc_sampler_uniform(llmc_sampler *sm)
 {
     uint64_t x = sm->rng;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
     sm->rng = x;
-    return (double)((x * 0x2545F4914F6CDD1Dull) >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 40) * (1.0f / 16777216.0f);
 }
 
 int llmc_sampler_is_stop(const llmc_sampler *sm, int64_t token)
@@ -114,18 +115,18 @@ llmc_rt_status llmc_sample(llmc_sampler *sm, const float *logits, uint32_t n, vo
     float *prob = (float *)(void *)(ids + n);
     sort_by_logit(logits, ids, n);
     uint32_t k = sm->top_k && sm->top_k < n ? sm->top_k : n;
-    double inv_t = 1.0 / sm->temperature, top = logits[ids[0]], sum = 0.0;
+    float inv_t = 1.0f / sm->temperature, top = logits[ids[0]], sum = 0.0f;
     for (uint32_t i = 0; i < k; i++)
-        sum += prob[i] = (float)exp(((double)logits[ids[i]] - top) * inv_t);
+        sum += prob[i] = expf((logits[ids[i]] - top) * inv_t);
     if (sm->top_p > 0.0f && sm->top_p < 1.0f) {
-        double cum = 0.0, want = sm->top_p * sum;
+        float cum = 0.0f, want = sm->top_p * sum;
         uint32_t keep = 0;
         while (keep < k && cum < want)
             cum += prob[keep++];
         k = keep ? keep : 1;
-        sum = cum > 0.0 ? cum : prob[0];
+        sum = cum > 0.0f ? cum : prob[0];
     }
-    double u = llmc_sampler_uniform(sm) * sum, acc = 0.0;
+    float u = llmc_sampler_uniform(sm) * sum, acc = 0.0f;
     for (uint32_t i = 0; i < k; i++) {
         acc += prob[i];
         if (u < acc) {

@@ -245,7 +245,7 @@ static llmc_rt_status dispatch(const rt_kernels *kt, const rt_prepared *pr, cons
     case OP_REDUCE: return k_reduce(op->kind, &in[0], op->axes, op->n_axes, op->keepdims, y, err);
     case OP_SOFTMAX: return k_softmax(&in[0], op->axis, y, err);
     case OP_LAYERNORM: return exec_layernorm(op, in, out, err);
-    case OP_FILL: return k_fill(op->value, y, err);
+    case OP_FILL: return k_fill(op->value_bits, y, err);
     case OP_RANGE: return k_range(&in[0], &in[1], &in[2], y, err);
     case OP_SYMBOLS: return exec_symbols(pr, op, S, P, y, err);
     case OP_RMSNORM: return k_rmsnorm(&in[0], &in[1], op->epsilon, y, err);

@@ -203,7 +203,7 @@ static void copy_op_scalars(const rt_op_desc *d, rt_prep_op *o)
     o->axis = d->axis;
     o->keepdims = d->keepdims;
     o->epsilon = d->epsilon;
-    o->value = d->value;
+    o->value_bits = d->value_bits;
     o->heads = d->heads;
     o->kv_heads = d->kv_heads;
     o->head_dim = d->head_dim;

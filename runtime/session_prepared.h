@@ -43,7 +43,7 @@ typedef struct {
     int n_axes;
     bool keepdims;
     float epsilon;
-    double value;
+    uint64_t value_bits; /* Fill: the IEEE binary64 value as stored */
     rt_prep_list values;          /* Symbols: in the Affine pool */
     rt_prep_list regions;         /* Copy: in the region pool */
     int32_t heads, kv_heads, head_dim, rotary_dim; /* Attention, Rope */

@@ -133,7 +133,10 @@ llmc_rt_status k_copy_region(const rt_region *g, const rt_view *src, rt_view *ds
 llmc_rt_status k_reshape(const rt_view *x, rt_view *y, llmc_rt_error *err);
 
 /* ref_fill.c */
-llmc_rt_status k_fill(double value, rt_view *y, llmc_rt_error *err);
+/* Fill: value_bits is the plan's IEEE binary64 value (Op.value), converted
+ * to the output's dtype with integer operations only (k_f64_to_f32,
+ * k_f64_to_i64): the device path does no double arithmetic. */
+llmc_rt_status k_fill(uint64_t value_bits, rt_view *y, llmc_rt_error *err);
 llmc_rt_status k_range(const rt_view *start, const rt_view *limit, const rt_view *delta,
                        rt_view *y, llmc_rt_error *err);
 
@@ -188,19 +191,62 @@ int64_t k_count(const rt_view *t);  /* element count (1 for a scalar) */
 size_t k_dtype_size(int dtype);     /* 0 if unsupported */
 void k_strides(const rt_view *t, int64_t *strides); /* row-major, in elements */
 bool k_same_dims(const rt_view *a, const rt_view *b);
-/* Offset (sum of index * stride) of element i of the row-major index space
- * `dims` (n axes). */
-int64_t k_offset_of(int64_t i, int n, const int64_t *dims, const int64_t *strides);
+/* An odometer over the row-major index space dims[0..n): the element
+ * offsets of up to K_WALK_OPS operands (a stride per axis each; 0 where an
+ * operand is broadcast) kept current with additions only.  Walking never
+ * divides: a Cortex-M has no 64-bit divide, and a / and % per element would
+ * each be a libgcc call. */
+#define K_WALK_OPS 3
+typedef struct {
+    int n, n_ops;
+    int64_t idx[RT_R], dims[RT_R];
+    int64_t strides[K_WALK_OPS][RT_R];
+    int64_t off[K_WALK_OPS];
+} k_walk;
+/* At index 0 (every off[k] = 0); strides[k] points at n strides. */
+void k_walk_init(k_walk *w, int n, const int64_t *dims, int n_ops,
+                 const int64_t *const *strides);
+/* To the next index in row-major order (from the last one back to 0). */
+void k_walk_next(k_walk *w);
 /* "[2, 3, 4]" style dims into buf, for messages. */
 const char *k_dims_text(const rt_view *t, char *buf, size_t cap);
-/* Numeric element i as int64 / as double, and stores that convert to the
+/* Numeric element i as int64 / as float, and stores that convert to the
  * view's dtype (integers wrap like a C cast to the narrower type; floats
- * truncate toward zero, saturating, NaN -> 0). */
+ * truncate toward zero, saturating, NaN -> 0).  Integer dtypes keep integer
+ * arithmetic: as_float is only for float32 operands and results. */
 int64_t k_load_i(const rt_view *t, int64_t i);
-double k_load_f(const rt_view *t, int64_t i);
+float k_load_f(const rt_view *t, int64_t i);
 void k_store_i(rt_view *t, int64_t i, int64_t v);
-void k_store_f(rt_view *t, int64_t i, double v);
-int64_t k_f2i(double v);
+void k_store_f(rt_view *t, int64_t i, float v);
+int64_t k_f2i(float v);
+/* IEEE binary64 bits to float (round to nearest even, as a C conversion)
+ * and to int64 (truncated toward zero, saturating, NaN -> 0), by integer
+ * operations: no double arithmetic, no libgcc soft-double call. */
+float k_f64_to_f32(uint64_t bits);
+int64_t k_f64_to_i64(uint64_t bits);
+
+/* Neumaier's compensated sum in float: the rounding error of n additions
+ * stays about one ulp of the result instead of growing with n, so rows of
+ * LayerNorm, RMSNorm, Softmax and ReduceSum/Mean in float agree with the
+ * double sums they replaced to within the tests' tolerances (a Cortex-M4F
+ * has a single-precision FPU only). */
+typedef struct {
+    float sum, c;
+} k_fsum;
+static inline void k_fsum_add(k_fsum *s, float v)
+{
+    float t = s->sum + v;
+    if ((s->sum < 0 ? -s->sum : s->sum) >= (v < 0 ? -v : v))
+        s->c += (s->sum - t) + v;
+    else
+        s->c += (v - t) + s->sum;
+    s->sum = t;
+}
+static inline float k_fsum_value(const k_fsum *s)
+{
+    /* an infinite or NaN sum stays what plain addition made it */
+    return s->sum - s->sum == 0 ? s->sum + s->c : s->sum;
+}
 
 /* ---- quantized Linear (q_linear.c) ----------------------------------------
  * The portable drivers over a target's kernel table (kernel_table.h) and

@@ -36,14 +36,32 @@ bool k_same_dims(const rt_view *a, const rt_view *b)
     return true;
 }
 
-int64_t k_offset_of(int64_t i, int n, const int64_t *dims, const int64_t *strides)
+void k_walk_init(k_walk *w, int n, const int64_t *dims, int n_ops,
+                 const int64_t *const *strides)
 {
-    int64_t off = 0;
-    for (int a = n; a-- > 0;) {
-        off += i % dims[a] * strides[a];
-        i /= dims[a];
+    w->n = n;
+    w->n_ops = n_ops;
+    for (int a = 0; a < n; a++) {
+        w->idx[a] = 0;
+        w->dims[a] = dims[a];
+        for (int k = 0; k < n_ops; k++)
+            w->strides[k][a] = strides[k][a];
     }
-    return off;
+    for (int k = 0; k < n_ops; k++)
+        w->off[k] = 0;
+}
+
+void k_walk_next(k_walk *w)
+{
+    for (int a = w->n; a-- > 0;) {
+        for (int k = 0; k < w->n_ops; k++)
+            w->off[k] += w->strides[k][a];
+        if (++w->idx[a] < w->dims[a])
+            return;
+        for (int k = 0; k < w->n_ops; k++)
+            w->off[k] -= w->dims[a] * w->strides[k][a];
+        w->idx[a] = 0;
+    }
 }
 
 static void append(char *buf, size_t cap, size_t *len, const char *s)
@@ -91,11 +109,11 @@ int64_t k_load_i(const rt_view *t, int64_t i)
     }
 }
 
-double k_load_f(const rt_view *t, int64_t i)
+float k_load_f(const rt_view *t, int64_t i)
 {
     if (t->dtype == LLMC_RT_F32)
         return ((const float *)t->data)[i];
-    return (double)k_load_i(t, i);
+    return (float)k_load_i(t, i);
 }
 
 /* Two's complement wrap without implementation-defined conversions. */
@@ -123,7 +141,7 @@ void k_store_i(rt_view *t, int64_t i, int64_t v)
     }
 }
 
-void k_store_f(rt_view *t, int64_t i, double v)
+void k_store_f(rt_view *t, int64_t i, float v)
 {
     if (t->dtype == LLMC_RT_F32)
         ((float *)t->data)[i] = (float)v;
@@ -133,15 +151,81 @@ void k_store_f(rt_view *t, int64_t i, double v)
         k_store_i(t, i, k_f2i(v));
 }
 
-int64_t k_f2i(double v)
+int64_t k_f2i(float v)
 {
     if (v != v)
         return 0;
-    if (v >= 9223372036854775807.0)
+    if (v >= 9223372036854775807.0f) /* 2^63 as a float */
         return INT64_MAX;
-    if (v <= -9223372036854775808.0)
+    if (v <= -9223372036854775808.0f)
         return INT64_MIN;
     return (int64_t)v; /* truncates toward zero */
+}
+
+/* binary64: sign 1, exponent 11 (bias 1023), fraction 52 bits. */
+#define F64_FRAC_BITS 52
+#define F64_EXP_MAX 0x7FF
+
+static int f64_exponent(uint64_t bits)
+{
+    return (int)(bits >> F64_FRAC_BITS & F64_EXP_MAX);
+}
+
+static uint64_t f64_fraction(uint64_t bits)
+{
+    return bits & ((UINT64_C(1) << F64_FRAC_BITS) - 1);
+}
+
+/* m >> shift rounded to nearest, ties to even (shift in 1..63). */
+static uint64_t shift_round_even(uint64_t m, int shift)
+{
+    uint64_t kept = m >> shift, rest = m & ((UINT64_C(1) << shift) - 1);
+    uint64_t half = UINT64_C(1) << (shift - 1);
+    return kept + (rest > half || (rest == half && (kept & 1)));
+}
+
+float k_f64_to_f32(uint64_t bits)
+{
+    uint32_t sign = (uint32_t)(bits >> 63) << 31, out;
+    int e = f64_exponent(bits);
+    uint64_t frac = f64_fraction(bits);
+    if (e == F64_EXP_MAX) {
+        out = sign | 0x7F800000u | (frac ? 0x400000u : 0u); /* inf, quiet NaN */
+    } else if (e == 0 && frac == 0) {
+        out = sign;
+    } else {
+        /* value = m * 2^(e - 1075) with the implicit bit; float32 keeps 24
+         * bits of m at exponent fe (bias 127), subnormal below fe == 1. */
+        uint64_t m = e ? frac | UINT64_C(1) << F64_FRAC_BITS : frac;
+        int fe = (e ? e : 1) - 1023 + 127;
+        int shift = F64_FRAC_BITS - 23 + (fe < 1 ? 1 - fe : 0);
+        uint64_t r = shift < 64 ? shift_round_even(m, shift) : 0;
+        int biased = fe < 1 ? 0 : fe;
+        /* r may carry into the next binade (or out of the subnormals): the
+         * sum of the biased exponent and the mantissa handles both */
+        uint64_t word = ((uint64_t)biased << 23) + (biased ? r - (UINT64_C(1) << 23) : r);
+        out = word >= 0x7F800000u ? sign | 0x7F800000u : sign | (uint32_t)word;
+    }
+    float f;
+    memcpy(&f, &out, sizeof f);
+    return f;
+}
+
+int64_t k_f64_to_i64(uint64_t bits)
+{
+    int e = f64_exponent(bits), neg = (int)(bits >> 63);
+    uint64_t frac = f64_fraction(bits);
+    if (e == F64_EXP_MAX && frac)
+        return 0;
+    int pow2 = e - 1023; /* value = 1.frac * 2^pow2 */
+    if (e == 0 || pow2 < 0)
+        return 0;
+    if (pow2 >= 63)
+        return neg ? INT64_MIN : INT64_MAX;
+    uint64_t m = frac | UINT64_C(1) << F64_FRAC_BITS;
+    uint64_t mag = pow2 >= F64_FRAC_BITS ? m << (pow2 - F64_FRAC_BITS)
+                                        : m >> (F64_FRAC_BITS - pow2);
+    return neg ? -(int64_t)mag : (int64_t)mag;
 }
 
 void rt_parallel_for(const rt_parallel *par, uint32_t n, llmc_rt_task_fn task, void *ctx)

@@ -88,9 +88,11 @@ static void copy_checked_region(const rt_region *g, const rt_view *src, rt_view 
     int64_t s_inner = rd ? src_steps[rd - 1] : 0;
     for (int k = 0; k + 1 < rd; k++)
         rows *= g->size[k];
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t so = src_base + k_offset_of(r, rd - 1, g->size, src_steps);
-        int64_t dof = dst_base + k_offset_of(r, rd - 1, g->size, dst_strides);
+    const int64_t *steps[2] = {src_steps, dst_strides};
+    k_walk it;
+    k_walk_init(&it, rd ? rd - 1 : 0, g->size, 2, steps);
+    for (int64_t r = 0; r < rows; r++, k_walk_next(&it)) {
+        int64_t so = src_base + it.off[0], dof = dst_base + it.off[1];
         if (s_inner == 1) { /* contiguous on both sides */
             memmove(d + dof * es, s + so * es, (size_t)len * es);
             continue;

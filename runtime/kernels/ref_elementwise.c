@@ -25,7 +25,7 @@ static bool is_numeric(int dtype)
 typedef struct {
     int rank;
     int64_t dims[RT_R];
-    int64_t strides[3][RT_R];
+    int64_t strides[K_WALK_OPS][RT_R];
     int n_in;
 } bcast;
 
@@ -75,18 +75,12 @@ static llmc_rt_status bcast_init(bcast *w, const rt_view *const *in, int n_in,
     return LLMC_RT_OK;
 }
 
-/* Element offsets of every operand for output row `row` (rows run along the
- * last axis). */
-static void bcast_row(const bcast *w, int64_t row, int64_t *off)
+/* A walker over the output's rows (every axis but the last): off[k] is
+ * operand k's element offset of the current row. */
+static void bcast_rows(const bcast *w, k_walk *rows)
 {
-    for (int k = 0; k < w->n_in; k++)
-        off[k] = 0;
-    for (int axis = w->rank - 1; axis-- > 0;) {
-        int64_t i = row % w->dims[axis];
-        row /= w->dims[axis];
-        for (int k = 0; k < w->n_in; k++)
-            off[k] += i * w->strides[k][axis];
-    }
+    const int64_t *strides[K_WALK_OPS] = {w->strides[0], w->strides[1], w->strides[2]};
+    k_walk_init(rows, w->rank ? w->rank - 1 : 0, w->dims, w->n_in, strides);
 }
 
 static int64_t bcast_row_len(const bcast *w)
@@ -251,6 +245,27 @@ static float arith_f32(int kind, float a, float b)
     }
 }
 
+/* Two's complement wrap of unsigned math without an overflowing cast. */
+static int64_t wrap_i64(uint64_t r)
+{
+    return r <= INT64_MAX ? (int64_t)r : -(int64_t)~r - 1;
+}
+
+/* Integer base and exponent: exact powers by squaring, wrapping like the
+ * type; a negative exponent leaves 1 / a^-e truncated toward zero. */
+static int64_t pow_int(int64_t a, int64_t e)
+{
+    if (e < 0)
+        return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)a;
+    for (; e; e >>= 1) {
+        if (e & 1)
+            r *= b;
+        b *= b;
+    }
+    return wrap_i64(r);
+}
+
 /* Integer arithmetic wraps (unsigned math); Div truncates toward zero. */
 static int64_t arith_int(int kind, int64_t a, int64_t b)
 {
@@ -263,10 +278,10 @@ static int64_t arith_int(int kind, int64_t a, int64_t b)
     case BINARY_MAX: return a > b ? a : b;
     default: return a < b ? a : b;
     }
-    return r <= INT64_MAX ? (int64_t)r : -(int64_t)~r - 1;
+    return wrap_i64(r);
 }
 
-static bool compare(int kind, double a, double b)
+static bool compare(int kind, float a, float b)
 {
     switch (kind) {
     case BINARY_EQUAL: return a == b;
@@ -299,9 +314,11 @@ static bool binary_elem(int kind, const rt_view *a, int64_t ia, const rt_view *b
 {
     if (a->dtype == LLMC_RT_F32 && is_f32_arith(kind)) {
         ((float *)y->data)[iy] = arith_f32(kind, ((const float *)a->data)[ia],
-                                           (float)k_load_f(b, ib));
-    } else if (kind == BINARY_POW) { /* integer base: ONNX Pow keeps the base's type */
-        k_store_f(y, iy, pow(k_load_f(a, ia), k_load_f(b, ib)));
+                                           k_load_f(b, ib));
+    } else if (kind == BINARY_POW && b->dtype == LLMC_RT_F32) { /* integer base keeps its type */
+        k_store_f(y, iy, powf(k_load_f(a, ia), k_load_f(b, ib)));
+    } else if (kind == BINARY_POW) {
+        k_store_i(y, iy, pow_int(k_load_i(a, ia), k_load_i(b, ib)));
     } else if (a->dtype == LLMC_RT_F32) {
         ((uint8_t *)y->data)[iy] = compare(kind, k_load_f(a, ia), k_load_f(b, ib));
     } else if (is_arith(kind)) {
@@ -332,9 +349,10 @@ llmc_rt_status k_binary(int kind, const rt_view *a, const rt_view *b, rt_view *y
     int64_t sa = bcast_inner_stride(&w, 0), sb = bcast_inner_stride(&w, 1);
     bool all_f32 = a->dtype == LLMC_RT_F32 && b->dtype == LLMC_RT_F32 &&
                    (is_arith(kind) || kind == BINARY_SWIGLU);
-    for (int64_t row = 0; row < rows; row++) {
-        int64_t off[2];
-        bcast_row(&w, row, off);
+    k_walk it;
+    bcast_rows(&w, &it);
+    for (int64_t row = 0; row < rows; row++, k_walk_next(&it)) {
+        const int64_t *off = it.off;
         if (all_f32) { /* the common case, without per-element dtype dispatch */
             const float *pa = (const float *)a->data + off[0], *pb = (const float *)b->data + off[1];
             float *py = (float *)y->data + row * len;
@@ -409,9 +427,10 @@ llmc_rt_status k_where(const rt_view *cond, const rt_view *x, const rt_view *oth
     int64_t len = bcast_row_len(&w), rows = len ? k_count(y) / len : 0;
     const uint8_t *c = cond->data, *px = x->data, *po = other->data;
     uint8_t *out = y->data;
-    for (int64_t row = 0; row < rows; row++) {
-        int64_t off[3];
-        bcast_row(&w, row, off);
+    k_walk it;
+    bcast_rows(&w, &it);
+    for (int64_t row = 0; row < rows; row++, k_walk_next(&it)) {
+        const int64_t *off = it.off;
         for (int64_t j = 0; j < len; j++) {
             int64_t ic = off[0] + j * bcast_inner_stride(&w, 0);
             int64_t ix = off[1] + j * bcast_inner_stride(&w, 1);

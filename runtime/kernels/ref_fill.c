@@ -2,13 +2,21 @@
 #include "kernels.h"
 #include "rt_msg.h"
 
-llmc_rt_status k_fill(double value, rt_view *y, llmc_rt_error *err)
+llmc_rt_status k_fill(uint64_t value_bits, rt_view *y, llmc_rt_error *err)
 {
     if (!k_dtype_size(y->dtype))
         return rt_fail(err, LLMC_RT_E_EXEC, "unsupported dtype %d", RT_N(y->dtype), NULL);
     int64_t n = k_count(y);
-    for (int64_t i = 0; i < n; i++)
-        k_store_f(y, i, value);
+    if (y->dtype == LLMC_RT_F32) {
+        float v = k_f64_to_f32(value_bits);
+        for (int64_t i = 0; i < n; i++)
+            ((float *)y->data)[i] = v;
+    } else {
+        /* bool: any value but +-0 is true, NaN included */
+        int64_t v = y->dtype == LLMC_RT_BOOL ? (value_bits << 1) != 0 : k_f64_to_i64(value_bits);
+        for (int64_t i = 0; i < n; i++)
+            k_store_i(y, i, v);
+    }
     return LLMC_RT_OK;
 }
 
@@ -28,9 +36,9 @@ llmc_rt_status k_range(const rt_view *start, const rt_view *limit, const rt_view
                        "of the 1-D output's dtype (float32, int32 or int64)", NULL, NULL);
     int64_t n = y->dims[0];
     if (dt == LLMC_RT_F32) {
-        double s = k_load_f(start, 0), d = k_load_f(delta, 0);
+        float s = k_load_f(start, 0), d = k_load_f(delta, 0);
         for (int64_t i = 0; i < n; i++)
-            k_store_f(y, i, s + (double)i * d);
+            k_store_f(y, i, s + (float)i * d);
     } else {
         uint64_t s = (uint64_t)k_load_i(start, 0), d = (uint64_t)k_load_i(delta, 0);
         for (int64_t i = 0; i < n; i++) {

@@ -61,18 +61,18 @@ static llmc_rt_status check_operands(const rt_view *x, const rt_view *scale,
     return LLMC_RT_OK;
 }
 
-/* Mean and 1 / sqrt(variance + epsilon) of one row of n elements. */
-static void row_stats(const float *in, int64_t n, float epsilon, double *mean,
-                      double *inv_std_dev)
+/* Mean and 1 / sqrt(variance + epsilon) of one row of n elements, two
+ * passes with compensated float sums (kernels.h k_fsum). */
+static void row_stats(const float *in, int64_t n, float epsilon, float *mean,
+                      float *inv_std_dev)
 {
-    double sum = 0.0, var = 0.0;
+    k_fsum sum = {0, 0}, var = {0, 0};
     for (int64_t j = 0; j < n; j++)
-        sum += in[j];
-    *mean = sum / (double)n;
+        k_fsum_add(&sum, in[j]);
+    *mean = k_fsum_value(&sum) / (float)n;
     for (int64_t j = 0; j < n; j++)
-        var += (in[j] - *mean) * (in[j] - *mean);
-    var /= (double)n;
-    *inv_std_dev = 1.0 / sqrt(var + epsilon);
+        k_fsum_add(&var, (in[j] - *mean) * (in[j] - *mean));
+    *inv_std_dev = 1.0f / sqrtf(k_fsum_value(&var) / (float)n + epsilon);
 }
 
 llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view *bias,
@@ -95,27 +95,28 @@ llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view
     for (int a = 0; a < axis; a++)
         outer *= x->dims[a];
     const float *sc = scale->data, *bi = bias ? bias->data : NULL;
+    const int64_t *param_strides_of[2] = {sstr, bstr};
     for (int64_t o = 0; o < outer; o++) {
         const float *in = (const float *)x->data + o * n;
         float *out = (float *)y->data + o * n;
-        double mean, inv;
+        float mean, inv;
         row_stats(in, n, epsilon, &mean, &inv);
         if (stats->mean)
-            ((float *)stats->mean->data)[o] = (float)mean;
+            ((float *)stats->mean->data)[o] = mean;
         if (stats->inv_std_dev)
-            ((float *)stats->inv_std_dev->data)[o] = (float)inv;
-        for (int64_t j = 0; j < n; j++) {
-            double v = (in[j] - mean) * inv * sc[k_offset_of(j, n_norm, norm_dims, sstr)];
-            if (bi)
-                v += bi[k_offset_of(j, n_norm, norm_dims, bstr)];
-            out[j] = (float)v;
+            ((float *)stats->inv_std_dev->data)[o] = inv;
+        k_walk p; /* off[0]: the scale's element, off[1]: the bias's */
+        k_walk_init(&p, n_norm, norm_dims, 2, param_strides_of);
+        for (int64_t j = 0; j < n; j++, k_walk_next(&p)) {
+            float v = (in[j] - mean) * inv * sc[p.off[0]];
+            out[j] = bi ? v + bi[p.off[1]] : v;
         }
     }
     return LLMC_RT_OK;
 }
 
 /* RMSNorm over the last axis: y = x / sqrt(mean(x^2) + epsilon) * scale,
- * scale [D].  The sum of squares is kept in double, as LayerNorm's. */
+ * scale [D].  The sum of squares is compensated, as LayerNorm's. */
 llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, rt_view *y,
                          llmc_rt_error *err)
 {
@@ -131,10 +132,10 @@ llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, 
     for (int64_t o = 0; o < rows; o++) {
         const float *in = (const float *)x->data + o * d;
         float *out = (float *)y->data + o * d;
-        double sum = 0.0;
+        k_fsum sum = {0, 0};
         for (int64_t j = 0; j < d; j++)
-            sum += (double)in[j] * in[j];
-        float inv = (float)(1.0 / sqrt(sum / (double)d + epsilon));
+            k_fsum_add(&sum, in[j] * in[j]);
+        float inv = 1.0f / sqrtf(k_fsum_value(&sum) / (float)d + epsilon);
         for (int64_t j = 0; j < d; j++)
             out[j] = in[j] * inv * sc[j];
     }

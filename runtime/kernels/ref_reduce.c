@@ -58,33 +58,43 @@ static llmc_rt_status plan_axes(const rt_view *x, const int *axes, int n_axes, b
     return LLMC_RT_OK;
 }
 
-static double reduce_f32(int kind, const float *x, const reduce_plan *rp)
+/* Sum and Mean add with a compensated float sum (kernels.h k_fsum). */
+static float reduce_f32(int kind, const float *x, const reduce_plan *rp)
 {
-    double acc = kind == REDUCE_PROD ? 1.0 : kind == REDUCE_MAX ? -INFINITY : kind == REDUCE_MIN ? INFINITY : 0.0;
+    float acc = kind == REDUCE_PROD ? 1.0f : kind == REDUCE_MAX ? -INFINITY : INFINITY;
+    k_fsum sum = {0, 0};
     int inner = rp->n_red - 1; /* the last reduced axis runs as a strided loop */
     int64_t len = rp->red_dims[inner], step = rp->red_strides[inner];
     int64_t outer = len ? rp->red_count / len : 0;
-    for (int64_t o = 0; o < outer; o++) {
-        const float *p = x + k_offset_of(o, inner, rp->red_dims, rp->red_strides);
+    const int64_t *strides[1] = {rp->red_strides};
+    k_walk it;
+    k_walk_init(&it, inner, rp->red_dims, 1, strides);
+    for (int64_t o = 0; o < outer; o++, k_walk_next(&it)) {
+        const float *p = x + it.off[0];
         for (int64_t j = 0; j < len; j++) {
-            double v = p[j * step];
+            float v = p[j * step];
             switch (kind) {
             case REDUCE_PROD: acc *= v; break;
             case REDUCE_MAX: acc = v > acc || v != v ? v : acc; break;
             case REDUCE_MIN: acc = v < acc || v != v ? v : acc; break;
-            default: acc += v; break;
+            default: k_fsum_add(&sum, v); break;
             }
         }
     }
-    return kind == REDUCE_MEAN ? acc / (double)rp->red_count : acc;
+    if (kind == REDUCE_SUM || kind == REDUCE_MEAN)
+        acc = k_fsum_value(&sum);
+    return kind == REDUCE_MEAN ? acc / (float)rp->red_count : acc;
 }
 
 static int64_t reduce_int(int kind, const rt_view *x, int64_t base, const reduce_plan *rp)
 {
     uint64_t acc = kind == REDUCE_PROD ? 1u : 0u; /* unsigned: wraps instead of overflowing */
     int64_t best = kind == REDUCE_MAX ? INT64_MIN : INT64_MAX;
-    for (int64_t o = 0; o < rp->red_count; o++) {
-        int64_t v = k_load_i(x, base + k_offset_of(o, rp->n_red, rp->red_dims, rp->red_strides));
+    const int64_t *strides[1] = {rp->red_strides};
+    k_walk it;
+    k_walk_init(&it, rp->n_red, rp->red_dims, 1, strides);
+    for (int64_t o = 0; o < rp->red_count; o++, k_walk_next(&it)) {
+        int64_t v = k_load_i(x, base + it.off[0]);
         if (kind == REDUCE_SUM)
             acc += (uint64_t)v;
         else if (kind == REDUCE_PROD)
@@ -108,14 +118,17 @@ llmc_rt_status k_reduce(int kind, const rt_view *x, const int *axes, int n_axes,
     if (st)
         return st;
     int64_t n_out = k_count(y);
-    for (int64_t i = 0; i < n_out; i++) {
-        int64_t base = k_offset_of(i, rp.n_kept, rp.kept_dims, rp.kept_strides);
+    const int64_t *kept[1] = {rp.kept_strides};
+    k_walk out;
+    k_walk_init(&out, rp.n_kept, rp.kept_dims, 1, kept);
+    for (int64_t i = 0; i < n_out; i++, k_walk_next(&out)) {
+        int64_t base = out.off[0];
         if (x->dtype != LLMC_RT_F32)
             k_store_i(y, i, reduce_int(kind, x, base, &rp));
         else if (rp.n_red == 0)
             ((float *)y->data)[i] = ((const float *)x->data)[base];
         else
-            ((float *)y->data)[i] = (float)reduce_f32(kind, (const float *)x->data + base, &rp);
+            ((float *)y->data)[i] = reduce_f32(kind, (const float *)x->data + base, &rp);
     }
     return LLMC_RT_OK;
 }

@@ -85,9 +85,9 @@ static void combine_int(int kind, rt_view *y, int64_t i, int64_t u)
     k_store_i(y, i, a);
 }
 
-static void combine_float(int kind, rt_view *y, int64_t i, double u)
+static void combine_float(int kind, rt_view *y, int64_t i, float u)
 {
-    double a = k_load_f(y, i);
+    float a = k_load_f(y, i);
     switch (kind) {
     case SCATTER_ADD: a += u; break;
     case SCATTER_MUL: a *= u; break;

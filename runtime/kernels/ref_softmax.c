@@ -25,13 +25,14 @@ llmc_rt_status k_softmax(const rt_view *x, int axis, rt_view *y, llmc_rt_error *
             float max = -INFINITY;
             for (int64_t j = 0; j < n; j++)
                 max = in[base + j * inner] > max ? in[base + j * inner] : max;
-            double sum = 0.0;
+            k_fsum sum = {0, 0};
             for (int64_t j = 0; j < n; j++) {
                 out[base + j * inner] = expf(in[base + j * inner] - max);
-                sum += out[base + j * inner];
+                k_fsum_add(&sum, out[base + j * inner]);
             }
+            float total = k_fsum_value(&sum);
             for (int64_t j = 0; j < n; j++)
-                out[base + j * inner] = (float)(out[base + j * inner] / sum);
+                out[base + j * inner] = out[base + j * inner] / total;
         }
     }
     return LLMC_RT_OK;

@@ -586,16 +586,73 @@ static void test_copy(void)
     CHECK(k_reshape(&r1, &r2, &err) == LLMC_RT_E_EXEC, "Reshape with another element count");
 }
 
+static uint64_t f64_bits(double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return bits;
+}
+
+/* What the runtime's conversion did in double before: truncate toward
+ * zero, saturate, NaN -> 0. */
+static int64_t k_f2i_double_reference(double v)
+{
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (v <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
+/* k_f64_to_f32 / k_f64_to_i64 convert by integer operations: they must give
+ * the C conversions' bits on special values, the float subnormal range,
+ * rounding ties, and random bit patterns of every exponent. */
+static void test_f64_conversions(void)
+{
+    static const double special[] = {0.0, -0.0, 1.0, -1.5, 0.1, 3.4028235677973366e38,
+                                     3.4028235677973362e38, 1e39, -1e300, 1.401298464324817e-45,
+                                     7.006492321624085e-46, 7.006492321624087e-46, 1e-46,
+                                     1.1754942106924411e-38, 1.1754943508222875e-38, 1e-310,
+                                     16777217.0, 16777219.0, 9.2233720368547758e18, -9.3e18,
+                                     -9.2233720368547758e18, 4503599627370497.0, -2.5};
+    int f_bad = 0, i_bad = 0;
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    for (int k = 0; k < 200000; k++) {
+        double v;
+        if (k < (int)(sizeof special / sizeof *special)) {
+            v = special[k];
+        } else {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint64_t bits = x;
+            if (k % 2) /* half of them near float's range, where the cases are */
+                bits = (bits & ~(UINT64_C(0x7FF) << 52)) | (uint64_t)(1023 - 160 + k % 320) << 52;
+            memcpy(&v, &bits, sizeof v);
+        }
+        float want = (float)v, got = k_f64_to_f32(f64_bits(v));
+        if (memcmp(&want, &got, sizeof want) && !(want != want && got != got))
+            f_bad++;
+        if (k_f64_to_i64(f64_bits(v)) != k_f2i_double_reference(v))
+            i_bad++;
+    }
+    CHECK(f_bad == 0, "binary64 -> float by integer operations equals the C conversion (%d off)", f_bad);
+    CHECK(i_bad == 0, "binary64 -> int64 truncates and saturates as a C conversion would (%d off)", i_bad);
+    CHECK(k_f64_to_i64(f64_bits(NAN)) == 0 && k_f64_to_i64(f64_bits(INFINITY)) == INT64_MAX &&
+          k_f64_to_i64(f64_bits(-INFINITY)) == INT64_MIN, "binary64 -> int64 of NaN and infinities");
+}
+
 static void test_fill_range(void)
 {
     int64_t i64[3];
     float f[4];
     uint8_t b[2];
     rt_view vi = V(LLMC_RT_I64, i64, 3), vf = V(LLMC_RT_F32, f, 2, 2), vb = V(LLMC_RT_BOOL, b, 2);
-    CHECK(k_fill(-3.9, &vi, &err) == LLMC_RT_OK && i64[0] == -3 && i64[2] == -3,
+    CHECK(k_fill(f64_bits(-3.9), &vi, &err) == LLMC_RT_OK && i64[0] == -3 && i64[2] == -3,
           "Fill int64 truncates the value");
-    CHECK(k_fill(0.25, &vf, &err) == LLMC_RT_OK && f[3] == 0.25f, "Fill float32");
-    CHECK(k_fill(2, &vb, &err) == LLMC_RT_OK && b[0] == 1, "Fill bool");
+    CHECK(k_fill(f64_bits(0.25), &vf, &err) == LLMC_RT_OK && f[3] == 0.25f, "Fill float32");
+    CHECK(k_fill(f64_bits(2), &vb, &err) == LLMC_RT_OK && b[0] == 1, "Fill bool");
+    CHECK(k_fill(f64_bits(-0.0), &vb, &err) == LLMC_RT_OK && b[1] == 0, "Fill bool with -0");
     float s = 1, l = 2, d = 0.25f;
     rt_view vs = SCALAR(LLMC_RT_F32, &s), vl = SCALAR(LLMC_RT_F32, &l), vd = SCALAR(LLMC_RT_F32, &d);
     rt_view vo = V(LLMC_RT_F32, f, 4);
@@ -799,6 +856,7 @@ int main(void)
     test_layernorm_stats();
     test_gather();
     test_copy();
+    test_f64_conversions();
     test_fill_range();
     test_trilu();
     test_scatter_nd();
