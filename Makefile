@@ -17,7 +17,10 @@ LDFLAGS   := $(filter -fsanitize=%,$(OPT))
 ONNX_PROTO := /usr/include/onnx/onnx.proto
 GEN_C      := $(BUILD)/gen/onnx/onnx.pb-c.c
 
-RT_SRC   := $(wildcard runtime/*.c runtime/kernels/*.c)
+# The runtime's sources come from the fragment firmware builds include too.
+LLMC_RT_GEN := $(BUILD)/gen
+include runtime/llmc_rt.mk
+RT_SRC   := $(LLMC_RT_SRC)
 # x86-64 builds add the AVX2 kernel table.  Only its kernel files get
 # -mavx2 -mfma -mf16c: cpu_x86.c (the check that runs before the table is
 # chosen) and the rest of the runtime stay baseline x86-64, so the runtime
@@ -54,14 +57,8 @@ $(GEN_C): $(ONNX_PROTO)
 $(BUILD)/gen/onnx/onnx.pb-c.o: $(GEN_C)
 	$(CC) -std=c11 $(OPT) -w -I$(BUILD)/gen -c $< -o $@
 
-# The tokenizer's Unicode tables, generated from Debian's unicode-data.
-UNICODE_DIR ?= /usr/share/unicode
-UNICODE_TABLES := $(BUILD)/gen/unicode_tables.h
-$(UNICODE_TABLES): scripts/gen_unicode.py
-	@mkdir -p $(dir $@)
-	python3 scripts/gen_unicode.py $(UNICODE_DIR) $@
-
-$(BUILD)/runtime/unicode.o: $(UNICODE_TABLES)
+# The tokenizer's Unicode tables: the fragment's rule.
+$(BUILD)/runtime/unicode.o: $(LLMC_RT_GEN_HEADERS)
 
 $(BUILD)/runtime/%.o: runtime/%.c
 	@mkdir -p $(dir $@)
@@ -134,6 +131,36 @@ $(A64_TEST): tests/unit_arm/test_neon_quant.c $(A64_OBJ) tests/unit/tap.h
 
 aarch64-tests: $(A64_TEST)
 
+# ---- Firmware: the runtime core, freestanding, for Cortex-M ---------------
+# `make firmware` compiles the core (runtime/llmc_rt.mk's LLMC_RT_SRC) with
+# arm-none-eabi-gcc for each of FW_CPUS into build/firmware/<cpu>/libllmcrt.a;
+# scripts/firmware_core.sh then fails on any undefined symbol beyond the
+# documented ones and reports the linked size (README "Firmware").
+FW_CC    ?= arm-none-eabi-gcc
+FW_AR    ?= arm-none-eabi-ar
+FW_CPUS  := cortex-m4 cortex-m55
+FW_ARCH_cortex-m4  := -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16
+FW_ARCH_cortex-m55 := -mcpu=cortex-m55 -mthumb -mfloat-abi=hard
+FW_LD_cortex-m4    := $(LLMC_RT_NEWLIB_LDFLAGS)
+FW_CFLAGS := $(LLMC_RT_FW_CFLAGS) -Os $(WARN) -Wdouble-promotion $(addprefix -I,$(LLMC_RT_INC))
+FW_LIBS  := $(FW_CPUS:%=$(BUILD)/firmware/%/libllmcrt.a)
+
+define FW_CPU_RULES
+$(BUILD)/firmware/$(1)/%.o: %.c $(LLMC_RT_GEN_HEADERS)
+	@mkdir -p $$(dir $$@)
+	$(FW_CC) $(FW_ARCH_$(1)) $(FW_CFLAGS) -c $$< -o $$@
+$(BUILD)/firmware/$(1)/libllmcrt.a: $(LLMC_RT_SRC:%.c=$(BUILD)/firmware/$(1)/%.o)
+	rm -f $$@ && $(FW_AR) rcs $$@ $$^
+endef
+$(foreach c,$(FW_CPUS),$(eval $(call FW_CPU_RULES,$(c))))
+
+firmware: $(FW_LIBS)
+	BUILD=$(BUILD) FW_CC=$(FW_CC) FW_CPUS="$(FW_CPUS)" \
+	  FW_ARCH_cortex_m4="$(FW_ARCH_cortex-m4)" FW_ARCH_cortex_m55="$(FW_ARCH_cortex-m55)" \
+	  LLMC_RT_LIBM="$(LLMC_RT_LIBM)" FW_CFLAGS="$(FW_CFLAGS)" \
+	  FW_LD_cortex_m4="$(FW_LD_cortex-m4)" FW_LD_cortex_m55="$(FW_LD_cortex-m55)" \
+	  scripts/firmware_core.sh
+
 deps:
 	scripts/deps.sh
 
@@ -174,5 +201,7 @@ bench-f32: $(BENCH_F32)
 clean:
 	rm -rf build build-san
 
+
+.PHONY: firmware
 .PHONY: all unit deps check demo tokenizer-parity big-model clean bench-kernels bench-f32 aarch64-tests
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -117,7 +117,12 @@ enum {
  * the plan's target: LLMC_RT_E_TARGET when the target is unknown, or (without
  * LLMC_RT_OPEN_ANY_TARGET) not built into this runtime or not supported by
  * this CPU.  `bytes` must stay valid and unchanged while the plan is used,
- * and be 8-byte aligned. */
+ * and be LLMC_RT_PLAN_ALIGN-byte aligned (a plan linked into flash: align
+ * its section to it, e.g. `. = ALIGN(8);` before it in the linker script,
+ * or `.balign 8` before an .incbin); LLMC_RT_E_ARG names the address
+ * otherwise.  Weight segments start at 64-byte multiples from the plan's
+ * first byte, so aligning the plan to 64 puts them on cache lines. */
+#define LLMC_RT_PLAN_ALIGN 8
 llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t size,
                                  unsigned flags, llmc_rt_error *err);
 

@@ -1163,14 +1163,17 @@ llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t s
     }
     if (!plan || !bytes)
         return rt_fail(err, LLMC_RT_E_ARG, "plan and bytes must not be NULL", NULL, NULL);
-    if ((uintptr_t)bytes % 8)
-        return rt_fail(err, LLMC_RT_E_ARG, "plan bytes must be 8-byte aligned", NULL, NULL);
+    if ((uintptr_t)bytes % LLMC_RT_PLAN_ALIGN)
+        return rt_fail(err, LLMC_RT_E_ARG, "plan at address %u is not %u-byte aligned (align "
+                       "the section that holds it: ALIGN(%u) in a linker script)",
+                       RT_N((int64_t)(uintptr_t)bytes, LLMC_RT_PLAN_ALIGN, LLMC_RT_PLAN_ALIGN),
+                       NULL);
     memset(plan, 0, sizeof *plan);
     llmc_rt_plan p;
     memset(&p, 0, sizeof p);
     p.base = bytes;
     p.size = size;
-    fb_reader r = {bytes, size, 8};
+    fb_reader r = {bytes, size, LLMC_RT_PLAN_ALIGN};
     llmc_rt_status st = verify_all(&r, &p, flags, err);
     if (st)
         return st;

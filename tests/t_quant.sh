@@ -75,11 +75,17 @@ for family in llama qwen2 gpt2 phi; do
         below "$e8" "$w8" || w8=$e8
         below "$e4" "$w4" || w4=$e4
         if [ "$TARGETS" != generic ]; then
+            # The targets' attention and SwiGLU loops sum in other orders, so
+            # a last-bit difference can move one activation of a quantized
+            # plan across an int8 rounding boundary: one step is 1/127 of
+            # its row's abs-max.  Quantized plans agree to two such steps.
             for mode in f32 w8a8 w4a8; do
                 a=$WORK/$family-$mode-generic-p$i b=$WORK/$family-$mode-avx2-p$i
+                tol=1e-4
+                [ "$mode" = f32 ] || tol=1.6e-2
                 check "$family $mode prompt $i: avx2 ids equal generic ids" cmp "$a.tok" "$b.tok"
-                check "$family $mode prompt $i: avx2 logits within 1e-4 of generic" \
-                    $PY scripts/compare_logits.py "$a.bin" "$b.bin" --vocab "$VOCAB" --rtol 1e-4
+                check "$family $mode prompt $i: avx2 logits within $tol of generic" \
+                    $PY scripts/compare_logits.py "$a.bin" "$b.bin" --vocab "$VOCAB" --rtol "$tol"
             done
         fi
     done

@@ -159,7 +159,15 @@ int64_t k_f2i(float v)
         return INT64_MAX;
     if (v <= -9223372036854775808.0f)
         return INT64_MIN;
-    return (int64_t)v; /* truncates toward zero */
+    if (v > -2147483648.0f && v < 2147483648.0f)
+        return (int32_t)v; /* truncates toward zero: one FPU instruction */
+    /* |v| >= 2^31 is an integer (a float has 24 significant bits); build it
+     * from the bits, as libgcc's float -> int64 helper would through double */
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    int shift = (int)(bits >> 23 & 0xFF) - 127 - 23;
+    uint64_t mag = (uint64_t)((bits & 0x7FFFFFu) | 0x800000u) << shift;
+    return bits >> 31 ? -(int64_t)mag : (int64_t)mag;
 }
 
 /* binary64: sign 1, exponent 11 (bias 1023), fraction 52 bits. */

@@ -24,7 +24,7 @@ $(FUZZ_DIR)/obj/%.o: %.c | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -c $< -o $@
 
-$(FUZZ_DIR)/obj/runtime/unicode.o: $(UNICODE_TABLES)
+$(FUZZ_DIR)/obj/runtime/unicode.o: $(LLMC_RT_GEN_HEADERS)
 
 $(FUZZ_DIR)/libfuzzdeps.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

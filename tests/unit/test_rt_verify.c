@@ -95,8 +95,11 @@ static void test_valid(const uint8_t *bytes, size_t size)
     CHECK(llmc_rt_plan_open(&plan, NULL, size, 0, &err) == LLMC_RT_E_ARG, "NULL bytes");
     uint8_t *shifted = aligned_alloc(64, (size + 64 + 63) / 64 * 64);
     memcpy(shifted + 4, bytes, size);
-    CHECK(llmc_rt_plan_open(&plan, shifted + 4, size, 0, &err) == LLMC_RT_E_ARG,
-          "bytes not 8-aligned: %s", err.msg);
+    char where[64];
+    snprintf(where, sizeof where, "address %llu is not 8-byte aligned",
+             (unsigned long long)(uintptr_t)(shifted + 4));
+    CHECK(llmc_rt_plan_open(&plan, shifted + 4, size, 0, &err) == LLMC_RT_E_ARG &&
+          strstr(err.msg, where), "bytes not 8-aligned, the message names the address: %s", err.msg);
     free(shifted);
 }
 

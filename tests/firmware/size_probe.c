@@ -1,0 +1,60 @@
+/* The smallest program that keeps every part of the runtime core a device
+ * uses: open and verify a plan, run a session (prefill, decode, sampling)
+ * and, with SIZE_PROBE_TOKENIZER, encode and detokenize text.  Linked with
+ * --gc-sections by scripts/firmware_core.sh to measure what the core costs
+ * in .text once the linker has dropped everything unreferenced; it is
+ * never run (the firmware demo runs the real thing). */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmc_rt.h"
+
+extern const uint8_t probe_plan[];
+extern const size_t probe_plan_size;
+extern uint8_t probe_arena[];
+extern const size_t probe_arena_size;
+
+static int run_text(const llmc_rt_plan *plan, int64_t *ids, size_t max_ids, size_t *n,
+                    llmc_rt_error *err)
+{
+#ifdef SIZE_PROBE_TOKENIZER
+    static const char prompt[] = "In the beginning";
+    llmc_rt_tokenizer tok;
+    llmc_rt_detok d;
+    char out[64];
+    size_t n_out;
+    if (llmc_rt_encode(plan, prompt, sizeof prompt - 1, 1, probe_arena, probe_arena_size, ids,
+                       max_ids, n, err) ||
+        llmc_rt_plan_tokenizer(plan, &tok, err))
+        return 1;
+    llmc_rt_detok_init(&tok, &d);
+    return llmc_rt_detok_token(&tok, &d, ids[0], out, sizeof out, &n_out, err) ||
+           llmc_rt_detok_finish(&tok, &d, out, sizeof out, &n_out, err);
+#else
+    (void)plan, (void)max_ids, (void)err;
+    ids[0] = 1;
+    *n = 1;
+    return 0;
+#endif
+}
+
+int probe_entry(void)
+{
+    static llmc_rt_plan plan;
+    static llmc_rt_session session;
+    static float logits[4096];
+    static uint32_t sample_scratch[2 * 4096];
+    llmc_rt_error err;
+    int64_t ids[16], next;
+    size_t n;
+    llmc_sampler sm;
+    if (llmc_rt_plan_open(&plan, probe_plan, probe_plan_size, LLMC_RT_VERIFY_HASHES, &err) ||
+        llmc_rt_session_init(&session, &plan, probe_arena, probe_arena_size, &err) ||
+        run_text(&plan, ids, 16, &n, &err) ||
+        llmc_prefill(&session, ids, (uint32_t)n, logits, &err))
+        return 1;
+    llmc_sampler_init(&sm, 0.8f, 40, 0.9f, 1);
+    if (llmc_sample(&sm, logits, 4096, sample_scratch, sizeof sample_scratch, &next, &err))
+        return 1;
+    return llmc_decode(&session, next, logits, &err) != LLMC_RT_OK;
+}
