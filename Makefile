@@ -155,11 +155,25 @@ endef
 $(foreach c,$(FW_CPUS),$(eval $(call FW_CPU_RULES,$(c))))
 
 firmware: $(FW_LIBS)
-	BUILD=$(BUILD) FW_CC=$(FW_CC) FW_CPUS="$(FW_CPUS)" \
+	BUILD=$(BUILD) FW_LIB_DIR="$(FW_LIB_DIR)" FW_CC=$(FW_CC) FW_CPUS="$(FW_CPUS)" \
 	  FW_ARCH_cortex_m4="$(FW_ARCH_cortex-m4)" FW_ARCH_cortex_m55="$(FW_ARCH_cortex-m55)" \
 	  LLMC_RT_LIBM="$(LLMC_RT_LIBM)" FW_CFLAGS="$(FW_CFLAGS)" \
 	  FW_LD_cortex_m4="$(FW_LD_cortex-m4)" FW_LD_cortex_m55="$(FW_LD_cortex-m55)" \
 	  scripts/firmware_core.sh
+
+# ---- make install: the compiler, the runtime archives, the public headers
+# and a pkg-config file (llmc-rt) for hosted builds ------------------------
+PREFIX  ?= /usr/local
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+RT_PUBLIC_HEADERS := runtime/llmc_rt.h runtime/platform/llmc_threads.h
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/include/llmc
+	install -m 755 $(BUILD)/llmc $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(BUILD)/libllmcrt.a $(THR_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(RT_PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/llmc/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' runtime/llmc-rt.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/llmc-rt.pc
 
 deps:
 	scripts/deps.sh
@@ -202,6 +216,6 @@ clean:
 	rm -rf build build-san
 
 
-.PHONY: firmware
+.PHONY: firmware install
 .PHONY: all unit deps check demo tokenizer-parity big-model clean bench-kernels bench-f32 aarch64-tests
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

