@@ -161,6 +161,11 @@ firmware: $(FW_LIBS)
 	  FW_LD_cortex_m4="$(FW_LD_cortex-m4)" FW_LD_cortex_m55="$(FW_LD_cortex-m55)" \
 	  scripts/firmware_core.sh
 
+# The trained model as firmware on QEMU's mps2-an386 and mps3-an547, its
+# ids checked against the host runtime's (README "Firmware demo").
+firmware-demo: deps all
+	BUILD=$(BUILD) scripts/firmware_demo.sh
+
 # ---- make install: the compiler, the runtime archives, the public headers
 # and a pkg-config file (llmc-rt) for hosted builds ------------------------
 PREFIX  ?= /usr/local
@@ -216,6 +221,6 @@ clean:
 	rm -rf build build-san
 
 
-.PHONY: firmware install
+.PHONY: firmware firmware-demo install
 .PHONY: all unit deps check demo tokenizer-parity big-model clean bench-kernels bench-f32 aarch64-tests
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

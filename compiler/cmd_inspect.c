@@ -18,7 +18,7 @@ static const char inspect_help[] =
     "Describes a plan: format, target, source model hash, arena bytes, weight bytes,\n"
     "tensors, ops by type, inputs/outputs with their roles, and the passes that ran\n"
     "with their digests and what each reported doing.  --json prints one JSON\n"
-    "object (keys: ops_total, layers, op_counts, arena_bytes, weight_bytes, tensors,\n"
+    "object (keys: ops_total, layers, op_counts, arena_bytes, session_bytes, weight_bytes, tensors,\n"
     "passes, ...).\n";
 
 typedef struct {
@@ -153,12 +153,14 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
            "\"weight_bytes\": %llu, \"segments\": %u, \"tensors\": %u, \"arena_tensors\": %u, "
            "\"weight_tensors\": %u, \"layers\": %u, \"vocab_size\": %u, \"gemm_min_rows\": %u, "
            "\"prefill_kernel\": \"%s\", \"ops_total\": %u, \"ops_per_layer\": %u, "
-           "\"kv_cache_dtype\": \"%s\", \"kv_bytes_per_position\": %llu, \"op_counts\": {",
+           "\"kv_cache_dtype\": \"%s\", \"kv_bytes_per_position\": %llu, \"session_bytes\": %llu, "
+           "\"op_counts\": {",
            (unsigned long long)p->source_hash, p->max_context, (unsigned long long)p->arena_size,
            (unsigned long long)p->kv_bytes, (unsigned long long)s->weight_bytes, p->n_segments, p->n_tensors,
            s->arena_tensors, s->weight_tensors, p->n_layers, p->vocab_size, p->gemm_min_rows,
            rt_prefill_kernel_name(p->prefill_kernel), p->n_ops, s->layer_ops_max,
-           kv_dtype_name(p->kv_cache_dtype), (unsigned long long)s->kv_position_bytes);
+           kv_dtype_name(p->kv_cache_dtype), (unsigned long long)s->kv_position_bytes,
+           (unsigned long long)llmc_rt_session_memory(p));
     const char *sep = "";
     for (int c = 0; c < OP_COUNT; c++) {
         if (!s->op_counts[c])
@@ -208,6 +210,8 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
     printf("max context %u tokens\n", p->max_context);
     printf("arena       %llu bytes\n", (unsigned long long)p->arena_size);
     printf("kv store    %llu bytes\n", (unsigned long long)p->kv_bytes);
+    printf("session     %llu bytes of caller memory at max context (llmc_rt_session_memory: "
+           "arena, KV store, caches)\n", (unsigned long long)llmc_rt_session_memory(p));
     if (p->n_caches)
         printf("kv cache    %s, %llu bytes per position (%u caches, %u positions per chunk)\n",
                kv_dtype_name(p->kv_cache_dtype), (unsigned long long)s->kv_position_bytes, p->n_caches,
