@@ -129,7 +129,26 @@ $(A64_DIR)/%.o: %.c
 $(A64_TEST): tests/unit_arm/test_neon_quant.c $(A64_OBJ) tests/unit/tap.h
 	$(A64_CC) $(A64_CFLAGS) -Itests/unit -static -o $@ $< $(A64_OBJ) -lm
 
-aarch64-tests: $(A64_TEST)
+# The runtime and `llmc run` for Linux on AArch64 (build/aarch64/llmc-run):
+# the portable core, the NEON tables, the pthread platform file and the run
+# command (compiler/main_run.c), cross-compiled and linked statically so
+# tests/t_aarch64.sh can run it under qemu-aarch64 against the x86 build.
+A64_RUN     := $(A64_DIR)/llmc-run
+A64_CLI_SRC := compiler/main_run.c compiler/cmd_run.c compiler/cli.c compiler/file_map.c \
+               compiler/diag.c compiler/out_file.c
+A64_RUN_OBJ := $(patsubst %.c,$(A64_DIR)/%.o,$(LLMC_RT_SRC) $(A64_CLI_SRC) \
+               runtime/platform/threads_pthread.c) $(A64_OBJ)
+$(patsubst %.c,$(A64_DIR)/%.o,$(LLMC_RT_SRC)): A64_CFLAGS += -I$(BUILD)/gen
+$(patsubst %.c,$(A64_DIR)/%.o,$(LLMC_RT_SRC)): $(LLMC_RT_GEN_HEADERS)
+$(patsubst %.c,$(A64_DIR)/%.o,$(A64_CLI_SRC)): A64_CFLAGS := -std=c11 $(WARN) -O2 -D_GNU_SOURCE \
+               -I. -Icompiler -I$(BUILD)/gen -Iruntime -Iruntime/platform
+$(A64_DIR)/runtime/platform/threads_pthread.o: A64_CFLAGS := -std=c11 $(WARN) -O2 \
+               -D_POSIX_C_SOURCE=200809L -Iruntime
+
+$(A64_RUN): $(A64_RUN_OBJ)
+	$(A64_CC) -static -o $@ $^ -lm -pthread
+
+aarch64-tests: $(A64_TEST) $(A64_RUN)
 
 # ---- Firmware: the runtime core, freestanding, for Cortex-M ---------------
 # `make firmware` compiles the core (runtime/llmc_rt.mk's LLMC_RT_SRC) with

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The runtime on Linux/AArch64: build/aarch64/llmc-run (the whole runtime,
+# its NEON kernel tables, the pthread platform file and `llmc run`,
+# cross-compiled and static) under qemu-aarch64 -cpu max generates the same
+# ids, with bitwise the same logits, as the x86-64 build for the same
+# generic plans (f32 and w8a8 of a zoo model, w4a8 of the trained model),
+# streams the same text from --prompt, and runs plans for its own targets
+# (neon-dot, neon-i8mm) to the ids of the generic plan.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+WORK=$BUILD/test-data/aarch64
+rm -rf "$WORK" && mkdir -p "$WORK"
+. tests/tap.sh
+PY=/usr/bin/python3
+A64="qemu-aarch64 -cpu max $BUILD/aarch64/llmc-run"
+IDS=913,431,423,350,869,44
+
+check "make aarch64-tests cross-compiles the runtime and llmc-run" \
+    make -s aarch64-tests BUILD="$BUILD"
+
+# same_run NAME PLAN ARGS...: x86 and AArch64 print the same and write the
+# same logits bytes.
+same_run() {
+    local name=$1 plan=$2; shift 2
+    "$BUILD/llmc" run "$plan" "$@" --logits-out "$WORK/$name.x86.bin" >"$WORK/$name.x86.txt"
+    $A64 "$plan" "$@" --logits-out "$WORK/$name.a64.bin" >"$WORK/$name.a64.txt"
+    echo "# $name: x86 $(head -c 120 "$WORK/$name.x86.txt" | tr '\n' ' ')"
+    check "$name: AArch64 output equals x86's" cmp "$WORK/$name.x86.txt" "$WORK/$name.a64.txt"
+    check "$name: logits bitwise equal" cmp "$WORK/$name.x86.bin" "$WORK/$name.a64.bin"
+}
+
+$PY scripts/export_llm.py --family llama --opset 14 --size tiny --seed 4 \
+    --out "$WORK/llama.onnx" 2>/dev/null
+for quant in f32 w8a8; do
+    "$BUILD/llmc" compile "$WORK/llama.onnx" --target generic --quant "$quant" \
+        --max-context 64 --quiet -o "$WORK/llama-$quant.plan" >/dev/null 2>&1
+    same_run "zoo llama $quant" "$WORK/llama-$quant.plan" --prompt-ids 3,1,4,1,5 --max-new 16
+done
+
+TRAINED="models/tiny-llama.onnx --tokenizer models/tokenizer.json --max-context 64 --quiet"
+for t in generic neon-dot neon-i8mm; do
+    # shellcheck disable=SC2086
+    "$BUILD/llmc" compile $TRAINED --target "$t" --quant w4a8 -o "$WORK/trained-$t.plan" >/dev/null 2>&1
+done
+same_run "trained w4a8 ids" "$WORK/trained-generic.plan" --prompt-ids "$IDS" --max-new 16
+same_run "trained w4a8 text" "$WORK/trained-generic.plan" --prompt "In the beginning" --max-new 12
+for t in neon-dot neon-i8mm; do
+    $A64 "$WORK/trained-$t.plan" --prompt-ids "$IDS" --max-new 16 >"$WORK/$t.txt"
+    check "trained w4a8 for $t on AArch64: the generic plan's ids" \
+        cmp "$WORK/trained w4a8 ids.x86.txt" "$WORK/$t.txt"
+done
+tap_done
