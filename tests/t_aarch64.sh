@@ -5,7 +5,8 @@
 # ids, with bitwise the same logits, as the x86-64 build for the same
 # generic plans (f32 and w8a8 of a zoo model, w4a8 of the trained model),
 # streams the same text from --prompt, and runs plans for its own targets
-# (neon-dot, neon-i8mm) to the ids of the generic plan.
+# (neon-dot, neon-i8mm) to the ids of the generic plan, with float16 and
+# int8 KV caches too (the NEON tables' own loops).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -49,5 +50,22 @@ for t in neon-dot neon-i8mm; do
     $A64 "$WORK/trained-$t.plan" --prompt-ids "$IDS" --max-new 16 >"$WORK/$t.txt"
     check "trained w4a8 for $t on AArch64: the generic plan's ids" \
         cmp "$WORK/trained w4a8 ids.x86.txt" "$WORK/$t.txt"
+done
+# The NEON tables' own float16/int8 KV loops and SwiGLU inside a whole run:
+# the neon-dot plan's logits on AArch64 against the generic plan's on x86.
+for kv in f16 int8; do
+    for t in generic neon-dot; do
+        # shellcheck disable=SC2086
+        "$BUILD/llmc" compile $TRAINED --target "$t" --quant w4a8 --kv-cache "$kv" \
+            -o "$WORK/kv-$kv-$t.plan" >/dev/null 2>&1
+    done
+    "$BUILD/llmc" run "$WORK/kv-$kv-generic.plan" --prompt-ids "$IDS" --max-new 16 \
+        --logits-out "$WORK/kv-$kv.x86.bin" >"$WORK/kv-$kv.x86.txt"
+    $A64 "$WORK/kv-$kv-neon-dot.plan" --prompt-ids "$IDS" --max-new 16 \
+        --logits-out "$WORK/kv-$kv.a64.bin" >"$WORK/kv-$kv.a64.txt"
+    check "--kv-cache $kv: neon-dot on AArch64 gives the generic plan's ids" \
+        cmp "$WORK/kv-$kv.x86.txt" "$WORK/kv-$kv.a64.txt"
+    check "--kv-cache $kv: and its logits within 1e-4" $PY scripts/compare_logits.py \
+        "$WORK/kv-$kv.x86.bin" "$WORK/kv-$kv.a64.bin" --vocab 2048 --rtol 1e-4
 done
 tap_done

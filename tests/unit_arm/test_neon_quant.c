@@ -13,13 +13,22 @@
  * tile) of odd shapes, with rows == 1 as well on each; unit scales (and
  * mins) make the output the exact int32 sums, so those must match to the
  * bit; random scales must match the fp64 reference within 1e-5 of the
- * magnitude of the terms summed. */
+ * magnitude of the terms summed.
+ *
+ * Attention over float16 and int8 KV rows: scores and weighted sums
+ * against fp64 sums of the values the rows hold (decoded here from the
+ * binary16 and int8+scale layouts of tensor_traits.h), within 1e-5 of the
+ * magnitude of the terms, on head_dims that are not multiples of the
+ * vector width; a key's score must not depend on the keys beside it.
+ * SwiGLU: within 4 ulp of silu(g) * u computed with libm's expf in double,
+ * and NaN, infinities and underflow as the portable loop has them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "q_neon.h"
 #include "tap.h"
+#include "tensor_traits.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -406,6 +415,149 @@ static void test_table(const rt_kernels *kt, const char *target, int hp, int lp,
           hp, lp, ep);
 }
 
+
+/* binary16 bits to float, from the format (1 sign, 5 exponent, 10 mantissa). */
+static double half_value(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return h >> 15 ? -v : v;
+}
+
+static uint16_t rnd_half(void)
+{
+    /* finite halves of magnitude < 4: exponents 0..16 */
+    return (uint16_t)((rnd() & 0x8000u) | (uint32_t)rnd_int(0, 16) << 10 | (rnd() & 1023u));
+}
+
+static bool close_to(double got, double want, double magnitude)
+{
+    return fabs(got - want) <= 1e-5 * (magnitude + 1e-30);
+}
+
+static void test_attention_f16(const rt_kernels *kt, int64_t d, int64_t nk)
+{
+    float *q = malloc(sizeof(float) * (size_t)d), *scores = malloc(sizeof(float) * (size_t)nk);
+    uint16_t *k = malloc(sizeof(uint16_t) * (size_t)(d * nk));
+    float *o = malloc(sizeof(float) * (size_t)d), *p = malloc(sizeof(float) * (size_t)nk);
+    for (int64_t i = 0; i < d; i++)
+        q[i] = rnd_float(-2, 2), o[i] = rnd_float(-1, 1);
+    for (int64_t i = 0; i < d * nk; i++)
+        k[i] = rnd_half();
+    for (int64_t t = 0; t < nk; t++)
+        p[t] = rnd_float(0, 1);
+    kt->attn_scores_f16(q, k, nk, d, scores);
+    int bad = 0, moved = 0;
+    for (int64_t t = 0; t < nk; t++) {
+        double want = 0, mag = 0, alone;
+        for (int64_t i = 0; i < d; i++) {
+            want += q[i] * half_value(k[t * d + i]);
+            mag += fabs(q[i] * half_value(k[t * d + i]));
+        }
+        bad += !close_to(scores[t], want, mag);
+        float one;
+        kt->attn_scores_f16(q, k + t * d, 1, d, &one);
+        alone = one;
+        moved += alone != scores[t];
+    }
+    CHECK(bad == 0, "[%s] float16 scores, d %lld, %lld keys: %d off", kt->target, (long long)d,
+          (long long)nk, bad);
+    CHECK(moved == 0, "[%s] float16 score of a key alone = its score in the block", kt->target);
+    double *want = malloc(sizeof(double) * (size_t)d), *mag = malloc(sizeof(double) * (size_t)d);
+    for (int64_t i = 0; i < d; i++) {
+        want[i] = o[i], mag[i] = fabs(o[i]);
+        for (int64_t t = 0; t < nk; t++) {
+            want[i] += p[t] * half_value(k[t * d + i]);
+            mag[i] += fabs(p[t] * half_value(k[t * d + i]));
+        }
+    }
+    kt->attn_accumulate_f16(o, k, p, nk, d);
+    bad = 0;
+    for (int64_t i = 0; i < d; i++)
+        bad += !close_to(o[i], want[i], mag[i]);
+    CHECK(bad == 0, "[%s] float16 weighted sum, d %lld, %lld keys: %d off", kt->target,
+          (long long)d, (long long)nk, bad);
+    free(q), free(scores), free(k), free(o), free(p), free(want), free(mag);
+}
+
+static void test_attention_i8(const rt_kernels *kt, int64_t d, int64_t nk)
+{
+    uint64_t row = rt_kv_row_bytes(LLMC_RT_I8, 0, d), at = rt_kv_scale_offset(d);
+    uint8_t *k = calloc((size_t)(row * (uint64_t)nk), 1);
+    float *q = malloc(sizeof(float) * (size_t)d), *scores = malloc(sizeof(float) * (size_t)nk);
+    for (int64_t i = 0; i < d; i++)
+        q[i] = rnd_float(-2, 2);
+    for (int64_t t = 0; t < nk; t++) {
+        float scale = rnd_float(0.001f, 0.05f);
+        for (int64_t i = 0; i < d; i++)
+            k[(uint64_t)t * row + (uint64_t)i] = (uint8_t)(int8_t)rnd_int(-127, 127);
+        memcpy(k + (uint64_t)t * row + at, &scale, sizeof scale);
+    }
+    kt->attn_scores_i8(q, k, nk, d, scores);
+    int bad = 0;
+    for (int64_t t = 0; t < nk; t++) {
+        float scale;
+        double want = 0, mag = 0;
+        memcpy(&scale, k + (uint64_t)t * row + at, sizeof scale);
+        for (int64_t i = 0; i < d; i++) {
+            double term = q[i] * (double)(int8_t)k[(uint64_t)t * row + (uint64_t)i] * scale;
+            want += term, mag += fabs(term);
+        }
+        bad += !close_to(scores[t], want, mag);
+    }
+    CHECK(bad == 0, "[%s] int8 scores (value * row scale), d %lld, %lld keys: %d off",
+          kt->target, (long long)d, (long long)nk, bad);
+    free(k), free(q), free(scores);
+}
+
+static int64_t ulp_distance(float a, float b)
+{
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    ia = ia < 0 ? INT32_MIN - ia : ia;
+    ib = ib < 0 ? INT32_MIN - ib : ib;
+    return ia > ib ? (int64_t)ia - ib : (int64_t)ib - ia;
+}
+
+static float silu_reference(float x)
+{
+    return (float)(x / (1.0 + exp(-(double)x)));
+}
+
+static void test_swiglu(const rt_kernels *kt)
+{
+    enum { N = 4099 };
+    static float g[N], u[N], y[N];
+    for (int i = 0; i < N; i++)
+        g[i] = rnd_float(-30, 30), u[i] = rnd_float(-2, 2);
+    g[0] = 0.0f, g[1] = -0.0f, g[2] = 90.0f, g[3] = -110.0f, g[4] = 1e-30f, g[5] = -87.0f;
+    kt->swiglu(g, u, y, N);
+    int64_t worst = 0;
+    for (int i = 0; i < N; i++) {
+        int64_t dist = ulp_distance(y[i], silu_reference(g[i]) * u[i]);
+        worst = dist > worst ? dist : worst;
+    }
+    CHECK(worst <= 4, "[%s] swiglu within 4 ulp of silu(g) * u on %d values (worst %lld)",
+          kt->target, N, (long long)worst);
+    float gs[5] = {NAN, INFINITY, -INFINITY, -200.0f, 3.0f}, us[5] = {1, 1, 1, 1, NAN}, ys[5];
+    kt->swiglu(gs, us, ys, 5);
+    CHECK(ys[0] != ys[0] && ys[1] == INFINITY && ys[2] != ys[2] && ys[3] == 0.0f &&
+              ys[4] != ys[4],
+          "[%s] swiglu of NaN, +inf, -inf (NaN, as -inf * 0), underflow and NaN up",
+          kt->target);
+}
+
+static void test_float_loops(const rt_kernels *kt)
+{
+    static const int64_t dims[] = {1, 3, 4, 7, 16, 21, 64, 67, 128};
+    for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
+        test_attention_f16(kt, dims[i], 1 + (int64_t)i * 3);
+        test_attention_i8(kt, dims[i], 2 + (int64_t)i * 2);
+    }
+    test_swiglu(kt);
+}
+
 int main(int argc, char **argv)
 {
     int want_dot = argc > 1 ? atoi(argv[1]) : 1, want_i8mm = argc > 2 ? atoi(argv[2]) : 1;
@@ -417,6 +569,8 @@ int main(int argc, char **argv)
     test_table(&rt_kernels_neon_i8mm, "neon-i8mm", 8, 8, 10);
     test_quantize(&rt_kernels_neon_dot);
     test_quantize(&rt_kernels_neon_i8mm);
+    test_float_loops(&rt_kernels_neon_dot);
+    test_float_loops(&rt_kernels_neon_i8mm);
     if (dot)
         test_qtile(&rt_kernels_neon_dot);
     else

@@ -34,4 +34,16 @@ void rt_neon_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape
 void rt_neon_dot_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 void rt_neon_i8mm_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 
+/* attn_neon.c: the float16/int8 KV-cache loops of kernel_table.h
+ * (attn_scores_f16, attn_scores_i8, attn_accumulate_f16). */
+void rt_neon_attn_scores_f16(const float *q, const uint16_t *k, int64_t nk, int64_t d,
+                             float *scores);
+void rt_neon_attn_scores_i8(const float *q, const uint8_t *k, int64_t nk, int64_t d,
+                            float *scores);
+void rt_neon_attn_accumulate_f16(float *o, const uint16_t *v, const float *p, int64_t nk,
+                                 int64_t d);
+
+/* act_neon.c: the swiglu entry of kernel_table.h. */
+void rt_neon_swiglu(const float *gate, const float *up, float *y, int64_t n);
+
 #endif
