@@ -98,9 +98,10 @@ unit: $(UNIT_BIN) $(FAULT_SHIM)
 # Kernel measurements (not a test): decode GEMV and prefill GEMM of the
 # AVX2 table against a STREAM-like read, on 1 and 2 threads.
 BENCH_Q := $(BUILD)/bench/bench_qlinear
-$(BENCH_Q): tests/bench/bench_qlinear.c $(BUILD)/libllmcrt.a $(THR_LIB)
+$(BENCH_Q): tests/bench/bench_qlinear.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_C) $(AVX2_FLAGS) -o $@ $< $(BUILD)/libllmcrt.a $(THR_LIB) $(LDFLAGS) -lm -pthread
+	$(CC) $(CFLAGS_C) $(AVX2_FLAGS) -o $@ $< $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB) \
+	  $(LDFLAGS) -lm -pthread
 
 bench-kernels: $(BENCH_Q)
 	$(BENCH_Q)

@@ -10,7 +10,8 @@
  *   (b) a STREAM-like read of the same byte count (AVX2 sum of bytes,
  *       split into tasks like the GEMV);
  *   (c) prefill: QLinear at m = 512 over one layer's Linears, GOPS
- *       (2 m n k per second).
+ *       (2 m n k per second), against the int8 peak of `llmc bench
+ *       --roofline` on as many threads.
  * Median of 5 runs, on 1 and 2 threads (llmc_threads). */
 #include <immintrin.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 
 #include "kernels/kernel_table.h"
 #include "llmc_threads.h"
+#include "roofline.h"
 
 #define LAYERS 24
 #define HIDDEN 896
@@ -220,7 +222,8 @@ static double read_all(const uint8_t *p, uint64_t bytes, const rt_parallel *par)
 
 /* ---- report ------------------------------------------------------------------- */
 
-static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint64_t big_bytes)
+static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint64_t big_bytes,
+                       const double *int8_gops)
 {
     model M;
     acts A1, A512;
@@ -247,9 +250,11 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
         /* the ratio is taken run by run (a read right after each token),
          * which the load of a shared machine disturbs less */
         printf("w%da8 g32 %s %u thread%s: decode %.1f tok/s, GEMV %.2f GB/s of %.0f MB, read "
-               "%.2f GB/s, GEMV/read %.0f%%; prefill m=512 GEMM %.1f GOPS\n",
+               "%.2f GB/s, GEMV/read %.0f%%; prefill m=512 GEMM %.1f GOPS (%.0f%% of int8 "
+               "peak %.0f)\n",
                bits, kt->target, threads, threads > 1 ? "s" : " ", 1.0 / t_dec, gemv_gbs,
-               (double)M.bytes / 1e6, read_gbs, 100.0 * median(ratio), ops / t_pre / 1e9);
+               (double)M.bytes / 1e6, read_gbs, 100.0 * median(ratio), ops / t_pre / 1e9,
+               100.0 * ops / t_pre / 1e9 / int8_gops[threads - 1], int8_gops[threads - 1]);
         fflush(stdout);
         llmc_threads_destroy(pool);
     }
@@ -272,8 +277,17 @@ int main(void)
         return 1;
     for (uint64_t i = 0; i < big_bytes; i++)
         big[i] = (uint8_t)i;
-    bench_bits(kt, 4, big, big_bytes);
-    bench_bits(kt, 8, big, big_bytes);
+    double int8_gops[2];
+    for (uint32_t threads = 1; threads <= 2; threads++) {
+        llmc_roofline_peaks peaks;
+        if (llmc_roofline_measure(threads, &peaks) != 0) {
+            fprintf(stderr, "bench_qlinear: the roofline measurement failed\n");
+            return 1;
+        }
+        int8_gops[threads - 1] = peaks.int8_gops;
+    }
+    bench_bits(kt, 4, big, big_bytes, int8_gops);
+    bench_bits(kt, 8, big, big_bytes, int8_gops);
     free(big);
     return 0;
 }
