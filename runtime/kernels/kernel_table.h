@@ -75,7 +75,18 @@ typedef struct rt_kernels {
      * loop of ref_elementwise.c, rt_swiglu_generic).  Within a few ulp of
      * the portable one; NaN and infinities as it has them. */
     void (*swiglu)(const float *gate, const float *up, float *y, int64_t n);
+    /* The f32-dequant prefill path's weight conversion (q_dequant.c; NULL:
+     * rt_dequant_block_generic): steps [i0, i1) of the group that weight
+     * block `block` holds (ws->hp rows), out[(i - i0) * stride + r] =
+     * scale[r] * q + min[r] (min 0 for bits 8), a product then a sum, so
+     * the floats are the portable loop's bit for bit. */
+    void (*dequant_block)(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
+                          int64_t i1, float *out, int64_t stride);
 } rt_kernels;
+
+/* q_dequant.c: rt_kernels.dequant_block's portable loop. */
+void rt_dequant_block_generic(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
+                              int64_t i1, float *out, int64_t stride);
 
 /* The portable table (always present). */
 extern const rt_kernels rt_kernels_generic;

@@ -38,17 +38,13 @@ typedef struct {
     int64_t ft0, ft1;              /* fp32 tiles covering y's columns */
 } dequant_job;
 
-/* Steps [i0, i1) of group g (offsets inside the group) of weight row tile
- * ht into panel rows [r0, r0 + hq): out[(i - i0) * hp + r] for the panel
- * [.][hp].  Walks the block's [group/lp][hq][lp] tiles in order, so no
- * division per element. */
-static void dequant_block(const dequant_job *J, int64_t ht, int64_t g, int64_t i0, int64_t i1,
-                          int r0, int hp, float *out)
+/* Walks the block's [group/lp][hq][lp] tiles in order, so no division per
+ * element. */
+void rt_dequant_block_generic(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
+                              int64_t i1, float *out, int64_t stride)
 {
-    const rt_qweight_shape *ws = &J->ws;
     int hq = ws->hp, lp = ws->lp;
     int64_t data_bytes = (int64_t)hq * ws->group * ws->bits / 8;
-    const uint8_t *block = J->w + rt_qweight_block_offset(ws, ht, g);
     float scale[64], min[64];
     for (int r = 0; r < hq; r++) {
         scale[r] = rt_half_at(block + data_bytes + 2 * r);
@@ -57,7 +53,7 @@ static void dequant_block(const dequant_job *J, int64_t ht, int64_t g, int64_t i
     for (int64_t i = i0; i < i1;) {
         int64_t t = i / lp, l = i % lp, end = (t + 1) * lp < i1 ? (t + 1) * lp : i1;
         for (; i < end; i++, l++) {
-            float *o = out + (i - i0) * hp + r0;
+            float *o = out + (i - i0) * stride;
             if (ws->bits == 8) {
                 const int8_t *q = (const int8_t *)block + t * hq * lp + l;
                 for (int r = 0; r < hq; r++)
@@ -70,6 +66,19 @@ static void dequant_block(const dequant_job *J, int64_t ht, int64_t g, int64_t i
             }
         }
     }
+}
+
+/* Steps [i0, i1) of group g (offsets inside the group) of weight row tile
+ * ht into panel rows [r0, r0 + hq): out[(i - i0) * hp + r] for the panel
+ * [.][hp], by the table's loop. */
+static void dequant_block(const dequant_job *J, int64_t ht, int64_t g, int64_t i0, int64_t i1,
+                          int r0, int hp, float *out)
+{
+    const uint8_t *block = J->w + rt_qweight_block_offset(&J->ws, ht, g);
+    if (J->kt->dequant_block)
+        J->kt->dequant_block(block, &J->ws, i0, i1, out + r0, hp);
+    else
+        rt_dequant_block_generic(block, &J->ws, i0, i1, out + r0, hp);
 }
 
 /* Rows [r0, r0 + hq) of the panel's f_hp (weight row tile ht) over the

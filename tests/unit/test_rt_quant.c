@@ -672,6 +672,50 @@ static void test_dequant_threads(const rt_kernels *kt)
     fixture_free(&f);
 }
 
+/* A table's dequant_block against the portable loop, bit for bit: random
+ * bytes (every q, fp16 scales and mins of both signs), bits 4 and 8,
+ * groups 16..128, every step range [i0, i1) that starts on a tile (the
+ * only ones q_dequant.c asks for when KC and the group are multiples of
+ * lp) and some that do not, into a panel wider than the block (stride). */
+static bool dequant_block_matches(const rt_kernels *kt, int bits, int64_t group)
+{
+    rt_qweight_shape ws;
+    rt_qweight_shape_init(&ws, bits, kt->q_hp, kt->q_lp, kt->q_hp, group, group);
+    uint64_t bytes = rt_qweight_block_bytes(&ws), data = (uint64_t)ws.hp * group * bits / 8;
+    uint8_t *block = malloc(bytes);
+    for (uint64_t i = 0; i < bytes; i++)
+        block[i] = (uint8_t)rand();
+    for (uint64_t i = data + 1; i < bytes; i += 2)
+        block[i] = (uint8_t)((block[i] & 0x83) | 0x30); /* |half| in [2^-3, 2^4): finite */
+    const int64_t stride = ws.hp + 3;
+    float *got = malloc(sizeof(float) * (size_t)(group * stride));
+    float *want = malloc(sizeof(float) * (size_t)(group * stride));
+    bool ok = true;
+    for (int64_t i0 = 0; i0 < group; i0++)
+        for (int64_t i1 = i0 + 1; i1 <= group; i1 += (i0 % ws.lp ? 7 : 1)) {
+            memset(got, 0, sizeof(float) * (size_t)(group * stride));
+            memset(want, 0, sizeof(float) * (size_t)(group * stride));
+            kt->dequant_block(block, &ws, i0, i1, got, stride);
+            rt_dequant_block_generic(block, &ws, i0, i1, want, stride);
+            ok &= !memcmp(got, want, sizeof(float) * (size_t)(group * stride));
+        }
+    free(block);
+    free(got);
+    free(want);
+    return ok;
+}
+
+static void test_dequant_block(const rt_kernels *kt)
+{
+    static const int64_t groups[] = {16, 32, 48, 128};
+    bool ok = true;
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int g = 0; g < 4; g++)
+            ok &= dequant_block_matches(kt, bits, groups[g]);
+    CHECK(ok, "%s dequant_block: the portable loop's floats bit for bit (bits 4/8, groups "
+          "16..128, every step range)", kt->target);
+}
+
 /* The fp32 prefill path on every table with fp32 tiles, and on the
  * portable kernels given fp32 tiles of 16 x 6 and 8 x 4. */
 static void test_dequant(void)
@@ -687,6 +731,7 @@ static void test_dequant(void)
     }
     const rt_kernels *avx2 = rt_kernels_for_target("avx2", NULL);
     if (avx2) {
+        test_dequant_block(avx2);
         test_dequant_vs_int8(avx2);
         test_dequant_threads(avx2);
     }

@@ -24,6 +24,9 @@ void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_sha
                              int64_t r0, int64_t r1, uint8_t *xq);
 void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 
+/* dequant_avx2.c: rt_kernels.dequant_block. */
+void rt_dequant_block_avx2(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
+                           int64_t i1, float *out, int64_t stride);
 /* act_avx2.c: rt_kernels.swiglu. */
 void rt_swiglu_avx2(const float *gate, const float *up, float *y, int64_t n);
 
