@@ -155,7 +155,8 @@ aarch64-tests: $(A64_TEST) $(A64_RUN)
 # `make firmware` compiles the core (runtime/llmc_rt.mk's LLMC_RT_SRC) with
 # arm-none-eabi-gcc for each of FW_CPUS into build/firmware/<cpu>/libllmcrt.a;
 # scripts/firmware_core.sh then fails on any undefined symbol beyond the
-# documented ones and reports the linked size (README "Firmware").
+# documented ones and reports the linked size with every op and with the
+# firmware demo plan's op resolver (llmc inspect --resolver: README "Firmware").
 FW_CC    ?= arm-none-eabi-gcc
 FW_AR    ?= arm-none-eabi-ar
 FW_CPUS  := cortex-m4 cortex-m55
@@ -174,7 +175,7 @@ $(BUILD)/firmware/$(1)/libllmcrt.a: $(LLMC_RT_SRC:%.c=$(BUILD)/firmware/$(1)/%.o
 endef
 $(foreach c,$(FW_CPUS),$(eval $(call FW_CPU_RULES,$(c))))
 
-firmware: $(FW_LIBS)
+firmware: $(FW_LIBS) $(BUILD)/llmc
 	BUILD=$(BUILD) FW_LIB_DIR="$(FW_LIB_DIR)" FW_CC=$(FW_CC) FW_CPUS="$(FW_CPUS)" \
 	  FW_ARCH_cortex_m4="$(FW_ARCH_cortex-m4)" FW_ARCH_cortex_m55="$(FW_ARCH_cortex-m55)" \
 	  LLMC_RT_LIBM="$(LLMC_RT_LIBM)" FW_CFLAGS="$(FW_CFLAGS)" \
@@ -190,7 +191,7 @@ firmware-demo: deps all
 # and a pkg-config file (llmc-rt) for hosted builds ------------------------
 PREFIX  ?= /usr/local
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-RT_PUBLIC_HEADERS := runtime/llmc_rt.h runtime/platform/llmc_threads.h
+RT_PUBLIC_HEADERS := runtime/llmc_rt.h runtime/plan_enums.h runtime/platform/llmc_threads.h
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/include/llmc

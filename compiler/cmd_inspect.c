@@ -1,5 +1,6 @@
-/* llmc inspect PLAN [--json]: ops by type, tensors, weight and arena bytes,
- * inputs/outputs, and the passes that produced the plan with their digests. */
+/* llmc inspect PLAN [--json | --resolver]: ops by type, tensors, weight and
+ * arena bytes, inputs/outputs, and the passes that produced the plan with
+ * their digests; or the op resolver entries its ops need, as C. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,17 +10,21 @@
 #include "io_roles.h"
 #include "ir.h"
 #include "llmc_rt.h"
+#include "op_resolver.h"
 #include "plan_format.h"
 #include "tensor_traits.h"
 
 static const char inspect_help[] =
-    "usage: llmc inspect PLAN [--json]\n"
+    "usage: llmc inspect PLAN [--json | --resolver]\n"
     "\n"
     "Describes a plan: format, target, source model hash, arena bytes, weight bytes,\n"
     "tensors, ops by type, inputs/outputs with their roles, and the passes that ran\n"
     "with their digests and what each reported doing.  --json prints one JSON\n"
     "object (keys: ops_total, layers, op_counts, arena_bytes, session_bytes, weight_bytes, tensors,\n"
-    "passes, ...).\n";
+    "passes, ...).  --resolver prints, as a C macro LLMC_RESOLVER_ENTRIES, the op\n"
+    "resolver entries the plan's ops need (op codes, Unary kinds, Linear kernels), for a\n"
+    "firmware build that links only those kernels: static LLMC_RT_RESOLVER(name,\n"
+    "LLMC_RESOLVER_ENTRIES); then llmc_rt_session_init_ops (runtime/llmc_rt.h).\n";
 
 typedef struct {
     const char *compiler_version, *target;
@@ -239,6 +244,74 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
     return 0;
 }
 
+/* The op resolver entries the plan's ops need (runtime/op_resolver.h). */
+typedef struct {
+    bool op[LLMC_RT_OP_COUNT], unary[LLMC_RT_UNARY_COUNT], linear[LLMC_RT_LINEAR_COUNT];
+} resolver_use;
+
+static int collect_resolver(const llmc_rt_plan *p, resolver_use *u, llmc_rt_error *rt)
+{
+    fb_reader r = rt_reader(p);
+    memset(u, 0, sizeof *u);
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        rt_op_desc op;
+        rt_tensor_desc w = {.layout = LAYOUT_DENSE};
+        if (rt_read_op(&r, p, i, &op, rt) ||
+            (op.code == OP_LINEAR && rt_read_tensor(&r, p, fb_vec_u32(&r, op.inputs, 1), &w, rt)))
+            return -1;
+        rt_op_needs need = rt_op_needs_of(op.code, op.kind, w.layout, p->prefill_kernel);
+        u->op[need.op] = true;
+        if (need.unary >= 0)
+            u->unary[need.unary] = true;
+        if (need.linear >= 0)
+            u->linear[need.linear] = true;
+    }
+    return 0;
+}
+
+static void print_resolver_entry(const char *macro, const char *name)
+{
+    printf(" \\\n    %s(%s)", macro, name);
+}
+
+static void print_resolver(const char *path, const resolver_use *u)
+{
+    printf("/* llmc inspect --resolver %s\n"
+           " * The op resolver entries the plan's ops use (op codes, Unary kinds, Linear\n"
+           " * kernels).  In the firmware:\n"
+           " *   static LLMC_RT_RESOLVER(plan_ops, LLMC_RESOLVER_ENTRIES);\n"
+           " *   llmc_rt_session_init_ops(&session, &plan, context, &plan_ops, ...); */\n"
+           "#define LLMC_RESOLVER_ENTRIES",
+           path);
+    for (int c = 0; c < LLMC_RT_OP_COUNT; c++)
+        if (u->op[c])
+            print_resolver_entry("LLMC_RT_OP", rt_op_code_name(c));
+    for (int k = 0; k < LLMC_RT_UNARY_COUNT; k++)
+        if (u->unary[k])
+            print_resolver_entry("LLMC_RT_UNARY", rt_unary_kind_name(k));
+    for (int k = 0; k < LLMC_RT_LINEAR_COUNT; k++)
+        if (u->linear[k])
+            print_resolver_entry("LLMC_RT_LINEAR", rt_linear_kernel_name(k));
+    printf("\n");
+}
+
+static int inspect_resolver(const char *path, const llmc_rt_plan *p, llmc_rt_error *rt)
+{
+    resolver_use use;
+    if (collect_resolver(p, &use, rt))
+        return -1;
+    print_resolver(path, &use);
+    return 0;
+}
+
+static int inspect_summary(const char *path, const llmc_rt_plan *p, int json, llmc_rt_error *rt)
+{
+    plan_summary s;
+    if (summarize(p, &s, rt))
+        return -1;
+    return json ? print_json(path, p, &s, rt) : print_text(path, p, &s, rt);
+}
+
 int llmc_cmd_inspect(int argc, char **argv)
 {
     if (llmc_cli_wants_help(argc, argv)) {
@@ -246,10 +319,12 @@ int llmc_cmd_inspect(int argc, char **argv)
         return 0;
     }
     const char *path = NULL;
-    int json = 0;
+    int json = 0, resolver = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             json = 1;
+        else if (!strcmp(argv[i], "--resolver"))
+            resolver = 1;
         else if (argv[i][0] == '-' || path)
             return llmc_cli_usage("inspect", "unexpected argument '%s'", argv[i]);
         else
@@ -257,15 +332,16 @@ int llmc_cmd_inspect(int argc, char **argv)
     }
     if (!path)
         return llmc_cli_usage("inspect", "missing PLAN");
+    if (json && resolver)
+        return llmc_cli_usage("inspect", "--json and --resolver exclude each other");
     llmc_error err = {0};
     llmc_mapped_file file;
     if (llmc_cli_map(path, &file, &err))
         return llmc_cli_report(&err);
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
-    plan_summary s;
-    if (llmc_rt_plan_open(&plan, file.map, file.size, LLMC_RT_OPEN_ANY_TARGET, &rt) || summarize(&plan, &s, &rt) ||
-        (json ? print_json(path, &plan, &s, &rt) : print_text(path, &plan, &s, &rt)))
+    if (llmc_rt_plan_open(&plan, file.map, file.size, LLMC_RT_OPEN_ANY_TARGET, &rt) ||
+        (resolver ? inspect_resolver(path, &plan, &rt) : inspect_summary(path, &plan, json, &rt)))
         llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", path, rt.msg);
     llmc_unmap_file(&file);
     return err.code ? llmc_cli_report(&err) : 0;

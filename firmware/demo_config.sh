@@ -2,7 +2,9 @@
 # demo_config.h for firmware/demo_main.c from `llmc inspect --json PLAN`:
 # the session's memory at the plan's max context (the static arena) and the
 # vocabulary size; the prompt and the number of tokens to generate come from
-# DEMO_PROMPT and DEMO_NEW_TOKENS in the environment.
+# DEMO_PROMPT and DEMO_NEW_TOKENS in the environment.  Then `llmc inspect
+# --resolver PLAN`: the op resolver entries of the plan's ops
+# (LLMC_RESOLVER_ENTRIES), so the image links only their kernels.
 set -euo pipefail
 LLMC=$1 PLAN=$2
 PROMPT=${DEMO_PROMPT:-And God said unto Moses,}
@@ -19,3 +21,4 @@ print("#define DEMO_PROMPT %s" % json.dumps(prompt))
 print("#define DEMO_MAX_PROMPT_IDS %d" % (p["max_context"] - new))
 print("#define DEMO_NEW_TOKENS %d" % new)
 ' "$PROMPT" "$NEW"
+"$LLMC" inspect "$PLAN" --resolver

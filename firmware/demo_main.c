@@ -4,16 +4,22 @@
  * the plan's tokenizer, generates DEMO_NEW_TOKENS greedy tokens, streams
  * their text through the plan's detokenizer, then prints the prompt's and
  * the generated ids and the RAM it used: the session's static arena (sized
- * by `llmc inspect`, demo_config.h) and the stack's high-water mark. */
+ * by `llmc inspect`, demo_config.h) and the stack's high-water mark.  The
+ * session has the ops of the plan only (its op resolver, from `llmc
+ * inspect --resolver`), so the image carries no other kernel. */
 #include <stddef.h>
 #include <stdint.h>
 
-#include "demo_config.h" /* generated: DEMO_SESSION_BYTES, DEMO_VOCAB, DEMO_PROMPT, ... */
+#include "demo_config.h" /* generated: DEMO_SESSION_BYTES, DEMO_VOCAB, DEMO_PROMPT, ...,
+                            LLMC_RESOLVER_ENTRIES */
 #include "llmc_rt.h"
 #include "semihost.h"
 #include "stack_paint.h"
 
 extern const uint8_t llmc_plan_start[], llmc_plan_end[];
+
+/* The kernels of the plan's ops, in flash. */
+static LLMC_RT_RESOLVER(plan_ops, LLMC_RESOLVER_ENTRIES);
 extern uint32_t __stack_bottom[], __stack_top[];
 
 /* The session's memory; before the session exists it is the tokenizer's
@@ -108,7 +114,8 @@ int main(void)
     sh_write0(", hashes verified\n");
     if (encode_prompt(&plan, &n_prompt, &err))
         return 1;
-    if (llmc_rt_session_init(&session, &plan, arena, sizeof arena, &err))
+    if (llmc_rt_session_init_ops(&session, &plan, plan.max_context, &plan_ops, arena,
+                                 sizeof arena, &err))
         return fail("session", &err);
     if (generate(&plan, &session, n_prompt, &err))
         return 1;

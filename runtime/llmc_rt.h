@@ -41,6 +41,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plan_enums.h" /* the plan's op codes and kinds: the op resolver's index */
+
 #define LLMC_RT_FORMAT_VERSION 3u
 #define LLMC_RT_MAX_RANK 8
 
@@ -56,7 +58,8 @@
     X(LLMC_RT_E_HASH, "weight segment hash mismatch")                            \
     X(LLMC_RT_E_MEMORY, "working memory too small")                              \
     X(LLMC_RT_E_BOUNDS, "sequence outside the compiled bounds")                  \
-    X(LLMC_RT_E_EXEC, "execution failed")
+    X(LLMC_RT_E_EXEC, "execution failed")                                        \
+    X(LLMC_RT_E_RESOLVER, "op not in the session's op resolver")
 
 typedef enum {
 #define LLMC_RT_ENUM_(code, text) code,
@@ -217,6 +220,76 @@ typedef struct {
     void *observer_ctx;
 } llmc_rt_session;
 
+/* ---- op resolver ---------------------------------------------------------
+ * Which kernels a session may call (TensorFlow Lite Micro's op resolver):
+ * the exec function of each plan op code, Unary's float32 loop of each kind
+ * (the libm-heavy part) and Linear's kernel of each weight format (W's
+ * layout, and the plan's prefill kernel for QWeightTiles).  Session init
+ * stores the entries each op uses and refuses, with LLMC_RT_E_RESOLVER, a
+ * plan whose op needs an entry the resolver lacks: "op 12 (Unary 'act'):
+ * Unary kind Erf is not in the session's op resolver".
+ *
+ * llmc_rt_all_ops holds every entry; llmc_rt_session_init and _init_for
+ * use it.  A firmware build declares only what its plan uses, a const
+ * table in flash, so that --gc-sections drops every other kernel and the
+ * libm functions only they call; `llmc inspect PLAN --resolver` prints the
+ * list (LLMC_RESOLVER_ENTRIES):
+ *
+ *   static LLMC_RT_RESOLVER(plan_ops, LLMC_RT_OP(Gather) LLMC_RT_OP(RMSNorm)
+ *                           LLMC_RT_OP(Unary) LLMC_RT_UNARY(Silu)
+ *                           LLMC_RT_OP(Linear) LLMC_RT_LINEAR(Dense));
+ *   llmc_rt_session_init_ops(&s, &plan, plan.max_context, &plan_ops, mem, size, &err);
+ *
+ * The entries are the functions declared below; a program calls them only
+ * through a session. */
+struct llmc_rt_op_call; /* one op being run (internal) */
+typedef llmc_rt_status (*llmc_rt_op_fn)(struct llmc_rt_op_call *call, llmc_rt_error *err);
+/* y[i] = the kind's function of x[i] for i < n (float32) */
+typedef void (*llmc_rt_unary_fn)(const float *x, float *y, int64_t n);
+/* Linear's output y: the columns [col0, col0 + y's last dim) of x W^T
+ * + bias + residual */
+typedef llmc_rt_status (*llmc_rt_linear_fn)(struct llmc_rt_op_call *call, int64_t col0,
+                                            llmc_rt_tensor *y, llmc_rt_error *err);
+
+/* Linear's kernels: W Dense, FWeightTiles, QWeightTiles on the int8 GEMM,
+ * QWeightTiles in a plan whose prefill kernel is f32-dequant. */
+#define LLMC_RT_LINEAR_KERNELS(X) \
+    X(Dense) X(FWeightTiles) X(QWeightTiles) X(QWeightTilesF32Dequant)
+
+#define LLMC_RT_OP_INDEX_(s, Name, v, ...) LLMC_RT_OP_##Name = v,
+#define LLMC_RT_UNARY_INDEX_(s, Name, v) LLMC_RT_UNARY_##Name = v,
+#define LLMC_RT_LINEAR_INDEX_(Name) LLMC_RT_LINEAR_##Name,
+enum { LLMC_PLAN_OPS(LLMC_RT_OP_INDEX_) LLMC_RT_OP_COUNT };
+enum { LLMC_PLAN_UNARY_KINDS(LLMC_RT_UNARY_INDEX_) LLMC_RT_UNARY_COUNT };
+enum { LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR_INDEX_) LLMC_RT_LINEAR_COUNT };
+
+#define LLMC_RT_OP_FN_(s, Name, ...) \
+    llmc_rt_status llmc_rt_exec_##Name(struct llmc_rt_op_call *call, llmc_rt_error *err);
+#define LLMC_RT_UNARY_FN_(s, Name, v) void llmc_rt_unary_##Name(const float *x, float *y, int64_t n);
+#define LLMC_RT_LINEAR_FN_(Name)                                                     \
+    llmc_rt_status llmc_rt_linear_##Name(struct llmc_rt_op_call *call, int64_t col0, \
+                                         llmc_rt_tensor *y, llmc_rt_error *err);
+LLMC_PLAN_OPS(LLMC_RT_OP_FN_)
+LLMC_PLAN_UNARY_KINDS(LLMC_RT_UNARY_FN_)
+LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR_FN_)
+
+/* NULL entries: not available to the session. */
+typedef struct {
+    llmc_rt_op_fn op[LLMC_RT_OP_COUNT];               /* by OpCode */
+    llmc_rt_unary_fn unary[LLMC_RT_UNARY_COUNT];      /* by UnaryKind */
+    llmc_rt_linear_fn linear[LLMC_RT_LINEAR_COUNT];   /* by LLMC_RT_LINEAR_KERNELS */
+} llmc_rt_op_resolver;
+
+/* A resolver of the entries listed (names as in plan_enums.h and
+ * LLMC_RT_LINEAR_KERNELS): `static LLMC_RT_RESOLVER(name, LLMC_RT_OP(Rope) ...);` */
+#define LLMC_RT_RESOLVER(name, entries) const llmc_rt_op_resolver name = {entries}
+#define LLMC_RT_OP(Name) .op[LLMC_RT_OP_##Name] = llmc_rt_exec_##Name,
+#define LLMC_RT_UNARY(Name) .unary[LLMC_RT_UNARY_##Name] = llmc_rt_unary_##Name,
+#define LLMC_RT_LINEAR(Name) .linear[LLMC_RT_LINEAR_##Name] = llmc_rt_linear_##Name,
+
+/* Every op code, Unary kind and Linear kernel. */
+extern const llmc_rt_op_resolver llmc_rt_all_ops;
+
 /* Bytes of working memory llmc_rt_session_init() needs (arena + KV store +
  * cache table + KV pool for max_context positions + prepared tables +
  * alignment slack). */
@@ -227,6 +300,7 @@ size_t llmc_rt_session_memory(const llmc_rt_plan *plan);
  * store stay sized for max_context.  SIZE_MAX if context is out of range. */
 size_t llmc_rt_session_memory_for(const llmc_rt_plan *plan, uint32_t context);
 
+/* A session with every op (llmc_rt_all_ops). */
 llmc_rt_status llmc_rt_session_init(llmc_rt_session *s, const llmc_rt_plan *plan,
                                     void *memory, size_t memory_size, llmc_rt_error *err);
 /* A session bounded by `context` positions (llmc_rt_session_memory_for):
@@ -234,6 +308,12 @@ llmc_rt_status llmc_rt_session_init(llmc_rt_session *s, const llmc_rt_plan *plan
 llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *plan,
                                         uint32_t context, void *memory, size_t memory_size,
                                         llmc_rt_error *err);
+/* The same with the kernels of `ops` only (not NULL: a program that names
+ * its resolver links nothing else); LLMC_RT_E_RESOLVER when an op of the
+ * plan needs an entry ops lacks.  ops may go away after init. */
+llmc_rt_status llmc_rt_session_init_ops(llmc_rt_session *s, const llmc_rt_plan *plan,
+                                        uint32_t context, const llmc_rt_op_resolver *ops,
+                                        void *memory, size_t memory_size, llmc_rt_error *err);
 /* Installs (fn, pool) as the session's parallel-for; fn NULL = serial.
  * Call after init (init clears it); the pool must outlive the runs. */
 void llmc_rt_session_set_parallel(llmc_rt_session *s, llmc_rt_parallel_fn fn, void *pool);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels/kernel_table.h"
+#include "op_resolver.h"
 #include "rt_msg.h"
 #include "session_prepared.h"
 
@@ -82,6 +83,7 @@ size_t llmc_rt_session_memory(const llmc_rt_plan *plan)
 typedef struct {
     rt_prepared *pr;
     const llmc_rt_plan *plan;
+    const llmc_rt_op_resolver *ops;
     uint32_t affines, operands, regions;
 } prep_fill;
 
@@ -252,6 +254,31 @@ static llmc_rt_status prepare_op_extras(fb_reader *r, prep_fill *f, const rt_op_
     }
 }
 
+static llmc_rt_status not_resolved(const char *entry, const char *name, llmc_rt_error *err)
+{
+    return rt_fail(err, LLMC_RT_E_RESOLVER, "%s %s is not in the session's op resolver", NULL,
+                   RT_S(entry, name));
+}
+
+/* The op's entries from the session's op resolver (operands prepared). */
+static llmc_rt_status resolve_op(const prep_fill *f, rt_prep_op *o, llmc_rt_error *err)
+{
+    int w_layout = o->code == OP_LINEAR
+                       ? f->pr->tensors[prep_operand(f->pr, o->inputs, 1)].format.layout
+                       : LAYOUT_DENSE;
+    rt_op_needs need = rt_op_needs_of(o->code, o->kind, w_layout, f->plan->prefill_kernel);
+    o->exec = f->ops->op[need.op];
+    o->unary = need.unary >= 0 ? f->ops->unary[need.unary] : NULL;
+    o->linear = need.linear >= 0 ? f->ops->linear[need.linear] : NULL;
+    if (!o->exec)
+        return not_resolved("op", rt_op_code_name(o->code), err);
+    if (need.unary >= 0 && !o->unary)
+        return not_resolved("Unary kind", rt_unary_kind_name(need.unary), err);
+    if (need.linear >= 0 && !o->linear)
+        return not_resolved("Linear kernel", rt_linear_kernel_name(need.linear), err);
+    return LLMC_RT_OK;
+}
+
 static llmc_rt_status prepare_op(fb_reader *r, prep_fill *f, uint32_t i, llmc_rt_error *err)
 {
     rt_prep_op *o = &f->pr->ops[i];
@@ -264,6 +291,8 @@ static llmc_rt_status prepare_op(fb_reader *r, prep_fill *f, uint32_t i, llmc_rt
     st = prepare_operands(r, f, &d, o, err);
     if (!st)
         st = prepare_op_extras(r, f, &d, o, err);
+    if (!st)
+        st = resolve_op(f, o, err);
     if (st)
         return rt_prefix(err, st, "op %u (%s '%s'): ", RT_N(i),
                          RT_S(rt_op_code_name(d.code), d.name));
@@ -392,10 +421,11 @@ static rt_prepared *tables_at(uint8_t *at, const prep_layout *l)
 
 /* Decodes the whole plan into the tables, in the order the verifier
  * counted the pools (count_pools). */
-static llmc_rt_status prepare_tables(llmc_rt_session *s, rt_prepared *pr, llmc_rt_error *err)
+static llmc_rt_status prepare_tables(llmc_rt_session *s, rt_prepared *pr,
+                                     const llmc_rt_op_resolver *ops, llmc_rt_error *err)
 {
     fb_reader r = rt_reader(s->plan);
-    prep_fill f = {pr, s->plan, 0, 0, 0};
+    prep_fill f = {pr, s->plan, ops, 0, 0, 0};
     llmc_rt_status st = LLMC_RT_OK;
     s->prepared = pr;
     for (uint32_t i = 0; !st && i < s->plan->n_tensors; i++)
@@ -442,14 +472,14 @@ static void carve(llmc_rt_session *s, const llmc_rt_plan *plan, uint32_t context
     s->stats.kv_chunks = m->pool_chunks;
 }
 
-llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *plan,
-                                        uint32_t context, void *memory, size_t memory_size,
-                                        llmc_rt_error *err)
+llmc_rt_status llmc_rt_session_init_ops(llmc_rt_session *s, const llmc_rt_plan *plan,
+                                        uint32_t context, const llmc_rt_op_resolver *ops,
+                                        void *memory, size_t memory_size, llmc_rt_error *err)
 {
     mem_layout m;
-    if (!s || !plan || !plan->base || !memory)
-        return rt_fail(err, LLMC_RT_E_ARG, "session, plan and memory must not be NULL", NULL,
-                       NULL);
+    if (!s || !plan || !plan->base || !ops || !memory)
+        return rt_fail(err, LLMC_RT_E_ARG, "session, plan, op resolver and memory must not be "
+                       "NULL", NULL, NULL);
     if (context < 1 || context > plan->max_context)
         return rt_fail(err, LLMC_RT_E_ARG, "context %u outside [1, max_context %u]",
                        RT_N(context, plan->max_context), NULL);
@@ -462,13 +492,21 @@ llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *
     uint8_t *base = memory;
     base += (64 - (uintptr_t)base % 64) % 64;
     carve(s, plan, context, base, &m);
-    llmc_rt_status st = prepare_tables(s, tables_at(base + m.prep, &m.tables), err);
+    llmc_rt_status st = prepare_tables(s, tables_at(base + m.prep, &m.tables), ops, err);
     if (st) {
         memset(s, 0, sizeof *s); /* not a session: runs refuse it */
         return st;
     }
     caches_clear(s);
     return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *plan,
+                                        uint32_t context, void *memory, size_t memory_size,
+                                        llmc_rt_error *err)
+{
+    return llmc_rt_session_init_ops(s, plan, context, &llmc_rt_all_ops, memory, memory_size,
+                                    err);
 }
 
 llmc_rt_status llmc_rt_session_init(llmc_rt_session *s, const llmc_rt_plan *plan,

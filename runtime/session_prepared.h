@@ -53,6 +53,10 @@ typedef struct {
         rt_qweight_shape q;       /* QWeightTiles */
         rt_ftile_shape f;         /* FWeightTiles */
     } w;
+    /* From the session's op resolver (init refuses an op without them): */
+    llmc_rt_op_fn exec;           /* its code's */
+    llmc_rt_unary_fn unary;       /* Unary: its kind's float32 loop */
+    llmc_rt_linear_fn linear;     /* Linear: W's kernel */
 } rt_prep_op;
 
 /* A Copy region: its Affines are dst_start [dst rank], size [dst rank],
@@ -101,6 +105,40 @@ typedef struct rt_prepared rt_prepared;
 static inline uint32_t prep_operand(const rt_prepared *pr, rt_prep_list l, uint32_t k)
 {
     return pr->operands[l.first + k];
+}
+
+/* One op being run: what its exec function (session_ops.c) gets.  The
+ * interpreter (session.c exec_op) has viewed its inputs and outputs at
+ * (S, P), but Copy's (none: its regions name their tensors) and Linear's
+ * outputs (any number: its exec function views them one at a time). */
+struct llmc_rt_op_call {
+    llmc_rt_session *s;
+    const rt_prep_op *op;
+    int64_t S, P;
+    rt_view in[MAX_OP_INPUTS];
+    rt_view out[MAX_OP_OUTPUTS];
+    uint64_t moved; /* bytes the exec function counted writing (Copy, Linear,
+                       QuantizeRows, Attention's cache rows); the interpreter
+                       adds the other ops' outputs */
+};
+
+typedef struct llmc_rt_op_call rt_op_call;
+
+/* session.c: tensor t viewed at (S, P); fails when its dims overflow or
+ * need more bytes than the arena reserved for it. */
+llmc_rt_status rt_session_view(const llmc_rt_session *s, uint32_t t, int64_t S, int64_t P,
+                               rt_view *v, llmc_rt_error *err);
+
+static inline uint64_t rt_view_bytes(const rt_view *v)
+{
+    return (uint64_t)k_count(v) * k_dtype_size(v->dtype);
+}
+
+/* The kernels' view of the session's parallel-for. */
+static inline rt_parallel rt_session_parallel(const llmc_rt_session *s)
+{
+    rt_parallel par = {s->parallel, s->parallel_pool};
+    return par;
 }
 
 #endif

@@ -8,7 +8,10 @@
 #   2. the size of tests/firmware/size_probe.c linked with --gc-sections
 #      against the core, newlib's libm/libc and libgcc: .text and .rodata of
 #      the core's own objects and of everything the link pulled in, without
-#      and with the tokenizer.
+#      and with the tokenizer, the session with every op (llmc_rt_all_ops)
+#      and with the op resolver of the firmware demo's plan (what `make
+#      firmware-demo` links; `llmc inspect --resolver`, so $BUILD/llmc must
+#      be built).
 # Prints a table; exits 1 on a symbol violation.
 set -euo pipefail
 BUILD=${BUILD:-build}
@@ -73,10 +76,10 @@ print(core, rest)
 PY
 }
 
-link_probe() { # cpu arch name extra-cflags
+link_probe() { # cpu arch name extra-cflags "ops | linked" ldflags
     local dir="$OUT/$1" name=$3
     # shellcheck disable=SC2086
-    $FW_CC $2 $FW_CFLAGS $4 -c tests/firmware/size_probe.c -o "$dir/$name.o"
+    $FW_CC $2 $FW_CFLAGS -I"$OUT" $4 -c tests/firmware/size_probe.c -o "$dir/$name.o"
     # shellcheck disable=SC2086
     $FW_CC $2 $FW_CFLAGS -c tests/firmware/size_probe_data.c -o "$dir/size_probe_data.o"
     # shellcheck disable=SC2086
@@ -97,12 +100,20 @@ link_probe() { # cpu arch name extra-cflags
     fi
 }
 
-echo "| cpu | linked | core .text | libc/libm/libgcc .text | core .rodata | libc/libm/libgcc .rodata |"
-echo "|---|---|---:|---:|---:|---:|"
+plan=$(BUILD=$BUILD scripts/firmware_demo_plan.sh)
+"$BUILD/llmc" inspect "$plan" --resolver >"$OUT/demo_resolver.h"
+demo_ops='-DSIZE_PROBE_RESOLVER="demo_resolver.h"'
+echo "| cpu | ops | linked | core .text | libc/libm/libgcc .text | core .rodata | libc/libm/libgcc .rodata |"
+echo "|---|---|---|---:|---:|---:|---:|"
 for cpu in $FW_CPUS; do
     arch="FW_ARCH_${cpu//-/_}" ld="FW_LD_${cpu//-/_}"
-    link_probe "$cpu" "${!arch}" probe_core "" "plan + session + sampler" "${!ld:-}"
-    link_probe "$cpu" "${!arch}" probe_text "-DSIZE_PROBE_TOKENIZER" "... + tokenizer (encode, detok)" "${!ld:-}"
+    link_probe "$cpu" "${!arch}" probe_core "" "all | plan + session + sampler" "${!ld:-}"
+    link_probe "$cpu" "${!arch}" probe_text "-DSIZE_PROBE_TOKENIZER" \
+        "all | ... + tokenizer (encode, detok)" "${!ld:-}"
+    link_probe "$cpu" "${!arch}" probe_demo_core "$demo_ops" "demo plan's | plan + session + sampler" \
+        "${!ld:-}"
+    link_probe "$cpu" "${!arch}" probe_demo_text "$demo_ops -DSIZE_PROBE_TOKENIZER" \
+        "demo plan's | ... + tokenizer (encode, detok)" "${!ld:-}"
 done
 for cpu in $FW_CPUS; do check_symbols "$cpu"; done
 exit $status

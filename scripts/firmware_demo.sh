@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make firmware-demo: the trained model of models/ compiled w4a8 for target
-# generic with its tokenizer, linked into firmware for QEMU's mps2-an386
-# (Cortex-M4F) and mps3-an547 (Cortex-M55) by firmware/Makefile (which
-# includes runtime/llmc_rt.mk as a firmware project would), and run under
+# generic with its tokenizer (scripts/firmware_demo_plan.sh), linked into
+# firmware for QEMU's mps2-an386 (Cortex-M4F) and mps3-an547 (Cortex-M55)
+# with the op resolver of its ops by firmware/Makefile (which includes
+# runtime/llmc_rt.mk as a firmware project would), and run under
 # qemu-system-arm with semihosting (whose console is QEMU's stderr).  Each
 # run prints the generated text, the ids and its RAM use; the script then
 # checks the device's prompt ids against `llmc tokenize` and its generated
@@ -15,12 +16,7 @@ OUT=$BUILD/firmware-demo
 BOARDS=${BOARDS:-mps2-an386 mps3-an547}
 export DEMO_PROMPT=${DEMO_PROMPT:-And God said unto Moses,}
 export DEMO_NEW_TOKENS=${DEMO_NEW_TOKENS:-16}
-PLAN=$OUT/demo.plan
-mkdir -p "$OUT"
-
-"$BUILD/llmc" compile models/tiny-llama.onnx --target generic --quant w4a8 \
-    --tokenizer models/tokenizer.json --max-context 64 --quiet -o "$PLAN.new" >/dev/null
-cmp -s "$PLAN.new" "$PLAN" 2>/dev/null && rm "$PLAN.new" || mv "$PLAN.new" "$PLAN"
+PLAN=$(BUILD=$BUILD scripts/firmware_demo_plan.sh)
 
 prompt_ids=$(printf '%s' "$DEMO_PROMPT" | "$BUILD/llmc" tokenize "$PLAN" --add-special)
 host_ids=$("$BUILD/llmc" run "$PLAN" --prompt-ids "$prompt_ids" --max-new "$DEMO_NEW_TOKENS")

@@ -98,6 +98,42 @@ assert j["max_context"] == 128
 PYEOF
 }
 check "inspect --json reports ops, arena, weights and passes" inspect_json
+# inspect --resolver writes C: a program that declares the plan's resolver
+# with it runs the plan through llmc_rt_session_init_ops
+inspect_resolver() {
+    "$LLMC" inspect "$WORK/a.plan" --resolver >"$WORK/plan_resolver.h" || return 1
+    for op in $($PY -c 'import json, sys; print(*json.load(open(sys.argv[1]))["op_counts"])' "$WORK/inspect.json"); do
+        grep -q "LLMC_RT_OP($op)" "$WORK/plan_resolver.h" || { echo "no entry for $op"; return 1; }
+    done
+    cat >"$WORK/resolver_main.c" <<'CEOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include "llmc_rt.h"
+#include "plan_resolver.h"
+static LLMC_RT_RESOLVER(plan_ops, LLMC_RESOLVER_ENTRIES);
+int main(int argc, char **argv)
+{
+    FILE *f = fopen(argv[argc - 1], "rb");
+    static _Alignas(64) unsigned char bytes[64 << 20];
+    size_t size = f ? fread(bytes, 1, sizeof bytes, f) : 0;
+    llmc_rt_plan plan;
+    llmc_rt_session s;
+    llmc_rt_error err = {0};
+    int64_t token = 1;
+    if (llmc_rt_plan_open(&plan, bytes, size, 0, &err))
+        return puts(err.msg), 1;
+    size_t n = llmc_rt_session_memory(&plan);
+    void *mem = malloc(n);
+    if (llmc_rt_session_init_ops(&s, &plan, plan.max_context, &plan_ops, mem, n, &err) ||
+        llmc_prefill(&s, &token, 1, NULL, &err))
+        return puts(err.msg), 1;
+    return 0;
+}
+CEOF
+    cc -std=c11 -Wall -Wextra -Werror -Iruntime -I"$WORK" -o "$WORK/resolver_main" \
+        "$WORK/resolver_main.c" "$BUILD/libllmcrt.a" -lm && "$WORK/resolver_main" "$WORK/a.plan"
+}
+check "inspect --resolver lists every op code; a session with only those runs the plan" inspect_resolver
 flatc_agrees() {   # Debian's flatc decodes the LLM plan; its JSON agrees with inspect
     rm -rf "$WORK/flatc" && mkdir -p "$WORK/flatc"
     flatc --json --raw-binary --strict-json -o "$WORK/flatc" schemas/plan.fbs -- "$WORK/a.plan" || return 1

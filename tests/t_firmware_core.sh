@@ -3,8 +3,9 @@
 # (`make firmware`): every core source compiles with -ffreestanding -Werror
 # -Wdouble-promotion, the core references no symbol beyond mem*, the float
 # libm functions runtime/llmc_rt.mk documents and libgcc's integer helpers,
-# and the linked M4F image holds no soft-double helper.  The symbol check
-# must also catch a violation: a core archive with one object calling
+# and the linked M4F image holds no soft-double helper; linked with the op
+# resolver of the firmware demo's plan, the core is smaller than with every
+# op.  The symbol check must also catch a violation: a core archive with one object calling
 # double exp() is refused, naming the symbol.
 set -u
 cd "$(dirname "$0")/.."
@@ -18,7 +19,15 @@ check "make firmware builds the core for cortex-m4 and cortex-m55 and its symbol
     make -s firmware BUILD="$BUILD"
 make -s firmware BUILD="$BUILD" 2>&1 | grep '^|' >"$WORK/sizes.md"
 sed 's/^/# /' "$WORK/sizes.md"
-check "the size table has a row per CPU and build" test "$(grep -c 'cortex-m' "$WORK/sizes.md")" -eq 4
+check "the size table has a row per CPU, resolver and build" \
+    test "$(grep -c 'cortex-m' "$WORK/sizes.md")" -eq 8
+# core .text (column 5) of the row of cpu, resolver and build
+core_text() { awk -F' *[|] *' -v c="$1" -v o="$2" -v l="$3" '$2 == c && $3 == o && index($4, l) == 1 { print $5 }' "$WORK/sizes.md"; }
+for cpu in cortex-m4 cortex-m55; do
+    all=$(core_text $cpu all plan) demo=$(core_text $cpu "demo plan's" plan)
+    check "$cpu: the demo plan's resolver links less core .text ($demo) than every op ($all)" \
+        test -n "$demo" -a -n "$all" -a "${demo:-0}" -lt "${all:-0}"
+done
 
 # The same check over a core archive with a double-precision call added.
 for cpu in cortex-m4 cortex-m55; do

@@ -40,8 +40,11 @@ bool k_binary_supports(int kind, int a_dtype, int b_dtype, int y_dtype);
 bool k_cast_supports(int x_dtype, int y_dtype);
 bool k_reduce_supports(int kind, int x_dtype, int y_dtype);
 
-/* ref_elementwise.c */
-llmc_rt_status k_unary(int kind, const rt_view *x, rt_view *y, llmc_rt_error *err);
+/* ref_elementwise.c: Unary of `kind` (validated against the dtypes);
+ * float32 through f32_loop, the kind's llmc_rt_unary_<Name> (the op
+ * resolver's entry), other dtypes through the integer path. */
+llmc_rt_status k_unary(llmc_rt_unary_fn f32_loop, int kind, const rt_view *x, rt_view *y,
+                       llmc_rt_error *err);
 llmc_rt_status k_binary(int kind, const rt_view *a, const rt_view *b, rt_view *y,
                         llmc_rt_error *err);
 /* k_binary, with the target's loops and tasks on par for the cases that

@@ -117,41 +117,43 @@ static float silu_f32(float x)
     return x * e / (1.0f + e);
 }
 
+/* Each kind's float32 function, named as in plan_enums.h.  Not of float32
+ * is refused by the verifier (bool Not takes the integer path); its float
+ * function is here so that every kind has one entry. */
+static float unary_Identity(float x) { return x; }
+static float unary_Neg(float x) { return -x; }
+static float unary_Abs(float x) { return fabsf(x); }
+static float unary_Sqrt(float x) { return sqrtf(x); }
+static float unary_Exp(float x) { return expf(x); }
+static float unary_Log(float x) { return logf(x); }
+static float unary_Erf(float x) { return erff(x); }
+static float unary_Tanh(float x) { return tanhf(x); }
+static float unary_Sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+static float unary_Reciprocal(float x) { return 1.0f / x; }
+static float unary_Relu(float x) { return x > 0.0f ? x : 0.0f; }
+static float unary_Sin(float x) { return sinf(x); }
+static float unary_Cos(float x) { return cosf(x); }
+static float unary_Not(float x) { return x == 0.0f ? 1.0f : 0.0f; }
+static float unary_Floor(float x) { return floorf(x); }
+static float unary_Ceil(float x) { return ceilf(x); }
 /* GELU, erf form: 0.5 x (1 + erf(x / sqrt 2)). */
-static float gelu_f32(float x)
-{
-    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-}
-
+static float unary_Gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 /* GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
-static float gelu_tanh_f32(float x)
+static float unary_GeluTanh(float x)
 {
     return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
+static float unary_Silu(float x) { return silu_f32(x); }
 
-static float unary_f32(int kind, float x)
-{
-    switch (kind) {
-    case UNARY_NEG: return -x;
-    case UNARY_ABS: return fabsf(x);
-    case UNARY_SQRT: return sqrtf(x);
-    case UNARY_EXP: return expf(x);
-    case UNARY_LOG: return logf(x);
-    case UNARY_ERF: return erff(x);
-    case UNARY_TANH: return tanhf(x);
-    case UNARY_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case UNARY_RECIPROCAL: return 1.0f / x;
-    case UNARY_RELU: return x > 0.0f ? x : 0.0f;
-    case UNARY_SIN: return sinf(x);
-    case UNARY_COS: return cosf(x);
-    case UNARY_FLOOR: return floorf(x);
-    case UNARY_CEIL: return ceilf(x);
-    case UNARY_GELU: return gelu_f32(x);
-    case UNARY_GELU_TANH: return gelu_tanh_f32(x);
-    case UNARY_SILU: return silu_f32(x);
-    default: return x;
+/* The op resolver's Unary entries (llmc_rt.h): one loop per kind, so a
+ * firmware links the libm functions of its plan's kinds only. */
+#define UNARY_LOOP_(s, Name, v)                                   \
+    void llmc_rt_unary_##Name(const float *x, float *y, int64_t n) \
+    {                                                             \
+        for (int64_t i = 0; i < n; i++)                           \
+            y[i] = unary_##Name(x[i]);                            \
     }
-}
+LLMC_PLAN_UNARY_KINDS(UNARY_LOOP_)
 
 static int64_t unary_int(int kind, int64_t x)
 {
@@ -166,7 +168,8 @@ static int64_t unary_int(int kind, int64_t x)
     }
 }
 
-llmc_rt_status k_unary(int kind, const rt_view *x, rt_view *y, llmc_rt_error *err)
+llmc_rt_status k_unary(llmc_rt_unary_fn f32_loop, int kind, const rt_view *x, rt_view *y,
+                       llmc_rt_error *err)
 {
     if (!k_unary_supports(kind, x->dtype, y->dtype))
         return rt_fail(err, LLMC_RT_E_EXEC, "unary kind %d does not take dtype %d -> %d",
@@ -174,17 +177,13 @@ llmc_rt_status k_unary(int kind, const rt_view *x, rt_view *y, llmc_rt_error *er
     if (!k_same_dims(x, y))
         return rt_fail(err, LLMC_RT_E_EXEC, "input and output dims differ", NULL, NULL);
     int64_t n = k_count(x);
-    if (x->dtype == LLMC_RT_F32) {
-        const float *in = x->data;
-        float *out = y->data;
-        for (int64_t i = 0; i < n; i++)
-            out[i] = unary_f32(kind, in[i]);
-    } else if (kind == UNARY_IDENTITY) {
+    if (x->dtype == LLMC_RT_F32)
+        f32_loop(x->data, y->data, n);
+    else if (kind == UNARY_IDENTITY)
         memmove(y->data, x->data, (size_t)n * k_dtype_size(x->dtype));
-    } else {
+    else
         for (int64_t i = 0; i < n; i++)
             k_store_i(y, i, unary_int(kind, k_load_i(x, i)));
-    }
     return LLMC_RT_OK;
 }
 

@@ -1,13 +1,19 @@
 /* The smallest program that keeps every part of the runtime core a device
  * uses: open and verify a plan, run a session (prefill, decode, sampling)
- * and, with SIZE_PROBE_TOKENIZER, encode and detokenize text.  Linked with
- * --gc-sections by scripts/firmware_core.sh to measure what the core costs
- * in .text once the linker has dropped everything unreferenced; it is
- * never run (the firmware demo runs the real thing). */
+ * and, with SIZE_PROBE_TOKENIZER, encode and detokenize text.  The session
+ * has every op (llmc_rt_session_init), or with SIZE_PROBE_RESOLVER (a
+ * header from `llmc inspect --resolver`) only the ops of that plan.
+ * Linked with --gc-sections by scripts/firmware_core.sh to measure what the
+ * core costs in .text once the linker has dropped everything unreferenced;
+ * it is never run (the firmware demo runs the real thing). */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "llmc_rt.h"
+#ifdef SIZE_PROBE_RESOLVER
+#include SIZE_PROBE_RESOLVER /* defines LLMC_RESOLVER_ENTRIES */
+static LLMC_RT_RESOLVER(plan_ops, LLMC_RESOLVER_ENTRIES);
+#endif
 
 extern const uint8_t probe_plan[];
 extern const size_t probe_plan_size;
@@ -38,6 +44,17 @@ static int run_text(const llmc_rt_plan *plan, int64_t *ids, size_t max_ids, size
 #endif
 }
 
+static llmc_rt_status init_session(llmc_rt_session *s, const llmc_rt_plan *plan,
+                                   llmc_rt_error *err)
+{
+#ifdef SIZE_PROBE_RESOLVER
+    return llmc_rt_session_init_ops(s, plan, plan->max_context, &plan_ops, probe_arena,
+                                    probe_arena_size, err);
+#else
+    return llmc_rt_session_init(s, plan, probe_arena, probe_arena_size, err);
+#endif
+}
+
 int probe_entry(void)
 {
     static llmc_rt_plan plan;
@@ -49,7 +66,7 @@ int probe_entry(void)
     size_t n;
     llmc_sampler sm;
     if (llmc_rt_plan_open(&plan, probe_plan, probe_plan_size, LLMC_RT_VERIFY_HASHES, &err) ||
-        llmc_rt_session_init(&session, &plan, probe_arena, probe_arena_size, &err) ||
+        init_session(&session, &plan, &err) ||
         run_text(&plan, ids, 16, &n, &err) ||
         llmc_prefill(&session, ids, (uint32_t)n, logits, &err))
         return 1;

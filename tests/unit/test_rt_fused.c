@@ -245,7 +245,7 @@ static void test_activations(void)
         for (int i = 0; i < N; i++)
             want[i] = act_ref(kind, x[i]);
         rt_view vx = V(x, 4, 50), vy = V(y, 4, 50);
-        bool ran = k_unary(kind, &vx, &vy, &err) == LLMC_RT_OK;
+        bool ran = k_unary(llmc_rt_all_ops.unary[kind], kind, &vx, &vy, &err) == LLMC_RT_OK;
         CHECK(ran && max_rel_err(y, want, N) <= 2e-6, "%s on [-10, 10] and +-120: %.2g",
               names[kind - UN_GELU], max_rel_err(y, want, N));
         CHECK(k_unary_supports(kind, LLMC_RT_F32, LLMC_RT_F32) &&

@@ -80,18 +80,18 @@ static void test_unary(void)
         for (int i = 0; i < 64; i++)
             want[i] = unary_ref(kind, xx[i]);
         rt_view vx = V(LLMC_RT_F32, xx, 4, 16), vy = V(LLMC_RT_F32, y, 4, 16);
-        CHECK(k_unary(kind, &vx, &vy, &err) == LLMC_RT_OK && all_close(y, want, 64, 2e-6),
+        CHECK(k_unary(llmc_rt_all_ops.unary[kind], kind, &vx, &vy, &err) == LLMC_RT_OK && all_close(y, want, 64, 2e-6),
               "unary kind %d on float32 matches libm in double", kind);
     }
     int64_t xi[4] = {-5, 0, 7, INT64_MIN}, yi[4];
     rt_view vi = V(LLMC_RT_I64, xi, 4), vo = V(LLMC_RT_I64, yi, 4);
-    CHECK(k_unary(2, &vi, &vo, &err) == LLMC_RT_OK && yi[0] == 5 && yi[2] == 7 &&
+    CHECK(k_unary(llmc_rt_all_ops.unary[2], 2, &vi, &vo, &err) == LLMC_RT_OK && yi[0] == 5 && yi[2] == 7 &&
           yi[3] == INT64_MIN, "Abs on int64 (INT64_MIN wraps)");
-    CHECK(k_unary(10, &vi, &vo, &err) == LLMC_RT_OK && yi[0] == 0 && yi[2] == 7, "Relu on int64");
+    CHECK(k_unary(llmc_rt_all_ops.unary[10], 10, &vi, &vo, &err) == LLMC_RT_OK && yi[0] == 0 && yi[2] == 7, "Relu on int64");
     uint8_t b[3] = {0, 1, 0}, nb[3];
     rt_view vb = V(LLMC_RT_BOOL, b, 3), vnb = V(LLMC_RT_BOOL, nb, 3);
-    CHECK(k_unary(13, &vb, &vnb, &err) == LLMC_RT_OK && nb[0] == 1 && nb[1] == 0, "Not on bool");
-    CHECK(k_unary(3, &vi, &vo, &err) == LLMC_RT_E_EXEC, "Sqrt on int64 refused");
+    CHECK(k_unary(llmc_rt_all_ops.unary[13], 13, &vb, &vnb, &err) == LLMC_RT_OK && nb[0] == 1 && nb[1] == 0, "Not on bool");
+    CHECK(k_unary(llmc_rt_all_ops.unary[3], 3, &vi, &vo, &err) == LLMC_RT_E_EXEC, "Sqrt on int64 refused");
 }
 
 static void test_binary(void)

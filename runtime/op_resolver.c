@@ -1,0 +1,48 @@
+/* The op resolver of every entry, and which entries an op needs. */
+#include "op_resolver.h"
+#include "plan_format.h"
+
+/* The public indices come from the lists plan_format.h's codes do. */
+LLMC_STATIC_ASSERT(resolver_ops, (int)LLMC_RT_OP_COUNT == (int)OP_COUNT);
+LLMC_STATIC_ASSERT(resolver_unary_kinds, (int)LLMC_RT_UNARY_COUNT == (int)UNARY_COUNT);
+
+#define ALL_OPS_(s, Name, ...) LLMC_RT_OP(Name)
+#define ALL_UNARY_(s, Name, v) LLMC_RT_UNARY(Name)
+const llmc_rt_op_resolver llmc_rt_all_ops = {
+    LLMC_PLAN_OPS(ALL_OPS_) LLMC_PLAN_UNARY_KINDS(ALL_UNARY_)
+    LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR)
+};
+
+/* Linear's kernel for W's layout (verified: Dense, FWeightTiles or
+ * QWeightTiles) and the plan's prefill kernel. */
+static int linear_kernel_of(int w_layout, uint32_t prefill_kernel)
+{
+    if (w_layout == LAYOUT_QWEIGHT)
+        return prefill_kernel == PREFILL_F32_DEQUANT ? LLMC_RT_LINEAR_QWeightTilesF32Dequant
+                                                     : LLMC_RT_LINEAR_QWeightTiles;
+    return w_layout == LAYOUT_FWEIGHT ? LLMC_RT_LINEAR_FWeightTiles : LLMC_RT_LINEAR_Dense;
+}
+
+rt_op_needs rt_op_needs_of(int code, int kind, int w_layout, uint32_t prefill_kernel)
+{
+    rt_op_needs n = {code, -1, -1};
+    if (code == OP_UNARY && kind >= 0 && kind < UNARY_COUNT)
+        n.unary = kind;
+    if (code == OP_LINEAR)
+        n.linear = linear_kernel_of(w_layout, prefill_kernel);
+    return n;
+}
+
+const char *rt_unary_kind_name(int kind)
+{
+#define UNARY_NAME_(s, Name, v) #Name,
+    static const char *const names[UNARY_COUNT] = {LLMC_PLAN_UNARY_KINDS(UNARY_NAME_)};
+    return kind >= 0 && kind < UNARY_COUNT ? names[kind] : "?";
+}
+
+const char *rt_linear_kernel_name(int kernel)
+{
+#define LINEAR_NAME_(Name) #Name,
+    static const char *const names[LLMC_RT_LINEAR_COUNT] = {LLMC_RT_LINEAR_KERNELS(LINEAR_NAME_)};
+    return kernel >= 0 && kernel < LLMC_RT_LINEAR_COUNT ? names[kernel] : "?";
+}

@@ -1,0 +1,350 @@
+/* The exec function of every plan op code and Linear's kernels: the op
+ * resolver's entries (llmc_rt.h).  Each reads the op's prepared fields and
+ * the operands the interpreter viewed (session_prepared.h rt_op_call) and
+ * calls its kernel; a function nothing references (a firmware resolver
+ * without its op) is dropped by --gc-sections with its kernel. */
+#include <string.h>
+
+#include "kernels/kernel_table.h"
+#include "rt_msg.h"
+#include "session_prepared.h"
+
+/* ---- Copy ---------------------------------------------------------------- */
+
+static llmc_rt_status eval_affines(const rt_affine *a, int n, int64_t S, int64_t P,
+                                   int64_t *out, const char *what, llmc_rt_error *err)
+{
+    for (int k = 0; k < n; k++)
+        if (!rt_affine_value(&a[k], S, P, &out[k]))
+            return rt_fail(err, LLMC_RT_E_EXEC, "%s[%d] overflows", RT_N(k), RT_S(what));
+    return LLMC_RT_OK;
+}
+
+/* The region's Affines at (S, P); dst_start and size have dst's rank,
+ * src_start src's (verified). */
+static llmc_rt_status region_of(const rt_prep_region *d, const rt_affine *a, int dst_rank,
+                                int src_rank, int64_t S, int64_t P, rt_region *g,
+                                llmc_rt_error *err)
+{
+    llmc_rt_status st = eval_affines(a, dst_rank, S, P, g->dst_start, "dst_start", err);
+    if (!st)
+        st = eval_affines(a + dst_rank, dst_rank, S, P, g->size, "size", err);
+    if (!st)
+        st = eval_affines(a + 2 * dst_rank, src_rank, S, P, g->src_start, "src_start", err);
+    memcpy(g->src_axis, d->src_axis, sizeof g->src_axis);
+    memcpy(g->src_step, d->src_step, sizeof g->src_step);
+    return st;
+}
+
+/* Bytes a region writes into its destination. */
+static uint64_t region_bytes(const rt_region *g, const rt_view *dst)
+{
+    uint64_t n = k_dtype_size(dst->dtype);
+    for (int k = 0; k < dst->rank; k++)
+        n *= (uint64_t)g->size[k];
+    return n;
+}
+
+llmc_rt_status llmc_rt_exec_Copy(rt_op_call *c, llmc_rt_error *err)
+{
+    const rt_prepared *pr = c->s->prepared;
+    for (uint32_t i = 0; i < c->op->regions.len; i++) {
+        const rt_prep_region *d = &pr->regions[c->op->regions.first + i];
+        rt_region g;
+        rt_view src, dst;
+        llmc_rt_status st = rt_session_view(c->s, d->src, c->S, c->P, &src, err);
+        if (!st)
+            st = rt_session_view(c->s, d->dst, c->S, c->P, &dst, err);
+        if (!st)
+            st = region_of(d, &pr->affines[d->affines], dst.rank, src.rank, c->S, c->P, &g, err);
+        if (!st)
+            st = k_copy_region(&g, &src, &dst, err);
+        if (st)
+            return rt_prefix(err, st, "region %u: ", RT_N(i), NULL);
+        c->moved += region_bytes(&g, &dst);
+    }
+    return LLMC_RT_OK;
+}
+
+/* ---- elementwise and shape ops ------------------------------------------ */
+
+llmc_rt_status llmc_rt_exec_Reshape(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_reshape(&c->in[0], &c->out[0], err);
+}
+
+llmc_rt_status llmc_rt_exec_Unary(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_unary(c->op->unary, c->op->kind, &c->in[0], &c->out[0], err);
+}
+
+llmc_rt_status llmc_rt_exec_Binary(rt_op_call *c, llmc_rt_error *err)
+{
+    rt_parallel par = rt_session_parallel(c->s);
+    return k_binary_kernels(c->s->plan->kernels, c->op->kind, &c->in[0], &c->in[1], &c->out[0],
+                            &par, err);
+}
+
+llmc_rt_status llmc_rt_exec_Where(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_where(&c->in[0], &c->in[1], &c->in[2], &c->out[0], err);
+}
+
+llmc_rt_status llmc_rt_exec_Cast(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_cast(&c->in[0], &c->out[0], err);
+}
+
+llmc_rt_status llmc_rt_exec_Fill(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_fill(c->op->value_bits, &c->out[0], err);
+}
+
+llmc_rt_status llmc_rt_exec_Range(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_range(&c->in[0], &c->in[1], &c->in[2], &c->out[0], err);
+}
+
+llmc_rt_status llmc_rt_exec_Symbols(rt_op_call *c, llmc_rt_error *err)
+{
+    const rt_prep_op *op = c->op;
+    const rt_affine *values = &c->s->prepared->affines[op->values.first];
+    rt_view *y = &c->out[0];
+    if (k_count(y) != op->values.len)
+        return rt_fail(err, LLMC_RT_E_EXEC, "%u values for %d output elements",
+                       RT_N(op->values.len, k_count(y)), NULL);
+    for (uint32_t k = 0; k < op->values.len; k++)
+        if (!rt_affine_value(&values[k], c->S, c->P, (int64_t *)y->data + k))
+            return rt_fail(err, LLMC_RT_E_EXEC, "value %u overflows", RT_N(k), NULL);
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_exec_Trilu(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_trilu(&c->in[0], c->op->inputs.len > 1 ? &c->in[1] : NULL, c->op->kind == 1,
+                   &c->out[0], err);
+}
+
+llmc_rt_status llmc_rt_exec_ScatterND(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_scatter_nd(c->op->kind, &c->in[0], &c->in[1], &c->in[2], &c->out[0], err);
+}
+
+llmc_rt_status llmc_rt_exec_CumSum(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_cumsum(&c->in[0], c->op->axis, c->op->kind, &c->out[0], err);
+}
+
+/* ---- reductions and norms ------------------------------------------------ */
+
+llmc_rt_status llmc_rt_exec_MatMul(rt_op_call *c, llmc_rt_error *err)
+{
+    rt_parallel par = rt_session_parallel(c->s);
+    return k_matmul(&c->in[0], &c->in[1], &c->out[0], &par, err);
+}
+
+llmc_rt_status llmc_rt_exec_Reduce(rt_op_call *c, llmc_rt_error *err)
+{
+    const rt_prep_op *op = c->op;
+    return k_reduce(op->kind, &c->in[0], op->axes, op->n_axes, op->keepdims, &c->out[0], err);
+}
+
+llmc_rt_status llmc_rt_exec_Softmax(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_softmax(&c->in[0], c->op->axis, &c->out[0], err);
+}
+
+/* LayerNorm writes y and, with 3 outputs, Mean and InvStdDev. */
+llmc_rt_status llmc_rt_exec_LayerNorm(rt_op_call *c, llmc_rt_error *err)
+{
+    const rt_prep_op *op = c->op;
+    bool with_stats = op->outputs.len == 3;
+    rt_layernorm_stats stats = {with_stats ? &c->out[1] : NULL, with_stats ? &c->out[2] : NULL};
+    return k_layernorm(&c->in[0], &c->in[1], op->inputs.len > 2 ? &c->in[2] : NULL, op->axis,
+                       op->epsilon, &c->out[0], &stats, err);
+}
+
+llmc_rt_status llmc_rt_exec_RMSNorm(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_rmsnorm(&c->in[0], &c->in[1], c->op->epsilon, &c->out[0], err);
+}
+
+llmc_rt_status llmc_rt_exec_Rope(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_rope(&c->in[0], &c->in[1], &c->in[2], c->op->rotary_dim, c->P, &c->out[0], err);
+}
+
+/* ---- Gather -------------------------------------------------------------- */
+
+/* The prepared entry of the op's input k. */
+static const rt_prep_tensor *input_tensor(const rt_prepared *pr, const rt_prep_op *op,
+                                          uint32_t k)
+{
+    return &pr->tensors[prep_operand(pr, op->inputs, k)];
+}
+
+/* Rows of a packed weight (an embedding table) dequantized, else the dense
+ * take. */
+llmc_rt_status llmc_rt_exec_Gather(rt_op_call *c, llmc_rt_error *err)
+{
+    const rt_tensor_format *f = &input_tensor(c->s->prepared, c->op, 0)->format;
+    return f->layout == LAYOUT_DENSE ? k_gather(&c->in[0], &c->in[1], c->op->axis, &c->out[0], err)
+                                     : k_gather_rows(f, &c->in[0], &c->in[1], &c->out[0], err);
+}
+
+/* ---- Linear and QuantizeRows --------------------------------------------- */
+
+/* Linear's inputs x, W, then bias if kind & 1, residual if kind & 2
+ * (prepared: kind matches the inputs). */
+static const rt_view *linear_bias(const rt_op_call *c)
+{
+    return c->op->kind & 1 ? &c->in[2] : NULL;
+}
+
+static const rt_view *linear_residual(const rt_op_call *c)
+{
+    return c->op->kind & 2 ? &c->in[2 + (c->op->kind & 1)] : NULL;
+}
+
+/* Each output takes the next columns of z, viewed one at a time (any
+ * number), through the kernel init chose for W. */
+llmc_rt_status llmc_rt_exec_Linear(rt_op_call *c, llmc_rt_error *err)
+{
+    int64_t col0 = 0;
+    for (uint32_t j = 0; j < c->op->outputs.len; j++) {
+        rt_view y;
+        uint32_t t = prep_operand(c->s->prepared, c->op->outputs, j);
+        llmc_rt_status st = rt_session_view(c->s, t, c->S, c->P, &y, err);
+        if (!st && k_count(&y) != 0)
+            st = c->op->linear(c, col0, &y, err);
+        if (st)
+            return rt_prefix(err, st, "output %u: ", RT_N(j), NULL);
+        col0 += y.rank ? y.dims[y.rank - 1] : 0;
+        c->moved += rt_view_bytes(&y);
+    }
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_linear_Dense(rt_op_call *c, int64_t col0, rt_view *y,
+                                    llmc_rt_error *err)
+{
+    rt_parallel par = rt_session_parallel(c->s);
+    return k_linear(&c->in[0], &c->in[1], linear_bias(c), linear_residual(c), col0, y, &par,
+                    err);
+}
+
+llmc_rt_status llmc_rt_linear_FWeightTiles(rt_op_call *c, int64_t col0, rt_view *y,
+                                           llmc_rt_error *err)
+{
+    rt_parallel par = rt_session_parallel(c->s);
+    return k_linear_tiles(c->s->plan->kernels, &c->in[0], c->in[1].data, &c->op->w.f,
+                          linear_bias(c), linear_residual(c), col0, y, &par, err);
+}
+
+/* The shape of x's activation tiles (input 0) at this call's rows. */
+static llmc_rt_status qact_shape(const rt_op_call *c, rt_qact_shape *qx, llmc_rt_error *err)
+{
+    const rt_view *x = &c->in[0];
+    if (!rt_qact_shape_of(&input_tensor(c->s->prepared, c->op, 0)->format, x->rank, x->dims, qx))
+        return rt_fail(err, LLMC_RT_E_EXEC, "x has an invalid packed format", NULL, NULL);
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_linear_QWeightTiles(rt_op_call *c, int64_t col0, rt_view *y,
+                                           llmc_rt_error *err)
+{
+    const llmc_rt_plan *plan = c->s->plan;
+    rt_parallel par = rt_session_parallel(c->s);
+    rt_qact_shape qx;
+    llmc_rt_status st = qact_shape(c, &qx, err);
+    if (st)
+        return st;
+    return k_qlinear(plan->kernels, &c->in[0], &qx, c->in[1].data, &c->op->w.q, linear_bias(c),
+                     linear_residual(c), col0, y, plan->gemm_min_rows, &par, err);
+}
+
+/* Prefill (gemm_min_rows rows or more) on weight blocks dequantized to
+ * fp32 panels when the target's fp32 tiles hold W's; the int8 kernel
+ * otherwise. */
+llmc_rt_status llmc_rt_linear_QWeightTilesF32Dequant(rt_op_call *c, int64_t col0, rt_view *y,
+                                                     llmc_rt_error *err)
+{
+    const llmc_rt_plan *plan = c->s->plan;
+    rt_parallel par = rt_session_parallel(c->s);
+    rt_qact_shape qx;
+    llmc_rt_status st = qact_shape(c, &qx, err);
+    if (st)
+        return st;
+    if (qx.m < plan->gemm_min_rows || !k_qlinear_dequant_runs(plan->kernels, &c->op->w.q))
+        return llmc_rt_linear_QWeightTiles(c, col0, y, err);
+    return k_qlinear_dequant(plan->kernels, &c->in[0], &qx, c->in[1].data, &c->op->w.q,
+                             linear_bias(c), linear_residual(c), col0, y, &par, err);
+}
+
+/* x float32 [..., K] -> its QActTiles (bytes of the tiles, scales and
+ * sums counted). */
+llmc_rt_status llmc_rt_exec_QuantizeRows(rt_op_call *c, llmc_rt_error *err)
+{
+    uint32_t t = prep_operand(c->s->prepared, c->op->outputs, 0);
+    const rt_tensor_format *f = &c->s->prepared->tensors[t].format;
+    rt_view *xq = &c->out[0];
+    rt_qact_shape qs;
+    if (!rt_qact_shape_of(f, xq->rank, xq->dims, &qs))
+        return rt_fail(err, LLMC_RT_E_EXEC, "output has an invalid QActTiles format", NULL, NULL);
+    rt_parallel par = rt_session_parallel(c->s);
+    llmc_rt_status st = k_quantize_rows(c->s->plan->kernels, &c->in[0], &qs, xq, &par, err);
+    if (!st)
+        c->moved += rt_qact_bytes(&qs);
+    return st;
+}
+
+/* ---- Attention and its fused KV cache ------------------------------------ */
+
+/* Takes pool chunks for the positions [0, end) of a cache that lack one. */
+static llmc_rt_status take_chunks(llmc_rt_session *s, uint32_t *slots, int64_t end,
+                                  llmc_rt_error *err)
+{
+    int64_t need = (end + s->plan->kv_chunk - 1) / s->plan->kv_chunk;
+    if (need > s->chunks_per_cache)
+        return rt_fail(err, LLMC_RT_E_BOUNDS, "%d positions exceed the session's %u chunks",
+                       RT_N(end, s->chunks_per_cache), NULL);
+    for (int64_t c = 0; c < need; c++) {
+        if (slots[c] != NO_SLOT)
+            continue;
+        if (s->pool_used == s->pool_chunks)
+            return rt_fail(err, LLMC_RT_E_MEMORY, "KV pool exhausted (%u chunks)",
+                           RT_N(s->pool_chunks), NULL);
+        slots[c] = s->pool_used++;
+    }
+    s->stats.kv_chunks_used = s->pool_used;
+    return LLMC_RT_OK;
+}
+
+/* Rows [0, P) must be in the op's cache; appends rows P .. P+S-1. */
+llmc_rt_status llmc_rt_exec_Attention(rt_op_call *c, llmc_rt_error *err)
+{
+    llmc_rt_session *s = c->s;
+    const rt_prep_op *op = c->op;
+    int64_t S = c->S, P = c->P;
+    uint32_t *table = s->caches + (uint64_t)op->cache * (1u + s->chunks_per_cache);
+    if (op->cache >= s->plan->n_caches || P > table[0])
+        return rt_fail(err, LLMC_RT_E_EXEC, "cache %u holds %u positions; the call starts at "
+                       "P=%d", RT_N(op->cache, op->cache < s->plan->n_caches ? table[0] : 0, P),
+                       NULL);
+    llmc_rt_status st = take_chunks(s, table + 1, P + S, err);
+    if (st)
+        return st;
+    rt_kv_cache cache = {s->kv_pool, table + 1, s->plan->kv_slot_bytes, s->plan->kv_chunk,
+                         s->plan->kv_cache_dtype};
+    rt_attention_attrs a = {op->heads, op->kv_heads, op->head_dim, op->rotary_dim, op->scale};
+    bool rope = op->rotary_dim > 0 && op->inputs.len == 5;
+    rt_parallel par = rt_session_parallel(s);
+    const rt_view *in = c->in;
+    st = k_attention_kernels(s->plan->kernels, &a, &in[0], &in[1], &in[2], rope ? &in[3] : NULL,
+                             rope ? &in[4] : NULL, &cache, P, &c->out[0], &par, err);
+    if (st)
+        return st;
+    table[0] = (uint32_t)(P + S);
+    c->moved += (uint64_t)S * rt_kv_position_bytes(cache.dtype, a.kv_heads, a.head_dim);
+    return LLMC_RT_OK;
+}
