@@ -22,9 +22,10 @@ static const char inspect_help[] =
     "with their digests and what each reported doing.  --json prints one JSON\n"
     "object (keys: ops_total, layers, op_counts, arena_bytes, session_bytes, weight_bytes, tensors,\n"
     "passes, ...).  --resolver prints, as a C macro LLMC_RESOLVER_ENTRIES, the op\n"
-    "resolver entries the plan's ops need (op codes, Unary kinds, Linear kernels), for a\n"
-    "firmware build that links only those kernels: static LLMC_RT_RESOLVER(name,\n"
-    "LLMC_RESOLVER_ENTRIES); then llmc_rt_session_init_ops (runtime/llmc_rt.h).\n";
+    "resolver entries the plan's ops need (op codes, Unary and Binary kinds, Binary's\n"
+    "any-dtype path, Linear kernels), for a firmware build that links only those\n"
+    "kernels: static LLMC_RT_RESOLVER(name, LLMC_RESOLVER_ENTRIES); then\n"
+    "llmc_rt_session_init_ops (runtime/llmc_rt.h).\n";
 
 typedef struct {
     const char *compiler_version, *target;
@@ -246,8 +247,23 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
 
 /* The op resolver entries the plan's ops need (runtime/op_resolver.h). */
 typedef struct {
-    bool op[LLMC_RT_OP_COUNT], unary[LLMC_RT_UNARY_COUNT], linear[LLMC_RT_LINEAR_COUNT];
+    bool op[LLMC_RT_OP_COUNT], unary[LLMC_RT_UNARY_COUNT], binary[LLMC_RT_BINARY_COUNT];
+    bool binary_any_dtype, linear[LLMC_RT_LINEAR_COUNT];
 } resolver_use;
+
+/* What decides op's entries (its inputs 0 and 1 read from the plan). */
+static int op_key_of(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op, rt_op_key *key,
+                     llmc_rt_error *rt)
+{
+    rt_tensor_desc in[2] = {{.dtype = -1, .layout = LAYOUT_DENSE},
+                            {.dtype = -1, .layout = LAYOUT_DENSE}};
+    for (uint32_t k = 0; k < 2 && k < op->inputs.len; k++)
+        if (rt_read_tensor(r, p, fb_vec_u32(r, op->inputs, k), &in[k], rt))
+            return -1;
+    *key = (rt_op_key){op->code, op->kind, {in[0].dtype, in[1].dtype}, in[1].layout,
+                       p->prefill_kernel};
+    return 0;
+}
 
 static int collect_resolver(const llmc_rt_plan *p, resolver_use *u, llmc_rt_error *rt)
 {
@@ -255,14 +271,16 @@ static int collect_resolver(const llmc_rt_plan *p, resolver_use *u, llmc_rt_erro
     memset(u, 0, sizeof *u);
     for (uint32_t i = 0; i < p->n_ops; i++) {
         rt_op_desc op;
-        rt_tensor_desc w = {.layout = LAYOUT_DENSE};
-        if (rt_read_op(&r, p, i, &op, rt) ||
-            (op.code == OP_LINEAR && rt_read_tensor(&r, p, fb_vec_u32(&r, op.inputs, 1), &w, rt)))
+        rt_op_key key;
+        if (rt_read_op(&r, p, i, &op, rt) || op_key_of(&r, p, &op, &key, rt))
             return -1;
-        rt_op_needs need = rt_op_needs_of(op.code, op.kind, w.layout, p->prefill_kernel);
+        rt_op_needs need = rt_op_needs_of(&key);
         u->op[need.op] = true;
         if (need.unary >= 0)
             u->unary[need.unary] = true;
+        if (need.binary >= 0)
+            u->binary[need.binary] = true;
+        u->binary_any_dtype |= need.binary_any_dtype;
         if (need.linear >= 0)
             u->linear[need.linear] = true;
     }
@@ -277,8 +295,8 @@ static void print_resolver_entry(const char *macro, const char *name)
 static void print_resolver(const char *path, const resolver_use *u)
 {
     printf("/* llmc inspect --resolver %s\n"
-           " * The op resolver entries the plan's ops use (op codes, Unary kinds, Linear\n"
-           " * kernels).  In the firmware:\n"
+           " * The op resolver entries the plan's ops use (op codes, Unary and Binary\n"
+           " * kinds, Linear kernels).  In the firmware:\n"
            " *   static LLMC_RT_RESOLVER(plan_ops, LLMC_RESOLVER_ENTRIES);\n"
            " *   llmc_rt_session_init_ops(&session, &plan, context, &plan_ops, ...); */\n"
            "#define LLMC_RESOLVER_ENTRIES",
@@ -289,6 +307,11 @@ static void print_resolver(const char *path, const resolver_use *u)
     for (int k = 0; k < LLMC_RT_UNARY_COUNT; k++)
         if (u->unary[k])
             print_resolver_entry("LLMC_RT_UNARY", rt_unary_kind_name(k));
+    for (int k = 0; k < LLMC_RT_BINARY_COUNT; k++)
+        if (u->binary[k])
+            print_resolver_entry("LLMC_RT_BINARY", rt_binary_kind_name(k));
+    if (u->binary_any_dtype)
+        printf(" \\\n    LLMC_RT_BINARY_ANY_DTYPE");
     for (int k = 0; k < LLMC_RT_LINEAR_COUNT; k++)
         if (u->linear[k])
             print_resolver_entry("LLMC_RT_LINEAR", rt_linear_kernel_name(k));

@@ -223,11 +223,14 @@ typedef struct {
 /* ---- op resolver ---------------------------------------------------------
  * Which kernels a session may call (TensorFlow Lite Micro's op resolver):
  * the exec function of each plan op code, Unary's float32 loop of each kind
- * (the libm-heavy part) and Linear's kernel of each weight format (W's
- * layout, and the plan's prefill kernel for QWeightTiles).  Session init
- * stores the entries each op uses and refuses, with LLMC_RT_E_RESOLVER, a
- * plan whose op needs an entry the resolver lacks: "op 12 (Unary 'act'):
- * Unary kind Erf is not in the session's op resolver".
+ * (the libm-heavy part), Binary's float32 loop of each kind whose float32
+ * operands give a float32 result (LLMC_PLAN_BINARY_F32_KINDS) and its
+ * any-dtype path for every other case (integers, bool, comparisons, Pow of
+ * mixed dtypes), and Linear's kernel of each weight format (W's layout, and
+ * the plan's prefill kernel for QWeightTiles).  Session init stores the
+ * entries each op uses and refuses, with LLMC_RT_E_RESOLVER, a plan whose
+ * op needs an entry the resolver lacks: "op 12 (Unary 'act'): Unary kind
+ * Erf is not in the session's op resolver".
  *
  * llmc_rt_all_ops holds every entry; llmc_rt_session_init and _init_for
  * use it.  A firmware build declares only what its plan uses, a const
@@ -237,6 +240,7 @@ typedef struct {
  *
  *   static LLMC_RT_RESOLVER(plan_ops, LLMC_RT_OP(Gather) LLMC_RT_OP(RMSNorm)
  *                           LLMC_RT_OP(Unary) LLMC_RT_UNARY(Silu)
+ *                           LLMC_RT_OP(Binary) LLMC_RT_BINARY(Add)
  *                           LLMC_RT_OP(Linear) LLMC_RT_LINEAR(Dense));
  *   llmc_rt_session_init_ops(&s, &plan, plan.max_context, &plan_ops, mem, size, &err);
  *
@@ -246,6 +250,15 @@ struct llmc_rt_op_call; /* one op being run (internal) */
 typedef llmc_rt_status (*llmc_rt_op_fn)(struct llmc_rt_op_call *call, llmc_rt_error *err);
 /* y[i] = the kind's function of x[i] for i < n (float32) */
 typedef void (*llmc_rt_unary_fn)(const float *x, float *y, int64_t n);
+/* Binary's float32 loop of a kind: y[i] = a[i * sa] `kind` b[i * sb] for
+ * i < n (a stride is 0 for a broadcast operand). */
+typedef void (*llmc_rt_binary_fn)(const float *a, int64_t sa, const float *b, int64_t sb,
+                                  float *y, int64_t n);
+/* Binary's any-dtype path, one element: y[iy] = a[ia] `kind` b[ib] by the
+ * dtypes' rules; 0 on an integer division by zero. */
+typedef int (*llmc_rt_binary_any_fn)(int kind, const llmc_rt_tensor *a, int64_t ia,
+                                     const llmc_rt_tensor *b, int64_t ib, llmc_rt_tensor *y,
+                                     int64_t iy);
 /* Linear's output y: the columns [col0, col0 + y's last dim) of x W^T
  * + bias + residual */
 typedef llmc_rt_status (*llmc_rt_linear_fn)(struct llmc_rt_op_call *call, int64_t col0,
@@ -258,36 +271,49 @@ typedef llmc_rt_status (*llmc_rt_linear_fn)(struct llmc_rt_op_call *call, int64_
 
 #define LLMC_RT_OP_INDEX_(s, Name, v, ...) LLMC_RT_OP_##Name = v,
 #define LLMC_RT_UNARY_INDEX_(s, Name, v) LLMC_RT_UNARY_##Name = v,
+#define LLMC_RT_BINARY_INDEX_(s, Name, v) LLMC_RT_BINARY_##Name = v,
 #define LLMC_RT_LINEAR_INDEX_(Name) LLMC_RT_LINEAR_##Name,
 enum { LLMC_PLAN_OPS(LLMC_RT_OP_INDEX_) LLMC_RT_OP_COUNT };
 enum { LLMC_PLAN_UNARY_KINDS(LLMC_RT_UNARY_INDEX_) LLMC_RT_UNARY_COUNT };
+enum { LLMC_PLAN_BINARY_KINDS(LLMC_RT_BINARY_INDEX_) LLMC_RT_BINARY_COUNT };
 enum { LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR_INDEX_) LLMC_RT_LINEAR_COUNT };
 
 #define LLMC_RT_OP_FN_(s, Name, ...) \
     llmc_rt_status llmc_rt_exec_##Name(struct llmc_rt_op_call *call, llmc_rt_error *err);
 #define LLMC_RT_UNARY_FN_(s, Name, v) void llmc_rt_unary_##Name(const float *x, float *y, int64_t n);
+#define LLMC_RT_BINARY_FN_(s, Name)                                                      \
+    void llmc_rt_binary_##Name(const float *a, int64_t sa, const float *b, int64_t sb, \
+                               float *y, int64_t n);
 #define LLMC_RT_LINEAR_FN_(Name)                                                     \
     llmc_rt_status llmc_rt_linear_##Name(struct llmc_rt_op_call *call, int64_t col0, \
                                          llmc_rt_tensor *y, llmc_rt_error *err);
 LLMC_PLAN_OPS(LLMC_RT_OP_FN_)
 LLMC_PLAN_UNARY_KINDS(LLMC_RT_UNARY_FN_)
+LLMC_PLAN_BINARY_F32_KINDS(LLMC_RT_BINARY_FN_)
+int llmc_rt_binary_any_dtype(int kind, const llmc_rt_tensor *a, int64_t ia,
+                             const llmc_rt_tensor *b, int64_t ib, llmc_rt_tensor *y, int64_t iy);
 LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR_FN_)
 
 /* NULL entries: not available to the session. */
 typedef struct {
     llmc_rt_op_fn op[LLMC_RT_OP_COUNT];               /* by OpCode */
     llmc_rt_unary_fn unary[LLMC_RT_UNARY_COUNT];      /* by UnaryKind */
+    llmc_rt_binary_fn binary[LLMC_RT_BINARY_COUNT];   /* by BinaryKind (its float32 kinds) */
+    llmc_rt_binary_any_fn binary_any_dtype;           /* Binary's other operands */
     llmc_rt_linear_fn linear[LLMC_RT_LINEAR_COUNT];   /* by LLMC_RT_LINEAR_KERNELS */
 } llmc_rt_op_resolver;
 
 /* A resolver of the entries listed (names as in plan_enums.h and
- * LLMC_RT_LINEAR_KERNELS): `static LLMC_RT_RESOLVER(name, LLMC_RT_OP(Rope) ...);` */
+ * LLMC_RT_LINEAR_KERNELS): `static LLMC_RT_RESOLVER(name, LLMC_RT_OP(Rope) ...);`
+ * LLMC_RT_BINARY takes the kinds of LLMC_PLAN_BINARY_F32_KINDS. */
 #define LLMC_RT_RESOLVER(name, entries) const llmc_rt_op_resolver name = {entries}
 #define LLMC_RT_OP(Name) .op[LLMC_RT_OP_##Name] = llmc_rt_exec_##Name,
 #define LLMC_RT_UNARY(Name) .unary[LLMC_RT_UNARY_##Name] = llmc_rt_unary_##Name,
+#define LLMC_RT_BINARY(Name) .binary[LLMC_RT_BINARY_##Name] = llmc_rt_binary_##Name,
+#define LLMC_RT_BINARY_ANY_DTYPE .binary_any_dtype = llmc_rt_binary_any_dtype,
 #define LLMC_RT_LINEAR(Name) .linear[LLMC_RT_LINEAR_##Name] = llmc_rt_linear_##Name,
 
-/* Every op code, Unary kind and Linear kernel. */
+/* Every op code, Unary kind, Binary entry and Linear kernel. */
 extern const llmc_rt_op_resolver llmc_rt_all_ops;
 
 /* Bytes of working memory llmc_rt_session_init() needs (arena + KV store +

@@ -1,15 +1,19 @@
 /* The op resolver of every entry, and which entries an op needs. */
 #include "op_resolver.h"
+#include "kernels/kernels.h"
 #include "plan_format.h"
 
 /* The public indices come from the lists plan_format.h's codes do. */
 LLMC_STATIC_ASSERT(resolver_ops, (int)LLMC_RT_OP_COUNT == (int)OP_COUNT);
 LLMC_STATIC_ASSERT(resolver_unary_kinds, (int)LLMC_RT_UNARY_COUNT == (int)UNARY_COUNT);
+LLMC_STATIC_ASSERT(resolver_binary_kinds, (int)LLMC_RT_BINARY_COUNT == (int)BINARY_COUNT);
 
 #define ALL_OPS_(s, Name, ...) LLMC_RT_OP(Name)
 #define ALL_UNARY_(s, Name, v) LLMC_RT_UNARY(Name)
+#define ALL_BINARY_(s, Name) LLMC_RT_BINARY(Name)
 const llmc_rt_op_resolver llmc_rt_all_ops = {
     LLMC_PLAN_OPS(ALL_OPS_) LLMC_PLAN_UNARY_KINDS(ALL_UNARY_)
+    LLMC_PLAN_BINARY_F32_KINDS(ALL_BINARY_) LLMC_RT_BINARY_ANY_DTYPE
     LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR)
 };
 
@@ -23,13 +27,18 @@ static int linear_kernel_of(int w_layout, uint32_t prefill_kernel)
     return w_layout == LAYOUT_FWEIGHT ? LLMC_RT_LINEAR_FWeightTiles : LLMC_RT_LINEAR_Dense;
 }
 
-rt_op_needs rt_op_needs_of(int code, int kind, int w_layout, uint32_t prefill_kernel)
+rt_op_needs rt_op_needs_of(const rt_op_key *key)
 {
-    rt_op_needs n = {code, -1, -1};
-    if (code == OP_UNARY && kind >= 0 && kind < UNARY_COUNT)
+    rt_op_needs n = {key->code, -1, -1, false, -1};
+    int kind = key->kind;
+    if (key->code == OP_UNARY && kind >= 0 && kind < UNARY_COUNT)
         n.unary = kind;
-    if (code == OP_LINEAR)
-        n.linear = linear_kernel_of(w_layout, prefill_kernel);
+    if (key->code == OP_BINARY && k_binary_f32_loop(kind, key->in_dtype[0], key->in_dtype[1]))
+        n.binary = kind;
+    else if (key->code == OP_BINARY)
+        n.binary_any_dtype = true;
+    if (key->code == OP_LINEAR)
+        n.linear = linear_kernel_of(key->w_layout, key->prefill_kernel);
     return n;
 }
 
@@ -38,6 +47,13 @@ const char *rt_unary_kind_name(int kind)
 #define UNARY_NAME_(s, Name, v) #Name,
     static const char *const names[UNARY_COUNT] = {LLMC_PLAN_UNARY_KINDS(UNARY_NAME_)};
     return kind >= 0 && kind < UNARY_COUNT ? names[kind] : "?";
+}
+
+const char *rt_binary_kind_name(int kind)
+{
+#define BINARY_NAME_(s, Name, v) #Name,
+    static const char *const names[BINARY_COUNT] = {LLMC_PLAN_BINARY_KINDS(BINARY_NAME_)};
+    return kind >= 0 && kind < BINARY_COUNT ? names[kind] : "?";
 }
 
 const char *rt_linear_kernel_name(int kernel)

@@ -4,23 +4,34 @@
 #ifndef LLMC_RT_OP_RESOLVER_H
 #define LLMC_RT_OP_RESOLVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "llmc_rt.h"
+
+/* What decides an op's entries: its code and kind, the dtypes of its first
+ * two inputs, W's layout and the plan's prefill kernel. */
+typedef struct {
+    int code, kind;
+    int in_dtype[2];         /* inputs 0 and 1 (Binary's a and b; -1: no such input) */
+    int w_layout;            /* Linear: W's (input 1) */
+    uint32_t prefill_kernel; /* Plan.prefill_kernel */
+} rt_op_key;
 
 /* Indices into llmc_rt_op_resolver's tables; -1: none needed. */
 typedef struct {
     int op;     /* the op's code */
     int unary;  /* Unary: its kind (-1 if out of range: the verifier refuses it) */
+    int binary; /* Binary of float32 operands: its kind's float32 loop */
+    bool binary_any_dtype; /* Binary of other operands (or kinds) */
     int linear; /* Linear: W's kernel (LLMC_RT_LINEAR_*) */
 } rt_op_needs;
 
-/* For an op of `code` and `kind` whose W (Linear's input 1) has layout
- * w_layout, in a plan of prefill kernel prefill_kernel (Plan.prefill_kernel). */
-rt_op_needs rt_op_needs_of(int code, int kind, int w_layout, uint32_t prefill_kernel);
+rt_op_needs rt_op_needs_of(const rt_op_key *key);
 
 /* Names as in plan_enums.h and LLMC_RT_LINEAR_KERNELS ("?" out of range). */
 const char *rt_unary_kind_name(int kind);
+const char *rt_binary_kind_name(int kind);
 const char *rt_linear_kernel_name(int kernel);
 
 #endif

@@ -52,6 +52,14 @@
     X(GREATER_OR_EQUAL, GreaterOrEqual, 11) X(AND, And, 12) X(OR, Or, 13)               \
     X(XOR, Xor, 14) X(SWIGLU, SwiGLU, 15)
 
+/* The Binary kinds that map float32 operands to a float32 result, each
+ * with its own float32 loop in the runtime's op resolver (llmc_rt.h
+ * LLMC_RT_BINARY); every other kind and dtype takes its any-dtype path:
+ * X(SUFFIX, Name) as in LLMC_PLAN_BINARY_KINDS. */
+#define LLMC_PLAN_BINARY_F32_KINDS(X)                                              \
+    X(ADD, Add) X(SUB, Sub) X(MUL, Mul) X(DIV, Div) X(POW, Pow) X(MAX, Max) X(MIN, Min) \
+    X(SWIGLU, SwiGLU)
+
 /* ReduceKind: X(SUFFIX, Name, value) */
 #define LLMC_PLAN_REDUCE_KINDS(X) \
     X(MEAN, Mean, 0) X(SUM, Sum, 1) X(MAX, Max, 2) X(MIN, Min, 3) X(PROD, Prod, 4)

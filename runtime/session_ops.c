@@ -81,8 +81,8 @@ llmc_rt_status llmc_rt_exec_Unary(rt_op_call *c, llmc_rt_error *err)
 llmc_rt_status llmc_rt_exec_Binary(rt_op_call *c, llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
-    return k_binary_kernels(c->s->plan->kernels, c->op->kind, &c->in[0], &c->in[1], &c->out[0],
-                            &par, err);
+    return k_binary_kernels(c->s->plan->kernels, c->op->kind, &c->op->binary, &c->in[0],
+                            &c->in[1], &c->out[0], &par, err);
 }
 
 llmc_rt_status llmc_rt_exec_Where(rt_op_call *c, llmc_rt_error *err)

@@ -260,20 +260,40 @@ static llmc_rt_status not_resolved(const char *entry, const char *name, llmc_rt_
                    RT_S(entry, name));
 }
 
+/* The format of the op's input k, if it has one. */
+static const rt_tensor_format *input_format(const prep_fill *f, const rt_prep_op *o, uint32_t k)
+{
+    return k < o->inputs.len ? &f->pr->tensors[prep_operand(f->pr, o->inputs, k)].format : NULL;
+}
+
+/* What decides the op's entries (operands prepared). */
+static rt_op_key op_key(const prep_fill *f, const rt_prep_op *o)
+{
+    const rt_tensor_format *in0 = input_format(f, o, 0), *in1 = input_format(f, o, 1);
+    rt_op_key key = {o->code, o->kind, {in0 ? in0->dtype : -1, in1 ? in1->dtype : -1},
+                     in1 ? in1->layout : LAYOUT_DENSE, f->plan->prefill_kernel};
+    return key;
+}
+
 /* The op's entries from the session's op resolver (operands prepared). */
 static llmc_rt_status resolve_op(const prep_fill *f, rt_prep_op *o, llmc_rt_error *err)
 {
-    int w_layout = o->code == OP_LINEAR
-                       ? f->pr->tensors[prep_operand(f->pr, o->inputs, 1)].format.layout
-                       : LAYOUT_DENSE;
-    rt_op_needs need = rt_op_needs_of(o->code, o->kind, w_layout, f->plan->prefill_kernel);
+    rt_op_key key = op_key(f, o);
+    rt_op_needs need = rt_op_needs_of(&key);
     o->exec = f->ops->op[need.op];
     o->unary = need.unary >= 0 ? f->ops->unary[need.unary] : NULL;
+    o->binary.f32 = need.binary >= 0 ? f->ops->binary[need.binary] : NULL;
+    o->binary.any_dtype = need.binary_any_dtype ? f->ops->binary_any_dtype : NULL;
     o->linear = need.linear >= 0 ? f->ops->linear[need.linear] : NULL;
     if (!o->exec)
         return not_resolved("op", rt_op_code_name(o->code), err);
     if (need.unary >= 0 && !o->unary)
         return not_resolved("Unary kind", rt_unary_kind_name(need.unary), err);
+    if (need.binary >= 0 && !o->binary.f32)
+        return not_resolved("Binary kind", rt_binary_kind_name(need.binary), err);
+    if (need.binary_any_dtype && !o->binary.any_dtype)
+        return not_resolved("LLMC_RT_BINARY_ANY_DTYPE for Binary kind",
+                            rt_binary_kind_name(o->kind), err);
     if (need.linear >= 0 && !o->linear)
         return not_resolved("Linear kernel", rt_linear_kernel_name(need.linear), err);
     return LLMC_RT_OK;

@@ -45,11 +45,24 @@ bool k_reduce_supports(int kind, int x_dtype, int y_dtype);
  * resolver's entry), other dtypes through the integer path. */
 llmc_rt_status k_unary(llmc_rt_unary_fn f32_loop, int kind, const rt_view *x, rt_view *y,
                        llmc_rt_error *err);
-llmc_rt_status k_binary(int kind, const rt_view *a, const rt_view *b, rt_view *y,
-                        llmc_rt_error *err);
+/* Binary: true when `kind` on a and b of these dtypes runs the kind's
+ * float32 loop (LLMC_PLAN_BINARY_F32_KINDS, both operands float32), false
+ * when it takes the any-dtype path. */
+bool k_binary_f32_loop(int kind, int a_dtype, int b_dtype);
+/* An op's Binary loops (the op resolver's entries): the one its dtypes
+ * take (k_binary_f32_loop) must be set; LLMC_RT_E_RESOLVER otherwise. */
+typedef struct {
+    llmc_rt_binary_fn f32;           /* llmc_rt_binary_<Kind> */
+    llmc_rt_binary_any_fn any_dtype; /* llmc_rt_binary_any_dtype */
+} k_binary_loops;
+/* Binary of `kind` (validated against the dtypes) with broadcasting, a row
+ * at a time through loops. */
+llmc_rt_status k_binary(int kind, const k_binary_loops *loops, const rt_view *a,
+                        const rt_view *b, rt_view *y, llmc_rt_error *err);
 /* k_binary, with the target's loops and tasks on par for the cases that
  * have them (SwiGLU of float32 operands of one shape); kt NULL: portable. */
-llmc_rt_status k_binary_kernels(const struct rt_kernels *kt, int kind, const rt_view *a,
+llmc_rt_status k_binary_kernels(const struct rt_kernels *kt, int kind,
+                                const k_binary_loops *loops, const rt_view *a,
                                 const rt_view *b, rt_view *y, const rt_parallel *par,
                                 llmc_rt_error *err);
 llmc_rt_status k_where(const rt_view *cond, const rt_view *x, const rt_view *other,

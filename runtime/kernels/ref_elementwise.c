@@ -194,12 +194,6 @@ static bool is_arith(int kind)
     return kind <= BINARY_MIN && kind != BINARY_POW;
 }
 
-/* Kinds computed by arith_f32 when the operands are float32. */
-static bool is_f32_arith(int kind)
-{
-    return is_arith(kind) || kind == BINARY_POW || kind == BINARY_SWIGLU;
-}
-
 static bool is_compare(int kind)
 {
     return kind >= BINARY_EQUAL && kind <= BINARY_GREATER_OR_EQUAL;
@@ -220,6 +214,16 @@ bool k_binary_supports(int kind, int a, int b, int y)
            y == LLMC_RT_BOOL;
 }
 
+#define F32_KIND_BIT_(s, Name) | 1u << BINARY_##s
+#define F32_KINDS (0u LLMC_PLAN_BINARY_F32_KINDS(F32_KIND_BIT_))
+LLMC_STATIC_ASSERT(binary_kinds_fit_a_mask, BINARY_COUNT <= 32);
+
+bool k_binary_f32_loop(int kind, int a_dtype, int b_dtype)
+{
+    return kind >= 0 && kind < BINARY_COUNT && (F32_KINDS >> kind & 1u) &&
+           a_dtype == LLMC_RT_F32 && b_dtype == LLMC_RT_F32;
+}
+
 static float max_f32(float a, float b)
 {
     return a != a || b != b ? NAN : (a > b ? a : b);
@@ -230,19 +234,27 @@ static float min_f32(float a, float b)
     return a != a || b != b ? NAN : (a < b ? a : b);
 }
 
-static float arith_f32(int kind, float a, float b)
-{
-    switch (kind) {
-    case BINARY_ADD: return a + b;
-    case BINARY_SUB: return a - b;
-    case BINARY_MUL: return a * b;
-    case BINARY_DIV: return a / b;
-    case BINARY_POW: return powf(a, b);
-    case BINARY_MAX: return max_f32(a, b);
-    case BINARY_SWIGLU: return silu_f32(a) * b;
-    default: return min_f32(a, b);
+/* Each float32 kind's function, named as in plan_enums.h. */
+static float binary_Add(float a, float b) { return a + b; }
+static float binary_Sub(float a, float b) { return a - b; }
+static float binary_Mul(float a, float b) { return a * b; }
+static float binary_Div(float a, float b) { return a / b; }
+static float binary_Pow(float a, float b) { return powf(a, b); }
+static float binary_Max(float a, float b) { return max_f32(a, b); }
+static float binary_Min(float a, float b) { return min_f32(a, b); }
+static float binary_SwiGLU(float a, float b) { return silu_f32(a) * b; }
+
+/* The op resolver's Binary entries for float32 operands (llmc_rt.h): one
+ * loop per kind, so a firmware links only its plan's kinds (and powf only
+ * with Pow). */
+#define BINARY_LOOP_(s, Name)                                                              \
+    void llmc_rt_binary_##Name(const float *a, int64_t sa, const float *b, int64_t sb,    \
+                               float *y, int64_t n)                                       \
+    {                                                                                     \
+        for (int64_t i = 0; i < n; i++)                                                   \
+            y[i] = binary_##Name(a[i * sa], b[i * sb]);                                   \
     }
-}
+LLMC_PLAN_BINARY_F32_KINDS(BINARY_LOOP_)
 
 /* Two's complement wrap of unsigned math without an overflowing cast. */
 static int64_t wrap_i64(uint64_t r)
@@ -307,15 +319,13 @@ static bool logic(int kind, bool a, bool b)
     return kind == BINARY_AND ? a && b : kind == BINARY_OR ? a || b : a != b;
 }
 
-/* One output element from operand elements ia, ib; false on division by 0. */
-static bool binary_elem(int kind, const rt_view *a, int64_t ia, const rt_view *b,
-                        int64_t ib, rt_view *y, int64_t iy)
+/* The op resolver's any-dtype Binary entry: every case k_binary_f32_loop
+ * leaves (verified by k_binary_supports), one element per call. */
+int llmc_rt_binary_any_dtype(int kind, const rt_view *a, int64_t ia, const rt_view *b,
+                             int64_t ib, rt_view *y, int64_t iy)
 {
-    if (a->dtype == LLMC_RT_F32 && is_f32_arith(kind)) {
-        ((float *)y->data)[iy] = arith_f32(kind, ((const float *)a->data)[ia],
-                                           k_load_f(b, ib));
-    } else if (kind == BINARY_POW && b->dtype == LLMC_RT_F32) { /* integer base keeps its type */
-        k_store_f(y, iy, powf(k_load_f(a, ia), k_load_f(b, ib)));
+    if (kind == BINARY_POW && (a->dtype == LLMC_RT_F32 || b->dtype == LLMC_RT_F32)) {
+        k_store_f(y, iy, powf(k_load_f(a, ia), k_load_f(b, ib))); /* the base's type */
     } else if (kind == BINARY_POW) {
         k_store_i(y, iy, pow_int(k_load_i(a, ia), k_load_i(b, ib)));
     } else if (a->dtype == LLMC_RT_F32) {
@@ -323,44 +333,49 @@ static bool binary_elem(int kind, const rt_view *a, int64_t ia, const rt_view *b
     } else if (is_arith(kind)) {
         int64_t vb = k_load_i(b, ib);
         if (kind == BINARY_DIV && vb == 0)
-            return false;
+            return 0;
         k_store_i(y, iy, arith_int(kind, k_load_i(a, ia), vb));
     } else if (is_compare(kind)) {
         ((uint8_t *)y->data)[iy] = compare_int(kind, k_load_i(a, ia), k_load_i(b, ib));
     } else {
         ((uint8_t *)y->data)[iy] = logic(kind, k_load_i(a, ia) != 0, k_load_i(b, ib) != 0);
     }
-    return true;
+    return 1;
 }
 
-llmc_rt_status k_binary(int kind, const rt_view *a, const rt_view *b, rt_view *y,
-                        llmc_rt_error *err)
+static llmc_rt_status binary_unresolved(int kind, llmc_rt_error *err)
+{
+    return rt_fail(err, LLMC_RT_E_RESOLVER, "binary kind %d: no loop for its dtypes",
+                   RT_N(kind), NULL);
+}
+
+llmc_rt_status k_binary(int kind, const k_binary_loops *loops, const rt_view *a,
+                        const rt_view *b, rt_view *y, llmc_rt_error *err)
 {
     const rt_view *in[2] = {a, b};
     bcast w;
     if (!k_binary_supports(kind, a->dtype, b->dtype, y->dtype))
         return rt_fail(err, LLMC_RT_E_EXEC, "binary kind %d does not take dtypes %d, %d -> %d",
                        RT_N(kind, a->dtype, b->dtype, y->dtype), NULL);
+    bool f32 = k_binary_f32_loop(kind, a->dtype, b->dtype);
+    if (f32 ? !loops->f32 : !loops->any_dtype)
+        return binary_unresolved(kind, err);
     llmc_rt_status st = bcast_init(&w, in, 2, y, err);
     if (st)
         return st;
     int64_t len = bcast_row_len(&w), rows = len ? k_count(y) / len : 0;
     int64_t sa = bcast_inner_stride(&w, 0), sb = bcast_inner_stride(&w, 1);
-    bool all_f32 = a->dtype == LLMC_RT_F32 && b->dtype == LLMC_RT_F32 &&
-                   (is_arith(kind) || kind == BINARY_SWIGLU);
     k_walk it;
     bcast_rows(&w, &it);
     for (int64_t row = 0; row < rows; row++, k_walk_next(&it)) {
         const int64_t *off = it.off;
-        if (all_f32) { /* the common case, without per-element dtype dispatch */
-            const float *pa = (const float *)a->data + off[0], *pb = (const float *)b->data + off[1];
-            float *py = (float *)y->data + row * len;
-            for (int64_t j = 0; j < len; j++)
-                py[j] = arith_f32(kind, pa[j * sa], pb[j * sb]);
+        if (f32) {
+            loops->f32((const float *)a->data + off[0], sa, (const float *)b->data + off[1], sb,
+                (float *)y->data + row * len, len);
             continue;
         }
         for (int64_t j = 0; j < len; j++)
-            if (!binary_elem(kind, a, off[0] + j * sa, b, off[1] + j * sb, y, row * len + j))
+            if (!loops->any_dtype(kind, a, off[0] + j * sa, b, off[1] + j * sb, y, row * len + j))
                 return rt_fail(err, LLMC_RT_E_EXEC, "integer division by zero", NULL, NULL);
     }
     return LLMC_RT_OK;
@@ -369,7 +384,7 @@ llmc_rt_status k_binary(int kind, const rt_view *a, const rt_view *b, rt_view *y
 void rt_swiglu_generic(const float *gate, const float *up, float *y, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        y[i] = arith_f32(BINARY_SWIGLU, gate[i], up[i]);
+        y[i] = binary_SwiGLU(gate[i], up[i]);
 }
 
 /* SwiGLU elements per task: ~64 KiB of each operand (a decode step's 4864
@@ -391,15 +406,15 @@ static void swiglu_task(void *ctx, uint32_t i)
     J->swiglu(J->gate + i0, J->up + i0, J->y + i0, n);
 }
 
-llmc_rt_status k_binary_kernels(const rt_kernels *kt, int kind, const rt_view *a,
-                                const rt_view *b, rt_view *y, const rt_parallel *par,
-                                llmc_rt_error *err)
+llmc_rt_status k_binary_kernels(const rt_kernels *kt, int kind, const k_binary_loops *loops,
+                                const rt_view *a, const rt_view *b, rt_view *y,
+                                const rt_parallel *par, llmc_rt_error *err)
 {
     bool swiglu = kind == BINARY_SWIGLU && a->dtype == LLMC_RT_F32 &&
                   b->dtype == LLMC_RT_F32 && y->dtype == LLMC_RT_F32 && k_same_dims(a, b) &&
                   k_same_dims(a, y);
     if (!swiglu)
-        return k_binary(kind, a, b, y, err);
+        return k_binary(kind, loops, a, b, y, err);
     swiglu_job J = {kt && kt->swiglu ? kt->swiglu : rt_swiglu_generic, a->data, b->data,
                     y->data, k_count(y)};
     int64_t tasks = (J.n + SWIGLU_TASK_ELEMS - 1) / SWIGLU_TASK_ELEMS;

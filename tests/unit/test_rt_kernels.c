@@ -94,6 +94,14 @@ static void test_unary(void)
     CHECK(k_unary(llmc_rt_all_ops.unary[3], 3, &vi, &vo, &err) == LLMC_RT_E_EXEC, "Sqrt on int64 refused");
 }
 
+/* k_binary with every Binary loop (llmc_rt_all_ops' entries). */
+static llmc_rt_status binary_all(int kind, const rt_view *a, const rt_view *b, rt_view *y,
+                                 llmc_rt_error *err)
+{
+    k_binary_loops loops = {llmc_rt_all_ops.binary[kind], llmc_rt_all_ops.binary_any_dtype};
+    return k_binary(kind, &loops, a, b, y, err);
+}
+
 static void test_binary(void)
 {
     float a[6], b[3], y[6];
@@ -114,54 +122,54 @@ static void test_binary(void)
         for (int i = 0; i < 6; i++)
             aa[i] = kind == 4 ? fabsf(a[i]) : a[i];
         va.data = aa;
-        CHECK(k_binary(kind, &va, &vb, &vy, &err) == LLMC_RT_OK && all_close(y, want, 6, 1e-6),
+        CHECK(binary_all(kind, &va, &vb, &vy, &err) == LLMC_RT_OK && all_close(y, want, 6, 1e-6),
               "%s [2,3] op [3] broadcasts", names[kind]);
     }
     /* [2,1] * [1,3] -> [2,3] */
     float c[2] = {2, 3}, d[3] = {1, 10, 100};
     rt_view vc = V(LLMC_RT_F32, c, 2, 1), vd = V(LLMC_RT_F32, d, 1, 3);
-    CHECK(k_binary(2, &vc, &vd, &vy, &err) == LLMC_RT_OK && y[0] == 2 && y[2] == 200 &&
+    CHECK(binary_all(2, &vc, &vd, &vy, &err) == LLMC_RT_OK && y[0] == 2 && y[2] == 200 &&
           y[3] == 3 && y[5] == 300, "[2,1] * [1,3] outer product");
     rt_view wrong = V(LLMC_RT_F32, y, 3, 2);
-    CHECK(k_binary(0, &vc, &vd, &wrong, &err) == LLMC_RT_E_EXEC, "bad output dims: %s", err.msg);
+    CHECK(binary_all(0, &vc, &vd, &wrong, &err) == LLMC_RT_E_EXEC, "bad output dims: %s", err.msg);
     float n1 = NAN, one = 1, out1;
     rt_view vn = SCALAR(LLMC_RT_F32, &n1), v1 = SCALAR(LLMC_RT_F32, &one),
             vo = SCALAR(LLMC_RT_F32, &out1);
-    CHECK(k_binary(5, &v1, &vn, &vo, &err) == LLMC_RT_OK && isnan(out1), "Max propagates NaN");
+    CHECK(binary_all(5, &v1, &vn, &vo, &err) == LLMC_RT_OK && isnan(out1), "Max propagates NaN");
 
     int64_t ia[4] = {-7, 7, -7, INT64_MAX}, ib[4] = {2, -2, -2, 1}, iy[4];
     rt_view via = V(LLMC_RT_I64, ia, 4), vib = V(LLMC_RT_I64, ib, 4), viy = V(LLMC_RT_I64, iy, 4);
-    CHECK(k_binary(3, &via, &vib, &viy, &err) == LLMC_RT_OK && iy[0] == -3 && iy[1] == -3 &&
+    CHECK(binary_all(3, &via, &vib, &viy, &err) == LLMC_RT_OK && iy[0] == -3 && iy[1] == -3 &&
           iy[2] == 3 && iy[3] == INT64_MAX, "int64 Div truncates toward zero");
-    CHECK(k_binary(0, &via, &vib, &viy, &err) == LLMC_RT_OK && iy[3] == INT64_MIN,
+    CHECK(binary_all(0, &via, &vib, &viy, &err) == LLMC_RT_OK && iy[3] == INT64_MIN,
           "int64 Add wraps");
     ib[1] = 0;
-    CHECK(k_binary(3, &via, &vib, &viy, &err) == LLMC_RT_E_EXEC, "int Div by zero: %s", err.msg);
+    CHECK(binary_all(3, &via, &vib, &viy, &err) == LLMC_RT_E_EXEC, "int Div by zero: %s", err.msg);
     int32_t ja[3] = {5, -5, 9}, jb[1] = {3}, jy[3];
     rt_view vja = V(LLMC_RT_I32, ja, 3), vjb = V(LLMC_RT_I32, jb, 1), vjy = V(LLMC_RT_I32, jy, 3);
-    CHECK(k_binary(3, &vja, &vjb, &vjy, &err) == LLMC_RT_OK && jy[0] == 1 && jy[1] == -1 &&
+    CHECK(binary_all(3, &vja, &vjb, &vjy, &err) == LLMC_RT_OK && jy[0] == 1 && jy[1] == -1 &&
           jy[2] == 3, "int32 Div");
     uint8_t cmp[6];
     rt_view vcmp = V(LLMC_RT_BOOL, cmp, 2, 3);
     float l[6] = {1, 2, 3, 4, 5, 6}, r[3] = {2, 2, 7};
     rt_view vl = V(LLMC_RT_F32, l, 2, 3), vr = V(LLMC_RT_F32, r, 3);
-    CHECK(k_binary(8, &vl, &vr, &vcmp, &err) == LLMC_RT_OK && cmp[0] == 1 && cmp[1] == 0 &&
+    CHECK(binary_all(8, &vl, &vr, &vcmp, &err) == LLMC_RT_OK && cmp[0] == 1 && cmp[1] == 0 &&
           cmp[2] == 1 && cmp[3] == 0 && cmp[5] == 1, "Less gives bool");
-    CHECK(k_binary(11, &vl, &vr, &vcmp, &err) == LLMC_RT_OK && cmp[0] == 0 && cmp[1] == 1,
+    CHECK(binary_all(11, &vl, &vr, &vcmp, &err) == LLMC_RT_OK && cmp[0] == 0 && cmp[1] == 1,
           "GreaterOrEqual gives bool");
     uint8_t p[4] = {0, 0, 1, 1}, q[4] = {0, 1, 0, 1}, o[4];
     rt_view vp = V(LLMC_RT_BOOL, p, 4), vq = V(LLMC_RT_BOOL, q, 4), vo4 = V(LLMC_RT_BOOL, o, 4);
-    k_binary(12, &vp, &vq, &vo4, &err);
+    binary_all(12, &vp, &vq, &vo4, &err);
     bool and_ok = !o[0] && !o[1] && !o[2] && o[3];
-    k_binary(13, &vp, &vq, &vo4, &err);
+    binary_all(13, &vp, &vq, &vo4, &err);
     bool or_ok = !o[0] && o[1] && o[2] && o[3];
-    k_binary(14, &vp, &vq, &vo4, &err);
+    binary_all(14, &vp, &vq, &vo4, &err);
     CHECK(and_ok && or_ok && !o[0] && o[1] && o[2] && !o[3], "And, Or, Xor truth tables");
     float base[2] = {2, -3};
     int64_t ex[2] = {3, 2};
     float pw[2];
     rt_view vbase = V(LLMC_RT_F32, base, 2), vex = V(LLMC_RT_I64, ex, 2), vpw = V(LLMC_RT_F32, pw, 2);
-    CHECK(k_binary(4, &vbase, &vex, &vpw, &err) == LLMC_RT_OK && pw[0] == 8 && pw[1] == 9,
+    CHECK(binary_all(4, &vbase, &vex, &vpw, &err) == LLMC_RT_OK && pw[0] == 8 && pw[1] == 9,
           "Pow float32 ^ int64");
     CHECK(!k_binary_supports(0, LLMC_RT_F32, LLMC_RT_I64, LLMC_RT_F32) &&
           !k_binary_supports(12, LLMC_RT_F32, LLMC_RT_F32, LLMC_RT_BOOL), "unsupported combos");

@@ -1,11 +1,13 @@
 /* The op resolver (llmc_rt.h): a session whose resolver lacks an op code,
- * a Unary kind or a Linear kernel the plan uses is refused at init with
+ * a Unary kind, a Binary float32 kind, Binary's any-dtype path or a Linear
+ * kernel the plan uses is refused at init with
  * LLMC_RT_E_RESOLVER and a message naming the op and the entry; one with
  * exactly the plan's entries computes the same logits, bit for bit, as a
  * session with every op. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "llmc_rt.h"
 #include "rt_testplan.h"
 #include "tap.h"
@@ -14,7 +16,9 @@ enum { V = 11, D = 8, CTX = 8 };
 static tp_plan tp;
 static float emb_table[V][D], w_out[V][D];
 
-/* Gather -> Unary Gelu -> Unary Tanh -> Linear (dense W) -> logits. */
+/* Gather -> Unary Gelu -> Unary Tanh -> Binary Mul (by the embedding) ->
+ * Linear (dense W) -> logits, and Binary Equal of the ids (bool, the
+ * any-dtype path). */
 static uint8_t *build_plan(size_t *size)
 {
     tp_init(&tp, CTX);
@@ -25,6 +29,8 @@ static uint8_t *build_plan(size_t *size)
     int emb = tp_tensor(&tp, "emb", "Float32", "1,S,8");
     int act = tp_tensor(&tp, "act", "Float32", "1,S,8");
     int act2 = tp_tensor(&tp, "act2", "Float32", "1,S,8");
+    int act3 = tp_tensor(&tp, "act3", "Float32", "1,S,8");
+    int same = tp_tensor(&tp, "same", "Bool", "1,S");
     int logits = tp_tensor(&tp, "logits", "Float32", "1,S,11");
     tp_op(&tp, "code: \"Gather\", name: \"embed\", inputs: [%d, %d], outputs: [%d]", table,
           ids, emb);
@@ -32,7 +38,11 @@ static uint8_t *build_plan(size_t *size)
           act);
     tp_op(&tp, "code: \"Unary\", name: \"tanh\", kind: 7, inputs: [%d], outputs: [%d]", act,
           act2);
-    tp_op(&tp, "code: \"Linear\", name: \"lm_head\", inputs: [%d, %d], outputs: [%d]", act2, w,
+    tp_op(&tp, "code: \"Binary\", name: \"mul\", kind: 2, inputs: [%d, %d], outputs: [%d]", act2,
+          emb, act3);
+    tp_op(&tp, "code: \"Binary\", name: \"same\", kind: 7, inputs: [%d, %d], outputs: [%d]", ids,
+          ids, same);
+    tp_op(&tp, "code: \"Linear\", name: \"lm_head\", inputs: [%d, %d], outputs: [%d]", act3, w,
           logits);
     tp_io(&tp, 0, ids, "InputIds", 0);
     tp_io(&tp, 1, logits, "Logits", 0);
@@ -40,16 +50,21 @@ static uint8_t *build_plan(size_t *size)
 }
 
 /* Exactly the plan's entries (what `llmc inspect --resolver` lists). */
-static LLMC_RT_RESOLVER(plan_ops, LLMC_RT_OP(Gather) LLMC_RT_OP(Unary) LLMC_RT_OP(Linear)
-                                      LLMC_RT_UNARY(Gelu) LLMC_RT_UNARY(Tanh)
+#define PLAN_OPS LLMC_RT_OP(Gather) LLMC_RT_OP(Unary) LLMC_RT_OP(Binary) LLMC_RT_OP(Linear)
+#define PLAN_BINARY LLMC_RT_BINARY(Mul) LLMC_RT_BINARY_ANY_DTYPE
+static LLMC_RT_RESOLVER(plan_ops, PLAN_OPS LLMC_RT_UNARY(Gelu) LLMC_RT_UNARY(Tanh) PLAN_BINARY
                                       LLMC_RT_LINEAR(Dense));
-static LLMC_RT_RESOLVER(without_linear, LLMC_RT_OP(Gather) LLMC_RT_OP(Unary)
-                                            LLMC_RT_UNARY(Gelu) LLMC_RT_UNARY(Tanh));
-static LLMC_RT_RESOLVER(without_tanh, LLMC_RT_OP(Gather) LLMC_RT_OP(Unary) LLMC_RT_OP(Linear)
-                                          LLMC_RT_UNARY(Gelu) LLMC_RT_LINEAR(Dense));
-static LLMC_RT_RESOLVER(without_dense, LLMC_RT_OP(Gather) LLMC_RT_OP(Unary) LLMC_RT_OP(Linear)
-                                           LLMC_RT_UNARY(Gelu) LLMC_RT_UNARY(Tanh)
-                                           LLMC_RT_LINEAR(QWeightTiles));
+static LLMC_RT_RESOLVER(without_linear, LLMC_RT_OP(Gather) LLMC_RT_OP(Unary) LLMC_RT_OP(Binary)
+                                            LLMC_RT_UNARY(Gelu) LLMC_RT_UNARY(Tanh) PLAN_BINARY);
+static LLMC_RT_RESOLVER(without_tanh, PLAN_OPS LLMC_RT_UNARY(Gelu) PLAN_BINARY
+                                          LLMC_RT_LINEAR(Dense));
+static LLMC_RT_RESOLVER(without_mul, PLAN_OPS LLMC_RT_UNARY(Gelu) LLMC_RT_UNARY(Tanh)
+                                         LLMC_RT_BINARY(Add) LLMC_RT_BINARY_ANY_DTYPE
+                                         LLMC_RT_LINEAR(Dense));
+static LLMC_RT_RESOLVER(without_any_dtype, PLAN_OPS LLMC_RT_UNARY(Gelu) LLMC_RT_UNARY(Tanh)
+                                               LLMC_RT_BINARY(Mul) LLMC_RT_LINEAR(Dense));
+static LLMC_RT_RESOLVER(without_dense, PLAN_OPS LLMC_RT_UNARY(Gelu) LLMC_RT_UNARY(Tanh)
+                                           PLAN_BINARY LLMC_RT_LINEAR(QWeightTiles));
 
 /* uniform in [lo, hi) */
 static float frand(float lo, float hi)
@@ -119,14 +134,27 @@ int main(void)
           st ? err.msg : "ok");
 
     check_refused(&plan, &without_linear,
-                  "op 3 (Linear 'lm_head'): op Linear is not in the session's op resolver",
+                  "op 5 (Linear 'lm_head'): op Linear is not in the session's op resolver",
                   "a resolver without Linear");
     check_refused(&plan, &without_tanh,
                   "op 2 (Unary 'tanh'): Unary kind Tanh is not in the session's op resolver",
                   "a resolver without Unary kind Tanh");
+    check_refused(&plan, &without_mul,
+                  "op 3 (Binary 'mul'): Binary kind Mul is not in the session's op resolver",
+                  "a resolver without Binary kind Mul");
+    check_refused(&plan, &without_any_dtype,
+                  "op 4 (Binary 'same'): LLMC_RT_BINARY_ANY_DTYPE for Binary kind Equal is not "
+                  "in the session's op resolver", "a resolver without Binary's any-dtype path");
     check_refused(&plan, &without_dense,
-                  "op 3 (Linear 'lm_head'): Linear kernel Dense is not in the session's op "
+                  "op 5 (Linear 'lm_head'): Linear kernel Dense is not in the session's op "
                   "resolver", "a resolver without Linear's Dense kernel");
+
+    bool f32_loops_match = true;
+    for (int kind = 0; kind < LLMC_RT_BINARY_COUNT; kind++)
+        f32_loops_match &= (llmc_rt_all_ops.binary[kind] != NULL) ==
+                           k_binary_f32_loop(kind, LLMC_RT_F32, LLMC_RT_F32);
+    CHECK(f32_loops_match && llmc_rt_all_ops.binary_any_dtype,
+          "llmc_rt_all_ops has a float32 loop for exactly the kinds that take one");
 
     llmc_rt_session s;
     st = llmc_rt_session_init_ops(&s, &plan, CTX, NULL, memory, memory_size, &err);
