@@ -235,6 +235,10 @@ float k_load_f(const rt_view *t, int64_t i);
 void k_store_i(rt_view *t, int64_t i, int64_t v);
 void k_store_f(rt_view *t, int64_t i, float v);
 int64_t k_f2i(float v);
+/* int64 to float rounded to nearest even, the bits of a C conversion, with
+ * one FPU instruction in int32's range and integer operations beyond it (no
+ * libgcc int64 -> float helper). */
+float k_i64_to_f32(int64_t v);
 /* IEEE binary64 bits to float (round to nearest even, as a C conversion)
  * and to int64 (truncated toward zero, saturating, NaN -> 0), by integer
  * operations: no double arithmetic, no libgcc soft-double call. */

@@ -113,7 +113,7 @@ float k_load_f(const rt_view *t, int64_t i)
 {
     if (t->dtype == LLMC_RT_F32)
         return ((const float *)t->data)[i];
-    return (float)k_load_i(t, i);
+    return k_i64_to_f32(k_load_i(t, i));
 }
 
 /* Two's complement wrap without implementation-defined conversions. */
@@ -132,7 +132,7 @@ static int8_t wrap8(int64_t v)
 void k_store_i(rt_view *t, int64_t i, int64_t v)
 {
     switch (t->dtype) {
-    case LLMC_RT_F32: ((float *)t->data)[i] = (float)v; break;
+    case LLMC_RT_F32: ((float *)t->data)[i] = k_i64_to_f32(v); break;
     case LLMC_RT_I32: ((int32_t *)t->data)[i] = wrap32(v); break;
     case LLMC_RT_I64: ((int64_t *)t->data)[i] = v; break;
     case LLMC_RT_I8: ((int8_t *)t->data)[i] = wrap8(v); break;
@@ -190,6 +190,23 @@ static uint64_t shift_round_even(uint64_t m, int shift)
     uint64_t kept = m >> shift, rest = m & ((UINT64_C(1) << shift) - 1);
     uint64_t half = UINT64_C(1) << (shift - 1);
     return kept + (rest > half || (rest == half && (kept & 1)));
+}
+
+float k_i64_to_f32(int64_t v)
+{
+    if (v >= INT32_MIN && v <= INT32_MAX)
+        return (float)(int32_t)v; /* one FPU instruction */
+    /* |v| >> s fits 32 bits, and the bits shifted out only matter as "some
+     * were set": a sticky bit 0, below the 8 bits float rounding drops, so
+     * the FPU's rounding of t to 24 bits rounds |v|; scaling by 2^s is exact */
+    uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    int s = 0;
+    float scale = 1.0f;
+    while (mag >> s > UINT32_MAX)
+        s++, scale *= 2.0f;
+    uint32_t t = (uint32_t)(mag >> s) | ((mag & (((uint64_t)1 << s) - 1)) != 0);
+    float f = (float)t * scale;
+    return v < 0 ? -f : f;
 }
 
 float k_f64_to_f32(uint64_t bits)

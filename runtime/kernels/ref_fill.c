@@ -38,7 +38,7 @@ llmc_rt_status k_range(const rt_view *start, const rt_view *limit, const rt_view
     if (dt == LLMC_RT_F32) {
         float s = k_load_f(start, 0), d = k_load_f(delta, 0);
         for (int64_t i = 0; i < n; i++)
-            k_store_f(y, i, s + (float)i * d);
+            k_store_f(y, i, s + k_i64_to_f32(i) * d);
     } else {
         uint64_t s = (uint64_t)k_load_i(start, 0), d = (uint64_t)k_load_i(delta, 0);
         for (int64_t i = 0; i < n; i++) {

@@ -83,7 +83,7 @@ static float reduce_f32(int kind, const float *x, const reduce_plan *rp)
     }
     if (kind == REDUCE_SUM || kind == REDUCE_MEAN)
         acc = k_fsum_value(&sum);
-    return kind == REDUCE_MEAN ? acc / (float)rp->red_count : acc;
+    return kind == REDUCE_MEAN ? acc / k_i64_to_f32(rp->red_count) : acc;
 }
 
 static int64_t reduce_int(int kind, const rt_view *x, int64_t base, const reduce_plan *rp)

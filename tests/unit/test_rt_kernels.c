@@ -650,6 +650,51 @@ static void test_f64_conversions(void)
           k_f64_to_i64(f64_bits(-INFINITY)) == INT64_MIN, "binary64 -> int64 of NaN and infinities");
 }
 
+static bool same_float(float a, float b)
+{
+    return !memcmp(&a, &b, sizeof a);
+}
+
+/* k_i64_to_f32 must give the C conversion's bits for every int64: powers
+ * of two and their neighbours, values halfway between two floats (ties to
+ * even, both ways) and next to them, the extremes and random values of
+ * every magnitude. */
+static void test_i64_to_f32(void)
+{
+    int bad = 0, n = 0;
+    for (int e = 0; e < 63; e++) {
+        int64_t p = (int64_t)1 << e;
+        for (int64_t d = -2; d <= 2; d++)
+            for (int sign = -1; sign <= 1; sign += 2) {
+                int64_t v = sign * (p + d);
+                bad += !same_float(k_i64_to_f32(v), (float)v), n++;
+            }
+        if (e < 25)
+            continue;
+        int64_t half = (int64_t)1 << (e - 25); /* half a float ulp at 2^e */
+        for (int64_t m = 0; m < 6; m++) {       /* odd and even mantissas */
+            int64_t tie = p + (2 * m + 1) * half;
+            for (int64_t d = -1; d <= 1; d++)
+                for (int sign = -1; sign <= 1; sign += 2) {
+                    int64_t v = sign * (tie + d);
+                    bad += !same_float(k_i64_to_f32(v), (float)v), n++;
+                }
+        }
+    }
+    static const int64_t extremes[] = {0, 1, -1, INT64_MAX, INT64_MIN, INT64_MIN + 1, INT32_MAX,
+                                       INT32_MIN, (int64_t)INT32_MAX + 1, (int64_t)INT32_MIN - 1,
+                                       INT64_MAX - 1, INT64_MAX - 256, INT64_MAX - 257};
+    for (size_t k = 0; k < sizeof extremes / sizeof *extremes; k++)
+        bad += !same_float(k_i64_to_f32(extremes[k]), (float)extremes[k]), n++;
+    uint64_t x = 0x2545F4914F6CDD1Du;
+    for (int k = 0; k < 200000; k++, n++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int64_t v = (int64_t)(x >> (k % 64)) * (k % 3 ? 1 : -1); /* every magnitude */
+        bad += !same_float(k_i64_to_f32(v), (float)v);
+    }
+    CHECK(bad == 0, "int64 -> float equals the C conversion on %d values (%d off)", n, bad);
+}
+
 static void test_fill_range(void)
 {
     int64_t i64[3];
@@ -865,6 +910,7 @@ int main(void)
     test_gather();
     test_copy();
     test_f64_conversions();
+    test_i64_to_f32();
     test_fill_range();
     test_trilu();
     test_scatter_nd();
