@@ -23,8 +23,8 @@ static const char inspect_help[] =
     "object (keys: ops_total, layers, op_counts, arena_bytes, session_bytes, weight_bytes, tensors,\n"
     "passes, ...).  --resolver prints, as a C macro LLMC_RESOLVER_ENTRIES, the op\n"
     "resolver entries the plan's ops need (op codes, Unary and Binary kinds, Binary's\n"
-    "any-dtype path, Linear kernels), for a firmware build that links only those\n"
-    "kernels: static LLMC_RT_RESOLVER(name, LLMC_RESOLVER_ENTRIES); then\n"
+    "any-dtype path, Gather and Linear kernels), for a firmware build that links only\n"
+    "those kernels: static LLMC_RT_RESOLVER(name, LLMC_RESOLVER_ENTRIES); then\n"
     "llmc_rt_session_init_ops (runtime/llmc_rt.h).\n";
 
 typedef struct {
@@ -248,7 +248,7 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
 /* The op resolver entries the plan's ops need (runtime/op_resolver.h). */
 typedef struct {
     bool op[LLMC_RT_OP_COUNT], unary[LLMC_RT_UNARY_COUNT], binary[LLMC_RT_BINARY_COUNT];
-    bool binary_any_dtype, linear[LLMC_RT_LINEAR_COUNT];
+    bool binary_any_dtype, gather[LLMC_RT_GATHER_COUNT], linear[LLMC_RT_LINEAR_COUNT];
 } resolver_use;
 
 /* What decides op's entries (its inputs 0 and 1 read from the plan). */
@@ -260,8 +260,8 @@ static int op_key_of(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op, 
     for (uint32_t k = 0; k < 2 && k < op->inputs.len; k++)
         if (rt_read_tensor(r, p, fb_vec_u32(r, op->inputs, k), &in[k], rt))
             return -1;
-    *key = (rt_op_key){op->code, op->kind, {in[0].dtype, in[1].dtype}, in[1].layout,
-                       p->prefill_kernel};
+    *key = (rt_op_key){op->code, op->kind, {in[0].dtype, in[1].dtype},
+                       {in[0].layout, in[1].layout}, p->prefill_kernel};
     return 0;
 }
 
@@ -281,6 +281,8 @@ static int collect_resolver(const llmc_rt_plan *p, resolver_use *u, llmc_rt_erro
         if (need.binary >= 0)
             u->binary[need.binary] = true;
         u->binary_any_dtype |= need.binary_any_dtype;
+        if (need.gather >= 0)
+            u->gather[need.gather] = true;
         if (need.linear >= 0)
             u->linear[need.linear] = true;
     }
@@ -296,7 +298,7 @@ static void print_resolver(const char *path, const resolver_use *u)
 {
     printf("/* llmc inspect --resolver %s\n"
            " * The op resolver entries the plan's ops use (op codes, Unary and Binary\n"
-           " * kinds, Linear kernels).  In the firmware:\n"
+           " * kinds, Gather and Linear kernels).  In the firmware:\n"
            " *   static LLMC_RT_RESOLVER(plan_ops, LLMC_RESOLVER_ENTRIES);\n"
            " *   llmc_rt_session_init_ops(&session, &plan, context, &plan_ops, ...); */\n"
            "#define LLMC_RESOLVER_ENTRIES",
@@ -312,6 +314,9 @@ static void print_resolver(const char *path, const resolver_use *u)
             print_resolver_entry("LLMC_RT_BINARY", rt_binary_kind_name(k));
     if (u->binary_any_dtype)
         printf(" \\\n    LLMC_RT_BINARY_ANY_DTYPE");
+    for (int k = 0; k < LLMC_RT_GATHER_COUNT; k++)
+        if (u->gather[k])
+            print_resolver_entry("LLMC_RT_GATHER", rt_gather_kernel_name(k));
     for (int k = 0; k < LLMC_RT_LINEAR_COUNT; k++)
         if (u->linear[k])
             print_resolver_entry("LLMC_RT_LINEAR", rt_linear_kernel_name(k));

@@ -226,8 +226,9 @@ typedef struct {
  * (the libm-heavy part), Binary's float32 loop of each kind whose float32
  * operands give a float32 result (LLMC_PLAN_BINARY_F32_KINDS) and its
  * any-dtype path for every other case (integers, bool, comparisons, Pow of
- * mixed dtypes), and Linear's kernel of each weight format (W's layout, and
- * the plan's prefill kernel for QWeightTiles).  Session init stores the
+ * mixed dtypes), Gather's kernel for its table's layout (dense, or packed
+ * rows dequantized) and Linear's kernel of each weight format (W's layout,
+ * and the plan's prefill kernel for QWeightTiles).  Session init stores the
  * entries each op uses and refuses, with LLMC_RT_E_RESOLVER, a plan whose
  * op needs an entry the resolver lacks: "op 12 (Unary 'act'): Unary kind
  * Erf is not in the session's op resolver".
@@ -238,7 +239,8 @@ typedef struct {
  * libm functions only they call; `llmc inspect PLAN --resolver` prints the
  * list (LLMC_RESOLVER_ENTRIES):
  *
- *   static LLMC_RT_RESOLVER(plan_ops, LLMC_RT_OP(Gather) LLMC_RT_OP(RMSNorm)
+ *   static LLMC_RT_RESOLVER(plan_ops, LLMC_RT_OP(Gather) LLMC_RT_GATHER(Dense)
+ *                           LLMC_RT_OP(RMSNorm)
  *                           LLMC_RT_OP(Unary) LLMC_RT_UNARY(Silu)
  *                           LLMC_RT_OP(Binary) LLMC_RT_BINARY(Add)
  *                           LLMC_RT_OP(Linear) LLMC_RT_LINEAR(Dense));
@@ -264,6 +266,10 @@ typedef int (*llmc_rt_binary_any_fn)(int kind, const llmc_rt_tensor *a, int64_t 
 typedef llmc_rt_status (*llmc_rt_linear_fn)(struct llmc_rt_op_call *call, int64_t col0,
                                             llmc_rt_tensor *y, llmc_rt_error *err);
 
+/* Gather's kernels: its table (input 0) Dense (any axis, any dtype), or
+ * the packed rows of a quantized embedding dequantized to float32. */
+#define LLMC_RT_GATHER_KERNELS(X) X(Dense) X(PackedRows)
+
 /* Linear's kernels: W Dense, FWeightTiles, QWeightTiles on the int8 GEMM,
  * QWeightTiles in a plan whose prefill kernel is f32-dequant. */
 #define LLMC_RT_LINEAR_KERNELS(X) \
@@ -273,10 +279,12 @@ typedef llmc_rt_status (*llmc_rt_linear_fn)(struct llmc_rt_op_call *call, int64_
 #define LLMC_RT_UNARY_INDEX_(s, Name, v) LLMC_RT_UNARY_##Name = v,
 #define LLMC_RT_BINARY_INDEX_(s, Name, v) LLMC_RT_BINARY_##Name = v,
 #define LLMC_RT_LINEAR_INDEX_(Name) LLMC_RT_LINEAR_##Name,
+#define LLMC_RT_GATHER_INDEX_(Name) LLMC_RT_GATHER_##Name,
 enum { LLMC_PLAN_OPS(LLMC_RT_OP_INDEX_) LLMC_RT_OP_COUNT };
 enum { LLMC_PLAN_UNARY_KINDS(LLMC_RT_UNARY_INDEX_) LLMC_RT_UNARY_COUNT };
 enum { LLMC_PLAN_BINARY_KINDS(LLMC_RT_BINARY_INDEX_) LLMC_RT_BINARY_COUNT };
 enum { LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR_INDEX_) LLMC_RT_LINEAR_COUNT };
+enum { LLMC_RT_GATHER_KERNELS(LLMC_RT_GATHER_INDEX_) LLMC_RT_GATHER_COUNT };
 
 #define LLMC_RT_OP_FN_(s, Name, ...) \
     llmc_rt_status llmc_rt_exec_##Name(struct llmc_rt_op_call *call, llmc_rt_error *err);
@@ -293,6 +301,9 @@ LLMC_PLAN_BINARY_F32_KINDS(LLMC_RT_BINARY_FN_)
 int llmc_rt_binary_any_dtype(int kind, const llmc_rt_tensor *a, int64_t ia,
                              const llmc_rt_tensor *b, int64_t ib, llmc_rt_tensor *y, int64_t iy);
 LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR_FN_)
+#define LLMC_RT_GATHER_FN_(Name) \
+    llmc_rt_status llmc_rt_gather_##Name(struct llmc_rt_op_call *call, llmc_rt_error *err);
+LLMC_RT_GATHER_KERNELS(LLMC_RT_GATHER_FN_)
 
 /* NULL entries: not available to the session. */
 typedef struct {
@@ -300,20 +311,22 @@ typedef struct {
     llmc_rt_unary_fn unary[LLMC_RT_UNARY_COUNT];      /* by UnaryKind */
     llmc_rt_binary_fn binary[LLMC_RT_BINARY_COUNT];   /* by BinaryKind (its float32 kinds) */
     llmc_rt_binary_any_fn binary_any_dtype;           /* Binary's other operands */
+    llmc_rt_op_fn gather[LLMC_RT_GATHER_COUNT];       /* by LLMC_RT_GATHER_KERNELS */
     llmc_rt_linear_fn linear[LLMC_RT_LINEAR_COUNT];   /* by LLMC_RT_LINEAR_KERNELS */
 } llmc_rt_op_resolver;
 
-/* A resolver of the entries listed (names as in plan_enums.h and
- * LLMC_RT_LINEAR_KERNELS): `static LLMC_RT_RESOLVER(name, LLMC_RT_OP(Rope) ...);`
+/* A resolver of the entries listed (names as in plan_enums.h,
+ * LLMC_RT_GATHER_KERNELS and LLMC_RT_LINEAR_KERNELS): `static LLMC_RT_RESOLVER(name, LLMC_RT_OP(Rope) ...);`
  * LLMC_RT_BINARY takes the kinds of LLMC_PLAN_BINARY_F32_KINDS. */
 #define LLMC_RT_RESOLVER(name, entries) const llmc_rt_op_resolver name = {entries}
 #define LLMC_RT_OP(Name) .op[LLMC_RT_OP_##Name] = llmc_rt_exec_##Name,
 #define LLMC_RT_UNARY(Name) .unary[LLMC_RT_UNARY_##Name] = llmc_rt_unary_##Name,
 #define LLMC_RT_BINARY(Name) .binary[LLMC_RT_BINARY_##Name] = llmc_rt_binary_##Name,
 #define LLMC_RT_BINARY_ANY_DTYPE .binary_any_dtype = llmc_rt_binary_any_dtype,
+#define LLMC_RT_GATHER(Name) .gather[LLMC_RT_GATHER_##Name] = llmc_rt_gather_##Name,
 #define LLMC_RT_LINEAR(Name) .linear[LLMC_RT_LINEAR_##Name] = llmc_rt_linear_##Name,
 
-/* Every op code, Unary kind, Binary entry and Linear kernel. */
+/* Every op code, Unary kind, Binary entry, Gather and Linear kernel. */
 extern const llmc_rt_op_resolver llmc_rt_all_ops;
 
 /* Bytes of working memory llmc_rt_session_init() needs (arena + KV store +

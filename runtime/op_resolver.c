@@ -14,6 +14,7 @@ LLMC_STATIC_ASSERT(resolver_binary_kinds, (int)LLMC_RT_BINARY_COUNT == (int)BINA
 const llmc_rt_op_resolver llmc_rt_all_ops = {
     LLMC_PLAN_OPS(ALL_OPS_) LLMC_PLAN_UNARY_KINDS(ALL_UNARY_)
     LLMC_PLAN_BINARY_F32_KINDS(ALL_BINARY_) LLMC_RT_BINARY_ANY_DTYPE
+    LLMC_RT_GATHER_KERNELS(LLMC_RT_GATHER)
     LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR)
 };
 
@@ -29,7 +30,7 @@ static int linear_kernel_of(int w_layout, uint32_t prefill_kernel)
 
 rt_op_needs rt_op_needs_of(const rt_op_key *key)
 {
-    rt_op_needs n = {key->code, -1, -1, false, -1};
+    rt_op_needs n = {key->code, -1, -1, false, -1, -1};
     int kind = key->kind;
     if (key->code == OP_UNARY && kind >= 0 && kind < UNARY_COUNT)
         n.unary = kind;
@@ -37,8 +38,11 @@ rt_op_needs rt_op_needs_of(const rt_op_key *key)
         n.binary = kind;
     else if (key->code == OP_BINARY)
         n.binary_any_dtype = true;
+    if (key->code == OP_GATHER)
+        n.gather = key->in_layout[0] == LAYOUT_DENSE ? LLMC_RT_GATHER_Dense
+                                                     : LLMC_RT_GATHER_PackedRows;
     if (key->code == OP_LINEAR)
-        n.linear = linear_kernel_of(key->w_layout, key->prefill_kernel);
+        n.linear = linear_kernel_of(key->in_layout[1], key->prefill_kernel);
     return n;
 }
 
@@ -54,6 +58,13 @@ const char *rt_binary_kind_name(int kind)
 #define BINARY_NAME_(s, Name, v) #Name,
     static const char *const names[BINARY_COUNT] = {LLMC_PLAN_BINARY_KINDS(BINARY_NAME_)};
     return kind >= 0 && kind < BINARY_COUNT ? names[kind] : "?";
+}
+
+const char *rt_gather_kernel_name(int kernel)
+{
+#define GATHER_NAME_(Name) #Name,
+    static const char *const names[LLMC_RT_GATHER_COUNT] = {LLMC_RT_GATHER_KERNELS(GATHER_NAME_)};
+    return kernel >= 0 && kernel < LLMC_RT_GATHER_COUNT ? names[kernel] : "?";
 }
 
 const char *rt_linear_kernel_name(int kernel)

@@ -9,12 +9,12 @@
 
 #include "llmc_rt.h"
 
-/* What decides an op's entries: its code and kind, the dtypes of its first
- * two inputs, W's layout and the plan's prefill kernel. */
+/* What decides an op's entries: its code and kind, the dtypes and layouts
+ * of its first two inputs and the plan's prefill kernel. */
 typedef struct {
     int code, kind;
     int in_dtype[2];         /* inputs 0 and 1 (Binary's a and b; -1: no such input) */
-    int w_layout;            /* Linear: W's (input 1) */
+    int in_layout[2];        /* Gather's table (0), Linear's W (1); Dense without one */
     uint32_t prefill_kernel; /* Plan.prefill_kernel */
 } rt_op_key;
 
@@ -24,6 +24,7 @@ typedef struct {
     int unary;  /* Unary: its kind (-1 if out of range: the verifier refuses it) */
     int binary; /* Binary of float32 operands: its kind's float32 loop */
     bool binary_any_dtype; /* Binary of other operands (or kinds) */
+    int gather; /* Gather: its table's kernel (LLMC_RT_GATHER_*) */
     int linear; /* Linear: W's kernel (LLMC_RT_LINEAR_*) */
 } rt_op_needs;
 
@@ -32,6 +33,7 @@ rt_op_needs rt_op_needs_of(const rt_op_key *key);
 /* Names as in plan_enums.h and LLMC_RT_LINEAR_KERNELS ("?" out of range). */
 const char *rt_unary_kind_name(int kind);
 const char *rt_binary_kind_name(int kind);
+const char *rt_gather_kernel_name(int kernel);
 const char *rt_linear_kernel_name(int kernel);
 
 #endif

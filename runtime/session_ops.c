@@ -183,13 +183,22 @@ static const rt_prep_tensor *input_tensor(const rt_prepared *pr, const rt_prep_o
     return &pr->tensors[prep_operand(pr, op->inputs, k)];
 }
 
-/* Rows of a packed weight (an embedding table) dequantized, else the dense
- * take. */
+/* Through the kernel init chose for the table's layout. */
 llmc_rt_status llmc_rt_exec_Gather(rt_op_call *c, llmc_rt_error *err)
 {
+    return c->op->gather(c, err);
+}
+
+llmc_rt_status llmc_rt_gather_Dense(rt_op_call *c, llmc_rt_error *err)
+{
+    return k_gather(&c->in[0], &c->in[1], c->op->axis, &c->out[0], err);
+}
+
+/* Rows of a packed weight (an embedding table) dequantized. */
+llmc_rt_status llmc_rt_gather_PackedRows(rt_op_call *c, llmc_rt_error *err)
+{
     const rt_tensor_format *f = &input_tensor(c->s->prepared, c->op, 0)->format;
-    return f->layout == LAYOUT_DENSE ? k_gather(&c->in[0], &c->in[1], c->op->axis, &c->out[0], err)
-                                     : k_gather_rows(f, &c->in[0], &c->in[1], &c->out[0], err);
+    return k_gather_rows(f, &c->in[0], &c->in[1], &c->out[0], err);
 }
 
 /* ---- Linear and QuantizeRows --------------------------------------------- */

@@ -271,7 +271,8 @@ static rt_op_key op_key(const prep_fill *f, const rt_prep_op *o)
 {
     const rt_tensor_format *in0 = input_format(f, o, 0), *in1 = input_format(f, o, 1);
     rt_op_key key = {o->code, o->kind, {in0 ? in0->dtype : -1, in1 ? in1->dtype : -1},
-                     in1 ? in1->layout : LAYOUT_DENSE, f->plan->prefill_kernel};
+                     {in0 ? in0->layout : LAYOUT_DENSE, in1 ? in1->layout : LAYOUT_DENSE},
+                     f->plan->prefill_kernel};
     return key;
 }
 
@@ -284,6 +285,7 @@ static llmc_rt_status resolve_op(const prep_fill *f, rt_prep_op *o, llmc_rt_erro
     o->unary = need.unary >= 0 ? f->ops->unary[need.unary] : NULL;
     o->binary.f32 = need.binary >= 0 ? f->ops->binary[need.binary] : NULL;
     o->binary.any_dtype = need.binary_any_dtype ? f->ops->binary_any_dtype : NULL;
+    o->gather = need.gather >= 0 ? f->ops->gather[need.gather] : NULL;
     o->linear = need.linear >= 0 ? f->ops->linear[need.linear] : NULL;
     if (!o->exec)
         return not_resolved("op", rt_op_code_name(o->code), err);
@@ -294,6 +296,8 @@ static llmc_rt_status resolve_op(const prep_fill *f, rt_prep_op *o, llmc_rt_erro
     if (need.binary_any_dtype && !o->binary.any_dtype)
         return not_resolved("LLMC_RT_BINARY_ANY_DTYPE for Binary kind",
                             rt_binary_kind_name(o->kind), err);
+    if (need.gather >= 0 && !o->gather)
+        return not_resolved("Gather kernel", rt_gather_kernel_name(need.gather), err);
     if (need.linear >= 0 && !o->linear)
         return not_resolved("Linear kernel", rt_linear_kernel_name(need.linear), err);
     return LLMC_RT_OK;

@@ -57,6 +57,7 @@ typedef struct {
     llmc_rt_op_fn exec;           /* its code's */
     llmc_rt_unary_fn unary;       /* Unary: its kind's float32 loop */
     k_binary_loops binary;        /* Binary: the loop its dtypes take */
+    llmc_rt_op_fn gather;         /* Gather: its table's kernel */
     llmc_rt_linear_fn linear;     /* Linear: W's kernel */
 } rt_prep_op;
 

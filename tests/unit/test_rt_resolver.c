@@ -1,6 +1,6 @@
 /* The op resolver (llmc_rt.h): a session whose resolver lacks an op code,
- * a Unary kind, a Binary float32 kind, Binary's any-dtype path or a Linear
- * kernel the plan uses is refused at init with
+ * a Unary kind, a Binary float32 kind, Binary's any-dtype path, a Gather or
+ * a Linear kernel the plan uses is refused at init with
  * LLMC_RT_E_RESOLVER and a message naming the op and the entry; one with
  * exactly the plan's entries computes the same logits, bit for bit, as a
  * session with every op. */
@@ -50,12 +50,19 @@ static uint8_t *build_plan(size_t *size)
 }
 
 /* Exactly the plan's entries (what `llmc inspect --resolver` lists). */
-#define PLAN_OPS LLMC_RT_OP(Gather) LLMC_RT_OP(Unary) LLMC_RT_OP(Binary) LLMC_RT_OP(Linear)
+#define PLAN_OPS                                                                          \
+    LLMC_RT_OP(Gather) LLMC_RT_GATHER(Dense) LLMC_RT_OP(Unary) LLMC_RT_OP(Binary) \
+        LLMC_RT_OP(Linear)
 #define PLAN_BINARY LLMC_RT_BINARY(Mul) LLMC_RT_BINARY_ANY_DTYPE
 static LLMC_RT_RESOLVER(plan_ops, PLAN_OPS LLMC_RT_UNARY(Gelu) LLMC_RT_UNARY(Tanh) PLAN_BINARY
                                       LLMC_RT_LINEAR(Dense));
-static LLMC_RT_RESOLVER(without_linear, LLMC_RT_OP(Gather) LLMC_RT_OP(Unary) LLMC_RT_OP(Binary)
+static LLMC_RT_RESOLVER(without_linear, LLMC_RT_OP(Gather) LLMC_RT_GATHER(Dense)
+                                            LLMC_RT_OP(Unary) LLMC_RT_OP(Binary)
                                             LLMC_RT_UNARY(Gelu) LLMC_RT_UNARY(Tanh) PLAN_BINARY);
+static LLMC_RT_RESOLVER(without_dense_gather,
+                        LLMC_RT_OP(Gather) LLMC_RT_GATHER(PackedRows) LLMC_RT_OP(Unary)
+                            LLMC_RT_OP(Binary) LLMC_RT_OP(Linear) LLMC_RT_UNARY(Gelu)
+                                LLMC_RT_UNARY(Tanh) PLAN_BINARY LLMC_RT_LINEAR(Dense));
 static LLMC_RT_RESOLVER(without_tanh, PLAN_OPS LLMC_RT_UNARY(Gelu) PLAN_BINARY
                                           LLMC_RT_LINEAR(Dense));
 static LLMC_RT_RESOLVER(without_mul, PLAN_OPS LLMC_RT_UNARY(Gelu) LLMC_RT_UNARY(Tanh)
@@ -136,6 +143,9 @@ int main(void)
     check_refused(&plan, &without_linear,
                   "op 5 (Linear 'lm_head'): op Linear is not in the session's op resolver",
                   "a resolver without Linear");
+    check_refused(&plan, &without_dense_gather,
+                  "op 0 (Gather 'embed'): Gather kernel Dense is not in the session's op "
+                  "resolver", "a resolver without Gather's Dense kernel");
     check_refused(&plan, &without_tanh,
                   "op 2 (Unary 'tanh'): Unary kind Tanh is not in the session's op resolver",
                   "a resolver without Unary kind Tanh");
