@@ -168,13 +168,18 @@ llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_
 /* ---- QLinear --------------------------------------------------------------- */
 
 /* GEMV path (few rows, bound by the weight stream): a task reads about
- * GEMV_TASK_BYTES of weights, ~8 us at a core's share of DRAM bandwidth.
- * Handing out a task costs two atomics on lines the cores pass back and
- * forth, a few hundred ns: measured on a 2-core Zen (make bench-kernels),
- * 16 KiB tasks lost ~15-25% of the bandwidth to it, 64 KiB tasks reach the
- * read bandwidth and still give a 896-wide W4 Linear 8 tasks to balance. */
+ * GEMV_TASK_BYTES of weights, then the tail's smaller tasks (below) keep
+ * the threads even.  Every task costs more than its hand-out (two atomics,
+ * ~0.1 us): its stream starts cold, with no line in flight.  Measured on
+ * 2-core Zen machines: on a Zen 1/3 one, 16 KiB tasks lost ~15-25% of the
+ * bandwidth, 64 KiB ones reached the read bandwidth; on a Zen 5 one, whose
+ * cores each stream faster, two threads read 33-36 GB/s in 64 KiB tasks,
+ * 42-47 in 256 KiB and 47-55 in 1 MiB (make bench-kernels' GEMV,
+ * interleaved runs), and the Qwen2-0.5B w4a8 decode went 63-78 -> 86-104
+ * tok/s from 64 KiB to 1 MiB.  A Linear under 2 MiB is all tail: 256 KiB
+ * tasks. */
 #ifndef GEMV_TASK_BYTES
-#define GEMV_TASK_BYTES 65536
+#define GEMV_TASK_BYTES 1048576
 #endif
 /* GEMM path (compute-bound): a task's weights (~GEMM_TASK_BYTES) stay in L2
  * while blocks of ~ACT_BLOCK_BYTES activation tiles pass over them, so each
