@@ -57,7 +57,12 @@ int llmc_cli_parse_threads(const char *command, const char *text, uint32_t *thre
 
 int llmc_cli_map(const char *path, llmc_mapped_file *m, llmc_error *err)
 {
-    int e = llmc_map_file(path, m);
+    return llmc_cli_load_plan(path, false, m, err);
+}
+
+int llmc_cli_load_plan(const char *path, bool hugepages, llmc_mapped_file *m, llmc_error *err)
+{
+    int e = hugepages ? llmc_load_file_huge(path, m) : llmc_map_file(path, m);
     if (e)
         return llmc_fail(err, LLMC_E_INPUT, "cannot open '%s': %s", path, strerror(e));
     if (!m->size)

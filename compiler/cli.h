@@ -2,6 +2,7 @@
 #ifndef LLMC_CLI_H
 #define LLMC_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,5 +44,8 @@ void llmc_cli_json_string(const char *s);
 /* Maps a whole plan or model read-only (plans are executed in place);
  * an empty or unreadable file is an LLMC_E_INPUT error naming the path. */
 int llmc_cli_map(const char *path, llmc_mapped_file *m, llmc_error *err);
+/* llmc_cli_map, or with `hugepages` the file read into 2 MiB pages
+ * (llmc_load_file_huge): run, bench and eval's --hugepages. */
+int llmc_cli_load_plan(const char *path, bool hugepages, llmc_mapped_file *m, llmc_error *err);
 
 #endif

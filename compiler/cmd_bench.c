@@ -28,7 +28,7 @@
 
 static const char bench_help[] =
     "usage: llmc bench PLAN [-p N,N,...] [-n N,N,...] [-t N,N,...] [-r N] [--json] [--roofline]\n"
-    "                  [--profile]\n"
+    "                  [--profile] [--hugepages]\n"
     "       llmc bench --roofline [-t N,N,...] [--json]\n"
     "\n"
     "Measures a plan's throughput like llama-bench.  ppN: one prefill of N tokens\n"
@@ -62,6 +62,8 @@ static const char bench_help[] =
     "                          (llmc_rt_session_set_observer; the reads cost ~50 ns per\n"
     "                          op); '(outside ops)' is the rest: placing inputs, taking\n"
     "                          logits, the interpreter between ops\n"
+    "  --hugepages             read the plan into 2 MiB pages instead of mapping it (as\n"
+    "                          llmc run --hugepages)\n"
     "\n"
     "A test longer than the plan's max_context is refused: recompile with\n"
     "`llmc compile MODEL -o PLAN --max-context N`.\n";
@@ -75,7 +77,7 @@ typedef struct {
     const char *plan;
     count_list pp, tg, threads;
     uint32_t reps;
-    bool json, roofline, profile;
+    bool json, roofline, profile, hugepages;
 } bench_args;
 
 typedef struct {
@@ -178,6 +180,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
             a->roofline = true;
         } else if (!strcmp(arg, "--profile")) {
             a->profile = true;
+        } else if (!strcmp(arg, "--hugepages")) {
+            a->hugepages = true;
         } else if (arg[0] == '-') {
             return llmc_cli_usage("bench", "unknown option or missing value: '%s'", arg);
         } else if (!a->plan) {
@@ -570,10 +574,10 @@ static int roofline(bench_state *b, llmc_error *err)
 
 static int bench_plan(bench_state *b, llmc_error *err)
 {
-    llmc_mapped_file file = {0, 0};
+    llmc_mapped_file file = {0};
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
-    int rc = llmc_cli_map(b->a->plan, &file, err);
+    int rc = llmc_cli_load_plan(b->a->plan, b->a->hugepages, &file, err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", b->a->plan, rt.msg);
     if (!rc) {

@@ -21,6 +21,7 @@
 
 static const char eval_help[] =
     "usage: llmc eval PLAN (--text FILE | --ids FILE) [--context N] [--stride N] [--threads N]\n"
+    "                 [--hugepages]\n"
     "\n"
     "Prints the perplexity of the text (or token sequence) in FILE under the plan's model,\n"
     "the number of tokens scored and the tokens per second of the windows' prefills.\n"
@@ -34,11 +35,14 @@ static const char eval_help[] =
     "  --ids FILE      token ids separated by commas and/or whitespace\n"
     "  --context N     window length in tokens (default: the plan's max context)\n"
     "  --stride N      tokens between window starts, 1..N (default N/2)\n"
-    "  --threads N     threads the runtime may use, the caller included (default 1)\n";
+    "  --threads N     threads the runtime may use, the caller included (default 1)\n"
+    "  --hugepages     read the plan into 2 MiB pages instead of mapping it (as llmc run\n"
+    "                  --hugepages)\n";
 
 typedef struct {
     const char *plan, *ids_file, *text_file;
     uint32_t context, stride, threads; /* 0: not given */
+    bool hugepages;                    /* --hugepages */
 } eval_args;
 
 /* A token sequence on the heap. */
@@ -82,6 +86,8 @@ static int parse_args(int argc, char **argv, eval_args *a)
             rc = parse_positive(argv[++i], arg, &a->stride);
         else if (!strcmp(arg, "--threads") && has_value)
             rc = llmc_cli_parse_threads("eval", argv[++i], &a->threads);
+        else if (!strcmp(arg, "--hugepages"))
+            a->hugepages = true;
         else if (arg[0] == '-')
             return llmc_cli_usage("eval", "unknown option or missing value: '%s'", arg);
         else if (!a->plan)
@@ -143,7 +149,7 @@ static int parse_id_bytes(const uint8_t *text, uint64_t size, const char *path, 
 
 static int read_ids(const char *path, id_list *out, llmc_error *err)
 {
-    llmc_mapped_file f = {0, 0};
+    llmc_mapped_file f = {0};
     int rc = llmc_cli_map(path, &f, err);
     if (!rc)
         rc = parse_id_bytes(f.map, f.size, path, out, err);
@@ -156,7 +162,7 @@ static int read_ids(const char *path, id_list *out, llmc_error *err)
  * per input byte). */
 static int encode_text(const llmc_rt_plan *plan, const char *path, id_list *out, llmc_error *err)
 {
-    llmc_mapped_file f = {0, 0};
+    llmc_mapped_file f = {0};
     llmc_rt_error rt = {0};
     size_t scratch_bytes = llmc_rt_tokenizer_memory(plan, 0);
     if (!scratch_bytes)
@@ -333,12 +339,12 @@ int llmc_cmd_eval(int argc, char **argv)
     eval_args a;
     int rc = parse_args(argc, argv, &a);
     llmc_error err = {0};
-    llmc_mapped_file file = {0, 0};
+    llmc_mapped_file file = {0};
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
     id_list ids = {0};
     if (!rc)
-        rc = llmc_cli_map(a.plan, &file, &err);
+        rc = llmc_cli_load_plan(a.plan, a.hugepages, &file, &err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
     if (!rc)

@@ -260,7 +260,7 @@ int llmc_cmd_tune(int argc, char **argv)
     if (rc)
         return rc;
     llmc_error err = {0};
-    llmc_mapped_file file = {0, 0};
+    llmc_mapped_file file = {0};
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
     tune_result res = {0, PREFILL_INT8};

@@ -7,38 +7,99 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int llmc_map_file(const char *path, llmc_mapped_file *f)
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* Opens path as a regular file: its descriptor and size, or an errno. */
+static int open_regular(const char *path, int *fd, off_t *size)
 {
-    f->map = NULL;
-    f->size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
         return errno;
     struct stat st;
     int rc = 0;
-    if (fstat(fd, &st) != 0)
+    if (fstat(*fd, &st) != 0)
         rc = errno;
     else if (S_ISDIR(st.st_mode))
         rc = EISDIR;
     else if (!S_ISREG(st.st_mode))
         rc = EINVAL;
-    else if (st.st_size > 0) {
-        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED)
-            rc = errno;
-        else {
-            f->map = m;
-            f->size = (uint64_t)st.st_size;
-        }
+    *size = st.st_size;
+    if (rc)
+        close(*fd);
+    return rc;
+}
+
+int llmc_map_file(const char *path, llmc_mapped_file *f)
+{
+    *f = (llmc_mapped_file){0};
+    int fd;
+    off_t size;
+    int rc = open_regular(path, &fd, &size);
+    if (rc || size == 0) {
+        if (!rc)
+            close(fd);
+        return rc;
     }
+    void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED)
+        rc = errno;
+    else
+        *f = (llmc_mapped_file){m, (uint64_t)size, m, (uint64_t)size};
     close(fd);
     return rc;
 }
 
+/* Reads all `size` bytes of fd into dst; 0 or an errno (EIO: the file
+ * ended early). */
+static int read_all(int fd, uint8_t *dst, size_t size)
+{
+    for (size_t got = 0; got < size;) {
+        ssize_t r = read(fd, dst + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? errno : EIO;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+int llmc_load_file_huge(const char *path, llmc_mapped_file *f)
+{
+    *f = (llmc_mapped_file){0};
+    int fd;
+    off_t size;
+    int rc = open_regular(path, &fd, &size);
+    if (rc || size == 0) {
+        if (!rc)
+            close(fd);
+        return rc;
+    }
+    /* one huge page of slack to start at a 2 MiB boundary */
+    size_t bytes = ((size_t)size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE + HUGE_PAGE;
+    void *region = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (region == MAP_FAILED) {
+        rc = errno;
+        close(fd);
+        return rc;
+    }
+    uint8_t *start = (uint8_t *)(((uintptr_t)region + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    madvise(start, (size_t)size, MADV_HUGEPAGE); /* advice: EINVAL without THP is harmless */
+    rc = read_all(fd, start, (size_t)size);
+    if (!rc && mprotect(region, bytes, PROT_READ) != 0)
+        rc = errno;
+    close(fd);
+    if (rc) {
+        munmap(region, bytes);
+        return rc;
+    }
+    *f = (llmc_mapped_file){start, (uint64_t)size, region, (uint64_t)bytes};
+    return 0;
+}
+
 void llmc_unmap_file(llmc_mapped_file *f)
 {
-    if (f->map)
-        munmap((void *)f->map, f->size);
-    f->map = NULL;
-    f->size = 0;
+    if (f->mapping)
+        munmap(f->mapping, (size_t)f->mapping_bytes);
+    *f = (llmc_mapped_file){0};
 }

@@ -56,7 +56,7 @@ for quant in $QUANTS; do
     echo "== llmc $quant"
     rm -f "$out"
     if compile_plan "$quant" "$plan"; then
-        "$LLMC" bench "$plan" -p "$P" -n "$N" -t "$T" -r "$R" --json --roofline | tee "$out" ||
+        "$LLMC" bench "$plan" -p "$P" -n "$N" -t "$T" -r "$R" --json --roofline ${LLMC_BENCH_FLAGS:-} | tee "$out" ||
             { echo "llmc bench failed"; rm -f "$out"; }
     else
         echo "not available"

@@ -2,7 +2,8 @@
 # Determinism across thread counts (issue 4): for each family's tiny opset-17
 # export, `llmc compile --threads 1, 2, 4` writes byte-identical plans, and
 # `llmc run --threads 1, 2, 4` on a 7-token prompt + 32 greedy steps prints
-# the same ids and writes byte-identical --logits-out files.
+# the same ids and writes byte-identical --logits-out files, and so does the
+# plan read into huge pages (--hugepages) instead of mapped.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -42,9 +43,13 @@ for family in llama qwen2 gpt2 phi; do
             --logits-out "$out.logits" >"$out.ids" 2>"$out.err"
         ids+=("$out.ids") logits+=("$out.logits")
     done
-    check "$family@17: run --threads $THREADS prints 32 greedy ids, the same" \
+    out=$WORK/$family-huge
+    "$LLMC" run "${plans[0]}" --prompt-ids "$PROMPT" --max-new 32 --threads 2 --hugepages \
+        --logits-out "$out.logits" >"$out.ids" 2>"$out.err"
+    ids+=("$out.ids") logits+=("$out.logits")
+    check "$family@17: run --threads $THREADS (and 2 with --hugepages) prints 32 greedy ids, the same" \
         same_ids "${ids[@]}"
-    check "$family@17: run --threads $THREADS writes byte-identical logits" \
+    check "$family@17: run --threads $THREADS (and 2 with --hugepages) writes byte-identical logits" \
         same_files "${logits[@]}"
 done
 
