@@ -19,6 +19,8 @@ GEN_C      := $(BUILD)/gen/onnx/onnx.pb-c.c
 
 # The runtime's sources come from the fragment firmware builds include too.
 LLMC_RT_GEN := $(BUILD)/gen
+# `make` alone builds `all` (the fragment below defines the first rule).
+.DEFAULT_GOAL := all
 include runtime/llmc_rt.mk
 RT_SRC   := $(LLMC_RT_SRC)
 # x86-64 builds add the AVX2 kernel table.  Only its kernel files get

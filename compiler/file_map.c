@@ -9,7 +9,8 @@
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
-/* Opens path as a regular file: its descriptor and size, or an errno. */
+/* Opens path as a regular file: its descriptor and size, or an errno; an
+ * empty file is closed again (*fd -1: nothing to map). */
 static int open_regular(const char *path, int *fd, off_t *size)
 {
     *fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -24,8 +25,10 @@ static int open_regular(const char *path, int *fd, off_t *size)
     else if (!S_ISREG(st.st_mode))
         rc = EINVAL;
     *size = st.st_size;
-    if (rc)
+    if (rc || *size == 0) {
         close(*fd);
+        *fd = -1;
+    }
     return rc;
 }
 
@@ -35,11 +38,8 @@ int llmc_map_file(const char *path, llmc_mapped_file *f)
     int fd;
     off_t size;
     int rc = open_regular(path, &fd, &size);
-    if (rc || size == 0) {
-        if (!rc)
-            close(fd);
+    if (rc || fd < 0)
         return rc;
-    }
     void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED)
         rc = errno;
@@ -70,11 +70,8 @@ int llmc_load_file_huge(const char *path, llmc_mapped_file *f)
     int fd;
     off_t size;
     int rc = open_regular(path, &fd, &size);
-    if (rc || size == 0) {
-        if (!rc)
-            close(fd);
+    if (rc || fd < 0)
         return rc;
-    }
     /* one huge page of slack to start at a 2 MiB boundary */
     size_t bytes = ((size_t)size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE + HUGE_PAGE;
     void *region = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -259,17 +259,22 @@ static llmc_rt_status qact_shape(const rt_op_call *c, rt_qact_shape *qx, llmc_rt
     return LLMC_RT_OK;
 }
 
-llmc_rt_status llmc_rt_linear_QWeightTiles(rt_op_call *c, int64_t col0, rt_view *y,
-                                           llmc_rt_error *err)
+/* The quantized Linear of activation tiles qx on the target's int8 kernel. */
+static llmc_rt_status qlinear_int8(rt_op_call *c, const rt_qact_shape *qx, int64_t col0,
+                                   rt_view *y, llmc_rt_error *err)
 {
     const llmc_rt_plan *plan = c->s->plan;
     rt_parallel par = rt_session_parallel(c->s);
+    return k_qlinear(plan->kernels, &c->in[0], qx, c->in[1].data, &c->op->w.q, linear_bias(c),
+                     linear_residual(c), col0, y, plan->gemm_min_rows, &par, err);
+}
+
+llmc_rt_status llmc_rt_linear_QWeightTiles(rt_op_call *c, int64_t col0, rt_view *y,
+                                           llmc_rt_error *err)
+{
     rt_qact_shape qx;
     llmc_rt_status st = qact_shape(c, &qx, err);
-    if (st)
-        return st;
-    return k_qlinear(plan->kernels, &c->in[0], &qx, c->in[1].data, &c->op->w.q, linear_bias(c),
-                     linear_residual(c), col0, y, plan->gemm_min_rows, &par, err);
+    return st ? st : qlinear_int8(c, &qx, col0, y, err);
 }
 
 /* Prefill (gemm_min_rows rows or more) on weight blocks dequantized to
@@ -279,13 +284,13 @@ llmc_rt_status llmc_rt_linear_QWeightTilesF32Dequant(rt_op_call *c, int64_t col0
                                                      llmc_rt_error *err)
 {
     const llmc_rt_plan *plan = c->s->plan;
-    rt_parallel par = rt_session_parallel(c->s);
     rt_qact_shape qx;
     llmc_rt_status st = qact_shape(c, &qx, err);
     if (st)
         return st;
     if (qx.m < plan->gemm_min_rows || !k_qlinear_dequant_runs(plan->kernels, &c->op->w.q))
-        return llmc_rt_linear_QWeightTiles(c, col0, y, err);
+        return qlinear_int8(c, &qx, col0, y, err);
+    rt_parallel par = rt_session_parallel(c->s);
     return k_qlinear_dequant(plan->kernels, &c->in[0], &qx, c->in[1].data, &c->op->w.q,
                              linear_bias(c), linear_residual(c), col0, y, &par, err);
 }
