@@ -116,11 +116,13 @@ tuned_kernel() {
     cp "$WORK/llama-w4a8-avx2.plan" "$plan" &&
     "$LLMC" inspect "$plan" --json | grep -q '"prefill_kernel": "int8"' &&
     "$LLMC" tune "$plan" --max-rows 3 --prefill-rows 64 -r 2 >"$WORK/tune-avx2.log" &&
-    local ms
-    ms=$(awk '/^prefill of 64 tokens/ { print $5, $6 }' "$WORK/tune-avx2.log") &&
-    local want
-    want=$(echo "$ms" | awk 'NR == 1 { k = $1; t = $2 } NR > 1 && $2 < t { k = $1; t = $2 } END { print k }') &&
-    [ -n "$want" ] && tail -1 "$WORK/tune-avx2.log" | grep -q "prefill_kernel = $want " &&
+    local rates want
+    rates=$(awk '/^prefill of 64 tokens/ { sub(/[(]/, "", $8); print $5, $8 }' "$WORK/tune-avx2.log") &&
+    want=$(tail -1 "$WORK/tune-avx2.log" | sed -n 's/.*prefill_kernel = \([a-z0-9-]*\) .*/\1/p') &&
+    # the kernel written has the best tok/s, up to the 0.1 tok/s the log prints
+    # (on a tiny model the two kernels can tie at that resolution)
+    echo "$rates" | awk -v w="$want" '{ r[$1] = $2; if ($2 > best) best = $2 }
+        END { exit !(NR == 2 && (w in r) && r[w] >= best - 0.1) }' &&
     "$LLMC" inspect "$plan" --json | grep -q "\"prefill_kernel\": \"$want\"" &&
     [ "$(cmp -l "$WORK/llama-w4a8-avx2.plan" "$plan" | wc -l)" -le 8 ] &&
     "$LLMC" run "$plan" --prompt-ids 5,17,42,7,99,3,250 --max-new "$MAX_NEW" >"$WORK/tuned-avx2.tok" &&
