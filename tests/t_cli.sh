@@ -116,6 +116,8 @@ int main(int argc, char **argv)
     FILE *f = fopen(argv[argc - 1], "rb");
     static _Alignas(64) unsigned char bytes[64 << 20];
     size_t size = f ? fread(bytes, 1, sizeof bytes, f) : 0;
+    if (f)
+        fclose(f);
     llmc_rt_plan plan;
     llmc_rt_session s;
     llmc_rt_error err = {0};
@@ -124,13 +126,15 @@ int main(int argc, char **argv)
         return puts(err.msg), 1;
     size_t n = llmc_rt_session_memory(&plan);
     void *mem = malloc(n);
-    if (llmc_rt_session_init_ops(&s, &plan, plan.max_context, &plan_ops, mem, n, &err) ||
-        llmc_prefill(&s, &token, 1, NULL, &err))
-        return puts(err.msg), 1;
-    return 0;
+    int failed = llmc_rt_session_init_ops(&s, &plan, plan.max_context, &plan_ops, mem, n, &err) ||
+                 llmc_prefill(&s, &token, 1, NULL, &err);
+    if (failed)
+        puts(err.msg);
+    free(mem);
+    return failed;
 }
 CEOF
-    cc -std=c11 -Wall -Wextra -Werror -Iruntime -I"$WORK" -o "$WORK/resolver_main" \
+    cc -std=c11 -Wall -Wextra -Werror ${SAN_FLAGS:-} -Iruntime -I"$WORK" -o "$WORK/resolver_main" \
         "$WORK/resolver_main.c" "$BUILD/libllmcrt.a" -lm && "$WORK/resolver_main" "$WORK/a.plan"
 }
 check "inspect --resolver lists every op code; a session with only those runs the plan" inspect_resolver
