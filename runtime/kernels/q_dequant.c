@@ -36,6 +36,9 @@ typedef struct {
     float *y;                      /* [m, n_y] */
     int64_t m, n_y, col0;
     int64_t ft0, ft1;              /* fp32 tiles covering y's columns */
+    /* the table's dequant_block, or the portable loop */
+    void (*dequant_block)(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
+                          int64_t i1, float *out, int64_t stride);
 } dequant_job;
 
 /* Walks the block's [group/lp][hq][lp] tiles in order, so no division per
@@ -75,10 +78,7 @@ static void dequant_block(const dequant_job *J, int64_t ht, int64_t g, int64_t i
                           int r0, int hp, float *out)
 {
     const uint8_t *block = J->w + rt_qweight_block_offset(&J->ws, ht, g);
-    if (J->kt->dequant_block)
-        J->kt->dequant_block(block, &J->ws, i0, i1, out + r0, hp);
-    else
-        rt_dequant_block_generic(block, &J->ws, i0, i1, out + r0, hp);
+    J->dequant_block(block, &J->ws, i0, i1, out + r0, hp);
 }
 
 /* Rows [r0, r0 + hq) of the panel's f_hp (weight row tile ht) over the
@@ -195,7 +195,8 @@ llmc_rt_status k_qlinear_dequant(const rt_kernels *kt, const rt_view *xq, const 
         return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: target '%s' has no fp32 tiles that "
                        "hold its weight tiles of %d rows", RT_N(ws->hp), RT_S(kt->target));
     dequant_job J = {kt, xq->data, *xs, w, *ws, NULL, NULL, NULL, y->data, xs->m,
-                     y->dims[y->rank - 1], col0, 0, 0};
+                     y->dims[y->rank - 1], col0, 0, 0,
+                     kt->dequant_block ? kt->dequant_block : rt_dequant_block_generic};
     J.sx = (const float *)((const uint8_t *)xq->data + rt_qact_scales_offset(xs));
     J.bias = bias ? bias->data : NULL;
     J.res = residual ? residual->data : NULL;
