@@ -70,6 +70,16 @@ int llmc_cli_load_plan(const char *path, bool hugepages, llmc_mapped_file *m, ll
     return LLMC_OK;
 }
 
+int llmc_cli_use_isa(llmc_rt_plan *plan, const char *isa, const char *path, llmc_error *err)
+{
+    llmc_rt_error rt = {0};
+    const rt_kernels *kt = isa ? rt_kernels_for_isa(plan->target, isa, &rt) : plan->kernels;
+    if (!kt)
+        return llmc_fail(err, LLMC_E_USAGE, "'%s': --isa: %s", path, rt.msg);
+    plan->kernels = kt;
+    return LLMC_OK;
+}
+
 const char *llmc_cli_host_target(void)
 {
     /* plan_enums.h lists targets from the most portable to the most capable:

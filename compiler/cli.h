@@ -8,6 +8,7 @@
 
 #include "diag.h"
 #include "file_map.h"
+#include "llmc_rt.h"
 #include "out_file.h"
 
 #define LLMC_VERSION "0.1.0"
@@ -47,5 +48,10 @@ int llmc_cli_map(const char *path, llmc_mapped_file *m, llmc_error *err);
 /* llmc_cli_map, or with `hugepages` the file read into 2 MiB pages
  * (llmc_load_file_huge): run, bench and eval's --hugepages. */
 int llmc_cli_load_plan(const char *path, bool hugepages, llmc_mapped_file *m, llmc_error *err);
+/* With isa (NULL: nothing to do), an opened plan runs the table of its
+ * target whose rt_kernels.isa that is (`--isa`: the AVX2 kernels on a CPU
+ * that would pick the AVX-512 ones, say); a usage error naming the tables
+ * there are otherwise. */
+int llmc_cli_use_isa(llmc_rt_plan *plan, const char *isa, const char *path, llmc_error *err);
 
 #endif

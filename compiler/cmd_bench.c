@@ -17,6 +17,8 @@
 
 #include "bench_profile.h"
 #include "cli.h"
+#include "file_map.h"
+#include "kernels/kernel_table.h"
 #include "llmc_rt.h"
 #include "llmc_threads.h"
 #include "roofline.h"
@@ -28,7 +30,7 @@
 
 static const char bench_help[] =
     "usage: llmc bench PLAN [-p N,N,...] [-n N,N,...] [-t N,N,...] [-r N] [--json] [--roofline]\n"
-    "                  [--profile] [--hugepages]\n"
+    "                  [--profile] [--hugepages] [--isa NAME]\n"
     "       llmc bench --roofline [-t N,N,...] [--json]\n"
     "\n"
     "Measures a plan's throughput like llama-bench.  ppN: one prefill of N tokens\n"
@@ -64,6 +66,8 @@ static const char bench_help[] =
     "                          logits, the interpreter between ops\n"
     "  --hugepages             read the plan into 2 MiB pages instead of mapping it (as\n"
     "                          llmc run --hugepages)\n"
+    "  --isa NAME              run the plan with the kernels NAME of its target (as llmc run\n"
+    "                          --isa), and measure --roofline with their loops\n"
     "\n"
     "A test longer than the plan's max_context is refused: recompile with\n"
     "`llmc compile MODEL -o PLAN --max-context N`.\n";
@@ -78,6 +82,7 @@ typedef struct {
     count_list pp, tg, threads;
     uint32_t reps;
     bool json, roofline, profile, hugepages;
+    const char *isa;         /* --isa, or NULL */
 } bench_args;
 
 typedef struct {
@@ -182,6 +187,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
             a->profile = true;
         } else if (!strcmp(arg, "--hugepages")) {
             a->hugepages = true;
+        } else if (!strcmp(arg, "--isa") && i + 1 < argc) {
+            a->isa = argv[++i];
         } else if (arg[0] == '-') {
             return llmc_cli_usage("bench", "unknown option or missing value: '%s'", arg);
         } else if (!a->plan) {
@@ -252,7 +259,7 @@ static int bench_prepare(bench_state *b, llmc_error *err)
     if (rc)
         return rc;
     b->mem_size = llmc_rt_session_memory_for(plan, b->context);
-    b->mem = b->mem_size == SIZE_MAX ? NULL : malloc(b->mem_size);
+    b->mem = llmc_alloc_huge(b->mem_size);
     b->tokens = malloc(sizeof(int64_t) * b->context);
     b->logits = malloc(sizeof(float) * plan->vocab_size);
     if (!b->mem || !b->tokens || !b->logits || (b->a->profile && bench_profile_init(&b->profile, plan)))
@@ -558,7 +565,7 @@ static int roofline(bench_state *b, llmc_error *err)
     const bench_args *a = b->a;
     llmc_roofline_peaks pk[MAX_LIST];
     for (uint32_t i = 0; i < a->threads.n; i++)
-        if (llmc_roofline_measure(a->threads.v[i], &pk[i]))
+        if (llmc_roofline_measure(a->threads.v[i], b->plan ? b->plan->kernels->isa : a->isa, &pk[i]))
             return llmc_fail(err, LLMC_E_NOMEM, "roofline: cannot allocate the read buffer or start %u threads",
                              a->threads.v[i]);
     print_peaks(a, pk, a->threads.n);
@@ -580,6 +587,8 @@ static int bench_plan(bench_state *b, llmc_error *err)
     int rc = llmc_cli_load_plan(b->a->plan, b->a->hugepages, &file, err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", b->a->plan, rt.msg);
+    if (!rc)
+        rc = llmc_cli_use_isa(&plan, b->a->isa, b->a->plan, err);
     if (!rc) {
         b->plan = &plan;
         b->plan_bytes = file.size;
@@ -613,7 +622,7 @@ int llmc_cmd_bench(int argc, char **argv)
         free(b->results[i].op_ns);
     }
     bench_profile_free(&b->profile);
-    free(b->mem);
+    llmc_free_huge(b->mem, b->mem_size);
     free(b->tokens);
     free(b->logits);
     free(b);

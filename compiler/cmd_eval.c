@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "file_map.h"
 #include "io_roles.h"
 #include "llmc_rt.h"
 #include "llmc_threads.h"
@@ -303,7 +304,7 @@ static int evaluate(const llmc_rt_plan *plan, const eval_args *a, const id_list 
     if (rc)
         return rc;
     size_t mem_size = llmc_rt_session_memory_for(plan, a->context);
-    void *mem = malloc(mem_size);
+    void *mem = llmc_alloc_huge(mem_size);
     llmc_threads *pool = a->threads > 1 ? llmc_threads_create(a->threads) : NULL;
     llmc_rt_session s;
     llmc_rt_error rt = {0};
@@ -326,7 +327,7 @@ static int evaluate(const llmc_rt_plan *plan, const eval_args *a, const id_list 
                (double)t.fed / (t.seconds > 1e-9 ? t.seconds : 1e-9),
                (unsigned long long)t.fed, t.seconds);
     llmc_threads_destroy(pool);
-    free(mem);
+    llmc_free_huge(mem, mem_size);
     return rc;
 }
 

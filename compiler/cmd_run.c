@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "file_map.h"
 #include "llmc_rt.h"
 #include "llmc_threads.h"
 
@@ -19,7 +20,7 @@
 static const char run_help[] =
     "usage: llmc run PLAN --prompt-ids ID,ID,... | --prompt TEXT --max-new N [--logits-out FILE]\n"
     "                [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID,...] [--stats]\n"
-    "                [--threads N] [--hugepages]\n"
+    "                [--threads N] [--hugepages] [--isa NAME]\n"
     "\n"
     "Feeds the prompt, then generates N tokens and prints the generated ids\n"
     "space-separated on one line (with --prompt: streams their text as it is\n"
@@ -52,7 +53,10 @@ static const char run_help[] =
     "                      shapes, so ids and logits are bitwise identical for every N\n"
     "  --hugepages         read the plan into 2 MiB pages instead of mapping it (the\n"
     "                      same bytes; fewer TLB misses over a big plan, much faster on\n"
-    "                      VMs with shadow paging; the page cache copy is not kept mapped)\n";
+    "                      VMs with shadow paging; the page cache copy is not kept mapped)\n"
+    "  --isa NAME          run with the kernels NAME of the plan's target instead of the\n"
+    "                      fastest this CPU has (\"avx2\" on an AVX-512 VNNI CPU, whose\n"
+    "                      default is \"avx2+avx512vnni\"): the same ids and logits\n";
 
 typedef struct {
     const char *plan, *logits_out;
@@ -64,6 +68,7 @@ typedef struct {
     bool sampling;            /* any of --temp --top-k --top-p --seed */
     bool stats;               /* --stats */
     bool hugepages;           /* --hugepages */
+    const char *isa;          /* --isa, or NULL */
     bool has_temp;
     float temp, top_p;
     uint32_t top_k;
@@ -169,6 +174,8 @@ static int parse_args(int argc, char **argv, run_args *a)
             a->stats = true;
         } else if (!strcmp(arg, "--hugepages")) {
             a->hugepages = true;
+        } else if (!strcmp(arg, "--isa") && has_value) {
+            a->isa = argv[++i];
         } else if (!strcmp(arg, "--logits-out") && has_value) {
             a->logits_out = argv[++i];
         } else if (arg[0] == '-') {
@@ -268,7 +275,7 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
                              (long long)a->prompt[i], i, plan->vocab_size, a->plan);
     size_t mem_size = llmc_rt_session_memory(plan);
     size_t scratch_size = LLMC_SAMPLER_SCRATCH_BYTES(plan->vocab_size);
-    void *mem = malloc(mem_size), *scratch = malloc(scratch_size);
+    void *mem = llmc_alloc_huge(mem_size), *scratch = malloc(scratch_size);
     llmc_threads *pool = a->threads > 1 ? llmc_threads_create(a->threads) : NULL;
     float *logits = malloc(sizeof(float) * plan->vocab_size);
     int rc = LLMC_OK;
@@ -305,7 +312,7 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
     }
     print_end(tp);
     llmc_threads_destroy(pool);
-    free(mem);
+    llmc_free_huge(mem, mem_size);
     free(scratch);
     free(logits);
     return rc;
@@ -362,6 +369,8 @@ int llmc_cmd_run(int argc, char **argv)
         rc = llmc_cli_load_plan(a.plan, a.hugepages, &file, &err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
+    if (!rc)
+        rc = llmc_cli_use_isa(&plan, a.isa, a.plan, &err);
     if (!rc && a.logits_out && !llmc_out_create(a.logits_out, &logits, &err))
         rc = err.code;
     llmc_rt_tokenizer tok;

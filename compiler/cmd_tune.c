@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "file_map.h"
 #include "llmc_threads.h"
 #include "out_file.h"
 #include "plan_format.h"
@@ -182,7 +183,7 @@ static int measure(llmc_rt_plan *plan, const tune_args *a, tune_result *out, llm
     uint32_t prefill_rows = a->prefill_rows < plan->max_context ? a->prefill_rows : plan->max_context;
     uint32_t rows = prefill_rows > a->max_rows ? prefill_rows : a->max_rows;
     size_t size = llmc_rt_session_memory_for(plan, rows);
-    void *mem = size != SIZE_MAX ? malloc(size) : NULL;
+    void *mem = llmc_alloc_huge(size);
     int64_t *tokens = malloc(sizeof *tokens * rows);
     llmc_threads *pool = a->threads > 1 ? llmc_threads_create(a->threads) : NULL;
     int rc = LLMC_OK;
@@ -203,7 +204,7 @@ static int measure(llmc_rt_plan *plan, const tune_args *a, tune_result *out, llm
     }
     llmc_threads_destroy(pool);
     free(tokens);
-    free(mem);
+    llmc_free_huge(mem, size);
     return rc;
 }
 

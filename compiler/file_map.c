@@ -1,4 +1,5 @@
-/* Read-only whole-file mappings: models, external data, plans. */
+/* Read-only whole-file mappings (models, external data, plans) and working
+ * memory in 2 MiB pages. */
 #include "file_map.h"
 
 #include <errno.h>
@@ -64,6 +65,36 @@ static int read_all(int fd, uint8_t *dst, size_t size)
     return 0;
 }
 
+static size_t whole_huge_pages(size_t bytes)
+{
+    return (bytes ? (bytes + HUGE_PAGE - 1) / HUGE_PAGE : 1) * HUGE_PAGE;
+}
+
+void *llmc_alloc_huge(size_t bytes)
+{
+    size_t whole = whole_huge_pages(bytes), span = whole + HUGE_PAGE;
+    if (whole < bytes || span < whole)
+        return NULL;
+    uint8_t *region = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (region == MAP_FAILED)
+        return NULL;
+    /* a huge page of slack, trimmed on both sides, to start at a 2 MiB boundary */
+    uint8_t *start = (uint8_t *)(((uintptr_t)region + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    size_t head = (size_t)(start - region), tail = span - head - whole;
+    if (head)
+        munmap(region, head);
+    if (tail)
+        munmap(start + whole, tail);
+    madvise(start, whole, MADV_HUGEPAGE); /* advice: EINVAL without THP is harmless */
+    return start;
+}
+
+void llmc_free_huge(void *p, size_t bytes)
+{
+    if (p)
+        munmap(p, whole_huge_pages(bytes));
+}
+
 int llmc_load_file_huge(const char *path, llmc_mapped_file *f)
 {
     *f = (llmc_mapped_file){0};
@@ -72,25 +103,21 @@ int llmc_load_file_huge(const char *path, llmc_mapped_file *f)
     int rc = open_regular(path, &fd, &size);
     if (rc || fd < 0)
         return rc;
-    /* one huge page of slack to start at a 2 MiB boundary */
-    size_t bytes = ((size_t)size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE + HUGE_PAGE;
-    void *region = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (region == MAP_FAILED) {
-        rc = errno;
+    uint8_t *start = llmc_alloc_huge((size_t)size);
+    if (!start) {
         close(fd);
-        return rc;
+        return ENOMEM;
     }
-    uint8_t *start = (uint8_t *)(((uintptr_t)region + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-    madvise(start, (size_t)size, MADV_HUGEPAGE); /* advice: EINVAL without THP is harmless */
+    size_t bytes = whole_huge_pages((size_t)size);
     rc = read_all(fd, start, (size_t)size);
-    if (!rc && mprotect(region, bytes, PROT_READ) != 0)
+    if (!rc && mprotect(start, bytes, PROT_READ) != 0)
         rc = errno;
     close(fd);
     if (rc) {
-        munmap(region, bytes);
+        llmc_free_huge(start, (size_t)size);
         return rc;
     }
-    *f = (llmc_mapped_file){start, (uint64_t)size, region, (uint64_t)bytes};
+    *f = (llmc_mapped_file){start, (uint64_t)size, start, (uint64_t)bytes};
     return 0;
 }
 

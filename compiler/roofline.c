@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "file_map.h"
+#include "kernels/kernel_table.h"
 #include "llmc_threads.h"
 
 /* ---- portable loops (scalar C the compiler may vectorize) ---- */
@@ -71,9 +73,16 @@ static const llmc_roofline_loops roofline_portable = {
     .int8_ops_per_iter = PORTABLE_INT8_LANES * 2,
 };
 
-static const llmc_roofline_loops *pick_loops(void)
+/* The loops of the kernels named by isa (rt_kernels.isa; NULL: those this
+ * CPU runs "avx2" plans with). */
+static const llmc_roofline_loops *pick_loops(const char *isa)
 {
 #if defined(__x86_64__)
+    const rt_kernels *kt = isa ? NULL : rt_kernels_for_target("avx2", NULL);
+    if (kt)
+        isa = kt->isa;
+    if (isa && !strcmp(isa, llmc_roofline_avx2_avx512.isa))
+        return &llmc_roofline_avx2_avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return &llmc_roofline_avx2;
 #endif
@@ -161,7 +170,8 @@ static int measure_read(llmc_threads *pool, uint32_t n_tasks, roofline_job *j, l
     size_t words = read_buffer_bytes() / sizeof(uint64_t);
     j->words_per_task = words / n_tasks / 64 * 64;
     size_t bytes = j->words_per_task * n_tasks * sizeof(uint64_t);
-    uint64_t *buf = aligned_alloc(64, bytes);
+    /* 2 MiB pages, as the arena and a --hugepages plan get */
+    uint64_t *buf = llmc_alloc_huge(bytes);
     if (!buf)
         return ENOMEM;
     memset(buf, 0x5a, bytes); /* non-zero: every page is really backed */
@@ -170,7 +180,7 @@ static int measure_read(llmc_threads *pool, uint32_t n_tasks, roofline_job *j, l
     timed_parallel(pool, n_tasks, read_task, j);
     for (int k = 0; k < READ_PASSES; k++)
         gbs[k] = (double)bytes / timed_parallel(pool, n_tasks, read_task, j) / 1e9;
-    free(buf);
+    llmc_free_huge(buf, bytes);
     out->read_bytes = bytes;
     out->read_gb_s = llmc_median(gbs, READ_PASSES);
     return 0;
@@ -194,7 +204,7 @@ static double measure_compute(llmc_threads *pool, uint32_t n_tasks, llmc_rt_task
     return llmc_median(rates, COMPUTE_RUNS);
 }
 
-int llmc_roofline_measure(uint32_t threads, llmc_roofline_peaks *out)
+int llmc_roofline_measure(uint32_t threads, const char *isa, llmc_roofline_peaks *out)
 {
     memset(out, 0, sizeof *out);
     uint32_t n_tasks = threads * TASKS_PER_THREAD;
@@ -204,7 +214,7 @@ int llmc_roofline_measure(uint32_t threads, llmc_roofline_peaks *out)
     llmc_threads *pool = llmc_threads_create(threads);
     int rc = j && pool ? 0 : ENOMEM;
     if (!rc) {
-        j->loops = pick_loops();
+        j->loops = pick_loops(isa);
         out->isa = j->loops->isa;
         out->threads = threads;
         rc = measure_read(pool, n_tasks, j, out);

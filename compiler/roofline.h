@@ -5,10 +5,13 @@
  *                   GB/s = bytes / seconds, median of several passes
  *   fp32            independent FMA chains (MegPeak-like), GFLOPS, 2 per FMA
  *   int8            u8 x s8 -> s16 pairs -> s32 chains (vpmaddubsw + vpmaddwd +
- *                   vpaddd on AVX2), GOPS, 2 per multiply-add
- * all on `threads` threads at once.  The AVX2 loops (roofline_x86.c, built
- * with -mavx2 -mfma only on x86-64 hosts) are picked at run time when the
- * CPU has AVX2 and FMA; the portable loops in roofline.c otherwise.
+ *                   vpaddd on AVX2; vpdpbusd on ZMM where the kernels use
+ *                   AVX-512 VNNI), GOPS, 2 per multiply-add
+ * all on `threads` threads at once.  The loops are those of the kernels
+ * "avx2" plans run on this CPU (roofline_x86.c, built with -mavx2 -mfma
+ * only on x86-64 hosts): AVX2, with the AVX-512 VNNI int8 loop when the
+ * runtime picks its AVX-512 table; the portable loops in roofline.c on a
+ * CPU without AVX2 and FMA.
  *
  * Cost per token (paper 000 §V), from the plan's ops (plan_cost.c):
  *   bytes read per decoded token = weight_bytes + kv_bytes_per_pos * context
@@ -25,7 +28,7 @@
 #include "llmc_rt.h"
 
 typedef struct {
-    const char *isa;        /* "avx2" or "portable": the loops that ran */
+    const char *isa;        /* "avx2", "avx2+avx512vnni" or "portable": the loops that ran */
     uint32_t threads;
     double read_gb_s;       /* 1e9 bytes per second */
     double fp32_gflops;     /* 1e9 float operations per second */
@@ -33,9 +36,11 @@ typedef struct {
     uint64_t read_bytes;    /* size of the buffer read */
 } llmc_roofline_peaks;
 
-/* Measures the three peaks on `threads` threads (about a second or two).
- * 0, or an errno-style code (ENOMEM: no buffer or no threads). */
-int llmc_roofline_measure(uint32_t threads, llmc_roofline_peaks *out);
+/* Measures the three peaks on `threads` threads (about a second or two)
+ * with the loops of the kernels named by isa (rt_kernels.isa: a plan's
+ * table; NULL: the table "avx2" plans run on this CPU).  0, or an
+ * errno-style code (ENOMEM: no buffer or no threads). */
+int llmc_roofline_measure(uint32_t threads, const char *isa, llmc_roofline_peaks *out);
 
 /* CLOCK_MONOTONIC in seconds (the timer of every bench measurement). */
 double llmc_seconds_now(void);
@@ -56,7 +61,10 @@ typedef struct {
 } llmc_roofline_loops;
 
 #if defined(__x86_64__)
-extern const llmc_roofline_loops llmc_roofline_avx2; /* roofline_x86.c */
+/* roofline_x86.c: the AVX2 loops, and the same with the int8 loop of the
+ * AVX-512 VNNI kernels (vpdpbusd on ZMM) */
+extern const llmc_roofline_loops llmc_roofline_avx2;
+extern const llmc_roofline_loops llmc_roofline_avx2_avx512;
 #endif
 
 /* A plan's work per token, from its ops (Linear, MatMul with a weight

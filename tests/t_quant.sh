@@ -148,6 +148,38 @@ case " $TARGETS " in
     check "llmc tune --prefill-kernel f32-dequant: ids and logits (1e-4) of int8 on 2 prompts" pinned_kernel ;;
 esac
 
+# The AVX-512 VNNI kernels (the table "avx2" plans run on a CPU with
+# AVX-512 VNNI) give the AVX2 kernels' bits: ids and logits byte for byte,
+# GEMV and GEMM paths, 2 threads, every family's w8a8 and w4a8 plan.
+same_isa_output() {   # same_isa_output FAMILY MODE
+    local plan=$WORK/$1-$2-avx2.plan isa out=()
+    for isa in avx2 avx2+avx512vnni; do
+        "$LLMC" run "$plan" --prompt-ids 3,14,15,92,65,35,89 --max-new 16 --threads 2 --isa "$isa" \
+            --logits-out "$WORK/isa-$1-$2-$isa.bin" >"$WORK/isa-$1-$2-$isa.tok" || return 1
+        out+=("$WORK/isa-$1-$2-$isa")
+    done
+    cmp "${out[0]}.tok" "${out[1]}.tok" && cmp "${out[0]}.bin" "${out[1]}.bin"
+}
+if [ "$TARGETS" != generic ] &&
+    "$LLMC" run "$WORK/llama-w4a8-avx2.plan" --prompt-ids 1 --max-new 1 --isa avx2+avx512vnni >/dev/null 2>&1; then
+    for family in llama qwen2 gpt2 phi; do
+        for mode in w8a8 w4a8; do
+            check "$family $mode: --isa avx2+avx512vnni ids and logits byte-identical to --isa avx2" \
+                same_isa_output "$family" "$mode"
+        done
+    done
+else
+    echo "# skip: this CPU has no AVX-512 VNNI kernels for avx2 plans"
+fi
+unknown_isa() {
+    local out
+    out=$("$LLMC" run "$WORK/llama-w4a8-$1.plan" --prompt-ids 1 --max-new 1 --isa sse9 2>&1)
+    [ $? -eq 2 ] && grep -q "target \"$1\" has no kernels \"sse9\" on this CPU; it runs $1" <<<"$out"
+}
+for t in $TARGETS; do
+    check "llmc run --isa sse9 on a $t plan: usage error naming the kernels there are" unknown_isa "$t"
+done
+
 # Targets this machine cannot run: structure verified, execution refused.
 model=$(zoo_model llama 17)
 for t in neon-dot neon-i8mm; do

@@ -82,6 +82,9 @@ typedef struct rt_kernels {
      * the floats are the portable loop's bit for bit. */
     void (*dequant_block)(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
                           int64_t i1, float *out, int64_t stride);
+    /* The instruction set of the kernels, for reports: the target's name,
+     * or more where a faster table runs the target's plans. */
+    const char *isa;
 } rt_kernels;
 
 /* q_dequant.c: rt_kernels.dequant_block's portable loop. */
@@ -95,6 +98,10 @@ extern const rt_kernels rt_kernels_generic;
  * the target is unknown, not built into this runtime, or needs CPU features
  * this CPU lacks (the message names which). */
 const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err);
+/* The table of `target` whose isa is `isa` (the target's own table, or the
+ * faster one rt_kernels_for_target picks on this CPU), for runs that
+ * compare them; NULL with LLMC_RT_E_TARGET naming the ones there are. */
+const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_rt_error *err);
 
 /* The portable SwiGLU loop (ref_elementwise.c): silu(gate) * up with
  * libm's expf, the same bits as the Binary op's scalar path. */

@@ -8,4 +8,5 @@ const rt_kernels rt_kernels_generic = {
     NULL, NULL, NULL, NULL, NULL, /* attention: ref_attention.c's portable loops */
     NULL, /* swiglu: rt_swiglu_generic */
     NULL, /* dequant_block: rt_dequant_block_generic */
+    "generic",
 };

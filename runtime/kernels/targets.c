@@ -44,6 +44,10 @@ typedef struct {
     bool (*cpu_ok)(void);         /* does this CPU run the table? */
     const char *needs;            /* what cpu_ok checks, for messages */
     void (*missing)(char *buf, size_t cap); /* what this CPU lacks (NULL: say `needs`) */
+    /* a table for the same plans with bitwise the same outputs, faster on
+     * a CPU that passes faster_ok (NULL: none) */
+    const rt_kernels *faster;
+    bool (*faster_ok)(void);
 } target_kernels;
 
 static bool any_cpu(void)
@@ -56,7 +60,8 @@ static const target_kernels kernels_of[TARGET_COUNT] = {
     [TARGET_GENERIC] = {&rt_kernels_generic, any_cpu, "", NULL},
 #if defined(__x86_64__)
     [TARGET_AVX2] = {&rt_kernels_avx2, rt_cpu_x86_avx2_ok, "AVX2, FMA and F16C",
-                     rt_cpu_x86_avx2_missing},
+                     rt_cpu_x86_avx2_missing, &rt_kernels_avx2_avx512,
+                     rt_cpu_x86_avx512_vnni_ok},
 #else
     [TARGET_AVX2] = {NULL, NULL, "an x86-64 build", NULL},
 #endif
@@ -100,5 +105,21 @@ const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err)
                 NULL, RT_S(target, missing_text(t, buf, sizeof buf)));
         return NULL;
     }
-    return t->table;
+    return t->faster && t->faster_ok() ? t->faster : t->table;
+}
+
+const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_rt_error *err)
+{
+    const rt_kernels *best = rt_kernels_for_target(target, err);
+    if (!best || !isa)
+        return best;
+    const target_kernels *t = &kernels_of[rt_target_index(target)];
+    if (same_name(isa, t->table->isa))
+        return t->table;
+    if (t->faster && t->faster_ok() && same_name(isa, t->faster->isa))
+        return t->faster;
+    rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\" has no kernels \"%s\" on this CPU; it runs "
+            "%s%s%s", NULL, RT_S(target, isa, t->table->isa, best != t->table ? " and " : "",
+                                 best != t->table ? best->isa : ""));
+    return NULL;
 }

@@ -11,14 +11,21 @@
  *       split into tasks like the GEMV);
  *   (c) prefill: QLinear at m = 512 over one layer's Linears, GOPS
  *       (2 m n k per second), against the int8 peak of `llmc bench
- *       --roofline` on as many threads.
- * Median of 5 runs, on 1 and 2 threads (llmc_threads). */
+ *       --roofline` on as many threads;
+ *   (d) the GEMV's compute ceiling: layer 0's o projection [896, 896]
+ *       (w4 460 KB, w8 860 KB: in L2) at m = 1 again and again, GB/s of
+ *       weights; decode reaches the read bandwidth only if this is well
+ *       above it.
+ * Weights and the read buffer in 2 MiB pages (llmc_alloc_huge), as a
+ * plan under `llmc bench --hugepages`.  Median of 5 runs, on 1 and 2
+ * threads (llmc_threads). */
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "file_map.h"
 #include "kernels/kernel_table.h"
 #include "llmc_threads.h"
 #include "roofline.h"
@@ -73,7 +80,7 @@ static uint8_t *random_weights(const rt_qweight_shape *s)
 {
     uint64_t bytes = rt_qweight_bytes(s), block = rt_qweight_block_bytes(s);
     uint64_t data = (uint64_t)s->hp * (uint64_t)s->group * (uint64_t)s->bits / 8u;
-    uint8_t *w = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    uint8_t *w = llmc_alloc_huge(bytes);
     if (!w)
         return NULL;
     for (uint64_t i = 0; i < bytes; i++)
@@ -106,7 +113,7 @@ static void model_free(model *M)
 {
     for (int l = 0; l < LAYERS; l++)
         for (int i = 0; i < 4; i++)
-            free(M->w[l][i]);
+            llmc_free_huge(M->w[l][i], rt_qweight_bytes(&M->ws[i]));
 }
 
 /* Activations of m rows for every shape: x floats, tiles, output. */
@@ -185,6 +192,17 @@ static double prefill_layer(const rt_kernels *kt, const model *M, acts *A, const
     return now() - t0;
 }
 
+/* Seconds per GEMV of layer 0's o projection, its weights in cache. */
+static double gemv_in_cache(const rt_kernels *kt, const model *M, acts *A, const rt_parallel *par)
+{
+    enum { CALLS = 400 };
+    linear(kt, M, A, 0, 1, true, 1, par);
+    double t0 = now();
+    for (int c = 0; c < CALLS; c++)
+        linear(kt, M, A, 0, 1, false, 1, par);
+    return (now() - t0) / CALLS;
+}
+
 /* ---- STREAM-like read ------------------------------------------------------ */
 
 #define READ_TASK_BYTES 65536
@@ -237,12 +255,13 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
     for (uint32_t threads = 1; threads <= 2; threads++) {
         llmc_threads *pool = llmc_threads_create(threads);
         rt_parallel par = {llmc_threads_parallel, pool};
-        double dec[RUNS], rd[RUNS], pre[RUNS], ratio[RUNS];
+        double dec[RUNS], rd[RUNS], pre[RUNS], ratio[RUNS], l2[RUNS];
         decode_token(kt, &M, &A1, &par); /* warm up: page faults, pool */
         for (int r = 0; r < RUNS; r++) {
             dec[r] = decode_token(kt, &M, &A1, &par);
             rd[r] = read_all(big, M.bytes < big_bytes ? M.bytes : big_bytes, &par);
             pre[r] = prefill_layer(kt, &M, &A512, &par);
+            l2[r] = gemv_in_cache(kt, &M, &A1, &par);
             ratio[r] = rd[r] / dec[r];
         }
         double t_dec = median(dec), t_rd = median(rd), t_pre = median(pre);
@@ -250,10 +269,11 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
         /* the ratio is taken run by run (a read right after each token),
          * which the load of a shared machine disturbs less */
         printf("w%da8 g32 %s %u thread%s: decode %.1f tok/s, GEMV %.2f GB/s of %.0f MB, read "
-               "%.2f GB/s, GEMV/read %.0f%%; prefill m=512 GEMM %.1f GOPS (%.0f%% of int8 "
-               "peak %.0f)\n",
+               "%.2f GB/s, GEMV/read %.0f%%, GEMV in L2 %.1f GB/s; prefill m=512 GEMM %.1f "
+               "GOPS (%.0f%% of int8 peak %.0f)\n",
                bits, kt->target, threads, threads > 1 ? "s" : " ", 1.0 / t_dec, gemv_gbs,
-               (double)M.bytes / 1e6, read_gbs, 100.0 * median(ratio), ops / t_pre / 1e9,
+               (double)M.bytes / 1e6, read_gbs, 100.0 * median(ratio),
+               (double)rt_qweight_bytes(&M.ws[1]) / median(l2) / 1e9, ops / t_pre / 1e9,
                100.0 * ops / t_pre / 1e9 / int8_gops[threads - 1], int8_gops[threads - 1]);
         fflush(stdout);
         llmc_threads_destroy(pool);
@@ -272,7 +292,7 @@ int main(void)
         return 1;
     }
     uint64_t big_bytes = 400ull << 20;
-    uint8_t *big = aligned_alloc(64, big_bytes);
+    uint8_t *big = llmc_alloc_huge(big_bytes);
     if (!big)
         return 1;
     for (uint64_t i = 0; i < big_bytes; i++)
@@ -280,7 +300,7 @@ int main(void)
     double int8_gops[2];
     for (uint32_t threads = 1; threads <= 2; threads++) {
         llmc_roofline_peaks peaks;
-        if (llmc_roofline_measure(threads, &peaks) != 0) {
+        if (llmc_roofline_measure(threads, kt->isa, &peaks) != 0) {
             fprintf(stderr, "bench_qlinear: the roofline measurement failed\n");
             return 1;
         }
@@ -288,6 +308,6 @@ int main(void)
     }
     bench_bits(kt, 4, big, big_bytes, int8_gops);
     bench_bits(kt, 8, big, big_bytes, int8_gops);
-    free(big);
+    llmc_free_huge(big, big_bytes);
     return 0;
 }

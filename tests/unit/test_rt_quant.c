@@ -293,7 +293,7 @@ static void test_quantize_rows(const rt_kernels *kt)
                 free(got);
             }
     CHECK(ok, "%s QuantizeRows: %d shapes (m 1..17, k 37..257, 4 groups) byte for byte the "
-          "scalar reference, padding zero", kt->target, cases);
+          "scalar reference, padding zero", kt->isa, cases);
 
     /* a row too small for 127 / amax to exist quantizes to zeros */
     rt_qact_shape s;
@@ -306,7 +306,7 @@ static void test_quantize_rows(const rt_kernels *kt)
     for (int c = 0; q && c < 40; c++)
         zeros &= act_q(q, &s, 0, c) == 0;
     CHECK(zeros, "%s: a row with amax 2e-38 (127 / amax overflows) quantizes to zeros",
-          kt->target);
+          kt->isa);
     free(q);
 }
 
@@ -435,7 +435,7 @@ static qcase case_at(int i)
 
 static void print_case(const rt_kernels *kt, int i, const qcase *c)
 {
-    printf("# %s case %d: bits %d m %d n %d k %d group %d col0 %d\n", kt->target, i, c->bits,
+    printf("# %s case %d: bits %d m %d n %d k %d group %d col0 %d\n", kt->isa, i, c->bits,
            (int)c->m, (int)c->n, (int)c->k, (int)c->group, (int)c->col0);
 }
 
@@ -458,7 +458,7 @@ static void test_qlinear_reference(const rt_kernels *kt)
         fixture_free(&f);
     }
     CHECK(ok, "%s QLinear: %d odd shapes (bits 4/8, groups 32/64/128/per channel, m 1..17, "
-          "col0 3/11, bias, residual) within 1e-5 of fp64, GEMV and GEMM paths", kt->target,
+          "col0 3/11, bias, residual) within 1e-5 of fp64, GEMV and GEMM paths", kt->isa,
           n_cases());
 }
 
@@ -489,8 +489,8 @@ static void test_table_vs_generic(const rt_kernels *kt)
         free(ygd);
         fixture_free(&f);
     }
-    CHECK(bytes_ok, "%s QuantizeRows: the portable bytes on %d shapes", kt->target, n_cases());
-    CHECK(close_ok, "%s QLinear: within 1e-5 of the portable table on %d shapes", kt->target,
+    CHECK(bytes_ok, "%s QuantizeRows: the portable bytes on %d shapes", kt->isa, n_cases());
+    CHECK(close_ok, "%s QLinear: within 1e-5 of the portable table on %d shapes", kt->isa,
           n_cases());
 }
 
@@ -558,7 +558,7 @@ static void test_qtile_exact(const rt_kernels *kt)
                 ok &= qtile_exact(kt, bits, 7, k, group, extreme);
             }
     CHECK(ok, "%s qtile: integer products (scale 1, min 0/1) equal the portable ones exactly, "
-          "rows 1..4, groups 16..per channel, extreme |q| included", kt->target);
+          "rows 1..4, groups 16..per channel, extreme |q| included", kt->isa);
 }
 
 /* ---- threads ------------------------------------------------------------------ */
@@ -597,7 +597,7 @@ static void test_threads(const rt_kernels *kt)
         llmc_threads_destroy(pool);
     }
     CHECK(ok, "%s: QLinear (both paths) and QuantizeRows bitwise the serial result on a fake "
-          "and a real 2- and 3-thread parallel-for", kt->target);
+          "and a real 2- and 3-thread parallel-for", kt->isa);
     free(serial);
     free(y);
     fixture_free(&f);
@@ -645,7 +645,7 @@ static void test_dequant_vs_int8(const rt_kernels *kt)
         fixture_free(&f);
     }
     CHECK(ok, "%s QLinear on fp32 tiles (f_hp %d, f_ep %d): %d shapes (bits 4/8, m 1..53) "
-          "within 1e-5 of the portable int8 path and of fp64", kt->target, kt->f_hp, kt->f_ep,
+          "within 1e-5 of the portable int8 path and of fp64", kt->isa, kt->f_hp, kt->f_ep,
           n_cases() + 1);
 }
 
@@ -666,7 +666,7 @@ static void test_dequant_threads(const rt_kernels *kt)
         llmc_threads_destroy(pool);
     }
     CHECK(ok, "%s QLinear on fp32 tiles: bitwise the serial result on fake and real 1-, 2- and "
-          "3-thread parallel-fors", kt->target);
+          "3-thread parallel-fors", kt->isa);
     free(serial);
     free(y);
     fixture_free(&f);
@@ -713,7 +713,7 @@ static void test_dequant_block(const rt_kernels *kt)
         for (int g = 0; g < 4; g++)
             ok &= dequant_block_matches(kt, bits, groups[g]);
     CHECK(ok, "%s dequant_block: the portable loop's floats bit for bit (bits 4/8, groups "
-          "16..128, every step range)", kt->target);
+          "16..128, every step range)", kt->isa);
 }
 
 /* The fp32 prefill path on every table with fp32 tiles, and on the
@@ -852,6 +852,63 @@ static void test_generic_tile_sizes(void)
     }
 }
 
+static void test_table(const rt_kernels *kt)
+{
+    test_quantize_rows(kt);
+    test_qlinear_reference(kt);
+    test_threads(kt);
+    if (kt != &rt_kernels_generic) {
+        test_table_vs_generic(kt);
+        test_qtile_exact(kt);
+    }
+}
+
+/* Two tables for the same target: their qtile outputs byte for byte on
+ * every case_at shape, row tile by row tile (both GEMV and GEMM rows). */
+static void test_tables_bitwise(const rt_kernels *a, const rt_kernels *b)
+{
+    bool ok = true;
+    for (int i = 0; ok && i < n_cases(); i++) {
+        qcase c = case_at(i);
+        qfixture f;
+        ok &= fixture_init(&f, &c, a);
+        rt_qtile_args args = {f.xq, f.xs, f.w, f.ws};
+        for (int64_t et = 0; ok && et < f.xs.mp / f.xs.ep; et++)
+            for (int64_t ht = 0; ht < f.ws.np / f.ws.hp; ht++) {
+                int rows = c.m - et * f.xs.ep < f.xs.ep ? (int)(c.m - et * f.xs.ep) : f.xs.ep;
+                float ya[RT_QTILE_MAX_OUT], yb[RT_QTILE_MAX_OUT];
+                a->qtile(&args, et, rows, ht, ya);
+                b->qtile(&args, et, rows, ht, yb);
+                ok &= !memcmp(ya, yb, (size_t)(rows * f.ws.hp) * sizeof *ya);
+            }
+        fixture_free(&f);
+    }
+    ok &= a->quantize_rows == b->quantize_rows && a->q_hp == b->q_hp && a->q_lp == b->q_lp &&
+          a->q_ep == b->q_ep;
+    CHECK(ok, "%s and %s: the same tiles and QuantizeRows, qtile bitwise equal on %d shapes",
+          a->isa, b->isa, n_cases());
+}
+
+/* On an AVX-512 VNNI CPU "avx2" plans run rt_kernels_avx2_avx512; the AVX2
+ * table they would run elsewhere is checked here as well, and the two
+ * against each other. */
+static void test_avx512_table(void)
+{
+#if defined(__x86_64__)
+    const rt_kernels *want = !rt_cpu_x86_avx2_ok()        ? NULL
+                             : rt_cpu_x86_avx512_vnni_ok() ? &rt_kernels_avx2_avx512
+                                                           : &rt_kernels_avx2;
+    CHECK(rt_kernels_for_target("avx2", NULL) == want,
+          "target avx2 runs the AVX-512 VNNI table exactly when the CPU has it");
+    if (!rt_cpu_x86_avx512_vnni_ok()) {
+        printf("# avx2+avx512vnni: this CPU lacks AVX-512 VNNI; its kernels are not run\n");
+        return;
+    }
+    test_table(&rt_kernels_avx2);
+    test_tables_bitwise(&rt_kernels_avx2_avx512, &rt_kernels_avx2);
+#endif
+}
+
 int main(void)
 {
     srand(14);
@@ -868,13 +925,8 @@ int main(void)
             printf("# %s: %s\n", names[i], err.msg);
             continue;
         }
-        test_quantize_rows(kt);
-        test_qlinear_reference(kt);
-        test_threads(kt);
-        if (kt != &rt_kernels_generic) {
-            test_table_vs_generic(kt);
-            test_qtile_exact(kt);
-        }
+        test_table(kt);
     }
+    test_avx512_table();
     return TAP_DONE();
 }

@@ -43,6 +43,17 @@ bool rt_cpu_x86_avx2_ok(void)
     return missing_mask() == 0;
 }
 
+/* CPUID leaf 7: EBX bits 16 (AVX512F), 30 (AVX512BW), 31 (AVX512VL), ECX
+ * bit 11 (AVX512_VNNI); XCR0 bits 5-7: the OS saves the opmask and all 32
+ * ZMM registers. */
+bool rt_cpu_x86_avx512_vnni_ok(void)
+{
+    unsigned a, b, c, d;
+    const unsigned ebx = 1u << 16 | 1u << 30 | 1u << 31;
+    return missing_mask() == 0 && __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
+           (b & ebx) == ebx && (c & 1u << 11) && (xcr0() & 0xe6u) == 0xe6u;
+}
+
 void rt_cpu_x86_avx2_missing(char *buf, size_t cap)
 {
     static const char *const names[] = {"AVX2", "FMA", "F16C", "AVX",

@@ -9,8 +9,10 @@
 
 #include "../kernel_table.h"
 
-/* table_avx2.c: hp 8, lp 4, ep 4 (q_avx2.c says why). */
+/* table_avx2.c: hp 8, lp 4, ep 4 (q_x86_tiles.h says why); the second
+ * table is the first with the AVX-512 VNNI qtile. */
 extern const rt_kernels rt_kernels_avx2;
+extern const rt_kernels rt_kernels_avx2_avx512;
 
 /* cpu_x86.c: true when the CPU and the OS support AVX2, FMA and F16C (the
  * YMM state saved by XSAVE). */
@@ -18,11 +20,17 @@ bool rt_cpu_x86_avx2_ok(void);
 /* The names of what is missing, comma-separated, into buf (cap bytes, NUL
  * terminated; "" when nothing is). */
 void rt_cpu_x86_avx2_missing(char *buf, size_t cap);
+/* cpu_x86.c: true when rt_cpu_x86_avx2_ok() and the CPU and the OS support
+ * AVX512F, AVX512BW, AVX512VL and AVX512_VNNI (the ZMM state saved). */
+bool rt_cpu_x86_avx512_vnni_ok(void);
 
-/* q_avx2.c: rt_kernels.quantize_rows and rt_kernels.qtile (kernel_table.h). */
+/* q_avx2_quantize.c: rt_kernels.quantize_rows (kernel_table.h). */
 void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
                              int64_t r0, int64_t r1, uint8_t *xq);
+/* q_avx2.c, q_avx512_vnni.c (AVX512_VNNI_FLAGS as well): rt_kernels.qtile. */
 void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
+void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
+                            float *out);
 
 /* dequant_avx2.c: rt_kernels.dequant_block. */
 void rt_dequant_block_avx2(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,

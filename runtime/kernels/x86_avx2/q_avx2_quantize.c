@@ -1,0 +1,154 @@
+/* AVX2 QuantizeRows (rt_kernels.quantize_rows of both AVX2 tables
+ * (table_avx2.c); built with -mavx2 -mfma -mf16c): float rows into the activation
+ * tiles of q_x86_tiles.h. */
+#include "q_x86_tiles.h"
+
+/* ---- quantize_rows --------------------------------------------------------
+ * The same rules as the portable kernel (q_generic.h), so the bytes are
+ * identical: amax by max (exact in any order; vmaxps(|x|, m) keeps m when
+ * |x| is NaN, like the scalar comparison), the row's inverse from
+ * rt_q_row_inverse, then vmulps, vminps/vmaxps clamps (NaN -> 127) and
+ * vcvtps2dq, which rounds half to even like lrintf in the default mode. */
+
+static float row_amax(const float *x, int64_t k)
+{
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m = _mm256_setzero_ps();
+    int64_t c = 0;
+    for (; c + 8 <= k; c += 8)
+        m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + c), magnitude), m);
+    float lanes[8], amax = 0.0f;
+    _mm256_storeu_ps(lanes, m);
+    for (int l = 0; l < 8; l++)
+        amax = lanes[l] > amax ? lanes[l] : amax;
+    for (; c < k; c++) {
+        float v = x[c] < 0.0f ? -x[c] : x[c];
+        amax = v > amax ? v : amax;
+    }
+    return amax;
+}
+
+/* 8 values of one row as int32 q. */
+static inline __m256i quantize8(const float *x, __m256 inv)
+{
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x), inv);
+    v = _mm256_min_ps(v, _mm256_set1_ps(127.0f));
+    v = _mm256_max_ps(v, _mm256_set1_ps(-127.0f));
+    return _mm256_cvtps_epi32(v);
+}
+
+typedef struct {
+    const float *x[EP];      /* the rows */
+    float inv[EP];           /* their inverses (0: the row is all zeros) */
+    int32_t *sums[EP];       /* their group sums */
+    uint8_t *tiles;          /* the row tile's first activation tile */
+    const rt_qact_shape *s;
+} quant_rows;
+
+/* Columns [c0, c1) of row e one by one (a row alone, or k's tail). */
+static void quantize_scalar(const quant_rows *R, int e, int64_t c0, int64_t c1)
+{
+    for (int64_t c = c0; c < c1; c++) {
+        int q = R->inv[e] > 0.0f ? rt_q_value(R->x[e][c], R->inv[e]) : 0;
+        R->tiles[c / LP * ACT_STEP + e * LP + c % LP] = (uint8_t)(int8_t)q;
+        R->sums[e][c / R->s->group] += q;
+    }
+}
+
+/* Columns [c, c + 8) of all 4 rows: packs (row 0..3) x (2 tiles of 4
+ * columns) into the 32 contiguous bytes of activation tiles c/4, c/4 + 1. */
+static void quantize_4rows8(const quant_rows *R, int64_t c, __m256i *sum)
+{
+    __m256i q[EP];
+    EACH_ROW
+    for (int e = 0; e < EP; e++) {
+        q[e] = quantize8(R->x[e] + c, _mm256_set1_ps(R->inv[e]));
+        sum[e] = _mm256_add_epi32(sum[e], q[e]);
+    }
+    /* per 128-bit lane: packs_epi32 -> [r0 c0-3, r1 c0-3] (lane 1: c4-7),
+     * packs_epi16 -> [r0, r1, r2, r3] x c0-3: exactly one tile per lane */
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
+                                   _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256((__m256i *)(R->tiles + c / LP * ACT_STEP), b);
+}
+
+/* Columns [c, c + 8) of row e alone. */
+static void quantize_1row8(const quant_rows *R, int e, int64_t c, __m256i *sum)
+{
+    __m256i q = quantize8(R->x[e] + c, _mm256_set1_ps(R->inv[e]));
+    *sum = _mm256_add_epi32(*sum, q);
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q, q), _mm256_packs_epi32(q, q));
+    int32_t lo = _mm256_extract_epi32(b, 0), hi = _mm256_extract_epi32(b, 4);
+    memcpy(R->tiles + c / LP * ACT_STEP + e * LP, &lo, 4);
+    memcpy(R->tiles + (c / LP + 1) * ACT_STEP + e * LP, &hi, 4);
+}
+
+/* Row e (or all 4 rows with e < 0) over every group; a row whose inverse
+ * is 0 goes through the scalar path (it writes zeros). */
+static void quantize_groups(const quant_rows *R, int e)
+{
+    const rt_qact_shape *s = R->s;
+    for (int64_t g = 0; g * s->group < s->k; g++) {
+        int64_t c0 = g * s->group, c1 = c0 + s->group < s->k ? c0 + s->group : s->k;
+        int64_t c8 = c0 + (c1 - c0) / 8 * 8;
+        __m256i sum[EP] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
+                           _mm256_setzero_si256(), _mm256_setzero_si256()};
+        for (int64_t c = c0; c < c8; c += 8) {
+            if (e < 0)
+                quantize_4rows8(R, c, sum);
+            else
+                quantize_1row8(R, e, c, &sum[0]);
+        }
+        for (int r = e < 0 ? 0 : e; r < (e < 0 ? EP : e + 1); r++) {
+            R->sums[r][g] = hsum_epi32(sum[e < 0 ? r : 0]);
+            quantize_scalar(R, r, c8, c1);
+        }
+    }
+}
+
+void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
+                             int64_t r0, int64_t r1, uint8_t *xq)
+{
+    if (s->ep != EP || s->lp != LP || s->group % 8) {
+        rt_q_generic_quantize_rows(x, x_stride, s, r0, r1, xq);
+        return;
+    }
+    int64_t groups = s->kp / s->group;
+    float *scales = (float *)(xq + rt_qact_scales_offset(s));
+    int32_t *sums = (int32_t *)(xq + rt_qact_sums_offset(s));
+    while (r0 < r1) {
+        int64_t et = r0 / EP;
+        bool whole = r0 % EP == 0 && r1 - r0 >= EP;
+        int n = whole ? EP : 1;
+        quant_rows R = {{0}, {0}, {0}, xq + (uint64_t)et * (uint64_t)(s->kp * EP), s};
+        bool any_zero = false;
+        for (int e = 0; e < n; e++) {
+            int64_t row = r0 + e;
+            float amax = row_amax(x + row * x_stride, s->k);
+            R.x[e] = x + row * x_stride;
+            R.inv[e] = rt_q_row_inverse(amax);
+            R.sums[e] = sums + row * groups;
+            scales[row] = R.inv[e] > 0.0f ? amax / 127.0f : 0.0f;
+            any_zero |= R.inv[e] == 0.0f;
+            for (int64_t g = 0; g < groups; g++)
+                R.sums[e][g] = 0;
+        }
+        if (whole && !any_zero) {
+            quantize_groups(&R, -1);
+        } else {
+            /* one row at a time, at its place in the tile */
+            for (int e = 0; e < n; e++) {
+                quant_rows one = R;
+                int row_in_tile = (int)((r0 + e) % EP);
+                one.x[row_in_tile] = R.x[e];
+                one.inv[row_in_tile] = R.inv[e];
+                one.sums[row_in_tile] = R.sums[e];
+                if (R.inv[e] > 0.0f)
+                    quantize_groups(&one, row_in_tile);
+                else
+                    quantize_scalar(&one, row_in_tile, 0, s->k);
+            }
+        }
+        r0 += n;
+    }
+}

@@ -1,0 +1,147 @@
+/* Internal: the drivers of the x86 quantized micro-kernels, shared by the
+ * AVX2 file (q_avx2.c: vpmaddubsw + vpmaddwd) and the AVX-512 one
+ * (q_avx512_vnni.c: vpdpbusd on ZMM registers).  They differ only in how one group's exact
+ * int32 dot products are formed, so each includes this header after
+ * defining those four primitives:
+ *
+ *   __m256i w4_group_row(const uint8_t *w, const uint8_t *x, int64_t pairs)
+ *       bits 4: the int32 products of one group (`pairs` nibble pairs of
+ *       tiles) of the 8 weight rows at w by the activation row x;
+ *   void w4_group_rows(const uint8_t *w, const uint8_t *x, int64_t pairs,
+ *                      __m256i s32[EP])
+ *       the same for the EP rows of the activation tile at x, added to s32;
+ *   __m256i w8_group_row(const uint8_t *w, const uint8_t *x, int64_t tiles,
+ *                        int32_t sum)
+ *   void w8_group_rows(const uint8_t *w, const uint8_t *x, int64_t tiles,
+ *                      const int32_t *sums, int64_t sums_stride, __m256i s32[EP])
+ *       bits 8, `tiles` [HP][LP] tiles per group; sum (row e: sums[e *
+ *       sums_stride]) is the group's sum of activation q, for kernels that
+ *       multiply w + 128 and subtract 128 * sum.
+ *
+ * The products are exact, so both files give the same int32 values, and
+ * the float steps here are the same instructions in the same order: the
+ * two tables' outputs are bitwise equal (tests/unit/test_rt_quant.c). */
+#ifndef LLMC_RT_Q_X86_QTILE_H
+#define LLMC_RT_Q_X86_QTILE_H
+
+#include "q_x86_tiles.h"
+
+/* Where activation tile et and row tile ht start, and the strides per group. */
+typedef struct {
+    const uint8_t *w;       /* row tile ht's block of group 0 */
+    const uint8_t *x;       /* activation tile et's first [EP][LP] tile */
+    const int32_t *sums;    /* group sums of the tile's first row */
+    int64_t groups;         /* kp / group */
+    int64_t pairs, tiles;   /* per group: nibble pairs (bits 4), [HP][LP] tiles */
+    uint64_t block, data;   /* bytes of a block and of its q values */
+    uint64_t x_step;        /* activation bytes per group */
+} operands;
+
+static inline operands operands_of(const rt_qtile_args *a, int64_t et, int64_t ht)
+{
+    const rt_qweight_shape *ws = &a->ws;
+    operands o;
+    o.w = a->w + rt_qweight_block_offset(ws, ht, 0);
+    o.x = a->xq + (uint64_t)et * (uint64_t)(a->xs.kp * EP);
+    o.groups = ws->kp / ws->group;
+    o.sums = (const int32_t *)(a->xq + rt_qact_sums_offset(&a->xs)) + et * EP * o.groups;
+    o.tiles = ws->group / LP;
+    o.pairs = o.tiles / 2;
+    o.block = rt_qweight_block_bytes(ws);
+    o.data = (uint64_t)ws->group * HP * (uint64_t)ws->bits / 8u;
+    o.x_step = (uint64_t)o.tiles * ACT_STEP;
+    return o;
+}
+
+/* Bytes ahead of the weight stream that the decode GEMV prefetches (about
+ * fifty blocks of g32 W4; a quarter of a 32 KiB L1D).  Measured against a
+ * plain read of the same bytes, one core: on a Zen 1/3 machine none
+ * 82-90%, 1 KiB 89-98%, 2 KiB and 4 KiB 95-105% (the hardware prefetcher
+ * alone keeps too few lines in flight while the kernel computes between
+ * loads); on a Zen 5 machine, whose core streams faster, 2 KiB gave 24-30
+ * GB/s and 8 KiB 35-37 GB/s (make bench-kernels, interleaved runs), and
+ * the whole model's decode +20% on one thread. */
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 8192
+#endif
+
+static inline void prefetch_block(const uint8_t *p, uint64_t bytes)
+{
+    for (uint64_t o = 0; o < bytes; o += 64)
+        _mm_prefetch((const char *)(p + PREFETCH_AHEAD + o), _MM_HINT_T0);
+}
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* rows == 1 (decode): one activation row against row tile ht, every group
+ * (bits a constant: each call site compiles to its own loop). */
+INLINE void gemv(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits)
+{
+    operands o = operands_of(a, et, ht);
+    const uint8_t *w = o.w, *x = o.x;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t g = 0; g < o.groups; g++, w += o.block, x += o.x_step) {
+        prefetch_block(w, o.block);
+        __m256i dot = bits == 4 ? w4_group_row(w, x, o.pairs)
+                                : w8_group_row(w, x, o.tiles, o.sums[g]);
+        acc = _mm256_fmadd_ps(load_halves(w + o.data), _mm256_cvtepi32_ps(dot), acc);
+        if (bits == 4)
+            acc = _mm256_fmadd_ps(load_halves(w + o.data + 2 * HP),
+                                  _mm256_set1_ps((float)o.sums[g]), acc);
+    }
+    _mm256_storeu_ps(out, acc);
+}
+
+/* rows 2..4: the 4 rows of activation tile et share each unpacked weight
+ * tile (padding rows are zero and cost nothing but the multiply-adds). */
+INLINE void gemm(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out,
+                 int bits)
+{
+    operands o = operands_of(a, et, ht);
+    const uint8_t *w = o.w, *x = o.x;
+    __m256 acc[EP] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                      _mm256_setzero_ps()};
+    for (int64_t g = 0; g < o.groups; g++, w += o.block, x += o.x_step) {
+        __m256i s32[EP] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
+                           _mm256_setzero_si256(), _mm256_setzero_si256()};
+        if (bits == 4)
+            w4_group_rows(w, x, o.pairs, s32);
+        else
+            w8_group_rows(w, x, o.tiles, o.sums + g, o.groups, s32);
+        __m256 scale = load_halves(w + o.data);
+        EACH_ROW
+        for (int e = 0; e < EP; e++)
+            acc[e] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32[e]), acc[e]);
+        if (bits == 4) { /* the mins follow the scales in a bits-4 block only */
+            __m256 min = load_halves(w + o.data + 2 * HP);
+            EACH_ROW
+            for (int e = 0; e < EP; e++)
+                acc[e] = _mm256_fmadd_ps(min, _mm256_set1_ps((float)o.sums[e * o.groups + g]),
+                                         acc[e]);
+        }
+    }
+    for (int e = 0; e < rows; e++)
+        _mm256_storeu_ps(out + e * HP, acc[e]);
+}
+
+/* rt_kernels.qtile over these kernels: GEMV for one row, GEMM for more;
+ * other tile sizes go to the portable kernel. */
+static inline void qtile_x86(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
+                             float *out)
+{
+    if (a->ws.hp != HP || a->ws.lp != LP || a->xs.ep != EP || a->xs.lp != LP) {
+        rt_q_generic_qtile(a, et, rows, ht, out);
+        return;
+    }
+    if (a->ws.bits == 4) {
+        if (rows == 1)
+            gemv(a, et, ht, out, 4);
+        else
+            gemm(a, et, rows, ht, out, 4);
+    } else if (rows == 1)
+        gemv(a, et, ht, out, 8);
+    else
+        gemm(a, et, rows, ht, out, 8);
+}
+
+#endif
