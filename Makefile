@@ -34,10 +34,11 @@ AVX2_SRC := $(wildcard runtime/kernels/x86_avx2/*.c)
 AVX2_KERNEL_SRC := $(filter-out %/cpu_x86.c,$(AVX2_SRC))
 RT_SRC   += $(AVX2_SRC)
 $(AVX2_KERNEL_SRC:%.c=$(BUILD)/%.o): CFLAGS_RT += $(AVX2_FLAGS)
-# q_avx512_vnni.c adds AVX-512 (its table is chosen only on a CPU that has it)
+# q_avx512_vnni.c and f_avx512.c add AVX-512 (their table is chosen only on
+# a CPU that has it)
 AVX512_VNNI_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vnni
-VNNI_OBJ := runtime/kernels/x86_avx2/q_avx512_vnni.o
-$(BUILD)/$(VNNI_OBJ): CFLAGS_RT += $(AVX512_VNNI_FLAGS)
+AVX512_OBJ := $(addprefix runtime/kernels/x86_avx2/,q_avx512_vnni.o f_avx512.o)
+$(addprefix $(BUILD)/,$(AVX512_OBJ)): CFLAGS_RT += $(AVX512_VNNI_FLAGS)
 endif
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 # Optional platform files (threads): their own archive, never in libllmcrt.a.
@@ -217,7 +218,7 @@ check: deps
 include tests/fuzz/fuzz.mk
 # (the fuzz build compiles the runtime again: the same flags for the same files)
 $(AVX2_KERNEL_SRC:%.c=$(FUZZ_DIR)/obj/%.o): FUZZ_CFLAGS += $(AVX2_FLAGS)
-$(FUZZ_DIR)/obj/$(VNNI_OBJ): FUZZ_CFLAGS += $(AVX512_VNNI_FLAGS)
+$(addprefix $(FUZZ_DIR)/obj/,$(AVX512_OBJ)): FUZZ_CFLAGS += $(AVX512_VNNI_FLAGS)
 
 ifneq ($(X86_HOST),)
 $(BUILD)/compiler/roofline_x86.o: CFLAGS_C += -mavx2 -mfma

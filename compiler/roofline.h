@@ -61,8 +61,8 @@ typedef struct {
 } llmc_roofline_loops;
 
 #if defined(__x86_64__)
-/* roofline_x86.c: the AVX2 loops, and the same with the int8 loop of the
- * AVX-512 VNNI kernels (vpdpbusd on ZMM) */
+/* roofline_x86.c: the AVX2 loops, and those of the AVX-512 kernels (FMA and
+ * vpdpbusd on ZMM) */
 extern const llmc_roofline_loops llmc_roofline_avx2;
 extern const llmc_roofline_loops llmc_roofline_avx2_avx512;
 #endif

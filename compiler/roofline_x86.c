@@ -83,6 +83,27 @@ const llmc_roofline_loops llmc_roofline_avx2 = {
     .int8_ops_per_iter = INT8_CHAINS * 32 * 2,  /* 32 u8 x s8 multiply-adds per vpmaddubsw */
 };
 
+/* The fp32 FMA of the kernels "avx2" plans run on an AVX-512 CPU
+ * (f_avx512.c): the same 12 chains on ZMM, 16 lanes. */
+#define ZFMA(c) c = _mm512_fmadd_ps(c, a, b)
+
+__attribute__((target("avx512f"))) static float fma_loop_avx512(uint64_t iters)
+{
+    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-6f);
+    __m512 c0 = _mm512_set1_ps(0.50f), c1 = _mm512_set1_ps(0.51f), c2 = _mm512_set1_ps(0.52f),
+           c3 = _mm512_set1_ps(0.53f), c4 = _mm512_set1_ps(0.54f), c5 = _mm512_set1_ps(0.55f),
+           c6 = _mm512_set1_ps(0.56f), c7 = _mm512_set1_ps(0.57f), c8 = _mm512_set1_ps(0.58f),
+           c9 = _mm512_set1_ps(0.59f), c10 = _mm512_set1_ps(0.60f), c11 = _mm512_set1_ps(0.61f);
+    for (uint64_t i = 0; i < iters; i++) {
+        ZFMA(c0); ZFMA(c1); ZFMA(c2); ZFMA(c3); ZFMA(c4); ZFMA(c5);
+        ZFMA(c6); ZFMA(c7); ZFMA(c8); ZFMA(c9); ZFMA(c10); ZFMA(c11);
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
+                             _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11)));
+    return _mm512_reduce_add_ps(s);
+}
+
 /* The int8 dot product of the kernels "avx2" plans run on an AVX-512 VNNI
  * CPU (q_avx512_vnni.c): vpdpbusd on ZMM, 64 u8 x s8 multiply-adds added
  * into 16 int32 lanes.  About 5 cycles of latency and up to 2 issue per
@@ -109,8 +130,8 @@ __attribute__((target("avx512f,avx512vnni"))) static int32_t int8_loop_avx512_vn
 const llmc_roofline_loops llmc_roofline_avx2_avx512 = {
     .isa = "avx2+avx512vnni",
     .read_sum = read_sum_avx2,
-    .fma_loop = fma_loop_avx2,
+    .fma_loop = fma_loop_avx512,
     .int8_loop = int8_loop_avx512_vnni,
-    .fma_flops_per_iter = FMA_CHAINS * 8 * 2,
+    .fma_flops_per_iter = FMA_CHAINS * 16 * 2,
     .int8_ops_per_iter = VNNI_CHAINS * 64 * 2, /* 64 multiply-adds per vpdpbusd */
 };

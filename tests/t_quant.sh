@@ -148,9 +148,9 @@ case " $TARGETS " in
     check "llmc tune --prefill-kernel f32-dequant: ids and logits (1e-4) of int8 on 2 prompts" pinned_kernel ;;
 esac
 
-# The AVX-512 VNNI kernels (the table "avx2" plans run on a CPU with
-# AVX-512 VNNI) give the AVX2 kernels' bits: ids and logits byte for byte,
-# GEMV and GEMM paths, 2 threads, every family's w8a8 and w4a8 plan.
+# The AVX-512 kernels (the table "avx2" plans run on a CPU with AVX-512
+# VNNI) give the AVX2 kernels' bits: ids and logits byte for byte, GEMV and
+# GEMM paths, 2 threads, every family's f32, w8a8 and w4a8 plan.
 same_isa_output() {   # same_isa_output FAMILY MODE
     local plan=$WORK/$1-$2-avx2.plan isa out=()
     for isa in avx2 avx2+avx512vnni; do
@@ -163,7 +163,7 @@ same_isa_output() {   # same_isa_output FAMILY MODE
 if [ "$TARGETS" != generic ] &&
     "$LLMC" run "$WORK/llama-w4a8-avx2.plan" --prompt-ids 1 --max-new 1 --isa avx2+avx512vnni >/dev/null 2>&1; then
     for family in llama qwen2 gpt2 phi; do
-        for mode in w8a8 w4a8; do
+        for mode in f32 w8a8 w4a8; do
             check "$family $mode: --isa avx2+avx512vnni ids and logits byte-identical to --isa avx2" \
                 same_isa_output "$family" "$mode"
         done

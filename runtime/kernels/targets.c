@@ -57,22 +57,23 @@ static bool any_cpu(void)
 
 /* Indexed by TARGET_*. */
 static const target_kernels kernels_of[TARGET_COUNT] = {
-    [TARGET_GENERIC] = {&rt_kernels_generic, any_cpu, "", NULL},
+    [TARGET_GENERIC] = {&rt_kernels_generic, any_cpu, "", NULL, NULL, NULL},
 #if defined(__x86_64__)
     [TARGET_AVX2] = {&rt_kernels_avx2, rt_cpu_x86_avx2_ok, "AVX2, FMA and F16C",
                      rt_cpu_x86_avx2_missing, &rt_kernels_avx2_avx512,
                      rt_cpu_x86_avx512_vnni_ok},
 #else
-    [TARGET_AVX2] = {NULL, NULL, "an x86-64 build", NULL},
+    [TARGET_AVX2] = {NULL, NULL, "an x86-64 build", NULL, NULL, NULL},
 #endif
 #if defined(__aarch64__)
     [TARGET_NEON_DOT] = {&rt_kernels_neon_dot, rt_cpu_arm_dotprod_ok,
-                         "the dot product extension", NULL},
+                         "the dot product extension", NULL, NULL, NULL},
     [TARGET_NEON_I8MM] = {&rt_kernels_neon_i8mm, rt_cpu_arm_i8mm_ok,
-                          "the int8 matrix multiply extension (i8mm)", NULL},
+                          "the int8 matrix multiply extension (i8mm)", NULL,
+                          NULL, NULL},
 #else
-    [TARGET_NEON_DOT] = {NULL, NULL, "an aarch64 build", NULL},
-    [TARGET_NEON_I8MM] = {NULL, NULL, "an aarch64 build", NULL},
+    [TARGET_NEON_DOT] = {NULL, NULL, "an aarch64 build", NULL, NULL, NULL},
+    [TARGET_NEON_I8MM] = {NULL, NULL, "an aarch64 build", NULL, NULL, NULL},
 #endif
 };
 

@@ -181,6 +181,32 @@ static void run_linear_case(const rt_kernels *kt, const linear_case *c)
     free(want);
 }
 
+/* Two micro-kernels that must give the same bits (the AVX-512 table's and
+ * the AVX2 one's): every rows count 1..ep, reductions of 1..301 steps split
+ * in two panels, the tiles of a padded W. */
+static void test_ftile_same(const char *name, ftile_fn a, ftile_fn b, int hp, int ep)
+{
+    static const int64_t ks[] = {1, 3, 4, 17, 130, 301};
+    bool same = true;
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+        int64_t k = ks[ki], n = 3 * hp - 1, m = ep + 2, stride = k + 3, split = k / 3;
+        float *x = rand_floats(m * stride), *w = rand_floats(n * k), *t = pack_tiles(w, n, k, hp);
+        float *ya = malloc(sizeof *ya * (size_t)(ep * hp)), *yb = malloc(sizeof *yb * (size_t)(ep * hp));
+        for (int rows = 1; rows <= ep; rows++)
+            for (int64_t ht = 0; ht < 3; ht++) {
+                ftile_split(a, x, stride, t, hp, k, split, m - rows, rows, ht, ya);
+                ftile_split(b, x, stride, t, hp, k, split, m - rows, rows, ht, yb);
+                same = same && !memcmp(ya, yb, sizeof *ya * (size_t)(rows * hp));
+            }
+        free(ya);
+        free(yb);
+        free(x);
+        free(w);
+        free(t);
+    }
+    CHECK(same, "%s: bitwise the AVX2 kernel's sums, rows 1..%d, k 1..301 in two panels", name, ep);
+}
+
 static void test_linear_tiles(const rt_kernels *kt)
 {
     static const int64_t ms[] = {1, 2, 5, 6, 7, 13};
@@ -564,5 +590,15 @@ int main(void)
         CHECK(true, "# SKIP this CPU has no AVX2/FMA: rt_ftile_avx2 not tested");
 #endif
     test_attention(NULL);
+#if defined(__x86_64__)
+    /* last: the random draws of the tests above stay those they were tuned on */
+    if (rt_cpu_x86_avx512_vnni_ok()) {
+        test_ftile("rt_ftile_avx512", rt_ftile_avx512, 16, 6);
+        test_ftile_same("rt_ftile_avx512", rt_ftile_avx512, rt_ftile_avx2, 16, 6);
+        test_linear_tiles(&rt_kernels_avx2_avx512);
+        test_linear_threads(&rt_kernels_avx2_avx512);
+    } else
+        CHECK(true, "# SKIP this CPU has no AVX-512 VNNI: rt_ftile_avx512 not tested");
+#endif
     return TAP_DONE();
 }

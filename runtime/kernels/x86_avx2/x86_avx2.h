@@ -49,8 +49,11 @@ void rt_attn_scores_i8_avx2(const float *q, const uint8_t *k, int64_t nk, int64_
 void rt_attn_accumulate_f16_avx2(float *o, const uint16_t *v, const float *p, int64_t nk,
                                  int64_t d);
 
-/* f_avx2.c: rt_kernels.ftile for hp = 16, rows <= 6. */
+/* f_avx2.c, f_avx512.c (-mavx512f as well): rt_kernels.ftile for hp = 16,
+ * rows <= 6. */
 void rt_ftile_avx2(const float *x, int64_t x_stride, const float *panel, int hp, int64_t kc,
                    int rows, float *acc);
+void rt_ftile_avx512(const float *x, int64_t x_stride, const float *panel, int hp, int64_t kc,
+                     int rows, float *acc);
 
 #endif
