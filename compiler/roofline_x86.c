@@ -124,7 +124,11 @@ __attribute__((target("avx512f,avx512vnni"))) static int32_t int8_loop_avx512_vn
     __m512i t = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
                                  _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
     t = _mm512_add_epi32(t, _mm512_add_epi32(a8, a9));
-    return (int32_t)((uint32_t)_mm512_reduce_add_epi32(t) & 0x7fffffff);
+    uint32_t lanes[16], sum = 0; /* unsigned: the sums wrap (gcc's reduce adds signed ints) */
+    _mm512_storeu_si512(lanes, t);
+    for (int i = 0; i < 16; i++)
+        sum += lanes[i];
+    return (int32_t)(sum & 0x7fffffff);
 }
 
 const llmc_roofline_loops llmc_roofline_avx2_avx512 = {
