@@ -150,11 +150,14 @@ esac
 
 # The AVX-512 kernels (the table "avx2" plans run on a CPU with AVX-512
 # VNNI) give the AVX2 kernels' bits: ids and logits byte for byte, GEMV and
-# GEMM paths, 2 threads, every family's f32, w8a8 and w4a8 plan.
+# GEMM paths (a 19-token prompt: qtile_2x2 on two pairs of activation tiles,
+# qtile on the 3-row last one), 2 threads, every family's f32, w8a8 and
+# w4a8 plan.
 same_isa_output() {   # same_isa_output FAMILY MODE
     local plan=$WORK/$1-$2-avx2.plan isa out=()
     for isa in avx2 avx2+avx512vnni; do
-        "$LLMC" run "$plan" --prompt-ids 3,14,15,92,65,35,89 --max-new 16 --threads 2 --isa "$isa" \
+        "$LLMC" run "$plan" --prompt-ids 3,14,15,92,65,35,89,79,32,38,46,26,43,38,32,79,50,28,84 \
+            --max-new 16 --threads 2 --isa "$isa" \
             --logits-out "$WORK/isa-$1-$2-$isa.bin" >"$WORK/isa-$1-$2-$isa.tok" || return 1
         out+=("$WORK/isa-$1-$2-$isa")
     done

@@ -46,6 +46,12 @@ typedef struct rt_kernels {
      * of quant_format.h before the multiplication by sx.  rows == 1 is the
      * decode GEMV and may take a path of its own. */
     void (*qtile)(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
+    /* The GEMM of activation tiles et, et + 1 (all 2 * ep rows) by W row
+     * tiles ht, ht + 1 in one call: out holds the [ep][hp] tiles (et, ht),
+     * (et, ht + 1), (et + 1, ht), (et + 1, ht + 1) in that order, each with
+     * the bits qtile gives it for rows >= 2.  For ISAs whose registers hold
+     * more than one tile's outputs (NULL: the driver calls qtile). */
+    void (*qtile_2x2)(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
     /* acc[e * hp + h] += sum over c < kc of x[e * x_stride + c] *
      * panel[c * hp + h] for e < rows (1 <= rows <= f_ep), h < hp (hp ==
      * f_hp): rows of x against one [kc][hp] micro-panel of fp32 weights (a

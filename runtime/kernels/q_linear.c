@@ -200,6 +200,7 @@ typedef struct {
     int64_t tiles_per_task;        /* W row tiles per task but the tail's */
     int64_t big_tasks;             /* tasks of tiles_per_task before the tail */
     int64_t block_tiles;           /* activation tiles per cache block */
+    int64_t tile_step;             /* W row tiles per kernel call: 2 with qtile_2x2 */
 } qlinear_job;
 
 /* y[h] = sx * out[h] (+ bias[h]) (+ res[h]) for h < n, in that order on
@@ -259,9 +260,16 @@ static void store_tile(const qlinear_job *J, int64_t et, int rows, int64_t ht,
 #define TAIL_BIG_TASKS 2
 #define TAIL_SPLIT 4
 
+/* tiles rounded up to a multiple of the kernel's W row tiles per call. */
+static int64_t whole_steps(const qlinear_job *J, int64_t tiles)
+{
+    return (tiles + J->tile_step - 1) / J->tile_step * J->tile_step;
+}
+
 static int64_t tail_task_tiles(const qlinear_job *J)
 {
-    return J->tiles_per_task >= TAIL_SPLIT ? J->tiles_per_task / TAIL_SPLIT : 1;
+    int64_t tiles = J->tiles_per_task >= TAIL_SPLIT ? J->tiles_per_task / TAIL_SPLIT : 1;
+    return whole_steps(J, tiles);
 }
 
 /* W row tiles [*t0, *t1) of task i, counted from J->ht0. */
@@ -290,26 +298,72 @@ static void prefetch_outputs(const qlinear_job *J, int64_t et, int rows, int64_t
         __builtin_prefetch(J->y + (et * J->a.xs.ep + e) * J->n_y + j, 1);
 }
 
+/* The rows of activation tile et that exist (the last one may be short). */
+static int tile_rows(const qlinear_job *J, int64_t et)
+{
+    int ep = J->a.xs.ep;
+    return J->m - et * ep < ep ? (int)(J->m - et * ep) : ep;
+}
+
+static void one_tile(const qlinear_job *J, int64_t et, int64_t ht)
+{
+    float out[RT_QTILE_MAX_OUT];
+    int rows = tile_rows(J, et);
+    prefetch_outputs(J, et, rows, ht);
+    J->kt->qtile(&J->a, et, rows, ht, out);
+    store_tile(J, et, rows, ht, out);
+}
+
+/* Activation tiles et, et + 1 by W row tiles ht, ht + 1 in one call of
+ * the table's qtile_2x2 (rows >= 2 in both activation tiles: the bits of
+ * qtile's GEMM path). */
+static void four_tiles(const qlinear_job *J, int64_t et, int64_t ht)
+{
+    float out[4 * RT_QTILE_MAX_OUT];
+    int tile = J->a.xs.ep * J->a.ws.hp;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            prefetch_outputs(J, et + i, tile_rows(J, et + i), ht + j);
+    J->kt->qtile_2x2(&J->a, et, ht, out);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            store_tile(J, et + i, tile_rows(J, et + i), ht + j, out + (2 * i + j) * tile);
+}
+
+/* Activation tiles [b0, b1) by W row tiles ht, ht + 1, four at a time
+ * where both activation tiles have a GEMM's rows. */
+static void tile_pair_column(const qlinear_job *J, int64_t b0, int64_t b1, int64_t ht)
+{
+    for (int64_t et = b0; et < b1;) {
+        if (et + 1 < b1 && tile_rows(J, et + 1) >= 2) {
+            four_tiles(J, et, ht);
+            et += 2;
+        } else {
+            one_tile(J, et, ht);
+            one_tile(J, et, ht + 1);
+            et++;
+        }
+    }
+}
+
 static void qlinear_task(void *ctx, uint32_t i)
 {
     const qlinear_job *J = ctx;
-    int ep = J->a.xs.ep;
-    int64_t ht0, ht1, act_tiles = J->a.xs.mp / ep;
+    int64_t ht0, ht1, act_tiles = J->a.xs.mp / J->a.xs.ep;
     task_tiles(J, i, &ht0, &ht1);
     ht0 += J->ht0;
     ht1 += J->ht0;
-    float out[RT_QTILE_MAX_OUT];
     for (int64_t b0 = 0; b0 < act_tiles; b0 += J->block_tiles) {
         int64_t b1 = b0 + J->block_tiles < act_tiles ? b0 + J->block_tiles : act_tiles;
         /* W row tile outer: it stays in L1 while the block's activation
          * tiles pass over it */
-        for (int64_t ht = ht0; ht < ht1; ht++)
-            for (int64_t et = b0; et < b1; et++) {
-                int rows = J->m - et * ep < ep ? (int)(J->m - et * ep) : ep;
-                prefetch_outputs(J, et, rows, ht);
-                J->kt->qtile(&J->a, et, rows, ht, out);
-                store_tile(J, et, rows, ht, out);
-            }
+        int64_t ht = ht0;
+        if (J->tile_step == 2)
+            for (; ht + 1 < ht1; ht += 2)
+                tile_pair_column(J, b0, b1, ht);
+        for (; ht < ht1; ht++)
+            for (int64_t et = b0; et < b1; et++)
+                one_tile(J, et, ht);
     }
 }
 
@@ -384,9 +438,14 @@ static int64_t size_tasks(qlinear_job *J, bool gemv)
     int64_t act_tile_bytes = (int64_t)J->a.xs.ep * J->a.xs.kp, act_tiles = J->a.xs.mp / J->a.xs.ep;
     int64_t task_bytes = gemv ? GEMV_TASK_BYTES : GEMM_TASK_BYTES;
     J->tiles_per_task = tile_bytes < task_bytes ? task_bytes / (tile_bytes ? tile_bytes : 1) : 1;
+    J->tile_step = !gemv && J->kt->qtile_2x2 ? 2 : 1;
+    J->tiles_per_task = whole_steps(J, J->tiles_per_task);
     J->block_tiles = act_tiles ? act_tiles : 1;
     if (!gemv && act_tile_bytes * act_tiles > ACT_BLOCK_BYTES)
         J->block_tiles = act_tile_bytes < ACT_BLOCK_BYTES ? ACT_BLOCK_BYTES / act_tile_bytes : 1;
+    /* qtile_2x2 takes activation tiles in pairs too (an odd block would
+     * leave a third of a [4864]-deep Linear's tiles to qtile) */
+    J->block_tiles = whole_steps(J, J->block_tiles);
     int64_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = tail_task_tiles(J);
     int64_t tail = total < TAIL_BIG_TASKS * big ? total : TAIL_BIG_TASKS * big;
     J->big_tasks = (total - tail) / big;

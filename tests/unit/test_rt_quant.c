@@ -292,7 +292,7 @@ static void test_quantize_rows(const rt_kernels *kt)
                 free(ref);
                 free(got);
             }
-    CHECK(ok, "%s QuantizeRows: %d shapes (m 1..17, k 37..257, 4 groups) byte for byte the "
+    CHECK(ok, "%s QuantizeRows: %d shapes (m 1..15, k 37..257, 4 groups) byte for byte the "
           "scalar reference, padding zero", kt->isa, cases);
 
     /* a row too small for 127 / amax to exist quantizes to zeros */
@@ -419,7 +419,7 @@ static int n_cases(void)
  * 11, bias and residual on alternate cases. */
 static qcase case_at(int i)
 {
-    static const int64_t ms[] = {1, 3, 4, 5, 17}, groups[] = {32, 64, 128, 0};
+    static const int64_t ms[] = {1, 3, 4, 5, 15}, groups[] = {32, 64, 128, 0};
     qcase c;
     c.m = ms[i % 5];
     c.bits = (i / 20) ? 8 : 4;
@@ -457,7 +457,7 @@ static void test_qlinear_reference(const rt_kernels *kt)
         free(y);
         fixture_free(&f);
     }
-    CHECK(ok, "%s QLinear: %d odd shapes (bits 4/8, groups 32/64/128/per channel, m 1..17, "
+    CHECK(ok, "%s QLinear: %d odd shapes (bits 4/8, groups 32/64/128/per channel, m 1..15, "
           "col0 3/11, bias, residual) within 1e-5 of fp64, GEMV and GEMM paths", kt->isa,
           n_cases());
 }
@@ -889,6 +889,40 @@ static void test_tables_bitwise(const rt_kernels *a, const rt_kernels *b)
           a->isa, b->isa, n_cases());
 }
 
+/* qtile_2x2's four tiles against qtile's GEMM (all ep rows) byte for byte,
+ * at every pair of activation tiles and W row tiles of every case_at shape. */
+static bool qtile_2x2_case(const rt_kernels *kt, const qcase *c)
+{
+    qfixture f;
+    bool ok = fixture_init(&f, c, kt);
+    rt_qtile_args args = {f.xq, f.xs, f.w, f.ws};
+    int ep = f.xs.ep, tile = ep * f.ws.hp;
+    for (int64_t et = 0; ok && et + 1 < f.xs.mp / ep; et++)
+        for (int64_t ht = 0; ok && ht + 1 < f.ws.np / f.ws.hp; ht++) {
+            float got[4 * RT_QTILE_MAX_OUT], want[RT_QTILE_MAX_OUT];
+            kt->qtile_2x2(&args, et, ht, got);
+            for (int i = 0; i < 4; i++) {
+                kt->qtile(&args, et + i / 2, ep, ht + i % 2, want);
+                ok &= !memcmp(got + i * tile, want, (size_t)tile * sizeof *want);
+            }
+        }
+    fixture_free(&f);
+    return ok;
+}
+
+static void test_qtile_2x2(const rt_kernels *kt)
+{
+    bool ok = true;
+    int pairs = 0;
+    for (int i = 0; i < n_cases(); i++) {
+        qcase c = case_at(i);
+        pairs += c.m > 4;
+        ok &= qtile_2x2_case(kt, &c);
+    }
+    CHECK(ok && pairs > 0, "%s qtile_2x2: the 4 tiles of every tile pair bitwise qtile's on "
+          "%d shapes (bits 4/8, every group)", kt->isa, pairs);
+}
+
 /* On an AVX-512 VNNI CPU "avx2" plans run rt_kernels_avx2_avx512; the AVX2
  * table they would run elsewhere is checked here as well, and the two
  * against each other. */
@@ -906,6 +940,7 @@ static void test_avx512_table(void)
     }
     test_table(&rt_kernels_avx2);
     test_tables_bitwise(&rt_kernels_avx2_avx512, &rt_kernels_avx2);
+    test_qtile_2x2(&rt_kernels_avx2_avx512);
 #endif
 }
 

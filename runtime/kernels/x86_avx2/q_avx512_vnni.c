@@ -185,3 +185,154 @@ void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_
 {
     qtile_x86(a, et, rows, ht, out);
 }
+
+/* ---- rt_kernels.qtile_2x2: 8 activation rows by 16 W rows ---------------
+ *
+ * Activation tiles et, et + 1 (rows r = 4i + e) by W row tiles ht, ht + 1:
+ * lane h < 8 of a row's ZMM is output h of tile ht, lane 8 + h output h of
+ * tile ht + 1.  One vpbroadcastd of a row's 4 activation bytes then feeds
+ * 16 outputs with no permute and no halves to add, and each 64-byte weight
+ * register serves 8 rows: 8 vpdpbusd per weight load instead of qtile's 4
+ * vpdpbusd and 4 vpermd per pair.  Paper 002 Eq 3 with AVX-512's 32
+ * registers: 8 rows x 2 int32 accumulators (even and odd tiles, two
+ * vpdpbusd chains per row in flight) + 8 float sums + 2 weight registers +
+ * the nibble mask and a broadcast = 28.  The float steps per group are
+ * qtile's (scale x sum, then min x activation sum, each an FMA in that
+ * order), lane by lane, so the outputs are its bits. */
+#define ROWS2 (2 * EP)
+#define EACH_ROW2 _Pragma("GCC unroll 8")
+
+/* 32 bytes at a in lanes 0-7, 32 at b in lanes 8-15. */
+static inline __m512i join32(const uint8_t *a, const uint8_t *b)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(load32(a)), load32(b), 1);
+}
+
+/* 8 float16 at a and 8 at b as 16 floats. */
+static inline __m512 join_halves(const uint8_t *a, const uint8_t *b)
+{
+    __m128i lo = _mm_loadu_si128((const __m128i *)a), hi = _mm_loadu_si128((const __m128i *)b);
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+/* acc + the products of u8 w by the 4 s8 activation bytes at p, in every
+ * lane: vpdpbusd with the bytes as an embedded broadcast ({1to16}).  Not
+ * the intrinsic: gcc 12 neither folds a _mm512_set1_epi32 of memory into
+ * the instruction nor keeps the accumulator in place (it copied each of
+ * the 8 accumulators to a spare register and back every step). */
+static inline __m512i dot_bcast(__m512i acc, __m512i w, const uint8_t *p)
+{
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0"
+            : "+v"(acc)
+            : "v"(w), "m"(*(const uint8_t(*)[4])(const void *)p));
+    return acc;
+}
+
+/* Row r's 4 bytes of activation tile step t (x[0]: tile et, x[1]: et + 1). */
+static inline const uint8_t *act_row(const uint8_t *const x[2], int r, int64_t t)
+{
+    return x[r / EP] + t * ACT_STEP + (r % EP) * LP;
+}
+
+/* One group, bits 4: `pairs` nibble pairs of both row tiles (wa, wb). */
+static inline void w4_group_2x2(const uint8_t *wa, const uint8_t *wb, const uint8_t *const x[2],
+                                int64_t pairs, __m512i s32[ROWS2])
+{
+    const __m512i nibble = _mm512_set1_epi8(15);
+    __m512i odd[ROWS2];
+    EACH_ROW2
+    for (int r = 0; r < ROWS2; r++)
+        s32[r] = odd[r] = _mm512_setzero_si512();
+    for (int64_t u = 0; u < pairs; u++) {
+        __m512i raw = join32(wa + u * TILE_BYTES, wb + u * TILE_BYTES);
+        __m512i lo = _mm512_and_si512(raw, nibble);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+        EACH_ROW2
+        for (int r = 0; r < ROWS2; r++) {
+            s32[r] = dot_bcast(s32[r], lo, act_row(x, r, 2 * u));
+            odd[r] = dot_bcast(odd[r], hi, act_row(x, r, 2 * u + 1));
+        }
+    }
+    EACH_ROW2
+    for (int r = 0; r < ROWS2; r++)
+        s32[r] = _mm512_add_epi32(s32[r], odd[r]);
+}
+
+/* One group, bits 8 (tiles even): u8 w + 128, then 128 * sum off. */
+static inline void w8_group_2x2(const uint8_t *wa, const uint8_t *wb, const uint8_t *const x[2],
+                                int64_t tiles, const int32_t sum[ROWS2], __m512i s32[ROWS2])
+{
+    EACH_ROW2
+    for (int r = 0; r < ROWS2; r++)
+        s32[r] = _mm512_set1_epi32(-offset_of(sum[r]));
+    for (int64_t t = 0; t < tiles; t++) {
+        __m512i w = _mm512_xor_si512(join32(wa + t * TILE_BYTES, wb + t * TILE_BYTES),
+                                     _mm512_set1_epi8((char)0x80));
+        EACH_ROW2
+        for (int r = 0; r < ROWS2; r++)
+            s32[r] = dot_bcast(s32[r], w, act_row(x, r, t));
+    }
+}
+
+/* Row r's 16 outputs into its two [EP][HP] tiles of out. */
+static inline void store_row16(float *out, int r, __m512 v)
+{
+    float *tile = out + 2 * (r / EP) * (EP * HP) + (r % EP) * HP;
+    _mm256_storeu_ps(tile, _mm512_castps512_ps256(v));
+    _mm256_storeu_ps(tile + EP * HP, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits)
+{
+    operands o = operands_of(a, et, ht);
+    const uint8_t *wa = o.w, *wb = a->w + rt_qweight_block_offset(&a->ws, ht + 1, 0);
+    const uint8_t *x[2] = {o.x, o.x + (uint64_t)a->xs.kp * EP};
+    const int32_t *sums = o.sums; /* row r, group g: sums[r * groups + g] */
+    __m512 acc[ROWS2];
+    EACH_ROW2
+    for (int r = 0; r < ROWS2; r++)
+        acc[r] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < o.groups; g++) {
+        __m512i s32[ROWS2];
+        int32_t sum[ROWS2];
+        EACH_ROW2
+        for (int r = 0; r < ROWS2; r++)
+            sum[r] = sums[r * o.groups + g];
+        if (bits == 4)
+            w4_group_2x2(wa, wb, x, o.pairs, s32);
+        else
+            w8_group_2x2(wa, wb, x, o.tiles, sum, s32);
+        __m512 scale = join_halves(wa + o.data, wb + o.data);
+        EACH_ROW2
+        for (int r = 0; r < ROWS2; r++)
+            acc[r] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(s32[r]), acc[r]);
+        if (bits == 4) {
+            __m512 min = join_halves(wa + o.data + 2 * HP, wb + o.data + 2 * HP);
+            EACH_ROW2
+            for (int r = 0; r < ROWS2; r++)
+                acc[r] = _mm512_fmadd_ps(min, _mm512_set1_ps((float)sum[r]), acc[r]);
+        }
+        wa += o.block;
+        wb += o.block;
+        x[0] += o.x_step;
+        x[1] += o.x_step;
+    }
+    EACH_ROW2
+    for (int r = 0; r < ROWS2; r++)
+        store_row16(out, r, acc[r]);
+}
+
+void rt_q_avx512_vnni_qtile_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out)
+{
+    if (a->ws.hp != HP || a->ws.lp != LP || a->xs.ep != EP || a->xs.lp != LP) {
+        int ep = a->xs.ep, tile = ep * a->ws.hp;
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                rt_q_generic_qtile(a, et + i, ep, ht + j, out + (2 * i + j) * tile);
+        return;
+    }
+    if (a->ws.bits == 4)
+        gemm_2x2(a, et, ht, out, 4);
+    else
+        gemm_2x2(a, et, ht, out, 8);
+}

@@ -31,6 +31,8 @@ void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_sha
 void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
                             float *out);
+/* q_avx512_vnni.c: rt_kernels.qtile_2x2 (8 activation rows by 16 W rows). */
+void rt_q_avx512_vnni_qtile_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
 
 /* dequant_avx2.c: rt_kernels.dequant_block. */
 void rt_dequant_block_avx2(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
