@@ -258,19 +258,48 @@ static inline void w4_group_2x2(const uint8_t *wa, const uint8_t *wb, const uint
         s32[r] = _mm512_add_epi32(s32[r], odd[r]);
 }
 
-/* One group, bits 8 (tiles even): u8 w + 128, then 128 * sum off. */
+/* One group, bits 8 (tiles even): u8 w + 128, then 128 * sum off
+ * (start[r]: -128 * the group's activation sum of row r). */
 static inline void w8_group_2x2(const uint8_t *wa, const uint8_t *wb, const uint8_t *const x[2],
-                                int64_t tiles, const int32_t sum[ROWS2], __m512i s32[ROWS2])
+                                int64_t tiles, const int32_t *start, int64_t stride,
+                                __m512i s32[ROWS2])
 {
     EACH_ROW2
     for (int r = 0; r < ROWS2; r++)
-        s32[r] = _mm512_set1_epi32(-offset_of(sum[r]));
+        s32[r] = _mm512_set1_epi32(start[r * stride]);
     for (int64_t t = 0; t < tiles; t++) {
         __m512i w = _mm512_xor_si512(join32(wa + t * TILE_BYTES, wb + t * TILE_BYTES),
                                      _mm512_set1_epi8((char)0x80));
         EACH_ROW2
         for (int r = 0; r < ROWS2; r++)
             s32[r] = dot_bcast(s32[r], w, act_row(x, r, t));
+    }
+}
+
+/* Per chunk of SUM_CHUNK groups, the rows' activation sums in the form
+ * the group steps use them: bits 4 as floats (vcvtdq2ps rounds as the
+ * (float) cast does) for the min term's FMA, bits 8 as -128 * sum (the
+ * wrapping int32 of offset_of) to start the accumulators from; one vector
+ * conversion per row and chunk instead of scalar ones per row and group. */
+#define SUM_CHUNK 16
+
+typedef union {
+    float f[ROWS2][SUM_CHUNK];
+    int32_t start[ROWS2][SUM_CHUNK];
+} chunk_sums;
+
+static inline void convert_sums(const int32_t *sums, int64_t groups, int64_t g0, int64_t n,
+                                int bits, chunk_sums *c)
+{
+    __mmask16 live = (__mmask16)((1u << n) - 1u);
+    EACH_ROW2
+    for (int r = 0; r < ROWS2; r++) {
+        __m512i v = _mm512_maskz_loadu_epi32(live, sums + r * groups + g0);
+        if (bits == 4)
+            _mm512_storeu_ps(c->f[r], _mm512_cvtepi32_ps(v));
+        else
+            _mm512_storeu_si512(c->start[r], _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                              _mm512_slli_epi32(v, 7)));
     }
 }
 
@@ -287,21 +316,21 @@ INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out,
     operands o = operands_of(a, et, ht);
     const uint8_t *wa = o.w, *wb = a->w + rt_qweight_block_offset(&a->ws, ht + 1, 0);
     const uint8_t *x[2] = {o.x, o.x + (uint64_t)a->xs.kp * EP};
-    const int32_t *sums = o.sums; /* row r, group g: sums[r * groups + g] */
     __m512 acc[ROWS2];
     EACH_ROW2
     for (int r = 0; r < ROWS2; r++)
         acc[r] = _mm512_setzero_ps();
+    chunk_sums c;
     for (int64_t g = 0; g < o.groups; g++) {
+        int64_t i = g % SUM_CHUNK;
+        if (!i) /* o.sums: row r, group g at o.sums[r * groups + g] */
+            convert_sums(o.sums, o.groups, g,
+                         o.groups - g < SUM_CHUNK ? o.groups - g : SUM_CHUNK, bits, &c);
         __m512i s32[ROWS2];
-        int32_t sum[ROWS2];
-        EACH_ROW2
-        for (int r = 0; r < ROWS2; r++)
-            sum[r] = sums[r * o.groups + g];
         if (bits == 4)
             w4_group_2x2(wa, wb, x, o.pairs, s32);
         else
-            w8_group_2x2(wa, wb, x, o.tiles, sum, s32);
+            w8_group_2x2(wa, wb, x, o.tiles, &c.start[0][i], SUM_CHUNK, s32);
         __m512 scale = join_halves(wa + o.data, wb + o.data);
         EACH_ROW2
         for (int r = 0; r < ROWS2; r++)
@@ -310,7 +339,7 @@ INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out,
             __m512 min = join_halves(wa + o.data + 2 * HP, wb + o.data + 2 * HP);
             EACH_ROW2
             for (int r = 0; r < ROWS2; r++)
-                acc[r] = _mm512_fmadd_ps(min, _mm512_set1_ps((float)sum[r]), acc[r]);
+                acc[r] = _mm512_fmadd_ps(min, _mm512_set1_ps(c.f[r][i]), acc[r]);
         }
         wa += o.block;
         wb += o.block;
