@@ -77,6 +77,10 @@ typedef struct rt_kernels {
                            float *scores);
     void (*attn_accumulate_f16)(float *o, const uint16_t *v, const float *p, int64_t nk,
                                 int64_t d);
+    /* p[t] = exp(p[t] - off) for t < n, within 2 ulp; as the portable loop
+     * of ref_attention.c (NULL: that loop), differences below -87 give 0,
+     * above 88 are taken as 88, NaN stays NaN. */
+    void (*attn_exp)(float *p, int64_t n, float off);
     /* y[i] = silu(gate[i]) * up[i] for i < n (SwiGLU; NULL: the portable
      * loop of ref_elementwise.c, rt_swiglu_generic).  Within a few ulp of
      * the portable one; NaN and infinities as it has them. */

@@ -200,6 +200,7 @@ typedef struct {
     void (*scores_f16)(const float *q, const uint16_t *k, int64_t nk, int64_t d, float *scores);
     void (*scores_i8)(const float *q, const uint8_t *k, int64_t nk, int64_t d, float *scores);
     void (*accumulate_f16)(float *o, const uint16_t *v, const float *p, int64_t nk, int64_t d);
+    void (*exp)(float *p, int64_t n, float off);
     float *o;
     float *stats;     /* splits > 1: [unit][row][split] (l, offset) */
     float *partial;   /* splits > 1: [unit][row][split - 1][head_dim] */
@@ -365,7 +366,7 @@ static void divide_row(float *o, float l, int64_t D)
         o[i] /= l;
 }
 
-/* p[t] = exp(p[t] - off) for the KEY_BLOCK entries, |error| < 2 ulp, as
+/* p[t] = exp(p[t] - off) for t < n (KEY_BLOCK here), |error| < 2 ulp, as
  * one loop gcc -O2 vectorizes (libm's expf is a call per score, a third of
  * the prefill time).  Range reduction x = n ln2 + r, |r| <= ln2 / 2, with
  * ln2 in two parts (the high one has 15 bits, so n * hi is exact); exp(r)
@@ -380,9 +381,9 @@ static void divide_row(float *o, float l, int64_t D)
 #define EXP_MAX_BITS 0x42B00000  /* 88.0f */
 #define NAN_BITS 0x7FC00000u
 
-static void exp_block(float *p, float off)
+static void exp_block(float *p, int64_t n, float off)
 {
-    for (int t = 0; t < KEY_BLOCK; t++) {
+    for (int64_t t = 0; t < n; t++) {
         float x = p[t] - off, xc, res;
         uint32_t ux;
         memcpy(&ux, &x, sizeof ux);
@@ -445,7 +446,7 @@ static void attend_block(const attention_job *J, row_state *r, const uint8_t *k,
         scale_row(r->o, f, D);
         r->off = off;
     }
-    exp_block(p, off);
+    J->exp(p, KEY_BLOCK, off);
     r->l += block_sum(p);
     accumulate_rows(J, r->o, v, p, nk);
 }
@@ -607,6 +608,8 @@ static void use_table_loops(attention_job *J, const rt_kernels *kt)
         J->scores_i8 = kt->attn_scores_i8;
     if (kt->attn_accumulate_f16)
         J->accumulate_f16 = kt->attn_accumulate_f16;
+    if (kt->attn_exp)
+        J->exp = kt->attn_exp;
 }
 
 llmc_rt_status k_attention_kernels(const rt_kernels *kt, const rt_attention_attrs *a,
@@ -629,7 +632,7 @@ llmc_rt_status k_attention_kernels(const rt_kernels *kt, const rt_attention_attr
     float scratch[SCRATCH_FLOATS];
     attention_job J = {a, q, cos, sin, cache, S, P, a->heads / a->kv_heads, 0, 0, 0, 0, 0, 0,
                        block_scores, add_weighted_rows, f16_scores, i8_scores, f16_accumulate,
-                       o->data, scratch, NULL};
+                       exp_block, o->data, scratch, NULL};
     use_table_loops(&J, kt);
     plan_work(&J);
     J.partial = scratch + a->kv_heads * J.qblocks * J.unit_rows * J.splits * 2;

@@ -4,8 +4,10 @@
 #include "q_generic.h"
 
 const rt_kernels rt_kernels_generic = {
-    "generic", 8, 4, 4, 0, 0, rt_q_generic_quantize_rows, rt_q_generic_qtile, NULL, rt_ftile_generic,
-    NULL, NULL, NULL, NULL, NULL, /* attention: ref_attention.c's portable loops */
+    "generic", 8, 4, 4, 0, 0, rt_q_generic_quantize_rows, rt_q_generic_qtile,
+    NULL, /* qtile_2x2: qtile per tile */
+    rt_ftile_generic,
+    NULL, NULL, NULL, NULL, NULL, NULL, /* attention: ref_attention.c's portable loops */
     NULL, /* swiglu: rt_swiglu_generic */
     NULL, /* dequant_block: rt_dequant_block_generic */
     "generic",

@@ -560,6 +560,31 @@ static void test_attention_loops_avx2(void)
     free(p);
     free(o);
 }
+
+/* rt_attn_exp_avx2 against double exp over [-87, 88] (n not a multiple of
+ * 8: the masked tail), and the portable loop's edges: below -87 (and -inf)
+ * 0, above 88 (and +inf) exp(88), NaN NaN. */
+static void test_attn_exp_avx2(void)
+{
+    enum { N = 1003 };
+    static float p[N], x[N];
+    const float off = 0.75f;
+    for (int t = 0; t < N; t++) {
+        p[t] = off - 87.0f + 175.0f * (float)t / (N - 1);
+        x[t] = p[t] - off; /* the argument, rounded as the kernel rounds it */
+    }
+    rt_attn_exp_avx2(p, N, off);
+    double worst = 0.0;
+    for (int t = 0; t < N; t++)
+        worst = fmax(worst, rel_err(p[t], exp((double)x[t])));
+    float edge[] = {-90.0f, -INFINITY, 89.0f, INFINITY, NAN, 0.0f, -87.5f};
+    rt_attn_exp_avx2(edge, 7, 0.0f);
+    bool edges = edge[0] == 0.0f && edge[1] == 0.0f && rel_err(edge[2], exp(88.0)) <= 3e-7 &&
+                 rel_err(edge[3], exp(88.0)) <= 3e-7 && isnan(edge[4]) && edge[5] == 1.0f &&
+                 edge[6] == 0.0f;
+    CHECK(worst <= 2.4e-7 && edges, "rt_attn_exp_avx2: %d values of [-87, 88] within %.2g of "
+          "double exp; below -87 0, above 88 exp(88), NaN NaN", N, worst);
+}
 #endif
 
 int main(void)
@@ -580,11 +605,13 @@ int main(void)
     if (have_avx2()) {
         rt_kernels avx2 = {.target = "avx2", .f_hp = 16, .f_ep = 6, .ftile = rt_ftile_avx2,
                            .attn_scores = rt_attn_scores_avx2,
-                           .attn_accumulate = rt_attn_accumulate_avx2};
+                           .attn_accumulate = rt_attn_accumulate_avx2,
+                           .attn_exp = rt_attn_exp_avx2};
         test_ftile("rt_ftile_avx2", rt_ftile_avx2, 16, 6);
         test_linear_tiles(&avx2);
         test_linear_threads(&avx2);
         test_attention_loops_avx2();
+        test_attn_exp_avx2();
         test_attention(&avx2);
     } else
         CHECK(true, "# SKIP this CPU has no AVX2/FMA: rt_ftile_avx2 not tested");

@@ -50,6 +50,8 @@ void rt_attn_scores_i8_avx2(const float *q, const uint8_t *k, int64_t nk, int64_
                             float *scores);
 void rt_attn_accumulate_f16_avx2(float *o, const uint16_t *v, const float *p, int64_t nk,
                                  int64_t d);
+/* attn_avx2.c: rt_kernels.attn_exp (8 lanes, FMA). */
+void rt_attn_exp_avx2(float *p, int64_t n, float off);
 
 /* f_avx2.c, f_avx512.c (-mavx512f as well): rt_kernels.ftile for hp = 16,
  * rows <= 6. */
