@@ -279,12 +279,13 @@ static inline float k_fsum_value(const k_fsum *s)
 #define RT_QTILE_MAX_OUT 1024
 
 /* Byte of activation element (e, c) in the data of quant_format.h:
- * [mp/ep][kp/lp][ep][lp]. */
-static inline uint64_t rt_qact_index(const rt_qact_shape *s, int64_t e, int64_t c)
+ * [mp/ep][kp/lp][ep][lp].  Pointer-wide (32-bit on a Cortex-M): the tiles
+ * lie in memory. */
+static inline size_t rt_qact_index(const rt_qact_shape *s, ptrdiff_t e, ptrdiff_t c)
 {
-    uint64_t tile = (uint64_t)(e / s->ep) * (uint64_t)(s->kp / s->lp) + (uint64_t)(c / s->lp);
-    return (tile * (uint64_t)s->ep + (uint64_t)(e % s->ep)) * (uint64_t)s->lp +
-           (uint64_t)(c % s->lp);
+    ptrdiff_t ep = s->ep, lp = s->lp;
+    size_t tile = (size_t)(e / ep) * (size_t)((ptrdiff_t)s->kp / lp) + (size_t)(c / lp);
+    return (tile * (size_t)ep + (size_t)(e % ep)) * (size_t)lp + (size_t)(c % lp);
 }
 
 /* Quantizes x float32 [..., k] (m = the product of the leading dims) into

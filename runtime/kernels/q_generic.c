@@ -24,44 +24,45 @@ int rt_q_value(float x, float inv)
 }
 
 /* The larger magnitude wins; a NaN |x| never does (comparison false). */
-static float row_amax(const float *x, int64_t k)
+static float row_amax(const float *x, ptrdiff_t k)
 {
     float amax = 0.0f;
-    for (int64_t c = 0; c < k; c++) {
+    for (ptrdiff_t c = 0; c < k; c++) {
         float a = fabsf(x[c]);
         amax = a > amax ? a : amax;
     }
     return amax;
 }
 
-static void quantize_row(const float *x, const rt_qact_shape *s, int64_t e, uint8_t *xq)
+static void quantize_row(const float *x, const rt_qact_shape *s, ptrdiff_t e, uint8_t *xq)
 {
-    float amax = row_amax(x, s->k), inv = rt_q_row_inverse(amax);
+    ptrdiff_t k = (ptrdiff_t)s->k, group = (ptrdiff_t)s->group, groups = (ptrdiff_t)s->kp / group;
+    float amax = row_amax(x, k), inv = rt_q_row_inverse(amax);
     float *scales = (float *)(xq + rt_qact_scales_offset(s));
-    int32_t *sums = (int32_t *)(xq + rt_qact_sums_offset(s)) + e * (s->kp / s->group);
+    int32_t *sums = (int32_t *)(xq + rt_qact_sums_offset(s)) + e * groups;
     scales[e] = inv > 0.0f ? amax / 127.0f : 0.0f;
-    for (int64_t g = 0; g < s->kp / s->group; g++)
+    for (ptrdiff_t g = 0; g < groups; g++)
         sums[g] = 0;
-    for (int64_t c = 0; c < s->k; c++) {
+    for (ptrdiff_t c = 0; c < k; c++) {
         int q = inv > 0.0f ? rt_q_value(x[c], inv) : 0;
         xq[rt_qact_index(s, e, c)] = (uint8_t)(int8_t)q;
-        sums[c / s->group] += q;
+        sums[c / group] += q;
     }
 }
 
 void rt_q_generic_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
                                 int64_t r0, int64_t r1, uint8_t *xq)
 {
-    for (int64_t e = r0; e < r1; e++)
-        quantize_row(x + e * x_stride, s, e, xq);
+    for (ptrdiff_t e = (ptrdiff_t)r0; e < (ptrdiff_t)r1; e++)
+        quantize_row(x + e * (ptrdiff_t)x_stride, s, e, xq);
 }
 
 /* Weight value (h, j) of a block, j the position inside the group: tile
  * t = j / lp; bits 4 pairs tiles 2u (low nibble) and 2u + 1 (high). */
-static int weight_q(const uint8_t *block, const rt_qweight_shape *ws, int h, int64_t j)
+static int weight_q(const uint8_t *block, const rt_qweight_shape *ws, int h, ptrdiff_t j)
 {
-    int64_t t = j / ws->lp, tile_bytes = (int64_t)ws->hp * ws->lp;
-    int64_t in_tile = (int64_t)h * ws->lp + j % ws->lp;
+    ptrdiff_t t = j / ws->lp, tile_bytes = (ptrdiff_t)ws->hp * ws->lp;
+    ptrdiff_t in_tile = (ptrdiff_t)h * ws->lp + j % ws->lp;
     if (ws->bits == 8)
         return (int8_t)block[t * tile_bytes + in_tile];
     uint8_t b = block[(t / 2) * tile_bytes + in_tile];
@@ -70,12 +71,13 @@ static int weight_q(const uint8_t *block, const rt_qweight_shape *ws, int h, int
 
 /* The exact int32 dot product of activation row e with weight row h over
  * group g (|q| <= 127 and group <= 2^24 keep it below 2^31). */
-static int32_t group_dot(const rt_qtile_args *a, int64_t e, const uint8_t *block, int h,
-                         int64_t g)
+static int32_t group_dot(const rt_qtile_args *a, ptrdiff_t e, const uint8_t *block, int h,
+                         ptrdiff_t g)
 {
     int32_t acc = 0;
-    for (int64_t j = 0; j < a->ws.group; j++) {
-        int8_t xv = (int8_t)a->xq[rt_qact_index(&a->xs, e, g * a->ws.group + j)];
+    ptrdiff_t group = (ptrdiff_t)a->ws.group;
+    for (ptrdiff_t j = 0; j < group; j++) {
+        int8_t xv = (int8_t)a->xq[rt_qact_index(&a->xs, e, g * group + j)];
         acc += (int32_t)xv * weight_q(block, &a->ws, h, j);
     }
     return acc;
@@ -84,16 +86,17 @@ static int32_t group_dot(const rt_qtile_args *a, int64_t e, const uint8_t *block
 void rt_q_generic_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out)
 {
     const rt_qweight_shape *ws = &a->ws;
-    int64_t groups = ws->kp / ws->group;
-    uint64_t data_bytes = (uint64_t)ws->hp * (uint64_t)ws->group * (uint64_t)ws->bits / 8u;
+    ptrdiff_t groups = (ptrdiff_t)ws->kp / (ptrdiff_t)ws->group;
+    size_t data_bytes = (size_t)ws->hp * (size_t)ws->group * (size_t)ws->bits / 8u;
     const int32_t *sums = (const int32_t *)(a->xq + rt_qact_sums_offset(&a->xs));
     for (int i = 0; i < rows * ws->hp; i++)
         out[i] = 0.0f;
-    for (int64_t g = 0; g < groups; g++) {
-        const uint8_t *block = a->w + rt_qweight_block_offset(ws, ht, g);
+    size_t block_bytes = (size_t)rt_qweight_block_bytes(ws);
+    const uint8_t *block = a->w + (size_t)rt_qweight_block_offset(ws, ht, 0);
+    for (ptrdiff_t g = 0; g < groups; g++, block += block_bytes) {
         const uint8_t *scales = block + data_bytes, *mins = scales + 2 * ws->hp;
         for (int e = 0; e < rows; e++) {
-            int64_t row = et * a->xs.ep + e;
+            ptrdiff_t row = (ptrdiff_t)et * a->xs.ep + e;
             for (int h = 0; h < ws->hp; h++) {
                 float v = rt_half_at(scales + 2 * h) * (float)group_dot(a, row, block, h, g);
                 if (ws->bits == 4)

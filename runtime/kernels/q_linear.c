@@ -84,29 +84,30 @@ typedef struct {
     const float *x;          /* [m, k] */
     const rt_qact_shape *s;
     uint8_t *xq;             /* rt_qact_bytes(s) */
-    int64_t tiles_per_task;
+    ptrdiff_t tiles_per_task;
 } quantize_job;
 
 /* Zeroes what quantize_rows does not write in row tile et: its padding
  * rows (data, scale, group sums) and padding columns [k, kp). */
-static void zero_tile_padding(const rt_qact_shape *s, int64_t et, uint8_t *xq)
+static void zero_tile_padding(const rt_qact_shape *s, ptrdiff_t et, uint8_t *xq)
 {
-    int64_t e0 = et * s->ep, e1 = e0 + s->ep, groups = s->kp / s->group;
-    if (e1 > s->m) {
+    ptrdiff_t e0 = et * s->ep, e1 = e0 + s->ep, m = (ptrdiff_t)s->m, kp = (ptrdiff_t)s->kp;
+    ptrdiff_t groups = kp / (ptrdiff_t)s->group;
+    if (e1 > m) {
         /* the tile's data is contiguous: clear all of it (real rows are
          * written over right after) */
-        memset(xq + (uint64_t)e0 * (uint64_t)s->kp, 0, (size_t)(s->ep * s->kp));
+        memset(xq + (size_t)e0 * (size_t)kp, 0, (size_t)(s->ep * kp));
         float *scales = (float *)(xq + rt_qact_scales_offset(s));
         int32_t *sums = (int32_t *)(xq + rt_qact_sums_offset(s));
-        for (int64_t e = s->m; e < e1; e++) {
+        for (ptrdiff_t e = m; e < e1; e++) {
             scales[e] = 0.0f;
-            for (int64_t g = 0; g < groups; g++)
+            for (ptrdiff_t g = 0; g < groups; g++)
                 sums[e * groups + g] = 0;
         }
         return;
     }
-    for (int64_t e = e0; e < e1; e++)
-        for (int64_t c = s->k; c < s->kp; c++)
+    for (ptrdiff_t e = e0; e < e1; e++)
+        for (ptrdiff_t c = (ptrdiff_t)s->k; c < kp; c++)
             xq[rt_qact_index(s, e, c)] = 0;
 }
 
@@ -114,8 +115,8 @@ static void zero_tile_padding(const rt_qact_shape *s, int64_t et, uint8_t *xq)
  * whole buffer is a function of x. */
 static void zero_gaps(const rt_qact_shape *s, uint8_t *xq)
 {
-    uint64_t data_end = (uint64_t)s->mp * (uint64_t)s->kp;
-    uint64_t scales_end = rt_qact_scales_offset(s) + 4u * (uint64_t)s->mp;
+    size_t data_end = (size_t)s->mp * (size_t)s->kp;
+    size_t scales_end = rt_qact_scales_offset(s) + 4u * (size_t)s->mp;
     memset(xq + data_end, 0, (size_t)(rt_qact_scales_offset(s) - data_end));
     memset(xq + scales_end, 0, (size_t)(rt_qact_sums_offset(s) - scales_end));
 }
@@ -124,11 +125,12 @@ static void quantize_task(void *ctx, uint32_t i)
 {
     const quantize_job *J = ctx;
     const rt_qact_shape *s = J->s;
-    int64_t et0 = (int64_t)i * J->tiles_per_task, et1 = et0 + J->tiles_per_task;
-    if (et1 > s->mp / s->ep)
-        et1 = s->mp / s->ep;
-    for (int64_t et = et0; et < et1; et++) {
-        int64_t r0 = et * s->ep, r1 = r0 + s->ep < s->m ? r0 + s->ep : s->m;
+    ptrdiff_t et0 = (ptrdiff_t)i * J->tiles_per_task, et1 = et0 + J->tiles_per_task;
+    ptrdiff_t m = (ptrdiff_t)s->m, tiles = (ptrdiff_t)s->mp / s->ep;
+    if (et1 > tiles)
+        et1 = tiles;
+    for (ptrdiff_t et = et0; et < et1; et++) {
+        ptrdiff_t r0 = et * s->ep, r1 = r0 + s->ep < m ? r0 + s->ep : m;
         zero_tile_padding(s, et, J->xq);
         J->kt->quantize_rows(J->x, s->k, s, r0, r1, J->xq);
     }
@@ -195,12 +197,12 @@ typedef struct {
     const float *bias;             /* bias from column col0, or NULL */
     const float *res;              /* residual [m, n_y], or NULL */
     float *y;                      /* [m, n_y] */
-    int64_t m, n_y, col0;
-    int64_t ht0, ht1;              /* W row tiles covering y's columns */
-    int64_t tiles_per_task;        /* W row tiles per task but the tail's */
-    int64_t big_tasks;             /* tasks of tiles_per_task before the tail */
-    int64_t block_tiles;           /* activation tiles per cache block */
-    int64_t tile_step;             /* W row tiles per kernel call: 2 with qtile_2x2 */
+    ptrdiff_t m, n_y, col0;
+    ptrdiff_t ht0, ht1;              /* W row tiles covering y's columns */
+    ptrdiff_t tiles_per_task;        /* W row tiles per task but the tail's */
+    ptrdiff_t big_tasks;             /* tasks of tiles_per_task before the tail */
+    ptrdiff_t block_tiles;           /* activation tiles per cache block */
+    ptrdiff_t tile_step;             /* W row tiles per kernel call: 2 with qtile_2x2 */
 } qlinear_job;
 
 /* y[h] = sx * out[h] (+ bias[h]) (+ res[h]) for h < n, in that order on
@@ -212,20 +214,20 @@ typedef struct {
 #define WHOLE_TILE 8 /* hp of every table today */
 
 static inline void tile_values(float *v, const float *out, float sx, const float *bias,
-                               const float *res, int64_t n)
+                               const float *res, ptrdiff_t n)
 {
-    for (int64_t h = 0; h < n; h++)
+    for (ptrdiff_t h = 0; h < n; h++)
         v[h] = sx * out[h]; /* its own statement: never contracted into an FMA */
     if (bias)
-        for (int64_t h = 0; h < n; h++)
+        for (ptrdiff_t h = 0; h < n; h++)
             v[h] += bias[h];
     if (res)
-        for (int64_t h = 0; h < n; h++)
+        for (ptrdiff_t h = 0; h < n; h++)
             v[h] += res[h];
 }
 
 static void store_row(float *y, const float *out, float sx, const float *bias,
-                      const float *res, int64_t n)
+                      const float *res, ptrdiff_t n)
 {
     float v[RT_QTILE_MAX_OUT];
     if (n == WHOLE_TILE) {
@@ -239,15 +241,15 @@ static void store_row(float *y, const float *out, float sx, const float *bias,
 
 /* y for rows of activation tile et and W row tile ht from the micro-kernel's
  * out (only the columns y has). */
-static void store_tile(const qlinear_job *J, int64_t et, int rows, int64_t ht,
+static void store_tile(const qlinear_job *J, ptrdiff_t et, int rows, ptrdiff_t ht,
                        const float *out)
 {
     int hp = J->a.ws.hp;
-    int64_t j0 = ht * hp - J->col0, h0 = j0 < 0 ? -j0 : 0;
-    int64_t h1 = J->n_y - j0 < hp ? J->n_y - j0 : hp;
+    ptrdiff_t j0 = ht * hp - J->col0, h0 = j0 < 0 ? -j0 : 0;
+    ptrdiff_t h1 = J->n_y - j0 < hp ? J->n_y - j0 : hp;
     const float *bias = J->bias ? J->bias + j0 + h0 : NULL;
     for (int e = 0; e < rows; e++) {
-        int64_t row = et * J->a.xs.ep + e, at = row * J->n_y + j0 + h0;
+        ptrdiff_t row = et * J->a.xs.ep + e, at = row * J->n_y + j0 + h0;
         store_row(J->y + at, out + e * hp + h0, J->sx[row], bias, J->res ? J->res + at : NULL,
                   h1 - h0);
     }
@@ -261,22 +263,22 @@ static void store_tile(const qlinear_job *J, int64_t et, int rows, int64_t ht,
 #define TAIL_SPLIT 4
 
 /* tiles rounded up to a multiple of the kernel's W row tiles per call. */
-static int64_t whole_steps(const qlinear_job *J, int64_t tiles)
+static ptrdiff_t whole_steps(const qlinear_job *J, ptrdiff_t tiles)
 {
     return (tiles + J->tile_step - 1) / J->tile_step * J->tile_step;
 }
 
-static int64_t tail_task_tiles(const qlinear_job *J)
+static ptrdiff_t tail_task_tiles(const qlinear_job *J)
 {
-    int64_t tiles = J->tiles_per_task >= TAIL_SPLIT ? J->tiles_per_task / TAIL_SPLIT : 1;
+    ptrdiff_t tiles = J->tiles_per_task >= TAIL_SPLIT ? J->tiles_per_task / TAIL_SPLIT : 1;
     return whole_steps(J, tiles);
 }
 
 /* W row tiles [*t0, *t1) of task i, counted from J->ht0. */
-static void task_tiles(const qlinear_job *J, int64_t i, int64_t *t0, int64_t *t1)
+static void task_tiles(const qlinear_job *J, ptrdiff_t i, ptrdiff_t *t0, ptrdiff_t *t1)
 {
-    int64_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = tail_task_tiles(J);
-    int64_t n_big = J->big_tasks;
+    ptrdiff_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = tail_task_tiles(J);
+    ptrdiff_t n_big = J->big_tasks;
     if (i < n_big) {
         *t0 = i * big;
         *t1 = *t0 + big;
@@ -290,22 +292,22 @@ static void task_tiles(const qlinear_job *J, int64_t i, int64_t *t0, int64_t *t1
  * them for the write (rows n_y floats apart: no hardware prefetcher follows
  * them) overlaps the micro-kernel instead of stalling the stores after it
  * (measured: ~7% of a 512-row prefill was those stores). */
-static void prefetch_outputs(const qlinear_job *J, int64_t et, int rows, int64_t ht)
+static void prefetch_outputs(const qlinear_job *J, ptrdiff_t et, int rows, ptrdiff_t ht)
 {
-    int64_t j = ht * J->a.ws.hp - J->col0;
+    ptrdiff_t j = ht * J->a.ws.hp - J->col0;
     j = j < 0 ? 0 : j;
     for (int e = 0; e < rows; e++)
         __builtin_prefetch(J->y + (et * J->a.xs.ep + e) * J->n_y + j, 1);
 }
 
 /* The rows of activation tile et that exist (the last one may be short). */
-static int tile_rows(const qlinear_job *J, int64_t et)
+static int tile_rows(const qlinear_job *J, ptrdiff_t et)
 {
     int ep = J->a.xs.ep;
     return J->m - et * ep < ep ? (int)(J->m - et * ep) : ep;
 }
 
-static void one_tile(const qlinear_job *J, int64_t et, int64_t ht)
+static void one_tile(const qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
 {
     float out[RT_QTILE_MAX_OUT];
     int rows = tile_rows(J, et);
@@ -317,7 +319,7 @@ static void one_tile(const qlinear_job *J, int64_t et, int64_t ht)
 /* Activation tiles et, et + 1 by W row tiles ht, ht + 1 in one call of
  * the table's qtile_2x2 (rows >= 2 in both activation tiles: the bits of
  * qtile's GEMM path). */
-static void four_tiles(const qlinear_job *J, int64_t et, int64_t ht)
+static void four_tiles(const qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
 {
     float out[4 * RT_QTILE_MAX_OUT];
     int tile = J->a.xs.ep * J->a.ws.hp;
@@ -332,9 +334,9 @@ static void four_tiles(const qlinear_job *J, int64_t et, int64_t ht)
 
 /* Activation tiles [b0, b1) by W row tiles ht, ht + 1, four at a time
  * where both activation tiles have a GEMM's rows. */
-static void tile_pair_column(const qlinear_job *J, int64_t b0, int64_t b1, int64_t ht)
+static void tile_pair_column(const qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1, ptrdiff_t ht)
 {
-    for (int64_t et = b0; et < b1;) {
+    for (ptrdiff_t et = b0; et < b1;) {
         if (et + 1 < b1 && tile_rows(J, et + 1) >= 2) {
             four_tiles(J, et, ht);
             et += 2;
@@ -349,20 +351,20 @@ static void tile_pair_column(const qlinear_job *J, int64_t b0, int64_t b1, int64
 static void qlinear_task(void *ctx, uint32_t i)
 {
     const qlinear_job *J = ctx;
-    int64_t ht0, ht1, act_tiles = J->a.xs.mp / J->a.xs.ep;
+    ptrdiff_t ht0, ht1, act_tiles = (ptrdiff_t)J->a.xs.mp / J->a.xs.ep;
     task_tiles(J, i, &ht0, &ht1);
     ht0 += J->ht0;
     ht1 += J->ht0;
-    for (int64_t b0 = 0; b0 < act_tiles; b0 += J->block_tiles) {
-        int64_t b1 = b0 + J->block_tiles < act_tiles ? b0 + J->block_tiles : act_tiles;
+    for (ptrdiff_t b0 = 0; b0 < act_tiles; b0 += J->block_tiles) {
+        ptrdiff_t b1 = b0 + J->block_tiles < act_tiles ? b0 + J->block_tiles : act_tiles;
         /* W row tile outer: it stays in L1 while the block's activation
          * tiles pass over it */
-        int64_t ht = ht0;
+        ptrdiff_t ht = ht0;
         if (J->tile_step == 2)
             for (; ht + 1 < ht1; ht += 2)
                 tile_pair_column(J, b0, b1, ht);
         for (; ht < ht1; ht++)
-            for (int64_t et = b0; et < b1; et++)
+            for (ptrdiff_t et = b0; et < b1; et++)
                 one_tile(J, et, ht);
     }
 }

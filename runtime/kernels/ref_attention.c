@@ -43,7 +43,13 @@
  * even; int8 keys quantized per row with their scale), and the loops read
  * the stored rows as they are (the portable ones widen 4 rows at a time
  * into a stack buffer, the AVX2 ones 8 values per load), so no step
- * converts the cache. */
+ * converts the cache.
+ *
+ * Index arithmetic is pointer-wide (ptrdiff_t: 32 bits on a Cortex-M, where
+ * int64 costs register pairs and libgcc divisions): q, k, v, o, the cos and
+ * sin tables and the cache chunks all lie in memory, so every count,
+ * position and index below fits (check_views proves the shapes in int64
+ * first; the session bounds P + S by the context its pool holds). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -55,12 +61,12 @@
 void k_rope_row(const float *x, float *y, int64_t d, int64_t rotary_dim, const float *cos,
                 const float *sin)
 {
-    int64_t h = rotary_dim / 2;
-    for (int64_t i = 0; i < rotary_dim; i++) {
+    ptrdiff_t n = (ptrdiff_t)d, r = (ptrdiff_t)rotary_dim, h = r / 2;
+    for (ptrdiff_t i = 0; i < r; i++) {
         float rot = i < h ? -x[i + h] : x[i - h];
         y[i] = x[i] * cos[i] + rot * sin[i];
     }
-    for (int64_t i = rotary_dim; i < d; i++)
+    for (ptrdiff_t i = r; i < n; i++)
         y[i] = x[i];
 }
 
@@ -98,45 +104,53 @@ static llmc_rt_status check_views(const rt_attention_attrs *a, const rt_view *q,
     return LLMC_RT_OK;
 }
 
+/* The attrs pointer-wide, and the cache (what appending a row needs). */
+typedef struct {
+    ptrdiff_t H, G, D, rot; /* heads, kv_heads, head_dim, rotary_dim */
+    float scale;
+    const rt_kv_cache *cache;
+    ptrdiff_t chunk;        /* cache->chunk */
+} attn_shape;
+
 /* Row of kv head g at position t: K (which = 0) or V (which = 1). */
-static uint8_t *cache_row(const rt_kv_cache *c, const rt_attention_attrs *a, int which,
-                          int64_t g, int64_t t)
+static uint8_t *cache_row(const attn_shape *a, int which, ptrdiff_t g, ptrdiff_t t)
 {
-    uint8_t *chunk = c->pool + c->slot[t / c->chunk] * c->slot_bytes;
-    uint64_t plane = (uint64_t)(a->kv_heads * c->chunk) * rt_kv_row_bytes(c->dtype, 0, a->head_dim);
-    return chunk + (uint64_t)which * plane +
-           (uint64_t)(g * c->chunk + t % c->chunk) * rt_kv_row_bytes(c->dtype, which, a->head_dim);
+    const rt_kv_cache *c = a->cache;
+    uint8_t *chunk = c->pool + c->slot[t / a->chunk] * (size_t)c->slot_bytes;
+    size_t plane = (size_t)(a->G * a->chunk) * (size_t)rt_kv_row_bytes(c->dtype, 0, a->D);
+    return chunk + (size_t)which * plane +
+           (size_t)(g * a->chunk + t % a->chunk) * (size_t)rt_kv_row_bytes(c->dtype, which, a->D);
 }
 
 /* An int8 K row: values round(x * 127 / max|x|), then the scale max|x| /
  * 127.  A row holding inf or NaN stores zeros and a NaN scale (its scores
  * are NaN, as a float cache's may be). */
-static void store_row_i8(const float *x, int64_t D, uint8_t *row)
+static void store_row_i8(const float *x, ptrdiff_t D, uint8_t *row)
 {
     float amax = 0.0f;
     bool finite = true;
-    for (int64_t i = 0; i < D; i++) {
+    for (ptrdiff_t i = 0; i < D; i++) {
         float m = fabsf(x[i]);
         finite = finite && m <= FLT_MAX;
         amax = m > amax ? m : amax;
     }
     float inv = finite && amax > 0.0f ? 127.0f / amax : 0.0f, scale = finite ? amax / 127.0f : NAN;
-    for (int64_t i = 0; i < D; i++) {
+    for (ptrdiff_t i = 0; i < D; i++) {
         long q = finite ? lrintf(x[i] * inv) : 0;
         row[i] = (uint8_t)(int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
     }
-    uint64_t at = rt_kv_scale_offset(D);
-    memset(row + D, 0, (size_t)(at - (uint64_t)D));
+    size_t at = (size_t)rt_kv_scale_offset(D);
+    memset(row + D, 0, at - (size_t)D);
     memcpy(row + at, &scale, sizeof scale);
 }
 
 /* The D floats x as a cache row of the given row dtype. */
-static void store_row(const float *x, int64_t D, int dtype, uint8_t *row)
+static void store_row(const float *x, ptrdiff_t D, int dtype, uint8_t *row)
 {
     if (dtype == LLMC_RT_I8) {
         store_row_i8(x, D, row);
     } else if (dtype == LLMC_RT_F16) {
-        for (int64_t i = 0; i < D; i++) {
+        for (ptrdiff_t i = 0; i < D; i++) {
             uint16_t h = rt_float_to_half(x[i]);
             memcpy(row + 2 * i, &h, sizeof h);
         }
@@ -146,15 +160,14 @@ static void store_row(const float *x, int64_t D, int dtype, uint8_t *row)
 }
 
 /* The S new rows, converted to the cache's dtype once, as they go in. */
-static void append_rows(const rt_attention_attrs *a, const rt_view *k, const rt_view *v,
-                        const rt_view *cos, const rt_view *sin, const rt_kv_cache *c,
-                        int64_t S, int64_t P)
+static void append_rows(const attn_shape *a, const rt_view *k, const rt_view *v,
+                        const rt_view *cos, const rt_view *sin, ptrdiff_t S, ptrdiff_t P)
 {
-    int64_t D = a->head_dim, width = a->kv_heads * D, rot = a->rotary_dim;
-    int kdt = rt_kv_row_dtype(c->dtype, 0), vdt = rt_kv_row_dtype(c->dtype, 1);
+    ptrdiff_t D = a->D, width = a->G * D, rot = a->rot;
+    int kdt = rt_kv_row_dtype(a->cache->dtype, 0), vdt = rt_kv_row_dtype(a->cache->dtype, 1);
     float rotated[RT_ATTN_MAX_HEAD_DIM];
-    for (int64_t s = 0; s < S; s++)
-        for (int64_t g = 0; g < a->kv_heads; g++) {
+    for (ptrdiff_t s = 0; s < S; s++)
+        for (ptrdiff_t g = 0; g < a->G; g++) {
             const float *ks = (const float *)k->data + s * width + g * D;
             const float *vs = (const float *)v->data + s * width + g * D;
             if (rot) {
@@ -162,8 +175,8 @@ static void append_rows(const rt_attention_attrs *a, const rt_view *k, const rt_
                            (const float *)sin->data + (P + s) * rot);
                 ks = rotated;
             }
-            store_row(ks, D, kdt, cache_row(c, a, 0, g, P + s));
-            store_row(vs, D, vdt, cache_row(c, a, 1, g, P + s));
+            store_row(ks, D, kdt, cache_row(a, 0, g, P + s));
+            store_row(vs, D, vdt, cache_row(a, 1, g, P + s));
         }
 }
 
@@ -187,12 +200,11 @@ static void append_rows(const rt_attention_attrs *a, const rt_view *k, const rt_
 #define PARALLEL_MIN_MACS (1 << 15)
 
 typedef struct {
-    const rt_attention_attrs *a;
+    const attn_shape *a;
     const rt_view *q, *cos, *sin;
-    const rt_kv_cache *cache;
-    int64_t S, P, group;
-    int64_t qpos, unit_rows, pass_rows; /* query positions / rows of a unit; rows of a pass */
-    int64_t qblocks, splits, split_keys;
+    ptrdiff_t S, P, group;
+    ptrdiff_t qpos, unit_rows, pass_rows; /* query positions / rows of a unit; rows of a pass */
+    ptrdiff_t qblocks, splits, split_keys;
     /* the inner loops for the cache's rows: the table's (rt_kernels) or
      * the portable ones */
     void (*scores)(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
@@ -210,28 +222,29 @@ typedef struct {
 typedef struct {
     const float *q;   /* rotated, scaled */
     float *o;         /* output accumulator [head_dim] */
-    int64_t n;        /* keys visible: positions [0, n) */
+    ptrdiff_t n;        /* keys visible: positions [0, n) */
     float phi, off, l, mx;
 } row_state;
 
-static int64_t min64(int64_t a, int64_t b)
+static ptrdiff_t min_idx(ptrdiff_t a, ptrdiff_t b)
 {
     return a < b ? a : b;
 }
 
 /* Position s and query head h of row u of a unit. */
-static void unit_row(const attention_job *J, int64_t unit, int64_t u, int64_t *s, int64_t *h)
+static void unit_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdiff_t *s, ptrdiff_t *h)
 {
-    int64_t g = unit / J->qblocks, qb = unit % J->qblocks;
+    ptrdiff_t g = unit / J->qblocks, qb = unit % J->qblocks;
     *s = qb * J->qpos + u / J->group;
     *h = g * J->group + u % J->group;
 }
 
 /* scores[t] = q . K[t] for the nk rows of one block (row stride D). */
-static void block_scores(const float *q, const float *k, int64_t nk, int64_t D, float *scores)
+static void block_scores(const float *q, const float *k, int64_t n_keys, int64_t head_dim, float *scores)
 {
-    for (int64_t t = 0; t < nk; t += 4)
-        k_dot_rows(q, k + t * D, D, (int)min64(4, nk - t), scores + t);
+    ptrdiff_t nk = (ptrdiff_t)n_keys, D = (ptrdiff_t)head_dim;
+    for (ptrdiff_t t = 0; t < nk; t += 4)
+        k_dot_rows(q, k + t * D, D, (int)min_idx(4, nk - t), scores + t);
 }
 
 /* o[i] += p[t] * v_t[i] for the nk keys t of a block in key order, i < D
@@ -240,15 +253,16 @@ static void block_scores(const float *q, const float *k, int64_t nk, int64_t D, 
 #define COLS 16
 
 static void add_weighted_rows(float *restrict o, const float *restrict v, const float *p,
-                              int64_t nk, int64_t D)
+                              int64_t n_keys, int64_t head_dim)
 {
-    int64_t i = 0;
+    ptrdiff_t nk = (ptrdiff_t)n_keys, D = (ptrdiff_t)head_dim;
+    ptrdiff_t i = 0;
     for (; i + COLS <= D; i += COLS) {
         float acc[COLS];
 #pragma GCC unroll 16
         for (int l = 0; l < COLS; l++)
             acc[l] = o[i + l];
-        for (int64_t t = 0; t < nk; t++) {
+        for (ptrdiff_t t = 0; t < nk; t++) {
             const float *vt = v + t * D + i;
             float pt = p[t];
 #pragma GCC unroll 16
@@ -261,7 +275,7 @@ static void add_weighted_rows(float *restrict o, const float *restrict v, const 
     }
     for (; i < D; i++) {
         float acc = o[i];
-        for (int64_t t = 0; t < nk; t++)
+        for (ptrdiff_t t = 0; t < nk; t++)
             acc += p[t] * v[t * D + i];
         o[i] = acc;
     }
@@ -272,42 +286,44 @@ static void add_weighted_rows(float *restrict o, const float *restrict v, const 
  * head_dim > 256). */
 #define CONVERT_ROWS 4
 
-static int64_t rows_per_convert(int64_t D)
+static ptrdiff_t rows_per_convert(ptrdiff_t D)
 {
-    return min64(CONVERT_ROWS, RT_ATTN_MAX_HEAD_DIM / D);
+    return min_idx(CONVERT_ROWS, RT_ATTN_MAX_HEAD_DIM / D);
 }
 
-static void f16_rows_to_float(const uint16_t *rows, int n, int64_t D, float *out)
+static void f16_rows_to_float(const uint16_t *rows, int n, ptrdiff_t D, float *out)
 {
-    for (int64_t i = 0; i < n * D; i++)
+    for (ptrdiff_t i = 0; i < n * D; i++)
         out[i] = rt_half_to_float(rows[i]);
 }
 
 /* Portable float16 scores: 4 rows converted, then the float dot products. */
-static void f16_scores(const float *q, const uint16_t *k, int64_t nk, int64_t D, float *scores)
+static void f16_scores(const float *q, const uint16_t *k, int64_t n_keys, int64_t head_dim, float *scores)
 {
+    ptrdiff_t nk = (ptrdiff_t)n_keys, D = (ptrdiff_t)head_dim;
     float rows[RT_ATTN_MAX_HEAD_DIM];
-    for (int64_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
-        int n = (int)min64(per, nk - t);
+    for (ptrdiff_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
+        int n = (int)min_idx(per, nk - t);
         f16_rows_to_float(k + t * D, n, D, rows);
         k_dot_rows(q, rows, D, n, scores + t);
     }
 }
 
 /* Portable int8 scores: scale * (q . the row's int8 values as floats). */
-static void i8_scores(const float *q, const uint8_t *k, int64_t nk, int64_t D, float *scores)
+static void i8_scores(const float *q, const uint8_t *k, int64_t n_keys, int64_t head_dim, float *scores)
 {
+    ptrdiff_t nk = (ptrdiff_t)n_keys, D = (ptrdiff_t)head_dim;
     float rows[RT_ATTN_MAX_HEAD_DIM];
-    uint64_t row_bytes = rt_kv_row_bytes(LLMC_RT_I8, 0, D), at = rt_kv_scale_offset(D);
-    for (int64_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
-        int n = (int)min64(per, nk - t);
+    size_t row_bytes = rt_kv_row_bytes(LLMC_RT_I8, 0, D), at = rt_kv_scale_offset(D);
+    for (ptrdiff_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
+        int n = (int)min_idx(per, nk - t);
         for (int j = 0; j < n; j++)
-            for (int64_t i = 0; i < D; i++)
-                rows[j * D + i] = (float)(int8_t)k[(uint64_t)(t + j) * row_bytes + (uint64_t)i];
+            for (ptrdiff_t i = 0; i < D; i++)
+                rows[j * D + i] = (float)(int8_t)k[(size_t)(t + j) * row_bytes + (size_t)i];
         k_dot_rows(q, rows, D, n, scores + t);
         for (int j = 0; j < n; j++) {
             float scale;
-            memcpy(&scale, k + (uint64_t)(t + j) * row_bytes + at, sizeof scale);
+            memcpy(&scale, k + (size_t)(t + j) * row_bytes + at, sizeof scale);
             scores[t + j] *= scale;
         }
     }
@@ -315,24 +331,25 @@ static void i8_scores(const float *q, const uint8_t *k, int64_t nk, int64_t D, f
 
 /* Portable float16 weighted sum: 4 rows converted at a time, added in key
  * order (the float loop's bits for the converted values). */
-static void f16_accumulate(float *o, const uint16_t *v, const float *p, int64_t nk, int64_t D)
+static void f16_accumulate(float *o, const uint16_t *v, const float *p, int64_t n_keys, int64_t head_dim)
 {
+    ptrdiff_t nk = (ptrdiff_t)n_keys, D = (ptrdiff_t)head_dim;
     float rows[RT_ATTN_MAX_HEAD_DIM];
-    for (int64_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
-        int n = (int)min64(per, nk - t);
+    for (ptrdiff_t t = 0, per = rows_per_convert(D); t < nk; t += per) {
+        int n = (int)min_idx(per, nk - t);
         f16_rows_to_float(v + t * D, n, D, rows);
         add_weighted_rows(o, rows, p + t, n, D);
     }
 }
 
 /* scores[t] = q . K[t] for the nk K rows at k (stored rows of the cache). */
-static void score_rows(const attention_job *J, const float *q, const uint8_t *k, int64_t nk,
+static void score_rows(const attention_job *J, const float *q, const uint8_t *k, ptrdiff_t nk,
                        float *scores)
 {
-    int64_t D = J->a->head_dim;
-    if (J->cache->dtype == LLMC_RT_F16)
+    ptrdiff_t D = J->a->D;
+    if (J->a->cache->dtype == LLMC_RT_F16)
         J->scores_f16(q, (const uint16_t *)(const void *)k, nk, D, scores);
-    else if (J->cache->dtype == LLMC_RT_I8)
+    else if (J->a->cache->dtype == LLMC_RT_I8)
         J->scores_i8(q, k, nk, D, scores);
     else
         J->scores(q, (const float *)(const void *)k, nk, D, scores);
@@ -340,29 +357,29 @@ static void score_rows(const attention_job *J, const float *q, const uint8_t *k,
 
 /* o += p[t] V[t] for the nk V rows at v. */
 static void accumulate_rows(const attention_job *J, float *o, const uint8_t *v, const float *p,
-                            int64_t nk)
+                            ptrdiff_t nk)
 {
-    int64_t D = J->a->head_dim;
-    if (rt_kv_row_dtype(J->cache->dtype, 1) == LLMC_RT_F16)
+    ptrdiff_t D = J->a->D;
+    if (rt_kv_row_dtype(J->a->cache->dtype, 1) == LLMC_RT_F16)
         J->accumulate_f16(o, (const uint16_t *)(const void *)v, p, nk, D);
     else
         J->accumulate(o, (const float *)(const void *)v, p, nk, D);
 }
 
-static void add_row(float *restrict o, const float *restrict v, float p, int64_t D)
+static void add_row(float *restrict o, const float *restrict v, float p, ptrdiff_t D)
 {
     add_weighted_rows(o, v, &p, 1, D);
 }
 
-static void scale_row(float *o, float f, int64_t D)
+static void scale_row(float *o, float f, ptrdiff_t D)
 {
-    for (int64_t i = 0; i < D; i++)
+    for (ptrdiff_t i = 0; i < D; i++)
         o[i] *= f;
 }
 
-static void divide_row(float *o, float l, int64_t D)
+static void divide_row(float *o, float l, ptrdiff_t D)
 {
-    for (int64_t i = 0; i < D; i++)
+    for (ptrdiff_t i = 0; i < D; i++)
         o[i] /= l;
 }
 
@@ -428,12 +445,12 @@ static float block_sum(const float *p)
 
 /* One row over keys [b0, b0 + nk) of a block (K rows k, V rows v). */
 static void attend_block(const attention_job *J, row_state *r, const uint8_t *k,
-                         const uint8_t *v, int64_t nk)
+                         const uint8_t *v, ptrdiff_t nk)
 {
-    int64_t D = J->a->head_dim;
+    ptrdiff_t D = J->a->D;
     float p[KEY_BLOCK];
     score_rows(J, r->q, k, nk, p);
-    for (int64_t t = nk; t < KEY_BLOCK; t++) /* a short block: exp(-inf) = 0 */
+    for (ptrdiff_t t = nk; t < KEY_BLOCK; t++) /* a short block: exp(-inf) = 0 */
         p[t] = -INFINITY;
     float bm = block_max(p);
     r->mx = bm > r->mx ? bm : r->mx;
@@ -452,55 +469,55 @@ static void attend_block(const attention_job *J, row_state *r, const uint8_t *k,
 }
 
 /* The query row u of a unit into r (rotated and scaled into qbuf). */
-static void start_row(const attention_job *J, int64_t unit, int64_t u, int64_t split,
+static void start_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdiff_t split,
                       float *qbuf, row_state *r)
 {
-    const rt_attention_attrs *a = J->a;
-    int64_t D = a->head_dim, rot = a->rotary_dim, s, h;
+    const attn_shape *a = J->a;
+    ptrdiff_t D = a->D, rot = a->rot, s, h;
     unit_row(J, unit, u, &s, &h);
-    const float *qs = (const float *)J->q->data + (s * a->heads + h) * D;
-    int64_t pos = J->P + s;
+    const float *qs = (const float *)J->q->data + (s * a->H + h) * D;
+    ptrdiff_t pos = J->P + s;
     if (rot)
         k_rope_row(qs, qbuf, D, rot, (const float *)J->cos->data + pos * rot,
                    (const float *)J->sin->data + pos * rot);
     else
         memcpy(qbuf, qs, (size_t)D * sizeof *qbuf);
-    for (int64_t i = 0; i < D; i++)
+    for (ptrdiff_t i = 0; i < D; i++)
         qbuf[i] *= a->scale;
     r->q = qbuf;
     r->n = pos + 1;
-    r->o = split == 0 ? J->o + (s * a->heads + h) * D
+    r->o = split == 0 ? J->o + (s * a->H + h) * D
                       : J->partial + ((unit * J->unit_rows + u) * (J->splits - 1) + split - 1) * D;
     memset(r->o, 0, (size_t)D * sizeof *r->o);
-    int64_t g = h / J->group;
+    ptrdiff_t g = h / J->group;
     float first, last;
-    score_rows(J, qbuf, cache_row(J->cache, a, 0, g, 0), 1, &first);
-    score_rows(J, qbuf, cache_row(J->cache, a, 0, g, pos), 1, &last);
+    score_rows(J, qbuf, cache_row(a, 0, g, 0), 1, &first);
+    score_rows(J, qbuf, cache_row(a, 0, g, pos), 1, &last);
     r->phi = r->off = first > last ? first : last;
     r->l = 0.0f;
     r->mx = -INFINITY;
 }
 
 /* Rows [u0, u1) of a unit over the keys [t0, t1) of one split. */
-static void attend_pass(const attention_job *J, int64_t unit, int64_t split, int64_t u0,
-                        int64_t u1, int64_t t0, int64_t t1)
+static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split, ptrdiff_t u0,
+                        ptrdiff_t u1, ptrdiff_t t0, ptrdiff_t t1)
 {
-    const rt_attention_attrs *a = J->a;
-    int64_t D = a->head_dim, chunk = J->cache->chunk, end = t0, g = unit / J->qblocks;
+    const attn_shape *a = J->a;
+    ptrdiff_t D = a->D, chunk = a->chunk, end = t0, g = unit / J->qblocks;
     float qbuf[PASS_FLOATS];
     row_state rows[PASS_ROWS];
     int nr = 0;
-    for (int64_t u = u0; u < u1; u++, nr++) {
+    for (ptrdiff_t u = u0; u < u1; u++, nr++) {
         start_row(J, unit, u, split, qbuf + nr * D, &rows[nr]);
         end = rows[nr].n > end ? rows[nr].n : end;
     }
-    end = min64(end, t1);
-    for (int64_t b0 = t0; b0 < end;) {
-        int64_t b1 = min64(min64(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
-        const uint8_t *k = cache_row(J->cache, a, 0, g, b0), *v = cache_row(J->cache, a, 1, g, b0);
+    end = min_idx(end, t1);
+    for (ptrdiff_t b0 = t0; b0 < end;) {
+        ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
+        const uint8_t *k = cache_row(a, 0, g, b0), *v = cache_row(a, 1, g, b0);
         for (int i = 0; i < nr; i++)
             if (rows[i].n > b0)
-                attend_block(J, &rows[i], k, v, min64(b1, rows[i].n) - b0);
+                attend_block(J, &rows[i], k, v, min_idx(b1, rows[i].n) - b0);
         b0 = b1;
     }
     for (int i = 0; i < nr; i++) {
@@ -515,36 +532,36 @@ static void attend_pass(const attention_job *J, int64_t unit, int64_t split, int
 }
 
 /* Query rows of a unit that exist (the last query block may be short). */
-static int64_t unit_rows_used(const attention_job *J, int64_t unit)
+static ptrdiff_t unit_rows_used(const attention_job *J, ptrdiff_t unit)
 {
-    int64_t first = unit % J->qblocks * J->qpos;
-    return min64(J->unit_rows, (J->S - first) * J->group);
+    ptrdiff_t first = unit % J->qblocks * J->qpos;
+    return min_idx(J->unit_rows, (J->S - first) * J->group);
 }
 
 /* Task i: unit i / splits over key range i % splits, PASS rows at a time. */
 static void attention_task(void *ctx, uint32_t i)
 {
     const attention_job *J = ctx;
-    int64_t unit = i / J->splits, split = i % J->splits;
-    int64_t t0 = split * J->split_keys, t1 = min64(t0 + J->split_keys, J->P + J->S);
-    int64_t used = unit_rows_used(J, unit);
-    for (int64_t u = 0; u < used; u += J->pass_rows)
-        attend_pass(J, unit, split, u, min64(u + J->pass_rows, used), t0, t1);
+    ptrdiff_t unit = i / J->splits, split = i % J->splits;
+    ptrdiff_t t0 = split * J->split_keys, t1 = min_idx(t0 + J->split_keys, J->P + J->S);
+    ptrdiff_t used = unit_rows_used(J, unit);
+    for (ptrdiff_t u = 0; u < used; u += J->pass_rows)
+        attend_pass(J, unit, split, u, min_idx(u + J->pass_rows, used), t0, t1);
 }
 
 /* o = sum_j o_j exp(off_j - M) / sum_j l_j exp(off_j - M) over the splits
  * j in order (M the largest offset of a split that saw keys); with the
  * unified offset every factor is 1 and the partials just add. */
-static void combine_row(const attention_job *J, int64_t unit, int64_t u, float *o)
+static void combine_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, float *o)
 {
-    int64_t D = J->a->head_dim, n = J->splits;
+    ptrdiff_t D = J->a->D, n = J->splits;
     const float *st = J->stats + (unit * J->unit_rows + u) * n * 2;
     const float *part = J->partial + (unit * J->unit_rows + u) * (n - 1) * D;
     float M = -INFINITY, L = 0.0f;
-    for (int64_t j = 0; j < n; j++)
+    for (ptrdiff_t j = 0; j < n; j++)
         if (st[2 * j] > 0.0f && st[2 * j + 1] > M)
             M = st[2 * j + 1];
-    for (int64_t j = 0; j < n; j++) {
+    for (ptrdiff_t j = 0; j < n; j++) {
         float l = st[2 * j], f = st[2 * j + 1] == M ? 1.0f : expf(st[2 * j + 1] - M);
         if (!(l > 0.0f)) /* no key of this range was visible (or all underflowed) */
             continue;
@@ -559,36 +576,36 @@ static void combine_row(const attention_job *J, int64_t unit, int64_t u, float *
 
 static void combine_splits(const attention_job *J)
 {
-    const rt_attention_attrs *a = J->a;
-    for (int64_t unit = 0; unit < a->kv_heads * J->qblocks; unit++)
-        for (int64_t u = 0; u < unit_rows_used(J, unit); u++) {
-            int64_t s, h;
+    const attn_shape *a = J->a;
+    for (ptrdiff_t unit = 0; unit < a->G * J->qblocks; unit++)
+        for (ptrdiff_t u = 0; u < unit_rows_used(J, unit); u++) {
+            ptrdiff_t s, h;
             unit_row(J, unit, u, &s, &h);
-            combine_row(J, unit, u, J->o + (s * a->heads + h) * a->head_dim);
+            combine_row(J, unit, u, J->o + (s * a->H + h) * a->D);
         }
 }
 
 /* Units, rows per pass and the key split, from the shapes only. */
 static void plan_work(attention_job *J)
 {
-    const rt_attention_attrs *a = J->a;
-    int64_t D = a->head_dim, keys = J->P + J->S;
-    J->pass_rows = min64(PASS_ROWS, PASS_FLOATS / D);
-    J->qpos = min64(J->S, J->pass_rows / J->group > 1 ? J->pass_rows / J->group : 1);
+    const attn_shape *a = J->a;
+    ptrdiff_t D = a->D, keys = J->P + J->S;
+    J->pass_rows = min_idx(PASS_ROWS, PASS_FLOATS / D);
+    J->qpos = min_idx(J->S, J->pass_rows / J->group > 1 ? J->pass_rows / J->group : 1);
     J->unit_rows = J->qpos * J->group;
     J->qblocks = (J->S + J->qpos - 1) / J->qpos;
-    int64_t units = a->kv_heads * J->qblocks, rows = units * J->unit_rows;
+    ptrdiff_t units = a->G * J->qblocks, rows = units * J->unit_rows;
     /* rows * (2 * splits + D * (splits - 1)) <= SCRATCH_FLOATS */
-    int64_t fit = (SCRATCH_FLOATS / rows + D) / (D + 2);
-    int64_t want = (keys + SPLIT_MIN_KEYS - 1) / SPLIT_MIN_KEYS;
-    J->splits = units < SPLIT_UNITS ? min64(want, fit) : 1;
+    ptrdiff_t fit = (SCRATCH_FLOATS / rows + D) / (D + 2);
+    ptrdiff_t want = (keys + SPLIT_MIN_KEYS - 1) / SPLIT_MIN_KEYS;
+    J->splits = units < SPLIT_UNITS ? min_idx(want, fit) : 1;
     if (J->splits < 2) {
         J->splits = 1;
         J->split_keys = keys;
         return;
     }
     /* whole key blocks per range; rounding up may leave fewer ranges */
-    int64_t per = (keys + J->splits - 1) / J->splits;
+    ptrdiff_t per = (keys + J->splits - 1) / J->splits;
     J->split_keys = (per + KEY_BLOCK - 1) / KEY_BLOCK * KEY_BLOCK;
     J->splits = (keys + J->split_keys - 1) / J->split_keys;
 }
@@ -624,24 +641,26 @@ llmc_rt_status k_attention_kernels(const rt_kernels *kt, const rt_attention_attr
     if (!rt_kv_dtype_known(cache->dtype))
         return rt_fail(err, LLMC_RT_E_EXEC, "KV cache dtype %d is not Float32, Float16 or Int8",
                        RT_N(cache->dtype), NULL);
-    int64_t S = q->dims[1];
+    attn_shape sh = {(ptrdiff_t)a->heads, (ptrdiff_t)a->kv_heads, (ptrdiff_t)a->head_dim,
+                     (ptrdiff_t)a->rotary_dim, a->scale, cache, (ptrdiff_t)cache->chunk};
+    ptrdiff_t S = (ptrdiff_t)q->dims[1];
     /* causal: row s reads positions <= P + s, so all new rows can go in first */
-    append_rows(a, k, v, cos, sin, cache, S, P);
+    append_rows(&sh, k, v, cos, sin, S, (ptrdiff_t)P);
     if (S == 0)
         return LLMC_RT_OK;
     float scratch[SCRATCH_FLOATS];
-    attention_job J = {a, q, cos, sin, cache, S, P, a->heads / a->kv_heads, 0, 0, 0, 0, 0, 0,
+    attention_job J = {&sh, q, cos, sin, S, (ptrdiff_t)P, sh.H / sh.G, 0, 0, 0, 0, 0, 0,
                        block_scores, add_weighted_rows, f16_scores, i8_scores, f16_accumulate,
                        exp_block, o->data, scratch, NULL};
     use_table_loops(&J, kt);
     plan_work(&J);
-    J.partial = scratch + a->kv_heads * J.qblocks * J.unit_rows * J.splits * 2;
-    int64_t tasks = a->kv_heads * J.qblocks * J.splits;
+    J.partial = scratch + sh.G * J.qblocks * J.unit_rows * J.splits * 2;
+    int64_t tasks = (int64_t)sh.G * J.qblocks * J.splits;
     if (tasks > UINT32_MAX)
         return rt_fail(err, LLMC_RT_E_EXEC, "Attention over %d query rows is too large",
                        RT_N(S), NULL);
     /* 2 D multiply-adds per cached position per (row, head) */
-    bool small = 2 * S * (P + S) * a->heads * a->head_dim < PARALLEL_MIN_MACS;
+    bool small = 2 * (int64_t)S * (P + S) * a->heads * a->head_dim < PARALLEL_MIN_MACS;
     rt_parallel_for(small ? NULL : par, (uint32_t)tasks, attention_task, &J);
     if (J.splits > 1)
         combine_splits(&J);

@@ -72,42 +72,45 @@ llmc_rt_status k_gather(const rt_view *data, const rt_view *idx, int axis, rt_vi
 
 /* Row n of QWeightTiles W [n, k] dequantized into out[0, k): element c of
  * the row lies in group c / group, tile (c % group) / lp of the row tile
- * n / hp, at row n % hp of that tile (quant_format.h). */
-static void qweight_row(const rt_qweight_shape *s, const uint8_t *w, int64_t n, float *out)
+ * n / hp, at row n % hp of that tile (quant_format.h).  Index arithmetic is
+ * pointer-wide (32-bit on a Cortex-M) here and below: W lies in memory. */
+static void qweight_row(const rt_qweight_shape *s, const uint8_t *w, ptrdiff_t n, float *out)
 {
-    int64_t ht = n / s->hp, r = n % s->hp, tile = (int64_t)s->hp * s->lp;
-    uint64_t data_bytes = (uint64_t)s->hp * (uint64_t)s->group * (uint64_t)s->bits / 8u;
-    for (int64_t g = 0; g * s->group < s->k; g++) {
-        const uint8_t *block = w + rt_qweight_block_offset(s, ht, g);
+    ptrdiff_t hp = s->hp, lp = s->lp, k = (ptrdiff_t)s->k, group = (ptrdiff_t)s->group;
+    ptrdiff_t r = n % hp, tile = hp * lp;
+    size_t data_bytes = (size_t)(hp * group * s->bits / 8), block_bytes = (size_t)rt_qweight_block_bytes(s);
+    const uint8_t *block = w + (size_t)rt_qweight_block_offset(s, n / hp, 0);
+    for (ptrdiff_t g0 = 0; g0 < k; g0 += group, block += block_bytes) {
         const uint8_t *halves = block + data_bytes;
         float scale = rt_half_at(halves + 2 * r);
         float min = 0.0f;
         if (s->bits == 4) {
-            const uint8_t *mins = halves + 2 * s->hp;
+            const uint8_t *mins = halves + 2 * hp;
             min = rt_half_at(mins + 2 * r);
         }
-        int64_t end = s->k - g * s->group < s->group ? s->k - g * s->group : s->group;
-        for (int64_t c = 0; c < end; c++) {
-            int64_t t = c / s->lp, at = r * s->lp + c % s->lp;
+        ptrdiff_t end = k - g0 < group ? k - g0 : group;
+        for (ptrdiff_t c = 0; c < end; c++) {
+            ptrdiff_t t = c / lp, at = r * lp + c % lp;
             float q = s->bits == 8 ? (float)(int8_t)block[t * tile + at]
                                    : (float)(block[t / 2 * tile + at] >> (t & 1 ? 4 : 0) & 15);
-            out[g * s->group + c] = s->bits == 8 ? scale * q : scale * q + min;
+            out[g0 + c] = s->bits == 8 ? scale * q : scale * q + min;
         }
     }
 }
 
 /* Row n of FWeightTiles W [n, k]: float (ht * k + c) * hp + r. */
-static void ftile_row(const rt_ftile_shape *s, const float *w, int64_t n, float *out)
+static void ftile_row(const rt_ftile_shape *s, const float *w, ptrdiff_t n, float *out)
 {
-    const float *base = w + n / s->hp * s->k * s->hp + n % s->hp;
-    for (int64_t c = 0; c < s->k; c++)
-        out[c] = base[c * s->hp];
+    ptrdiff_t hp = s->hp, k = (ptrdiff_t)s->k;
+    const float *base = w + n / hp * k * hp + n % hp;
+    for (ptrdiff_t c = 0; c < k; c++)
+        out[c] = base[c * hp];
 }
 
-static void half_row(const uint8_t *w, int64_t k, int64_t n, float *out)
+static void half_row(const uint8_t *w, ptrdiff_t k, ptrdiff_t n, float *out)
 {
-    const uint8_t *row = w + (uint64_t)n * (uint64_t)k * 2u;
-    for (int64_t c = 0; c < k; c++)
+    const uint8_t *row = w + (size_t)n * (size_t)k * 2u;
+    for (ptrdiff_t c = 0; c < k; c++)
         out[c] = rt_half_at(row + 2 * c);
 }
 
@@ -129,18 +132,18 @@ llmc_rt_status k_gather_rows(const rt_tensor_format *f, const rt_view *data, con
         return rt_fail(err, LLMC_RT_E_EXEC, "Gather of a packed weight (layout %d, rank %d) "
                        "wants axis 0, int indices and float32 rows", RT_N(f->layout, data->rank),
                        NULL);
-    int64_t n_rows = data->dims[0], k = data->dims[1], n_idx = k_count(idx);
+    ptrdiff_t k = (ptrdiff_t)data->dims[1], n_idx = (ptrdiff_t)k_count(idx);
     float *dst = y->data;
-    for (int64_t i = 0; i < n_idx; i++) {
+    for (ptrdiff_t i = 0; i < n_idx; i++, dst += k) {
         int64_t j;
-        if (wrapped_index(idx, i, n_rows, &j, err))
+        if (wrapped_index(idx, i, data->dims[0], &j, err))
             return LLMC_RT_E_EXEC;
         if (f->layout == LAYOUT_QWEIGHT)
-            qweight_row(&qs, data->data, j, dst + i * k);
+            qweight_row(&qs, data->data, (ptrdiff_t)j, dst);
         else if (f->layout == LAYOUT_FWEIGHT)
-            ftile_row(&fs, data->data, j, dst + i * k);
+            ftile_row(&fs, data->data, (ptrdiff_t)j, dst);
         else
-            half_row(data->data, k, j, dst + i * k);
+            half_row(data->data, k, (ptrdiff_t)j, dst);
     }
     return LLMC_RT_OK;
 }
