@@ -183,6 +183,18 @@ for t in $TARGETS; do
     check "llmc run --isa sse9 on a $t plan: usage error naming the kernels there are" unknown_isa "$t"
 done
 
+# The software prefetches are in the objects: gcc 12 deletes calls to a
+# function made of prefetches alone (it takes it for side-effect free), which
+# silently left the x86 GEMV and the QLinear driver without any for a while.
+has_prefetch() {   # has_prefetch OBJECT
+    [ "$(objdump -d "$1" | grep -c prefetch)" -gt 0 ]
+}
+if [ "$TARGETS" != generic ]; then
+    for obj in kernels/x86_avx2/q_avx2.o kernels/x86_avx2/q_avx512_vnni.o kernels/q_linear.o; do
+        check "$obj holds its prefetch instructions" has_prefetch "$BUILD/runtime/$obj"
+    done
+fi
+
 # Targets this machine cannot run: structure verified, execution refused.
 model=$(zoo_model llama 17)
 for t in neon-dot neon-i8mm; do
