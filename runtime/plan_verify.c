@@ -26,61 +26,46 @@ static uint64_t align64(uint64_t v)
 static llmc_rt_status read_plan_vectors(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
                                         llmc_rt_error *err)
 {
-    static const int ids[6] = {PLAN_TENSORS, PLAN_OPS, PLAN_INPUTS, PLAN_OUTPUTS,
-                               PLAN_SEGMENTS, PLAN_PASSES};
-    uint32_t *pos[6] = {&p->tensors, &p->ops, &p->inputs, &p->outputs, &p->segments,
-                        &p->passes};
-    uint32_t *len[6] = {&p->n_tensors, &p->n_ops, &p->n_inputs, &p->n_outputs,
-                        &p->n_segments, &p->n_passes};
-    for (int i = 0; i < 6; i++) {
-        fb_vector v;
-        llmc_rt_status st = fb_vector_field(r, t, ids[i], 4, 4, &v, err);
-        if (st)
-            return st;
-        *pos[i] = v.pos;
-        *len[i] = v.len;
-    }
-    return LLMC_RT_OK;
+    static const fb_vector_spec fields[6] = {
+        {PLAN_TENSORS, 4, 4}, {PLAN_OPS, 4, 4},      {PLAN_INPUTS, 4, 4},
+        {PLAN_OUTPUTS, 4, 4}, {PLAN_SEGMENTS, 4, 4}, {PLAN_PASSES, 4, 4}};
+    fb_vector v[6] = {{0, 0}};
+    llmc_rt_status st = fb_vectors(r, t, fields, 6, v, err);
+    p->tensors = v[0].pos, p->n_tensors = v[0].len;
+    p->ops = v[1].pos, p->n_ops = v[1].len;
+    p->inputs = v[2].pos, p->n_inputs = v[2].len;
+    p->outputs = v[3].pos, p->n_outputs = v[3].len;
+    p->segments = v[4].pos, p->n_segments = v[4].len;
+    p->passes = v[5].pos, p->n_passes = v[5].len;
+    return st;
 }
 
 static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
                                         llmc_rt_error *err)
 {
-    uint64_t max_context = 0, vocab = 0, layers = 0, caches = 0, chunk = 0, gemm_min_rows = 0;
-    uint64_t prefill = 0, kv_dtype = 0;
+    static const fb_scalar_spec fields[10] = {
+        {PLAN_SOURCE_HASH, 8, 0},   {PLAN_MAX_CONTEXT, 4, 0},    {PLAN_ARENA_SIZE, 8, 0},
+        {PLAN_VOCAB_SIZE, 4, 0},    {PLAN_N_LAYERS, 4, 0},       {PLAN_N_CACHES, 4, 0},
+        {PLAN_KV_CHUNK, 4, 0},      {PLAN_GEMM_MIN_ROWS, 4, 0},  {PLAN_PREFILL_KERNEL, 4, 0},
+        {PLAN_KV_CACHE_DTYPE, 4, LLMC_RT_F32}};
+    uint64_t v[10] = {0};
     const char *compiler_version;
-    llmc_rt_status st = fb_scalar(r, t, PLAN_SOURCE_HASH, 8, 0, &p->source_hash, err);
+    llmc_rt_status st = fb_string_field(r, t, PLAN_COMPILER_VERSION, &compiler_version, err);
     if (!st)
-        st = fb_string_field(r, t, PLAN_COMPILER_VERSION, &compiler_version, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_MAX_CONTEXT, 4, 0, &max_context, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_ARENA_SIZE, 8, 0, &p->arena_size, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_VOCAB_SIZE, 4, 0, &vocab, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_N_LAYERS, 4, 0, &layers, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_N_CACHES, 4, 0, &caches, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_KV_CHUNK, 4, 0, &chunk, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_GEMM_MIN_ROWS, 4, 0, &gemm_min_rows, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_PREFILL_KERNEL, 4, 0, &prefill, err);
-    if (!st && prefill >= PREFILL_KERNEL_COUNT)
+        st = fb_scalars(r, t, fields, 10, v, err);
+    if (!st && v[8] >= PREFILL_KERNEL_COUNT)
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.prefill_kernel %d is not a known kernel",
-                     RT_N((int64_t)prefill), NULL);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_KV_CACHE_DTYPE, 4, LLMC_RT_F32, &kv_dtype, err);
-    p->kv_cache_dtype = kv_dtype <= INT32_MAX ? (int)kv_dtype : -1;
-    p->gemm_min_rows = gemm_min_rows ? (uint32_t)gemm_min_rows : RT_DEFAULT_GEMM_MIN_ROWS;
-    p->prefill_kernel = (uint32_t)prefill;
-    p->n_caches = (uint32_t)caches;
-    p->kv_chunk = (uint32_t)chunk;
-    p->max_context = (uint32_t)max_context;
-    p->vocab_size = (uint32_t)vocab;
-    p->n_layers = (uint32_t)layers;
+                     RT_N((int64_t)v[8]), NULL);
+    p->source_hash = v[0];
+    p->max_context = (uint32_t)v[1];
+    p->arena_size = v[2];
+    p->vocab_size = (uint32_t)v[3];
+    p->n_layers = (uint32_t)v[4];
+    p->n_caches = (uint32_t)v[5];
+    p->kv_chunk = (uint32_t)v[6];
+    p->gemm_min_rows = v[7] ? (uint32_t)v[7] : RT_DEFAULT_GEMM_MIN_ROWS;
+    p->prefill_kernel = (uint32_t)v[8];
+    p->kv_cache_dtype = v[9] <= INT32_MAX ? (int)v[9] : -1;
     return st;
 }
 
@@ -887,16 +872,15 @@ static llmc_rt_status verify_passes(fb_reader *r, const llmc_rt_plan *p, llmc_rt
 {
     fb_vector v = {p->passes, p->n_passes};
     for (uint32_t i = 0; i < p->n_passes; i++) {
+        static const fb_scalar_spec fields[2] = {{PASS_NODES, 4, 0}, {PASS_DIGEST, 8, 0}};
         fb_table t;
         const char *name;
-        uint64_t nodes, digest;
+        uint64_t values[2];
         llmc_rt_status st = fb_vec_table(r, v, i, "PassRecord", &t, err);
         if (!st)
             st = fb_string_field(r, &t, PASS_NAME, &name, err);
         if (!st)
-            st = fb_scalar(r, &t, PASS_NODES, 4, 0, &nodes, err);
-        if (!st)
-            st = fb_scalar(r, &t, PASS_DIGEST, 8, 0, &digest, err);
+            st = fb_scalars(r, &t, fields, 2, values, err);
         if (st)
             return rt_prefix(err, st, "pass %u: ", RT_N(i), NULL);
     }
