@@ -228,8 +228,9 @@ typedef struct {
  * operands give a float32 result (LLMC_PLAN_BINARY_F32_KINDS) and its
  * any-dtype path for every other case (integers, bool, comparisons, Pow of
  * mixed dtypes), Gather's kernel for its table's layout (dense, or packed
- * rows dequantized) and Linear's kernel of each weight format (W's layout,
- * and the plan's prefill kernel for QWeightTiles).  Session init stores the
+ * rows dequantized), Linear's kernel of each weight format (W's layout,
+ * and the plan's prefill kernel for QWeightTiles) and Attention's KV cache
+ * loops of the plan's kv_cache_dtype (storing rows, scores, weighted sums).  Session init stores the
  * entries each op uses and refuses, with LLMC_RT_E_RESOLVER, a plan whose
  * op needs an entry the resolver lacks: "op 12 (Unary 'act'): Unary kind
  * Erf is not in the session's op resolver".
@@ -278,6 +279,13 @@ typedef llmc_rt_status (*llmc_rt_linear_fn)(struct llmc_rt_op_call *call, int64_
  * the packed rows of a quantized embedding dequantized to float32. */
 #define LLMC_RT_GATHER_KERNELS(X) X(Dense) X(PackedRows)
 
+/* Attention's KV cache loops, by Plan.kv_cache_dtype: Float32, Float16, or
+ * Int8 K rows (with a scale) and Float16 V rows.  An entry sets the loops
+ * (internal) that store, score and sum its rows. */
+#define LLMC_RT_KV_CACHES(X) X(Float32) X(Float16) X(Int8)
+struct llmc_rt_kv_loops;
+typedef void (*llmc_rt_kv_fn)(struct llmc_rt_kv_loops *loops);
+
 /* Linear's kernels: W Dense, FWeightTiles, QWeightTiles on the int8 GEMM,
  * QWeightTiles in a plan whose prefill kernel is f32-dequant. */
 #define LLMC_RT_LINEAR_KERNELS(X) \
@@ -288,11 +296,13 @@ typedef llmc_rt_status (*llmc_rt_linear_fn)(struct llmc_rt_op_call *call, int64_
 #define LLMC_RT_BINARY_INDEX_(s, Name, v) LLMC_RT_BINARY_##Name = v,
 #define LLMC_RT_LINEAR_INDEX_(Name) LLMC_RT_LINEAR_##Name,
 #define LLMC_RT_GATHER_INDEX_(Name) LLMC_RT_GATHER_##Name,
+#define LLMC_RT_KV_INDEX_(Name) LLMC_RT_KV_##Name,
 enum { LLMC_PLAN_OPS(LLMC_RT_OP_INDEX_) LLMC_RT_OP_COUNT };
 enum { LLMC_PLAN_UNARY_KINDS(LLMC_RT_UNARY_INDEX_) LLMC_RT_UNARY_COUNT };
 enum { LLMC_PLAN_BINARY_KINDS(LLMC_RT_BINARY_INDEX_) LLMC_RT_BINARY_COUNT };
 enum { LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR_INDEX_) LLMC_RT_LINEAR_COUNT };
 enum { LLMC_RT_GATHER_KERNELS(LLMC_RT_GATHER_INDEX_) LLMC_RT_GATHER_COUNT };
+enum { LLMC_RT_KV_CACHES(LLMC_RT_KV_INDEX_) LLMC_RT_KV_COUNT };
 
 #define LLMC_RT_OP_FN_(s, Name, ...)                                                        \
     llmc_rt_status llmc_rt_exec_##Name(struct llmc_rt_op_call *call, llmc_rt_error *err); \
@@ -313,6 +323,8 @@ LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR_FN_)
 #define LLMC_RT_GATHER_FN_(Name) \
     llmc_rt_status llmc_rt_gather_##Name(struct llmc_rt_op_call *call, llmc_rt_error *err);
 LLMC_RT_GATHER_KERNELS(LLMC_RT_GATHER_FN_)
+#define LLMC_RT_KV_FN_(Name) void llmc_rt_kv_##Name(struct llmc_rt_kv_loops *loops);
+LLMC_RT_KV_CACHES(LLMC_RT_KV_FN_)
 
 /* NULL entries: not available to the session. */
 typedef struct {
@@ -323,10 +335,12 @@ typedef struct {
     llmc_rt_binary_any_fn binary_any_dtype;           /* Binary's other operands */
     llmc_rt_op_fn gather[LLMC_RT_GATHER_COUNT];       /* by LLMC_RT_GATHER_KERNELS */
     llmc_rt_linear_fn linear[LLMC_RT_LINEAR_COUNT];   /* by LLMC_RT_LINEAR_KERNELS */
+    llmc_rt_kv_fn kv_cache[LLMC_RT_KV_COUNT];         /* by LLMC_RT_KV_CACHES */
 } llmc_rt_op_resolver;
 
 /* A resolver of the entries listed (names as in plan_enums.h,
- * LLMC_RT_GATHER_KERNELS and LLMC_RT_LINEAR_KERNELS): `static LLMC_RT_RESOLVER(name, LLMC_RT_OP(Rope) ...);`
+ * LLMC_RT_GATHER_KERNELS, LLMC_RT_LINEAR_KERNELS and LLMC_RT_KV_CACHES):
+ * `static LLMC_RT_RESOLVER(name, LLMC_RT_OP(Rope) ...);`
  * LLMC_RT_BINARY takes the kinds of LLMC_PLAN_BINARY_F32_KINDS. */
 #define LLMC_RT_RESOLVER(name, entries) const llmc_rt_op_resolver name = {entries}
 #define LLMC_RT_OP(Name) \
@@ -336,8 +350,9 @@ typedef struct {
 #define LLMC_RT_BINARY_ANY_DTYPE .binary_any_dtype = llmc_rt_binary_any_dtype,
 #define LLMC_RT_GATHER(Name) .gather[LLMC_RT_GATHER_##Name] = llmc_rt_gather_##Name,
 #define LLMC_RT_LINEAR(Name) .linear[LLMC_RT_LINEAR_##Name] = llmc_rt_linear_##Name,
+#define LLMC_RT_KV_CACHE(Name) .kv_cache[LLMC_RT_KV_##Name] = llmc_rt_kv_##Name,
 
-/* Every op code, Unary kind, Binary entry, Gather and Linear kernel. */
+/* Every op code, Unary kind, Binary entry, Gather and Linear kernel, KV cache dtype. */
 extern const llmc_rt_op_resolver llmc_rt_all_ops;
 
 /* llmc_rt_plan_open with the checks of the op codes in `ops` only (its

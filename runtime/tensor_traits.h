@@ -154,6 +154,15 @@ static inline bool rt_kv_dtype_known(int dtype)
     return dtype == LLMC_RT_F32 || dtype == LLMC_RT_F16 || dtype == LLMC_RT_I8;
 }
 
+/* The op resolver's LLMC_RT_KV_CACHES entry of a cache dtype; -1 if unknown. */
+static inline int rt_kv_cache_index(int dtype)
+{
+    return dtype == LLMC_RT_F32 ? LLMC_RT_KV_Float32
+           : dtype == LLMC_RT_F16 ? LLMC_RT_KV_Float16
+           : dtype == LLMC_RT_I8  ? LLMC_RT_KV_Int8
+                                  : -1;
+}
+
 /* The dtype of K (which = 0) or V (which = 1) rows of a cache. */
 static inline int rt_kv_row_dtype(int cache_dtype, int which)
 {
