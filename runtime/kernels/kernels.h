@@ -277,6 +277,15 @@ static inline float k_fsum_value(const k_fsum *s)
     return s->sum - s->sum == 0 ? s->sum + s->c : s->sum;
 }
 
+/* sqrtf as GCC's builtin: -ffreestanding (firmware builds) turns builtins
+ * off, and a plain sqrtf() is then a call into libm's errno wrapper; with
+ * -fno-math-errno the builtin is one FPU instruction (the same value). */
+#ifdef __GNUC__
+#define k_sqrtf(x) __builtin_sqrtf(x)
+#else
+#define k_sqrtf(x) sqrtf(x)
+#endif
+
 /* ---- quantized Linear (q_linear.c) ----------------------------------------
  * The portable drivers over a target's kernel table (kernel_table.h) and
  * the formats of quant_format.h.  They validate the views and shapes, split

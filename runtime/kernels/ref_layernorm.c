@@ -72,7 +72,7 @@ static void row_stats(const float *in, int64_t n, float epsilon, float *mean,
     *mean = k_fsum_value(&sum) / k_i64_to_f32(n);
     for (int64_t j = 0; j < n; j++)
         k_fsum_add(&var, (in[j] - *mean) * (in[j] - *mean));
-    *inv_std_dev = 1.0f / sqrtf(k_fsum_value(&var) / k_i64_to_f32(n) + epsilon);
+    *inv_std_dev = 1.0f / k_sqrtf(k_fsum_value(&var) / k_i64_to_f32(n) + epsilon);
 }
 
 llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view *bias,
@@ -137,7 +137,7 @@ llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, 
         k_fsum sum = {0, 0};
         for (ptrdiff_t j = 0; j < n; j++)
             k_fsum_add(&sum, in[j] * in[j]);
-        float inv = 1.0f / sqrtf(k_fsum_value(&sum) / fd + epsilon);
+        float inv = 1.0f / k_sqrtf(k_fsum_value(&sum) / fd + epsilon);
         for (ptrdiff_t j = 0; j < n; j++)
             out[j] = in[j] * inv * sc[j];
     }
