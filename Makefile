@@ -176,7 +176,7 @@ FW_LIBS  := $(FW_CPUS:%=$(BUILD)/firmware/%/libllmcrt.a)
 define FW_CPU_RULES
 $(BUILD)/firmware/$(1)/%.o: %.c $(LLMC_RT_GEN_HEADERS)
 	@mkdir -p $$(dir $$@)
-	$(FW_CC) $(FW_ARCH_$(1)) $(FW_CFLAGS) -c $$< -o $$@
+	$(FW_CC) $(FW_ARCH_$(1)) $(FW_CFLAGS) -MMD -c $$< -o $$@
 $(BUILD)/firmware/$(1)/libllmcrt.a: $(LLMC_RT_SRC:%.c=$(BUILD)/firmware/$(1)/%.o)
 	rm -f $$@ && $(FW_AR) rcs $$@ $$^
 endef

@@ -249,6 +249,7 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
 typedef struct {
     bool op[LLMC_RT_OP_COUNT], unary[LLMC_RT_UNARY_COUNT], binary[LLMC_RT_BINARY_COUNT];
     bool binary_any_dtype, gather[LLMC_RT_GATHER_COUNT], linear[LLMC_RT_LINEAR_COUNT];
+    bool kv_cache[LLMC_RT_KV_COUNT];
 } resolver_use;
 
 /* What decides op's entries (its inputs 0 and 1 read from the plan). */
@@ -261,7 +262,7 @@ static int op_key_of(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op, 
         if (rt_read_tensor(r, p, fb_vec_u32(r, op->inputs, k), &in[k], rt))
             return -1;
     *key = (rt_op_key){op->code, op->kind, {in[0].dtype, in[1].dtype},
-                       {in[0].layout, in[1].layout}, p->prefill_kernel};
+                       {in[0].layout, in[1].layout}, p->prefill_kernel, p->kv_cache_dtype};
     return 0;
 }
 
@@ -285,6 +286,8 @@ static int collect_resolver(const llmc_rt_plan *p, resolver_use *u, llmc_rt_erro
             u->gather[need.gather] = true;
         if (need.linear >= 0)
             u->linear[need.linear] = true;
+        if (need.kv_cache >= 0)
+            u->kv_cache[need.kv_cache] = true;
     }
     return 0;
 }
@@ -298,8 +301,9 @@ static void print_resolver(const char *path, const resolver_use *u)
 {
     printf("/* llmc inspect --resolver %s\n"
            " * The op resolver entries the plan's ops use (op codes, Unary and Binary\n"
-           " * kinds, Gather and Linear kernels).  In the firmware:\n"
+           " * kinds, Gather and Linear kernels, KV cache dtype).  In the firmware:\n"
            " *   static LLMC_RT_RESOLVER(plan_ops, LLMC_RESOLVER_ENTRIES);\n"
+           " *   llmc_rt_plan_open_ops(&plan, bytes, size, flags, &plan_ops, ...);\n"
            " *   llmc_rt_session_init_ops(&session, &plan, context, &plan_ops, ...); */\n"
            "#define LLMC_RESOLVER_ENTRIES",
            path);
@@ -320,6 +324,9 @@ static void print_resolver(const char *path, const resolver_use *u)
     for (int k = 0; k < LLMC_RT_LINEAR_COUNT; k++)
         if (u->linear[k])
             print_resolver_entry("LLMC_RT_LINEAR", rt_linear_kernel_name(k));
+    for (int k = 0; k < LLMC_RT_KV_COUNT; k++)
+        if (u->kv_cache[k])
+            print_resolver_entry("LLMC_RT_KV_CACHE", rt_kv_cache_name(k));
     printf("\n");
 }
 

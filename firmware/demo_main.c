@@ -5,8 +5,9 @@
  * their text through the plan's detokenizer, then prints the prompt's and
  * the generated ids and the RAM it used: the session's static arena (sized
  * by `llmc inspect`, demo_config.h) and the stack's high-water mark.  The
- * session has the ops of the plan only (its op resolver, from `llmc
- * inspect --resolver`), so the image carries no other kernel. */
+ * plan is opened and the session run with the ops of the plan only (its op
+ * resolver, from `llmc inspect --resolver`), so the image carries no other
+ * op's checks or kernels. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,7 +19,7 @@
 
 extern const uint8_t llmc_plan_start[], llmc_plan_end[];
 
-/* The kernels of the plan's ops, in flash. */
+/* The checks and kernels of the plan's ops, in flash. */
 static LLMC_RT_RESOLVER(plan_ops, LLMC_RESOLVER_ENTRIES);
 extern uint32_t __stack_bottom[], __stack_top[];
 
@@ -105,7 +106,8 @@ int main(void)
     llmc_rt_error err;
     size_t n_prompt;
     size_t plan_bytes = (size_t)(llmc_plan_end - llmc_plan_start);
-    if (llmc_rt_plan_open(&plan, llmc_plan_start, plan_bytes, LLMC_RT_VERIFY_HASHES, &err))
+    if (llmc_rt_plan_open_ops(&plan, llmc_plan_start, plan_bytes, LLMC_RT_VERIFY_HASHES,
+                              &plan_ops, &err))
         return fail("plan", &err);
     sh_write0("plan: ");
     sh_write_u(plan_bytes);

@@ -2,6 +2,7 @@
 #include "op_resolver.h"
 #include "kernels/kernels.h"
 #include "plan_format.h"
+#include "tensor_traits.h"
 
 /* The public indices come from the lists plan_format.h's codes do. */
 LLMC_STATIC_ASSERT(resolver_ops, (int)LLMC_RT_OP_COUNT == (int)OP_COUNT);
@@ -15,7 +16,7 @@ const llmc_rt_op_resolver llmc_rt_all_ops = {
     LLMC_PLAN_OPS(ALL_OPS_) LLMC_PLAN_UNARY_KINDS(ALL_UNARY_)
     LLMC_PLAN_BINARY_F32_KINDS(ALL_BINARY_) LLMC_RT_BINARY_ANY_DTYPE
     LLMC_RT_GATHER_KERNELS(LLMC_RT_GATHER)
-    LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR)
+    LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR) LLMC_RT_KV_CACHES(LLMC_RT_KV_CACHE)
 };
 
 /* Linear's kernel for W's layout (verified: Dense, FWeightTiles or
@@ -30,7 +31,7 @@ static int linear_kernel_of(int w_layout, uint32_t prefill_kernel)
 
 rt_op_needs rt_op_needs_of(const rt_op_key *key)
 {
-    rt_op_needs n = {key->code, -1, -1, false, -1, -1};
+    rt_op_needs n = {key->code, -1, -1, false, -1, -1, -1};
     int kind = key->kind;
     if (key->code == OP_UNARY && kind >= 0 && kind < UNARY_COUNT)
         n.unary = kind;
@@ -43,6 +44,8 @@ rt_op_needs rt_op_needs_of(const rt_op_key *key)
                                                      : LLMC_RT_GATHER_PackedRows;
     if (key->code == OP_LINEAR)
         n.linear = linear_kernel_of(key->in_layout[1], key->prefill_kernel);
+    if (key->code == OP_ATTENTION)
+        n.kv_cache = rt_kv_cache_index(key->kv_cache_dtype);
     return n;
 }
 
@@ -72,4 +75,11 @@ const char *rt_linear_kernel_name(int kernel)
 #define LINEAR_NAME_(Name) #Name,
     static const char *const names[LLMC_RT_LINEAR_COUNT] = {LLMC_RT_LINEAR_KERNELS(LINEAR_NAME_)};
     return kernel >= 0 && kernel < LLMC_RT_LINEAR_COUNT ? names[kernel] : "?";
+}
+
+const char *rt_kv_cache_name(int kv_cache)
+{
+#define KV_NAME_(Name) #Name,
+    static const char *const names[LLMC_RT_KV_COUNT] = {LLMC_RT_KV_CACHES(KV_NAME_)};
+    return kv_cache >= 0 && kv_cache < LLMC_RT_KV_COUNT ? names[kv_cache] : "?";
 }

@@ -10,12 +10,13 @@
 #include "llmc_rt.h"
 
 /* What decides an op's entries: its code and kind, the dtypes and layouts
- * of its first two inputs and the plan's prefill kernel. */
+ * of its first two inputs, the plan's prefill kernel and KV cache dtype. */
 typedef struct {
     int code, kind;
     int in_dtype[2];         /* inputs 0 and 1 (Binary's a and b; -1: no such input) */
     int in_layout[2];        /* Gather's table (0), Linear's W (1); Dense without one */
     uint32_t prefill_kernel; /* Plan.prefill_kernel */
+    int kv_cache_dtype;      /* Plan.kv_cache_dtype */
 } rt_op_key;
 
 /* Indices into llmc_rt_op_resolver's tables; -1: none needed. */
@@ -26,14 +27,18 @@ typedef struct {
     bool binary_any_dtype; /* Binary of other operands (or kinds) */
     int gather; /* Gather: its table's kernel (LLMC_RT_GATHER_*) */
     int linear; /* Linear: W's kernel (LLMC_RT_LINEAR_*) */
+    int kv_cache; /* Attention: its cache dtype's loops (LLMC_RT_KV_*; -1 if unknown: the
+                     verifier refuses it) */
 } rt_op_needs;
 
 rt_op_needs rt_op_needs_of(const rt_op_key *key);
 
-/* Names as in plan_enums.h and LLMC_RT_LINEAR_KERNELS ("?" out of range). */
+/* Names as in plan_enums.h, LLMC_RT_LINEAR_KERNELS and LLMC_RT_KV_CACHES ("?"
+ * out of range). */
 const char *rt_unary_kind_name(int kind);
 const char *rt_binary_kind_name(int kind);
 const char *rt_gather_kernel_name(int kernel);
 const char *rt_linear_kernel_name(int kernel);
+const char *rt_kv_cache_name(int kv_cache);
 
 #endif

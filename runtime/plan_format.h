@@ -234,6 +234,19 @@ llmc_rt_status fb_vector_field(fb_reader *r, const fb_table *t, int id, unsigned
                                unsigned elem_align, fb_vector *out, llmc_rt_error *err);
 llmc_rt_status fb_string_field(fb_reader *r, const fb_table *t, int id, const char **out,
                                llmc_rt_error *err);
+/* Table-driven reads of several fields (the decoders' field lists live in
+ * flash as data, not as one call each): scalar fields of a width of 1, 4 or
+ * 8 bytes and a small default into out[0, n), vector fields into vec[0, n). */
+typedef struct {
+    uint8_t id, width, dflt;
+} fb_scalar_spec;
+typedef struct {
+    uint8_t id, elem_size, elem_align;
+} fb_vector_spec;
+llmc_rt_status fb_scalars(fb_reader *r, const fb_table *t, const fb_scalar_spec *specs, int n,
+                          uint64_t *out, llmc_rt_error *err);
+llmc_rt_status fb_vectors(fb_reader *r, const fb_table *t, const fb_vector_spec *specs, int n,
+                          fb_vector *vec, llmc_rt_error *err);
 /* The table a field points to; t->pos 0 when the field is absent. */
 llmc_rt_status fb_table_field(fb_reader *r, const fb_table *t, int id, const char *what,
                               fb_table *out, llmc_rt_error *err);

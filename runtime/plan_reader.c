@@ -181,6 +181,25 @@ llmc_rt_status fb_vec_table(fb_reader *r, fb_vector v, uint32_t i, const char *w
     return fb_table_at(r, (uint64_t)elem + fb_u32(r->base + elem), what, t, err);
 }
 
+llmc_rt_status fb_scalars(fb_reader *r, const fb_table *t, const fb_scalar_spec *specs, int n,
+                          uint64_t *out, llmc_rt_error *err)
+{
+    llmc_rt_status st = LLMC_RT_OK;
+    for (int i = 0; !st && i < n; i++)
+        st = fb_scalar(r, t, specs[i].id, specs[i].width, specs[i].dflt, &out[i], err);
+    return st;
+}
+
+llmc_rt_status fb_vectors(fb_reader *r, const fb_table *t, const fb_vector_spec *specs, int n,
+                          fb_vector *vec, llmc_rt_error *err)
+{
+    llmc_rt_status st = LLMC_RT_OK;
+    for (int i = 0; !st && i < n; i++)
+        st = fb_vector_field(r, t, specs[i].id, specs[i].elem_size, specs[i].elem_align, &vec[i],
+                             err);
+    return st;
+}
+
 /* ---- decoders ---------------------------------------------------------- */
 
 static llmc_rt_status index_in(uint32_t i, uint32_t n, const char *what,
@@ -200,35 +219,27 @@ static int32_t as_i32(uint64_t v)
 static llmc_rt_status read_tensor_fields(fb_reader *r, const fb_table *t,
                                          rt_tensor_desc *d, llmc_rt_error *err)
 {
-    uint64_t dtype = 0, kind = 0, segment = 0, layout = 0, group = 0, rows = 0, depth = 0;
+    static const fb_scalar_spec fields[9] = {
+        {TENSOR_DTYPE, 4, LLMC_RT_F32}, {TENSOR_KIND, 1, KIND_ARENA},
+        {TENSOR_ARENA_OFFSET, 8, 0},    {TENSOR_MAX_BYTES, 8, 0},
+        {TENSOR_SEGMENT, 4, 0},         {TENSOR_LAYOUT, 1, LAYOUT_DENSE},
+        {TENSOR_GROUP, 4, 0},           {TENSOR_TILE_ROWS, 1, 0},
+        {TENSOR_TILE_DEPTH, 1, 0}};
+    uint64_t v[9] = {0};
     llmc_rt_status st = fb_string_field(r, t, TENSOR_NAME, &d->name, err);
-    if (!st)
-        st = fb_scalar(r, t, TENSOR_DTYPE, 4, LLMC_RT_F32, &dtype, err);
     if (!st)
         st = fb_vector_field(r, t, TENSOR_DIMS, AFFINE_BYTES, 8, &d->dims, err);
     if (!st)
-        st = fb_scalar(r, t, TENSOR_KIND, 1, KIND_ARENA, &kind, err);
-    if (!st)
-        st = fb_scalar(r, t, TENSOR_ARENA_OFFSET, 8, 0, &d->arena_offset, err);
-    if (!st)
-        st = fb_scalar(r, t, TENSOR_MAX_BYTES, 8, 0, &d->max_bytes, err);
-    if (!st)
-        st = fb_scalar(r, t, TENSOR_SEGMENT, 4, 0, &segment, err);
-    if (!st)
-        st = fb_scalar(r, t, TENSOR_LAYOUT, 1, LAYOUT_DENSE, &layout, err);
-    if (!st)
-        st = fb_scalar(r, t, TENSOR_GROUP, 4, 0, &group, err);
-    if (!st)
-        st = fb_scalar(r, t, TENSOR_TILE_ROWS, 1, 0, &rows, err);
-    if (!st)
-        st = fb_scalar(r, t, TENSOR_TILE_DEPTH, 1, 0, &depth, err);
-    d->dtype = as_i32(dtype);
-    d->kind = (int)kind;
-    d->segment = (uint32_t)segment;
-    d->layout = (int)layout;
-    d->group = (uint32_t)group;
-    d->tile_rows = (int)rows;
-    d->tile_depth = (int)depth;
+        st = fb_scalars(r, t, fields, 9, v, err);
+    d->dtype = as_i32(v[0]);
+    d->kind = (int)v[1];
+    d->arena_offset = v[2];
+    d->max_bytes = v[3];
+    d->segment = (uint32_t)v[4];
+    d->layout = (int)v[5];
+    d->group = (uint32_t)v[6];
+    d->tile_rows = (int)v[7];
+    d->tile_depth = (int)v[8];
     return st;
 }
 
@@ -250,17 +261,19 @@ llmc_rt_status rt_read_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
 llmc_rt_status rt_read_segment(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
                                rt_segment_desc *d, llmc_rt_error *err)
 {
-    fb_vector v = {p->segments, p->n_segments};
+    static const fb_scalar_spec fields[3] = {
+        {SEGMENT_OFFSET, 8, 0}, {SEGMENT_SIZE, 8, 0}, {SEGMENT_XXHASH64, 8, 0}};
+    fb_vector segments = {p->segments, p->n_segments};
     fb_table t;
+    uint64_t v[3] = {0};
     llmc_rt_status st = index_in(i, p->n_segments, "segment", err);
     if (!st)
-        st = fb_vec_table(r, v, i, "Segment", &t, err);
+        st = fb_vec_table(r, segments, i, "Segment", &t, err);
     if (!st)
-        st = fb_scalar(r, &t, SEGMENT_OFFSET, 8, 0, &d->offset, err);
-    if (!st)
-        st = fb_scalar(r, &t, SEGMENT_SIZE, 8, 0, &d->size, err);
-    if (!st)
-        st = fb_scalar(r, &t, SEGMENT_XXHASH64, 8, 0, &d->xxhash64, err);
+        st = fb_scalars(r, &t, fields, 3, v, err);
+    d->offset = v[0];
+    d->size = v[1];
+    d->xxhash64 = v[2];
     if (st)
         return rt_prefix(err, st, "segment %u: ", RT_N(i), NULL);
     return LLMC_RT_OK;
@@ -269,65 +282,50 @@ llmc_rt_status rt_read_segment(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
 static llmc_rt_status read_op_vectors(fb_reader *r, const fb_table *t, rt_op_desc *d,
                                       llmc_rt_error *err)
 {
-    llmc_rt_status st = fb_vector_field(r, t, OP_INPUTS, 4, 4, &d->inputs, err);
-    if (!st)
-        st = fb_vector_field(r, t, OP_OUTPUTS, 4, 4, &d->outputs, err);
-    if (!st)
-        st = fb_vector_field(r, t, OP_AXES, 4, 4, &d->axes, err);
-    if (!st)
-        st = fb_vector_field(r, t, OP_VALUES, AFFINE_BYTES, 8, &d->values, err);
-    if (!st)
-        st = fb_vector_field(r, t, OP_REGIONS, 4, 4, &d->regions, err);
+    static const fb_vector_spec fields[5] = {
+        {OP_INPUTS, 4, 4}, {OP_OUTPUTS, 4, 4}, {OP_AXES, 4, 4}, {OP_VALUES, AFFINE_BYTES, 8},
+        {OP_REGIONS, 4, 4}};
+    fb_vector v[5] = {{0, 0}};
+    llmc_rt_status st = fb_vectors(r, t, fields, 5, v, err);
+    d->inputs = v[0];
+    d->outputs = v[1];
+    d->axes = v[2];
+    d->values = v[3];
+    d->regions = v[4];
     return st;
 }
 
-static llmc_rt_status read_attention_scalars(fb_reader *r, const fb_table *t, rt_op_desc *d,
-                                            llmc_rt_error *err)
+/* The float32 stored as the low 32 bits of v. */
+static float f32_of(uint64_t v)
 {
-    static const int ids[4] = {OP_HEADS, OP_KV_HEADS, OP_HEAD_DIM, OP_ROTARY_DIM};
-    int32_t *dst[4] = {&d->heads, &d->kv_heads, &d->head_dim, &d->rotary_dim};
-    uint64_t v = 0;
-    for (int k = 0; k < 4; k++) {
-        llmc_rt_status st = fb_scalar(r, t, ids[k], 4, 0, &v, err);
-        if (st)
-            return st;
-        *dst[k] = as_i32(v);
-    }
-    llmc_rt_status st = fb_scalar(r, t, OP_SCALE, 4, 0, &v, err);
-    if (st)
-        return st;
-    uint32_t scale_bits = (uint32_t)v;
-    memcpy(&d->scale, &scale_bits, sizeof d->scale);
-    st = fb_scalar(r, t, OP_CACHE, 4, 0, &v, err);
-    d->cache = (uint32_t)v;
-    return st;
+    uint32_t bits = (uint32_t)v;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
 }
 
 static llmc_rt_status read_op_scalars(fb_reader *r, const fb_table *t, rt_op_desc *d,
                                       llmc_rt_error *err)
 {
-    uint64_t code, kind, axis, keepdims, epsilon, value;
-    llmc_rt_status st = fb_scalar(r, t, OP_CODE, 1, 0, &code, err);
-    if (!st)
-        st = fb_scalar(r, t, OP_KIND, 1, 0, &kind, err);
-    if (!st)
-        st = fb_scalar(r, t, OP_AXIS, 4, 0, &axis, err);
-    if (!st)
-        st = fb_scalar(r, t, OP_KEEPDIMS, 1, 1, &keepdims, err);
-    if (!st)
-        st = fb_scalar(r, t, OP_EPSILON, 4, 0, &epsilon, err);
-    if (!st)
-        st = fb_scalar(r, t, OP_VALUE, 8, 0, &value, err);
-    if (st)
-        return st;
-    uint32_t eps_bits = (uint32_t)epsilon;
-    d->code = (int)code;
-    d->kind = (int)kind;
-    d->axis = as_i32(axis);
-    d->keepdims = keepdims != 0;
-    memcpy(&d->epsilon, &eps_bits, sizeof d->epsilon);
-    d->value_bits = value;
-    return read_attention_scalars(r, t, d, err);
+    static const fb_scalar_spec fields[12] = {
+        {OP_CODE, 1, 0},     {OP_KIND, 1, 0},      {OP_AXIS, 4, 0},     {OP_KEEPDIMS, 1, 1},
+        {OP_EPSILON, 4, 0},  {OP_VALUE, 8, 0},     {OP_HEADS, 4, 0},    {OP_KV_HEADS, 4, 0},
+        {OP_HEAD_DIM, 4, 0}, {OP_ROTARY_DIM, 4, 0}, {OP_SCALE, 4, 0},    {OP_CACHE, 4, 0}};
+    uint64_t v[12] = {0};
+    llmc_rt_status st = fb_scalars(r, t, fields, 12, v, err);
+    d->code = (int)v[0];
+    d->kind = (int)v[1];
+    d->axis = as_i32(v[2]);
+    d->keepdims = v[3] != 0;
+    d->epsilon = f32_of(v[4]);
+    d->value_bits = v[5];
+    d->heads = as_i32(v[6]);
+    d->kv_heads = as_i32(v[7]);
+    d->head_dim = as_i32(v[8]);
+    d->rotary_dim = as_i32(v[9]);
+    d->scale = f32_of(v[10]);
+    d->cache = (uint32_t)v[11];
+    return st;
 }
 
 llmc_rt_status rt_read_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i, rt_op_desc *d,
@@ -352,22 +350,22 @@ llmc_rt_status rt_read_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i, rt_op
 static llmc_rt_status read_region_fields(fb_reader *r, const fb_table *t, rt_region_desc *d,
                                          llmc_rt_error *err)
 {
-    uint64_t src = 0, dst = 0;
-    llmc_rt_status st = fb_scalar(r, t, REGION_SRC, 4, 0, &src, err);
+    static const fb_scalar_spec scalars[2] = {{REGION_SRC, 4, 0}, {REGION_DST, 4, 0}};
+    static const fb_vector_spec vectors[5] = {
+        {REGION_DST_START, AFFINE_BYTES, 8}, {REGION_SIZE, AFFINE_BYTES, 8},
+        {REGION_SRC_START, AFFINE_BYTES, 8}, {REGION_SRC_AXIS, 1, 1}, {REGION_SRC_STEP, 8, 8}};
+    uint64_t v[2] = {0};
+    fb_vector vec[5] = {{0, 0}};
+    llmc_rt_status st = fb_scalars(r, t, scalars, 2, v, err);
     if (!st)
-        st = fb_scalar(r, t, REGION_DST, 4, 0, &dst, err);
-    if (!st)
-        st = fb_vector_field(r, t, REGION_DST_START, AFFINE_BYTES, 8, &d->dst_start, err);
-    if (!st)
-        st = fb_vector_field(r, t, REGION_SIZE, AFFINE_BYTES, 8, &d->size, err);
-    if (!st)
-        st = fb_vector_field(r, t, REGION_SRC_START, AFFINE_BYTES, 8, &d->src_start, err);
-    if (!st)
-        st = fb_vector_field(r, t, REGION_SRC_AXIS, 1, 1, &d->src_axis, err);
-    if (!st)
-        st = fb_vector_field(r, t, REGION_SRC_STEP, 8, 8, &d->src_step, err);
-    d->src = (uint32_t)src;
-    d->dst = (uint32_t)dst;
+        st = fb_vectors(r, t, vectors, 5, vec, err);
+    d->src = (uint32_t)v[0];
+    d->dst = (uint32_t)v[1];
+    d->dst_start = vec[0];
+    d->size = vec[1];
+    d->src_start = vec[2];
+    d->src_axis = vec[3];
+    d->src_step = vec[4];
     return st;
 }
 
@@ -390,23 +388,21 @@ llmc_rt_status rt_read_io(fb_reader *r, const llmc_rt_plan *p, int is_output, ui
 {
     fb_vector v = is_output ? (fb_vector){p->outputs, p->n_outputs}
                             : (fb_vector){p->inputs, p->n_inputs};
+    static const fb_scalar_spec fields[3] = {
+        {IO_TENSOR, 4, 0}, {IO_ROLE, 1, ROLE_GENERIC}, {IO_LAYER, 4, 0}};
     const char *what = is_output ? "output" : "input";
-    uint64_t tensor, role, layer;
+    uint64_t f[3];
     fb_table t;
     llmc_rt_status st = index_in(i, v.len, what, err);
     if (!st)
         st = fb_vec_table(r, v, i, "IoBinding", &t, err);
     if (!st)
-        st = fb_scalar(r, &t, IO_TENSOR, 4, 0, &tensor, err);
-    if (!st)
-        st = fb_scalar(r, &t, IO_ROLE, 1, ROLE_GENERIC, &role, err);
-    if (!st)
-        st = fb_scalar(r, &t, IO_LAYER, 4, 0, &layer, err);
+        st = fb_scalars(r, &t, fields, 3, f, err);
     if (st)
         return rt_prefix(err, st, "%s %u: ", RT_N(i), RT_S(what));
-    d->tensor = (uint32_t)tensor;
-    d->role = (int)role;
-    d->layer = as_i32(layer);
+    d->tensor = (uint32_t)f[0];
+    d->role = (int)f[1];
+    d->layer = as_i32(f[2]);
     return LLMC_RT_OK;
 }
 
@@ -455,6 +451,93 @@ bool rt_affine_eval(const uint8_t *affine, int64_t S, int64_t P, int64_t *out)
 {
     rt_affine a = fb_affine(affine);
     return rt_affine_value(&a, S, P, out);
+}
+
+/* ---- tensor sizes (tensor_traits.h) ----------------------------------- */
+
+/* W [n, k] of a QWeightTiles tensor. */
+bool rt_qweight_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims,
+                         rt_qweight_shape *s)
+{
+    int bits = f->dtype == LLMC_RT_I8 ? 8 : f->dtype == LLMC_RT_U4 ? 4 : 0;
+    return f->layout == LAYOUT_QWEIGHT && rank == 2 && bits &&
+           dims[1] <= RT_TT_MAX_ELEMS / (dims[0] > 0 ? dims[0] : 1) &&
+           rt_qweight_shape_init(s, bits, f->tile_rows, f->tile_depth, dims[0], dims[1],
+                                 (int64_t)f->group);
+}
+
+/* x [..., k] of a QActTiles tensor: m = product of the leading dims. */
+bool rt_qact_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, rt_qact_shape *s)
+{
+    int64_t m = 1;
+    if (f->layout != LAYOUT_QACT || f->dtype != LLMC_RT_I8 || rank < 1)
+        return false;
+    for (int a = 0; a + 1 < rank; a++) {
+        if (dims[a] && m > RT_TT_MAX_ELEMS / dims[a])
+            return false;
+        m *= dims[a];
+    }
+    return dims[rank - 1] <= RT_TT_MAX_ELEMS / (m > 0 ? m : 1) &&
+           rt_qact_shape_init(s, f->tile_rows, f->tile_depth, m, dims[rank - 1],
+                              (int64_t)f->group);
+}
+
+/* W [n, k] of an FWeightTiles tensor. */
+bool rt_ftile_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, rt_ftile_shape *s)
+{
+    return f->layout == LAYOUT_FWEIGHT && f->dtype == LLMC_RT_F32 && rank == 2 &&
+           dims[1] <= RT_TT_MAX_ELEMS / (dims[0] > 0 ? dims[0] : 1) &&
+           rt_ftile_shape_init(s, f->tile_rows, dims[0], dims[1]);
+}
+
+/* Bytes of `n` bytes per element over non-negative dims (row-major, no
+ * padding); false when the size overflows int64.  Non-zero dims must fit
+ * even if another dim is 0. */
+static bool rt_dense_bytes(uint64_t n, int rank, const int64_t *dims, uint64_t *bytes)
+{
+    bool empty = false;
+    for (int a = 0; a < rank; a++) {
+        if (dims[a] == 0)
+            empty = true;
+        else if (n > (uint64_t)INT64_MAX / (uint64_t)dims[a])
+            return false;
+        else
+            n *= (uint64_t)dims[a];
+    }
+    *bytes = empty ? 0 : n;
+    return true;
+}
+
+/* Bytes of a tensor with non-negative dims; false when the format is not
+ * valid for them or the size overflows int64. */
+bool rt_tensor_bytes(const rt_tensor_format *f, int rank, const int64_t *dims, uint64_t *bytes)
+{
+    rt_qweight_shape qw;
+    rt_qact_shape qa;
+    rt_ftile_shape fw;
+    switch (f->layout) {
+    case LAYOUT_DENSE:
+        return rt_dtype_bytes(f->dtype) && rt_dense_bytes(rt_dtype_bytes(f->dtype), rank, dims, bytes);
+    case LAYOUT_HALF: /* float32 values as binary16 */
+        return f->dtype == LLMC_RT_F32 && rt_dense_bytes(2u, rank, dims, bytes);
+    case LAYOUT_QWEIGHT:
+        if (!rt_qweight_shape_of(f, rank, dims, &qw))
+            return false;
+        *bytes = rt_qweight_bytes(&qw);
+        return true;
+    case LAYOUT_QACT:
+        if (!rt_qact_shape_of(f, rank, dims, &qa))
+            return false;
+        *bytes = rt_qact_bytes(&qa);
+        return true;
+    case LAYOUT_FWEIGHT:
+        if (!rt_ftile_shape_of(f, rank, dims, &fw))
+            return false;
+        *bytes = rt_ftile_bytes(&fw);
+        return true;
+    default:
+        return false;
+    }
 }
 
 llmc_rt_status rt_dims_at(const rt_affine *affines, int rank, const rt_tensor_format *f,

@@ -26,61 +26,46 @@ static uint64_t align64(uint64_t v)
 static llmc_rt_status read_plan_vectors(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
                                         llmc_rt_error *err)
 {
-    static const int ids[6] = {PLAN_TENSORS, PLAN_OPS, PLAN_INPUTS, PLAN_OUTPUTS,
-                               PLAN_SEGMENTS, PLAN_PASSES};
-    uint32_t *pos[6] = {&p->tensors, &p->ops, &p->inputs, &p->outputs, &p->segments,
-                        &p->passes};
-    uint32_t *len[6] = {&p->n_tensors, &p->n_ops, &p->n_inputs, &p->n_outputs,
-                        &p->n_segments, &p->n_passes};
-    for (int i = 0; i < 6; i++) {
-        fb_vector v;
-        llmc_rt_status st = fb_vector_field(r, t, ids[i], 4, 4, &v, err);
-        if (st)
-            return st;
-        *pos[i] = v.pos;
-        *len[i] = v.len;
-    }
-    return LLMC_RT_OK;
+    static const fb_vector_spec fields[6] = {
+        {PLAN_TENSORS, 4, 4}, {PLAN_OPS, 4, 4},      {PLAN_INPUTS, 4, 4},
+        {PLAN_OUTPUTS, 4, 4}, {PLAN_SEGMENTS, 4, 4}, {PLAN_PASSES, 4, 4}};
+    fb_vector v[6] = {{0, 0}};
+    llmc_rt_status st = fb_vectors(r, t, fields, 6, v, err);
+    p->tensors = v[0].pos, p->n_tensors = v[0].len;
+    p->ops = v[1].pos, p->n_ops = v[1].len;
+    p->inputs = v[2].pos, p->n_inputs = v[2].len;
+    p->outputs = v[3].pos, p->n_outputs = v[3].len;
+    p->segments = v[4].pos, p->n_segments = v[4].len;
+    p->passes = v[5].pos, p->n_passes = v[5].len;
+    return st;
 }
 
 static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
                                         llmc_rt_error *err)
 {
-    uint64_t max_context = 0, vocab = 0, layers = 0, caches = 0, chunk = 0, gemm_min_rows = 0;
-    uint64_t prefill = 0, kv_dtype = 0;
+    static const fb_scalar_spec fields[10] = {
+        {PLAN_SOURCE_HASH, 8, 0},   {PLAN_MAX_CONTEXT, 4, 0},    {PLAN_ARENA_SIZE, 8, 0},
+        {PLAN_VOCAB_SIZE, 4, 0},    {PLAN_N_LAYERS, 4, 0},       {PLAN_N_CACHES, 4, 0},
+        {PLAN_KV_CHUNK, 4, 0},      {PLAN_GEMM_MIN_ROWS, 4, 0},  {PLAN_PREFILL_KERNEL, 4, 0},
+        {PLAN_KV_CACHE_DTYPE, 4, LLMC_RT_F32}};
+    uint64_t v[10] = {0};
     const char *compiler_version;
-    llmc_rt_status st = fb_scalar(r, t, PLAN_SOURCE_HASH, 8, 0, &p->source_hash, err);
+    llmc_rt_status st = fb_string_field(r, t, PLAN_COMPILER_VERSION, &compiler_version, err);
     if (!st)
-        st = fb_string_field(r, t, PLAN_COMPILER_VERSION, &compiler_version, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_MAX_CONTEXT, 4, 0, &max_context, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_ARENA_SIZE, 8, 0, &p->arena_size, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_VOCAB_SIZE, 4, 0, &vocab, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_N_LAYERS, 4, 0, &layers, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_N_CACHES, 4, 0, &caches, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_KV_CHUNK, 4, 0, &chunk, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_GEMM_MIN_ROWS, 4, 0, &gemm_min_rows, err);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_PREFILL_KERNEL, 4, 0, &prefill, err);
-    if (!st && prefill >= PREFILL_KERNEL_COUNT)
+        st = fb_scalars(r, t, fields, 10, v, err);
+    if (!st && v[8] >= PREFILL_KERNEL_COUNT)
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.prefill_kernel %d is not a known kernel",
-                     RT_N((int64_t)prefill), NULL);
-    if (!st)
-        st = fb_scalar(r, t, PLAN_KV_CACHE_DTYPE, 4, LLMC_RT_F32, &kv_dtype, err);
-    p->kv_cache_dtype = kv_dtype <= INT32_MAX ? (int)kv_dtype : -1;
-    p->gemm_min_rows = gemm_min_rows ? (uint32_t)gemm_min_rows : RT_DEFAULT_GEMM_MIN_ROWS;
-    p->prefill_kernel = (uint32_t)prefill;
-    p->n_caches = (uint32_t)caches;
-    p->kv_chunk = (uint32_t)chunk;
-    p->max_context = (uint32_t)max_context;
-    p->vocab_size = (uint32_t)vocab;
-    p->n_layers = (uint32_t)layers;
+                     RT_N((int64_t)v[8]), NULL);
+    p->source_hash = v[0];
+    p->max_context = (uint32_t)v[1];
+    p->arena_size = v[2];
+    p->vocab_size = (uint32_t)v[3];
+    p->n_layers = (uint32_t)v[4];
+    p->n_caches = (uint32_t)v[5];
+    p->kv_chunk = (uint32_t)v[6];
+    p->gemm_min_rows = v[7] ? (uint32_t)v[7] : RT_DEFAULT_GEMM_MIN_ROWS;
+    p->prefill_kernel = (uint32_t)v[8];
+    p->kv_cache_dtype = v[9] <= INT32_MAX ? (int)v[9] : -1;
     return st;
 }
 
@@ -717,117 +702,205 @@ static llmc_rt_status verify_cumsum(fb_reader *r, const llmc_rt_plan *p, const r
                ? LLMC_RT_OK : bad_shape("the output must have x's dtype and dims", NULL, err);
 }
 
-/* Per-opcode dtype, rank and attribute checks; in[] are the inputs, y the output. */
-static llmc_rt_status verify_op_semantics(fb_reader *r, const llmc_rt_plan *p,
-                                          const rt_op_desc *op, const tensor_meta *in,
-                                          tensor_meta y, llmc_rt_error *err)
+/* ---- per-op checks: the op resolver's verify entries -------------------- */
+
+/* What an op's checks see (llmc_rt.h): the op, the meta of its first
+ * MAX_META inputs and of its first output. */
+struct llmc_rt_op_check {
+    fb_reader *r;
+    const llmc_rt_plan *p;
+    const rt_op_desc *op;
+    tensor_meta in[MAX_META], y;
+};
+typedef const struct llmc_rt_op_check op_check;
+
+llmc_rt_status llmc_rt_verify_Copy(op_check *c, llmc_rt_error *err)
 {
-    const int F = LLMC_RT_F32;
-    switch (op->code) {
-    case OP_COPY:
-        for (uint32_t i = 0; i < op->regions.len; i++) {
-            llmc_rt_status st = verify_region(r, p, op, i, err);
-            if (st)
-                return st;
-        }
-        return LLMC_RT_OK;
-    case OP_RESHAPE:
-        return in[0].dtype == y.dtype ? LLMC_RT_OK : bad_dtypes("Reshape T -> T", err);
-    case OP_UNARY:
-        return k_unary_supports(op->kind, in[0].dtype, y.dtype)
-                   ? LLMC_RT_OK : bad_dtypes("Unary kind with these dtypes", err);
-    case OP_BINARY:
-        return k_binary_supports(op->kind, in[0].dtype, in[1].dtype, y.dtype)
-                   ? LLMC_RT_OK : bad_dtypes("Binary kind with these dtypes", err);
-    case OP_WHERE:
-        return in[0].dtype == LLMC_RT_BOOL && in[1].dtype == y.dtype && in[2].dtype == y.dtype
-                   ? LLMC_RT_OK : bad_dtypes("Where bool, T, T -> T", err);
-    case OP_CAST:
-        return k_cast_supports(in[0].dtype, y.dtype) ? LLMC_RT_OK : bad_dtypes("Cast", err);
-    case OP_MATMUL:
-        if (in[0].dtype != F || in[1].dtype != F || y.dtype != F)
-            return bad_dtypes("MatMul float32", err);
-        return in[0].rank && in[1].rank ? LLMC_RT_OK : bad_axis(0, 0, err);
-    case OP_REDUCE:
-        if (!k_reduce_supports(op->kind, in[0].dtype, y.dtype))
-            return bad_dtypes("Reduce kind with these dtypes", err);
-        return verify_reduce_axes(r, op, in[0], y, err);
-    case OP_SOFTMAX:
-    case OP_LAYERNORM:
-        for (uint32_t k = 0; k < op->inputs.len; k++)
-            if (in[k].dtype != F)
-                return bad_dtypes("float32 only", err);
-        if (y.dtype != F)
-            return bad_dtypes("float32 only", err);
-        if (op->axis < 0 || op->axis >= in[0].rank)
-            return bad_axis(op->axis, in[0].rank, err);
-        return op->code == OP_LAYERNORM ? verify_layernorm_stats(r, p, op, in[0].rank, err)
-                                        : LLMC_RT_OK;
-    case OP_GATHER:
-        if (in[0].layout != LAYOUT_DENSE)
-            return verify_packed_gather(r, p, op, in[1], y, err);
-        if (y.dtype != in[0].dtype || (in[1].dtype != LLMC_RT_I32 && in[1].dtype != LLMC_RT_I64))
-            return bad_dtypes("Gather T, int32/int64 -> T", err);
-        if (op->axis < 0 || op->axis >= in[0].rank)
-            return bad_axis(op->axis, in[0].rank, err);
-        return y.rank == in[0].rank - 1 + in[1].rank ? LLMC_RT_OK
-                                                     : bad_axis(op->axis, y.rank, err);
-    case OP_RANGE:
-        if ((y.dtype != F && y.dtype != LLMC_RT_I32 && y.dtype != LLMC_RT_I64) ||
-            in[0].dtype != y.dtype || in[1].dtype != y.dtype || in[2].dtype != y.dtype)
-            return bad_dtypes("Range T, T, T -> T with T float32/int32/int64", err);
-        return y.rank == 1 ? LLMC_RT_OK : bad_axis(0, y.rank, err);
-    case OP_SYMBOLS:
-        return y.dtype == LLMC_RT_I64 && y.rank <= 1 ? LLMC_RT_OK
-                                                     : bad_dtypes("Symbols -> int64 [n]", err);
-    case OP_FILL: /* any dtype */
-        return LLMC_RT_OK;
-    case OP_LINEAR:
-        return verify_linear(r, p, op, err);
-    case OP_RMSNORM:
-        return verify_rmsnorm(r, p, op, err);
-    case OP_ROPE:
-        return verify_rope(r, p, op, err);
-    case OP_ATTENTION:
-        return verify_attention(r, p, op, in, y, err);
-    case OP_TRILU:
-        return verify_trilu(r, p, op, in, y, err);
-    case OP_SCATTER_ND:
-        return verify_scatter_nd(r, p, op, in, y, err);
-    case OP_CUMSUM:
-        return verify_cumsum(r, p, op, in, y, err);
-    case OP_QUANTIZE_ROWS:
-        return verify_quantize_rows(r, p, op, in[0], y, err);
-    default:
-        return rt_fail(err, LLMC_RT_E_CORRUPT, "opcode %d (%s) not supported by this runtime",
-                       RT_N(op->code), RT_S(rt_op_code_name(op->code)));
+    for (uint32_t i = 0; i < c->op->regions.len; i++) {
+        llmc_rt_status st = verify_region(c->r, c->p, c->op, i, err);
+        if (st)
+            return st;
     }
+    return LLMC_RT_OK;
 }
 
-static llmc_rt_status verify_op_body(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
-                                     llmc_rt_error *err)
+llmc_rt_status llmc_rt_verify_Reshape(op_check *c, llmc_rt_error *err)
 {
-    tensor_meta in[MAX_META], y;
-    memset(in, 0, sizeof in);
+    return c->in[0].dtype == c->y.dtype ? LLMC_RT_OK : bad_dtypes("Reshape T -> T", err);
+}
+
+llmc_rt_status llmc_rt_verify_Unary(op_check *c, llmc_rt_error *err)
+{
+    return k_unary_supports(c->op->kind, c->in[0].dtype, c->y.dtype)
+               ? LLMC_RT_OK : bad_dtypes("Unary kind with these dtypes", err);
+}
+
+llmc_rt_status llmc_rt_verify_Binary(op_check *c, llmc_rt_error *err)
+{
+    return k_binary_supports(c->op->kind, c->in[0].dtype, c->in[1].dtype, c->y.dtype)
+               ? LLMC_RT_OK : bad_dtypes("Binary kind with these dtypes", err);
+}
+
+llmc_rt_status llmc_rt_verify_Where(op_check *c, llmc_rt_error *err)
+{
+    const tensor_meta *in = c->in;
+    return in[0].dtype == LLMC_RT_BOOL && in[1].dtype == c->y.dtype && in[2].dtype == c->y.dtype
+               ? LLMC_RT_OK : bad_dtypes("Where bool, T, T -> T", err);
+}
+
+llmc_rt_status llmc_rt_verify_Cast(op_check *c, llmc_rt_error *err)
+{
+    return k_cast_supports(c->in[0].dtype, c->y.dtype) ? LLMC_RT_OK : bad_dtypes("Cast", err);
+}
+
+llmc_rt_status llmc_rt_verify_MatMul(op_check *c, llmc_rt_error *err)
+{
+    const tensor_meta *in = c->in;
+    if (in[0].dtype != LLMC_RT_F32 || in[1].dtype != LLMC_RT_F32 || c->y.dtype != LLMC_RT_F32)
+        return bad_dtypes("MatMul float32", err);
+    return in[0].rank && in[1].rank ? LLMC_RT_OK : bad_axis(0, 0, err);
+}
+
+llmc_rt_status llmc_rt_verify_Reduce(op_check *c, llmc_rt_error *err)
+{
+    if (!k_reduce_supports(c->op->kind, c->in[0].dtype, c->y.dtype))
+        return bad_dtypes("Reduce kind with these dtypes", err);
+    return verify_reduce_axes(c->r, c->op, c->in[0], c->y, err);
+}
+
+/* Softmax and LayerNorm: float32 inputs and output, an axis of x. */
+static llmc_rt_status verify_f32_axis(op_check *c, llmc_rt_error *err)
+{
+    for (uint32_t k = 0; k < c->op->inputs.len; k++)
+        if (c->in[k].dtype != LLMC_RT_F32)
+            return bad_dtypes("float32 only", err);
+    if (c->y.dtype != LLMC_RT_F32)
+        return bad_dtypes("float32 only", err);
+    if (c->op->axis < 0 || c->op->axis >= c->in[0].rank)
+        return bad_axis(c->op->axis, c->in[0].rank, err);
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_verify_Softmax(op_check *c, llmc_rt_error *err)
+{
+    return verify_f32_axis(c, err);
+}
+
+llmc_rt_status llmc_rt_verify_LayerNorm(op_check *c, llmc_rt_error *err)
+{
+    llmc_rt_status st = verify_f32_axis(c, err);
+    return st ? st : verify_layernorm_stats(c->r, c->p, c->op, c->in[0].rank, err);
+}
+
+llmc_rt_status llmc_rt_verify_Gather(op_check *c, llmc_rt_error *err)
+{
+    const tensor_meta *in = c->in;
+    tensor_meta y = c->y;
+    int32_t axis = c->op->axis;
+    if (in[0].layout != LAYOUT_DENSE)
+        return verify_packed_gather(c->r, c->p, c->op, in[1], y, err);
+    if (y.dtype != in[0].dtype || (in[1].dtype != LLMC_RT_I32 && in[1].dtype != LLMC_RT_I64))
+        return bad_dtypes("Gather T, int32/int64 -> T", err);
+    if (axis < 0 || axis >= in[0].rank)
+        return bad_axis(axis, in[0].rank, err);
+    return y.rank == in[0].rank - 1 + in[1].rank ? LLMC_RT_OK : bad_axis(axis, y.rank, err);
+}
+
+llmc_rt_status llmc_rt_verify_Fill(op_check *c, llmc_rt_error *err)
+{
+    (void)c, (void)err; /* any dtype */
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_verify_Range(op_check *c, llmc_rt_error *err)
+{
+    const tensor_meta *in = c->in;
+    int t = c->y.dtype;
+    if ((t != LLMC_RT_F32 && t != LLMC_RT_I32 && t != LLMC_RT_I64) || in[0].dtype != t ||
+        in[1].dtype != t || in[2].dtype != t)
+        return bad_dtypes("Range T, T, T -> T with T float32/int32/int64", err);
+    return c->y.rank == 1 ? LLMC_RT_OK : bad_axis(0, c->y.rank, err);
+}
+
+llmc_rt_status llmc_rt_verify_Symbols(op_check *c, llmc_rt_error *err)
+{
+    return c->y.dtype == LLMC_RT_I64 && c->y.rank <= 1 ? LLMC_RT_OK
+                                                       : bad_dtypes("Symbols -> int64 [n]", err);
+}
+
+llmc_rt_status llmc_rt_verify_Linear(op_check *c, llmc_rt_error *err)
+{
+    return verify_linear(c->r, c->p, c->op, err);
+}
+
+llmc_rt_status llmc_rt_verify_RMSNorm(op_check *c, llmc_rt_error *err)
+{
+    return verify_rmsnorm(c->r, c->p, c->op, err);
+}
+
+llmc_rt_status llmc_rt_verify_Rope(op_check *c, llmc_rt_error *err)
+{
+    return verify_rope(c->r, c->p, c->op, err);
+}
+
+llmc_rt_status llmc_rt_verify_Attention(op_check *c, llmc_rt_error *err)
+{
+    return verify_attention(c->r, c->p, c->op, c->in, c->y, err);
+}
+
+llmc_rt_status llmc_rt_verify_Trilu(op_check *c, llmc_rt_error *err)
+{
+    return verify_trilu(c->r, c->p, c->op, c->in, c->y, err);
+}
+
+llmc_rt_status llmc_rt_verify_ScatterND(op_check *c, llmc_rt_error *err)
+{
+    return verify_scatter_nd(c->r, c->p, c->op, c->in, c->y, err);
+}
+
+llmc_rt_status llmc_rt_verify_CumSum(op_check *c, llmc_rt_error *err)
+{
+    return verify_cumsum(c->r, c->p, c->op, c->in, c->y, err);
+}
+
+llmc_rt_status llmc_rt_verify_QuantizeRows(op_check *c, llmc_rt_error *err)
+{
+    return verify_quantize_rows(c->r, c->p, c->op, c->in[0], c->y, err);
+}
+
+/* The checks llmc_rt_plan_open applies: every op's (llmc_rt_plan_open_ops
+ * takes its resolver's instead, so a firmware links only its ops' checks). */
+#define VERIFY_ENTRY_(s, Name, ...) llmc_rt_verify_##Name,
+static const llmc_rt_verify_fn all_verifiers[OP_COUNT] = {LLMC_PLAN_OPS(VERIFY_ENTRY_)};
+
+static llmc_rt_status verify_op_body(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                     const llmc_rt_verify_fn *verify, llmc_rt_error *err)
+{
+    struct llmc_rt_op_check c;
+    memset(&c, 0, sizeof c);
     if (op->code < 0 || op->code >= OP_COUNT)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "opcode %d unknown", RT_N(op->code), NULL);
+    if (!verify[op->code])
+        return rt_fail(err, LLMC_RT_E_RESOLVER, "op %s is not in the op resolver", NULL,
+                       RT_S(rt_op_code_name(op->code)));
     llmc_rt_status st = verify_op_tensors(r, p, op, err);
     if (st)
         return st;
+    c.r = r, c.p = p, c.op = op;
     for (uint32_t k = 0; k < op->inputs.len && k < MAX_META; k++)
-        in[k] = meta_of(r, p, fb_vec_u32(r, op->inputs, k));
-    y = meta_of(r, p, fb_vec_u32(r, op->outputs, 0));
-    return verify_op_semantics(r, p, op, in, y, err);
+        c.in[k] = meta_of(r, p, fb_vec_u32(r, op->inputs, k));
+    c.y = meta_of(r, p, fb_vec_u32(r, op->outputs, 0));
+    return verify[op->code](&c, err);
 }
 
 static llmc_rt_status verify_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
-                                llmc_rt_error *err)
+                                const llmc_rt_verify_fn *verify, llmc_rt_error *err)
 {
     rt_op_desc op;
     llmc_rt_status st = rt_read_op(r, p, i, &op, err);
     if (st)
         return st;
-    st = verify_op_body(r, p, &op, err);
+    st = verify_op_body(r, p, &op, verify, err);
     if (st)
         return rt_prefix(err, st, "op %u (%s '%s'): ", RT_N(i),
                          RT_S(rt_op_code_name(op.code), op.name));
@@ -887,16 +960,15 @@ static llmc_rt_status verify_passes(fb_reader *r, const llmc_rt_plan *p, llmc_rt
 {
     fb_vector v = {p->passes, p->n_passes};
     for (uint32_t i = 0; i < p->n_passes; i++) {
+        static const fb_scalar_spec fields[2] = {{PASS_NODES, 4, 0}, {PASS_DIGEST, 8, 0}};
         fb_table t;
         const char *name;
-        uint64_t nodes, digest;
+        uint64_t values[2];
         llmc_rt_status st = fb_vec_table(r, v, i, "PassRecord", &t, err);
         if (!st)
             st = fb_string_field(r, &t, PASS_NAME, &name, err);
         if (!st)
-            st = fb_scalar(r, &t, PASS_NODES, 4, 0, &nodes, err);
-        if (!st)
-            st = fb_scalar(r, &t, PASS_DIGEST, 8, 0, &digest, err);
+            st = fb_scalars(r, &t, fields, 2, values, err);
         if (st)
             return rt_prefix(err, st, "pass %u: ", RT_N(i), NULL);
     }
@@ -1124,7 +1196,7 @@ static llmc_rt_status verify_tokenizer(fb_reader *r, llmc_rt_plan *p, llmc_rt_er
 /* ---- entry points ------------------------------------------------------ */
 
 static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
-                                 llmc_rt_error *err)
+                                 const llmc_rt_verify_fn *verify, llmc_rt_error *err)
 {
     llmc_rt_status st = verify_header(r, p, flags, err);
     for (uint32_t i = 0; !st && i < p->n_segments; i++) {
@@ -1134,7 +1206,7 @@ static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
     for (uint32_t i = 0; !st && i < p->n_tensors; i++)
         st = verify_tensor(r, p, i, err);
     for (uint32_t i = 0; !st && i < p->n_ops; i++)
-        st = verify_op(r, p, i, err);
+        st = verify_op(r, p, i, verify, err);
     if (!st)
         st = verify_caches(r, p, err);
     if (!st)
@@ -1154,8 +1226,9 @@ static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
     return st;
 }
 
-llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t size,
-                                 unsigned flags, llmc_rt_error *err)
+static llmc_rt_status open_plan(llmc_rt_plan *plan, const void *bytes, size_t size,
+                                unsigned flags, const llmc_rt_verify_fn *verify,
+                                llmc_rt_error *err)
 {
     if (err) {
         err->code = LLMC_RT_OK;
@@ -1174,11 +1247,26 @@ llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t s
     p.base = bytes;
     p.size = size;
     fb_reader r = {bytes, size, LLMC_RT_PLAN_ALIGN};
-    llmc_rt_status st = verify_all(&r, &p, flags, err);
+    llmc_rt_status st = verify_all(&r, &p, flags, verify, err);
     if (st)
         return st;
     *plan = p;
     return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t size,
+                                 unsigned flags, llmc_rt_error *err)
+{
+    return open_plan(plan, bytes, size, flags, all_verifiers, err);
+}
+
+llmc_rt_status llmc_rt_plan_open_ops(llmc_rt_plan *plan, const void *bytes, size_t size,
+                                     unsigned flags, const llmc_rt_op_resolver *ops,
+                                     llmc_rt_error *err)
+{
+    if (!ops)
+        return rt_fail(err, LLMC_RT_E_ARG, "the op resolver must not be NULL", NULL, NULL);
+    return open_plan(plan, bytes, size, flags, ops->verify, err);
 }
 
 llmc_rt_status llmc_rt_plan_io(const llmc_rt_plan *plan, int is_output, uint32_t index,

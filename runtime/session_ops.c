@@ -354,8 +354,9 @@ llmc_rt_status llmc_rt_exec_Attention(rt_op_call *c, llmc_rt_error *err)
     bool rope = op->rotary_dim > 0 && op->inputs.len == 5;
     rt_parallel par = rt_session_parallel(s);
     const rt_view *in = c->in;
-    st = k_attention_kernels(s->plan->kernels, &a, &in[0], &in[1], &in[2], rope ? &in[3] : NULL,
-                             rope ? &in[4] : NULL, &cache, P, &c->out[0], &par, err);
+    st = k_attention_loops(s->plan->kernels, op->kv_cache, &a, &in[0], &in[1], &in[2],
+                           rope ? &in[3] : NULL, rope ? &in[4] : NULL, &cache, P, &c->out[0],
+                           &par, err);
     if (st)
         return st;
     table[0] = (uint32_t)(P + S);

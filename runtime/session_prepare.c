@@ -272,7 +272,7 @@ static rt_op_key op_key(const prep_fill *f, const rt_prep_op *o)
     const rt_tensor_format *in0 = input_format(f, o, 0), *in1 = input_format(f, o, 1);
     rt_op_key key = {o->code, o->kind, {in0 ? in0->dtype : -1, in1 ? in1->dtype : -1},
                      {in0 ? in0->layout : LAYOUT_DENSE, in1 ? in1->layout : LAYOUT_DENSE},
-                     f->plan->prefill_kernel};
+                     f->plan->prefill_kernel, f->plan->kv_cache_dtype};
     return key;
 }
 
@@ -287,6 +287,7 @@ static llmc_rt_status resolve_op(const prep_fill *f, rt_prep_op *o, llmc_rt_erro
     o->binary.any_dtype = need.binary_any_dtype ? f->ops->binary_any_dtype : NULL;
     o->gather = need.gather >= 0 ? f->ops->gather[need.gather] : NULL;
     o->linear = need.linear >= 0 ? f->ops->linear[need.linear] : NULL;
+    o->kv_cache = need.kv_cache >= 0 ? f->ops->kv_cache[need.kv_cache] : NULL;
     if (!o->exec)
         return not_resolved("op", rt_op_code_name(o->code), err);
     if (need.unary >= 0 && !o->unary)
@@ -300,6 +301,8 @@ static llmc_rt_status resolve_op(const prep_fill *f, rt_prep_op *o, llmc_rt_erro
         return not_resolved("Gather kernel", rt_gather_kernel_name(need.gather), err);
     if (need.linear >= 0 && !o->linear)
         return not_resolved("Linear kernel", rt_linear_kernel_name(need.linear), err);
+    if (o->code == OP_ATTENTION && !o->kv_cache)
+        return not_resolved("KV cache", rt_kv_cache_name(need.kv_cache), err);
     return LLMC_RT_OK;
 }
 

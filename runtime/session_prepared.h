@@ -59,6 +59,7 @@ typedef struct {
     k_binary_loops binary;        /* Binary: the loop its dtypes take */
     llmc_rt_op_fn gather;         /* Gather: its table's kernel */
     llmc_rt_linear_fn linear;     /* Linear: W's kernel */
+    llmc_rt_kv_fn kv_cache;       /* Attention: its cache dtype's loops */
 } rt_prep_op;
 
 /* A Copy region: its Affines are dst_start [dst rank], size [dst rank],

@@ -2,7 +2,7 @@
  * Every size check (the verifier's weight and arena proofs, the session's
  * views, the compiler's memory planner and lowering) goes through
  * rt_tensor_bytes, so quantized tiles, their scales and padding are sized
- * the same way everywhere.  Header-only so the compiler uses it too. */
+ * the same way everywhere (the compiler links the runtime and uses it too). */
 #ifndef LLMC_RT_TENSOR_TRAITS_H
 #define LLMC_RT_TENSOR_TRAITS_H
 
@@ -46,93 +46,18 @@ static inline rt_tensor_format rt_format_of(const rt_tensor_desc *d)
 
 #define RT_TT_MAX_ELEMS ((int64_t)1 << 50) /* bounds n * k of packed matrices */
 
-/* W [n, k] of a QWeightTiles tensor. */
-static inline bool rt_qweight_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims,
-                                       rt_qweight_shape *s)
-{
-    int bits = f->dtype == LLMC_RT_I8 ? 8 : f->dtype == LLMC_RT_U4 ? 4 : 0;
-    return f->layout == LAYOUT_QWEIGHT && rank == 2 && bits &&
-           dims[1] <= RT_TT_MAX_ELEMS / (dims[0] > 0 ? dims[0] : 1) &&
-           rt_qweight_shape_init(s, bits, f->tile_rows, f->tile_depth, dims[0], dims[1],
-                                 (int64_t)f->group);
-}
-
-/* x [..., k] of a QActTiles tensor: m = product of the leading dims. */
-static inline bool rt_qact_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims,
-                                    rt_qact_shape *s)
-{
-    int64_t m = 1;
-    if (f->layout != LAYOUT_QACT || f->dtype != LLMC_RT_I8 || rank < 1)
-        return false;
-    for (int a = 0; a + 1 < rank; a++) {
-        if (dims[a] && m > RT_TT_MAX_ELEMS / dims[a])
-            return false;
-        m *= dims[a];
-    }
-    return dims[rank - 1] <= RT_TT_MAX_ELEMS / (m > 0 ? m : 1) &&
-           rt_qact_shape_init(s, f->tile_rows, f->tile_depth, m, dims[rank - 1],
-                              (int64_t)f->group);
-}
-
-/* W [n, k] of an FWeightTiles tensor. */
-static inline bool rt_ftile_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims,
-                                     rt_ftile_shape *s)
-{
-    return f->layout == LAYOUT_FWEIGHT && f->dtype == LLMC_RT_F32 && rank == 2 &&
-           dims[1] <= RT_TT_MAX_ELEMS / (dims[0] > 0 ? dims[0] : 1) &&
-           rt_ftile_shape_init(s, f->tile_rows, dims[0], dims[1]);
-}
-
-/* Bytes of `n` bytes per element over non-negative dims (row-major, no
- * padding); false when the size overflows int64.  Non-zero dims must fit
- * even if another dim is 0. */
-static inline bool rt_dense_bytes(uint64_t n, int rank, const int64_t *dims, uint64_t *bytes)
-{
-    bool empty = false;
-    for (int a = 0; a < rank; a++) {
-        if (dims[a] == 0)
-            empty = true;
-        else if (n > (uint64_t)INT64_MAX / (uint64_t)dims[a])
-            return false;
-        else
-            n *= (uint64_t)dims[a];
-    }
-    *bytes = empty ? 0 : n;
-    return true;
-}
-
+/* plan_reader.c (out of line: every size check shares one copy):
+ * W [n, k] of a QWeightTiles tensor; x [..., k] of a QActTiles tensor (m =
+ * the product of the leading dims); W [n, k] of an FWeightTiles tensor.
+ * False when the format does not fit the dims. */
+bool rt_qweight_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims,
+                         rt_qweight_shape *s);
+bool rt_qact_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, rt_qact_shape *s);
+bool rt_ftile_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, rt_ftile_shape *s);
 /* Bytes of a tensor with non-negative dims; false when the format is not
- * valid for them or the size overflows int64. */
-static inline bool rt_tensor_bytes(const rt_tensor_format *f, int rank, const int64_t *dims,
-                                   uint64_t *bytes)
-{
-    rt_qweight_shape qw;
-    rt_qact_shape qa;
-    rt_ftile_shape fw;
-    switch (f->layout) {
-    case LAYOUT_DENSE:
-        return rt_dtype_bytes(f->dtype) && rt_dense_bytes(rt_dtype_bytes(f->dtype), rank, dims, bytes);
-    case LAYOUT_HALF: /* float32 values as binary16 */
-        return f->dtype == LLMC_RT_F32 && rt_dense_bytes(2u, rank, dims, bytes);
-    case LAYOUT_QWEIGHT:
-        if (!rt_qweight_shape_of(f, rank, dims, &qw))
-            return false;
-        *bytes = rt_qweight_bytes(&qw);
-        return true;
-    case LAYOUT_QACT:
-        if (!rt_qact_shape_of(f, rank, dims, &qa))
-            return false;
-        *bytes = rt_qact_bytes(&qa);
-        return true;
-    case LAYOUT_FWEIGHT:
-        if (!rt_ftile_shape_of(f, rank, dims, &fw))
-            return false;
-        *bytes = rt_ftile_bytes(&fw);
-        return true;
-    default:
-        return false;
-    }
-}
+ * valid for them or the size overflows int64 (non-zero dims must fit even
+ * if another dim is 0). */
+bool rt_tensor_bytes(const rt_tensor_format *f, int rank, const int64_t *dims, uint64_t *bytes);
 
 /* plan_reader.c: evaluates `rank` dims at (S, P) into dims and the byte size
  * of a tensor of format f (rt_tensor_bytes); a dim that overflows or is
@@ -152,6 +77,15 @@ llmc_rt_status rt_dims_at(const rt_affine *affines, int rank, const rt_tensor_fo
 static inline bool rt_kv_dtype_known(int dtype)
 {
     return dtype == LLMC_RT_F32 || dtype == LLMC_RT_F16 || dtype == LLMC_RT_I8;
+}
+
+/* The op resolver's LLMC_RT_KV_CACHES entry of a cache dtype; -1 if unknown. */
+static inline int rt_kv_cache_index(int dtype)
+{
+    return dtype == LLMC_RT_F32 ? LLMC_RT_KV_Float32
+           : dtype == LLMC_RT_F16 ? LLMC_RT_KV_Float16
+           : dtype == LLMC_RT_I8  ? LLMC_RT_KV_Int8
+                                  : -1;
 }
 
 /* The dtype of K (which = 0) or V (which = 1) rows of a cache. */

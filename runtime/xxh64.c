@@ -29,22 +29,22 @@ static uint64_t merge(uint64_t acc, uint64_t lane_acc)
     return acc * PRIME1 + PRIME4;
 }
 
+/* The four lanes over the 32-byte stripes, as loops over the lanes
+ * (smaller Thumb code than four copies of the 64-bit arithmetic). */
 static uint64_t stripes(const uint8_t **pp, size_t *len, uint64_t seed)
 {
-    uint64_t v1 = seed + PRIME1 + PRIME2, v2 = seed + PRIME2, v3 = seed, v4 = seed - PRIME1;
+    static const int rot[4] = {1, 7, 12, 18};
+    uint64_t v[4] = {seed + PRIME1 + PRIME2, seed + PRIME2, seed, seed - PRIME1}, acc = 0;
     const uint8_t *p = *pp;
-    for (; *len >= 32; *len -= 32, p += 32) {
-        v1 = round64(v1, fb_u64(p));
-        v2 = round64(v2, fb_u64(p + 8));
-        v3 = round64(v3, fb_u64(p + 16));
-        v4 = round64(v4, fb_u64(p + 24));
-    }
+    for (; *len >= 32; *len -= 32, p += 32)
+        for (int l = 0; l < 4; l++)
+            v[l] = round64(v[l], fb_u64(p + 8 * l));
     *pp = p;
-    uint64_t acc = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-    acc = merge(acc, v1);
-    acc = merge(acc, v2);
-    acc = merge(acc, v3);
-    return merge(acc, v4);
+    for (int l = 0; l < 4; l++)
+        acc += rotl(v[l], rot[l]);
+    for (int l = 0; l < 4; l++)
+        acc = merge(acc, v[l]);
+    return acc;
 }
 
 uint64_t llmc_rt_xxh64(const void *data, size_t len, uint64_t seed)

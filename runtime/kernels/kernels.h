@@ -197,6 +197,15 @@ llmc_rt_status k_attention_kernels(const struct rt_kernels *kt, const rt_attenti
                                    const rt_view *cos, const rt_view *sin,
                                    const rt_kv_cache *cache, int64_t P, rt_view *o,
                                    const rt_parallel *par, llmc_rt_error *err);
+/* The same with the cache loops that `kv` sets (an op resolver's KV cache
+ * entry, llmc_rt_kv_<Name>: k_attention_kernels takes cache->dtype's, so a
+ * session links only its plan's); LLMC_RT_E_EXEC when they are not the
+ * loops of cache->dtype. */
+llmc_rt_status k_attention_loops(const struct rt_kernels *kt, llmc_rt_kv_fn kv,
+                                 const rt_attention_attrs *a, const rt_view *q, const rt_view *k,
+                                 const rt_view *v, const rt_view *cos, const rt_view *sin,
+                                 const rt_kv_cache *cache, int64_t P, rt_view *o,
+                                 const rt_parallel *par, llmc_rt_error *err);
 /* Rotate-half RoPE of one row x[0, d) into y (no aliasing) with the table
  * rows cos, sin [rotary_dim]; columns >= rotary_dim are copied. */
 void k_rope_row(const float *x, float *y, int64_t d, int64_t rotary_dim, const float *cos,
@@ -267,6 +276,15 @@ static inline float k_fsum_value(const k_fsum *s)
     /* an infinite or NaN sum stays what plain addition made it */
     return s->sum - s->sum == 0 ? s->sum + s->c : s->sum;
 }
+
+/* sqrtf as GCC's builtin: -ffreestanding (firmware builds) turns builtins
+ * off, and a plain sqrtf() is then a call into libm's errno wrapper; with
+ * -fno-math-errno the builtin is one FPU instruction (the same value). */
+#ifdef __GNUC__
+#define k_sqrtf(x) __builtin_sqrtf(x)
+#else
+#define k_sqrtf(x) sqrtf(x)
+#endif
 
 /* ---- quantized Linear (q_linear.c) ----------------------------------------
  * The portable drivers over a target's kernel table (kernel_table.h) and

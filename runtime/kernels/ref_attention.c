@@ -43,7 +43,9 @@
  * even; int8 keys quantized per row with their scale), and the loops read
  * the stored rows as they are (the portable ones widen 4 rows at a time
  * into a stack buffer, the AVX2 ones 8 values per load), so no step
- * converts the cache.
+ * converts the cache.  Each dtype's storing and portable loops come with
+ * the op resolver's KV cache entry (llmc_rt_kv_Float32, ...): a firmware
+ * whose plan caches float32 links neither conversion.
  *
  * Index arithmetic is pointer-wide (ptrdiff_t: 32 bits on a Cortex-M, where
  * int64 costs register pairs and libgcc divisions): q, k, v, o, the cos and
@@ -104,12 +106,26 @@ static llmc_rt_status check_views(const rt_attention_attrs *a, const rt_view *q,
     return LLMC_RT_OK;
 }
 
-/* The attrs pointer-wide, and the cache (what appending a row needs). */
+/* The loops of one cache dtype (an op resolver's KV cache entry sets them):
+ * converting the new K and V rows as they are stored, and the portable
+ * scores and weighted sums over stored float16 or int8 rows (NULL: not
+ * this dtype's; float32 rows take block_scores and add_weighted_rows). */
+struct llmc_rt_kv_loops {
+    int dtype; /* the cache dtype they are for */
+    void (*store_k)(const float *x, ptrdiff_t D, uint8_t *row);
+    void (*store_v)(const float *x, ptrdiff_t D, uint8_t *row);
+    void (*scores_f16)(const float *q, const uint16_t *k, int64_t nk, int64_t d, float *scores);
+    void (*scores_i8)(const float *q, const uint8_t *k, int64_t nk, int64_t d, float *scores);
+    void (*accumulate_f16)(float *o, const uint16_t *v, const float *p, int64_t nk, int64_t d);
+};
+
+/* The attrs pointer-wide, the cache (what appending a row needs) and its loops. */
 typedef struct {
     ptrdiff_t H, G, D, rot; /* heads, kv_heads, head_dim, rotary_dim */
     float scale;
     const rt_kv_cache *cache;
     ptrdiff_t chunk;        /* cache->chunk */
+    struct llmc_rt_kv_loops loops;
 } attn_shape;
 
 /* Row of kv head g at position t: K (which = 0) or V (which = 1). */
@@ -144,19 +160,18 @@ static void store_row_i8(const float *x, ptrdiff_t D, uint8_t *row)
     memcpy(row + at, &scale, sizeof scale);
 }
 
-/* The D floats x as a cache row of the given row dtype. */
-static void store_row(const float *x, ptrdiff_t D, int dtype, uint8_t *row)
+/* The D floats x as a float16 row, and as a float32 one. */
+static void store_row_f16(const float *x, ptrdiff_t D, uint8_t *row)
 {
-    if (dtype == LLMC_RT_I8) {
-        store_row_i8(x, D, row);
-    } else if (dtype == LLMC_RT_F16) {
-        for (ptrdiff_t i = 0; i < D; i++) {
-            uint16_t h = rt_float_to_half(x[i]);
-            memcpy(row + 2 * i, &h, sizeof h);
-        }
-    } else {
-        memcpy(row, x, (size_t)D * sizeof *x);
+    for (ptrdiff_t i = 0; i < D; i++) {
+        uint16_t h = rt_float_to_half(x[i]);
+        memcpy(row + 2 * i, &h, sizeof h);
     }
+}
+
+static void store_row_f32(const float *x, ptrdiff_t D, uint8_t *row)
+{
+    memcpy(row, x, (size_t)D * sizeof *x);
 }
 
 /* The S new rows, converted to the cache's dtype once, as they go in. */
@@ -164,7 +179,6 @@ static void append_rows(const attn_shape *a, const rt_view *k, const rt_view *v,
                         const rt_view *cos, const rt_view *sin, ptrdiff_t S, ptrdiff_t P)
 {
     ptrdiff_t D = a->D, width = a->G * D, rot = a->rot;
-    int kdt = rt_kv_row_dtype(a->cache->dtype, 0), vdt = rt_kv_row_dtype(a->cache->dtype, 1);
     float rotated[RT_ATTN_MAX_HEAD_DIM];
     for (ptrdiff_t s = 0; s < S; s++)
         for (ptrdiff_t g = 0; g < a->G; g++) {
@@ -175,8 +189,8 @@ static void append_rows(const attn_shape *a, const rt_view *k, const rt_view *v,
                            (const float *)sin->data + (P + s) * rot);
                 ks = rotated;
             }
-            store_row(ks, D, kdt, cache_row(a, 0, g, P + s));
-            store_row(vs, D, vdt, cache_row(a, 1, g, P + s));
+            a->loops.store_k(ks, D, cache_row(a, 0, g, P + s));
+            a->loops.store_v(vs, D, cache_row(a, 1, g, P + s));
         }
 }
 
@@ -400,7 +414,7 @@ static void divide_row(float *o, float l, ptrdiff_t D)
 
 static void exp_block(float *p, int64_t n, float off)
 {
-    for (int64_t t = 0; t < n; t++) {
+    for (ptrdiff_t t = 0; t < (ptrdiff_t)n; t++) { /* n <= KEY_BLOCK */
         float x = p[t] - off, xc, res;
         uint32_t ux;
         memcpy(&ux, &x, sizeof ux);
@@ -629,20 +643,55 @@ static void use_table_loops(attention_job *J, const rt_kernels *kt)
         J->exp = kt->attn_exp;
 }
 
-llmc_rt_status k_attention_kernels(const rt_kernels *kt, const rt_attention_attrs *a,
-                                   const rt_view *q, const rt_view *k, const rt_view *v,
-                                   const rt_view *cos, const rt_view *sin,
-                                   const rt_kv_cache *cache, int64_t P, rt_view *o,
-                                   const rt_parallel *par, llmc_rt_error *err)
+/* The op resolver's KV cache entries: each cache dtype's loops, stored
+ * field by field (an initialized struct would be one constant in .rodata
+ * that links every dtype's loops). */
+static void set_loops(struct llmc_rt_kv_loops *l, int dtype,
+                      void (*store_k)(const float *, ptrdiff_t, uint8_t *),
+                      void (*store_v)(const float *, ptrdiff_t, uint8_t *))
+{
+    l->dtype = dtype;
+    l->store_k = store_k;
+    l->store_v = store_v;
+}
+
+void llmc_rt_kv_Float32(struct llmc_rt_kv_loops *loops)
+{
+    set_loops(loops, LLMC_RT_F32, store_row_f32, store_row_f32);
+}
+
+void llmc_rt_kv_Float16(struct llmc_rt_kv_loops *loops)
+{
+    set_loops(loops, LLMC_RT_F16, store_row_f16, store_row_f16);
+    loops->scores_f16 = f16_scores;
+    loops->accumulate_f16 = f16_accumulate;
+}
+
+void llmc_rt_kv_Int8(struct llmc_rt_kv_loops *loops)
+{
+    set_loops(loops, LLMC_RT_I8, store_row_i8, store_row_f16);
+    loops->scores_i8 = i8_scores;
+    loops->accumulate_f16 = f16_accumulate;
+}
+
+llmc_rt_status k_attention_loops(const rt_kernels *kt, llmc_rt_kv_fn kv,
+                                 const rt_attention_attrs *a, const rt_view *q, const rt_view *k,
+                                 const rt_view *v, const rt_view *cos, const rt_view *sin,
+                                 const rt_kv_cache *cache, int64_t P, rt_view *o,
+                                 const rt_parallel *par, llmc_rt_error *err)
 {
     llmc_rt_status st = check_views(a, q, k, v, cos, sin, P, o, err);
     if (st)
         return st;
-    if (!rt_kv_dtype_known(cache->dtype))
-        return rt_fail(err, LLMC_RT_E_EXEC, "KV cache dtype %d is not Float32, Float16 or Int8",
-                       RT_N(cache->dtype), NULL);
     attn_shape sh = {(ptrdiff_t)a->heads, (ptrdiff_t)a->kv_heads, (ptrdiff_t)a->head_dim,
-                     (ptrdiff_t)a->rotary_dim, a->scale, cache, (ptrdiff_t)cache->chunk};
+                     (ptrdiff_t)a->rotary_dim, a->scale, cache, (ptrdiff_t)cache->chunk,
+                     {-1, NULL, NULL, NULL, NULL, NULL}};
+    if (kv)
+        kv(&sh.loops);
+    if (sh.loops.dtype != cache->dtype)
+        return rt_fail(err, LLMC_RT_E_EXEC, "KV cache dtype %d without its loops (the op "
+                       "resolver's entry is for dtype %d)", RT_N(cache->dtype, sh.loops.dtype),
+                       NULL);
     ptrdiff_t S = (ptrdiff_t)q->dims[1];
     /* causal: row s reads positions <= P + s, so all new rows can go in first */
     append_rows(&sh, k, v, cos, sin, S, (ptrdiff_t)P);
@@ -650,8 +699,8 @@ llmc_rt_status k_attention_kernels(const rt_kernels *kt, const rt_attention_attr
         return LLMC_RT_OK;
     float scratch[SCRATCH_FLOATS];
     attention_job J = {&sh, q, cos, sin, S, (ptrdiff_t)P, sh.H / sh.G, 0, 0, 0, 0, 0, 0,
-                       block_scores, add_weighted_rows, f16_scores, i8_scores, f16_accumulate,
-                       exp_block, o->data, scratch, NULL};
+                       block_scores, add_weighted_rows, sh.loops.scores_f16, sh.loops.scores_i8,
+                       sh.loops.accumulate_f16, exp_block, o->data, scratch, NULL};
     use_table_loops(&J, kt);
     plan_work(&J);
     J.partial = scratch + sh.G * J.qblocks * J.unit_rows * J.splits * 2;
@@ -665,6 +714,22 @@ llmc_rt_status k_attention_kernels(const rt_kernels *kt, const rt_attention_attr
     if (J.splits > 1)
         combine_splits(&J);
     return LLMC_RT_OK;
+}
+
+llmc_rt_status k_attention_kernels(const rt_kernels *kt, const rt_attention_attrs *a,
+                                   const rt_view *q, const rt_view *k, const rt_view *v,
+                                   const rt_view *cos, const rt_view *sin,
+                                   const rt_kv_cache *cache, int64_t P, rt_view *o,
+                                   const rt_parallel *par, llmc_rt_error *err)
+{
+#define EVERY_CACHE_(Name) llmc_rt_kv_##Name,
+    static const llmc_rt_kv_fn every_cache[LLMC_RT_KV_COUNT] = {LLMC_RT_KV_CACHES(EVERY_CACHE_)};
+    int index = rt_kv_cache_index(cache->dtype);
+    if (index < 0)
+        return rt_fail(err, LLMC_RT_E_EXEC, "KV cache dtype %d is not Float32, Float16 or Int8",
+                       RT_N(cache->dtype), NULL);
+    return k_attention_loops(kt, every_cache[index], a, q, k, v, cos, sin, cache, P, o, par,
+                             err);
 }
 
 llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const rt_view *k,

@@ -123,7 +123,7 @@ static float silu_f32(float x)
 static float unary_Identity(float x) { return x; }
 static float unary_Neg(float x) { return -x; }
 static float unary_Abs(float x) { return fabsf(x); }
-static float unary_Sqrt(float x) { return sqrtf(x); }
+static float unary_Sqrt(float x) { return k_sqrtf(x); }
 static float unary_Exp(float x) { return expf(x); }
 static float unary_Log(float x) { return logf(x); }
 static float unary_Erf(float x) { return erff(x); }
@@ -363,19 +363,20 @@ llmc_rt_status k_binary(int kind, const k_binary_loops *loops, const rt_view *a,
     llmc_rt_status st = bcast_init(&w, in, 2, y, err);
     if (st)
         return st;
-    int64_t len = bcast_row_len(&w), rows = len ? k_count(y) / len : 0;
-    int64_t sa = bcast_inner_stride(&w, 0), sb = bcast_inner_stride(&w, 1);
+    /* pointer-wide: the operands lie in memory */
+    ptrdiff_t len = (ptrdiff_t)bcast_row_len(&w), rows = len ? (ptrdiff_t)k_count(y) / len : 0;
+    ptrdiff_t sa = (ptrdiff_t)bcast_inner_stride(&w, 0), sb = (ptrdiff_t)bcast_inner_stride(&w, 1);
     k_walk it;
     bcast_rows(&w, &it);
-    for (int64_t row = 0; row < rows; row++, k_walk_next(&it)) {
-        const int64_t *off = it.off;
+    for (ptrdiff_t row = 0; row < rows; row++, k_walk_next(&it)) {
+        ptrdiff_t oa = (ptrdiff_t)it.off[0], ob = (ptrdiff_t)it.off[1];
         if (f32) {
-            loops->f32((const float *)a->data + off[0], sa, (const float *)b->data + off[1], sb,
+            loops->f32((const float *)a->data + oa, sa, (const float *)b->data + ob, sb,
                 (float *)y->data + row * len, len);
             continue;
         }
-        for (int64_t j = 0; j < len; j++)
-            if (!loops->any_dtype(kind, a, off[0] + j * sa, b, off[1] + j * sb, y, row * len + j))
+        for (ptrdiff_t j = 0; j < len; j++)
+            if (!loops->any_dtype(kind, a, oa + j * sa, b, ob + j * sb, y, row * len + j))
                 return rt_fail(err, LLMC_RT_E_EXEC, "integer division by zero", NULL, NULL);
     }
     return LLMC_RT_OK;

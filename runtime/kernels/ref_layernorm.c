@@ -72,7 +72,7 @@ static void row_stats(const float *in, int64_t n, float epsilon, float *mean,
     *mean = k_fsum_value(&sum) / k_i64_to_f32(n);
     for (int64_t j = 0; j < n; j++)
         k_fsum_add(&var, (in[j] - *mean) * (in[j] - *mean));
-    *inv_std_dev = 1.0f / sqrtf(k_fsum_value(&var) / k_i64_to_f32(n) + epsilon);
+    *inv_std_dev = 1.0f / k_sqrtf(k_fsum_value(&var) / k_i64_to_f32(n) + epsilon);
 }
 
 llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view *bias,
@@ -127,16 +127,18 @@ llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, 
     if (scale->rank != 1 || scale->dims[0] != d)
         return rt_fail(err, LLMC_RT_E_EXEC, "scale must be [%d], the input's last dim",
                        RT_N(d), NULL);
-    int64_t rows = d ? k_count(x) / d : 0;
+    /* pointer-wide: x lies in memory */
+    ptrdiff_t n = (ptrdiff_t)d, rows = n ? (ptrdiff_t)k_count(x) / n : 0;
     const float *sc = scale->data;
-    for (int64_t o = 0; o < rows; o++) {
-        const float *in = (const float *)x->data + o * d;
-        float *out = (float *)y->data + o * d;
+    float fd = k_i64_to_f32(d);
+    for (ptrdiff_t o = 0; o < rows; o++) {
+        const float *in = (const float *)x->data + o * n;
+        float *out = (float *)y->data + o * n;
         k_fsum sum = {0, 0};
-        for (int64_t j = 0; j < d; j++)
+        for (ptrdiff_t j = 0; j < n; j++)
             k_fsum_add(&sum, in[j] * in[j]);
-        float inv = 1.0f / sqrtf(k_fsum_value(&sum) / k_i64_to_f32(d) + epsilon);
-        for (int64_t j = 0; j < d; j++)
+        float inv = 1.0f / k_sqrtf(k_fsum_value(&sum) / fd + epsilon);
+        for (ptrdiff_t j = 0; j < n; j++)
             out[j] = in[j] * inv * sc[j];
     }
     return LLMC_RT_OK;

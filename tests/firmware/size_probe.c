@@ -2,7 +2,9 @@
  * uses: open and verify a plan, run a session (prefill, decode, sampling)
  * and, with SIZE_PROBE_TOKENIZER, encode and detokenize text.  The session
  * has every op (llmc_rt_session_init), or with SIZE_PROBE_RESOLVER (a
- * header from `llmc inspect --resolver`) only the ops of that plan.
+ * header from `llmc inspect --resolver`) only the ops of that plan, whose
+ * checks are then the only ones the plan is opened with
+ * (llmc_rt_plan_open_ops).
  * Linked with --gc-sections by scripts/firmware_core.sh to measure what the
  * core costs in .text once the linker has dropped everything unreferenced;
  * it is never run (the firmware demo runs the real thing). */
@@ -44,6 +46,16 @@ static int run_text(const llmc_rt_plan *plan, int64_t *ids, size_t max_ids, size
 #endif
 }
 
+static llmc_rt_status open_plan(llmc_rt_plan *plan, llmc_rt_error *err)
+{
+#ifdef SIZE_PROBE_RESOLVER
+    return llmc_rt_plan_open_ops(plan, probe_plan, probe_plan_size, LLMC_RT_VERIFY_HASHES,
+                                 &plan_ops, err);
+#else
+    return llmc_rt_plan_open(plan, probe_plan, probe_plan_size, LLMC_RT_VERIFY_HASHES, err);
+#endif
+}
+
 static llmc_rt_status init_session(llmc_rt_session *s, const llmc_rt_plan *plan,
                                    llmc_rt_error *err)
 {
@@ -65,7 +77,7 @@ int probe_entry(void)
     int64_t ids[16], next;
     size_t n;
     llmc_sampler sm;
-    if (llmc_rt_plan_open(&plan, probe_plan, probe_plan_size, LLMC_RT_VERIFY_HASHES, &err) ||
+    if (open_plan(&plan, &err) ||
         init_session(&session, &plan, &err) ||
         run_text(&plan, ids, 16, &n, &err) ||
         llmc_prefill(&session, ids, (uint32_t)n, logits, &err))

@@ -134,9 +134,10 @@ static void kv_free(kv_data *d)
     free(d->slot);
 }
 
-/* One call over positions [P0, P0 + S) (rows of d at those positions). */
-static llmc_rt_status kv_call(const rt_kernels *kt, kv_data *d, int64_t P0, int64_t S, float *o,
-                              const rt_parallel *par)
+/* One call over positions [P0, P0 + S) (rows of d at those positions):
+ * k_attention_kernels, or k_attention_loops with *kv when kv is not NULL. */
+static llmc_rt_status kv_call(const rt_kernels *kt, const llmc_rt_kv_fn *kv, kv_data *d,
+                              int64_t P0, int64_t S, float *o, const rt_parallel *par)
 {
     const kv_case *c = &d->c;
     rt_kv_cache cache = {d->pool, d->slot, d->slot_bytes, c->chunk, d->dtype};
@@ -147,6 +148,9 @@ static llmc_rt_status kv_call(const rt_kernels *kt, kv_data *d, int64_t P0, int6
             vc = {LLMC_RT_F32, 2, {c->P + c->S, c->R}, d->cs},
             vs = {LLMC_RT_F32, 2, {c->P + c->S, c->R}, d->sn},
             vo = {LLMC_RT_F32, 3, {1, S, c->H * c->D}, o};
+    if (kv)
+        return k_attention_loops(kt, *kv, &a, &vq, &vk, &vv, c->R ? &vc : NULL,
+                                 c->R ? &vs : NULL, &cache, P0, &vo, par, &err);
     return k_attention_kernels(kt, &a, &vq, &vk, &vv, c->R ? &vc : NULL, c->R ? &vs : NULL,
                                &cache, P0, &vo, par, &err);
 }
@@ -157,8 +161,8 @@ static bool kv_run(const rt_kernels *kt, kv_data *d, float *o, const rt_parallel
     const kv_case *c = &d->c;
     float *prefix = malloc(sizeof *prefix * (size_t)(c->P * c->H * c->D + 1));
     memset(d->pool, 0xA5, (size_t)(d->slot_bytes * (uint64_t)d->n_chunks));
-    bool ok = (c->P == 0 || kv_call(kt, d, 0, c->P, prefix, par) == LLMC_RT_OK) &&
-              kv_call(kt, d, c->P, c->S, o, par) == LLMC_RT_OK;
+    bool ok = (c->P == 0 || kv_call(kt, NULL, d, 0, c->P, prefix, par) == LLMC_RT_OK) &&
+              kv_call(kt, NULL, d, c->P, c->S, o, par) == LLMC_RT_OK;
     free(prefix);
     return ok;
 }
@@ -311,9 +315,32 @@ static void test_all(const rt_kernels *kt)
             test_case(kt, &cases[i], dtypes[t]);
 }
 
+/* k_attention_loops takes the cache dtype's loops (the op resolver's KV
+ * cache entry) and refuses another dtype's, or none. */
+static void test_resolver_loops(void)
+{
+    static const kv_case c = {4, 2, 16, 0, 8, 0, 5};
+    static const llmc_rt_kv_fn f16 = llmc_rt_kv_Float16, f32 = llmc_rt_kv_Float32;
+    static const llmc_rt_kv_fn none = NULL;
+    kv_data d;
+    kv_make(&d, &c, LLMC_RT_F16);
+    float want[5 * 4 * 16], got[5 * 4 * 16];
+    llmc_rt_status st = kv_call(NULL, NULL, &d, 0, c.S, want, NULL);
+    st = st ? st : kv_call(NULL, &f16, &d, 0, c.S, got, NULL);
+    CHECK(st == LLMC_RT_OK && !memcmp(want, got, sizeof want),
+          "k_attention_loops with llmc_rt_kv_Float16 on a float16 cache: k_attention_kernels' bits");
+    st = kv_call(NULL, &f32, &d, 0, c.S, got, NULL);
+    CHECK(st == LLMC_RT_E_EXEC && strstr(err.msg, "KV cache dtype 10 without its loops"),
+          "the float32 loops on a float16 cache are refused: %s", err.msg);
+    st = kv_call(NULL, &none, &d, 0, c.S, got, NULL);
+    CHECK(st == LLMC_RT_E_EXEC, "no loops are refused: %s", err.msg);
+    kv_free(&d);
+}
+
 int main(void)
 {
     srand(17);
+    test_resolver_loops();
     test_f16_conversions();
     test_layout();
     test_all(NULL);

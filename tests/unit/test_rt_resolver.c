@@ -159,6 +159,17 @@ int main(void)
                   "op 5 (Linear 'lm_head'): Linear kernel Dense is not in the session's op "
                   "resolver", "a resolver without Linear's Dense kernel");
 
+    llmc_rt_plan opened;
+    st = llmc_rt_plan_open_ops(&opened, bytes, size, 0, &plan_ops, &err);
+    CHECK(st == LLMC_RT_OK && opened.n_ops == plan.n_ops && opened.n_affines == plan.n_affines,
+          "llmc_rt_plan_open_ops with the plan's entries opens it: %s", st ? err.msg : "ok");
+    st = llmc_rt_plan_open_ops(&opened, bytes, size, 0, &without_linear, &err);
+    CHECK(st == LLMC_RT_E_RESOLVER &&
+              strstr(err.msg, "op 5 (Linear 'lm_head'): op Linear is not in the op resolver"),
+          "llmc_rt_plan_open_ops refuses an op whose checks its resolver lacks: %s", err.msg);
+    st = llmc_rt_plan_open_ops(&opened, bytes, size, 0, NULL, &err);
+    CHECK(st == LLMC_RT_E_ARG, "llmc_rt_plan_open_ops refuses a NULL resolver: %s", err.msg);
+
     bool f32_loops_match = true;
     for (int kind = 0; kind < LLMC_RT_BINARY_COUNT; kind++)
         f32_loops_match &= (llmc_rt_all_ops.binary[kind] != NULL) ==
