@@ -97,6 +97,13 @@ typedef struct rt_kernels {
     const char *isa;
 } rt_kernels;
 
+/* The bit patterns of attn_exp's clamps and of the NaN it returns, shared
+ * by the portable loop and every table's (decided on bits: unsigned order
+ * of negative floats, signed order of positive ones). */
+#define RT_EXP_MIN_BITS 0xC2AE0000u /* -87.0f */
+#define RT_EXP_MAX_BITS 0x42B00000  /* 88.0f */
+#define RT_EXP_NAN_BITS 0x7FC00000u
+
 /* q_dequant.c: rt_kernels.dequant_block's portable loop. */
 void rt_dequant_block_generic(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
                               int64_t i1, float *out, int64_t stride);

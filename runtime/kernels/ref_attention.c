@@ -408,9 +408,6 @@ static void divide_row(float *o, float l, ptrdiff_t D)
  * comparison keeps gcc from vectorizing under -ftrapping-math, and the
  * clamps keep the conversion of n to int defined for any input.  The
  * callers never pass more than EXP_HEADROOM except NaN or inf scores. */
-#define EXP_MIN_BITS 0xC2AE0000u /* -87.0f */
-#define EXP_MAX_BITS 0x42B00000  /* 88.0f */
-#define NAN_BITS 0x7FC00000u
 
 static void exp_block(float *p, int64_t n, float off)
 {
@@ -418,9 +415,9 @@ static void exp_block(float *p, int64_t n, float off)
         float x = p[t] - off, xc, res;
         uint32_t ux;
         memcpy(&ux, &x, sizeof ux);
-        uint32_t lo = ux < EXP_MIN_BITS ? ux : EXP_MIN_BITS;              /* max(x, -87) */
-        int32_t uc = (int32_t)lo < EXP_MAX_BITS ? (int32_t)lo : EXP_MAX_BITS; /* min(., 88) */
-        uint32_t keep = 0u - (uint32_t)(ux <= EXP_MIN_BITS);   /* all ones unless x < -87 */
+        uint32_t lo = ux < RT_EXP_MIN_BITS ? ux : RT_EXP_MIN_BITS; /* max(x, -87) */
+        int32_t uc = (int32_t)lo < RT_EXP_MAX_BITS ? (int32_t)lo : RT_EXP_MAX_BITS; /* min(, 88) */
+        uint32_t keep = 0u - (uint32_t)(ux <= RT_EXP_MIN_BITS); /* all ones unless x < -87 */
         uint32_t nan = 0u - (uint32_t)((ux & 0x7FFFFFFFu) > 0x7F800000u);
         memcpy(&xc, &uc, sizeof xc);
         float n = xc * 1.44269504f + 12582912.0f - 12582912.0f; /* round to integer */
@@ -431,7 +428,7 @@ static void exp_block(float *p, int64_t n, float off)
         memcpy(&res, &two_n, sizeof res);
         res *= y;
         memcpy(&bits, &res, sizeof bits);
-        bits = (bits & ~nan) | (NAN_BITS & nan);
+        bits = (bits & ~nan) | (RT_EXP_NAN_BITS & nan);
         memcpy(&p[t], &bits, sizeof bits);
     }
 }

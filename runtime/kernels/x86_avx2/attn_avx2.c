@@ -208,15 +208,12 @@ void rt_attn_accumulate_f16_avx2(float *o, const uint16_t *v, const float *p, in
  * and the same clamps decided on the bit patterns: x below -87 gives 0,
  * above 88 is taken as 88, NaN gives NaN.  In a 512-token prefill the
  * portable loop (4 SSE lanes, no FMA) took as long as the scores. */
-#define EXP_MIN_BITS 0xC2AE0000u /* -87.0f */
-#define EXP_MAX_BITS 0x42B00000  /* 88.0f */
-
 static inline __m256 exp8(__m256 x)
 {
-    const __m256i min_bits = _mm256_set1_epi32((int)EXP_MIN_BITS);
+    const __m256i min_bits = _mm256_set1_epi32((int)RT_EXP_MIN_BITS);
     __m256i ux = _mm256_castps_si256(x);
     __m256i lo = _mm256_min_epu32(ux, min_bits);                    /* max(x, -87) */
-    __m256 xc = _mm256_castsi256_ps(_mm256_min_epi32(lo, _mm256_set1_epi32(EXP_MAX_BITS)));
+    __m256 xc = _mm256_castsi256_ps(_mm256_min_epi32(lo, _mm256_set1_epi32(RT_EXP_MAX_BITS)));
     __m256i keep = _mm256_cmpeq_epi32(_mm256_max_epu32(ux, min_bits), min_bits); /* x >= -87 */
     __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(ux, _mm256_set1_epi32(0x7FFFFFFF)),
                                      _mm256_set1_epi32(0x7F800000));
@@ -232,7 +229,7 @@ static inline __m256 exp8(__m256 x)
     __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
                                                        _mm256_set1_epi32(127)), 23);
     __m256 res = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(two_n, keep)), y);
-    return _mm256_blendv_ps(res, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)),
+    return _mm256_blendv_ps(res, _mm256_castsi256_ps(_mm256_set1_epi32((int)RT_EXP_NAN_BITS)),
                             _mm256_castsi256_ps(nan));
 }
 

@@ -308,7 +308,8 @@ static inline void store_row16(float *out, int r, __m512 v)
 {
     float *tile = out + 2 * (r / EP) * (EP * HP) + (r % EP) * HP;
     _mm256_storeu_ps(tile, _mm512_castps512_ps256(v));
-    _mm256_storeu_ps(tile + EP * HP, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m256d high = _mm512_extractf64x4_pd(_mm512_castps_pd(v), 1);
+    _mm256_storeu_ps(tile + EP * HP, _mm256_castpd_ps(high));
 }
 
 INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits)
@@ -353,7 +354,7 @@ INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out,
 
 void rt_q_avx512_vnni_qtile_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out)
 {
-    if (a->ws.hp != HP || a->ws.lp != LP || a->xs.ep != EP || a->xs.lp != LP) {
+    if (!x86_tiles(a)) {
         int ep = a->xs.ep, tile = ep * a->ws.hp;
         for (int i = 0; i < 2; i++)
             for (int j = 0; j < 2; j++)

@@ -127,12 +127,19 @@ INLINE void gemm(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float
         _mm256_storeu_ps(out + e * HP, acc[e]);
 }
 
+/* The tile sizes these kernels are written for (any other shape goes to
+ * the portable kernel). */
+static inline bool x86_tiles(const rt_qtile_args *a)
+{
+    return a->ws.hp == HP && a->ws.lp == LP && a->xs.ep == EP && a->xs.lp == LP;
+}
+
 /* rt_kernels.qtile over these kernels: GEMV for one row, GEMM for more;
  * other tile sizes go to the portable kernel. */
 static inline void qtile_x86(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
                              float *out)
 {
-    if (a->ws.hp != HP || a->ws.lp != LP || a->xs.ep != EP || a->xs.lp != LP) {
+    if (!x86_tiles(a)) {
         rt_q_generic_qtile(a, et, rows, ht, out);
         return;
     }
