@@ -5,7 +5,7 @@
 # libm functions runtime/llmc_rt.mk documents and libgcc's integer helpers,
 # and the linked M4F image holds no soft-double helper; linked with the op
 # resolver of the firmware demo's plan, the core is smaller than with every
-# op.  The symbol check must also catch a violation: a core archive with one object calling
+# op, and the M4F core with what it pulls in fits 40 KiB of .text.  The symbol check must also catch a violation: a core archive with one object calling
 # double exp() is refused, naming the symbol.
 set -u
 cd "$(dirname "$0")/.."
@@ -28,6 +28,14 @@ for cpu in cortex-m4 cortex-m55; do
     check "$cpu: the demo plan's resolver links less core .text ($demo) than every op ($all)" \
         test -n "$demo" -a -n "$all" -a "${demo:-0}" -lt "${all:-0}"
 done
+
+# Issue 17's budget: the Cortex-M4F core with portable kernels, linked for
+# the demo plan's ops, and all it pulls in (libc, libm, libgcc) in 40 KiB of
+# .text (columns 5 and 6).
+fw_text=$(awk -F' *[|] *' -v o="demo plan's" \
+    '$2 == "cortex-m4" && $3 == o && index($4, "plan") == 1 { print $5 + $6 }' "$WORK/sizes.md")
+check "cortex-m4: the demo plan's linked core and what it pulls in fit 40960 bytes of .text (${fw_text:-?})" \
+    test -n "$fw_text" -a "${fw_text:-40961}" -le 40960
 
 # The same check over a core archive with a double-precision call added.
 for cpu in cortex-m4 cortex-m55; do

@@ -17,6 +17,7 @@
 #define LLMC_RT_KERNEL_TABLE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels.h"
@@ -30,6 +31,9 @@ typedef struct {
     const uint8_t *w;
     rt_qweight_shape ws;
 } rt_qtile_args;
+
+/* The QLinear driver's state (q_linear_job.h). */
+typedef struct rt_qlinear_job rt_qlinear_job;
 
 typedef struct rt_kernels {
     const char *target;     /* the Plan.target this table runs */
@@ -52,6 +56,13 @@ typedef struct rt_kernels {
      * the bits qtile gives it for rows >= 2.  For ISAs whose registers hold
      * more than one tile's outputs (NULL: the driver calls qtile). */
     void (*qtile_2x2)(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
+    /* The QLinear driver's GEMM walk over W row tiles ht, ht + 1 for the
+     * activation tiles [b0, b1) of a cache block with qtile_2x2
+     * (rt_qlinear_pair_column; NULL with qtile_2x2 NULL: qtile per tile).
+     * In the table rather than the driver so that a build whose tables
+     * have no qtile_2x2 links none of it. */
+    void (*qlinear_pair_column)(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
+                                ptrdiff_t ht);
     /* acc[e * hp + h] += sum over c < kc of x[e * x_stride + c] *
      * panel[c * hp + h] for e < rows (1 <= rows <= f_ep), h < hp (hp ==
      * f_hp): rows of x against one [kc][hp] micro-panel of fp32 weights (a

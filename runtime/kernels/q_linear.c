@@ -8,7 +8,7 @@
  * same for any thread count. */
 #include <string.h>
 
-#include "kernel_table.h"
+#include "q_linear_job.h"
 #include "rt_msg.h"
 
 /* ---- shared checks -------------------------------------------------------- */
@@ -190,21 +190,6 @@ llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_
 #define GEMM_TASK_BYTES 32768
 #define ACT_BLOCK_BYTES 65536
 
-typedef struct {
-    const rt_kernels *kt;
-    rt_qtile_args a;
-    const float *sx;               /* activation scales [mp] */
-    const float *bias;             /* bias from column col0, or NULL */
-    const float *res;              /* residual [m, n_y], or NULL */
-    float *y;                      /* [m, n_y] */
-    ptrdiff_t m, n_y, col0;
-    ptrdiff_t ht0, ht1;              /* W row tiles covering y's columns */
-    ptrdiff_t tiles_per_task;        /* W row tiles per task but the tail's */
-    ptrdiff_t big_tasks;             /* tasks of tiles_per_task before the tail */
-    ptrdiff_t block_tiles;           /* activation tiles per cache block */
-    ptrdiff_t tile_step;             /* W row tiles per kernel call: 2 with qtile_2x2 */
-} qlinear_job;
-
 /* y[h] = sx * out[h] (+ bias[h]) (+ res[h]) for h < n, in that order on
  * every target; the branches are outside the loops, and the values go
  * through a local array, which aliases nothing (res may be y), so that the
@@ -239,10 +224,8 @@ static void store_row(float *y, const float *out, float sx, const float *bias,
     memcpy(y, v, sizeof(float) * (size_t)n);
 }
 
-/* y for rows of activation tile et and W row tile ht from the micro-kernel's
- * out (only the columns y has). */
-static void store_tile(const qlinear_job *J, ptrdiff_t et, int rows, ptrdiff_t ht,
-                       const float *out)
+void rt_qlinear_store_tile(const rt_qlinear_job *J, ptrdiff_t et, int rows, ptrdiff_t ht,
+                           const float *out)
 {
     int hp = J->a.ws.hp;
     ptrdiff_t j0 = ht * hp - J->col0, h0 = j0 < 0 ? -j0 : 0;
@@ -263,19 +246,19 @@ static void store_tile(const qlinear_job *J, ptrdiff_t et, int rows, ptrdiff_t h
 #define TAIL_SPLIT 4
 
 /* tiles rounded up to a multiple of the kernel's W row tiles per call. */
-static ptrdiff_t whole_steps(const qlinear_job *J, ptrdiff_t tiles)
+static ptrdiff_t whole_steps(const rt_qlinear_job *J, ptrdiff_t tiles)
 {
     return (tiles + J->tile_step - 1) / J->tile_step * J->tile_step;
 }
 
-static ptrdiff_t tail_task_tiles(const qlinear_job *J)
+static ptrdiff_t tail_task_tiles(const rt_qlinear_job *J)
 {
     ptrdiff_t tiles = J->tiles_per_task >= TAIL_SPLIT ? J->tiles_per_task / TAIL_SPLIT : 1;
     return whole_steps(J, tiles);
 }
 
 /* W row tiles [*t0, *t1) of task i, counted from J->ht0. */
-static void task_tiles(const qlinear_job *J, ptrdiff_t i, ptrdiff_t *t0, ptrdiff_t *t1)
+static void task_tiles(const rt_qlinear_job *J, ptrdiff_t i, ptrdiff_t *t0, ptrdiff_t *t1)
 {
     ptrdiff_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = tail_task_tiles(J);
     ptrdiff_t n_big = J->big_tasks;
@@ -288,73 +271,18 @@ static void task_tiles(const qlinear_job *J, ptrdiff_t i, ptrdiff_t *t0, ptrdiff
     *t1 = *t0 + small < total ? *t0 + small : total;
 }
 
-/* Asks for the lines of y that tile (et, ht) will write, so that fetching
- * them for the write (rows n_y floats apart: no hardware prefetcher follows
- * them) overlaps the micro-kernel instead of stalling the stores after it
- * (measured: ~7% of a 512-row prefill was those stores).  Always inlined:
- * gcc 12's IPA takes a function of prefetches alone for one without side
- * effects and deletes its calls (q_linear.o had no prefetch instruction). */
-static inline __attribute__((always_inline)) void prefetch_outputs(const qlinear_job *J,
-                                                                   ptrdiff_t et, int rows,
-                                                                   ptrdiff_t ht)
-{
-    ptrdiff_t j = ht * J->a.ws.hp - J->col0;
-    j = j < 0 ? 0 : j;
-    for (int e = 0; e < rows; e++)
-        __builtin_prefetch(J->y + (et * J->a.xs.ep + e) * J->n_y + j, 1);
-}
-
-/* The rows of activation tile et that exist (the last one may be short). */
-static int tile_rows(const qlinear_job *J, ptrdiff_t et)
-{
-    int ep = J->a.xs.ep;
-    return J->m - et * ep < ep ? (int)(J->m - et * ep) : ep;
-}
-
-static void one_tile(const qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
+void rt_qlinear_one_tile(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
 {
     float out[RT_QTILE_MAX_OUT];
-    int rows = tile_rows(J, et);
-    prefetch_outputs(J, et, rows, ht);
+    int rows = rt_qlinear_tile_rows(J, et);
+    rt_qlinear_prefetch_outputs(J, et, rows, ht);
     J->kt->qtile(&J->a, et, rows, ht, out);
-    store_tile(J, et, rows, ht, out);
-}
-
-/* Activation tiles et, et + 1 by W row tiles ht, ht + 1 in one call of
- * the table's qtile_2x2 (rows >= 2 in both activation tiles: the bits of
- * qtile's GEMM path). */
-static void four_tiles(const qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
-{
-    float out[4 * RT_QTILE_MAX_OUT];
-    int tile = J->a.xs.ep * J->a.ws.hp;
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++)
-            prefetch_outputs(J, et + i, tile_rows(J, et + i), ht + j);
-    J->kt->qtile_2x2(&J->a, et, ht, out);
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++)
-            store_tile(J, et + i, tile_rows(J, et + i), ht + j, out + (2 * i + j) * tile);
-}
-
-/* Activation tiles [b0, b1) by W row tiles ht, ht + 1, four at a time
- * where both activation tiles have a GEMM's rows. */
-static void tile_pair_column(const qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1, ptrdiff_t ht)
-{
-    for (ptrdiff_t et = b0; et < b1;) {
-        if (et + 1 < b1 && tile_rows(J, et + 1) >= 2) {
-            four_tiles(J, et, ht);
-            et += 2;
-        } else {
-            one_tile(J, et, ht);
-            one_tile(J, et, ht + 1);
-            et++;
-        }
-    }
+    rt_qlinear_store_tile(J, et, rows, ht, out);
 }
 
 static void qlinear_task(void *ctx, uint32_t i)
 {
-    const qlinear_job *J = ctx;
+    const rt_qlinear_job *J = ctx;
     ptrdiff_t ht0, ht1, act_tiles = (ptrdiff_t)J->a.xs.mp / J->a.xs.ep;
     task_tiles(J, i, &ht0, &ht1);
     ht0 += J->ht0;
@@ -366,10 +294,10 @@ static void qlinear_task(void *ctx, uint32_t i)
         ptrdiff_t ht = ht0;
         if (J->tile_step == 2)
             for (; ht + 1 < ht1; ht += 2)
-                tile_pair_column(J, b0, b1, ht);
+                J->kt->qlinear_pair_column(J, b0, b1, ht);
         for (; ht < ht1; ht++)
             for (ptrdiff_t et = b0; et < b1; et++)
-                one_tile(J, et, ht);
+                rt_qlinear_one_tile(J, et, ht);
     }
 }
 
@@ -437,14 +365,14 @@ static llmc_rt_status check_qlinear_views(const rt_view *xq, const rt_qact_shape
 /* W row tiles per task, the tasks before the tail and activation tiles
  * per cache block, from the shapes only (never the thread count); returns
  * the number of tasks. */
-static int64_t size_tasks(qlinear_job *J, bool gemv)
+static int64_t size_tasks(rt_qlinear_job *J, bool gemv)
 {
     const rt_qweight_shape *ws = &J->a.ws;
     int64_t tile_bytes = (int64_t)rt_qweight_block_bytes(ws) * (ws->kp / ws->group);
     int64_t act_tile_bytes = (int64_t)J->a.xs.ep * J->a.xs.kp, act_tiles = J->a.xs.mp / J->a.xs.ep;
     int64_t task_bytes = gemv ? GEMV_TASK_BYTES : GEMM_TASK_BYTES;
     J->tiles_per_task = tile_bytes < task_bytes ? task_bytes / (tile_bytes ? tile_bytes : 1) : 1;
-    J->tile_step = !gemv && J->kt->qtile_2x2 ? 2 : 1;
+    J->tile_step = !gemv && J->kt->qlinear_pair_column ? 2 : 1;
     J->tiles_per_task = whole_steps(J, J->tiles_per_task);
     J->block_tiles = act_tiles ? act_tiles : 1;
     if (!gemv && act_tile_bytes * act_tiles > ACT_BLOCK_BYTES)
@@ -479,7 +407,7 @@ llmc_rt_status k_qlinear(const rt_kernels *kt, const rt_view *xq, const rt_qact_
     llmc_rt_status st = k_qlinear_check(kt, xq, xs, w, ws, bias, residual, col0, y, err);
     if (st != LLMC_RT_OK)
         return st;
-    qlinear_job J;
+    rt_qlinear_job J;
     J.kt = kt;
     J.a.xq = xq->data;
     J.a.xs = *xs;

@@ -854,6 +854,8 @@ static void test_generic_tile_sizes(void)
 
 static void test_table(const rt_kernels *kt)
 {
+    CHECK(!kt->qtile_2x2 == !kt->qlinear_pair_column,
+          "%s: a pair walk (qlinear_pair_column) exactly when there is a qtile_2x2", kt->isa);
     test_quantize_rows(kt);
     test_qlinear_reference(kt);
     test_threads(kt);

@@ -1,0 +1,59 @@
+/* Internal: the QLinear driver's job (q_linear.c), shared with the walk
+ * over pairs of tiles (q_linear_pairs.c) that a table with qtile_2x2
+ * points at, so that a build whose tables have none (the Cortex-M core)
+ * does not link that walk. */
+#ifndef LLMC_RT_Q_LINEAR_JOB_H
+#define LLMC_RT_Q_LINEAR_JOB_H
+
+#include <stddef.h>
+
+#include "kernel_table.h"
+
+struct rt_qlinear_job {
+    const rt_kernels *kt;
+    rt_qtile_args a;
+    const float *sx;               /* activation scales [mp] */
+    const float *bias;             /* bias from column col0, or NULL */
+    const float *res;              /* residual [m, n_y], or NULL */
+    float *y;                      /* [m, n_y] */
+    ptrdiff_t m, n_y, col0;
+    ptrdiff_t ht0, ht1;              /* W row tiles covering y's columns */
+    ptrdiff_t tiles_per_task;        /* W row tiles per task but the tail's */
+    ptrdiff_t big_tasks;             /* tasks of tiles_per_task before the tail */
+    ptrdiff_t block_tiles;           /* activation tiles per cache block */
+    ptrdiff_t tile_step;             /* W row tiles per walk step: 2 with qlinear_pair_column */
+};
+
+/* The rows of activation tile et that exist (the last one may be short). */
+static inline int rt_qlinear_tile_rows(const rt_qlinear_job *J, ptrdiff_t et)
+{
+    int ep = J->a.xs.ep;
+    return J->m - et * ep < ep ? (int)(J->m - et * ep) : ep;
+}
+
+/* Asks for the lines of y that tile (et, ht) will write, so that fetching
+ * them for the write (rows n_y floats apart: no hardware prefetcher follows
+ * them) overlaps the micro-kernel instead of stalling the stores after it
+ * (measured: ~7% of a 512-row prefill was those stores).  Always inlined:
+ * gcc 12's IPA takes a function of prefetches alone for one without side
+ * effects and deletes its calls (q_linear.o had no prefetch instruction). */
+static inline __attribute__((always_inline)) void rt_qlinear_prefetch_outputs(
+    const rt_qlinear_job *J, ptrdiff_t et, int rows, ptrdiff_t ht)
+{
+    ptrdiff_t j = ht * J->a.ws.hp - J->col0;
+    j = j < 0 ? 0 : j;
+    for (int e = 0; e < rows; e++)
+        __builtin_prefetch(J->y + (et * J->a.xs.ep + e) * J->n_y + j, 1);
+}
+
+/* y for rows of activation tile et and W row tile ht from a micro-kernel's
+ * out (only the columns y has), with the activation scale, bias and
+ * residual. */
+void rt_qlinear_store_tile(const rt_qlinear_job *J, ptrdiff_t et, int rows, ptrdiff_t ht,
+                           const float *out);
+/* Tile (et, ht) by the table's qtile, stored. */
+void rt_qlinear_one_tile(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht);
+/* rt_kernels.qlinear_pair_column of the tables with qtile_2x2. */
+void rt_qlinear_pair_column(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1, ptrdiff_t ht);
+
+#endif
