@@ -9,8 +9,9 @@
 #
 # The core is C99 without malloc, stdio, threads or double arithmetic.  It
 # references memcpy, memmove, memset, memcmp (what GCC requires of every
-# freestanding environment), the float libm functions of LLMC_RT_LIBM and
-# libgcc's 64-bit integer helpers; link with -lm -lgcc.  --gc-sections with
+# freestanding environment) and the float libm functions of LLMC_RT_LIBM,
+# no libgcc helper (its few 64-bit divisions go through rt_div64.h, not
+# __aeabi_ldivmod); link with -lm.  --gc-sections with
 # -ffunction-sections drops what a program does not call (the tokenizer's
 # encoder and its Unicode tables when text never reaches the device).
 # On x86-64 and AArch64 hosts targets.c lists the SIMD kernel tables, so a

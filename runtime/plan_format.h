@@ -225,7 +225,8 @@ static inline rt_affine fb_affine(const uint8_t *a)
     return x;
 }
 
-/* Low-level, in plan_reader.c.  `what` names the table for messages. */
+/* Low-level, in plan_reader.c.  `what` names the table for messages;
+ * elem_align is a power of two. */
 llmc_rt_status fb_table_at(fb_reader *r, uint64_t pos, const char *what, fb_table *t,
                            llmc_rt_error *err);
 llmc_rt_status fb_scalar(fb_reader *r, const fb_table *t, int id, unsigned width,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "rt_div64.h"
 #include "rt_msg.h"
 
 /* FlatBuffer objects must lie below 4 GiB (32-bit offsets); the file may be
@@ -14,11 +15,12 @@ static uint64_t fb_limit(const fb_reader *r)
     return r->size < UINT32_MAX ? (uint64_t)r->size : UINT32_MAX;
 }
 
-/* Checks [pos, pos + len) lies inside the FlatBuffer part; records its end. */
+/* Checks [pos, pos + len) lies inside the FlatBuffer part and pos is a
+ * multiple of align (a power of two); records its end. */
 static llmc_rt_status fb_span(fb_reader *r, uint64_t pos, uint64_t len, uint64_t align,
                               const char *what, llmc_rt_error *err)
 {
-    if (pos % align)
+    if (pos & (align - 1))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "%s at byte %u is not %u-byte aligned",
                        RT_N((int64_t)pos, (int64_t)align), RT_S(what));
     if (pos > fb_limit(r) || len > fb_limit(r) - pos)
@@ -455,13 +457,18 @@ bool rt_affine_eval(const uint8_t *affine, int64_t S, int64_t P, int64_t *out)
 
 /* ---- tensor sizes (tensor_traits.h) ----------------------------------- */
 
+/* max(rows, 1) * cols <= RT_TT_MAX_ELEMS, for non-negative dims. */
+static bool elems_fit(int64_t rows, int64_t cols)
+{
+    return cols <= (int64_t)rt_udiv64(RT_TT_MAX_ELEMS, rows > 0 ? (uint64_t)rows : 1u);
+}
+
 /* W [n, k] of a QWeightTiles tensor. */
 bool rt_qweight_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims,
                          rt_qweight_shape *s)
 {
     int bits = f->dtype == LLMC_RT_I8 ? 8 : f->dtype == LLMC_RT_U4 ? 4 : 0;
-    return f->layout == LAYOUT_QWEIGHT && rank == 2 && bits &&
-           dims[1] <= RT_TT_MAX_ELEMS / (dims[0] > 0 ? dims[0] : 1) &&
+    return f->layout == LAYOUT_QWEIGHT && rank == 2 && bits && elems_fit(dims[0], dims[1]) &&
            rt_qweight_shape_init(s, bits, f->tile_rows, f->tile_depth, dims[0], dims[1],
                                  (int64_t)f->group);
 }
@@ -473,11 +480,11 @@ bool rt_qact_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, 
     if (f->layout != LAYOUT_QACT || f->dtype != LLMC_RT_I8 || rank < 1)
         return false;
     for (int a = 0; a + 1 < rank; a++) {
-        if (dims[a] && m > RT_TT_MAX_ELEMS / dims[a])
+        if (!elems_fit(dims[a], m))
             return false;
         m *= dims[a];
     }
-    return dims[rank - 1] <= RT_TT_MAX_ELEMS / (m > 0 ? m : 1) &&
+    return elems_fit(m, dims[rank - 1]) &&
            rt_qact_shape_init(s, f->tile_rows, f->tile_depth, m, dims[rank - 1],
                               (int64_t)f->group);
 }
@@ -486,7 +493,7 @@ bool rt_qact_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, 
 bool rt_ftile_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, rt_ftile_shape *s)
 {
     return f->layout == LAYOUT_FWEIGHT && f->dtype == LLMC_RT_F32 && rank == 2 &&
-           dims[1] <= RT_TT_MAX_ELEMS / (dims[0] > 0 ? dims[0] : 1) &&
+           elems_fit(dims[0], dims[1]) &&
            rt_ftile_shape_init(s, f->tile_rows, dims[0], dims[1]);
 }
 
@@ -499,7 +506,7 @@ static bool rt_dense_bytes(uint64_t n, int rank, const int64_t *dims, uint64_t *
     for (int a = 0; a < rank; a++) {
         if (dims[a] == 0)
             empty = true;
-        else if (n > (uint64_t)INT64_MAX / (uint64_t)dims[a])
+        else if (n > rt_udiv64(INT64_MAX, (uint64_t)dims[a]))
             return false;
         else
             n *= (uint64_t)dims[a];

@@ -8,6 +8,7 @@
 #include "kernels/kernel_table.h"
 #include "tensor_traits.h"
 #include "plan_format.h"
+#include "rt_div64.h"
 #include "rt_msg.h"
 
 #define ANY LLMC_ANY_COUNT
@@ -597,7 +598,8 @@ static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
 {
     int64_t H = op->heads, G = op->kv_heads, D = op->head_dim, R = op->rotary_dim;
     uint32_t n_in = R > 0 ? 5 : 3;
-    if (H < 1 || G < 1 || H % G || D < 1 || D > RT_ATTN_MAX_HEAD_DIM || R < 0 || R % 2 || R > D)
+    if (H < 1 || G < 1 || rt_umod64((uint64_t)H, (uint64_t)G) || D < 1 ||
+        D > RT_ATTN_MAX_HEAD_DIM || R < 0 || R % 2 || R > D)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "heads %d, kv_heads %d, head_dim %d (at most "
                        "%d), rotary_dim %d: need kv_heads | heads and an even rotary_dim <= "
                        "head_dim", RT_N(H, G, D, RT_ATTN_MAX_HEAD_DIM, R), NULL);
@@ -1106,7 +1108,7 @@ static llmc_rt_status verify_caches(fb_reader *r, llmc_rt_plan *p, llmc_rt_error
         seen++;
         /* kv_heads < 2^31 rows of head_dim <= RT_ATTN_MAX_HEAD_DIM elements */
         uint64_t row = rt_kv_position_bytes(p->kv_cache_dtype, op.kv_heads, op.head_dim);
-        if (row > (UINT64_MAX - 64) / p->kv_chunk)
+        if (row > rt_udiv64(UINT64_MAX - 64, p->kv_chunk))
             return rt_fail(err, LLMC_RT_E_CORRUPT, "op %u: cache chunk size overflows",
                            RT_N(i), NULL);
         if (align64(row * p->kv_chunk) > p->kv_slot_bytes)

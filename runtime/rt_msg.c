@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "rt_div64.h"
+
 typedef struct {
     char *buf;
     size_t cap; /* bytes including the terminating NUL */
@@ -22,26 +24,20 @@ static void put_str(msg_buf *m, const char *s)
         put_char(m, *s++);
 }
 
-static void put_u64(msg_buf *m, uint64_t v)
+const char *rt_dec_text(int64_t v, bool is_unsigned, char buf[RT_DEC_BYTES])
 {
-    char digits[20];
-    int n = 0;
+    bool minus = !is_unsigned && v < 0;
+    uint64_t u = minus ? 0 - (uint64_t)v : (uint64_t)v; /* also right for INT64_MIN */
+    char *p = buf + RT_DEC_BYTES - 1;
+    *p = '\0';
     do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        put_char(m, digits[--n]);
-}
-
-static void put_i64(msg_buf *m, int64_t v)
-{
-    if (v < 0) {
-        put_char(m, '-');
-        put_u64(m, 0 - (uint64_t)v); /* also right for INT64_MIN */
-    } else {
-        put_u64(m, (uint64_t)v);
-    }
+        uint64_t q = rt_udiv64(u, 10);
+        *--p = (char)('0' + (u - q * 10));
+        u = q;
+    } while (u);
+    if (minus)
+        *--p = '-';
+    return p;
 }
 
 static void format(msg_buf *m, const char *fmt, const int64_t *nums,
@@ -53,10 +49,9 @@ static void format(msg_buf *m, const char *fmt, const int64_t *nums,
             continue;
         }
         fmt++;
-        if (*fmt == 'd' && nums)
-            put_i64(m, *nums++);
-        else if (*fmt == 'u' && nums)
-            put_u64(m, (uint64_t)*nums++);
+        char text[RT_DEC_BYTES];
+        if ((*fmt == 'd' || *fmt == 'u') && nums)
+            put_str(m, rt_dec_text(*nums++, *fmt == 'u', text));
         else if (*fmt == 's' && strs)
             put_str(m, *strs++);
         else

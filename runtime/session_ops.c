@@ -314,11 +314,12 @@ llmc_rt_status llmc_rt_exec_QuantizeRows(rt_op_call *c, llmc_rt_error *err)
 
 /* ---- Attention and its fused KV cache ------------------------------------ */
 
-/* Takes pool chunks for the positions [0, end) of a cache that lack one. */
+/* Takes pool chunks for the positions [0, end) of a cache that lack one;
+ * end = P + S <= the session's context (check_bounds), so 32 bits hold it. */
 static llmc_rt_status take_chunks(llmc_rt_session *s, uint32_t *slots, int64_t end,
                                   llmc_rt_error *err)
 {
-    int64_t need = (end + s->plan->kv_chunk - 1) / s->plan->kv_chunk;
+    int64_t need = rt_kv_chunks((uint32_t)end, s->plan->kv_chunk);
     if (need > s->chunks_per_cache)
         return rt_fail(err, LLMC_RT_E_BOUNDS, "%d positions exceed the session's %u chunks",
                        RT_N(end, s->chunks_per_cache), NULL);

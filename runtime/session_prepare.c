@@ -5,6 +5,7 @@
 
 #include "kernels/kernel_table.h"
 #include "op_resolver.h"
+#include "rt_div64.h"
 #include "rt_msg.h"
 #include "session_prepared.h"
 
@@ -49,11 +50,11 @@ static bool layout_for(const llmc_rt_plan *p, uint32_t context, mem_layout *m)
     if (context < 1 || context > p->max_context || !prep_layout_of(p, &m->tables))
         return false;
     uint64_t arena = align64(p->arena_size);
-    m->chunks_per_cache = p->n_caches ? (uint32_t)((context - 1ull) / p->kv_chunk + 1) : 0;
+    m->chunks_per_cache = p->n_caches ? rt_kv_chunks(context, p->kv_chunk) : 0;
     uint64_t pool_chunks = (uint64_t)p->n_caches * m->chunks_per_cache; /* n_caches <= n_ops */
     uint64_t table = 4u * (uint64_t)p->n_caches * (1u + (uint64_t)m->chunks_per_cache);
     if (arena < p->arena_size || pool_chunks > UINT32_MAX || p->kv_bytes > UINT64_MAX / 4 ||
-        (p->kv_slot_bytes && pool_chunks > UINT64_MAX / 4 / p->kv_slot_bytes))
+        (p->kv_slot_bytes && pool_chunks > rt_udiv64(UINT64_MAX / 4, p->kv_slot_bytes)))
         return false;
     m->pool_chunks = (uint32_t)pool_chunks;
     m->kv = arena;

@@ -49,7 +49,8 @@ static inline rt_tensor_format rt_format_of(const rt_tensor_desc *d)
 /* plan_reader.c (out of line: every size check shares one copy):
  * W [n, k] of a QWeightTiles tensor; x [..., k] of a QActTiles tensor (m =
  * the product of the leading dims); W [n, k] of an FWeightTiles tensor.
- * False when the format does not fit the dims. */
+ * False when the format does not fit the dims (non-negative, as every
+ * view's). */
 bool rt_qweight_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims,
                          rt_qweight_shape *s);
 bool rt_qact_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, rt_qact_shape *s);
@@ -117,6 +118,13 @@ static inline uint64_t rt_kv_position_bytes(int cache_dtype, int64_t kv_heads, i
 {
     return (rt_kv_row_bytes(cache_dtype, 0, head_dim) + rt_kv_row_bytes(cache_dtype, 1, head_dim)) *
            (uint64_t)kv_heads;
+}
+
+/* Chunks of kv_chunk (>= 1) positions that hold `positions` (at most a
+ * session's context: 32-bit arithmetic). */
+static inline uint32_t rt_kv_chunks(uint32_t positions, uint32_t kv_chunk)
+{
+    return positions ? (positions - 1) / kv_chunk + 1 : 0;
 }
 
 #endif

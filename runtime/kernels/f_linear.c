@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernel_table.h"
+#include "rt_div64.h"
 #include "rt_msg.h"
 
 /* Bounds f_ep * f_hp (the table check), so a pass holds at least two row
@@ -179,15 +180,17 @@ llmc_rt_status k_linear_tiles(const rt_kernels *kt, const rt_view *x, const floa
     J.residual = residual ? residual->data : NULL;
     J.y = y->data;
     J.n_y = y->dims[y->rank - 1];
-    J.m = J.n_y ? k_count(y) / J.n_y : 0;
+    int64_t count = k_count(y);
+    J.m = count ? (ptrdiff_t)count / (ptrdiff_t)J.n_y : 0; /* y's rows: in memory */
     J.col0 = col0;
     if (J.m == 0 || J.n_y == 0)
         return LLMC_RT_OK;
-    J.tile0 = col0 / ws->hp;
-    J.tiles = (col0 + J.n_y - 1) / ws->hp + 1 - J.tile0;
+    /* col0 >= 0 (check_views) may lie past memory: W [n, 0] has no bytes */
+    J.tile0 = (int64_t)rt_udiv64((uint64_t)col0, (uint64_t)ws->hp);
+    J.tiles = (int64_t)rt_udiv64((uint64_t)(col0 + J.n_y - 1), (uint64_t)ws->hp) + 1 - J.tile0;
     int64_t tile_macs = J.m * ws->k * ws->hp;
-    J.per_task = tile_macs >= TASK_MACS ? 1 : TASK_MACS / (tile_macs ? tile_macs : 1);
-    int64_t tasks = (J.tiles + J.per_task - 1) / J.per_task;
+    J.per_task = tile_macs >= TASK_MACS ? 1 : TASK_MACS / (int32_t)(tile_macs ? tile_macs : 1);
+    int64_t tasks = (ptrdiff_t)(J.tiles + J.per_task - 1) / (ptrdiff_t)J.per_task;
     if (tasks > UINT32_MAX)
         return rt_fail(err, LLMC_RT_E_EXEC, "Linear has too many row tiles", NULL, NULL);
     bool small = tile_macs * J.tiles < PARALLEL_MIN_MACS;

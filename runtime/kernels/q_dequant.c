@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kernel_table.h"
+#include "rt_div64.h"
 #include "rt_msg.h"
 
 #define PASS_ROWS 48   /* a multiple of every f_ep in use (6) */
@@ -42,7 +43,7 @@ typedef struct {
 } dequant_job;
 
 /* Walks the block's [group/lp][hq][lp] tiles in order, so no division per
- * element. */
+ * element; pointer-wide, as the block lies in memory. */
 void rt_dequant_block_generic(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
                               int64_t i1, float *out, int64_t stride)
 {
@@ -53,8 +54,8 @@ void rt_dequant_block_generic(const uint8_t *block, const rt_qweight_shape *ws, 
         scale[r] = rt_half_at(block + data_bytes + 2 * r);
         min[r] = ws->bits == 4 ? rt_half_at(block + data_bytes + 2 * hq + 2 * r) : 0.0f;
     }
-    for (int64_t i = i0; i < i1;) {
-        int64_t t = i / lp, l = i % lp, end = (t + 1) * lp < i1 ? (t + 1) * lp : i1;
+    for (ptrdiff_t i = (ptrdiff_t)i0, last = (ptrdiff_t)i1; i < last;) {
+        ptrdiff_t t = i / lp, l = i % lp, end = (t + 1) * lp < last ? (t + 1) * lp : last;
         for (; i < end; i++, l++) {
             float *o = out + (i - i0) * stride;
             if (ws->bits == 8) {
@@ -86,9 +87,9 @@ static void dequant_block(const dequant_job *J, int64_t ht, int64_t g, int64_t i
 static void dequant_rows(const dequant_job *J, int64_t ht, int r0, int64_t c0, int64_t kc,
                          int hp, float *panel)
 {
-    int64_t group = J->ws.group;
-    for (int64_t c = c0; c < c0 + kc;) {
-        int64_t g = c / group, end = (g + 1) * group < c0 + kc ? (g + 1) * group : c0 + kc;
+    ptrdiff_t group = (ptrdiff_t)J->ws.group, c1 = (ptrdiff_t)(c0 + kc);
+    for (ptrdiff_t c = (ptrdiff_t)c0; c < c1;) {
+        ptrdiff_t g = c / group, end = (g + 1) * group < c1 ? (g + 1) * group : c1;
         dequant_block(J, ht, g, c - g * group, end - g * group, r0, hp, panel + (c - c0) * hp);
         c = end;
     }
@@ -100,7 +101,7 @@ static void dequant_panel(const dequant_job *J, int64_t ft, int64_t c0, int64_t 
 {
     int hp = J->kt->f_hp, hq = J->ws.hp;
     for (int r0 = 0; r0 < hp; r0 += hq) {
-        int64_t ht = ((int64_t)ft * hp + r0) / hq;
+        int64_t ht = ((ptrdiff_t)ft * hp + r0) / hq;
         if (ht * hq < J->ws.np) {
             dequant_rows(J, ht, r0, c0, kc, hp, panel);
             continue;
@@ -116,12 +117,12 @@ static void dequant_panel(const dequant_job *J, int64_t ft, int64_t c0, int64_t 
 static void convert_rows(const dequant_job *J, int64_t e0, int64_t rows, int64_t c0, int64_t kc,
                          float *xf)
 {
-    int64_t lp = J->xs.lp, stride = J->xs.ep * lp;
+    ptrdiff_t lp = J->xs.lp, stride = J->xs.ep * lp, c1 = (ptrdiff_t)(c0 + kc);
     for (int64_t e = 0; e < rows; e++) {
         const int8_t *row = (const int8_t *)J->xq + rt_qact_index(&J->xs, e0 + e, 0);
         float *out = xf + e * kc;
-        for (int64_t c = c0; c < c0 + kc;) {
-            int64_t end = (c / lp + 1) * lp < c0 + kc ? (c / lp + 1) * lp : c0 + kc;
+        for (ptrdiff_t c = (ptrdiff_t)c0; c < c1;) {
+            ptrdiff_t end = (c / lp + 1) * lp < c1 ? (c / lp + 1) * lp : c1;
             const int8_t *q = row + (c / lp) * (stride - lp); /* q[c]: value c */
             for (; c < end; c++)
                 out[c - c0] = (float)q[c];
@@ -202,8 +203,9 @@ llmc_rt_status k_qlinear_dequant(const rt_kernels *kt, const rt_view *xq, const 
     J.res = residual ? residual->data : NULL;
     if (!J.m || !J.n_y)
         return LLMC_RT_OK;
-    J.ft0 = col0 / kt->f_hp;
-    J.ft1 = (col0 + J.n_y - 1) / kt->f_hp + 1;
+    /* col0 >= 0 (k_qlinear_check) may lie past memory: W [n, 0] has no bytes */
+    J.ft0 = (int64_t)rt_udiv64((uint64_t)col0, (uint64_t)kt->f_hp);
+    J.ft1 = (int64_t)rt_udiv64((uint64_t)(col0 + J.n_y - 1), (uint64_t)kt->f_hp) + 1;
     int64_t tasks = (J.ft1 - J.ft0 + TASK_TILES - 1) / TASK_TILES;
     if (tasks > UINT32_MAX)
         return rt_fail(err, LLMC_RT_E_EXEC, "QLinear has too many output features", NULL, NULL);

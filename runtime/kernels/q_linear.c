@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "q_linear_job.h"
+#include "rt_div64.h"
 #include "rt_msg.h"
 
 /* ---- shared checks -------------------------------------------------------- */
@@ -157,8 +158,9 @@ llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_
     quantize_job J = {kt, x->data, s, xq->data, 1};
     int64_t tile_elems = s->ep * (s->k ? s->k : 1);
     if (tile_elems < QUANT_TASK_ELEMS)
-        J.tiles_per_task = QUANT_TASK_ELEMS / tile_elems;
-    int64_t tiles = s->mp / s->ep, tasks = (tiles + J.tiles_per_task - 1) / J.tiles_per_task;
+        J.tiles_per_task = QUANT_TASK_ELEMS / (int32_t)tile_elems;
+    ptrdiff_t tiles = (ptrdiff_t)s->mp / s->ep; /* xq's scales hold mp floats */
+    int64_t tasks = (tiles + J.tiles_per_task - 1) / J.tiles_per_task;
     if (tasks > UINT32_MAX)
         return rt_fail(err, LLMC_RT_E_EXEC, "QuantizeRows has too many rows", NULL, NULL);
     if (s->mp)
@@ -364,13 +366,16 @@ static llmc_rt_status check_qlinear_views(const rt_view *xq, const rt_qact_shape
 
 /* W row tiles per task, the tasks before the tail and activation tiles
  * per cache block, from the shapes only (never the thread count); returns
- * the number of tasks. */
+ * the number of tasks.  Pointer-wide: y has columns, so W's row tiles and
+ * the activation tiles lie in memory. */
 static int64_t size_tasks(rt_qlinear_job *J, bool gemv)
 {
     const rt_qweight_shape *ws = &J->a.ws;
-    int64_t tile_bytes = (int64_t)rt_qweight_block_bytes(ws) * (ws->kp / ws->group);
-    int64_t act_tile_bytes = (int64_t)J->a.xs.ep * J->a.xs.kp, act_tiles = J->a.xs.mp / J->a.xs.ep;
-    int64_t task_bytes = gemv ? GEMV_TASK_BYTES : GEMM_TASK_BYTES;
+    ptrdiff_t groups = (ptrdiff_t)ws->kp / (ptrdiff_t)ws->group;
+    ptrdiff_t tile_bytes = (ptrdiff_t)rt_qweight_block_bytes(ws) * groups;
+    ptrdiff_t act_tile_bytes = J->a.xs.ep * (ptrdiff_t)J->a.xs.kp;
+    ptrdiff_t act_tiles = (ptrdiff_t)J->a.xs.mp / J->a.xs.ep;
+    ptrdiff_t task_bytes = gemv ? GEMV_TASK_BYTES : GEMM_TASK_BYTES;
     J->tiles_per_task = tile_bytes < task_bytes ? task_bytes / (tile_bytes ? tile_bytes : 1) : 1;
     J->tile_step = !gemv && J->kt->qlinear_pair_column ? 2 : 1;
     J->tiles_per_task = whole_steps(J, J->tiles_per_task);
@@ -380,8 +385,8 @@ static int64_t size_tasks(rt_qlinear_job *J, bool gemv)
     /* qtile_2x2 takes activation tiles in pairs too (an odd block would
      * leave a third of a [4864]-deep Linear's tiles to qtile) */
     J->block_tiles = whole_steps(J, J->block_tiles);
-    int64_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = tail_task_tiles(J);
-    int64_t tail = total < TAIL_BIG_TASKS * big ? total : TAIL_BIG_TASKS * big;
+    ptrdiff_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = tail_task_tiles(J);
+    ptrdiff_t tail = total < TAIL_BIG_TASKS * big ? total : TAIL_BIG_TASKS * big;
     J->big_tasks = (total - tail) / big;
     return J->big_tasks + (total - J->big_tasks * big + small - 1) / small;
 }
@@ -420,8 +425,9 @@ llmc_rt_status k_qlinear(const rt_kernels *kt, const rt_view *xq, const rt_qact_
     J.m = xs->m;
     J.n_y = y->dims[y->rank - 1];
     J.col0 = col0;
-    J.ht0 = col0 / ws->hp;
-    J.ht1 = (col0 + J.n_y + ws->hp - 1) / ws->hp;
+    /* col0 >= 0 (k_qlinear_check) may lie past memory: W [n, 0] has no bytes */
+    J.ht0 = (ptrdiff_t)rt_udiv64((uint64_t)col0, (uint64_t)ws->hp);
+    J.ht1 = (ptrdiff_t)rt_udiv64((uint64_t)(col0 + J.n_y + ws->hp - 1), (uint64_t)ws->hp);
     if (!J.m || !J.n_y)
         return LLMC_RT_OK;
     int64_t tasks = size_tasks(&J, J.m < gemm_min_rows);

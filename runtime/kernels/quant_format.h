@@ -46,7 +46,10 @@
 #define LLMC_RT_QUANT_FORMAT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "rt_div64.h"
 
 typedef struct {
     int bits;              /* 8 or 4 */
@@ -61,9 +64,10 @@ typedef struct {
     int64_t mp, kp;        /* m rounded up to ep, k rounded up to group */
 } rt_qact_shape;
 
+/* x rounded up to a multiple of a, for x >= 0 and a >= 1. */
 static inline int64_t rt_qround_up(int64_t x, int64_t a)
 {
-    return (x + a - 1) / a * a;
+    return (int64_t)(rt_udiv64((uint64_t)(x + a - 1), (uint64_t)a) * (uint64_t)a);
 }
 
 static inline uint64_t rt_qalign64(uint64_t v)
@@ -80,10 +84,11 @@ static inline bool rt_qtile_dims_ok(int rows, int64_t a, int64_t b)
 }
 
 /* What the quantized formats ask of the reduction: lp a power of two in
- * [1, 64], group a positive multiple of 2 * lp (nibble tiles come in pairs). */
+ * [1, 64], group a positive multiple of 2 * lp (nibble tiles come in pairs;
+ * a power of two, so the low bits tell). */
 static inline bool rt_qdepth_ok(int lp, int64_t group)
 {
-    return lp >= 1 && lp <= 64 && !(lp & (lp - 1)) && group >= 2 * lp && group % (2 * lp) == 0;
+    return lp >= 1 && lp <= 64 && !(lp & (lp - 1)) && group >= 2 * lp && !(group & (2 * lp - 1));
 }
 
 typedef struct {
@@ -116,16 +121,18 @@ static inline uint64_t rt_qweight_block_bytes(const rt_qweight_shape *s)
 
 static inline uint64_t rt_qweight_bytes(const rt_qweight_shape *s)
 {
-    return (uint64_t)(s->np / s->hp) * (uint64_t)(s->kp / s->group) *
-           rt_qweight_block_bytes(s);
+    return rt_udiv64((uint64_t)s->np, (uint64_t)s->hp) *
+           rt_udiv64((uint64_t)s->kp, (uint64_t)s->group) * rt_qweight_block_bytes(s);
 }
 
-/* The block of row tile ht over group g. */
+/* The block of row tile ht over group g.  Kernels and the packer ask for
+ * blocks in memory, so a row tile's group count fits size_t (a native
+ * division on 32-bit targets too). */
 static inline uint64_t rt_qweight_block_offset(const rt_qweight_shape *s, int64_t ht,
                                                int64_t g)
 {
-    return ((uint64_t)ht * (uint64_t)(s->kp / s->group) + (uint64_t)g) *
-           rt_qweight_block_bytes(s);
+    size_t groups = (size_t)s->kp / (size_t)s->group;
+    return ((uint64_t)ht * groups + (uint64_t)g) * rt_qweight_block_bytes(s);
 }
 
 static inline uint64_t rt_qact_scales_offset(const rt_qact_shape *s)
@@ -140,7 +147,8 @@ static inline uint64_t rt_qact_sums_offset(const rt_qact_shape *s)
 
 static inline uint64_t rt_qact_bytes(const rt_qact_shape *s)
 {
-    return rt_qact_sums_offset(s) + 4u * (uint64_t)s->mp * (uint64_t)(s->kp / s->group);
+    return rt_qact_sums_offset(s) +
+           4u * (uint64_t)s->mp * rt_udiv64((uint64_t)s->kp, (uint64_t)s->group);
 }
 
 /* Fills the derived fields; false if the parameters are not a valid format

@@ -57,6 +57,7 @@
 #include <string.h>
 
 #include "kernel_table.h"
+#include "rt_div64.h"
 #include "rt_msg.h"
 #include "tensor_traits.h"
 
@@ -84,9 +85,9 @@ static llmc_rt_status check_views(const rt_attention_attrs *a, const rt_view *q,
                                   llmc_rt_error *err)
 {
     int64_t S = q->rank == 3 ? q->dims[1] : 0;
-    if (a->heads < 1 || a->kv_heads < 1 || a->heads % a->kv_heads || a->head_dim < 1 ||
-        a->head_dim > RT_ATTN_MAX_HEAD_DIM || a->rotary_dim < 0 || a->rotary_dim % 2 ||
-        a->rotary_dim > a->head_dim)
+    if (a->heads < 1 || a->kv_heads < 1 || rt_umod64((uint64_t)a->heads, (uint64_t)a->kv_heads) ||
+        a->head_dim < 1 || a->head_dim > RT_ATTN_MAX_HEAD_DIM || a->rotary_dim < 0 ||
+        a->rotary_dim % 2 || a->rotary_dim > a->head_dim)
         return rt_fail(err, LLMC_RT_E_EXEC, "heads %d, kv_heads %d, head_dim %d, rotary_dim "
                        "%d are inconsistent", RT_N(a->heads, a->kv_heads, a->head_dim,
                                                    a->rotary_dim), NULL);

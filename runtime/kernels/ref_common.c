@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "rt_msg.h"
 #include "tensor_traits.h"
 
 int64_t k_count(const rt_view *t)
@@ -76,22 +77,10 @@ const char *k_dims_text(const rt_view *t, char *buf, size_t cap)
     size_t len = 0;
     append(buf, cap, &len, "[");
     for (int i = 0; i < t->rank; i++) {
-        char digits[24];
-        int n = 0;
-        uint64_t v = t->dims[i] < 0 ? 0 - (uint64_t)t->dims[i] : (uint64_t)t->dims[i];
-        do {
-            digits[n++] = (char)('0' + v % 10);
-            v /= 10;
-        } while (v);
-        if (t->dims[i] < 0)
-            digits[n++] = '-';
-        char text[24];
-        for (int j = 0; j < n; j++)
-            text[j] = digits[n - 1 - j];
-        text[n] = '\0';
+        char text[RT_DEC_BYTES];
         if (i)
             append(buf, cap, &len, ", ");
-        append(buf, cap, &len, text);
+        append(buf, cap, &len, rt_dec_text(t->dims[i], false, text));
     }
     append(buf, cap, &len, "]");
     return buf;

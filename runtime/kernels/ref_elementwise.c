@@ -4,6 +4,7 @@
 
 #include "kernel_table.h"
 #include "plan_format.h"
+#include "rt_div64.h"
 #include "rt_msg.h"
 
 
@@ -277,6 +278,16 @@ static int64_t pow_int(int64_t a, int64_t e)
     return wrap_i64(r);
 }
 
+/* a / b (b != 0) truncated toward zero, through the unsigned division of
+ * the magnitudes (rt_div64.h); INT64_MIN / -1 wraps to INT64_MIN. */
+static int64_t div_int(int64_t a, int64_t b)
+{
+    uint64_t ua = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
+    uint64_t ub = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+    uint64_t q = rt_udiv64(ua, ub);
+    return wrap_i64((a < 0) != (b < 0) ? 0 - q : q);
+}
+
 /* Integer arithmetic wraps (unsigned math); Div truncates toward zero. */
 static int64_t arith_int(int kind, int64_t a, int64_t b)
 {
@@ -285,7 +296,7 @@ static int64_t arith_int(int kind, int64_t a, int64_t b)
     case BINARY_ADD: r = ua + ub; break;
     case BINARY_SUB: r = ua - ub; break;
     case BINARY_MUL: r = ua * ub; break;
-    case BINARY_DIV: return a == INT64_MIN && b == -1 ? INT64_MIN : a / b;
+    case BINARY_DIV: return div_int(a, b);
     case BINARY_MAX: return a > b ? a : b;
     default: return a < b ? a : b;
     }
@@ -439,7 +450,7 @@ llmc_rt_status k_where(const rt_view *cond, const rt_view *x, const rt_view *oth
     llmc_rt_status st = bcast_init(&w, in, 3, y, err);
     if (st)
         return st;
-    int64_t len = bcast_row_len(&w), rows = len ? k_count(y) / len : 0;
+    ptrdiff_t len = (ptrdiff_t)bcast_row_len(&w), rows = len ? (ptrdiff_t)k_count(y) / len : 0;
     const uint8_t *c = cond->data, *px = x->data, *po = other->data;
     uint8_t *out = y->data;
     k_walk it;

@@ -149,15 +149,16 @@ llmc_rt_status k_linear(const rt_view *x, const rt_view *w, const rt_view *bias,
     linear_job J;
     J.k = w->dims[1];
     J.n = y->dims[y->rank - 1];
-    J.m = J.n ? k_count(y) / J.n : 0;
+    int64_t count = k_count(y);
+    J.m = count ? (ptrdiff_t)count / (ptrdiff_t)J.n : 0; /* y's rows: in memory */
     J.xs = x->data;
     J.ws = (const float *)w->data + col0 * J.k;
     J.bs = bias ? (const float *)bias->data + col0 : NULL;
     J.rs = residual ? residual->data : NULL;
     J.ys = y->data;
-    bool small = J.m * J.n * J.k < PARALLEL_MIN_MACS;
-    J.per_task = small || J.n <= TASK_FEATURES ? J.n : TASK_FEATURES;
-    int64_t tasks = J.per_task ? (J.n + J.per_task - 1) / J.per_task : 0;
+    bool one_task = J.m * J.n * J.k < PARALLEL_MIN_MACS || J.n <= TASK_FEATURES;
+    J.per_task = one_task ? J.n : TASK_FEATURES;
+    int64_t tasks = one_task ? J.n > 0 : (J.n + TASK_FEATURES - 1) / TASK_FEATURES;
     if (tasks > UINT32_MAX)
         return rt_fail(err, LLMC_RT_E_EXEC, "Linear has too many output features", NULL, NULL);
     rt_parallel_for(par, (uint32_t)tasks, linear_task, &J);

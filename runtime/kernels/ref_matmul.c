@@ -92,15 +92,20 @@ static void gemm_block(const float *a, const float *b, float *c, int64_t k, int6
     }
 }
 
+/* Task numbers are below tasks = batches * row_blocks * col_blocks <=
+ * UINT32_MAX (k_matmul), so the blocks and the batch dims fit 32 bits. */
 static void matmul_task(void *ctx, uint32_t task)
 {
     const matmul_job *J = ctx;
-    int64_t cb = task % J->col_blocks, rb = task / J->col_blocks % J->row_blocks;
-    int64_t t = task / J->col_blocks / J->row_blocks, rest = t, off_a = 0, off_b = 0;
+    uint32_t col_blocks = (uint32_t)J->col_blocks, row_blocks = (uint32_t)J->row_blocks;
+    uint32_t cb = task % col_blocks, rb = task / col_blocks % row_blocks;
+    uint32_t t = task / col_blocks / row_blocks, rest = t;
+    int64_t off_a = 0, off_b = 0;
     for (int i = J->nb; i-- > 0;) {
-        off_a += rest % J->dims[i] * J->stride_a[i];
-        off_b += rest % J->dims[i] * J->stride_b[i];
-        rest /= J->dims[i];
+        uint32_t d = (uint32_t)J->dims[i];
+        off_a += rest % d * J->stride_a[i];
+        off_b += rest % d * J->stride_b[i];
+        rest /= d;
     }
     int64_t i0 = rb * J->rows, j0 = cb * J->cols;
     int64_t i1 = J->m - i0 < J->rows ? J->m : i0 + J->rows;
@@ -109,9 +114,10 @@ static void matmul_task(void *ctx, uint32_t task)
                J->k, J->n, i0, i1, j0, j1);
 }
 
+/* Blocks of a dim of y, which has elements when k_matmul splits it. */
 static int64_t blocks(int64_t len, int64_t block)
 {
-    return len ? (len + block - 1) / block : 1;
+    return len ? (ptrdiff_t)(len + block - 1) / (ptrdiff_t)block : 1;
 }
 
 llmc_rt_status k_matmul(const rt_view *a, const rt_view *b, rt_view *y, const rt_parallel *par,

@@ -65,7 +65,8 @@ static float reduce_f32(int kind, const float *x, const reduce_plan *rp)
     k_fsum sum = {0, 0};
     int inner = rp->n_red - 1; /* the last reduced axis runs as a strided loop */
     int64_t len = rp->red_dims[inner], step = rp->red_strides[inner];
-    int64_t outer = len ? rp->red_count / len : 0;
+    /* x's reduced elements lie in memory when there are any */
+    int64_t outer = rp->red_count ? (ptrdiff_t)rp->red_count / (ptrdiff_t)len : 0;
     const int64_t *strides[1] = {rp->red_strides};
     k_walk it;
     k_walk_init(&it, inner, rp->red_dims, 1, strides);

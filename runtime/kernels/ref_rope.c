@@ -32,9 +32,11 @@ llmc_rt_status k_rope(const rt_view *x, const rt_view *cos, const rt_view *sin,
     if (P < 0 || s_len > cos->dims[0] - P)
         return rt_fail(err, LLMC_RT_E_EXEC, "positions %d..%d+%d outside the %d table rows",
                        RT_N(P, P, s_len, cos->dims[0]), NULL);
-    int64_t h = rotary_dim / 2, rows = d && s_len ? k_count(x) / d : 0;
-    for (int64_t o = 0; o < rows; o++) {
-        int64_t pos = P + o % s_len;
+    int64_t h = rotary_dim / 2, count = k_count(x);
+    /* x's rows lie in memory: pointer-wide from here */
+    ptrdiff_t rows = count ? (ptrdiff_t)count / (ptrdiff_t)d : 0, seq = (ptrdiff_t)s_len;
+    for (ptrdiff_t o = 0; o < rows; o++) {
+        int64_t pos = P + o % seq;
         const float *in = (const float *)x->data + o * d;
         const float *c = (const float *)cos->data + pos * rotary_dim;
         const float *sn = (const float *)sin->data + pos * rotary_dim;

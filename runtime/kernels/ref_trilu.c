@@ -43,7 +43,7 @@ llmc_rt_status k_trilu(const rt_view *x, const rt_view *k, bool upper, rt_view *
         return st;
     size_t es = k_dtype_size(x->dtype);
     int64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1];
-    int64_t n_mat = k_count(x) / (rows * cols);
+    int64_t n_mat = (ptrdiff_t)k_count(x) / (ptrdiff_t)(rows * cols); /* x is in memory */
     int64_t diag = k ? k_load_i(k, 0) : 0;
     diag = diag < -rows ? -rows : diag > cols ? cols : diag;
     const uint8_t *src = x->data;

@@ -141,6 +141,11 @@ static void test_binary(void)
     rt_view via = V(LLMC_RT_I64, ia, 4), vib = V(LLMC_RT_I64, ib, 4), viy = V(LLMC_RT_I64, iy, 4);
     CHECK(binary_all(3, &via, &vib, &viy, &err) == LLMC_RT_OK && iy[0] == -3 && iy[1] == -3 &&
           iy[2] == 3 && iy[3] == INT64_MAX, "int64 Div truncates toward zero");
+    int64_t ka[4] = {INT64_MIN, INT64_MIN, INT64_MIN, -9}, kb[4] = {-1, 1, 2, 4}, ky[4];
+    rt_view vka = V(LLMC_RT_I64, ka, 4), vkb = V(LLMC_RT_I64, kb, 4), vky = V(LLMC_RT_I64, ky, 4);
+    CHECK(binary_all(3, &vka, &vkb, &vky, &err) == LLMC_RT_OK && ky[0] == INT64_MIN &&
+          ky[1] == INT64_MIN && ky[2] == INT64_MIN / 2 && ky[3] == -2,
+          "int64 Div of INT64_MIN (by -1 it wraps) and of a negative by a positive");
     CHECK(binary_all(0, &via, &vib, &viy, &err) == LLMC_RT_OK && iy[3] == INT64_MIN,
           "int64 Add wraps");
     ib[1] = 0;
