@@ -1,7 +1,7 @@
-/* Internal: the QLinear driver's job (q_linear.c), shared with the walk
- * over pairs of tiles (q_linear_pairs.c) that a table with qtile_2x2
- * points at, so that a build whose tables have none (the Cortex-M core)
- * does not link that walk. */
+/* Internal: the QLinear driver's job (q_linear.c), shared with the walks
+ * over pairs of tiles that a table with qtile_2x2 points at
+ * (rt_kernels.qlinear_pair_column: x86_avx2/q_avx512_pairs.c), so that a
+ * build whose tables have none (the Cortex-M core) links none of them. */
 #ifndef LLMC_RT_Q_LINEAR_JOB_H
 #define LLMC_RT_Q_LINEAR_JOB_H
 
@@ -53,7 +53,5 @@ void rt_qlinear_store_tile(const rt_qlinear_job *J, ptrdiff_t et, int rows, ptrd
                            const float *out);
 /* Tile (et, ht) by the table's qtile, stored. */
 void rt_qlinear_one_tile(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht);
-/* rt_kernels.qlinear_pair_column of the tables with qtile_2x2. */
-void rt_qlinear_pair_column(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1, ptrdiff_t ht);
 
 #endif

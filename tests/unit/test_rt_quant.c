@@ -925,6 +925,37 @@ static void test_qtile_2x2(const rt_kernels *kt)
           "%d shapes (bits 4/8, every group)", kt->isa, pairs);
 }
 
+/* The AVX-512 table's QLinear GEMM streams whole 8 x 16 output blocks to y
+ * (q_avx512_pairs.c): bitwise the AVX2 table's portable stores, on shapes
+ * where every block streams (col0 and n_y multiples of 16, y 64-byte
+ * aligned, whole activation tiles) and where only some do (a short last
+ * tile, columns past n_y), bits 4 and 8, with and without bias and
+ * residual, and on a y that is not 64-byte aligned (no block streams). */
+static void test_streamed_stores(const rt_kernels *fast, const rt_kernels *ref)
+{
+    static const int64_t ms[] = {8, 13, 16, 24};
+    bool ok = true;
+    for (int i = 0; i < 32; i++) {
+        qcase c = {i % 2 ? 8 : 4, ms[i % 4], 80, i % 3 ? 96 : 200, 32, i % 8 < 4 ? 0 : 16, 0,
+                   i % 4 < 2, i % 3 != 0};
+        c.n_y = c.n - c.col0 - (i % 16 < 8 ? 0 : 16);
+        qfixture f;
+        size_t bytes = (size_t)(c.m * c.n_y) * sizeof(float) + 64;
+        float *a = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        float *b = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        int shift = i >= 24; /* 4 bytes off a line: the portable stores only */
+        ok &= fixture_init(&f, &c, ref) && a && b &&
+              run_qlinear(fast, &f, 2, NULL, a + shift) == LLMC_RT_OK &&
+              run_qlinear(ref, &f, 2, NULL, b + shift) == LLMC_RT_OK &&
+              !memcmp(a + shift, b + shift, (size_t)(c.m * c.n_y) * sizeof(float));
+        fixture_free(&f);
+        free(a);
+        free(b);
+    }
+    CHECK(ok, "%s QLinear with streamed 8 x 16 blocks: bitwise %s's stores on 32 shapes "
+          "(bits 4/8, bias, residual, short tiles, unaligned y)", fast->isa, ref->isa);
+}
+
 /* On an AVX-512 VNNI CPU "avx2" plans run rt_kernels_avx2_avx512; the AVX2
  * table they would run elsewhere is checked here as well, and the two
  * against each other. */
@@ -943,6 +974,7 @@ static void test_avx512_table(void)
     test_table(&rt_kernels_avx2);
     test_tables_bitwise(&rt_kernels_avx2_avx512, &rt_kernels_avx2);
     test_qtile_2x2(&rt_kernels_avx2_avx512);
+    test_streamed_stores(&rt_kernels_avx2_avx512, &rt_kernels_avx2);
 #endif
 }
 

@@ -5,7 +5,6 @@
  * whose quantized GEMV/GEMM use vpdpbusd on ZMM registers (q_avx512_vnni.c)
  * and whose fp32 panels are ZMM FMAs (f_avx512.c): bitwise the same
  * outputs, about half the instructions. */
-#include "../q_linear_job.h"
 #include "x86_avx2.h"
 
 const rt_kernels rt_kernels_avx2 = {
@@ -17,7 +16,7 @@ const rt_kernels rt_kernels_avx2 = {
 
 const rt_kernels rt_kernels_avx2_avx512 = {
     "avx2", 8, 4, 4, 16, 6, rt_q_avx2_quantize_rows, rt_q_avx512_vnni_qtile,
-    rt_q_avx512_vnni_qtile_2x2, rt_qlinear_pair_column, rt_ftile_avx512,
+    rt_q_avx512_vnni_qtile_2x2, rt_qlinear_pair_column_avx512, rt_ftile_avx512,
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, "avx2+avx512vnni",

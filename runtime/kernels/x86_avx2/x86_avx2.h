@@ -33,6 +33,10 @@ void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_
                             float *out);
 /* q_avx512_vnni.c: rt_kernels.qtile_2x2 (8 activation rows by 16 W rows). */
 void rt_q_avx512_vnni_qtile_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
+/* q_avx512_pairs.c (AVX512_VNNI_FLAGS): rt_kernels.qlinear_pair_column, the
+ * walk over qtile_2x2's blocks with streamed stores. */
+void rt_qlinear_pair_column_avx512(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
+                                   ptrdiff_t ht);
 
 /* dequant_avx2.c: rt_kernels.dequant_block. */
 void rt_dequant_block_avx2(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
