@@ -12,6 +12,7 @@
 #include "graph_util.h"
 #include "kernels/kernels.h"
 #include "llmc_ops.h"
+#include "llmc_threads.h"
 #include "rt_testplan.h"
 #include "tap.h"
 
@@ -153,18 +154,56 @@ static void test_rmsnorm(void)
             want[r * d + j] = x[r * d + j] * inv * scale[j];
     }
     rt_view vx = V(x, 2, 3, d), vs = V(scale, d), vy = V(y, 2, 3, d);
-    CHECK(k_rmsnorm(&vx, &vs, 1e-5f, &vy, &err) == LLMC_RT_OK &&
+    CHECK(k_rmsnorm(&vx, &vs, 1e-5f, &vy, NULL, &err) == LLMC_RT_OK &&
           max_rel_err(y, want, rows * d) <= 1e-6, "RMSNorm [2, 3, 13]: %.2g",
           max_rel_err(y, want, rows * d));
     float zeros[4] = {0}, one[4] = {1, 1, 1, 1}, out[4];
     rt_view vz = V(zeros, 4), vo = V(one, 4), vout = V(out, 4);
-    CHECK(k_rmsnorm(&vz, &vo, 1e-6f, &vout, &err) == LLMC_RT_OK && out[0] == 0.0f,
+    CHECK(k_rmsnorm(&vz, &vo, 1e-6f, &vout, NULL, &err) == LLMC_RT_OK && out[0] == 0.0f,
           "RMSNorm of zeros is 0 (epsilon keeps it finite)");
     rt_view short_scale = V(scale, d - 1);
-    CHECK(k_rmsnorm(&vx, &short_scale, 1e-5f, &vy, &err) == LLMC_RT_E_EXEC,
+    CHECK(k_rmsnorm(&vx, &short_scale, 1e-5f, &vy, NULL, &err) == LLMC_RT_E_EXEC,
           "RMSNorm scale of the wrong length rejected: %s", err.msg);
     free(x);
     free(scale);
+}
+
+/* Rows long enough for several tasks (40 rows of 4099: 5 rows a task) and
+ * for the lanes and their tail: within 1e-6 of fp64, and bitwise the
+ * serial result on 1-3 threads. */
+static void test_rmsnorm_rows(void)
+{
+    int rows = 40, d = 4099;
+    float *x = rand_floats(rows * d), *scale = rand_floats(d);
+    float *y = malloc(sizeof(float) * (size_t)(rows * d));
+    float *y2 = malloc(sizeof(float) * (size_t)(rows * d));
+    double *want = malloc(sizeof(double) * (size_t)(rows * d));
+    for (int r = 0; r < rows; r++) {
+        double ss = 0.0;
+        for (int j = 0; j < d; j++)
+            ss += (double)x[r * d + j] * x[r * d + j];
+        double inv = 1.0 / sqrt(ss / d + 1e-5);
+        for (int j = 0; j < d; j++)
+            want[r * d + j] = x[r * d + j] * inv * scale[j];
+    }
+    rt_view vx = V(x, rows, d), vs = V(scale, d), vy = V(y, rows, d), vy2 = V(y2, rows, d);
+    CHECK(k_rmsnorm(&vx, &vs, 1e-5f, &vy, NULL, &err) == LLMC_RT_OK &&
+          max_rel_err(y, want, rows * d) <= 1e-6, "RMSNorm [40, 4099]: %.2g",
+          max_rel_err(y, want, rows * d));
+    for (uint32_t threads = 1; threads <= 3; threads++) {
+        llmc_threads *pool = llmc_threads_create(threads);
+        rt_parallel par = {llmc_threads_parallel, pool};
+        memset(y2, 0, sizeof(float) * (size_t)(rows * d));
+        CHECK(pool && k_rmsnorm(&vx, &vs, 1e-5f, &vy2, &par, &err) == LLMC_RT_OK &&
+                  !memcmp(y, y2, sizeof(float) * (size_t)(rows * d)),
+              "RMSNorm [40, 4099] on %u threads: bitwise the serial result", threads);
+        llmc_threads_destroy(pool);
+    }
+    free(x);
+    free(scale);
+    free(y);
+    free(y2);
+    free(want);
 }
 
 /* ---- Rope --------------------------------------------------------------- */
@@ -675,6 +714,7 @@ int main(void)
     srand(7);
     test_linear();
     test_rmsnorm();
+    test_rmsnorm_rows();
     test_rope();
     test_activations();
     test_plan();
