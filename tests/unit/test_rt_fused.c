@@ -140,11 +140,9 @@ static void test_linear(void)
 
 /* ---- RMSNorm ------------------------------------------------------------ */
 
-static void test_rmsnorm(void)
+/* RMSNorm in fp64, epsilon 1e-5. */
+static void rmsnorm_reference(const float *x, const float *scale, int rows, int d, double *want)
 {
-    int rows = 6, d = 13;
-    float *x = rand_floats(rows * d), *scale = rand_floats(d), y[78];
-    double want[78];
     for (int r = 0; r < rows; r++) {
         double ss = 0.0;
         for (int j = 0; j < d; j++)
@@ -153,6 +151,14 @@ static void test_rmsnorm(void)
         for (int j = 0; j < d; j++)
             want[r * d + j] = x[r * d + j] * inv * scale[j];
     }
+}
+
+static void test_rmsnorm(void)
+{
+    int rows = 6, d = 13;
+    float *x = rand_floats(rows * d), *scale = rand_floats(d), y[78];
+    double want[78];
+    rmsnorm_reference(x, scale, rows, d, want);
     rt_view vx = V(x, 2, 3, d), vs = V(scale, d), vy = V(y, 2, 3, d);
     CHECK(k_rmsnorm(&vx, &vs, 1e-5f, &vy, NULL, &err) == LLMC_RT_OK &&
           max_rel_err(y, want, rows * d) <= 1e-6, "RMSNorm [2, 3, 13]: %.2g",
@@ -178,14 +184,7 @@ static void test_rmsnorm_rows(void)
     float *y = malloc(sizeof(float) * (size_t)(rows * d));
     float *y2 = malloc(sizeof(float) * (size_t)(rows * d));
     double *want = malloc(sizeof(double) * (size_t)(rows * d));
-    for (int r = 0; r < rows; r++) {
-        double ss = 0.0;
-        for (int j = 0; j < d; j++)
-            ss += (double)x[r * d + j] * x[r * d + j];
-        double inv = 1.0 / sqrt(ss / d + 1e-5);
-        for (int j = 0; j < d; j++)
-            want[r * d + j] = x[r * d + j] * inv * scale[j];
-    }
+    rmsnorm_reference(x, scale, rows, d, want);
     rt_view vx = V(x, rows, d), vs = V(scale, d), vy = V(y, rows, d), vy2 = V(y2, rows, d);
     CHECK(k_rmsnorm(&vx, &vs, 1e-5f, &vy, NULL, &err) == LLMC_RT_OK &&
           max_rel_err(y, want, rows * d) <= 1e-6, "RMSNorm [40, 4099]: %.2g",
