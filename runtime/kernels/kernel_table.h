@@ -57,10 +57,12 @@ typedef struct rt_kernels {
      * more than one tile's outputs (NULL: the driver calls qtile). */
     void (*qtile_2x2)(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
     /* The QLinear driver's GEMM walk over W row tiles ht, ht + 1 for the
-     * activation tiles [b0, b1) of a cache block with qtile_2x2
-     * (rt_qlinear_pair_column; NULL with qtile_2x2 NULL: qtile per tile).
-     * In the table rather than the driver so that a build whose tables
-     * have no qtile_2x2 links none of it. */
+     * activation tiles [b0, b1) of a cache block, with qtile_2x2 where the
+     * table has one and stores of its own (x86: whole output lines
+     * streamed), the outputs' bits those of qtile per tile and the
+     * portable stores (NULL: qtile per tile; a table with qtile_2x2 needs
+     * it).  In the table rather than the driver, so that a build whose
+     * tables have none (the Cortex-M core) links none of it. */
     void (*qlinear_pair_column)(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
                                 ptrdiff_t ht);
     /* acc[e * hp + h] += sum over c < kc of x[e * x_stride + c] *

@@ -383,7 +383,8 @@ static int64_t size_tasks(rt_qlinear_job *J, bool gemv)
     if (!gemv && act_tile_bytes * act_tiles > ACT_BLOCK_BYTES)
         J->block_tiles = act_tile_bytes < ACT_BLOCK_BYTES ? ACT_BLOCK_BYTES / act_tile_bytes : 1;
     /* qtile_2x2 takes activation tiles in pairs too (an odd block would
-     * leave a third of a [4864]-deep Linear's tiles to qtile) */
+     * leave a third of a [4864]-deep Linear's tiles to qtile); whole
+     * pairs cost the other walks nothing */
     J->block_tiles = whole_steps(J, J->block_tiles);
     ptrdiff_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = tail_task_tiles(J);
     ptrdiff_t tail = total < TAIL_BIG_TASKS * big ? total : TAIL_BIG_TASKS * big;

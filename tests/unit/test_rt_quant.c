@@ -852,10 +852,46 @@ static void test_generic_tile_sizes(void)
     }
 }
 
+/* An x86 table's QLinear GEMM walk (qlinear_pair_column) streams whole
+ * output lines to y: bitwise the same table's qtile per tile and portable
+ * stores (the table without its walk and qtile_2x2), on shapes where every
+ * line streams (col0 and n_y multiples of 16, y 64-byte aligned, whole
+ * activation tiles) and where only some do (a short last tile, columns
+ * past n_y), bits 4 and 8, with and without bias and residual, and on a y
+ * that is not 64-byte aligned (no line streams). */
+static void test_streamed_stores(const rt_kernels *fast)
+{
+    static const int64_t ms[] = {8, 13, 16, 24};
+    rt_kernels plain = *fast;
+    plain.qtile_2x2 = NULL;
+    plain.qlinear_pair_column = NULL;
+    bool ok = true;
+    for (int i = 0; i < 32; i++) {
+        qcase c = {i % 2 ? 8 : 4, ms[i % 4], 80, i % 3 ? 96 : 200, 32, i % 8 < 4 ? 0 : 16, 0,
+                   i % 4 < 2, i % 3 != 0};
+        c.n_y = c.n - c.col0 - (i % 16 < 8 ? 0 : 16);
+        qfixture f;
+        size_t bytes = (size_t)(c.m * c.n_y) * sizeof(float) + 64;
+        float *a = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        float *b = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        int shift = i >= 24; /* 4 bytes off a line: the portable stores only */
+        ok &= fixture_init(&f, &c, fast) && a && b &&
+              run_qlinear(fast, &f, 2, NULL, a + shift) == LLMC_RT_OK &&
+              run_qlinear(&plain, &f, 2, NULL, b + shift) == LLMC_RT_OK &&
+              !memcmp(a + shift, b + shift, (size_t)(c.m * c.n_y) * sizeof(float));
+        fixture_free(&f);
+        free(a);
+        free(b);
+    }
+    CHECK(ok, "%s QLinear GEMM with streamed output lines: bitwise qtile per tile and the "
+          "portable stores on 32 shapes (bits 4/8, bias, residual, short tiles, unaligned y)",
+          fast->isa);
+}
+
 static void test_table(const rt_kernels *kt)
 {
-    CHECK(!kt->qtile_2x2 == !kt->qlinear_pair_column,
-          "%s: a pair walk (qlinear_pair_column) exactly when there is a qtile_2x2", kt->isa);
+    CHECK(!kt->qtile_2x2 || kt->qlinear_pair_column,
+          "%s: a qtile_2x2 comes with a pair walk (qlinear_pair_column)", kt->isa);
     test_quantize_rows(kt);
     test_qlinear_reference(kt);
     test_threads(kt);
@@ -863,6 +899,8 @@ static void test_table(const rt_kernels *kt)
         test_table_vs_generic(kt);
         test_qtile_exact(kt);
     }
+    if (kt->qlinear_pair_column)
+        test_streamed_stores(kt);
 }
 
 /* Two tables for the same target: their qtile outputs byte for byte on
@@ -925,37 +963,6 @@ static void test_qtile_2x2(const rt_kernels *kt)
           "%d shapes (bits 4/8, every group)", kt->isa, pairs);
 }
 
-/* The AVX-512 table's QLinear GEMM streams whole 8 x 16 output blocks to y
- * (q_avx512_pairs.c): bitwise the AVX2 table's portable stores, on shapes
- * where every block streams (col0 and n_y multiples of 16, y 64-byte
- * aligned, whole activation tiles) and where only some do (a short last
- * tile, columns past n_y), bits 4 and 8, with and without bias and
- * residual, and on a y that is not 64-byte aligned (no block streams). */
-static void test_streamed_stores(const rt_kernels *fast, const rt_kernels *ref)
-{
-    static const int64_t ms[] = {8, 13, 16, 24};
-    bool ok = true;
-    for (int i = 0; i < 32; i++) {
-        qcase c = {i % 2 ? 8 : 4, ms[i % 4], 80, i % 3 ? 96 : 200, 32, i % 8 < 4 ? 0 : 16, 0,
-                   i % 4 < 2, i % 3 != 0};
-        c.n_y = c.n - c.col0 - (i % 16 < 8 ? 0 : 16);
-        qfixture f;
-        size_t bytes = (size_t)(c.m * c.n_y) * sizeof(float) + 64;
-        float *a = aligned_alloc(64, (bytes + 63) / 64 * 64);
-        float *b = aligned_alloc(64, (bytes + 63) / 64 * 64);
-        int shift = i >= 24; /* 4 bytes off a line: the portable stores only */
-        ok &= fixture_init(&f, &c, ref) && a && b &&
-              run_qlinear(fast, &f, 2, NULL, a + shift) == LLMC_RT_OK &&
-              run_qlinear(ref, &f, 2, NULL, b + shift) == LLMC_RT_OK &&
-              !memcmp(a + shift, b + shift, (size_t)(c.m * c.n_y) * sizeof(float));
-        fixture_free(&f);
-        free(a);
-        free(b);
-    }
-    CHECK(ok, "%s QLinear with streamed 8 x 16 blocks: bitwise %s's stores on 32 shapes "
-          "(bits 4/8, bias, residual, short tiles, unaligned y)", fast->isa, ref->isa);
-}
-
 /* On an AVX-512 VNNI CPU "avx2" plans run rt_kernels_avx2_avx512; the AVX2
  * table they would run elsewhere is checked here as well, and the two
  * against each other. */
@@ -974,7 +981,6 @@ static void test_avx512_table(void)
     test_table(&rt_kernels_avx2);
     test_tables_bitwise(&rt_kernels_avx2_avx512, &rt_kernels_avx2);
     test_qtile_2x2(&rt_kernels_avx2_avx512);
-    test_streamed_stores(&rt_kernels_avx2_avx512, &rt_kernels_avx2);
 #endif
 }
 

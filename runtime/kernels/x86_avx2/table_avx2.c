@@ -8,7 +8,8 @@
 #include "x86_avx2.h"
 
 const rt_kernels rt_kernels_avx2 = {
-    "avx2", 8, 4, 4, 16, 6, rt_q_avx2_quantize_rows, rt_q_avx2_qtile, NULL, NULL, rt_ftile_avx2,
+    "avx2", 8, 4, 4, 16, 6, rt_q_avx2_quantize_rows, rt_q_avx2_qtile, NULL,
+    rt_qlinear_pair_column_avx2, rt_ftile_avx2,
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, "avx2",
