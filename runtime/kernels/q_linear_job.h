@@ -1,11 +1,14 @@
-/* Internal: the QLinear driver's job (q_linear.c), shared with the walks
- * over pairs of tiles that a table with qtile_2x2 points at
- * (rt_kernels.qlinear_pair_column: x86_avx2/q_avx512_pairs.c), so that a
- * build whose tables have none (the Cortex-M core) links none of them. */
+/* Internal: the QLinear driver's job (q_linear.c), shared with the GEMM
+ * walks over pairs of W row tiles that a table points at
+ * (rt_kernels.qlinear_pair_column: x86_avx2/q_avx2_pairs.c and
+ * q_avx512_pairs.c), so that a build whose tables have none (the Cortex-M
+ * core) links none of them. */
 #ifndef LLMC_RT_Q_LINEAR_JOB_H
 #define LLMC_RT_Q_LINEAR_JOB_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kernel_table.h"
 
@@ -29,6 +32,15 @@ static inline int rt_qlinear_tile_rows(const rt_qlinear_job *J, ptrdiff_t et)
 {
     int ep = J->a.xs.ep;
     return J->m - et * ep < ep ? (int)(J->m - et * ep) : ep;
+}
+
+/* W row tiles ht, ht + 1 of 8 rows each make one aligned 64-byte line in
+ * every row of y: where a walk may write a row's 16 outputs as one line. */
+static inline bool rt_qlinear_whole_line(const rt_qlinear_job *J, ptrdiff_t ht)
+{
+    ptrdiff_t j0 = ht * J->a.ws.hp - J->col0;
+    return J->a.ws.hp == 8 && j0 >= 0 && j0 + 16 <= J->n_y && !(J->n_y & 15) && !(j0 & 15) &&
+           !((uintptr_t)J->y & 63);
 }
 
 /* Asks for the lines of y that tile (et, ht) will write, so that fetching

@@ -115,8 +115,6 @@ llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view
     return LLMC_RT_OK;
 }
 
-/* RMSNorm over the last axis: y = x / sqrt(mean(x^2) + epsilon) * scale,
- * scale [D].  The sum of squares is compensated, as LayerNorm's. */
 /* The sum of a row's squares in RMS_LANES interleaved compensated sums
  * (k_fsum), then those in lane order: independent chains, where one chain
  * waited ~4 cycles per element on the previous sum (RMSNorm was 5% of a
@@ -163,6 +161,8 @@ static void rmsnorm_task(void *ctx, uint32_t i)
     }
 }
 
+/* RMSNorm over the last axis: y = x / sqrt(mean(x^2) + epsilon) * scale,
+ * scale [D].  The sum of squares is compensated, as LayerNorm's. */
 llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, rt_view *y,
                          const rt_parallel *par, llmc_rt_error *err)
 {

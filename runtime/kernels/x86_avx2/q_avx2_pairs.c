@@ -17,10 +17,7 @@
  * activation tile et whole. */
 static bool streams(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
 {
-    int hp = J->a.ws.hp;
-    ptrdiff_t j0 = ht * hp - J->col0;
-    return hp == 8 && j0 >= 0 && j0 + 16 <= J->n_y && !(J->n_y & 15) && !(j0 & 15) &&
-           !((uintptr_t)J->y & 63) && rt_qlinear_tile_rows(J, et) == J->a.xs.ep;
+    return rt_qlinear_whole_line(J, ht) && rt_qlinear_tile_rows(J, et) == J->a.xs.ep;
 }
 
 /* 8 values of row `row` from column j (an output half of the line). */

@@ -10,7 +10,7 @@
  * projections), so an ordinary store first reads each line from memory
  * and stalls the kernel while it comes: the y and residual loads were ~28%
  * of qtile_2x2's time (perf), and streaming the lines made a w4a8 pp512
- * 9% faster (four interleaved pairs, 564-573 -> 618-627 tok/s).  The next
+ * 15% faster (interleaved best-of-5 pairs, 581-596 -> 680-688 tok/s).  The next
  * op reads y back from memory, once, at the read bandwidth.  The values
  * are those of rt_qlinear_store_tile bit for bit: a product, then the
  * bias, then the residual, in three roundings (no FMA).  Any other block
@@ -24,10 +24,8 @@
  * row of y, and both activation tiles whole. */
 static bool streams(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
 {
-    int hp = J->a.ws.hp, ep = J->a.xs.ep;
-    ptrdiff_t j0 = ht * hp - J->col0;
-    return hp == 8 && j0 >= 0 && j0 + 16 <= J->n_y && !(J->n_y & 15) && !(j0 & 15) &&
-           !((uintptr_t)J->y & 63) && rt_qlinear_tile_rows(J, et) == ep &&
+    int ep = J->a.xs.ep;
+    return rt_qlinear_whole_line(J, ht) && rt_qlinear_tile_rows(J, et) == ep &&
            rt_qlinear_tile_rows(J, et + 1) == ep;
 }
 
