@@ -246,6 +246,12 @@ $(BENCH_F32): tests/bench/bench_f32.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $
 bench-f32: $(BENCH_F32)
 	$(BENCH_F32)
 
+# The kernel benchmarks are built (not run) with the tests, so that a change
+# of the kernels' interfaces cannot leave them uncompilable unnoticed.
+ifneq ($(X86_HOST),)
+unit: $(BENCH_Q) $(BENCH_F32)
+endif
+
 clean:
 	rm -rf build build-san
 
