@@ -180,8 +180,8 @@ llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_
  * cores each stream faster, two threads read 33-36 GB/s in 64 KiB tasks,
  * 42-47 in 256 KiB and 47-55 in 1 MiB (make bench-kernels' GEMV,
  * interleaved runs), and the Qwen2-0.5B w4a8 decode went 63-78 -> 86-104
- * tok/s from 64 KiB to 1 MiB.  A Linear under 2 MiB is all tail: 256 KiB
- * tasks. */
+ * tok/s from 64 KiB to 1 MiB.  A Linear under 2 MiB is all tail: tasks
+ * of at most 256 KiB, a multiple of four of them. */
 #ifndef GEMV_TASK_BYTES
 #define GEMV_TASK_BYTES 1048576
 #endif
@@ -241,11 +241,16 @@ void rt_qlinear_store_tile(const rt_qlinear_job *J, ptrdiff_t et, int rows, ptrd
 }
 
 /* The work of a Linear ends with about TAIL_BIG_TASKS tasks' worth of W
- * row tiles cut into tasks TAIL_SPLIT times smaller, so the threads run
- * out of work at nearly the same time (a thread that finishes early idles
- * up to one task's time otherwise). */
+ * row tiles cut into tasks about TAIL_SPLIT times smaller, so the threads
+ * run out of work at nearly the same time (a thread that finishes early
+ * idles up to one task's time otherwise).  The tail is cut into a multiple
+ * of TAIL_TASK_MULTIPLE equal tasks: a decode step's small Linears are all
+ * tail (Qwen2-0.5B w4a8: q/k/v 580 KB, o 451 KB), and 256 KiB tasks left
+ * them as 256 + 256 + 68 KB and 256 + 195 KB, one thread idle for a fifth
+ * of the Linear. */
 #define TAIL_BIG_TASKS 2
 #define TAIL_SPLIT 4
+#define TAIL_TASK_MULTIPLE 4
 
 /* tiles rounded up to a multiple of the kernel's W row tiles per call. */
 static ptrdiff_t whole_steps(const rt_qlinear_job *J, ptrdiff_t tiles)
@@ -253,16 +258,21 @@ static ptrdiff_t whole_steps(const rt_qlinear_job *J, ptrdiff_t tiles)
     return (tiles + J->tile_step - 1) / J->tile_step * J->tile_step;
 }
 
-static ptrdiff_t tail_task_tiles(const rt_qlinear_job *J)
+/* W row tiles per tail task for a tail of `tail` tiles: at most a
+ * TAIL_SPLIT-th of a big task, in a multiple of TAIL_TASK_MULTIPLE tasks
+ * of equal size (the last one may be short). */
+static ptrdiff_t tail_task_tiles(const rt_qlinear_job *J, ptrdiff_t tail)
 {
-    ptrdiff_t tiles = J->tiles_per_task >= TAIL_SPLIT ? J->tiles_per_task / TAIL_SPLIT : 1;
-    return whole_steps(J, tiles);
+    ptrdiff_t most = J->tiles_per_task >= TAIL_SPLIT ? J->tiles_per_task / TAIL_SPLIT : 1;
+    ptrdiff_t tasks = (tail + most - 1) / most;
+    tasks = (tasks + TAIL_TASK_MULTIPLE - 1) / TAIL_TASK_MULTIPLE * TAIL_TASK_MULTIPLE;
+    return whole_steps(J, (tail + tasks - 1) / tasks);
 }
 
 /* W row tiles [*t0, *t1) of task i, counted from J->ht0. */
 static void task_tiles(const rt_qlinear_job *J, ptrdiff_t i, ptrdiff_t *t0, ptrdiff_t *t1)
 {
-    ptrdiff_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = tail_task_tiles(J);
+    ptrdiff_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = J->tail_tiles;
     ptrdiff_t n_big = J->big_tasks;
     if (i < n_big) {
         *t0 = i * big;
@@ -386,10 +396,12 @@ static int64_t size_tasks(rt_qlinear_job *J, bool gemv)
      * leave a third of a [4864]-deep Linear's tiles to qtile); whole
      * pairs cost the other walks nothing */
     J->block_tiles = whole_steps(J, J->block_tiles);
-    ptrdiff_t total = J->ht1 - J->ht0, big = J->tiles_per_task, small = tail_task_tiles(J);
+    ptrdiff_t total = J->ht1 - J->ht0, big = J->tiles_per_task;
     ptrdiff_t tail = total < TAIL_BIG_TASKS * big ? total : TAIL_BIG_TASKS * big;
     J->big_tasks = (total - tail) / big;
-    return J->big_tasks + (total - J->big_tasks * big + small - 1) / small;
+    tail = total - J->big_tasks * big;
+    J->tail_tiles = tail_task_tiles(J, tail);
+    return J->big_tasks + (tail + J->tail_tiles - 1) / J->tail_tiles;
 }
 
 llmc_rt_status k_qlinear_check(const rt_kernels *kt, const rt_view *xq, const rt_qact_shape *xs,

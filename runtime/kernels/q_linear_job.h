@@ -23,6 +23,7 @@ struct rt_qlinear_job {
     ptrdiff_t ht0, ht1;              /* W row tiles covering y's columns */
     ptrdiff_t tiles_per_task;        /* W row tiles per task but the tail's */
     ptrdiff_t big_tasks;             /* tasks of tiles_per_task before the tail */
+    ptrdiff_t tail_tiles;            /* W row tiles per task of the tail */
     ptrdiff_t block_tiles;           /* activation tiles per cache block */
     ptrdiff_t tile_step;             /* W row tiles per walk step: 2 with qlinear_pair_column */
 };
