@@ -167,7 +167,8 @@ llmc_rt_status llmc_rt_exec_LayerNorm(rt_op_call *c, llmc_rt_error *err)
 llmc_rt_status llmc_rt_exec_RMSNorm(rt_op_call *c, llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
-    return k_rmsnorm(&c->in[0], &c->in[1], c->op->epsilon, &c->out[0], &par, err);
+    return k_rmsnorm(c->s->plan->kernels, &c->in[0], &c->in[1], c->op->epsilon, &c->out[0],
+                     &par, err);
 }
 
 llmc_rt_status llmc_rt_exec_Rope(rt_op_call *c, llmc_rt_error *err)

@@ -105,6 +105,12 @@ typedef struct rt_kernels {
      * the floats are the portable loop's bit for bit. */
     void (*dequant_block)(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
                           int64_t i1, float *out, int64_t stride);
+    /* One RMSNorm row (NULL: rt_rmsnorm_row_generic): y[j] = x[j] * inv *
+     * scale[j], a product then a product, inv = 1 / sqrt(sum of squares /
+     * fd + epsilon), the sum in RT_RMS_LANES interleaved compensated lanes
+     * finished by rt_rms_inv: bit for bit the portable row. */
+    void (*rmsnorm_row)(const float *x, const float *scale, float *y, int64_t n,
+                        float epsilon, float fd);
     /* The instruction set of the kernels, for reports: the target's name,
      * or more where a faster table runs the target's plans. */
     const char *isa;
@@ -132,6 +138,18 @@ const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err);
  * faster one rt_kernels_for_target picks on this CPU), for runs that
  * compare them; NULL with LLMC_RT_E_TARGET naming the ones there are. */
 const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_rt_error *err);
+
+/* RMSNorm rows (ref_layernorm.c).  The square of element j of a row goes
+ * to lane j % RT_RMS_LANES of a compensated sum (k_fsum): independent
+ * chains, which a SIMD table keeps one per vector lane.  rt_rms_inv takes
+ * the lanes after the whole steps of RT_RMS_LANES elements before j, adds
+ * the squares of [j, n) to their lanes, then the lanes in order, and
+ * returns 1 / sqrt(sum / fd + epsilon). */
+#define RT_RMS_LANES 8
+float rt_rms_inv(k_fsum lane[RT_RMS_LANES], const float *x, int64_t j, int64_t n,
+                 float epsilon, float fd);
+void rt_rmsnorm_row_generic(const float *x, const float *scale, float *y, int64_t n,
+                            float epsilon, float fd);
 
 /* The portable SwiGLU loop (ref_elementwise.c): silu(gate) * up with
  * libm's expf, the same bits as the Binary op's scalar path. */

@@ -3,7 +3,7 @@
  * mean and 1 / sqrt(var + eps) (ONNX's Mean and InvStdDev outputs). */
 #include <math.h>
 
-#include "kernels.h"
+#include "kernel_table.h"
 #include "rt_msg.h"
 
 /* Element strides of a scale/bias operand over the normalized dims (0 where
@@ -115,26 +115,34 @@ llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view
     return LLMC_RT_OK;
 }
 
-/* The sum of a row's squares in RMS_LANES interleaved compensated sums
+/* RMSNorm's sum of squares in RT_RMS_LANES interleaved compensated sums
  * (k_fsum), then those in lane order: independent chains, where one chain
  * waited ~4 cycles per element on the previous sum (RMSNorm was 5% of a
  * Qwen2-0.5B prefill).  The same bits on every target. */
-#define RMS_LANES 8
-
-static float sum_squares(const float *x, ptrdiff_t n)
+float rt_rms_inv(k_fsum lane[RT_RMS_LANES], const float *x, int64_t j, int64_t n,
+                 float epsilon, float fd)
 {
-    k_fsum lane[RMS_LANES] = {{0, 0}}, total = {0, 0};
-    ptrdiff_t j = 0;
-    for (; j + RMS_LANES <= n; j += RMS_LANES)
-        for (int l = 0; l < RMS_LANES; l++)
-            k_fsum_add(&lane[l], x[j + l] * x[j + l]);
+    k_fsum total = {0, 0};
     for (int l = 0; j < n; j++, l++)
         k_fsum_add(&lane[l], x[j] * x[j]);
-    for (int l = 0; l < RMS_LANES; l++) {
+    for (int l = 0; l < RT_RMS_LANES; l++) {
         k_fsum_add(&total, lane[l].sum);
         k_fsum_add(&total, lane[l].c);
     }
-    return k_fsum_value(&total);
+    return 1.0f / k_sqrtf(k_fsum_value(&total) / fd + epsilon);
+}
+
+void rt_rmsnorm_row_generic(const float *x, const float *scale, float *y, int64_t n,
+                            float epsilon, float fd)
+{
+    k_fsum lane[RT_RMS_LANES] = {{0, 0}};
+    int64_t j = 0;
+    for (; j + RT_RMS_LANES <= n; j += RT_RMS_LANES)
+        for (int l = 0; l < RT_RMS_LANES; l++)
+            k_fsum_add(&lane[l], x[j + l] * x[j + l]);
+    float inv = rt_rms_inv(lane, x, j, n, epsilon, fd);
+    for (j = 0; j < n; j++)
+        y[j] = x[j] * inv * scale[j];
 }
 
 /* Rows per task: about RMS_TASK_ELEMS inputs (a decode row is one task,
@@ -142,6 +150,8 @@ static float sum_squares(const float *x, ptrdiff_t n)
 #define RMS_TASK_ELEMS 32768
 
 typedef struct {
+    void (*row)(const float *x, const float *scale, float *y, int64_t n, float epsilon,
+                float fd);
     const float *x, *scale;
     float *y;
     ptrdiff_t n, rows, rows_per_task;
@@ -152,19 +162,15 @@ static void rmsnorm_task(void *ctx, uint32_t i)
 {
     const rmsnorm_job *J = ctx;
     ptrdiff_t r0 = (ptrdiff_t)i * J->rows_per_task, r1 = r0 + J->rows_per_task;
-    for (ptrdiff_t o = r0; o < r1 && o < J->rows; o++) {
-        const float *in = J->x + o * J->n;
-        float *out = J->y + o * J->n;
-        float inv = 1.0f / k_sqrtf(sum_squares(in, J->n) / J->fd + J->epsilon);
-        for (ptrdiff_t j = 0; j < J->n; j++)
-            out[j] = in[j] * inv * J->scale[j];
-    }
+    for (ptrdiff_t o = r0; o < r1 && o < J->rows; o++)
+        J->row(J->x + o * J->n, J->scale, J->y + o * J->n, J->n, J->epsilon, J->fd);
 }
 
 /* RMSNorm over the last axis: y = x / sqrt(mean(x^2) + epsilon) * scale,
- * scale [D].  The sum of squares is compensated, as LayerNorm's. */
-llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, rt_view *y,
-                         const rt_parallel *par, llmc_rt_error *err)
+ * scale [D].  The sum of squares is compensated, as LayerNorm's.  Rows by
+ * kt's rmsnorm_row (kt or the entry NULL: the portable row; the same bits). */
+llmc_rt_status k_rmsnorm(const struct rt_kernels *kt, const rt_view *x, const rt_view *scale,
+                         float epsilon, rt_view *y, const rt_parallel *par, llmc_rt_error *err)
 {
     if (!is_f32(x) || !is_f32(scale) || !is_f32(y) || !k_same_dims(x, y) || x->rank < 1)
         return rt_fail(err, LLMC_RT_E_EXEC, "RMSNorm needs float32 operands of rank >= 1 "
@@ -175,7 +181,8 @@ llmc_rt_status k_rmsnorm(const rt_view *x, const rt_view *scale, float epsilon, 
                        RT_N(d), NULL);
     /* pointer-wide: x lies in memory */
     ptrdiff_t n = (ptrdiff_t)d, rows = n ? (ptrdiff_t)k_count(x) / n : 0;
-    rmsnorm_job J = {x->data, scale->data, y->data, n, rows, 1, epsilon, k_i64_to_f32(d)};
+    rmsnorm_job J = {kt && kt->rmsnorm_row ? kt->rmsnorm_row : rt_rmsnorm_row_generic,
+                     x->data, scale->data, y->data, n, rows, 1, epsilon, k_i64_to_f32(d)};
     if (n < RMS_TASK_ELEMS)
         J.rows_per_task = RMS_TASK_ELEMS / n;
     ptrdiff_t tasks = (rows + J.rows_per_task - 1) / J.rows_per_task;

@@ -10,5 +10,6 @@ const rt_kernels rt_kernels_generic = {
     NULL, NULL, NULL, NULL, NULL, NULL, /* attention: ref_attention.c's portable loops */
     NULL, /* swiglu: rt_swiglu_generic */
     NULL, /* dequant_block: rt_dequant_block_generic */
+    NULL, /* rmsnorm_row: rt_rmsnorm_row_generic */
     "generic",
 };

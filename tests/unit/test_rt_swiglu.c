@@ -9,6 +9,7 @@
 
 #include "kernels/kernel_table.h"
 #include "llmc_threads.h"
+#include "rt_views.h"
 #include "plan_format.h"
 #include "tap.h"
 
@@ -73,18 +74,6 @@ static void test_special(const rt_kernels *kt)
           kt->target);
 }
 
-static rt_view view2(float *data, int64_t rows, int64_t cols)
-{
-    rt_view v;
-    memset(&v, 0, sizeof v);
-    v.dtype = LLMC_RT_F32;
-    v.rank = 2;
-    v.dims[0] = rows;
-    v.dims[1] = cols;
-    v.data = data;
-    return v;
-}
-
 static void test_binary_op(const rt_kernels *kt)
 {
     const int64_t rows = 3, cols = 20011; /* 60033 elements: 4 tasks */
@@ -92,8 +81,8 @@ static void test_binary_op(const rt_kernels *kt)
         gate[i] = frand(-10.0f, 10.0f);
         up[i] = frand(-2.0f, 2.0f);
     }
-    rt_view a = view2(gate, rows, cols), b = view2(up, rows, cols), vy = view2(y, rows, cols);
-    rt_view vy2 = view2(y2, rows, cols);
+    rt_view a = test_view_f32(gate, rows, cols), b = test_view_f32(up, rows, cols), vy = test_view_f32(y, rows, cols);
+    rt_view vy2 = test_view_f32(y2, rows, cols);
     llmc_rt_error err;
     k_binary_loops loops = {llmc_rt_binary_SwiGLU, NULL};
     bool ok = k_binary(BINARY_SWIGLU, &loops, &a, &b, &vy, &err) == LLMC_RT_OK &&

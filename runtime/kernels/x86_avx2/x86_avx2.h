@@ -44,8 +44,10 @@ void rt_qlinear_pair_column_avx512(const rt_qlinear_job *J, ptrdiff_t b0, ptrdif
 /* dequant_avx2.c: rt_kernels.dequant_block. */
 void rt_dequant_block_avx2(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
                            int64_t i1, float *out, int64_t stride);
-/* act_avx2.c: rt_kernels.swiglu. */
+/* act_avx2.c: rt_kernels.swiglu and rmsnorm_row. */
 void rt_swiglu_avx2(const float *gate, const float *up, float *y, int64_t n);
+void rt_rmsnorm_row_avx2(const float *x, const float *scale, float *y, int64_t n,
+                         float epsilon, float fd);
 
 /* attn_avx2.c: rt_kernels.attn_scores and attn_accumulate. */
 void rt_attn_scores_avx2(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
