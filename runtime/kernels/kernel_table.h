@@ -146,8 +146,18 @@ const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_r
  * the squares of [j, n) to their lanes, then the lanes in order, and
  * returns 1 / sqrt(sum / fd + epsilon). */
 #define RT_RMS_LANES 8
-float rt_rms_inv(k_fsum lane[RT_RMS_LANES], const float *x, int64_t j, int64_t n,
-                 float epsilon, float fd);
+static inline float rt_rms_inv(k_fsum lane[RT_RMS_LANES], const float *x, int64_t j,
+                               int64_t n, float epsilon, float fd)
+{
+    k_fsum total = {0, 0};
+    for (int l = 0; j < n; j++, l++)
+        k_fsum_add(&lane[l], x[j] * x[j]);
+    for (int l = 0; l < RT_RMS_LANES; l++) {
+        k_fsum_add(&total, lane[l].sum);
+        k_fsum_add(&total, lane[l].c);
+    }
+    return 1.0f / k_sqrtf(k_fsum_value(&total) / fd + epsilon);
+}
 void rt_rmsnorm_row_generic(const float *x, const float *scale, float *y, int64_t n,
                             float epsilon, float fd);
 

@@ -116,22 +116,10 @@ llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view
 }
 
 /* RMSNorm's sum of squares in RT_RMS_LANES interleaved compensated sums
- * (k_fsum), then those in lane order: independent chains, where one chain
- * waited ~4 cycles per element on the previous sum (RMSNorm was 5% of a
- * Qwen2-0.5B prefill).  The same bits on every target. */
-float rt_rms_inv(k_fsum lane[RT_RMS_LANES], const float *x, int64_t j, int64_t n,
-                 float epsilon, float fd)
-{
-    k_fsum total = {0, 0};
-    for (int l = 0; j < n; j++, l++)
-        k_fsum_add(&lane[l], x[j] * x[j]);
-    for (int l = 0; l < RT_RMS_LANES; l++) {
-        k_fsum_add(&total, lane[l].sum);
-        k_fsum_add(&total, lane[l].c);
-    }
-    return 1.0f / k_sqrtf(k_fsum_value(&total) / fd + epsilon);
-}
-
+ * (k_fsum), then those in lane order (rt_rms_inv): independent chains,
+ * where one chain waited ~4 cycles per element on the previous sum
+ * (RMSNorm was 5% of a Qwen2-0.5B prefill).  The same bits on every
+ * target. */
 void rt_rmsnorm_row_generic(const float *x, const float *scale, float *y, int64_t n,
                             float epsilon, float fd)
 {

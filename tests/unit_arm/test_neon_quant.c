@@ -21,7 +21,11 @@
  * magnitude of the terms, on head_dims that are not multiples of the
  * vector width; a key's score must not depend on the keys beside it.
  * SwiGLU: within 4 ulp of silu(g) * u computed with libm's expf in double,
- * and NaN, infinities and underflow as the portable loop has them. */
+ * and NaN, infinities and underflow as the portable loop has them.
+ * RMSNorm rows: bit for bit the row the kernel_table.h entry specifies
+ * (element j's square into compensated lane j % 8, then the lanes in
+ * order), written out here in scalar C, on lengths around the 8 lanes and
+ * values over 60 binades; within 2 ulp of the row computed in double. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -548,6 +552,66 @@ static void test_swiglu(const rt_kernels *kt)
           kt->target);
 }
 
+/* One compensated sum (Neumaier): s + c carries what s lost. */
+static void neumaier_add(float *s, float *c, float v)
+{
+    float t = *s + v;
+    *c += fabsf(*s) >= fabsf(v) ? (*s - t) + v : (v - t) + *s;
+    *s = t;
+}
+
+/* The RMSNorm row of the entry's contract, in scalar C. */
+static void rmsnorm_reference(const float *x, const float *scale, float *y, int n, float eps)
+{
+    float s[8] = {0}, c[8] = {0}, ts = 0, tc = 0;
+    for (int j = 0; j < n; j++)
+        neumaier_add(&s[j % 8], &c[j % 8], x[j] * x[j]);
+    for (int l = 0; l < 8; l++) {
+        neumaier_add(&ts, &tc, s[l]);
+        neumaier_add(&ts, &tc, c[l]);
+    }
+    float total = ts - ts == 0 ? ts + tc : ts;
+    float inv = 1.0f / sqrtf(total / (float)n + eps);
+    for (int j = 0; j < n; j++)
+        y[j] = x[j] * inv * scale[j];
+}
+
+static void test_rmsnorm(const rt_kernels *kt)
+{
+    enum { N = 4867 };
+    static float x[N], scale[N], want[N], got[N];
+    static const int lengths[] = {1, 3, 7, 8, 9, 15, 16, 17, 896, N};
+    bool bits = true, close = true;
+    for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++) {
+        int n = lengths[k];
+        for (int i = 0; i < n; i++) {
+            x[i] = ldexpf(rnd_float(0.5f, 1.0f), (int)(rnd() % 61) - 30) *
+                   (rnd() % 2 ? 1.0f : -1.0f);
+            scale[i] = rnd_float(-2, 2);
+        }
+        rmsnorm_reference(x, scale, want, n, 1e-5f);
+        kt->rmsnorm_row(x, scale, got, n, 1e-5f, (float)n);
+        bits &= memcmp(want, got, sizeof(float) * (size_t)n) == 0;
+        double ss = 0;
+        for (int i = 0; i < n; i++)
+            ss += (double)x[i] * x[i];
+        double inv = 1.0 / sqrt(ss / n + 1e-5);
+        for (int i = 0; i < n; i++) {
+            double ref = x[i] * inv * scale[i];
+            close &= fabs(got[i] - ref) <= fabs(ref) * 2.4e-7 + 1e-37;
+        }
+    }
+    CHECK(bits, "[%s] rmsnorm_row: the 8-lane compensated row's bits on 10 lengths",
+          kt->target);
+    CHECK(close, "[%s] rmsnorm_row within 2 ulp of the row in double", kt->target);
+    float odd[9] = {1, 2, NAN, 4, 5, 6, 7, 8, 9}, ones[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, y9[9];
+    kt->rmsnorm_row(odd, ones, y9, 9, 1e-6f, 9.0f);
+    bool all_nan = true;
+    for (int i = 0; i < 9; i++)
+        all_nan &= y9[i] != y9[i];
+    CHECK(all_nan, "[%s] rmsnorm_row: a NaN in the row makes every output NaN", kt->target);
+}
+
 static void test_float_loops(const rt_kernels *kt)
 {
     static const int64_t dims[] = {1, 3, 4, 7, 16, 21, 64, 67, 128};
@@ -556,6 +620,7 @@ static void test_float_loops(const rt_kernels *kt)
         test_attention_i8(kt, dims[i], 2 + (int64_t)i * 2);
     }
     test_swiglu(kt);
+    test_rmsnorm(kt);
 }
 
 int main(int argc, char **argv)

@@ -1,5 +1,6 @@
-/* NEON activation loops: rt_kernels.swiglu = rt_neon_swiglu (plain ARMv8.0
- * AArch64, both NEON tables).
+/* NEON activation and norm loops: rt_kernels.swiglu = rt_neon_swiglu,
+ * rt_kernels.rmsnorm_row = rt_neon_rmsnorm_row (plain ARMv8.0 AArch64, both
+ * NEON tables).
  *
  * silu(x) = x * sigmoid(x) as the portable loop writes it (exp of a
  * non-positive argument only, so nothing overflows): with e = exp(-|x|),
@@ -62,4 +63,50 @@ void rt_neon_swiglu(const float *gate, const float *up, float *y, int64_t n)
         for (int64_t j = i; j < n; j++)
             y[j] = out[j - i];
     }
+}
+
+/* ---- RMSNorm --------------------------------------------------------------
+ * The portable row (ref_layernorm.c) with its RT_RMS_LANES = 8 compensated
+ * lanes in two Q registers (lanes 0-3, 4-7): each step is k_fsum_add's
+ * arithmetic, the branch a bit select, so every lane holds the portable
+ * lane's bits and rt_rms_inv finishes both (the same scheme as the AVX2
+ * row). */
+
+/* k_fsum_add(lane l, v[l]) for 4 lanes */
+static inline void fsum_add4(float32x4_t *sum, float32x4_t *c, float32x4_t v)
+{
+    float32x4_t t = vaddq_f32(*sum, v);
+    uint32x4_t sum_bigger = vcgeq_f32(vabsq_f32(*sum), vabsq_f32(v));
+    float32x4_t if_bigger = vaddq_f32(vsubq_f32(*sum, t), v);
+    float32x4_t if_not = vaddq_f32(vsubq_f32(v, t), *sum);
+    *c = vaddq_f32(*c, vbslq_f32(sum_bigger, if_bigger, if_not));
+    *sum = t;
+}
+
+void rt_neon_rmsnorm_row(const float *x, const float *scale, float *y, int64_t n,
+                         float epsilon, float fd)
+{
+    float32x4_t sum[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}, c[2] = {sum[0], sum[0]};
+    int64_t j = 0;
+    for (; j + RT_RMS_LANES <= n; j += RT_RMS_LANES)
+        for (int h = 0; h < 2; h++) {
+            float32x4_t v = vld1q_f32(x + j + 4 * h);
+            fsum_add4(&sum[h], &c[h], vmulq_f32(v, v));
+        }
+    k_fsum lane[RT_RMS_LANES];
+    float sums[4], cs[4];
+    for (int h = 0; h < 2; h++) {
+        vst1q_f32(sums, sum[h]);
+        vst1q_f32(cs, c[h]);
+        for (int l = 0; l < 4; l++) {
+            lane[4 * h + l].sum = sums[l];
+            lane[4 * h + l].c = cs[l];
+        }
+    }
+    float inv = rt_rms_inv(lane, x, j, n, epsilon, fd);
+    float32x4_t inv4 = vdupq_n_f32(inv);
+    for (j = 0; j + 4 <= n; j += 4) /* (x * inv) * scale: two roundings, as the portable row */
+        vst1q_f32(y + j, vmulq_f32(vmulq_f32(vld1q_f32(x + j), inv4), vld1q_f32(scale + j)));
+    for (; j < n; j++)
+        y[j] = x[j] * inv * scale[j];
 }

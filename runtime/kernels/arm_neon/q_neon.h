@@ -43,7 +43,9 @@ void rt_neon_attn_scores_i8(const float *q, const uint8_t *k, int64_t nk, int64_
 void rt_neon_attn_accumulate_f16(float *o, const uint16_t *v, const float *p, int64_t nk,
                                  int64_t d);
 
-/* act_neon.c: the swiglu entry of kernel_table.h. */
+/* act_neon.c: the swiglu and rmsnorm_row entries of kernel_table.h. */
 void rt_neon_swiglu(const float *gate, const float *up, float *y, int64_t n);
+void rt_neon_rmsnorm_row(const float *x, const float *scale, float *y, int64_t n,
+                         float epsilon, float fd);
 
 #endif

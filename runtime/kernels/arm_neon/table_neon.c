@@ -11,7 +11,7 @@ const rt_kernels rt_kernels_neon_dot = {
     rt_neon_attn_scores_f16, rt_neon_attn_scores_i8, rt_neon_attn_accumulate_f16,
     NULL, /* attn_exp: the portable loop */
     rt_neon_swiglu, NULL, /* dequant_block: rt_dequant_block_generic */
-    NULL, /* rmsnorm_row: rt_rmsnorm_row_generic */
+    rt_neon_rmsnorm_row,
     "neon-dot",
 };
 
@@ -22,6 +22,6 @@ const rt_kernels rt_kernels_neon_i8mm = {
     NULL, NULL, rt_neon_attn_scores_f16, rt_neon_attn_scores_i8, rt_neon_attn_accumulate_f16,
     NULL, /* attn_exp: the portable loop */
     rt_neon_swiglu, NULL, /* dequant_block: rt_dequant_block_generic */
-    NULL, /* rmsnorm_row: rt_rmsnorm_row_generic */
+    rt_neon_rmsnorm_row,
     "neon-i8mm",
 };
