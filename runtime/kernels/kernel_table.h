@@ -146,8 +146,8 @@ const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_r
  * the squares of [j, n) to their lanes, then the lanes in order, and
  * returns 1 / sqrt(sum / fd + epsilon). */
 #define RT_RMS_LANES 8
-static inline float rt_rms_inv(k_fsum lane[RT_RMS_LANES], const float *x, int64_t j,
-                               int64_t n, float epsilon, float fd)
+static inline float rt_rms_inv(k_fsum lane[RT_RMS_LANES], const float *x, ptrdiff_t j,
+                               ptrdiff_t n, float epsilon, float fd)
 {
     k_fsum total = {0, 0};
     for (int l = 0; j < n; j++, l++)

@@ -124,12 +124,12 @@ void rt_rmsnorm_row_generic(const float *x, const float *scale, float *y, int64_
                             float epsilon, float fd)
 {
     k_fsum lane[RT_RMS_LANES] = {{0, 0}};
-    int64_t j = 0;
-    for (; j + RT_RMS_LANES <= n; j += RT_RMS_LANES)
+    ptrdiff_t j = 0, len = (ptrdiff_t)n; /* the row lies in memory */
+    for (; j + RT_RMS_LANES <= len; j += RT_RMS_LANES)
         for (int l = 0; l < RT_RMS_LANES; l++)
             k_fsum_add(&lane[l], x[j + l] * x[j + l]);
-    float inv = rt_rms_inv(lane, x, j, n, epsilon, fd);
-    for (j = 0; j < n; j++)
+    float inv = rt_rms_inv(lane, x, j, len, epsilon, fd);
+    for (j = 0; j < len; j++)
         y[j] = x[j] * inv * scale[j];
 }
 
