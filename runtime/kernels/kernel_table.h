@@ -158,6 +158,18 @@ static inline float rt_rms_inv(k_fsum lane[RT_RMS_LANES], const float *x, ptrdif
     }
     return 1.0f / k_sqrtf(k_fsum_value(&total) / fd + epsilon);
 }
+/* rt_rms_inv from a SIMD row's lanes: sums[l] and cs[l] of lane l. */
+static inline float rt_rms_inv_split(const float sums[RT_RMS_LANES],
+                                     const float cs[RT_RMS_LANES], const float *x, ptrdiff_t j,
+                                     ptrdiff_t n, float epsilon, float fd)
+{
+    k_fsum lane[RT_RMS_LANES];
+    for (int l = 0; l < RT_RMS_LANES; l++) {
+        lane[l].sum = sums[l];
+        lane[l].c = cs[l];
+    }
+    return rt_rms_inv(lane, x, j, n, epsilon, fd);
+}
 void rt_rmsnorm_row_generic(const float *x, const float *scale, float *y, int64_t n,
                             float epsilon, float fd);
 

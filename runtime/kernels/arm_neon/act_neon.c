@@ -69,8 +69,8 @@ void rt_neon_swiglu(const float *gate, const float *up, float *y, int64_t n)
  * The portable row (ref_layernorm.c) with its RT_RMS_LANES = 8 compensated
  * lanes in two Q registers (lanes 0-3, 4-7): each step is k_fsum_add's
  * arithmetic, the branch a bit select, so every lane holds the portable
- * lane's bits and rt_rms_inv finishes both (the same scheme as the AVX2
- * row). */
+ * lane's bits and rt_rms_inv finishes both (rt_rms_inv_split; the same
+ * scheme as the AVX2 row). */
 
 /* k_fsum_add(lane l, v[l]) for 4 lanes */
 static inline void fsum_add4(float32x4_t *sum, float32x4_t *c, float32x4_t v)
@@ -93,17 +93,12 @@ void rt_neon_rmsnorm_row(const float *x, const float *scale, float *y, int64_t n
             float32x4_t v = vld1q_f32(x + j + 4 * h);
             fsum_add4(&sum[h], &c[h], vmulq_f32(v, v));
         }
-    k_fsum lane[RT_RMS_LANES];
-    float sums[4], cs[4];
+    float sums[RT_RMS_LANES], cs[RT_RMS_LANES];
     for (int h = 0; h < 2; h++) {
-        vst1q_f32(sums, sum[h]);
-        vst1q_f32(cs, c[h]);
-        for (int l = 0; l < 4; l++) {
-            lane[4 * h + l].sum = sums[l];
-            lane[4 * h + l].c = cs[l];
-        }
+        vst1q_f32(sums + 4 * h, sum[h]);
+        vst1q_f32(cs + 4 * h, c[h]);
     }
-    float inv = rt_rms_inv(lane, x, j, n, epsilon, fd);
+    float inv = rt_rms_inv_split(sums, cs, x, j, n, epsilon, fd);
     float32x4_t inv4 = vdupq_n_f32(inv);
     for (j = 0; j + 4 <= n; j += 4) /* (x * inv) * scale: two roundings, as the portable row */
         vst1q_f32(y + j, vmulq_f32(vmulq_f32(vld1q_f32(x + j), inv4), vld1q_f32(scale + j)));

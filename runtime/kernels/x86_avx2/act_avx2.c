@@ -71,7 +71,7 @@ void rt_swiglu_avx2(const float *gate, const float *up, float *y, int64_t n)
  * The portable row (ref_layernorm.c) with its RT_RMS_LANES = 8 compensated
  * lanes in the 8 float lanes of a YMM register: each step is k_fsum_add's
  * arithmetic, the branch a blend, so every lane holds the portable lane's
- * bits, and rt_rms_inv finishes both.  A row of 896 floats took 2.3 us
+ * bits, and rt_rms_inv finishes both (rt_rms_inv_split).  A row of 896 floats took 2.3 us
  * in L1 with the portable row, 0.6 us with this one; in a Qwen2-0.5B w4a8
  * decode step (`llmc bench --profile`, Zen 3, 2 threads) RMSNorm went
  * 175-219 -> 92-118 us per token.  Fetching the row and its scale ahead
@@ -102,12 +102,7 @@ void rt_rmsnorm_row_avx2(const float *x, const float *scale, float *y, int64_t n
     float sums[RT_RMS_LANES], cs[RT_RMS_LANES];
     _mm256_storeu_ps(sums, sum);
     _mm256_storeu_ps(cs, c);
-    k_fsum lane[RT_RMS_LANES];
-    for (int l = 0; l < RT_RMS_LANES; l++) {
-        lane[l].sum = sums[l];
-        lane[l].c = cs[l];
-    }
-    float inv = rt_rms_inv(lane, x, j, n, epsilon, fd);
+    float inv = rt_rms_inv_split(sums, cs, x, j, n, epsilon, fd);
     __m256 inv8 = _mm256_set1_ps(inv);
     for (j = 0; j + 8 <= n; j += 8) /* (x * inv) * scale: two roundings, as the portable row */
         _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), inv8),
