@@ -270,10 +270,14 @@ typedef void (*llmc_rt_binary_fn)(const float *a, int64_t sa, const float *b, in
 typedef int (*llmc_rt_binary_any_fn)(int kind, const llmc_rt_tensor *a, int64_t ia,
                                      const llmc_rt_tensor *b, int64_t ib, llmc_rt_tensor *y,
                                      int64_t iy);
-/* Linear's output y: the columns [col0, col0 + y's last dim) of x W^T
- * + bias + residual */
+/* Linear's outputs ys[0..n_ys), n_ys <= LLMC_RT_LINEAR_OUTPUTS: consecutive
+ * columns of x W^T + bias + residual, ys[0] from column col0 (a merged
+ * Linear's q, k and v in one call, so that a kernel can run them as one
+ * parallel job) */
+#define LLMC_RT_LINEAR_OUTPUTS 4
 typedef llmc_rt_status (*llmc_rt_linear_fn)(struct llmc_rt_op_call *call, int64_t col0,
-                                            llmc_rt_tensor *y, llmc_rt_error *err);
+                                            llmc_rt_tensor *ys, uint32_t n_ys,
+                                            llmc_rt_error *err);
 
 /* Gather's kernels: its table (input 0) Dense (any axis, any dtype), or
  * the packed rows of a quantized embedding dequantized to float32. */
@@ -313,7 +317,8 @@ enum { LLMC_RT_KV_CACHES(LLMC_RT_KV_INDEX_) LLMC_RT_KV_COUNT };
                                float *y, int64_t n);
 #define LLMC_RT_LINEAR_FN_(Name)                                                     \
     llmc_rt_status llmc_rt_linear_##Name(struct llmc_rt_op_call *call, int64_t col0, \
-                                         llmc_rt_tensor *y, llmc_rt_error *err);
+                                         llmc_rt_tensor *ys, uint32_t n_ys,          \
+                                         llmc_rt_error *err);
 LLMC_PLAN_OPS(LLMC_RT_OP_FN_)
 LLMC_PLAN_UNARY_KINDS(LLMC_RT_UNARY_FN_)
 LLMC_PLAN_BINARY_F32_KINDS(LLMC_RT_BINARY_FN_)

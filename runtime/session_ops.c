@@ -217,39 +217,62 @@ static const rt_view *linear_residual(const rt_op_call *c)
     return c->op->kind & 2 ? &c->in[2 + (c->op->kind & 1)] : NULL;
 }
 
-/* Each output takes the next columns of z, viewed one at a time (any
- * number), through the kernel init chose for W. */
+/* A kernel gets a Linear's outputs LLMC_RT_LINEAR_OUTPUTS at a time, and
+ * the tiled kernels run that many as one parallel job. */
+LLMC_STATIC_ASSERT(linear_outputs_one_job, LLMC_RT_LINEAR_OUTPUTS <= RT_JOBS_MAX);
+
+/* The outputs take consecutive columns of z (any number of them), through
+ * the kernel init chose for W, LLMC_RT_LINEAR_OUTPUTS per call. */
 llmc_rt_status llmc_rt_exec_Linear(rt_op_call *c, llmc_rt_error *err)
 {
     int64_t col0 = 0;
-    for (uint32_t j = 0; j < c->op->outputs.len; j++) {
-        rt_view y;
-        uint32_t t = prep_operand(c->s->prepared, c->op->outputs, j);
-        llmc_rt_status st = rt_session_view(c->s, t, c->S, c->P, &y, err);
-        if (!st && k_count(&y) != 0)
-            st = c->op->linear(c, col0, &y, err);
+    uint32_t n_out = c->op->outputs.len;
+    for (uint32_t j0 = 0; j0 < n_out; j0 += LLMC_RT_LINEAR_OUTPUTS) {
+        rt_view ys[LLMC_RT_LINEAR_OUTPUTS];
+        uint32_t n = n_out - j0 < LLMC_RT_LINEAR_OUTPUTS ? n_out - j0 : LLMC_RT_LINEAR_OUTPUTS;
+        int64_t cols = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            uint32_t t = prep_operand(c->s->prepared, c->op->outputs, j0 + j);
+            llmc_rt_status st = rt_session_view(c->s, t, c->S, c->P, &ys[j], err);
+            if (st)
+                return rt_prefix(err, st, "output %u: ", RT_N(j0 + j), NULL);
+            cols += ys[j].rank ? ys[j].dims[ys[j].rank - 1] : 0;
+            c->moved += rt_view_bytes(&ys[j]);
+        }
+        llmc_rt_status st = c->op->linear(c, col0, ys, n, err);
         if (st)
-            return rt_prefix(err, st, "output %u: ", RT_N(j), NULL);
-        col0 += y.rank ? y.dims[y.rank - 1] : 0;
-        c->moved += rt_view_bytes(&y);
+            return j0 ? rt_prefix(err, st, "outputs %u..: ", RT_N(j0), NULL) : st;
+        col0 += cols;
     }
     return LLMC_RT_OK;
 }
 
-llmc_rt_status llmc_rt_linear_Dense(rt_op_call *c, int64_t col0, rt_view *y,
+/* After output j of n_ys failed: its index when there are several. */
+static llmc_rt_status output_failed(llmc_rt_error *err, llmc_rt_status st, uint32_t j,
+                                    uint32_t n_ys)
+{
+    return n_ys > 1 ? rt_prefix(err, st, "output %u: ", RT_N(j), NULL) : st;
+}
+
+llmc_rt_status llmc_rt_linear_Dense(rt_op_call *c, int64_t col0, rt_view *ys, uint32_t n_ys,
                                     llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
-    return k_linear(&c->in[0], &c->in[1], linear_bias(c), linear_residual(c), col0, y, &par,
-                    err);
+    for (uint32_t j = 0; j < n_ys; col0 += ys[j].dims[ys[j].rank - 1], j++) {
+        llmc_rt_status st = k_linear(&c->in[0], &c->in[1], linear_bias(c), linear_residual(c),
+                                     col0, &ys[j], &par, err);
+        if (st)
+            return output_failed(err, st, j, n_ys);
+    }
+    return LLMC_RT_OK;
 }
 
-llmc_rt_status llmc_rt_linear_FWeightTiles(rt_op_call *c, int64_t col0, rt_view *y,
-                                           llmc_rt_error *err)
+llmc_rt_status llmc_rt_linear_FWeightTiles(rt_op_call *c, int64_t col0, rt_view *ys,
+                                           uint32_t n_ys, llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
     return k_linear_tiles(c->s->plan->kernels, &c->in[0], c->in[1].data, &c->op->w.f,
-                          linear_bias(c), linear_residual(c), col0, y, &par, err);
+                          linear_bias(c), linear_residual(c), col0, ys, n_ys, &par, err);
 }
 
 /* The shape of x's activation tiles (input 0) at this call's rows. */
@@ -263,38 +286,43 @@ static llmc_rt_status qact_shape(const rt_op_call *c, rt_qact_shape *qx, llmc_rt
 
 /* The quantized Linear of activation tiles qx on the target's int8 kernel. */
 static llmc_rt_status qlinear_int8(rt_op_call *c, const rt_qact_shape *qx, int64_t col0,
-                                   rt_view *y, llmc_rt_error *err)
+                                   rt_view *ys, uint32_t n_ys, llmc_rt_error *err)
 {
     const llmc_rt_plan *plan = c->s->plan;
     rt_parallel par = rt_session_parallel(c->s);
     return k_qlinear(plan->kernels, &c->in[0], qx, c->in[1].data, &c->op->w.q, linear_bias(c),
-                     linear_residual(c), col0, y, plan->gemm_min_rows, &par, err);
+                     linear_residual(c), col0, ys, n_ys, plan->gemm_min_rows, &par, err);
 }
 
-llmc_rt_status llmc_rt_linear_QWeightTiles(rt_op_call *c, int64_t col0, rt_view *y,
-                                           llmc_rt_error *err)
+llmc_rt_status llmc_rt_linear_QWeightTiles(rt_op_call *c, int64_t col0, rt_view *ys,
+                                           uint32_t n_ys, llmc_rt_error *err)
 {
     rt_qact_shape qx;
     llmc_rt_status st = qact_shape(c, &qx, err);
-    return st ? st : qlinear_int8(c, &qx, col0, y, err);
+    return st ? st : qlinear_int8(c, &qx, col0, ys, n_ys, err);
 }
 
 /* Prefill (gemm_min_rows rows or more) on weight blocks dequantized to
  * fp32 panels when the target's fp32 tiles hold W's; the int8 kernel
  * otherwise. */
-llmc_rt_status llmc_rt_linear_QWeightTilesF32Dequant(rt_op_call *c, int64_t col0, rt_view *y,
-                                                     llmc_rt_error *err)
+llmc_rt_status llmc_rt_linear_QWeightTilesF32Dequant(rt_op_call *c, int64_t col0, rt_view *ys,
+                                                     uint32_t n_ys, llmc_rt_error *err)
 {
     const llmc_rt_plan *plan = c->s->plan;
     rt_qact_shape qx;
-    llmc_rt_status st = qact_shape(c, &qx, err);
-    if (st)
-        return st;
+    llmc_rt_status status = qact_shape(c, &qx, err);
+    if (status)
+        return status;
     if (qx.m < plan->gemm_min_rows || !k_qlinear_dequant_runs(plan->kernels, &c->op->w.q))
-        return qlinear_int8(c, &qx, col0, y, err);
+        return qlinear_int8(c, &qx, col0, ys, n_ys, err);
     rt_parallel par = rt_session_parallel(c->s);
-    return k_qlinear_dequant(plan->kernels, &c->in[0], &qx, c->in[1].data, &c->op->w.q,
-                             linear_bias(c), linear_residual(c), col0, y, &par, err);
+    for (uint32_t j = 0; j < n_ys; col0 += ys[j].dims[ys[j].rank - 1], j++) {
+        status = k_qlinear_dequant(plan->kernels, &c->in[0], &qx, c->in[1].data, &c->op->w.q,
+                                   linear_bias(c), linear_residual(c), col0, &ys[j], &par, err);
+        if (status)
+            return output_failed(err, status, j, n_ys);
+    }
+    return LLMC_RT_OK;
 }
 
 /* x float32 [..., K] -> its QActTiles (bytes of the tiles, scales and

@@ -160,40 +160,64 @@ static void ftile_task(void *ctx, uint32_t i)
         }
 }
 
+/* k_linear_tiles' operands, and the jobs of its outputs. */
+typedef struct {
+    const rt_kernels *kt;
+    const rt_view *x, *bias, *residual;
+    const float *w;
+    const rt_ftile_shape *ws;
+    ftile_job J[RT_JOBS_MAX];
+} ftile_outputs;
+
+/* rt_output_job_fn: the job of the columns [col0, col0 + y's last dim). */
+static llmc_rt_status ftile_output_job(void *ctx, uint32_t slot, int64_t col0, rt_view *y,
+                                       rt_job *job, llmc_rt_error *err)
+{
+    ftile_outputs *o = ctx;
+    const rt_ftile_shape *ws = o->ws;
+    llmc_rt_status st = check_views(o->x, o->w, ws, o->bias, o->residual, col0, y, err);
+    if (st)
+        return st;
+    ftile_job *J = &o->J[slot];
+    J->kt = o->kt;
+    J->x = o->x->data;
+    J->w = o->w;
+    J->ws = *ws;
+    J->pass_rows = PASS_FLOATS / ws->hp / o->kt->f_ep * o->kt->f_ep;
+    J->bias = o->bias ? o->bias->data : NULL;
+    J->residual = o->residual ? o->residual->data : NULL;
+    J->y = y->data;
+    J->n_y = y->dims[y->rank - 1];
+    int64_t count = k_count(y);
+    J->m = count ? (ptrdiff_t)count / (ptrdiff_t)J->n_y : 0; /* y's rows: in memory */
+    J->col0 = col0;
+    *job = (rt_job){ftile_task, J, 0, true};
+    if (J->m == 0 || J->n_y == 0)
+        return LLMC_RT_OK;
+    /* col0 >= 0 (check_views) may lie past memory: W [n, 0] has no bytes */
+    J->tile0 = (int64_t)rt_udiv64((uint64_t)col0, (uint64_t)ws->hp);
+    J->tiles = (int64_t)rt_udiv64((uint64_t)(col0 + J->n_y - 1), (uint64_t)ws->hp) + 1 - J->tile0;
+    int64_t tile_macs = J->m * ws->k * ws->hp;
+    J->per_task = tile_macs >= TASK_MACS ? 1 : TASK_MACS / (int32_t)(tile_macs ? tile_macs : 1);
+    int64_t tasks = (ptrdiff_t)(J->tiles + J->per_task - 1) / (ptrdiff_t)J->per_task;
+    if (tasks > UINT32_MAX)
+        return rt_fail(err, LLMC_RT_E_EXEC, "Linear has too many row tiles", NULL, NULL);
+    job->n = (uint32_t)tasks;
+    job->small = tile_macs * J->tiles < PARALLEL_MIN_MACS;
+    return LLMC_RT_OK;
+}
+
 llmc_rt_status k_linear_tiles(const rt_kernels *kt, const rt_view *x, const float *w,
                               const rt_ftile_shape *ws, const rt_view *bias,
-                              const rt_view *residual, int64_t col0, rt_view *y,
+                              const rt_view *residual, int64_t col0, rt_view *ys, uint32_t n_ys,
                               const rt_parallel *par, llmc_rt_error *err)
 {
     llmc_rt_status st = check_table(kt, ws, err);
-    if (!st)
-        st = check_views(x, w, ws, bias, residual, col0, y, err);
     if (st)
         return st;
-    ftile_job J;
-    J.kt = kt;
-    J.x = x->data;
-    J.w = w;
-    J.ws = *ws;
-    J.pass_rows = PASS_FLOATS / ws->hp / kt->f_ep * kt->f_ep;
-    J.bias = bias ? bias->data : NULL;
-    J.residual = residual ? residual->data : NULL;
-    J.y = y->data;
-    J.n_y = y->dims[y->rank - 1];
-    int64_t count = k_count(y);
-    J.m = count ? (ptrdiff_t)count / (ptrdiff_t)J.n_y : 0; /* y's rows: in memory */
-    J.col0 = col0;
-    if (J.m == 0 || J.n_y == 0)
-        return LLMC_RT_OK;
-    /* col0 >= 0 (check_views) may lie past memory: W [n, 0] has no bytes */
-    J.tile0 = (int64_t)rt_udiv64((uint64_t)col0, (uint64_t)ws->hp);
-    J.tiles = (int64_t)rt_udiv64((uint64_t)(col0 + J.n_y - 1), (uint64_t)ws->hp) + 1 - J.tile0;
-    int64_t tile_macs = J.m * ws->k * ws->hp;
-    J.per_task = tile_macs >= TASK_MACS ? 1 : TASK_MACS / (int32_t)(tile_macs ? tile_macs : 1);
-    int64_t tasks = (ptrdiff_t)(J.tiles + J.per_task - 1) / (ptrdiff_t)J.per_task;
-    if (tasks > UINT32_MAX)
-        return rt_fail(err, LLMC_RT_E_EXEC, "Linear has too many row tiles", NULL, NULL);
-    bool small = tile_macs * J.tiles < PARALLEL_MIN_MACS;
-    rt_parallel_for(small ? NULL : par, (uint32_t)tasks, ftile_task, &J);
-    return LLMC_RT_OK;
+    if (n_ys > 1 && residual)
+        return rt_fail(err, LLMC_RT_E_EXEC, "Linear: a residual needs exactly one output, not "
+                       "%u", RT_N(n_ys), NULL);
+    ftile_outputs o = {kt, x, bias, residual, w, ws, {{0}}};
+    return rt_run_outputs(par, ys, n_ys, col0, ftile_output_job, &o, err);
 }

@@ -34,6 +34,38 @@ typedef struct {
  * shapes alone, so the result never depends on the thread count. */
 void rt_parallel_for(const rt_parallel *par, uint32_t n, llmc_rt_task_fn task, void *ctx);
 
+/* One kernel call's tasks: task(ctx, i) for i in [0, n). */
+typedef struct {
+    llmc_rt_task_fn task;
+    void *ctx;
+    uint32_t n;
+    bool small; /* too little work to wake workers for */
+} rt_job;
+
+/* Jobs a kernel runs as one parallel-for (a Linear's outputs: q, k and v). */
+#define RT_JOBS_MAX 4
+
+/* ref_common.c: the tasks of jobs[0..n_jobs) as one parallel-for, job
+ * after job (on this thread when every job is small): one hand-out and one
+ * join for all of them, where a decode step would otherwise wait for the
+ * last task of each (the k and v projections of Qwen2-0.5B are 64 KB each,
+ * a few microseconds).  Each task is the same call as alone, so the bits
+ * do not change.  Returns false (running nothing) when the tasks add up
+ * past UINT32_MAX. */
+bool rt_parallel_for_jobs(const rt_parallel *par, const rt_job *jobs, uint32_t n_jobs);
+
+/* Prepares the job of one output y of a kernel over consecutive columns
+ * (y's from col0) in the caller's job struct number slot < RT_JOBS_MAX. */
+typedef llmc_rt_status (*rt_output_job_fn)(void *ctx, uint32_t slot, int64_t col0, rt_view *y,
+                                           rt_job *job, llmc_rt_error *err);
+
+/* ref_common.c: the outputs ys[0..n_ys), ys[0] from column col0 and each
+ * next one after the last's columns, RT_JOBS_MAX at a time, each group's
+ * jobs (from job_for) as one parallel-for.  An error names its output when
+ * there are several. */
+llmc_rt_status rt_run_outputs(const rt_parallel *par, rt_view *ys, uint32_t n_ys, int64_t col0,
+                              rt_output_job_fn job_for, void *ctx, llmc_rt_error *err);
+
 /* Which dtypes each op accepts; the verifier asks these at plan open. */
 bool k_unary_supports(int kind, int x_dtype, int y_dtype);
 bool k_binary_supports(int kind, int a_dtype, int b_dtype, int y_dtype);
@@ -322,8 +354,11 @@ llmc_rt_status k_quantize_rows(const struct rt_kernels *kt, const rt_view *x,
  * bias [n] (the columns col0.. of it) and residual (NULL or y's dims), for
  * xq from k_quantize_rows (dims [..., k], shape xs) and W the packed weight
  * blocks of ws (rt_qweight_bytes(ws) bytes at w).  col0 need not be a
- * multiple of hp.  Tasks are blocks of row tiles of W (paper 002 §5.2).
- * m < gemm_min_rows takes the GEMV path (paper 001 §5: tasks of ~64 KiB of
+ * multiple of hp.  y is each of the n_ys outputs ys[j] in turn, which take
+ * consecutive columns (ys[0] from col0, ys[j + 1] after ys[j]'s), up to
+ * RT_JOBS_MAX of them in one parallel-for; a residual needs n_ys == 1.
+ * Tasks are blocks of row tiles of W (paper 002 §5.2).
+ * m < gemm_min_rows takes the GEMV path (paper 001 §5: tasks of ~1 MiB of
  * weights, sized for a memory-bound stream), else the GEMM path (tasks of
  * ~32 KiB of weights that stay in L2 while blocks of activation tiles pass
  * over them).  Either way each activation tile goes to qtile with its real
@@ -333,8 +368,9 @@ llmc_rt_status k_quantize_rows(const struct rt_kernels *kt, const rt_view *x,
  * only in task size and blocking. */
 llmc_rt_status k_qlinear(const struct rt_kernels *kt, const rt_view *xq,
                          const rt_qact_shape *xs, const void *w, const rt_qweight_shape *ws,
-                         const rt_view *bias, const rt_view *residual, int64_t col0, rt_view *y,
-                         int64_t gemm_min_rows, const rt_parallel *par, llmc_rt_error *err);
+                         const rt_view *bias, const rt_view *residual, int64_t col0, rt_view *ys,
+                         uint32_t n_ys, int64_t gemm_min_rows, const rt_parallel *par,
+                         llmc_rt_error *err);
 /* k_qlinear's operand checks (table, tile shapes, views), shared by its
  * fp32 prefill path. */
 llmc_rt_status k_qlinear_check(const struct rt_kernels *kt, const rt_view *xq,
@@ -359,12 +395,14 @@ llmc_rt_status k_qlinear_dequant(const struct rt_kernels *kt, const rt_view *xq,
 /* k_linear's contract over W packed as fp32 row tiles (quant_format.h,
  * rt_ftile_shape; ws->hp must be kt->f_hp): y = x W^T + bias + residual for
  * the columns [col0, col0 + y's last dim) of z, col0 any value; x [..., K]
- * with K = ws->k, bias [ws->n] or NULL, residual NULL or y's dims.  Tasks
- * are groups of whole row tiles sized from the shapes only, so the result
- * is bitwise the same for any thread count. */
+ * with K = ws->k, bias [ws->n] or NULL, residual NULL or y's dims.  y is
+ * each of the n_ys outputs ys[j] in turn, on consecutive columns as in
+ * k_qlinear, up to RT_JOBS_MAX of them in one parallel-for.  Tasks are
+ * groups of whole row tiles sized from the shapes only, so the result is
+ * bitwise the same for any thread count. */
 llmc_rt_status k_linear_tiles(const struct rt_kernels *kt, const rt_view *x, const float *w,
                               const rt_ftile_shape *ws, const rt_view *bias,
-                              const rt_view *residual, int64_t col0, rt_view *y,
-                              const rt_parallel *par, llmc_rt_error *err);
+                              const rt_view *residual, int64_t col0, rt_view *ys,
+                              uint32_t n_ys, const rt_parallel *par, llmc_rt_error *err);
 
 #endif

@@ -417,35 +417,59 @@ llmc_rt_status k_qlinear_check(const rt_kernels *kt, const rt_view *xq, const rt
     return st;
 }
 
-llmc_rt_status k_qlinear(const rt_kernels *kt, const rt_view *xq, const rt_qact_shape *xs,
-                         const void *w, const rt_qweight_shape *ws, const rt_view *bias,
-                         const rt_view *residual, int64_t col0, rt_view *y,
-                         int64_t gemm_min_rows, const rt_parallel *par, llmc_rt_error *err)
+/* k_qlinear's operands, and the jobs of its outputs. */
+typedef struct {
+    const rt_kernels *kt;
+    const rt_view *xq, *bias, *residual;
+    const rt_qact_shape *xs;
+    const void *w;
+    const rt_qweight_shape *ws;
+    int64_t gemm_min_rows;
+    rt_qlinear_job J[RT_JOBS_MAX];
+} qlinear_outputs;
+
+/* rt_output_job_fn: the job of the columns [col0, col0 + y's last dim). */
+static llmc_rt_status qlinear_output_job(void *ctx, uint32_t slot, int64_t col0, rt_view *y,
+                                         rt_job *job, llmc_rt_error *err)
 {
-    llmc_rt_status st = k_qlinear_check(kt, xq, xs, w, ws, bias, residual, col0, y, err);
+    qlinear_outputs *o = ctx;
+    const rt_qact_shape *xs = o->xs;
+    const rt_qweight_shape *ws = o->ws;
+    llmc_rt_status st = k_qlinear_check(o->kt, o->xq, xs, o->w, ws, o->bias, o->residual, col0,
+                                        y, err);
     if (st != LLMC_RT_OK)
         return st;
-    rt_qlinear_job J;
-    J.kt = kt;
-    J.a.xq = xq->data;
-    J.a.xs = *xs;
-    J.a.w = w;
-    J.a.ws = *ws;
-    J.sx = (const float *)((const uint8_t *)xq->data + rt_qact_scales_offset(xs));
-    J.bias = bias ? (const float *)bias->data + col0 : NULL;
-    J.res = residual ? residual->data : NULL;
-    J.y = y->data;
-    J.m = xs->m;
-    J.n_y = y->dims[y->rank - 1];
-    J.col0 = col0;
+    rt_qlinear_job *J = &o->J[slot];
+    J->kt = o->kt;
+    J->a.xq = o->xq->data;
+    J->a.xs = *xs;
+    J->a.w = o->w;
+    J->a.ws = *ws;
+    J->sx = (const float *)((const uint8_t *)o->xq->data + rt_qact_scales_offset(xs));
+    J->bias = o->bias ? (const float *)o->bias->data + col0 : NULL;
+    J->res = o->residual ? o->residual->data : NULL;
+    J->y = y->data;
+    J->m = xs->m;
+    J->n_y = y->dims[y->rank - 1];
+    J->col0 = col0;
     /* col0 >= 0 (k_qlinear_check) may lie past memory: W [n, 0] has no bytes */
-    J.ht0 = (ptrdiff_t)rt_udiv64((uint64_t)col0, (uint64_t)ws->hp);
-    J.ht1 = (ptrdiff_t)rt_udiv64((uint64_t)(col0 + J.n_y + ws->hp - 1), (uint64_t)ws->hp);
-    if (!J.m || !J.n_y)
-        return LLMC_RT_OK;
-    int64_t tasks = size_tasks(&J, J.m < gemm_min_rows);
+    J->ht0 = (ptrdiff_t)rt_udiv64((uint64_t)col0, (uint64_t)ws->hp);
+    J->ht1 = (ptrdiff_t)rt_udiv64((uint64_t)(col0 + J->n_y + ws->hp - 1), (uint64_t)ws->hp);
+    int64_t tasks = J->m && J->n_y ? size_tasks(J, J->m < o->gemm_min_rows) : 0;
     if (tasks > UINT32_MAX)
         return rt_fail(err, LLMC_RT_E_EXEC, "QLinear has too many output features", NULL, NULL);
-    rt_parallel_for(par, (uint32_t)tasks, qlinear_task, &J);
+    *job = (rt_job){qlinear_task, J, (uint32_t)tasks, false};
     return LLMC_RT_OK;
+}
+
+llmc_rt_status k_qlinear(const rt_kernels *kt, const rt_view *xq, const rt_qact_shape *xs,
+                         const void *w, const rt_qweight_shape *ws, const rt_view *bias,
+                         const rt_view *residual, int64_t col0, rt_view *ys, uint32_t n_ys,
+                         int64_t gemm_min_rows, const rt_parallel *par, llmc_rt_error *err)
+{
+    if (n_ys > 1 && residual)
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: a residual needs exactly one output, not "
+                       "%u", RT_N(n_ys), NULL);
+    qlinear_outputs o = {kt, xq, bias, residual, xs, w, ws, gemm_min_rows, {{0}}};
+    return rt_run_outputs(par, ys, n_ys, col0, qlinear_output_job, &o, err);
 }

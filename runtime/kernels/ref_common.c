@@ -251,3 +251,56 @@ void rt_parallel_for(const rt_parallel *par, uint32_t n, llmc_rt_task_fn task, v
     for (uint32_t i = 0; i < n; i++)
         task(ctx, i);
 }
+
+typedef struct {
+    const rt_job *jobs;
+    uint32_t n_jobs;
+} job_list;
+
+/* Task i of the list: the first job's tasks, then the next job's. */
+static void job_list_task(void *ctx, uint32_t i)
+{
+    const job_list *L = ctx;
+    for (uint32_t j = 0; j < L->n_jobs; j++) {
+        if (i < L->jobs[j].n) {
+            L->jobs[j].task(L->jobs[j].ctx, i);
+            return;
+        }
+        i -= L->jobs[j].n;
+    }
+}
+
+bool rt_parallel_for_jobs(const rt_parallel *par, const rt_job *jobs, uint32_t n_jobs)
+{
+    uint64_t total = 0;
+    bool small = true;
+    for (uint32_t j = 0; j < n_jobs; j++) {
+        total += jobs[j].n;
+        small &= jobs[j].small;
+    }
+    if (total > UINT32_MAX)
+        return false;
+    job_list L = {jobs, n_jobs};
+    rt_parallel_for(small ? NULL : par, (uint32_t)total, job_list_task, &L);
+    return true;
+}
+
+llmc_rt_status rt_run_outputs(const rt_parallel *par, rt_view *ys, uint32_t n_ys, int64_t col0,
+                              rt_output_job_fn job_for, void *ctx, llmc_rt_error *err)
+{
+    rt_job jobs[RT_JOBS_MAX];
+    for (uint32_t j0 = 0; j0 < n_ys; j0 += RT_JOBS_MAX) {
+        uint32_t n = n_ys - j0 < RT_JOBS_MAX ? n_ys - j0 : RT_JOBS_MAX;
+        for (uint32_t j = 0; j < n; j++) {
+            rt_view *y = &ys[j0 + j];
+            llmc_rt_status st = job_for(ctx, j, col0, y, &jobs[j], err);
+            if (st)
+                return n_ys > 1 ? rt_prefix(err, st, "output %u: ", RT_N(j0 + j), NULL) : st;
+            col0 += y->dims[y->rank - 1];
+        }
+        if (!rt_parallel_for_jobs(par, jobs, n))
+            return rt_fail(err, LLMC_RT_E_EXEC, "the outputs add up to more than 2^32 tasks",
+                           NULL, NULL);
+    }
+    return LLMC_RT_OK;
+}

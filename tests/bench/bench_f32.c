@@ -90,7 +90,7 @@ static double linear_sweep(const linear_bench *B, int64_t m)
             if (B->kt) {
                 rt_ftile_shape ws;
                 rt_ftile_shape_init(&ws, hp, shape_n[s], shape_k[s]);
-                st = k_linear_tiles(B->kt, &vx, w, &ws, NULL, NULL, 0, &vy, B->par, &err);
+                st = k_linear_tiles(B->kt, &vx, w, &ws, NULL, NULL, 0, &vy, 1, B->par, &err);
             } else {
                 rt_view vw = {LLMC_RT_F32, 2, {shape_n[s], shape_k[s]}, w};
                 st = k_linear(&vx, &vw, NULL, NULL, 0, &vy, B->par, &err);

@@ -6,7 +6,8 @@
  *   (a) decode: one token through 24 layers' Linears (per layer qkv
  *       [1152, 896], o [896, 896], gate+up [9728, 896], down [896, 4864]),
  *       each input quantized once (QuantizeRows) then QLinear at m = 1:
- *       GB/s of packed weight bytes and tok/s, for w4a8 and w8a8, group 32;
+ *       GB/s of packed weight bytes and tok/s, for w4a8 (groups of 64) and
+ *       w8a8 (groups of 32), the compiler's default groups;
  *   (b) a STREAM-like read of the same byte count (AVX2 sum of bytes,
  *       split into tasks like the GEMV);
  *   (c) prefill: QLinear at m = 512 over one layer's Linears, GOPS
@@ -94,11 +95,20 @@ static uint8_t *random_weights(const rt_qweight_shape *s)
     return w;
 }
 
+/* Weights per scale: `llmc compile`'s default for these bits
+ * (default_group in compiler/cmd_compile.c), so that the figures are those
+ * of a default plan. */
+static int64_t group_of(int bits)
+{
+    return bits == 4 ? 64 : 32;
+}
+
 static bool model_init(model *M, int bits, const rt_kernels *kt)
 {
     M->bytes = 0;
     for (int i = 0; i < 4; i++)
-        rt_qweight_shape_init(&M->ws[i], bits, kt->q_hp, kt->q_lp, shapes[i][0], shapes[i][1], 32);
+        rt_qweight_shape_init(&M->ws[i], bits, kt->q_hp, kt->q_lp, shapes[i][0], shapes[i][1],
+                              group_of(bits));
     for (int l = 0; l < LAYERS; l++)
         for (int i = 0; i < 4; i++) {
             M->w[l][i] = random_weights(&M->ws[i]);
@@ -132,7 +142,7 @@ static bool acts_init(acts *A, const model *M, const rt_kernels *kt, int64_t m)
     for (int64_t i = 0; i < m * 9728; i++)
         A->x[i] = (float)(next_byte() - 128) / 64.0f;
     for (int i = 0; i < 4; i++) {
-        rt_qact_shape_init(&A->xs[i], kt->q_ep, kt->q_lp, m, M->ws[i].k, 32);
+        rt_qact_shape_init(&A->xs[i], kt->q_ep, kt->q_lp, m, M->ws[i].k, M->ws[i].group);
         A->xq[i] = aligned_alloc(64, (rt_qact_bytes(&A->xs[i]) + 63) / 64 * 64);
         if (!A->xq[i])
             return false;
@@ -167,7 +177,7 @@ static void linear(const rt_kernels *kt, const model *M, acts *A, int l, int i, 
     rt_view y = {LLMC_RT_F32, 2, {m, n}, A->y};
     if (quantize)
         check(k_quantize_rows(kt, &x, &A->xs[i], &xq, par, &err), &err);
-    check(k_qlinear(kt, &xq, &A->xs[i], M->w[l][i], &M->ws[i], NULL, NULL, 0, &y, 2, par, &err),
+    check(k_qlinear(kt, &xq, &A->xs[i], M->w[l][i], &M->ws[i], NULL, NULL, 0, &y, 1, 2, par, &err),
           &err);
 }
 
@@ -271,10 +281,11 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
         double gemv_gbs = (double)M.bytes / t_dec / 1e9, read_gbs = (double)M.bytes / t_rd / 1e9;
         /* the ratio is taken run by run (a read right after each token),
          * which the load of a shared machine disturbs less */
-        printf("w%da8 g32 %s %u thread%s: decode %.1f tok/s, GEMV %.2f GB/s of %.0f MB, read "
+        printf("w%da8 g%d %s %u thread%s: decode %.1f tok/s, GEMV %.2f GB/s of %.0f MB, read "
                "%.2f GB/s, GEMV/read %.0f%%, GEMV in L2 %.1f GB/s; prefill m=512 GEMM %.1f "
                "GOPS (%.0f%% of int8 peak %.0f)\n",
-               bits, kt->target, threads, threads > 1 ? "s" : " ", 1.0 / t_dec, gemv_gbs,
+               bits, (int)M.ws[0].group, kt->target, threads, threads > 1 ? "s" : " ",
+               1.0 / t_dec, gemv_gbs,
                (double)M.bytes / 1e6, read_gbs, 100.0 * median(ratio),
                (double)rt_qweight_bytes(&M.ws[1]) / median(l2) / 1e9, ops / t_pre / 1e9,
                100.0 * ops / t_pre / 1e9 / int8_gops[threads - 1], int8_gops[threads - 1]);

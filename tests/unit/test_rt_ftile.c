@@ -164,7 +164,7 @@ static void run_linear_case(const rt_kernels *kt, const linear_case *c)
     rt_view vx = {LLMC_RT_F32, 3, {1, c->m, c->k}, x}, vb = {LLMC_RT_F32, 1, {c->n}, b},
             vr = {LLMC_RT_F32, 3, {1, c->m, c->n_y}, r}, vy = {LLMC_RT_F32, 3, {1, c->m, c->n_y}, y};
     llmc_rt_status st = k_linear_tiles(kt, &vx, t, &ws, b ? &vb : NULL, r ? &vr : NULL, c->col0,
-                                       &vy, NULL, &err);
+                                       &vy, 1, NULL, &err);
     double *want = linear_ref(c, x, w, b, r), worst = 0.0;
     for (int64_t i = 0; i < c->m * c->n_y; i++)
         worst = fmax(worst, rel_err(y[i], want[i]));
@@ -222,8 +222,27 @@ static void test_linear_tiles(const rt_kernels *kt)
     run_linear_case(kt, &empty_k);
 }
 
+/* The columns of `want` [M, NY] as three outputs of one call: their bits. */
+static bool outputs_match(const rt_kernels *kt, const rt_view *vx, const float *t,
+                          const rt_ftile_shape *ws, const rt_view *vb, int64_t col0,
+                          const float *want, int64_t m, int64_t n_y, const rt_parallel *par)
+{
+    const int64_t widths[3] = {100, 7, n_y - 107};
+    float *parts = malloc(sizeof *parts * (size_t)(m * n_y));
+    rt_view ys[3];
+    for (int j = 0, at = 0; j < 3; at += (int)(m * widths[j]), j++)
+        ys[j] = (rt_view){LLMC_RT_F32, 2, {m, widths[j]}, parts + at};
+    bool ok = k_linear_tiles(kt, vx, t, ws, vb, NULL, col0, ys, 3, par, &err) == LLMC_RT_OK;
+    const float *part = parts;
+    for (int j = 0, col = 0; ok && j < 3; col += (int)widths[j], j++)
+        for (int64_t e = 0; e < m; e++, part += widths[j])
+            ok &= !memcmp(part, want + e * n_y + col, sizeof *part * (size_t)widths[j]);
+    free(parts);
+    return ok;
+}
+
 /* The same output bits for a serial call, fake 1/2/3-thread parallel-fors
- * and a real 2-thread pool. */
+ * and a real 2-thread pool, as one output and as three. */
 static void test_linear_threads(const rt_kernels *kt)
 {
     enum { M = 7, K = 131, N = 301, COL0 = 11, NY = 277 };
@@ -235,15 +254,23 @@ static void test_linear_threads(const rt_kernels *kt)
     rt_view vx = {LLMC_RT_F32, 2, {M, K}, x}, vb = {LLMC_RT_F32, 1, {N}, b},
             vr = {LLMC_RT_F32, 2, {M, NY}, r}, vw = {LLMC_RT_F32, 2, {M, NY}, want},
             vg = {LLMC_RT_F32, 2, {M, NY}, got};
-    bool ok = k_linear_tiles(kt, &vx, t, &ws, &vb, &vr, COL0, &vw, NULL, &err) == LLMC_RT_OK;
+    float *plain = malloc(sizeof *plain * M * NY); /* without the residual */
+    rt_view vp = {LLMC_RT_F32, 2, {M, NY}, plain};
+    bool ok = k_linear_tiles(kt, &vx, t, &ws, &vb, &vr, COL0, &vw, 1, NULL, &err) == LLMC_RT_OK &&
+              k_linear_tiles(kt, &vx, t, &ws, &vb, NULL, COL0, &vp, 1, NULL, &err) == LLMC_RT_OK;
     for (int i = 0; i < PARALLELS; i++) {
         rt_parallel par = parallel_number(i);
         memset(got, 0, sizeof *got * M * NY);
-        bool ran = k_linear_tiles(kt, &vx, t, &ws, &vb, &vr, COL0, &vg, &par, &err) == LLMC_RT_OK;
+        bool ran =
+            k_linear_tiles(kt, &vx, t, &ws, &vb, &vr, COL0, &vg, 1, &par, &err) == LLMC_RT_OK;
         CHECK(ok && ran && !memcmp(got, want, sizeof *got * M * NY),
               "k_linear_tiles %s [%d, %d] x W [%d, %d] columns %d..: %s %d: bitwise serial",
               kt->target, M, K, N, K, COL0, i < 3 ? "fake threads" : "real pool of",
               i < 3 ? i + 1 : 2);
+        CHECK(ok && outputs_match(kt, &vx, t, &ws, &vb, COL0, plain, M, NY, &par),
+              "k_linear_tiles %s: columns %d.. as outputs of 100, 7 and 170 in one call, %s "
+              "%d: the bits of one output", kt->target, COL0,
+              i < 3 ? "fake threads" : "real pool of", i < 3 ? i + 1 : 2);
         parallel_done(&par);
     }
     free(x);
@@ -253,6 +280,7 @@ static void test_linear_threads(const rt_kernels *kt)
     free(t);
     free(want);
     free(got);
+    free(plain);
 }
 
 static void expect_fail(llmc_rt_status st, const char *what)
@@ -272,24 +300,32 @@ static void test_linear_checks(const rt_kernels *kt)
             vb = {LLMC_RT_F32, 1, {19}, b}, vr = {LLMC_RT_F32, 2, {6, 15}, y},
             vxi = {LLMC_RT_I32, 2, {6, 10}, x};
     rt_kernels none = {.target = "dense-only"};
-    expect_fail(k_linear_tiles(&none, &vx, t, &ws, NULL, NULL, 0, &vy, NULL, &err),
+    expect_fail(k_linear_tiles(&none, &vx, t, &ws, NULL, NULL, 0, &vy, 1, NULL, &err),
                 "a table without ftile");
-    expect_fail(k_linear_tiles(kt, &vx, t, &ws8, NULL, NULL, 0, &vy, NULL, &err),
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws8, NULL, NULL, 0, &vy, 1, NULL, &err),
                 "tiles of another hp");
-    expect_fail(k_linear_tiles(kt, &vx9, t, &ws, NULL, NULL, 0, &vy, NULL, &err),
+    expect_fail(k_linear_tiles(kt, &vx9, t, &ws, NULL, NULL, 0, &vy, 1, NULL, &err),
                 "x whose last dim is not k");
-    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, NULL, 0, &vy7, NULL, &err),
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, NULL, 0, &vy7, 1, NULL, &err),
                 "y with other leading dims");
-    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, NULL, 5, &vy, NULL, &err),
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, NULL, 5, &vy, 1, NULL, &err),
                 "columns past W's rows (col0 5 + 16 > 20)");
-    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, NULL, -1, &vy, NULL, &err),
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, NULL, -1, &vy, 1, NULL, &err),
                 "a negative col0");
-    expect_fail(k_linear_tiles(kt, &vx, t, &ws, &vb, NULL, 0, &vy, NULL, &err),
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws, &vb, NULL, 0, &vy, 1, NULL, &err),
                 "a bias of 19 for 20 rows");
-    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, &vr, 0, &vy, NULL, &err),
+    expect_fail(k_linear_tiles(kt, &vx, t, &ws, NULL, &vr, 0, &vy, 1, NULL, &err),
                 "a residual of other dims");
-    expect_fail(k_linear_tiles(kt, &vxi, t, &ws, NULL, NULL, 0, &vy, NULL, &err),
+    expect_fail(k_linear_tiles(kt, &vxi, t, &ws, NULL, NULL, 0, &vy, 1, NULL, &err),
                 "int32 x");
+    rt_view half = {LLMC_RT_F32, 2, {6, 8}, y}, halves[2] = {half, half};
+    llmc_rt_status st = k_linear_tiles(kt, &vx, t, &ws, NULL, &half, 0, halves, 2, NULL, &err);
+    CHECK(st == LLMC_RT_E_EXEC && strstr(err.msg, "a residual needs exactly one output, not 2"),
+          "k_linear_tiles refuses a residual with two outputs: %s", err.msg);
+    halves[1].dims[0] = 7;
+    st = k_linear_tiles(kt, &vx, t, &ws, NULL, NULL, 0, halves, 2, NULL, &err);
+    CHECK(st == LLMC_RT_E_EXEC && !strncmp(err.msg, "output 1: ", 10),
+          "k_linear_tiles names the output of other leading dims: %s", err.msg);
 }
 
 /* ---- Attention --------------------------------------------------------- */

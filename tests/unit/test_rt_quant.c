@@ -24,6 +24,7 @@
 #include "kernels/x86_avx2/x86_avx2.h"
 #endif
 #include "llmc_threads.h"
+#include "parallel_orders.h"
 #include "plan_format.h"
 #include "tap.h"
 
@@ -395,7 +396,7 @@ static llmc_rt_status run_qlinear(const rt_kernels *kt, const qfixture *f, int64
     rt_view bv = view(LLMC_RT_F32, f->b, 1, (int64_t[]){c->n});
     rt_view rv = view(LLMC_RT_F32, f->res, 2, (int64_t[]){c->m, c->n_y});
     return k_qlinear(kt, &xv, &f->xs, f->w, &f->ws, f->b ? &bv : NULL, f->res ? &rv : NULL,
-                     c->col0, &yv, gemm_min_rows, par, &err);
+                     c->col0, &yv, 1, gemm_min_rows, par, &err);
 }
 
 static bool close_to(const float *y, const double *want, const double *mag, int64_t count,
@@ -563,16 +564,6 @@ static void test_qtile_exact(const rt_kernels *kt)
 
 /* ---- threads ------------------------------------------------------------------ */
 
-/* A parallel-for that plays `threads` threads: thread t takes tasks t,
- * t + threads, ..., the last thread first. */
-static void fake_parallel(void *pool, uint32_t n, llmc_rt_task_fn task, void *ctx)
-{
-    uint32_t threads = *(const uint32_t *)pool;
-    for (uint32_t t = threads; t-- > 0;)
-        for (uint32_t i = t; i < n; i += threads)
-            task(ctx, i);
-}
-
 static void test_threads(const rt_kernels *kt)
 {
     qcase c = {4, 37, 203, 896, 32, 5, 190, true, true};
@@ -601,6 +592,59 @@ static void test_threads(const rt_kernels *kt)
     free(serial);
     free(y);
     fixture_free(&f);
+}
+
+/* ---- a Linear's outputs in one job ------------------------------------------ */
+
+/* Outputs of the given widths (consecutive columns from 0) in one k_qlinear
+ * call: the bits of one output of all the columns, on every parallel-for,
+ * both paths.  Widths that are not multiples of hp put one W row tile in
+ * two outputs. */
+static bool outputs_match_one(const rt_kernels *kt, int64_t m, const int64_t *widths,
+                              uint32_t n_out)
+{
+    int64_t n = 0;
+    for (uint32_t j = 0; j < n_out; j++)
+        n += widths[j];
+    qcase c = {4, m, n, 203, 32, 0, n, true, false};
+    qfixture f;
+    bool ok = fixture_init(&f, &c, kt);
+    float *whole = malloc((size_t)(m * n) * sizeof(float));
+    float *parts = malloc((size_t)(m * n) * sizeof(float));
+    rt_view xv = view(LLMC_RT_I8, f.xq, 2, (int64_t[]){m, c.k});
+    rt_view bv = view(LLMC_RT_F32, f.b, 1, (int64_t[]){n});
+    rt_view ys[8];
+    for (uint32_t j = 0, at = 0; j < n_out; at += (uint32_t)(m * widths[j]), j++)
+        ys[j] = view(LLMC_RT_F32, parts + at, 2, (int64_t[]){m, widths[j]});
+    ok &= run_qlinear(kt, &f, 1000, NULL, whole) == LLMC_RT_OK;
+    for (int i = 0; ok && i < PARALLELS; i++) {
+        rt_parallel par = parallel_number(i);
+        for (int64_t gemm_min = 0; ok && gemm_min <= 1000; gemm_min += 1000) {
+            memset(parts, 0, (size_t)(m * n) * sizeof(float));
+            ok &= k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, &bv, NULL, 0, ys, n_out, gemm_min, &par,
+                            &err) == LLMC_RT_OK;
+            const float *part = parts;
+            for (uint32_t j = 0, col = 0; ok && j < n_out; col += (uint32_t)widths[j], j++)
+                for (int64_t e = 0; e < m; e++, part += widths[j])
+                    ok &= !memcmp(part, whole + e * n + col, (size_t)widths[j] * sizeof(float));
+        }
+        parallel_done(&par);
+    }
+    free(whole);
+    free(parts);
+    fixture_free(&f);
+    return ok;
+}
+
+static void test_outputs(const rt_kernels *kt)
+{
+    static const int64_t qkv[] = {13, 3, 21}, more_than_a_job[] = {8, 8, 8, 8, 5};
+    for (int64_t m = 1; m <= 5; m += 4) {
+        CHECK(outputs_match_one(kt, m, qkv, 3), "%s: QLinear of %d rows into outputs of 13, 3 "
+              "and 21 columns in one job: the bits of one output", kt->isa, (int)m);
+        CHECK(outputs_match_one(kt, m, more_than_a_job, 5), "%s: QLinear of %d rows into 5 "
+              "outputs (two jobs): the bits of one output", kt->isa, (int)m);
+    }
 }
 
 /* ---- the fp32 prefill path (q_dequant.c) ------------------------------------ */
@@ -767,24 +811,34 @@ static void test_errors(void)
     rt_qweight_shape_init(&wk, 4, 8, 4, 20, 71, 32);
     rt_qweight_shape_init(&wg, 4, 8, 4, 20, 70, 64);
     rt_qweight_shape_init(&w_hp4, 4, 4, 4, 20, 70, 32);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &wk, NULL, NULL, 0, &yv, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &wk, NULL, NULL, 0, &yv, 1, 1, NULL, &err),
                      "activations of k 70 in groups of 32, weights of k 71"),
           "k mismatch: %s", err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &wg, NULL, NULL, 0, &yv, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &wg, NULL, NULL, 0, &yv, 1, 1, NULL, &err),
                      "weights of k 70 in groups of 64"), "group mismatch: %s", err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 1, &yv, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 1, &yv, 1, 1, NULL, &err),
                      "cannot give columns 1.. as [5, 20]"), "columns past n: %s", err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 0, &bad_y, 1, NULL,
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 0, &bad_y, 1, 1, NULL,
                                &err), "[5, 70] by W [20, 70] cannot give columns 0.. as [4, 20]"),
           "rows mismatch: %s", err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, &bias, NULL, 0, &yv, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, &bias, NULL, 0, &yv, 1, 1, NULL, &err),
                      "bias [19] is not [20]"), "bias: %s", err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, &res, 0, &yv, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, &res, 0, &yv, 1, 1, NULL, &err),
                      "residual [5, 21] does not match the output [5, 20]"), "residual: %s",
           err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &w_hp4, NULL, NULL, 0, &yv, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &w_hp4, NULL, NULL, 0, &yv, 1, 1, NULL, &err),
                      "weight tiles hp 4 lp 4, but target 'generic' uses hp 8 lp 4"),
           "tile size of another target: %s", err.msg);
+    rt_view halves[2] = {view(LLMC_RT_F32, y, 2, (int64_t[]){5, 10}),
+                         view(LLMC_RT_F32, y + 50, 2, (int64_t[]){4, 10})};
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 0, halves, 2, 1, NULL,
+                               &err), "output 1: QLinear of [5, 70] by W [20, 70] cannot give "
+                     "columns 10.. as [4, 10]"), "the second of two outputs: %s", err.msg);
+    rt_view res_half = view(LLMC_RT_F32, f.res, 2, (int64_t[]){5, 10});
+    halves[1].dims[0] = 5;
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, &res_half, 0, halves, 2, 1,
+                               NULL, &err), "a residual needs exactly one output, not 2"),
+          "a residual with two outputs: %s", err.msg);
     rt_view x_bad = view(LLMC_RT_F32, f.x, 2, (int64_t[]){5, 69});
     rt_view q_bad = view(LLMC_RT_I8, f.xq, 2, (int64_t[]){5, 69});
     CHECK(fails_with(k_quantize_rows(kt, &x_bad, &f.xs, &q_bad, NULL, &err),
@@ -895,6 +949,7 @@ static void test_table(const rt_kernels *kt)
     test_quantize_rows(kt);
     test_qlinear_reference(kt);
     test_threads(kt);
+    test_outputs(kt);
     if (kt != &rt_kernels_generic) {
         test_table_vs_generic(kt);
         test_qtile_exact(kt);
