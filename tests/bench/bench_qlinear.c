@@ -16,7 +16,10 @@
  *   (d) the GEMV's compute ceiling: layer 0's o projection [896, 896]
  *       (w4 460 KB, w8 860 KB: in L2) at m = 1 again and again, GB/s of
  *       weights; decode reaches the read bandwidth only if this is well
- *       above it.
+ *       above it;
+ *   (e) a layer's q, k and v at m = 1 as one call of three outputs (the
+ *       runtime's merged Linear: one parallel job) against three calls,
+ *       within decode tokens (2 threads).
  * Weights and the read buffer in 2 MiB pages (llmc_alloc_huge), as a
  * plan under `llmc bench --hugepages`.  Median of 5 runs, on 1 and 2
  * threads (llmc_threads). */
@@ -181,6 +184,42 @@ static void linear(const rt_kernels *kt, const model *M, acts *A, int l, int i, 
           &err);
 }
 
+/* Layer l's q, k and v projections ([896, 896], [128, 896], [128, 896]:
+ * W of qkv) at m = 1, as one k_qlinear call of three outputs (joined, as
+ * the runtime runs a merged Linear) or as three calls; seconds. */
+static double qkv(const rt_kernels *kt, const model *M, acts *A, int l, bool joined,
+                  const rt_parallel *par)
+{
+    llmc_rt_error err;
+    static const int64_t widths[3] = {HIDDEN, 128, 128};
+    rt_view xq = {LLMC_RT_I8, 2, {1, HIDDEN}, A->xq[0]}, ys[3];
+    for (int j = 0, at = 0; j < 3; at += (int)widths[j], j++)
+        ys[j] = (rt_view){LLMC_RT_F32, 2, {1, widths[j]}, A->y + at};
+    double t0 = now();
+    if (joined)
+        check(k_qlinear(kt, &xq, &A->xs[0], M->w[l][0], &M->ws[0], NULL, NULL, 0, ys, 3, 2, par,
+                        &err), &err);
+    for (int j = 0, col0 = 0; !joined && j < 3; col0 += (int)widths[j], j++)
+        check(k_qlinear(kt, &xq, &A->xs[0], M->w[l][0], &M->ws[0], NULL, NULL, col0, &ys[j], 1,
+                        2, par, &err), &err);
+    return now() - t0;
+}
+
+/* Seconds of one decode token's q, k and v projections (joined or not),
+ * every other Linear run in between untimed, so that each layer's weights
+ * come from DRAM as in a model. */
+static double qkv_in_token(const rt_kernels *kt, const model *M, acts *A, bool joined,
+                           const rt_parallel *par)
+{
+    double t = 0;
+    for (int l = 0; l < LAYERS; l++) {
+        t += qkv(kt, M, A, l, joined, par);
+        for (int i = 1; i < 4; i++)
+            linear(kt, M, A, l, i, true, 1, par);
+    }
+    return t;
+}
+
 /* Seconds for one decode token (every layer, every Linear). */
 static double decode_token(const rt_kernels *kt, const model *M, acts *A, const rt_parallel *par)
 {
@@ -289,6 +328,19 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
                (double)M.bytes / 1e6, read_gbs, 100.0 * median(ratio),
                (double)rt_qweight_bytes(&M.ws[1]) / median(l2) / 1e9, ops / t_pre / 1e9,
                100.0 * ops / t_pre / 1e9 / int8_gops[threads - 1], int8_gops[threads - 1]);
+        if (threads > 1) {
+            double joined[RUNS], three[RUNS], gain[RUNS];
+            for (int r = 0; r < RUNS; r++) {
+                joined[r] = qkv_in_token(kt, &M, &A1, true, &par);
+                three[r] = qkv_in_token(kt, &M, &A1, false, &par);
+                gain[r] = three[r] / joined[r];
+            }
+            printf("w%da8 g%d %s %u threads: q, k and v of a layer (%.0f KB) in one call %.1f us, "
+                   "in three calls %.1f us (paired median ratio %.3f)\n",
+                   bits, (int)M.ws[0].group, kt->target, threads,
+                   (double)rt_qweight_bytes(&M.ws[0]) / 1e3, 1e6 * median(joined) / LAYERS,
+                   1e6 * median(three) / LAYERS, median(gain));
+        }
         fflush(stdout);
         llmc_threads_destroy(pool);
     }
