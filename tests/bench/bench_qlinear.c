@@ -328,11 +328,31 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
                (double)M.bytes / 1e6, read_gbs, 100.0 * median(ratio),
                (double)rt_qweight_bytes(&M.ws[1]) / median(l2) / 1e9, ops / t_pre / 1e9,
                100.0 * ops / t_pre / 1e9 / int8_gops[threads - 1], int8_gops[threads - 1]);
+        if (threads > 1 && kt->qlinear_gemv_pair && bits == 8) {
+            rt_kernels per_tile = *kt;
+            per_tile.qlinear_gemv_pair = NULL;
+            double paired[RUNS], single[RUNS], gain[RUNS];
+            for (int r = 0; r < RUNS; r++) { /* which goes first alternates */
+                if (r & 1)
+                    single[r] = decode_token(&per_tile, &M, &A1, &par);
+                paired[r] = decode_token(kt, &M, &A1, &par);
+                if (!(r & 1))
+                    single[r] = decode_token(&per_tile, &M, &A1, &par);
+                gain[r] = single[r] / paired[r];
+            }
+            printf("w%da8 g%d %s %u threads: decode with qlinear_gemv_pair %.1f tok/s, qtile "
+                   "per tile %.1f tok/s (paired median ratio %.3f)\n", bits, (int)M.ws[0].group,
+                   kt->target, threads, 1.0 / median(paired), 1.0 / median(single),
+                   median(gain));
+        }
         if (threads > 1) {
             double joined[RUNS], three[RUNS], gain[RUNS];
-            for (int r = 0; r < RUNS; r++) {
+            for (int r = 0; r < RUNS; r++) { /* which goes first alternates */
+                if (r & 1)
+                    three[r] = qkv_in_token(kt, &M, &A1, false, &par);
                 joined[r] = qkv_in_token(kt, &M, &A1, true, &par);
-                three[r] = qkv_in_token(kt, &M, &A1, false, &par);
+                if (!(r & 1))
+                    three[r] = qkv_in_token(kt, &M, &A1, false, &par);
                 gain[r] = three[r] / joined[r];
             }
             printf("w%da8 g%d %s %u threads: q, k and v of a layer (%.0f KB) in one call %.1f us, "

@@ -661,6 +661,41 @@ static llmc_rt_status run_dequant(const rt_kernels *kt, const qfixture *f, const
                              f->res ? &rv : NULL, c->col0, &yv, par, &err);
 }
 
+/* The decode QLinear (m = 1) of 8-bit weights through the table's
+ * qlinear_gemv_pair: the bits of qtile per tile (the table without it),
+ * every case_at shape (odd n, col0, groups), serial and on a real pool. */
+static void test_gemv_pair(const rt_kernels *kt)
+{
+    rt_kernels per_tile = *kt;
+    per_tile.qlinear_gemv_pair = NULL;
+    llmc_threads *pool = llmc_threads_create(2);
+    rt_parallel real = {llmc_threads_parallel, pool};
+    bool ok = pool != NULL;
+    int shapes = 0;
+    for (int i = 0; ok && i < n_cases(); i++) {
+        qcase c = case_at(i);
+        if (c.bits != 8)
+            continue;
+        c.m = 1;
+        qfixture f;
+        ok &= fixture_init(&f, &c, kt);
+        float *want = malloc((size_t)c.n_y * sizeof(float));
+        float *got = malloc((size_t)c.n_y * sizeof(float));
+        ok &= run_qlinear(&per_tile, &f, 2, NULL, want) == LLMC_RT_OK &&
+              run_qlinear(kt, &f, 2, NULL, got) == LLMC_RT_OK &&
+              !memcmp(got, want, (size_t)c.n_y * sizeof *got);
+        ok &= run_qlinear(kt, &f, 2, &real, got) == LLMC_RT_OK &&
+              !memcmp(got, want, (size_t)c.n_y * sizeof *got);
+        shapes += c.n_y > 8;
+        free(want);
+        free(got);
+        fixture_free(&f);
+    }
+    llmc_threads_destroy(pool);
+    CHECK(ok && shapes > 0, "%s qlinear_gemv_pair: the 8-bit decode QLinear bitwise qtile per "
+          "tile on %d shapes (every group, col0, odd n), serial and 2 threads", kt->isa, shapes);
+}
+
 /* Within 1e-5 of the sum of |terms| of both the portable int8 path on the
  * same operands and fp64: every case_at shape, plus one of several row
  * passes, reduction panels and tasks. */
@@ -956,6 +991,8 @@ static void test_table(const rt_kernels *kt)
     }
     if (kt->qlinear_pair_column)
         test_streamed_stores(kt);
+    if (kt->qlinear_gemv_pair)
+        test_gemv_pair(kt);
 }
 
 /* Two tables for the same target: their qtile outputs byte for byte on

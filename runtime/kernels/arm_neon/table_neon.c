@@ -12,6 +12,7 @@ const rt_kernels rt_kernels_neon_dot = {
     NULL, /* attn_exp: the portable loop */
     rt_neon_swiglu, NULL, /* dequant_block: rt_dequant_block_generic */
     rt_neon_rmsnorm_row,
+    NULL, /* qlinear_gemv_pair: qtile per tile */
     "neon-dot",
 };
 
@@ -23,5 +24,6 @@ const rt_kernels rt_kernels_neon_i8mm = {
     NULL, /* attn_exp: the portable loop */
     rt_neon_swiglu, NULL, /* dequant_block: rt_dequant_block_generic */
     rt_neon_rmsnorm_row,
+    NULL, /* qlinear_gemv_pair: qtile per tile */
     "neon-i8mm",
 };

@@ -123,9 +123,58 @@ static inline void w8_group_rows(const uint8_t *w, const uint8_t *x, int64_t til
     }
 }
 
+/* The sign trick of w8_group_row for two W row tiles, each activation
+ * word broadcast once for both.  (The same pairing of the bits 4 loops,
+ * two nibble unpacks per broadcast, made the w4a8 decode slower: make
+ * bench-kernels' paired ratio 0.92-0.98.) */
+static inline void w8_group_row_pair(const uint8_t *wa, const uint8_t *wb, const uint8_t *x,
+                                     int64_t tiles, __m256i *sa, __m256i *sb)
+{
+    for (int64_t t = 0; t < tiles; t++) {
+        __m256i xt = bcast4(x + t * ACT_STEP);
+        __m256i at = _mm256_loadu_si256((const __m256i *)(wa + t * TILE_BYTES));
+        __m256i bt = _mm256_loadu_si256((const __m256i *)(wb + t * TILE_BYTES));
+        *sa = _mm256_add_epi32(*sa, _mm256_madd_epi16(_mm256_maddubs_epi16(
+                                        _mm256_abs_epi8(at), _mm256_sign_epi8(xt, at)),
+                                    _mm256_set1_epi16(1)));
+        *sb = _mm256_add_epi32(*sb, _mm256_madd_epi16(_mm256_maddubs_epi16(
+                                        _mm256_abs_epi8(bt), _mm256_sign_epi8(xt, bt)),
+                                    _mm256_set1_epi16(1)));
+    }
+}
+
 #include "q_x86_qtile.h"
 
 void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out)
 {
     qtile_x86(a, et, rows, ht, out);
+}
+
+/* gemv of row tiles ht and ht + 1 at once, bits 8. */
+static void gemv_pair_w8(const rt_qtile_args *a, int64_t et, int64_t ht, float *out)
+{
+    operands o = operands_of(a, et, ht);
+    uint64_t tile = (uint64_t)o.groups * o.block; /* bytes of a row tile */
+    const uint8_t *w = o.w, *x = o.x;
+    __m256 acc_a = _mm256_setzero_ps(), acc_b = _mm256_setzero_ps();
+    for (int64_t g = 0; g < o.groups; g++, w += o.block, x += o.x_step) {
+        prefetch_block(w, o.block);
+        prefetch_block(w + tile, o.block);
+        __m256i dot_a = _mm256_setzero_si256(), dot_b = _mm256_setzero_si256();
+        w8_group_row_pair(w, w + tile, x, o.tiles, &dot_a, &dot_b);
+        acc_a = gemv_group_floats(acc_a, w, &o, dot_a, g, 8);
+        acc_b = gemv_group_floats(acc_b, w + tile, &o, dot_b, g, 8);
+    }
+    _mm256_storeu_ps(out, acc_a);
+    _mm256_storeu_ps(out + HP, acc_b);
+}
+
+void rt_q_avx2_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out)
+{
+    if (x86_tiles(a) && a->ws.bits == 8) {
+        gemv_pair_w8(a, et, ht, out);
+        return;
+    }
+    rt_q_avx2_qtile(a, et, 1, ht, out);
+    rt_q_avx2_qtile(a, et, 1, ht + 1, out + a->ws.hp);
 }

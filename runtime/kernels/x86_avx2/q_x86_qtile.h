@@ -76,6 +76,19 @@ INLINE void prefetch_block(const uint8_t *p, uint64_t bytes)
         _mm_prefetch((const char *)(p + PREFETCH_AHEAD + o), _MM_HINT_T0);
 }
 
+/* The decode GEMV's float steps of group g for the row tile whose block is
+ * at w: its int32 products by the scales, then (bits 4) the mins by the
+ * activation's group sum. */
+INLINE __m256 gemv_group_floats(__m256 acc, const uint8_t *w, const operands *o, __m256i dot,
+                                int64_t g, int bits)
+{
+    acc = _mm256_fmadd_ps(load_halves(w + o->data), _mm256_cvtepi32_ps(dot), acc);
+    if (bits == 4)
+        acc = _mm256_fmadd_ps(load_halves(w + o->data + 2 * HP),
+                              _mm256_set1_ps((float)o->sums[g]), acc);
+    return acc;
+}
+
 /* rows == 1 (decode): one activation row against row tile ht, every group
  * (bits a constant: each call site compiles to its own loop). */
 INLINE void gemv(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits)
@@ -87,10 +100,7 @@ INLINE void gemv(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int
         prefetch_block(w, o.block);
         __m256i dot = bits == 4 ? w4_group_row(w, x, o.pairs)
                                 : w8_group_row(w, x, o.tiles, o.sums[g]);
-        acc = _mm256_fmadd_ps(load_halves(w + o.data), _mm256_cvtepi32_ps(dot), acc);
-        if (bits == 4)
-            acc = _mm256_fmadd_ps(load_halves(w + o.data + 2 * HP),
-                                  _mm256_set1_ps((float)o.sums[g]), acc);
+        acc = gemv_group_floats(acc, w, &o, dot, g, bits);
     }
     _mm256_storeu_ps(out, acc);
 }

@@ -12,7 +12,7 @@ const rt_kernels rt_kernels_avx2 = {
     rt_qlinear_pair_column_avx2, rt_ftile_avx2,
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
-    rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, "avx2",
+    rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avx2, "avx2",
 };
 
 const rt_kernels rt_kernels_avx2_avx512 = {
@@ -20,5 +20,7 @@ const rt_kernels rt_kernels_avx2_avx512 = {
     rt_q_avx512_vnni_qtile_2x2, rt_qlinear_pair_column_avx512, rt_ftile_avx512,
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
-    rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, "avx2+avx512vnni",
+    rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2,
+    NULL, /* qlinear_gemv_pair: qtile per tile (vpdpbusd) */
+    "avx2+avx512vnni",
 };
