@@ -229,17 +229,20 @@ llmc_rt_status llmc_rt_exec_Linear(rt_op_call *c, llmc_rt_error *err)
     uint32_t n_out = c->op->outputs.len;
     for (uint32_t j0 = 0; j0 < n_out; j0 += LLMC_RT_LINEAR_OUTPUTS) {
         rt_view ys[LLMC_RT_LINEAR_OUTPUTS];
-        uint32_t n = n_out - j0 < LLMC_RT_LINEAR_OUTPUTS ? n_out - j0 : LLMC_RT_LINEAR_OUTPUTS;
+        uint32_t n = 0;
+        uint32_t end = n_out - j0 < LLMC_RT_LINEAR_OUTPUTS ? n_out : j0 + LLMC_RT_LINEAR_OUTPUTS;
         int64_t cols = 0;
-        for (uint32_t j = 0; j < n; j++) {
-            uint32_t t = prep_operand(c->s->prepared, c->op->outputs, j0 + j);
-            llmc_rt_status st = rt_session_view(c->s, t, c->S, c->P, &ys[j], err);
+        for (uint32_t j = j0; j < end; j++) {
+            uint32_t t = prep_operand(c->s->prepared, c->op->outputs, j);
+            llmc_rt_status st = rt_session_view(c->s, t, c->S, c->P, &ys[n], err);
             if (st)
-                return rt_prefix(err, st, "output %u: ", RT_N(j0 + j), NULL);
-            cols += ys[j].rank ? ys[j].dims[ys[j].rank - 1] : 0;
-            c->moved += rt_view_bytes(&ys[j]);
+                return rt_prefix(err, st, "output %u: ", RT_N(j), NULL);
+            cols += ys[n].rank ? ys[n].dims[ys[n].rank - 1] : 0;
+            c->moved += rt_view_bytes(&ys[n]);
+            /* an empty output has no rows (then none has) or no columns */
+            n += k_count(&ys[n]) != 0;
         }
-        llmc_rt_status st = c->op->linear(c, col0, ys, n, err);
+        llmc_rt_status st = n ? c->op->linear(c, col0, ys, n, err) : LLMC_RT_OK;
         if (st)
             return j0 ? rt_prefix(err, st, "outputs %u..: ", RT_N(j0), NULL) : st;
         col0 += cols;
