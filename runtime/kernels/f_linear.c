@@ -215,9 +215,6 @@ llmc_rt_status k_linear_tiles(const rt_kernels *kt, const rt_view *x, const floa
     llmc_rt_status st = check_table(kt, ws, err);
     if (st)
         return st;
-    if (n_ys > 1 && residual)
-        return rt_fail(err, LLMC_RT_E_EXEC, "Linear: a residual needs exactly one output, not "
-                       "%u", RT_N(n_ys), NULL);
     ftile_outputs o = {kt, x, bias, residual, w, ws, {{0}}};
-    return rt_run_outputs(par, ys, n_ys, col0, ftile_output_job, &o, err);
+    return rt_run_outputs(par, ys, n_ys, col0, residual != NULL, ftile_output_job, &o, err);
 }

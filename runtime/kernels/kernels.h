@@ -61,10 +61,12 @@ typedef llmc_rt_status (*rt_output_job_fn)(void *ctx, uint32_t slot, int64_t col
 
 /* ref_common.c: the outputs ys[0..n_ys), ys[0] from column col0 and each
  * next one after the last's columns, RT_JOBS_MAX at a time, each group's
- * jobs (from job_for) as one parallel-for.  An error names its output when
- * there are several. */
+ * jobs (from job_for) as one parallel-for.  A residual (residual true)
+ * needs a single output.  An error names its output when there are
+ * several. */
 llmc_rt_status rt_run_outputs(const rt_parallel *par, rt_view *ys, uint32_t n_ys, int64_t col0,
-                              rt_output_job_fn job_for, void *ctx, llmc_rt_error *err);
+                              bool residual, rt_output_job_fn job_for, void *ctx,
+                              llmc_rt_error *err);
 
 /* Which dtypes each op accepts; the verifier asks these at plan open. */
 bool k_unary_supports(int kind, int x_dtype, int y_dtype);

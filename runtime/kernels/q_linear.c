@@ -470,9 +470,6 @@ llmc_rt_status k_qlinear(const rt_kernels *kt, const rt_view *xq, const rt_qact_
                          const rt_view *residual, int64_t col0, rt_view *ys, uint32_t n_ys,
                          int64_t gemm_min_rows, const rt_parallel *par, llmc_rt_error *err)
 {
-    if (n_ys > 1 && residual)
-        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: a residual needs exactly one output, not "
-                       "%u", RT_N(n_ys), NULL);
     qlinear_outputs o = {kt, xq, bias, residual, xs, w, ws, gemm_min_rows, {{0}}};
-    return rt_run_outputs(par, ys, n_ys, col0, qlinear_output_job, &o, err);
+    return rt_run_outputs(par, ys, n_ys, col0, residual != NULL, qlinear_output_job, &o, err);
 }

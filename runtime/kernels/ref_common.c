@@ -286,8 +286,12 @@ bool rt_parallel_for_jobs(const rt_parallel *par, const rt_job *jobs, uint32_t n
 }
 
 llmc_rt_status rt_run_outputs(const rt_parallel *par, rt_view *ys, uint32_t n_ys, int64_t col0,
-                              rt_output_job_fn job_for, void *ctx, llmc_rt_error *err)
+                              bool residual, rt_output_job_fn job_for, void *ctx,
+                              llmc_rt_error *err)
 {
+    if (n_ys > 1 && residual)
+        return rt_fail(err, LLMC_RT_E_EXEC, "Linear: a residual needs exactly one output, not %u",
+                       RT_N(n_ys), NULL);
     rt_job jobs[RT_JOBS_MAX];
     for (uint32_t j0 = 0; j0 < n_ys; j0 += RT_JOBS_MAX) {
         uint32_t n = n_ys - j0 < RT_JOBS_MAX ? n_ys - j0 : RT_JOBS_MAX;
