@@ -191,7 +191,8 @@ int lower_embedding_table(lower_ctx *L, int ev, int bits, int64_t group, uint32_
     return bits == 32 ? fp32_tiled_weight(L, src, t) : quantized_weight(L, src, bits, group, t);
 }
 
-/* llmc.QuantizeRows(x) -> xq: QActTiles of the target's ep x lp tiles. */
+/* llmc.QuantizeRows(x) -> xq: QActTiles of the target's ep x lp tiles;
+ * its scale attribute (calibration's static per-tensor scale) if set. */
 int lower_quantize_rows(lower_ctx *L, int unused)
 {
     (void)unused;
@@ -213,6 +214,7 @@ int lower_quantize_rows(lower_ctx *L, int unused)
     cg_op *op = lower_emit(L, CG_OP_QUANTIZE_ROWS);
     if (!op)
         return L->err->code;
+    op->scale = llmc_node_attr_float(L->g, L->node, "scale", 0.0f);
     rc = op_add_input(L, op, x);
     return rc ? rc : op_add_output(L, op, y);
 }

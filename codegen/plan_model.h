@@ -99,7 +99,7 @@ typedef struct {
     float epsilon;
     double value;
     int32_t heads, kv_heads, head_dim, rotary_dim;  /* Attention, Rope */
-    float scale;                                    /* Attention */
+    float scale;                                    /* Attention; QuantizeRows: static scale */
     uint32_t cache;                                 /* Attention */
 } cg_op;
 

@@ -1,7 +1,8 @@
 /* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR [--dot]] [--dim NAME=N]
  *              [--threads N] [--quiet] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
  *              [--embed-bits 32|16|8] [--logits last|all] [--target generic|avx2|neon-dot|neon-i8mm]
- *              [--kv-cache f32|f16|int8] [--tokenizer tokenizer.json] */
+ *              [--kv-cache f32|f16|int8] [--tokenizer tokenizer.json]
+ *              [--calibrate TEXT [--calib-percentile P]] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "calibrate.h"
 #include "cli.h"
 #include "codegen/codegen.h"
 #include "tokenizer_json.h"
@@ -18,6 +20,10 @@
 
 #define MAX_DIM_BINDINGS 16
 #define MAX_PASSES 64
+/* Calibration windows: tokens per window, at most the plan's max context. */
+#define CALIB_CONTEXT 256u
+/* The clip of a calibrated tensor: this percentile of its |x|. */
+#define CALIB_PERCENTILE 99.99
 
 static const char compile_help[] =
     "usage: llmc compile MODEL.onnx -o OUT.plan [options]\n"
@@ -57,7 +63,14 @@ static const char compile_help[] =
     "                        or int8 (keys int8 with a scale per row, values f16)\n"
     "  --tokenizer PATH      a Hugging Face tokenizer.json (tokenizer_config.json beside it\n"
     "                        is read for bos/eos) compiled into the plan: llmc tokenize,\n"
-    "                        llmc run --prompt and llmc_rt_encode use it\n";
+    "                        llmc run --prompt and llmc_rt_encode use it\n"
+    "  --calibrate TEXT      w8a8 with per-tensor activations, as an NPU runs them: the\n"
+    "                        model (unquantized) runs over TEXT (tokenized by --tokenizer)\n"
+    "                        in windows of up to %u tokens, and every QuantizeRows gets one\n"
+    "                        static scale, the clip of its x's range / 127; prints each\n"
+    "                        tensor's range, outliers and importance (max |x| / clip)\n"
+    "  --calib-percentile P  the clip: this percentile of |x| over the text (default %g);\n"
+    "                        values beyond it are clamped\n";
 
 typedef struct {
     const char *model, *output, *dump_dir;
@@ -72,6 +85,8 @@ typedef struct {
     const char *target;
     int kv_cache_dtype;             /* Plan.kv_cache_dtype */
     const char *tokenizer;
+    const char *calibrate;          /* --calibrate TEXT */
+    double calib_percentile;
     int quiet;
     int n_dims;
     llmc_dim_binding dims[MAX_DIM_BINDINGS];
@@ -169,6 +184,14 @@ static int parse_args(int argc, char **argv, compile_args *a)
                 return llmc_cli_usage("compile", "--kv-cache wants f32, f16 or int8, got '%s'", t);
         } else if (!strcmp(arg, "--tokenizer") && has_value) {
             a->tokenizer = argv[++i];
+        } else if (!strcmp(arg, "--calibrate") && has_value) {
+            a->calibrate = argv[++i];
+        } else if (!strcmp(arg, "--calib-percentile") && has_value) {
+            char *end;
+            a->calib_percentile = strtod(argv[++i], &end);
+            if (*end || end == argv[i] || !(a->calib_percentile > 0 && a->calib_percentile <= 100))
+                return llmc_cli_usage("compile", "--calib-percentile wants a number in (0, 100], "
+                                      "got '%s'", argv[i]);
         } else if (!strcmp(arg, "--explain")) {
             a->explain = 1;
         } else if (!strcmp(arg, "--dot")) {
@@ -191,6 +214,16 @@ static int parse_args(int argc, char **argv, compile_args *a)
         return llmc_cli_usage("compile", "--dot needs --dump-passes DIR (the pictures go beside the dumps)");
     if (a->group < 0)
         a->group = default_group(a->quant_bits);
+    if (a->calibrate && a->quant_bits != 8)
+        return llmc_cli_usage("compile", "--calibrate makes per-tensor int8 activations for "
+                              "W8A8 (NPU) plans: use it with --quant w8a8");
+    if (a->calibrate && !a->tokenizer)
+        return llmc_cli_usage("compile", "--calibrate needs --tokenizer tokenizer.json to "
+                              "tokenize '%s'", a->calibrate);
+    if (a->calib_percentile && !a->calibrate)
+        return llmc_cli_usage("compile", "--calib-percentile needs --calibrate TEXT");
+    if (!a->calib_percentile)
+        a->calib_percentile = CALIB_PERCENTILE;
     return LLMC_OK;
 }
 
@@ -279,7 +312,7 @@ static void print_stats(const char *path, const llmc_codegen_stats *st)
 int llmc_cmd_compile(int argc, char **argv)
 {
     if (llmc_cli_wants_help(argc, argv)) {
-        fputs(compile_help, stdout);
+        printf(compile_help, CALIB_CONTEXT, CALIB_PERCENTILE);
         return 0;
     }
     compile_args a;
@@ -308,6 +341,17 @@ int llmc_cmd_compile(int argc, char **argv)
     size_t tokenizer_size = 0;
     if (a.tokenizer)   /* first: a refused tokenizer.json costs no import */
         rc = llmc_tokenizer_compile(a.tokenizer, &tokenizer, &tokenizer_size, &err);
+    llmc_calibration calibration = {0};
+    if (!rc && a.calibrate) {
+        llmc_calibrate_options copt = {a.calibrate, a.calib_percentile,
+                                       a.max_context < CALIB_CONTEXT ? a.max_context : CALIB_CONTEXT,
+                                       llmc_cli_host_target()};
+        rc = llmc_calibrate(a.model, &io, &ctx, tokenizer, tokenizer_size, &copt, &calibration,
+                            &err);
+        if (!rc)
+            llmc_calibration_print(&calibration, stdout);
+        ctx.calibration = &calibration;
+    }
     if (!rc)
         rc = llmc_import_onnx(a.model, &io, &g, &err);
     if (!rc) {
@@ -338,6 +382,7 @@ int llmc_cmd_compile(int argc, char **argv)
             printf("tokenizer %s: %zu bytes\n", a.tokenizer, tokenizer_size);
     }
     free(tokenizer);
+    llmc_calibration_free(&calibration);
     llmc_graph_free(&g);
     return rc ? llmc_cli_report(&err) : 0;
 }

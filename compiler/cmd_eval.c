@@ -19,6 +19,7 @@
 #include "llmc_rt.h"
 #include "llmc_threads.h"
 #include "roofline.h"
+#include "text_ids.h"
 
 static const char eval_help[] =
     "usage: llmc eval PLAN (--text FILE | --ids FILE) [--context N] [--stride N] [--threads N]\n"
@@ -46,11 +47,7 @@ typedef struct {
     bool hugepages;                    /* --hugepages */
 } eval_args;
 
-/* A token sequence on the heap. */
-typedef struct {
-    int64_t *ids;
-    size_t n, cap;
-} id_list;
+typedef llmc_id_list id_list;
 
 /* What the windows add up to. */
 typedef struct {
@@ -154,35 +151,6 @@ static int read_ids(const char *path, id_list *out, llmc_error *err)
     int rc = llmc_cli_map(path, &f, err);
     if (!rc)
         rc = parse_id_bytes(f.map, f.size, path, out, err);
-    llmc_unmap_file(&f);
-    return rc;
-}
-
-/* The whole text of `path` encoded by the plan's tokenizer into *out (the
- * host has the memory the runtime's scratch asks for: a few hundred bytes
- * per input byte). */
-static int encode_text(const llmc_rt_plan *plan, const char *path, id_list *out, llmc_error *err)
-{
-    llmc_mapped_file f = {0};
-    llmc_rt_error rt = {0};
-    size_t scratch_bytes = llmc_rt_tokenizer_memory(plan, 0);
-    if (!scratch_bytes)
-        return llmc_fail(err, LLMC_E_INPUT, "the plan has no tokenizer (compile it with "
-                         "--tokenizer tokenizer.json) for --text '%s'", path);
-    int rc = llmc_cli_map(path, &f, err);
-    if (rc)
-        return rc;
-    scratch_bytes = llmc_rt_tokenizer_memory(plan, f.size);
-    void *scratch = malloc(scratch_bytes ? scratch_bytes : 1);
-    out->cap = f.size + 1; /* a token covers at least one byte */
-    out->ids = malloc(out->cap * sizeof *out->ids);
-    if (!scratch || !out->ids)
-        rc = llmc_fail(err, LLMC_E_NOMEM, "'%s': cannot hold the tokenizer's %zu bytes of "
-                       "scratch", path, scratch_bytes);
-    else if (llmc_rt_encode(plan, (const char *)f.map, f.size, 0, scratch, scratch_bytes,
-                            out->ids, out->cap, &out->n, &rt) != LLMC_RT_OK)
-        rc = llmc_fail(err, LLMC_E_INPUT, "'%s': %s", path, rt.msg);
-    free(scratch);
     llmc_unmap_file(&f);
     return rc;
 }
@@ -351,7 +319,7 @@ int llmc_cmd_eval(int argc, char **argv)
     if (!rc)
         rc = resolve_windows(&a, &plan, &err);
     if (!rc)
-        rc = a.text_file ? encode_text(&plan, a.text_file, &ids, &err)
+        rc = a.text_file ? llmc_encode_text_file(&plan, a.text_file, &ids, &err)
                          : read_ids(a.ids_file, &ids, &err);
     if (!rc)
         rc = check_ids(&ids, &plan, a.text_file ? a.text_file : a.ids_file, &err);

@@ -37,6 +37,9 @@
  *     INT group.  x float32 [..., K]; xq int8 with x's shape: each row
  *     scaled by 127 / max|x_row| and rounded to nearest even, with the row
  *     scale and the sum of every group of `group` values (QActTiles).
+ *     FLOAT scale (set by the quantize pass from --calibrate, else absent):
+ *     every row takes this static per-tensor scale instead, q = x * (1 /
+ *     scale) rounded half to even and clamped to [-127, 127].
  *
  * Rope(x, cos, sin) -> y                                          [Rope]
  *     INT rotary_dim (even, <= D).  x [..., S, D]: axis -2 is the token

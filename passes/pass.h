@@ -17,6 +17,8 @@ typedef struct {
     int64_t quant_group;    /* K elements per weight scale; 0 = one per output channel */
     int embed_bits;         /* quantize-embedding: 32, 16 or 8 (0 = 32) */
     bool logits_last;       /* logits-last: the LM head computes the last position only */
+    /* quantize: static per-tensor activation scales (--calibrate); NULL: per row */
+    const struct llmc_calibration *calibration;
     bool explain;           /* print why a pattern did not match (to `log`) */
     FILE *log;              /* explanations; may be NULL */
     /* A pass may describe what it did here (NUL-terminated, e.g. "3 merged");

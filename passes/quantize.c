@@ -13,10 +13,18 @@
  * 002 §4.2).  Codegen packs W into the target's tiles; norms, softmax,
  * attention and the embedding stay float32.
  *
+ * With --calibrate (calibrate.h) every QuantizeRows gets the attribute
+ * scale: the static per-tensor scale of its x from the calibration run
+ * (clip / 127), as an NPU quantizes activations (paper 003 §3.3).
+ *
  * Preconditions: W a float32 constant of rank 2 whose K equals x's constant
- * last dim; x float32.  Without --quant (f32) the pass changes nothing. */
+ * last dim; x float32; with a calibration, a range recorded for every
+ * quantized x (the calibration plan ran the same passes).  Without --quant
+ * (f32) the pass changes nothing. */
+#include <float.h>
 #include <stdlib.h>
 
+#include "calibrate.h"
 #include "llmc_ops.h"
 #include "pass.h"
 #include "pipeline.h"
@@ -54,8 +62,26 @@ static bool feeds_graph_output(const llmc_graph *g, int node)
     return false;
 }
 
-/* The QuantizeRows output for (x, group), made on first use; -1 on OOM. */
-static int quantized_input(llmc_graph *g, shared_input *made, int *n_made, int x, int group)
+/* The calibrated static scale of x on QuantizeRows node `node`. */
+static int set_static_scale(llmc_graph *g, const llmc_pass_ctx *ctx, int node, int x,
+                            llmc_error *err)
+{
+    const llmc_act_range *r = llmc_calibration_find(ctx->calibration, g->values[x].name);
+    if (!r)
+        return llmc_fail(err, LLMC_E_INTERNAL, "%s: the calibration run recorded no range for "
+                         "'%s'", PASS, g->values[x].name);
+    if (!(r->scale >= FLT_MIN && r->scale <= FLT_MAX))
+        return llmc_fail(err, LLMC_E_INPUT, "%s: '%s' reached max |x| = %g in the calibration "
+                         "run: no int8 scale holds it", PASS, g->values[x].name, r->absmax);
+    return llmc_node_set_float(g, node, "scale", r->scale)
+               ? llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS)
+               : LLMC_OK;
+}
+
+/* The QuantizeRows output for (x, group), made on first use; -1 on OOM
+ * (err set) or a calibration failure. */
+static int quantized_input(llmc_graph *g, const llmc_pass_ctx *ctx, shared_input *made,
+                           int *n_made, int x, int group, llmc_error *err)
 {
     for (int i = 0; i < *n_made; i++)
         if (made[i].x == x && made[i].group == group)
@@ -64,10 +90,12 @@ static int quantized_input(llmc_graph *g, shared_input *made, int *n_made, int x
     int xq = name ? llmc_graph_add_value(g, name, LLMC_DT_INT8) : -1;
     free(name);
     if (xq < 0)
-        return -1;
+        return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS), -1;
     g->values[xq].shape = g->values[x].shape;
     int node = llmc_graph_add_llmc_node(g, "QuantizeRows", g->values[xq].name, &x, 1, &xq, 1);
     if (node < 0 || llmc_node_set_int(g, node, "group", group))
+        return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS), -1;
+    if (ctx->calibration && set_static_scale(g, ctx, node, x, err))
         return -1;
     made[*n_made] = (shared_input){x, group, xq};
     ++*n_made;
@@ -75,16 +103,18 @@ static int quantized_input(llmc_graph *g, shared_input *made, int *n_made, int x
 }
 
 static int quantize_linear(llmc_graph *g, const llmc_pass_ctx *ctx, int node, shared_input *made,
-                           int *n_made)
+                           int *n_made, llmc_error *err)
 {
     int64_t k = g->values[g->nodes[node].inputs[1]].shape.dims[0].c;
     int bits = feeds_graph_output(g, node) ? ctx->lm_head_bits : ctx->quant_bits;
     int64_t group = ctx->quant_group ? ctx->quant_group
                                      : (k + PER_CHANNEL_ALIGN - 1) / PER_CHANNEL_ALIGN * PER_CHANNEL_ALIGN;
-    int xq = quantized_input(g, made, n_made, g->nodes[node].inputs[0], (int)group);
-    if (xq < 0 || llmc_node_set_int(g, node, "quant_bits", bits) ||
+    int xq = quantized_input(g, ctx, made, n_made, g->nodes[node].inputs[0], (int)group, err);
+    if (xq < 0)
+        return err->code;
+    if (llmc_node_set_int(g, node, "quant_bits", bits) ||
         llmc_node_set_int(g, node, "quant_group", group))
-        return -1;
+        return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
     g->nodes[node].inputs[0] = xq;
     return 0;
 }
@@ -100,16 +130,17 @@ static int run_quantize(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err
     for (int i = 0; i < n_nodes; i++) {
         if (g->nodes[i].dead || !llmc_is_op(&g->nodes[i], "Linear") || !quantizable(g, ctx, i))
             continue;
-        if (quantize_linear(g, ctx, i, made, &n_made)) {
+        if (quantize_linear(g, ctx, i, made, &n_made, err)) {
             free(made);
-            return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
+            return err->code;
         }
         linears++;
         eight += llmc_node_attr_int(g, i, "quant_bits", 0) == 8;
     }
     free(made);
-    llmc_pass_detail(ctx, "%d Linears quantized (%d to 8 bits, %d to 4), %d QuantizeRows", linears,
-                     eight, linears - eight, n_made);
+    llmc_pass_detail(ctx, "%d Linears quantized (%d to 8 bits, %d to 4), %d QuantizeRows%s",
+                     linears, eight, linears - eight, n_made,
+                     ctx->calibration ? " with static scales from calibration" : "");
     return LLMC_OK;
 }
 

@@ -401,6 +401,14 @@ void llmc_rt_session_set_parallel(llmc_rt_session *s, llmc_rt_parallel_fn fn, vo
  * none.  Call after init (init clears it). */
 void llmc_rt_session_set_observer(llmc_rt_session *s, llmc_rt_op_observer fn, void *ctx);
 llmc_rt_status llmc_rt_session_stats(const llmc_rt_session *s, llmc_rt_stats *out);
+/* For an observer (calibration, debugging): input `slot` of op `op_index`
+ * as the call of S new tokens after P past ones sizes it, and its tensor's
+ * name (points into the plan).  Called from the observer before the op
+ * runs (end = 0), the bytes are what the call's earlier ops wrote. */
+llmc_rt_status llmc_rt_session_op_input(const llmc_rt_session *s, uint32_t op_index,
+                                        uint32_t slot, uint32_t S, uint32_t P,
+                                        llmc_rt_tensor *out, const char **name,
+                                        llmc_rt_error *err);
 
 /* Feeds n tokens at the session's position (prompt or one generated token),
  * advances the position by n and writes the logits of the last token

@@ -285,7 +285,7 @@ typedef struct {
     fb_vector values;  /* of Affine */
     fb_vector regions; /* of Region tables */
     int32_t heads, kv_heads, head_dim, rotary_dim; /* Attention, Rope */
-    float scale;                                   /* Attention */
+    float scale;                                   /* Attention; QuantizeRows: static scale */
     uint32_t cache;                                /* Attention */
 } rt_op_desc;
 

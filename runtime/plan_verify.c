@@ -2,6 +2,7 @@
  * Structure (offsets, vectors, strings, tables) is checked by the decoders in
  * plan_reader.c; this file adds the meaning: indices, op arities, dtypes,
  * ranks, region shapes, arena and segment placement, hashes, IO bindings. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -523,6 +524,9 @@ static llmc_rt_status verify_quantize_rows(fb_reader *r, const llmc_rt_plan *p,
         !same_leading_dims(r, p, op_in(r, op, 0), op_out(r, op, 0), (uint32_t)x.rank) ||
         op->kind)
         return bad_shape("the output must have x's dims, and kind 0", NULL, err);
+    if (!(op->scale == 0.0f || (op->scale >= FLT_MIN && op->scale <= FLT_MAX)))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "static scale %s: 0 (per row) or a normal "
+                       "positive float", NULL, RT_S(isnan(op->scale) ? "NaN" : "out of range"));
     return LLMC_RT_OK;
 }
 

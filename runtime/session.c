@@ -188,6 +188,26 @@ llmc_rt_status llmc_rt_session_output(const llmc_rt_session *s, uint32_t index,
     return rt_session_view(s, s->prepared->outputs[index].tensor, s->last_S, s->last_P, out, err);
 }
 
+llmc_rt_status llmc_rt_session_op_input(const llmc_rt_session *s, uint32_t op_index,
+                                        uint32_t slot, uint32_t S, uint32_t P,
+                                        llmc_rt_tensor *out, const char **name,
+                                        llmc_rt_error *err)
+{
+    llmc_rt_status st = check_session(s, err);
+    if (st)
+        return st;
+    if (!out || op_index >= s->plan->n_ops || slot >= s->prepared->ops[op_index].inputs.len)
+        return rt_fail(err, LLMC_RT_E_ARG, "op %u input %u: no such op or input",
+                       RT_N(op_index, slot), NULL);
+    st = check_bounds(s, S, P, false, err);
+    if (st)
+        return st;
+    uint32_t t = prep_operand(s->prepared, s->prepared->ops[op_index].inputs, slot);
+    if (name)
+        *name = s->prepared->tensors[t].name;
+    return rt_session_view(s, t, S, P, out, err);
+}
+
 /* ---- the LLM path ------------------------------------------------------ */
 
 /* A [b, h, rows, d] view matching the slot's b*h and d with `rows` rows. */

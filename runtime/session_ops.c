@@ -329,7 +329,7 @@ llmc_rt_status llmc_rt_linear_QWeightTilesF32Dequant(rt_op_call *c, int64_t col0
 }
 
 /* x float32 [..., K] -> its QActTiles (bytes of the tiles, scales and
- * sums counted). */
+ * sums counted); scale > 0: the op's static per-tensor scale. */
 llmc_rt_status llmc_rt_exec_QuantizeRows(rt_op_call *c, llmc_rt_error *err)
 {
     uint32_t t = prep_operand(c->s->prepared, c->op->outputs, 0);
@@ -339,7 +339,8 @@ llmc_rt_status llmc_rt_exec_QuantizeRows(rt_op_call *c, llmc_rt_error *err)
     if (!rt_qact_shape_of(f, xq->rank, xq->dims, &qs))
         return rt_fail(err, LLMC_RT_E_EXEC, "output has an invalid QActTiles format", NULL, NULL);
     rt_parallel par = rt_session_parallel(c->s);
-    llmc_rt_status st = k_quantize_rows(c->s->plan->kernels, &c->in[0], &qs, xq, &par, err);
+    llmc_rt_status st = k_quantize_rows(c->s->plan->kernels, &c->in[0], &qs, c->op->scale, xq, &par,
+                                        err);
     if (!st)
         c->moved += rt_qact_bytes(&qs);
     return st;

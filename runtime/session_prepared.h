@@ -47,7 +47,7 @@ typedef struct {
     rt_prep_list values;          /* Symbols: in the Affine pool */
     rt_prep_list regions;         /* Copy: in the region pool */
     int32_t heads, kv_heads, head_dim, rotary_dim; /* Attention, Rope */
-    float scale;                                   /* Attention */
+    float scale;                                   /* Attention; QuantizeRows: static scale */
     uint32_t cache;                                /* Attention */
     union {                       /* Linear: W's packed shape (W is a weight) */
         rt_qweight_shape q;       /* QWeightTiles */

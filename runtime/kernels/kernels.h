@@ -347,10 +347,14 @@ static inline size_t rt_qact_index(const rt_qact_shape *s, ptrdiff_t e, ptrdiff_
  * table's).  xq is uint8 or int8 with x's dims: the logical shape, not the
  * byte count; its data must hold rt_qact_bytes(s) bytes (the plan sizes
  * packed activations with rt_qact_bytes), all of which are written,
- * padding rows and columns zero.  Tasks: blocks of activation row tiles. */
+ * padding rows and columns zero.  scale 0: each row by its abs-max (the
+ * table's kernel); scale > 0 (normal, finite): one static scale for every
+ * row (the portable kernel: calibrated per-tensor activations, as an NPU
+ * runs them), values beyond 127 * scale clamped.  Tasks: blocks of
+ * activation row tiles. */
 llmc_rt_status k_quantize_rows(const struct rt_kernels *kt, const rt_view *x,
-                               const rt_qact_shape *s, rt_view *xq, const rt_parallel *par,
-                               llmc_rt_error *err);
+                               const rt_qact_shape *s, float scale, rt_view *xq,
+                               const rt_parallel *par, llmc_rt_error *err);
 
 /* y float32 [..., n_y] = the columns [col0, col0 + n_y) of z = x W^T, plus
  * bias [n] (the columns col0.. of it) and residual (NULL or y's dims), for

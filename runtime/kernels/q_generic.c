@@ -34,13 +34,14 @@ static float row_amax(const float *x, ptrdiff_t k)
     return amax;
 }
 
-static void quantize_row(const float *x, const rt_qact_shape *s, ptrdiff_t e, uint8_t *xq)
+/* Row e of the tiles: q = x * inv rounded and clamped, the row's scale sx. */
+static void quantize_row_with(const float *x, const rt_qact_shape *s, ptrdiff_t e, uint8_t *xq,
+                              float inv, float sx)
 {
     ptrdiff_t k = (ptrdiff_t)s->k, group = (ptrdiff_t)s->group, groups = (ptrdiff_t)s->kp / group;
-    float amax = row_amax(x, k), inv = rt_q_row_inverse(amax);
     float *scales = (float *)(xq + rt_qact_scales_offset(s));
     int32_t *sums = (int32_t *)(xq + rt_qact_sums_offset(s)) + e * groups;
-    scales[e] = inv > 0.0f ? amax / 127.0f : 0.0f;
+    scales[e] = sx;
     for (ptrdiff_t g = 0; g < groups; g++)
         sums[g] = 0;
     for (ptrdiff_t c = 0; c < k; c++) {
@@ -53,8 +54,18 @@ static void quantize_row(const float *x, const rt_qact_shape *s, ptrdiff_t e, ui
 void rt_q_generic_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
                                 int64_t r0, int64_t r1, uint8_t *xq)
 {
+    for (ptrdiff_t e = (ptrdiff_t)r0; e < (ptrdiff_t)r1; e++) {
+        const float *row = x + e * (ptrdiff_t)x_stride;
+        float amax = row_amax(row, (ptrdiff_t)s->k), inv = rt_q_row_inverse(amax);
+        quantize_row_with(row, s, e, xq, inv, inv > 0.0f ? amax / 127.0f : 0.0f);
+    }
+}
+
+void rt_q_generic_quantize_rows_static(const float *x, int64_t x_stride, const rt_qact_shape *s,
+                                       int64_t r0, int64_t r1, float scale, uint8_t *xq)
+{
     for (ptrdiff_t e = (ptrdiff_t)r0; e < (ptrdiff_t)r1; e++)
-        quantize_row(x + e * (ptrdiff_t)x_stride, s, e, xq);
+        quantize_row_with(x + e * (ptrdiff_t)x_stride, s, e, xq, 1.0f / scale, scale);
 }
 
 /* Weight value (h, j) of a block, j the position inside the group: tile

@@ -6,8 +6,10 @@
  * and every output element is computed by exactly one micro-kernel call
  * whose arguments do not depend on the split, so the result is bitwise the
  * same for any thread count. */
+#include <float.h>
 #include <string.h>
 
+#include "q_generic.h"
 #include "q_linear_job.h"
 #include "rt_div64.h"
 #include "rt_msg.h"
@@ -85,6 +87,7 @@ typedef struct {
     const float *x;          /* [m, k] */
     const rt_qact_shape *s;
     uint8_t *xq;             /* rt_qact_bytes(s) */
+    float scale;             /* > 0: every row's static scale; 0: each row's abs-max */
     ptrdiff_t tiles_per_task;
 } quantize_job;
 
@@ -133,12 +136,16 @@ static void quantize_task(void *ctx, uint32_t i)
     for (ptrdiff_t et = et0; et < et1; et++) {
         ptrdiff_t r0 = et * s->ep, r1 = r0 + s->ep < m ? r0 + s->ep : m;
         zero_tile_padding(s, et, J->xq);
-        J->kt->quantize_rows(J->x, s->k, s, r0, r1, J->xq);
+        if (J->scale > 0.0f)
+            rt_q_generic_quantize_rows_static(J->x, s->k, s, r0, r1, J->scale, J->xq);
+        else
+            J->kt->quantize_rows(J->x, s->k, s, r0, r1, J->xq);
     }
 }
 
 llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_qact_shape *s,
-                               rt_view *xq, const rt_parallel *par, llmc_rt_error *err)
+                               float scale, rt_view *xq, const rt_parallel *par,
+                               llmc_rt_error *err)
 {
     static const char op[] = "QuantizeRows";
     llmc_rt_status st = check_table(kt, op, err);
@@ -155,7 +162,10 @@ llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_
         return rt_fail(err, LLMC_RT_E_EXEC, "QuantizeRows of %s into %s: both must be [..., "
                        "k] with m = %d rows of k = %d", RT_N(s->m, s->k),
                        RT_S(k_dims_text(x, tx, sizeof tx), k_dims_text(xq, tq, sizeof tq)));
-    quantize_job J = {kt, x->data, s, xq->data, 1};
+    if (!(scale == 0.0f || (scale >= FLT_MIN && scale <= FLT_MAX)))
+        return rt_fail(err, LLMC_RT_E_EXEC, "QuantizeRows' static scale must be 0 (per row) "
+                       "or a normal positive float", NULL, NULL);
+    quantize_job J = {kt, x->data, s, xq->data, scale, 1};
     int64_t tile_elems = s->ep * (s->k ? s->k : 1);
     if (tile_elems < QUANT_TASK_ELEMS)
         J.tiles_per_task = QUANT_TASK_ELEMS / (int32_t)tile_elems;

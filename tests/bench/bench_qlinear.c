@@ -179,7 +179,7 @@ static void linear(const rt_kernels *kt, const model *M, acts *A, int l, int i, 
     rt_view xq = {LLMC_RT_I8, 2, {m, k}, A->xq[i]};
     rt_view y = {LLMC_RT_F32, 2, {m, n}, A->y};
     if (quantize)
-        check(k_quantize_rows(kt, &x, &A->xs[i], &xq, par, &err), &err);
+        check(k_quantize_rows(kt, &x, &A->xs[i], 0.0f, &xq, par, &err), &err);
     check(k_qlinear(kt, &xq, &A->xs[i], M->w[l][i], &M->ws[i], NULL, NULL, 0, &y, 1, 2, par, &err),
           &err);
 }

@@ -242,7 +242,7 @@ static uint8_t *quantize(const rt_kernels *kt, const float *x, const rt_qact_sha
     uint8_t *xq = act_buffer(s);
     rt_view xv = view(LLMC_RT_F32, (void *)x, 2, (int64_t[]){s->m, s->k});
     rt_view qv = view(LLMC_RT_I8, xq, 2, (int64_t[]){s->m, s->k});
-    if (k_quantize_rows(kt, &xv, s, &qv, par, &err) != LLMC_RT_OK) {
+    if (k_quantize_rows(kt, &xv, s, 0.0f, &qv, par, &err) != LLMC_RT_OK) {
         printf("# %s\n", err.msg);
         free(xq);
         return NULL;
@@ -309,6 +309,78 @@ static void test_quantize_rows(const rt_kernels *kt)
     CHECK(zeros, "%s: a row with amax 2e-38 (127 / amax overflows) quantizes to zeros",
           kt->isa);
     free(q);
+}
+
+static bool fails_with(llmc_rt_status st, const char *text);
+
+/* QuantizeRows with a static per-tensor scale (calibrated activations). */
+static uint8_t *quantize_static(const rt_kernels *kt, const float *x, const rt_qact_shape *s,
+                                float scale, const rt_parallel *par, llmc_rt_status *st)
+{
+    uint8_t *xq = act_buffer(s);
+    rt_view xv = view(LLMC_RT_F32, (void *)x, 2, (int64_t[]){s->m, s->k});
+    rt_view qv = view(LLMC_RT_I8, xq, 2, (int64_t[]){s->m, s->k});
+    *st = k_quantize_rows(kt, &xv, s, scale, &qv, par, &err);
+    return xq;
+}
+
+/* Every value q = round half to even of x / scale, clamped to +-127; every
+ * row's scale the static one; group sums of the q.  Hand-worked values,
+ * then the thread counts against the serial bytes, then bad scales. */
+static void test_quantize_static(const rt_kernels *kt)
+{
+    static const float x[12] = {1.0f, 0.75f, 0.25f, 100.0f, -100.0f, 63.5f,
+                                -0.75f, 1.25f, -63.25f, 0.0f, 3.0f, -64.0f};
+    static const int want[12] = {2, 2, 0, 127, -127, 127, -2, 2, -126, 0, 6, -127};
+    float rows[3 * 12];
+    for (int e = 0; e < 3; e++)
+        for (int c = 0; c < 12; c++)
+            rows[e * 12 + c] = e == 1 ? 0.0f : x[c]; /* row 1: zeros */
+    rt_qact_shape s;
+    rt_qact_shape_init(&s, kt->q_ep, kt->q_lp, 3, 12, group_for(0, 12));
+    llmc_rt_status st;
+    uint8_t *q = quantize_static(kt, rows, &s, 0.5f, NULL, &st);
+    bool ok = st == LLMC_RT_OK;
+    int32_t sum0 = 0, sum1 = 0;
+    for (int c = 0; ok && c < 12; c++) {
+        ok &= act_q(q, &s, 0, c) == want[c] && act_q(q, &s, 2, c) == want[c] &&
+              act_q(q, &s, 1, c) == 0;
+        sum0 += act_q(q, &s, 0, c);
+        sum1 += act_q(q, &s, 1, c);
+    }
+    for (int e = 0; ok && e < 3; e++)
+        ok &= act_scale(q, &s, e) == 0.5f;
+    int32_t got0, got1;
+    memcpy(&got0, q + rt_qact_sums_offset(&s), 4);
+    memcpy(&got1, q + rt_qact_sums_offset(&s) + 4 * (s.kp / s.group), 4);
+    CHECK(ok && got0 == sum0 && got1 == sum1 && sum0 == -116,
+          "%s static scale 0.5: ties to even, beyond 63.5 clamped to +-127, every row's scale "
+          "0.5 (a zero row too), group sums", kt->isa);
+    free(q);
+
+    int64_t m = 37, k = 300;
+    float *big = random_matrix(m, k, 4.0f);
+    rt_qact_shape_init(&s, kt->q_ep, kt->q_lp, m, k, group_for(64, k));
+    uint8_t *serial = quantize_static(kt, big, &s, 0.02f, NULL, &st);
+    bool same = st == LLMC_RT_OK;
+    for (uint32_t threads = 1; threads <= 3; threads++) {
+        rt_parallel fake = {fake_parallel, &threads};
+        uint8_t *par = quantize_static(kt, big, &s, 0.02f, &fake, &st);
+        same &= st == LLMC_RT_OK && !memcmp(serial, par, (size_t)rt_qact_bytes(&s));
+        free(par);
+    }
+    CHECK(same, "%s static scale: 37 x 300 rows (many clamped) byte for byte on 1-3 fake "
+          "threads", kt->isa);
+    free(serial);
+    free(big);
+
+    static const float bad[] = {-1.0f, 1e-40f, INFINITY, NAN};
+    bool refused = true;
+    for (int i = 0; i < 4; i++) {
+        free(quantize_static(kt, rows, &s, bad[i], NULL, &st));
+        refused &= fails_with(st, "static scale");
+    }
+    CHECK(refused, "%s: static scales -1, 1e-40 (subnormal), inf and NaN refused", kt->isa);
 }
 
 /* ---- QLinear against fp64 -------------------------------------------------- */
@@ -876,12 +948,12 @@ static void test_errors(void)
           "a residual with two outputs: %s", err.msg);
     rt_view x_bad = view(LLMC_RT_F32, f.x, 2, (int64_t[]){5, 69});
     rt_view q_bad = view(LLMC_RT_I8, f.xq, 2, (int64_t[]){5, 69});
-    CHECK(fails_with(k_quantize_rows(kt, &x_bad, &f.xs, &q_bad, NULL, &err),
+    CHECK(fails_with(k_quantize_rows(kt, &x_bad, &f.xs, 0.0f, &q_bad, NULL, &err),
                      "QuantizeRows of [5, 69] into [5, 69]: both must be [..., k] with m = 5 "
                      "rows of k = 70"), "QuantizeRows k mismatch: %s", err.msg);
     rt_qact_shape broken = f.xs;
     broken.mp = 4;
-    CHECK(fails_with(k_quantize_rows(kt, &x_bad, &broken, &q_bad, NULL, &err),
+    CHECK(fails_with(k_quantize_rows(kt, &x_bad, &broken, 0.0f, &q_bad, NULL, &err),
                      "invalid activation tile shape"), "inconsistent shape: %s", err.msg);
     fixture_free(&f);
 }
@@ -982,6 +1054,7 @@ static void test_table(const rt_kernels *kt)
     CHECK(!kt->qtile_2x2 || kt->qlinear_pair_column,
           "%s: a qtile_2x2 comes with a pair walk (qlinear_pair_column)", kt->isa);
     test_quantize_rows(kt);
+    test_quantize_static(kt);
     test_qlinear_reference(kt);
     test_threads(kt);
     test_outputs(kt);

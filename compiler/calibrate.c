@@ -1,0 +1,265 @@
+/* Calibration over a text (calibrate.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate.h"
+#include "codegen/codegen.h"
+#include "passes/pipeline.h"
+#include "text_ids.h"
+
+#define MAX_PASSES 64
+
+static int range_index(llmc_calibration *c, const char *name)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->ranges[i].name, name))
+            return i;
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 16;
+        llmc_act_range *grown = realloc(c->ranges, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        c->ranges = grown;
+        c->cap = cap;
+    }
+    llmc_act_range *r = &c->ranges[c->n];
+    memset(r, 0, sizeof *r);
+    r->name = strdup(name);
+    r->hist = calloc(CALIB_BINS, sizeof *r->hist);
+    if (!r->name || !r->hist) {
+        free(r->name);
+        free(r->hist);
+        return -1;
+    }
+    return c->n++;
+}
+
+/* The bin of |x| = a (a NaN counts as the largest). */
+static int bin_of(float a)
+{
+    if (!(a > 0.0f))
+        return a == 0.0f ? 0 : CALIB_BINS - 1;
+    int e;
+    float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+    int octave = e - 1 - CALIB_MIN_EXP;
+    if (octave < 0)
+        return 0;
+    if (octave >= CALIB_OCTAVES)
+        return CALIB_BINS - 1;
+    return 1 + octave * CALIB_SUB + (int)((2.0f * m - 1.0f) * CALIB_SUB);
+}
+
+/* The largest |x| bin b holds. */
+static double bin_upper(int b)
+{
+    if (b == 0)
+        return 0.0;
+    if (b == CALIB_BINS - 1)
+        return INFINITY;
+    int octave = (b - 1) / CALIB_SUB, sub = (b - 1) % CALIB_SUB;
+    return ldexp(1.0 + (sub + 1.0) / CALIB_SUB, octave + CALIB_MIN_EXP);
+}
+
+static void add_values(llmc_act_range *r, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float a = fabsf(x[i]);
+        r->absmax = a > r->absmax ? a : r->absmax;
+        r->hist[bin_of(a)]++;
+    }
+    r->count += (uint64_t)n;
+}
+
+/* clip = the upper edge of the bin where the percentile falls, at most
+ * max |x| (a tensor without outliers keeps its whole range). */
+static void finish_range(llmc_act_range *r, double percentile)
+{
+    uint64_t want = (uint64_t)ceil(percentile / 100.0 * (double)r->count), seen = 0;
+    double clip = r->absmax;
+    for (int b = 0; b < CALIB_BINS; b++) {
+        seen += r->hist[b];
+        if (seen >= want) {
+            clip = fmin(bin_upper(b), r->absmax);
+            break;
+        }
+    }
+    r->clip = (float)clip;
+    /* a tensor of zeros quantizes exactly at any scale */
+    r->scale = r->clip > 0.0f ? r->clip / 127.0f : 1.0f;
+    r->beyond = 0;
+    for (int b = bin_of(r->clip) + 1; b < CALIB_BINS; b++)
+        r->beyond += r->hist[b];
+}
+
+typedef struct {
+    llmc_rt_session *s;
+    llmc_calibration *c;
+    const uint8_t *is_linear;   /* per plan op */
+    uint32_t S;                 /* the window being run (P = 0) */
+    llmc_error *err;
+    int rc;
+} observer_ctx;
+
+static void observe(void *ctx, uint32_t op, int end)
+{
+    observer_ctx *o = ctx;
+    if (end || !o->is_linear[op] || o->rc)
+        return;
+    llmc_rt_tensor x;
+    const char *name;
+    llmc_rt_error rt = {0};
+    if (llmc_rt_session_op_input(o->s, op, 0, o->S, 0, &x, &name, &rt) != LLMC_RT_OK) {
+        o->rc = llmc_fail(o->err, LLMC_E_RUNTIME, "calibration: op %u: %s", op, rt.msg);
+        return;
+    }
+    if (x.dtype != LLMC_RT_F32)
+        return;
+    int64_t n = 1;
+    for (int d = 0; d < x.rank; d++)
+        n *= x.dims[d];
+    int i = range_index(o->c, name);
+    if (i < 0)
+        o->rc = llmc_fail(o->err, LLMC_E_NOMEM, "calibration: out of memory");
+    else
+        add_values(&o->c->ranges[i], x.data, n);
+}
+
+static uint8_t *linear_ops(const llmc_rt_plan *plan)
+{
+    uint8_t *is_linear = calloc(plan->n_ops ? plan->n_ops : 1, 1);
+    for (uint32_t i = 0; is_linear && i < plan->n_ops; i++) {
+        llmc_rt_op_info info;
+        is_linear[i] = llmc_rt_plan_op(plan, i, &info) == LLMC_RT_OK &&
+                       !strcmp(info.code, "Linear");
+    }
+    return is_linear;
+}
+
+/* Non-overlapping windows of opt->context tokens, each from position 0. */
+static int run_windows(const llmc_rt_plan *plan, const llmc_id_list *ids,
+                       const llmc_calibrate_options *opt, llmc_calibration *c, llmc_error *err)
+{
+    size_t memory = llmc_rt_session_memory_for(plan, opt->context);
+    void *mem = memory != SIZE_MAX ? aligned_alloc(64, (memory + 63) / 64 * 64) : NULL;
+    uint8_t *is_linear = linear_ops(plan);
+    llmc_rt_session s;
+    llmc_rt_error rt = {0};
+    int rc = LLMC_OK;
+    if (!mem || !is_linear)
+        rc = llmc_fail(err, LLMC_E_NOMEM, "calibration: no memory for a session of %u tokens",
+                       opt->context);
+    else if (llmc_rt_session_init_for(&s, plan, opt->context, mem, memory, &rt) != LLMC_RT_OK)
+        rc = llmc_fail(err, LLMC_E_RUNTIME, "calibration: %s", rt.msg);
+    observer_ctx o = {&s, c, is_linear, 0, err, LLMC_OK};
+    if (!rc)
+        llmc_rt_session_set_observer(&s, observe, &o);
+    for (size_t at = 0; !rc && at < ids->n; at += opt->context) {
+        size_t n = ids->n - at < opt->context ? ids->n - at : opt->context;
+        o.S = (uint32_t)n;
+        llmc_reset(&s);
+        if (llmc_prefill(&s, ids->ids + at, (uint32_t)n, NULL, &rt) != LLMC_RT_OK)
+            rc = o.rc ? o.rc : llmc_fail(err, LLMC_E_RUNTIME, "calibration: %s", rt.msg);
+        rc = rc ? rc : o.rc;
+        c->tokens += n;
+        c->windows++;
+    }
+    free(is_linear);
+    free(mem);
+    return rc;
+}
+
+static int calibration_plan(const char *model, const llmc_import_options *io,
+                            const llmc_pass_ctx *ctx, const uint8_t *tokenizer,
+                            size_t tokenizer_size, const char *target, uint8_t **plan,
+                            size_t *size, llmc_error *err)
+{
+    llmc_graph g;
+    llmc_graph_init(&g);
+    llmc_pass_ctx f32 = *ctx;
+    f32.quant_bits = 0;
+    f32.calibration = NULL;
+    f32.log = NULL;
+    f32.explain = false;
+    llmc_pass_record records[MAX_PASSES];
+    int n_records = 0;
+    llmc_codegen_stats stats;
+    int rc = llmc_import_onnx(model, io, &g, err);
+    if (!rc)
+        rc = llmc_pipeline_run(&g, &f32, NULL, records, &n_records, err);
+    llmc_codegen_options co = {.max_context = ctx->max_context, .n_passes = n_records,
+                               .passes = records, .target = target, .tokenizer = tokenizer,
+                               .tokenizer_size = tokenizer_size};
+    if (!rc)
+        rc = llmc_codegen_to_memory(&g, &co, plan, size, &stats, err);
+    llmc_graph_free(&g);
+    return rc;
+}
+
+int llmc_calibrate(const char *model, const llmc_import_options *io, const llmc_pass_ctx *ctx,
+                   const uint8_t *tokenizer, size_t tokenizer_size,
+                   const llmc_calibrate_options *opt, llmc_calibration *out, llmc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->percentile = opt->percentile;
+    out->context = opt->context;
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    llmc_rt_plan plan;
+    llmc_rt_error rt = {0};
+    llmc_id_list ids = {0};
+    int rc = calibration_plan(model, io, ctx, tokenizer, tokenizer_size, opt->target, &bytes,
+                              &size, err);
+    if (!rc && llmc_rt_plan_open(&plan, bytes, size, 0, &rt) != LLMC_RT_OK)
+        rc = llmc_fail(err, LLMC_E_RUNTIME, "calibration plan: %s", rt.msg);
+    if (!rc)
+        rc = llmc_encode_text_file(&plan, opt->text, &ids, err);
+    if (!rc && !ids.n)
+        rc = llmc_fail(err, LLMC_E_INPUT, "--calibrate '%s': the text has no tokens", opt->text);
+    if (!rc)
+        rc = run_windows(&plan, &ids, opt, out, err);
+    for (int i = 0; !rc && i < out->n; i++)
+        finish_range(&out->ranges[i], opt->percentile);
+    free(ids.ids);
+    free(bytes);
+    if (rc)
+        llmc_calibration_free(out);
+    return rc;
+}
+
+const llmc_act_range *llmc_calibration_find(const llmc_calibration *c, const char *name)
+{
+    for (int i = 0; c && i < c->n; i++)
+        if (!strcmp(c->ranges[i].name, name))
+            return &c->ranges[i];
+    return NULL;
+}
+
+void llmc_calibration_print(const llmc_calibration *c, FILE *out)
+{
+    fprintf(out, "calibration: %llu tokens in %u windows of up to %u; clip at the %g "
+            "percentile of |x|\n", (unsigned long long)c->tokens, c->windows, c->context,
+            c->percentile);
+    int width = (int)strlen("tensor (a Linear's x)");
+    for (int i = 0; i < c->n; i++)
+        width = (int)strlen(c->ranges[i].name) > width ? (int)strlen(c->ranges[i].name) : width;
+    fprintf(out, "%-*s %12s %12s %12s %10s %10s\n", width, "tensor (a Linear's x)", "max |x|",
+            "clip", "scale", "outliers", "importance");
+    for (int i = 0; i < c->n; i++) {
+        const llmc_act_range *r = &c->ranges[i];
+        fprintf(out, "%-*s %12.6g %12.6g %12.6g %9.4f%% %10.3f\n", width, r->name, r->absmax,
+                (double)r->clip, (double)r->scale,
+                r->count ? 100.0 * (double)r->beyond / (double)r->count : 0.0,
+                r->clip > 0 ? r->absmax / r->clip : 0.0);
+    }
+}
+
+void llmc_calibration_free(llmc_calibration *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        free(c->ranges[i].name);
+        free(c->ranges[i].hist);
+    }
+    free(c->ranges);
+    memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# `llmc compile --quant w8a8 --calibrate TEXT` on the trained model of
+# models/: the unquantized model runs over a calibration text (Debian's
+# fortunes, training-side text) and every QuantizeRows gets one static
+# per-tensor scale (issue 16's NPU form).  Checks: the table names each of
+# the 17 Linear inputs with clip <= max |x| and scale = clip / 127; the
+# plan decoded by flatc carries exactly those scales (the dynamic w8a8 plan
+# none); percentile 100 leaves no outliers; the plan is byte-identical on a
+# second compile; its perplexity on held-out text is within 1% of f32's
+# (which t_eval checks against ONNX Runtime); misuse is refused with a
+# message and nothing is written.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+LLMC=$BUILD/llmc
+PY=/usr/bin/python3
+WORK=$BUILD/test-data/calibrate
+rm -rf "$WORK" && mkdir -p "$WORK"
+. tests/tap.sh
+MODEL=models/tiny-llama.onnx
+TOKENIZER=models/tokenizer.json
+CALIB=/usr/share/games/fortunes/fortunes    # Debian fortunes (scripts/deps.sh)
+CONTEXT=128 STRIDE=64
+head -c 6000 models/heldout.txt | sed '$d' >"$WORK/slice.txt"
+
+compile() {   # compile OUT.plan LOG [options...]
+    local out=$1 log=$2; shift 2
+    "$LLMC" compile "$MODEL" --max-context $CONTEXT --tokenizer "$TOKENIZER" --quiet \
+        -o "$out" "$@" >"$log" 2>&1
+}
+compile "$WORK/f32.plan" "$WORK/f32.log"
+compile "$WORK/dynamic.plan" "$WORK/dynamic.log" --quant w8a8
+check "compile --quant w8a8 --calibrate $CALIB" \
+    compile "$WORK/static.plan" "$WORK/static.log" --quant w8a8 --calibrate "$CALIB"
+cat "$WORK/static.log" | sed -n '/^calibration:/,/^#/p' | sed 's/^/# /'
+check "a second compile gives the same bytes" sh -c \
+    "'$LLMC' compile '$MODEL' --max-context $CONTEXT --tokenizer '$TOKENIZER' --quiet \
+     --quant w8a8 --calibrate '$CALIB' -o '$WORK/again.plan' >/dev/null && \
+     cmp '$WORK/static.plan' '$WORK/again.plan'"
+
+decode() {    # decode PLAN -> PLAN.json (flatc, schemas/plan.fbs)
+    flatc --json --raw-binary --strict-json --defaults-json -o "$WORK" schemas/plan.fbs -- "$1"
+}
+decode "$WORK/static.plan" && decode "$WORK/dynamic.plan"
+
+# The calibration table against the plan's QuantizeRows ops.
+scales_check() {
+    $PY - "$WORK/static.log" "$WORK/static.json" "$WORK/dynamic.json" <<'PYEOF'
+import json, sys
+rows = {}
+lines = open(sys.argv[1]).read().splitlines()
+start = next(i for i, l in enumerate(lines) if l.startswith("tensor (a Linear's x)"))
+for l in lines[start + 1:]:
+    f = l.split()
+    if len(f) != 6 or not f[4].endswith("%"):
+        break
+    rows[f[0]] = dict(absmax=float(f[1]), clip=float(f[2]), scale=float(f[3]))
+assert len(rows) == 17, f"{len(rows)} tensors in the table, want 17 (4 layers x 4 + the head)"
+for name, r in rows.items():
+    assert 0 < r["clip"] <= r["absmax"], (name, r)
+    assert abs(r["scale"] - r["clip"] / 127) <= 1e-5 * r["scale"], (name, r)
+plan = json.load(open(sys.argv[2]))
+names = [t["name"] for t in plan["tensors"]]
+quant = [op for op in plan["ops"] if op["code"] == "QuantizeRows"]
+assert len(quant) == 17, f"{len(quant)} QuantizeRows ops"
+for op in quant:
+    x = names[op["inputs"][0]]
+    assert x in rows, f"QuantizeRows of {x}: not in the table"
+    got, want = op["scale"], rows[x]["scale"]
+    assert abs(got - want) <= 1e-4 * want, (x, got, want)  # flatc prints 6 digits
+dyn = json.load(open(sys.argv[3]))
+assert all(op.get("scale", 0) == 0 for op in dyn["ops"] if op["code"] == "QuantizeRows")
+print("17 tensors: clip <= max |x|, scale = clip / 127, the plan's ops carry them")
+PYEOF
+}
+check "the table's 17 tensors: clip <= max |x|, scale = clip / 127; the plan's QuantizeRows carry those scales, the dynamic plan's none" scales_check
+
+compile "$WORK/p100.plan" "$WORK/p100.log" --quant w8a8 --calibrate "$CALIB" --calib-percentile 100
+check "percentile 100: clip = max |x|, no outliers" sh -c \
+    "grep -q 'clip at the 100 percentile' '$WORK/p100.log' && \
+     ! sed -n '/^tensor/,/^#/p' '$WORK/p100.log' | awk 'NR > 1 && NF == 6' | grep -v ' 0.0000% '"
+
+ppl_of() { sed -n 's/^perplexity \([0-9.]*\) .*/\1/p' "$1"; }
+for p in f32 dynamic static; do
+    "$LLMC" eval "$WORK/$p.plan" --text "$WORK/slice.txt" --context $CONTEXT --stride $STRIDE \
+        >"$WORK/$p.txt" 2>&1
+done
+F32=$(ppl_of "$WORK/f32.txt") DYN=$(ppl_of "$WORK/dynamic.txt") STA=$(ppl_of "$WORK/static.txt")
+echo "# summary: perplexity f32 ${F32:-?}, w8a8 per row ${DYN:-?}, w8a8 per tensor (calibrated) ${STA:-?}"
+within() {   # within A B TOLERANCE: |A/B - 1| <= TOLERANCE
+    [ -n "$1" ] && [ -n "$2" ] || { echo "missing figure: '$1' '$2'"; return 1; }
+    awk -v a="$1" -v b="$2" -v t="$3" \
+        'BEGIN { d = a / b - 1; if (d < 0) d = -d; printf "relative difference %.5f\n", d; exit !(d <= t) }'
+}
+check "calibrated per-tensor w8a8 perplexity $STA within 1% of f32's $F32" within "$STA" "$F32" 0.01
+
+# The verifier: a QuantizeRows scale edited to NaN or -1 in the plan's bytes.
+bad_scale() {   # bad_scale VALUE OUT.plan
+    $PY - "$WORK/static.plan" "$1" "$2" <<'PYEOF'
+import struct, sys
+sys.path.insert(0, "tests")
+from make_bad_inputs import FlatBuffer
+PLAN_OPS, OP_CODE, OP_SCALE, QUANTIZE_ROWS = 7, 0, 16, 21   # schemas/plan.fbs field ids
+d = bytearray(open(sys.argv[1], "rb").read())
+fb = FlatBuffer(d)
+root, i = fb.root(), 0
+while True:
+    op = fb.vector_table(root, PLAN_OPS, i)
+    if d[fb.field(op, OP_CODE)] == QUANTIZE_ROWS:
+        break
+    i += 1
+struct.pack_into("<f", d, fb.field(op, OP_SCALE), float(sys.argv[2]))
+open(sys.argv[3], "wb").write(d)
+PYEOF
+}
+for v in nan -1; do
+    bad_scale $v "$WORK/scale-$v.plan"
+    check "a QuantizeRows static scale of $v in the plan is refused by the verifier" sh -c \
+        "! '$LLMC' inspect '$WORK/scale-$v.plan' >'$WORK/scale-$v.out' 2>&1; cat '$WORK/scale-$v.out'; \
+         grep -q 'QuantizeRows.*static scale' '$WORK/scale-$v.out'"
+done
+
+refused() {   # refused CODE PATTERN options...: exit code, message, no plan written
+    local want=$1 pattern=$2; shift 2
+    rm -f "$WORK/bad.plan"
+    "$LLMC" compile "$MODEL" --max-context $CONTEXT -o "$WORK/bad.plan" "$@" >"$WORK/bad.out" 2>&1
+    local got=$?
+    cat "$WORK/bad.out"
+    [ "$got" -eq "$want" ] && grep -q -- "$pattern" "$WORK/bad.out" && [ ! -e "$WORK/bad.plan" ]
+}
+: >"$WORK/empty.txt"
+check "--calibrate with w4a8 is a usage error" refused 2 "use it with --quant w8a8" \
+    --tokenizer "$TOKENIZER" --quant w4a8 --calibrate "$CALIB"
+check "--calibrate without --tokenizer is a usage error" refused 2 "needs --tokenizer" \
+    --quant w8a8 --calibrate "$CALIB"
+check "--calib-percentile 0 is a usage error" refused 2 "wants a number in (0, 100]" \
+    --tokenizer "$TOKENIZER" --quant w8a8 --calibrate "$CALIB" --calib-percentile 0
+check "--calib-percentile without --calibrate is a usage error" refused 2 "needs --calibrate" \
+    --tokenizer "$TOKENIZER" --quant w8a8 --calib-percentile 99
+check "an empty calibration text is refused" refused 3 "is empty" \
+    --tokenizer "$TOKENIZER" --quant w8a8 --calibrate "$WORK/empty.txt"
+check "a missing calibration text is refused with its path" refused 3 "$WORK/nothing.txt" \
+    --tokenizer "$TOKENIZER" --quant w8a8 --calibrate "$WORK/nothing.txt"
+tap_done
