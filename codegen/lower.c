@@ -995,7 +995,7 @@ static const lowering llmc_lowerings[] = {
     {"Symbols", lower_symbols, 0}, {"RMSNorm", lower_rmsnorm, 0},
     {"Gelu", lower_gelu, 0}, {"Silu", lower_unary, CG_UN_SILU},
     {"SwiGLU", lower_binary, CG_BIN_SWIGLU}, {"Linear", lower_linear, 0},
-    {"QuantizeRows", lower_quantize_rows, 0},
+    {"QuantizeRows", lower_quantize_rows, 0}, {"ShadowLinear", lower_shadow_linear, 0},
     {"Rope", lower_rope, 0}, {"Attention", lower_attention, 0},
 };
 

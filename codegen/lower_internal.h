@@ -49,6 +49,7 @@ int lower_linear_weight(lower_ctx *L, int wv, uint32_t *t);
  * (the target's fp32 tiles: a tied LM head's format). */
 int lower_embedding_table(lower_ctx *L, int ev, int bits, int64_t group, uint32_t *t);
 int lower_quantize_rows(lower_ctx *L, int unused);
+int lower_shadow_linear(lower_ctx *L, int unused);
 
 /* Appends an op named after the current node.  The pointer is valid until
  * the next lower_emit. */

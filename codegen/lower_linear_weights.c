@@ -191,6 +191,43 @@ int lower_embedding_table(lower_ctx *L, int ev, int bits, int64_t group, uint32_
     return bits == 32 ? fp32_tiled_weight(L, src, t) : quantized_weight(L, src, bits, group, t);
 }
 
+/* llmc.ShadowLinear(x, W, y_0..) -> z_0..: W lowered as its Linear's (the
+ * node carries the Linear's quant_bits and quant_group), so the two
+ * tensors have equal bytes and share one segment (cg_share_weights). */
+int lower_shadow_linear(lower_ctx *L, int unused)
+{
+    (void)unused;
+    const llmc_node *n = cur_node(L);
+    float scale = llmc_node_attr_float(L->g, L->node, "scale", 0.0f);
+    if (n->n_inputs != 2 + n->n_outputs || node_in(L, 1) < 0 || !(scale > 0.0f))
+        return lower_fail(L, LLMC_E_INTERNAL, -1, "ShadowLinear needs x, W, one y per output "
+                          "and a positive scale");
+    uint32_t t;
+    int rc = lower_input(L, 0, &t);
+    cg_op *op = rc ? NULL : lower_emit(L, CG_OP_SHADOW_LINEAR);
+    if (!rc && !op)
+        return L->err->code;
+    if (!rc)
+        rc = op_add_input(L, op, t);
+    if (!rc)
+        rc = lower_linear_weight(L, node_in(L, 1), &t);
+    if (!rc)
+        rc = op_add_input(L, op, t);
+    for (int j = 0; j < n->n_outputs && !rc; j++) {
+        rc = lower_input(L, 2 + j, &t);
+        if (!rc)
+            rc = op_add_input(L, op, t);
+    }
+    for (int j = 0; j < n->n_outputs && !rc; j++) {
+        rc = lower_output(L, j, &t);
+        if (!rc)
+            rc = op_add_output(L, op, t);
+    }
+    if (!rc)
+        op->scale = scale;
+    return rc;
+}
+
 /* llmc.QuantizeRows(x) -> xq: QActTiles of the target's ep x lp tiles;
  * its scale attribute (calibration's static per-tensor scale) if set. */
 int lower_quantize_rows(lower_ctx *L, int unused)

@@ -2,7 +2,7 @@
  *              [--threads N] [--quiet] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
  *              [--embed-bits 32|16|8] [--logits last|all] [--target generic|avx2|neon-dot|neon-i8mm]
  *              [--kv-cache f32|f16|int8] [--tokenizer tokenizer.json]
- *              [--calibrate TEXT [--calib-percentile P]] */
+ *              [--calibrate TEXT [--calib-percentile P] [--shadow-layers F]] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +24,9 @@
 #define CALIB_CONTEXT 256u
 /* The clip of a calibrated tensor: this percentile of its |x|. */
 #define CALIB_PERCENTILE 99.99
+/* Shadow outliers kept in this share of the calibrated Linears (paper 003
+ * §3.3 prunes the least important 85% of layers). */
+#define SHADOW_FRACTION 0.15
 
 static const char compile_help[] =
     "usage: llmc compile MODEL.onnx -o OUT.plan [options]\n"
@@ -70,7 +73,11 @@ static const char compile_help[] =
     "                        static scale, the clip of its x's range / 127; prints each\n"
     "                        tensor's range, outliers and importance (max |x| / clip)\n"
     "  --calib-percentile P  the clip: this percentile of |x| over the text (default %g);\n"
-    "                        values beyond it are clamped\n";
+    "                        values beyond it are clamped, unless shadowed\n"
+    "  --shadow-layers F     with --calibrate: the share, in [0, 1], of the Linears whose\n"
+    "                        outliers (|x| beyond the clip) are added back exactly on the CPU\n"
+    "                        (ShadowLinear), the most important first (max |x| / clip);\n"
+    "                        default %g (the least important 85%% are pruned); 0: none\n";
 
 typedef struct {
     const char *model, *output, *dump_dir;
@@ -87,6 +94,7 @@ typedef struct {
     const char *tokenizer;
     const char *calibrate;          /* --calibrate TEXT */
     double calib_percentile;
+    double shadow_fraction;         /* < 0: not given */
     int quiet;
     int n_dims;
     llmc_dim_binding dims[MAX_DIM_BINDINGS];
@@ -125,6 +133,7 @@ static int parse_args(int argc, char **argv, compile_args *a)
     a->threads = 1;
     a->group = -1; /* not given: default_group */
     a->lm_head_bits = 8;
+    a->shadow_fraction = -1;
     a->target = llmc_cli_host_target();
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -186,6 +195,12 @@ static int parse_args(int argc, char **argv, compile_args *a)
             a->tokenizer = argv[++i];
         } else if (!strcmp(arg, "--calibrate") && has_value) {
             a->calibrate = argv[++i];
+        } else if (!strcmp(arg, "--shadow-layers") && has_value) {
+            char *end;
+            a->shadow_fraction = strtod(argv[++i], &end);
+            if (*end || end == argv[i] || !(a->shadow_fraction >= 0 && a->shadow_fraction <= 1))
+                return llmc_cli_usage("compile", "--shadow-layers wants a share in [0, 1], got "
+                                      "'%s'", argv[i]);
         } else if (!strcmp(arg, "--calib-percentile") && has_value) {
             char *end;
             a->calib_percentile = strtod(argv[++i], &end);
@@ -224,6 +239,10 @@ static int parse_args(int argc, char **argv, compile_args *a)
         return llmc_cli_usage("compile", "--calib-percentile needs --calibrate TEXT");
     if (!a->calib_percentile)
         a->calib_percentile = CALIB_PERCENTILE;
+    if (a->shadow_fraction >= 0 && !a->calibrate)
+        return llmc_cli_usage("compile", "--shadow-layers needs --calibrate TEXT");
+    if (a->shadow_fraction < 0)
+        a->shadow_fraction = SHADOW_FRACTION;
     return LLMC_OK;
 }
 
@@ -312,7 +331,7 @@ static void print_stats(const char *path, const llmc_codegen_stats *st)
 int llmc_cmd_compile(int argc, char **argv)
 {
     if (llmc_cli_wants_help(argc, argv)) {
-        printf(compile_help, CALIB_CONTEXT, CALIB_PERCENTILE);
+        printf(compile_help, CALIB_CONTEXT, CALIB_PERCENTILE, SHADOW_FRACTION);
         return 0;
     }
     compile_args a;
@@ -351,6 +370,7 @@ int llmc_cmd_compile(int argc, char **argv)
         if (!rc)
             llmc_calibration_print(&calibration, stdout);
         ctx.calibration = &calibration;
+        ctx.shadow_fraction = a.shadow_fraction;
     }
     if (!rc)
         rc = llmc_import_onnx(a.model, &io, &g, &err);

@@ -41,6 +41,14 @@
  *     every row takes this static per-tensor scale instead, q = x * (1 /
  *     scale) rounded half to even and clamped to [-127, 127].
  *
+ * ShadowLinear(x, W, y_0 .. y_{n-1}) -> z_0 .. z_{n-1}   [ShadowLinear]
+ *     FLOAT scale, INT quant_bits (8) and quant_group: the Linear's, so W
+ *     packs to its bytes.  x float32 [..., K] as the static-scale
+ *     QuantizeRows read it; y_j the Linear's outputs; z_j = y_j + sum over
+ *     the outliers c (|x_c / scale| > 127) of (x_c - scale * q_c) W[c, cols
+ *     of j], q_c = +-127: those channels' products exact (shadow-outliers
+ *     pass, runtime/kernels/q_shadow.c).  n <= 3.
+ *
  * Rope(x, cos, sin) -> y                                          [Rope]
  *     INT rotary_dim (even, <= D).  x [..., S, D]: axis -2 is the token
  *     axis; token s sits at position P + s.  cos, sin constant

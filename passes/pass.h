@@ -19,6 +19,9 @@ typedef struct {
     bool logits_last;       /* logits-last: the LM head computes the last position only */
     /* quantize: static per-tensor activation scales (--calibrate); NULL: per row */
     const struct llmc_calibration *calibration;
+    /* shadow-outliers: the share of calibrated Linears (most important first) that
+     * keep their outliers exact; 0: none */
+    double shadow_fraction;
     bool explain;           /* print why a pattern did not match (to `log`) */
     FILE *log;              /* explanations; may be NULL */
     /* A pass may describe what it did here (NUL-terminated, e.g. "3 merged");

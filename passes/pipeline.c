@@ -46,6 +46,8 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_logits_last,
     /* --quant: Linear weights to int8/int4, x through one shared QuantizeRows */
     &llmc_pass_quantize,
+    /* --calibrate: the outliers beyond a static scale exact, beside the int8 Linear */
+    &llmc_pass_shadow_outliers,
     /* --embed-bits: the embedding table in 16/8 bits, or shared with a tied LM head */
     &llmc_pass_quantize_embedding,
 };

@@ -234,6 +234,7 @@ static tensor_meta meta_of(fb_reader *r, const llmc_rt_plan *p, uint32_t i)
 static bool packed_operand(int code, bool is_input, uint32_t slot)
 {
     return (code == OP_LINEAR && is_input && slot <= 1) ||
+           (code == OP_SHADOW_LINEAR && is_input && slot == 1) ||
            (code == OP_QUANTIZE_ROWS && !is_input) || (code == OP_GATHER && is_input && slot == 0);
 }
 
@@ -262,7 +263,8 @@ static llmc_rt_status verify_op_tensors(fb_reader *r, const llmc_rt_plan *p,
                            RT_N(slot, t), NULL);
         if (m.layout != LAYOUT_DENSE && !packed_operand(op->code, is_in, slot))
             return rt_fail(err, LLMC_RT_E_CORRUPT, "%s %u: tensor %u has layout %d; only "
-                           "Linear's x and W, Gather's data and QuantizeRows' output may be packed",
+                           "Linear's x and W, Gather's data, ShadowLinear's W and QuantizeRows' "
+                           "output may be packed",
                            RT_N(slot, t, m.layout), RT_S(is_in ? "input" : "output"));
     }
     return LLMC_RT_OK;
@@ -525,8 +527,7 @@ static llmc_rt_status verify_quantize_rows(fb_reader *r, const llmc_rt_plan *p,
         op->kind)
         return bad_shape("the output must have x's dims, and kind 0", NULL, err);
     if (!(op->scale == 0.0f || (op->scale >= FLT_MIN && op->scale <= FLT_MAX)))
-        return rt_fail(err, LLMC_RT_E_CORRUPT, "static scale %s: 0 (per row) or a normal "
-                       "positive float", NULL, RT_S(isnan(op->scale) ? "NaN" : "out of range"));
+        return bad_shape("static scale: 0 (per row) or a normal positive float", NULL, err);
     return LLMC_RT_OK;
 }
 
@@ -556,6 +557,42 @@ static llmc_rt_status verify_linear(fb_reader *r, const llmc_rt_plan *p, const r
     if (sum != n)
         return bad_shape("output last dims sum to %d; W has N = %d rows", RT_N(sum, n), err);
     return verify_linear_extras(r, p, op, n, err);
+}
+
+/* ShadowLinear: x float32 [..., K], W an Int8 QWeightTiles weight [N, K],
+ * then as many float32 inputs y_j as outputs z_j, each z_j with y_j's dims
+ * [..., N_j] and x's leading ones, sum N_j = N; a static scale. */
+static llmc_rt_status verify_shadow_linear(fb_reader *r, const llmc_rt_plan *p,
+                                           const rt_op_desc *op, llmc_rt_error *err)
+{
+    uint32_t x = op_in(r, op, 0), w = op_in(r, op, 1);
+    tensor_meta mx = meta_of(r, p, x), mw = meta_of(r, p, w);
+    int64_t n, k, xk, sum = 0;
+    if (mx.dtype != LLMC_RT_F32 || mx.layout != LAYOUT_DENSE || mw.dtype != LLMC_RT_I8 ||
+        mw.layout != LAYOUT_QWEIGHT || mw.kind != KIND_WEIGHT)
+        return bad_dtypes("ShadowLinear float32 x by an Int8 QWeightTiles weight", err);
+    if (mw.rank != 2 || !const_dim(r, p, w, 0, &n) || !const_dim(r, p, w, 1, &k) ||
+        mx.rank < 1 || !const_dim(r, p, x, -1, &xk) || xk != k)
+        return bad_shape("x must be [..., K] and W [N, K], K constant", NULL, err);
+    if (op->inputs.len != 2 + op->outputs.len || op->kind)
+        return bad_shape("inputs x, W, then one y per output (%u), and kind 0",
+                         RT_N(op->outputs.len), err);
+    for (uint32_t j = 0; j < op->outputs.len; j++) {
+        uint32_t y = op_in(r, op, 2 + j), z = op_out(r, op, j);
+        tensor_meta my = meta_of(r, p, y), mz = meta_of(r, p, z);
+        int64_t nj;
+        if (my.dtype != LLMC_RT_F32 || mz.dtype != LLMC_RT_F32 || my.rank != mx.rank ||
+            mz.rank != mx.rank || !same_leading_dims(r, p, y, z, (uint32_t)mx.rank) ||
+            !same_leading_dims(r, p, x, z, (uint32_t)mx.rank - 1) || !const_dim(r, p, z, -1, &nj))
+            return bad_shape("y %u and z %u: float32 with x's leading dims, the same dims, a "
+                             "constant last one", RT_N(j, j), err);
+        sum += nj;
+    }
+    if (sum != n)
+        return bad_shape("output last dims sum to %d; W has N = %d rows", RT_N(sum, n), err);
+    if (!(op->scale >= FLT_MIN && op->scale <= FLT_MAX))
+        return bad_shape("static scale: a normal positive float", NULL, err);
+    return LLMC_RT_OK;
 }
 
 static llmc_rt_status verify_rmsnorm(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
@@ -837,6 +874,11 @@ llmc_rt_status llmc_rt_verify_Symbols(op_check *c, llmc_rt_error *err)
 llmc_rt_status llmc_rt_verify_Linear(op_check *c, llmc_rt_error *err)
 {
     return verify_linear(c->r, c->p, c->op, err);
+}
+
+llmc_rt_status llmc_rt_verify_ShadowLinear(op_check *c, llmc_rt_error *err)
+{
+    return verify_shadow_linear(c->r, c->p, c->op, err);
 }
 
 llmc_rt_status llmc_rt_verify_RMSNorm(op_check *c, llmc_rt_error *err)

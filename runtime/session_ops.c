@@ -346,6 +346,14 @@ llmc_rt_status llmc_rt_exec_QuantizeRows(rt_op_call *c, llmc_rt_error *err)
     return st;
 }
 
+/* x, W, y_0.. -> z_0..: the outliers' exact part added (q_shadow.c). */
+llmc_rt_status llmc_rt_exec_ShadowLinear(rt_op_call *c, llmc_rt_error *err)
+{
+    uint32_t n = c->op->outputs.len;
+    return k_shadow_linear(&c->in[0], c->in[1].data, &c->op->w.q, c->op->scale, &c->in[2],
+                           c->out, n, err);
+}
+
 /* ---- Attention and its fused KV cache ------------------------------------ */
 
 /* Takes pool chunks for the positions [0, end) of a cache that lack one;

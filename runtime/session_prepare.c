@@ -177,16 +177,14 @@ static llmc_rt_status prepare_regions(fb_reader *r, prep_fill *f, const rt_op_de
     return st;
 }
 
-/* Linear's W is a weight (static dims): its packed shape, once. */
-static llmc_rt_status prepare_linear(const rt_prepared *pr, rt_prep_op *o, llmc_rt_error *err)
+/* Input 1 of a Linear or ShadowLinear, W, is a weight (static dims): its
+ * packed shape, once. */
+static llmc_rt_status prepare_weight_shape(const rt_prepared *pr, rt_prep_op *o,
+                                           llmc_rt_error *err)
 {
     const rt_prep_tensor *w = &pr->tensors[prep_operand(pr, o->inputs, 1)];
     int64_t dims[LLMC_RT_MAX_RANK];
     uint64_t bytes;
-    int next = 2 + (o->kind & 1) + (o->kind >> 1 & 1); /* bias, residual */
-    if ((uint32_t)next != o->inputs.len) /* the verifier's kind check */
-        return rt_fail(err, LLMC_RT_E_CORRUPT, "kind %d does not match %u inputs",
-                       RT_N(o->kind, o->inputs.len), NULL);
     llmc_rt_status st = rt_dims_at(&pr->affines[w->dims], w->rank, &w->format, 0, 0, dims,
                                    &bytes, LLMC_RT_E_CORRUPT, err);
     bool ok = !st;
@@ -196,6 +194,15 @@ static llmc_rt_status prepare_linear(const rt_prepared *pr, rt_prep_op *o, llmc_
         ok = rt_ftile_shape_of(&w->format, w->rank, dims, &o->w.f);
     return ok ? LLMC_RT_OK : rt_fail(err, LLMC_RT_E_CORRUPT, "W has an invalid packed format",
                                      NULL, NULL);
+}
+
+static llmc_rt_status prepare_linear(const rt_prepared *pr, rt_prep_op *o, llmc_rt_error *err)
+{
+    int next = 2 + (o->kind & 1) + (o->kind >> 1 & 1); /* bias, residual */
+    if ((uint32_t)next != o->inputs.len) /* the verifier's kind check */
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "kind %d does not match %u inputs",
+                       RT_N(o->kind, o->inputs.len), NULL);
+    return prepare_weight_shape(pr, o, err);
 }
 
 static void copy_op_scalars(const rt_op_desc *d, rt_prep_op *o)
@@ -250,6 +257,8 @@ static llmc_rt_status prepare_op_extras(fb_reader *r, prep_fill *f, const rt_op_
         return LLMC_RT_OK;
     case OP_LINEAR:
         return prepare_linear(f->pr, o, err);
+    case OP_SHADOW_LINEAR:
+        return prepare_weight_shape(f->pr, o, err);
     default:
         return LLMC_RT_OK;
     }

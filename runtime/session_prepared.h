@@ -49,7 +49,7 @@ typedef struct {
     int32_t heads, kv_heads, head_dim, rotary_dim; /* Attention, Rope */
     float scale;                                   /* Attention; QuantizeRows: static scale */
     uint32_t cache;                                /* Attention */
-    union {                       /* Linear: W's packed shape (W is a weight) */
+    union {                       /* Linear, ShadowLinear: W's packed shape (a weight) */
         rt_qweight_shape q;       /* QWeightTiles */
         rt_ftile_shape f;         /* FWeightTiles */
     } w;

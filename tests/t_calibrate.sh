@@ -2,13 +2,19 @@
 # `llmc compile --quant w8a8 --calibrate TEXT` on the trained model of
 # models/: the unquantized model runs over a calibration text (Debian's
 # fortunes, training-side text) and every QuantizeRows gets one static
-# per-tensor scale (issue 16's NPU form).  Checks: the table names each of
-# the 17 Linear inputs with clip <= max |x| and scale = clip / 127; the
-# plan decoded by flatc carries exactly those scales (the dynamic w8a8 plan
-# none); percentile 100 leaves no outliers; the plan is byte-identical on a
-# second compile; its perplexity on held-out text is within 1% of f32's
-# (which t_eval checks against ONNX Runtime); misuse is refused with a
-# message and nothing is written.
+# per-tensor scale (issue 16's NPU form), and the most important Linears a
+# ShadowLinear that adds their outliers back exactly.  Checks: the table
+# names each of the 17 Linear inputs with clip <= max |x| and scale = clip /
+# 127; the plan decoded by flatc carries exactly those scales (the dynamic
+# w8a8 plan none), 3 ShadowLinears (15% of 17, rounded up) on the Linears
+# of highest importance, each reading its Linear's outputs and W's segment
+# with its x's scale; percentile 100 leaves no outliers; the plan is
+# byte-identical on a second compile; its perplexity on held-out text is
+# within 1% of f32's (which t_eval checks against ONNX Runtime); with a
+# clip at the 99th percentile (1% outliers, so the shadow path always
+# runs) the shadow on every Linear brings perplexity within 0.5% of f32's
+# and none is worse; misuse is refused with a message and nothing is
+# written.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -70,7 +76,21 @@ for op in quant:
     assert abs(got - want) <= 1e-4 * want, (x, got, want)  # flatc prints 6 digits
 dyn = json.load(open(sys.argv[3]))
 assert all(op.get("scale", 0) == 0 for op in dyn["ops"] if op["code"] == "QuantizeRows")
-print("17 tensors: clip <= max |x|, scale = clip / 127, the plan's ops carry them")
+assert not any(op["code"] == "ShadowLinear" for op in dyn["ops"])
+# ShadowLinear: the 3 most important x, the Linear's outputs, its W's bytes
+ts = plan["tensors"]
+producer = {o: op for op in plan["ops"] for o in op["outputs"]}
+shadows = [op for op in plan["ops"] if op["code"] == "ShadowLinear"]
+importance = {n: r["absmax"] / r["clip"] for n, r in rows.items()}
+top = sorted(importance, key=lambda n: -importance[n])[:3]
+assert sorted(names[op["inputs"][0]] for op in shadows) == sorted(top), (shadows, top)
+for op in shadows:
+    linear = producer[op["inputs"][2]]
+    assert linear["code"] == "Linear" and linear["outputs"] == op["inputs"][2:], op["name"]
+    assert ts[op["inputs"][1]]["segment"] == ts[linear["inputs"][1]]["segment"], op["name"]
+    assert abs(op["scale"] - rows[names[op["inputs"][0]]]["scale"]) <= 1e-4 * op["scale"]
+print("17 tensors: clip <= max |x|, scale = clip / 127, the plan's ops carry them;",
+      "ShadowLinear on", top)
 PYEOF
 }
 check "the table's 17 tensors: clip <= max |x|, scale = clip / 127; the plan's QuantizeRows carry those scales, the dynamic plan's none" scales_check
@@ -93,6 +113,23 @@ within() {   # within A B TOLERANCE: |A/B - 1| <= TOLERANCE
         'BEGIN { d = a / b - 1; if (d < 0) d = -d; printf "relative difference %.5f\n", d; exit !(d <= t) }'
 }
 check "calibrated per-tensor w8a8 perplexity $STA within 1% of f32's $F32" within "$STA" "$F32" 0.01
+
+# 1% of every x beyond the clip: shadow on all Linears against none.
+for f in 0 1; do
+    compile "$WORK/p99-s$f.plan" "$WORK/p99-s$f.log" --quant w8a8 --calibrate "$CALIB" \
+        --calib-percentile 99 --shadow-layers $f
+    "$LLMC" eval "$WORK/p99-s$f.plan" --text "$WORK/slice.txt" --context $CONTEXT \
+        --stride $STRIDE >"$WORK/p99-s$f.txt" 2>&1
+done
+NONE=$(ppl_of "$WORK/p99-s0.txt") ALL=$(ppl_of "$WORK/p99-s1.txt")
+echo "# summary: clip at the 99th percentile: perplexity without shadow ${NONE:-?}, with ${ALL:-?}"
+all_shadowed_close() {
+    grep -q '17 of 17 calibrated Linears keep' "$WORK/p99-s1.log" && within "$ALL" "$F32" 0.005
+}
+check "clip at the 99th percentile: shadow on all 17 Linears, perplexity $ALL within 0.5% of f32's $F32" \
+    all_shadowed_close
+check "clip at the 99th percentile: without shadow ($NONE) worse than with ($ALL)" \
+    awk -v a="${NONE:-0}" -v b="${ALL:-1e9}" 'BEGIN { exit !(a > b) }'
 
 # The verifier: a QuantizeRows scale edited to NaN or -1 in the plan's bytes.
 bad_scale() {   # bad_scale VALUE OUT.plan
@@ -137,6 +174,10 @@ check "--calib-percentile 0 is a usage error" refused 2 "wants a number in (0, 1
     --tokenizer "$TOKENIZER" --quant w8a8 --calibrate "$CALIB" --calib-percentile 0
 check "--calib-percentile without --calibrate is a usage error" refused 2 "needs --calibrate" \
     --tokenizer "$TOKENIZER" --quant w8a8 --calib-percentile 99
+check "--shadow-layers 1.5 is a usage error" refused 2 "a share in \[0, 1\]" \
+    --tokenizer "$TOKENIZER" --quant w8a8 --calibrate "$CALIB" --shadow-layers 1.5
+check "--shadow-layers without --calibrate is a usage error" refused 2 "needs --calibrate" \
+    --tokenizer "$TOKENIZER" --quant w8a8 --shadow-layers 0.5
 check "an empty calibration text is refused" refused 3 "is empty" \
     --tokenizer "$TOKENIZER" --quant w8a8 --calibrate "$WORK/empty.txt"
 check "a missing calibration text is refused with its path" refused 3 "$WORK/nothing.txt" \

@@ -348,13 +348,23 @@ static inline size_t rt_qact_index(const rt_qact_shape *s, ptrdiff_t e, ptrdiff_
  * byte count; its data must hold rt_qact_bytes(s) bytes (the plan sizes
  * packed activations with rt_qact_bytes), all of which are written,
  * padding rows and columns zero.  scale 0: each row by its abs-max (the
- * table's kernel); scale > 0 (normal, finite): one static scale for every
- * row (the portable kernel: calibrated per-tensor activations, as an NPU
- * runs them), values beyond 127 * scale clamped.  Tasks: blocks of
- * activation row tiles. */
+ * table's kernel); scale > 0 (normal and finite: the verifier's check of
+ * the plan): one static scale for every row (the portable kernel:
+ * calibrated per-tensor activations, as an NPU runs them), values beyond
+ * 127 * scale clamped.  Tasks: blocks of activation row tiles. */
 llmc_rt_status k_quantize_rows(const struct rt_kernels *kt, const rt_view *x,
                                const rt_qact_shape *s, float scale, rt_view *xq,
                                const rt_parallel *par, llmc_rt_error *err);
+
+/* ShadowLinear (q_shadow.c): z_j = y_j + the outliers' exact part, for x
+ * float32 [..., k] quantized with the static scale (|x / scale| > 127 are
+ * outliers), W int8 tiles of ws (the Linear's own), y_j / z_j float32
+ * [..., n_j] with the Linear's columns in order (sum n_j = n), n_out <=
+ * RT_SHADOW_OUTPUTS; z_j may be y_j's bytes. */
+#define RT_SHADOW_OUTPUTS 3
+llmc_rt_status k_shadow_linear(const rt_view *x, const uint8_t *w, const rt_qweight_shape *ws,
+                               float scale, const rt_view *ys, rt_view *zs, uint32_t n_out,
+                               llmc_rt_error *err);
 
 /* y float32 [..., n_y] = the columns [col0, col0 + n_y) of z = x W^T, plus
  * bias [n] (the columns col0.. of it) and residual (NULL or y's dims), for

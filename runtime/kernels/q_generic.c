@@ -51,21 +51,22 @@ static void quantize_row_with(const float *x, const rt_qact_shape *s, ptrdiff_t 
     }
 }
 
-void rt_q_generic_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
-                                int64_t r0, int64_t r1, uint8_t *xq)
-{
-    for (ptrdiff_t e = (ptrdiff_t)r0; e < (ptrdiff_t)r1; e++) {
-        const float *row = x + e * (ptrdiff_t)x_stride;
-        float amax = row_amax(row, (ptrdiff_t)s->k), inv = rt_q_row_inverse(amax);
-        quantize_row_with(row, s, e, xq, inv, inv > 0.0f ? amax / 127.0f : 0.0f);
-    }
-}
-
 void rt_q_generic_quantize_rows_static(const float *x, int64_t x_stride, const rt_qact_shape *s,
                                        int64_t r0, int64_t r1, float scale, uint8_t *xq)
 {
-    for (ptrdiff_t e = (ptrdiff_t)r0; e < (ptrdiff_t)r1; e++)
-        quantize_row_with(x + e * (ptrdiff_t)x_stride, s, e, xq, 1.0f / scale, scale);
+    for (ptrdiff_t e = (ptrdiff_t)r0; e < (ptrdiff_t)r1; e++) {
+        const float *row = x + e * (ptrdiff_t)x_stride;
+        float amax = scale > 0.0f ? 127.0f * scale : row_amax(row, (ptrdiff_t)s->k);
+        float inv = scale > 0.0f ? 1.0f / scale : rt_q_row_inverse(amax);
+        float sx = scale > 0.0f ? scale : inv > 0.0f ? amax / 127.0f : 0.0f;
+        quantize_row_with(row, s, e, xq, inv, sx);
+    }
+}
+
+void rt_q_generic_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
+                                int64_t r0, int64_t r1, uint8_t *xq)
+{
+    rt_q_generic_quantize_rows_static(x, x_stride, s, r0, r1, 0.0f, xq);
 }
 
 /* Weight value (h, j) of a block, j the position inside the group: tile

@@ -6,7 +6,6 @@
  * and every output element is computed by exactly one micro-kernel call
  * whose arguments do not depend on the split, so the result is bitwise the
  * same for any thread count. */
-#include <float.h>
 #include <string.h>
 
 #include "q_generic.h"
@@ -162,9 +161,6 @@ llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_
         return rt_fail(err, LLMC_RT_E_EXEC, "QuantizeRows of %s into %s: both must be [..., "
                        "k] with m = %d rows of k = %d", RT_N(s->m, s->k),
                        RT_S(k_dims_text(x, tx, sizeof tx), k_dims_text(xq, tq, sizeof tq)));
-    if (!(scale == 0.0f || (scale >= FLT_MIN && scale <= FLT_MAX)))
-        return rt_fail(err, LLMC_RT_E_EXEC, "QuantizeRows' static scale must be 0 (per row) "
-                       "or a normal positive float", NULL, NULL);
     quantize_job J = {kt, x->data, s, xq->data, scale, 1};
     int64_t tile_elems = s->ep * (s->k ? s->k : 1);
     if (tile_elems < QUANT_TASK_ELEMS)

@@ -373,14 +373,92 @@ static void test_quantize_static(const rt_kernels *kt)
           "threads", kt->isa);
     free(serial);
     free(big);
+}
 
-    static const float bad[] = {-1.0f, 1e-40f, INFINITY, NAN};
-    bool refused = true;
-    for (int i = 0; i < 4; i++) {
-        free(quantize_static(kt, rows, &s, bad[i], NULL, &st));
-        refused &= fails_with(st, "static scale");
+/* ---- ShadowLinear ---------------------------------------------------------- */
+
+/* x [m, k] with injected outliers: channels 3 and k - 5 of every row, and
+ * one lone value, far beyond 127 * scale (a synthetic form of the outlier
+ * channels paper 003 Fig. 10 counts). */
+static float *outlier_rows(int64_t m, int64_t k, float scale)
+{
+    float *x = random_matrix(m, k, 60.0f * scale);
+    for (int64_t e = 0; e < m; e++) {
+        x[e * k + 3] = (e % 2 ? -1 : 1) * (300.0f + 17.0f * (float)e) * scale;
+        x[e * k + k - 5] = 1000.0f * scale;
     }
-    CHECK(refused, "%s: static scales -1, 1e-40 (subnormal), inf and NaN refused", kt->isa);
+    x[(m - 1) * k + k / 2] = -5000.0f * scale;
+    return x;
+}
+
+/* The int8 Linear of static-scale x, then ShadowLinear over two outputs
+ * (columns split 11 | n - 11), against fp64: sum over c of xhat_c W[n, c]
+ * with xhat = x on the outliers and scale * q elsewhere, W the dequantized
+ * tiles.  Without the shadow the same reference is far off (the test
+ * cannot pass by the Linear alone); in place (z = y) gives the same bytes. */
+static void test_shadow_linear(const rt_kernels *kt)
+{
+    const int64_t m = 6, n = 40, k = 192, group = 64, split = 11;
+    const float scale = 0.01f;
+    rt_qweight_shape ws;
+    rt_qact_shape xs;
+    rt_qweight_shape_init(&ws, 8, kt->q_hp, kt->q_lp, n, k, group);
+    rt_qact_shape_init(&xs, kt->q_ep, kt->q_lp, m, k, group);
+    float *x = outlier_rows(m, k, scale), *W = random_matrix(n, k, 0.1f);
+    uint8_t *w = pack_weights(W, &ws);
+    llmc_rt_status st;
+    uint8_t *xq = quantize_static(kt, x, &xs, scale, NULL, &st);
+    float *y = calloc((size_t)(m * n), sizeof *y), *z = calloc((size_t)(m * n), sizeof *z);
+    float *y0 = y, *y1 = y + m * split, *z0 = z, *z1 = z + m * split;
+    rt_view xqv = view(LLMC_RT_I8, xq, 2, (int64_t[]){m, k});
+    rt_view ys[2] = {view(LLMC_RT_F32, y0, 2, (int64_t[]){m, split}),
+                     view(LLMC_RT_F32, y1, 2, (int64_t[]){m, n - split})};
+    rt_view zs[2] = {view(LLMC_RT_F32, z0, 2, (int64_t[]){m, split}),
+                     view(LLMC_RT_F32, z1, 2, (int64_t[]){m, n - split})};
+    rt_view xv = view(LLMC_RT_F32, x, 2, (int64_t[]){m, k});
+    if (!st)
+        st = k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, NULL, &err);
+    if (!st)
+        st = k_shadow_linear(&xv, w, &ws, scale, ys, zs, 2, &err);
+    double worst = 0, worst_linear = 0;
+    int outliers = 0;
+    for (int64_t e = 0; !st && e < m; e++)
+        for (int64_t j = 0; j < n; j++) {
+            double want = 0, mag = 0;
+            for (int64_t c = 0; c < k; c++) {
+                double q = act_q(xq, &xs, e, c), v = (double)x[e * k + c] / scale;
+                double xhat = fabs(v) > 127 ? x[e * k + c] : scale * q;
+                outliers += j == 0 && fabs(v) > 127;
+                want += xhat * weight_value(w, &ws, j, c);
+                mag += fabs(xhat * weight_value(w, &ws, j, c));
+            }
+            float got = j < split ? z0[e * split + j] : z1[e * (n - split) + j - split];
+            float lin = j < split ? y0[e * split + j] : y1[e * (n - split) + j - split];
+            worst = fmax(worst, fabs(got - want) / mag);
+            worst_linear = fmax(worst_linear, fabs(lin - want) / mag);
+        }
+    CHECK(!st && outliers == 2 * (int)m + 1 && worst < 1e-5 && worst_linear > 1e-2,
+          "%s ShadowLinear: %d injected outliers exact (worst %.2g of sum |terms|; the int8 "
+          "Linear alone %.2g), two outputs %s", kt->isa, outliers, worst, worst_linear,
+          st ? err.msg : "");
+    if (!st)
+        st = k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, NULL, &err);
+    rt_view same[2] = {ys[0], ys[1]};
+    if (!st)
+        st = k_shadow_linear(&xv, w, &ws, scale, ys, same, 2, &err);
+    CHECK(!st && !memcmp(y, z, sizeof *y * (size_t)(m * n)),
+          "%s ShadowLinear in place (z = y): the same bytes", kt->isa);
+    rt_view wrong = view(LLMC_RT_F32, z1, 2, (int64_t[]){m, n - split - 1});
+    rt_view short_zs[2] = {zs[0], wrong};
+    CHECK(fails_with(k_shadow_linear(&xv, w, &ws, scale, ys, short_zs, 2, &err), "dims") &&
+              fails_with(k_shadow_linear(&xv, w, &ws, 0.0f, ys, zs, 2, &err), "scale"),
+          "%s ShadowLinear: an output of other dims, a zero scale refused", kt->isa);
+    free(x);
+    free(W);
+    free(w);
+    free(xq);
+    free(y);
+    free(z);
 }
 
 /* ---- QLinear against fp64 -------------------------------------------------- */
@@ -1055,6 +1133,7 @@ static void test_table(const rt_kernels *kt)
           "%s: a qtile_2x2 comes with a pair walk (qlinear_pair_column)", kt->isa);
     test_quantize_rows(kt);
     test_quantize_static(kt);
+    test_shadow_linear(kt);
     test_qlinear_reference(kt);
     test_threads(kt);
     test_outputs(kt);
