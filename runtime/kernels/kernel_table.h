@@ -41,10 +41,12 @@ typedef struct rt_kernels {
     int f_hp, f_ep;         /* fp32 weight tile rows; rows per fp32 GEMM call
                                (f_hp 0: fp32 weights stay dense [n, k]) */
     /* Rows [r0, r1) of x [m, k] (row stride x_stride floats; r1 <= m) into
-     * the activation tiles xq: their int8 values, scales and group sums.
-     * Padding rows and columns are the driver's. */
+     * the activation tiles xq: their int8 values, scales and group sums;
+     * scale 0: each row by its abs-max, scale > 0 (normal): that static
+     * scale for every row, q = x * (1 / scale) clamped to +-127.  Padding
+     * rows and columns are the driver's. */
     void (*quantize_rows)(const float *x, int64_t x_stride, const rt_qact_shape *s,
-                          int64_t r0, int64_t r1, uint8_t *xq);
+                          int64_t r0, int64_t r1, float scale, uint8_t *xq);
     /* out[e * hp + h] for e < rows (1 <= rows <= ep: the rows of activation
      * tile et that exist) and h < hp (row tile ht of W): the sum over groups
      * of quant_format.h before the multiplication by sx.  rows == 1 is the

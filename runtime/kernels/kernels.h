@@ -349,9 +349,9 @@ static inline size_t rt_qact_index(const rt_qact_shape *s, ptrdiff_t e, ptrdiff_
  * packed activations with rt_qact_bytes), all of which are written,
  * padding rows and columns zero.  scale 0: each row by its abs-max (the
  * table's kernel); scale > 0 (normal and finite: the verifier's check of
- * the plan): one static scale for every row (the portable kernel:
- * calibrated per-tensor activations, as an NPU runs them), values beyond
- * 127 * scale clamped.  Tasks: blocks of activation row tiles. */
+ * the plan): one static scale for every row (calibrated per-tensor
+ * activations, as an NPU runs them), values beyond 127 * scale clamped.
+ * Tasks: blocks of activation row tiles. */
 llmc_rt_status k_quantize_rows(const struct rt_kernels *kt, const rt_view *x,
                                const rt_qact_shape *s, float scale, rt_view *xq,
                                const rt_parallel *par, llmc_rt_error *err);

@@ -51,8 +51,8 @@ static void quantize_row_with(const float *x, const rt_qact_shape *s, ptrdiff_t 
     }
 }
 
-void rt_q_generic_quantize_rows_static(const float *x, int64_t x_stride, const rt_qact_shape *s,
-                                       int64_t r0, int64_t r1, float scale, uint8_t *xq)
+void rt_q_generic_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
+                                int64_t r0, int64_t r1, float scale, uint8_t *xq)
 {
     for (ptrdiff_t e = (ptrdiff_t)r0; e < (ptrdiff_t)r1; e++) {
         const float *row = x + e * (ptrdiff_t)x_stride;
@@ -63,11 +63,6 @@ void rt_q_generic_quantize_rows_static(const float *x, int64_t x_stride, const r
     }
 }
 
-void rt_q_generic_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
-                                int64_t r0, int64_t r1, uint8_t *xq)
-{
-    rt_q_generic_quantize_rows_static(x, x_stride, s, r0, r1, 0.0f, xq);
-}
 
 /* Weight value (h, j) of a block, j the position inside the group: tile
  * t = j / lp; bits 4 pairs tiles 2u (low nibble) and 2u + 1 (high). */

@@ -16,13 +16,7 @@ int rt_q_value(float x, float inv);
 
 /* rt_kernels.quantize_rows and rt_kernels.qtile (kernel_table.h). */
 void rt_q_generic_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
-                                int64_t r0, int64_t r1, uint8_t *xq);
-/* The same with one static scale for every row (QuantizeRows' per-tensor
- * scale from calibration, normal and finite): q = x * (1 / scale) rounded
- * half to even and clamped to [-127, 127], every row's scale = scale;
- * scale 0: each row's abs-max, as rt_q_generic_quantize_rows. */
-void rt_q_generic_quantize_rows_static(const float *x, int64_t x_stride, const rt_qact_shape *s,
-                                       int64_t r0, int64_t r1, float scale, uint8_t *xq);
+                                int64_t r0, int64_t r1, float scale, uint8_t *xq);
 void rt_q_generic_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 
 #endif

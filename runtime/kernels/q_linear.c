@@ -8,7 +8,6 @@
  * same for any thread count. */
 #include <string.h>
 
-#include "q_generic.h"
 #include "q_linear_job.h"
 #include "rt_div64.h"
 #include "rt_msg.h"
@@ -135,10 +134,7 @@ static void quantize_task(void *ctx, uint32_t i)
     for (ptrdiff_t et = et0; et < et1; et++) {
         ptrdiff_t r0 = et * s->ep, r1 = r0 + s->ep < m ? r0 + s->ep : m;
         zero_tile_padding(s, et, J->xq);
-        if (J->scale > 0.0f)
-            rt_q_generic_quantize_rows_static(J->x, s->k, s, r0, r1, J->scale, J->xq);
-        else
-            J->kt->quantize_rows(J->x, s->k, s, r0, r1, J->xq);
+        J->kt->quantize_rows(J->x, s->k, s, r0, r1, J->scale, J->xq);
     }
 }
 

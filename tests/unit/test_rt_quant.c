@@ -371,6 +371,12 @@ static void test_quantize_static(const rt_kernels *kt)
     }
     CHECK(same, "%s static scale: 37 x 300 rows (many clamped) byte for byte on 1-3 fake "
           "threads", kt->isa);
+    if (kt != &rt_kernels_generic) {
+        uint8_t *portable = quantize_static(&rt_kernels_generic, big, &s, 0.02f, NULL, &st);
+        CHECK(st == LLMC_RT_OK && !memcmp(serial, portable, (size_t)rt_qact_bytes(&s)),
+              "%s static scale: the portable kernel's bytes", kt->isa);
+        free(portable);
+    }
     free(serial);
     free(big);
 }

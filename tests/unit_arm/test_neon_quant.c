@@ -63,7 +63,10 @@ typedef struct {
     int32_t *sums;  /* [m][groups] */
 } ref_act;
 
-static void ref_quantize(const float *x, int64_t stride, const rt_qact_shape *s, ref_act *r)
+/* Per row abs-max, or (scale > 0) the static scale: q = x / scale
+ * clamped to +-127 before the rounding. */
+static void ref_quantize(const float *x, int64_t stride, const rt_qact_shape *s, float scale,
+                         ref_act *r)
 {
     r->m = s->m, r->k = s->k, r->group = s->group, r->groups = s->kp / s->group;
     r->q = calloc((size_t)(s->m * s->k) + 1, 1);
@@ -74,10 +77,11 @@ static void ref_quantize(const float *x, int64_t stride, const rt_qact_shape *s,
         float amax = 0.0f;
         for (int64_t c = 0; c < s->k; c++)
             amax = fmaxf(amax, fabsf(row[c]));
-        float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-        r->scale[i] = amax / 127.0f;
+        float inv = scale > 0.0f ? 1.0f / scale : amax > 0.0f ? 127.0f / amax : 0.0f;
+        r->scale[i] = scale > 0.0f ? scale : amax / 127.0f;
         for (int64_t c = 0; c < s->k; c++) {
-            int8_t q = (int8_t)rintf(row[c] * inv); /* default mode: ties to even */
+            float v = fmaxf(fminf(row[c] * inv, 127.0f), -127.0f);
+            int8_t q = (int8_t)rintf(v); /* default mode: ties to even */
             r->q[i * s->k + c] = q;
             r->sums[i * r->groups + c / s->group] += q;
         }
@@ -306,7 +310,7 @@ static bool qtile_case(const rt_kernels *kt, int bits, int64_t group, shape sh, 
     edge_rows(x, sh.m, sh.k, stride);
     ref_act ra;
     ref_w rw;
-    ref_quantize(x, stride, &xs, &ra);
+    ref_quantize(x, stride, &xs, 0.0f, &ra);
     uint8_t *xq = calloc((size_t)rt_qact_bytes(&xs) + 1, 1);
     ref_write_act(&ra, &xs, 0, sh.m, xq);
     ref_make_weights(&ws, exact, &rw);
@@ -358,9 +362,10 @@ static void test_qtile(const rt_kernels *kt)
 }
 
 /* quantize_rows over [0, split) and [split, m) into a buffer of 0xa5: the
- * bytes must be the reference's there and 0xa5 everywhere else. */
+ * bytes must be the reference's there and 0xa5 everywhere else; scale > 0:
+ * a static scale. */
 static bool quantize_case(const rt_kernels *kt, int64_t m, int64_t k, int64_t group,
-                          int64_t split, char *why)
+                          int64_t split, float scale, char *why)
 {
     rt_qact_shape xs;
     if (!rt_qact_shape_init(&xs, kt->q_ep, kt->q_lp, m, k, group)) {
@@ -371,14 +376,14 @@ static bool quantize_case(const rt_kernels *kt, int64_t m, int64_t k, int64_t gr
     float *x = random_x(m, k, stride);
     edge_rows(x, m, k, stride);
     ref_act ra;
-    ref_quantize(x, stride, &xs, &ra);
+    ref_quantize(x, stride, &xs, scale, &ra);
     size_t bytes = (size_t)rt_qact_bytes(&xs);
     uint8_t *want = malloc(bytes + 1), *got = malloc(bytes + 1);
     memset(want, 0xa5, bytes + 1);
     memset(got, 0xa5, bytes + 1);
     ref_write_act(&ra, &xs, 0, m, want);
-    kt->quantize_rows(x, stride, &xs, 0, split, got);
-    kt->quantize_rows(x, stride, &xs, split, m, got);
+    kt->quantize_rows(x, stride, &xs, 0, split, scale, got);
+    kt->quantize_rows(x, stride, &xs, split, m, scale, got);
     size_t i = 0;
     while (i < bytes + 1 && got[i] == want[i])
         i++;
@@ -403,11 +408,24 @@ static void test_quantize(const rt_kernels *kt)
             for (size_t gi = 0; gi < sizeof GROUPS / sizeof GROUPS[0]; gi += 2) {
                 int64_t m = ms[mi], k = ks[ki], group = group_of(GROUPS[gi], k, kt->q_lp);
                 why[0] = 0;
-                CHECK(quantize_case(kt, m, k, group, m / 2, why),
+                CHECK(quantize_case(kt, m, k, group, m / 2, 0.0f, why),
                       "%s quantize_rows m %ld k %ld group %ld (rows [0,%ld) then [%ld,%ld)) %s",
                       kt->target, (long)m, (long)k, (long)group, (long)(m / 2), (long)(m / 2),
                       (long)m, why);
             }
+    /* a static scale small enough that many values clamp */
+    bool same = true;
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            int64_t group = group_of(GROUPS[0], ks[ki], kt->q_lp);
+            why[0] = 0;
+            if (!quantize_case(kt, ms[mi], ks[ki], group, ms[mi] / 2, 0.004f, why)) {
+                printf("# m %ld k %ld: %s\n", (long)ms[mi], (long)ks[ki], why);
+                same = false;
+            }
+        }
+    CHECK(same, "%s quantize_rows with a static scale (many values clamped): the reference's "
+          "bytes on %zu shapes", kt->target, sizeof ms / sizeof ms[0] * (sizeof ks / sizeof ks[0]));
 }
 
 static void test_table(const rt_kernels *kt, const char *target, int hp, int lp, int ep)

@@ -27,7 +27,7 @@ bool rt_cpu_arm_i8mm_ok(void);
 /* q_neon_quantize.c: QuantizeRows for either table (any lp in {4, 8};
  * plain ARMv8.0 NEON). */
 void rt_neon_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
-                           int64_t r0, int64_t r1, uint8_t *xq);
+                           int64_t r0, int64_t r1, float scale, uint8_t *xq);
 
 /* q_neon_dot.c (hp 8, lp 4, ep 12) and q_neon_i8mm.c (hp 8, lp 8, ep 10):
  * the qtile entry of kernel_table.h for their table's tile sizes. */

@@ -1,7 +1,9 @@
 /* QuantizeRows for the NEON tables (lp 4 or 8), plain ARMv8.0 NEON so both
  * tables can share it: per row abs-max, sx = amax / 127, q = round to
  * nearest even of x * (127 / amax) (FCVTNS rounds ties to even whatever
- * the FPCR mode), and per group the int32 sum of q (quant_format.h).
+ * the FPCR mode), and per group the int32 sum of q (quant_format.h).  A
+ * static scale (calibrated QuantizeRows): sx = scale, q = x * (1 / scale)
+ * clamped to +-127 before the rounding, as the portable kernel does.
  *
  * Eight values at a time: every group is a whole number of them (group is
  * a multiple of 2 * lp >= 8), and they are one k-tile (lp 8) or two (lp 4)
@@ -26,10 +28,17 @@ static float abs_max(const float *x, int64_t k)
     return amax;
 }
 
+/* x * inv clamped to [-127, 127] (a no-op for a row's own abs-max). */
+static float32x4_t scaled(const float *x, float32x4_t inv)
+{
+    return vmaxq_f32(vminq_f32(vmulq_f32(vld1q_f32(x), inv), vdupq_n_f32(127.0f)),
+                     vdupq_n_f32(-127.0f));
+}
+
 static int8x8_t quantize8(const float *x, float32x4_t inv)
 {
-    int32x4_t lo = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(x), inv));
-    int32x4_t hi = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(x + 4), inv));
+    int32x4_t lo = vcvtnq_s32_f32(scaled(x, inv));
+    int32x4_t hi = vcvtnq_s32_f32(scaled(x + 4, inv));
     return vqmovn_s16(vcombine_s16(vqmovn_s32(lo), vqmovn_s32(hi)));
 }
 
@@ -90,23 +99,24 @@ static int32_t quantize_group(const row_place *p, const float *x, int64_t c0, in
     return vaddvq_s32(sum);
 }
 
-static void quantize_row(const float *x, const rt_qact_shape *s, int64_t r, uint8_t *xq)
+static void quantize_row(const float *x, const rt_qact_shape *s, int64_t r, float scale,
+                         uint8_t *xq)
 {
-    float amax = abs_max(x, s->k);
-    float32x4_t inv = vdupq_n_f32(amax > 0.0f ? 127.0f / amax : 0.0f);
+    float amax = scale > 0.0f ? 127.0f * scale : abs_max(x, s->k);
+    float32x4_t inv = vdupq_n_f32(scale > 0.0f ? 1.0f / scale : amax > 0.0f ? 127.0f / amax : 0.0f);
     float *scales = (float *)(void *)(xq + rt_qact_scales_offset(s));
     int32_t *sums = (int32_t *)(void *)(xq + rt_qact_sums_offset(s));
     int64_t groups = s->kp / s->group;
     row_place p = {(int8_t *)xq + (r / s->ep) * s->ep * s->kp + (r % s->ep) * s->lp,
                    (int64_t)s->ep * s->lp, s->lp};
-    scales[r] = amax / 127.0f;
+    scales[r] = scale > 0.0f ? scale : amax / 127.0f;
     for (int64_t g = 0; g < groups; g++)
         sums[r * groups + g] = quantize_group(&p, x, g * s->group, s->group, s->k, inv);
 }
 
 void rt_neon_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
-                           int64_t r0, int64_t r1, uint8_t *xq)
+                           int64_t r0, int64_t r1, float scale, uint8_t *xq)
 {
     for (int64_t r = r0; r < r1; r++)
-        quantize_row(x + r * x_stride, s, r, xq);
+        quantize_row(x + r * x_stride, s, r, scale, xq);
 }

@@ -107,10 +107,10 @@ static void quantize_groups(const quant_rows *R, int e)
 }
 
 void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
-                             int64_t r0, int64_t r1, uint8_t *xq)
+                             int64_t r0, int64_t r1, float scale, uint8_t *xq)
 {
     if (s->ep != EP || s->lp != LP || s->group % 8) {
-        rt_q_generic_quantize_rows(x, x_stride, s, r0, r1, xq);
+        rt_q_generic_quantize_rows(x, x_stride, s, r0, r1, scale, xq);
         return;
     }
     int64_t groups = s->kp / s->group;
@@ -124,11 +124,12 @@ void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_sha
         bool any_zero = false;
         for (int e = 0; e < n; e++) {
             int64_t row = r0 + e;
-            float amax = row_amax(x + row * x_stride, s->k);
+            /* a static scale: q = x * (1 / scale), the clamps do the rest */
+            float amax = scale > 0.0f ? 0.0f : row_amax(x + row * x_stride, s->k);
             R.x[e] = x + row * x_stride;
-            R.inv[e] = rt_q_row_inverse(amax);
+            R.inv[e] = scale > 0.0f ? 1.0f / scale : rt_q_row_inverse(amax);
             R.sums[e] = sums + row * groups;
-            scales[row] = R.inv[e] > 0.0f ? amax / 127.0f : 0.0f;
+            scales[row] = scale > 0.0f ? scale : R.inv[e] > 0.0f ? amax / 127.0f : 0.0f;
             any_zero |= R.inv[e] == 0.0f;
             for (int64_t g = 0; g < groups; g++)
                 R.sums[e][g] = 0;

@@ -26,7 +26,7 @@ bool rt_cpu_x86_avx512_vnni_ok(void);
 
 /* q_avx2_quantize.c: rt_kernels.quantize_rows (kernel_table.h). */
 void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
-                             int64_t r0, int64_t r1, uint8_t *xq);
+                             int64_t r0, int64_t r1, float scale, uint8_t *xq);
 /* q_avx2.c, q_avx512_vnni.c (AVX512_VNNI_FLAGS as well): rt_kernels.qtile. */
 void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
