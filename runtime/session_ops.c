@@ -349,9 +349,9 @@ llmc_rt_status llmc_rt_exec_QuantizeRows(rt_op_call *c, llmc_rt_error *err)
 /* x, W, y_0.. -> z_0..: the outliers' exact part added (q_shadow.c). */
 llmc_rt_status llmc_rt_exec_ShadowLinear(rt_op_call *c, llmc_rt_error *err)
 {
-    uint32_t n = c->op->outputs.len;
+    rt_parallel par = rt_session_parallel(c->s);
     return k_shadow_linear(&c->in[0], c->in[1].data, &c->op->w.q, c->op->scale, &c->in[2],
-                           c->out, n, err);
+                           c->out, c->op->outputs.len, &par, err);
 }
 
 /* ---- Attention and its fused KV cache ------------------------------------ */

@@ -360,11 +360,12 @@ llmc_rt_status k_quantize_rows(const struct rt_kernels *kt, const rt_view *x,
  * float32 [..., k] quantized with the static scale (|x / scale| > 127 are
  * outliers), W int8 tiles of ws (the Linear's own), y_j / z_j float32
  * [..., n_j] with the Linear's columns in order (sum n_j = n), n_out <=
- * RT_SHADOW_OUTPUTS; z_j may be y_j's bytes. */
+ * RT_SHADOW_OUTPUTS; z_j may be y_j's bytes.  Tasks: ranges of W's row
+ * tiles, bitwise the same for any split. */
 #define RT_SHADOW_OUTPUTS 3
 llmc_rt_status k_shadow_linear(const rt_view *x, const uint8_t *w, const rt_qweight_shape *ws,
                                float scale, const rt_view *ys, rt_view *zs, uint32_t n_out,
-                               llmc_rt_error *err);
+                               const rt_parallel *par, llmc_rt_error *err);
 
 /* y float32 [..., n_y] = the columns [col0, col0 + n_y) of z = x W^T, plus
  * bias [n] (the columns col0.. of it) and residual (NULL or y's dims), for

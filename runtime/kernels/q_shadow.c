@@ -19,69 +19,117 @@
 #include "rt_div64.h"
 #include "rt_msg.h"
 
-/* Dequantized column c of W (position j of group g) into the outputs'
- * columns: z[.., n] += r * W[n, c].  Row tiles in order, so no division. */
-static void add_column(const uint8_t *w, const rt_qweight_shape *ws, int64_t g, int64_t j,
-                       float r, float *const *rows, const int64_t *first, const int64_t *width)
+/* Shadow tasks: ranges of W's row tiles (output features), each walking
+ * every column, so an output element takes its outliers in column order
+ * whatever the split (bitwise the same for any thread count). */
+#define SHADOW_TASKS 8
+
+typedef struct {
+    const float *x;
+    int64_t m, k;
+    const uint8_t *w;
+    const rt_qweight_shape *ws;
+    float scale, inv;
+    const rt_view *ys;
+    rt_view *zs;
+    int64_t first[RT_SHADOW_OUTPUTS], width[RT_SHADOW_OUTPUTS]; /* the outputs' columns */
+    int64_t tiles_per_task;
+} shadow_job;
+
+/* Element (e, n) of the outputs' columns, in z (or y). */
+static float *at(const shadow_job *J, const rt_view *v, int64_t e, int64_t n)
 {
+    uint32_t j = 0;
+    while (n >= J->first[j] + J->width[j])
+        j++;
+    return (float *)v[j].data + e * J->width[j] + (n - J->first[j]);
+}
+
+static bool is_outlier(const shadow_job *J, float x)
+{
+    float v = x * J->inv;
+    return v > 127.0f || v < -127.0f; /* in range (or NaN): the int8 part holds it */
+}
+
+/* Column c (position j of group g) for row tiles [ht0, ht1): each tile's
+ * hp weights dequantized once, then added to every row whose x_c is an
+ * outlier: z[e][n] += (x - scale * q) * W[n, c]. */
+static void add_column(const shadow_job *J, int64_t c, int64_t g, int64_t j, int64_t ht0,
+                       int64_t ht1)
+{
+    const rt_qweight_shape *ws = J->ws;
     int64_t lp = ws->lp, tile = (int64_t)rt_udiv64((uint64_t)j, (uint64_t)lp);
-    int64_t at = tile * (int64_t)ws->hp * lp + (j - tile * lp);
+    int64_t at_tile = tile * (int64_t)ws->hp * lp + (j - tile * lp);
     uint64_t data = (uint64_t)ws->hp * (uint64_t)ws->group; /* int8: one byte each */
-    uint32_t out = 0;
-    for (int64_t ht = 0, n = 0; n < ws->n; ht++) {
-        const uint8_t *block = w + rt_qweight_block_offset(ws, ht, g);
-        for (int64_t h = 0; h < ws->hp && n < ws->n; h++, n++) {
-            float weight = rt_half_at(block + data + 2u * (uint64_t)h) *
-                           (float)(int8_t)block[at + h * lp];
-            while (n >= first[out] + width[out])
-                out++;
-            rows[out][n - first[out]] += r * weight;
+    for (int64_t ht = ht0; ht < ht1; ht++) {
+        const uint8_t *block = J->w + rt_qweight_block_offset(ws, ht, g);
+        float weight[64]; /* hp <= 64 (rt_qtile_dims_ok) */
+        int64_t n0 = ht * ws->hp, rows = ws->n - n0 < ws->hp ? ws->n - n0 : ws->hp;
+        for (int64_t h = 0; h < rows; h++)
+            weight[h] = rt_half_at(block + data + 2u * (uint64_t)h) *
+                        (float)(int8_t)block[at_tile + h * lp];
+        for (int64_t e = 0; e < J->m; e++) {
+            float x = J->x[e * J->k + c];
+            if (!is_outlier(J, x))
+                continue;
+            float r = x - J->scale * (float)rt_q_value(x, J->inv);
+            for (int64_t h = 0; h < rows; h++)
+                *at(J, J->zs, e, n0 + h) += r * weight[h];
         }
+    }
+}
+
+static void shadow_task(void *ctx, uint32_t i)
+{
+    const shadow_job *J = ctx;
+    const rt_qweight_shape *ws = J->ws;
+    int64_t tiles = (int64_t)rt_udiv64((uint64_t)ws->np, (uint64_t)ws->hp);
+    int64_t ht0 = (int64_t)i * J->tiles_per_task;
+    int64_t ht1 = ht0 + J->tiles_per_task < tiles ? ht0 + J->tiles_per_task : tiles;
+    int64_t n1 = ht1 * ws->hp < ws->n ? ht1 * ws->hp : ws->n;
+    for (int64_t e = 0; e < J->m; e++) /* z = y (z may be y's bytes) */
+        for (int64_t n = ht0 * ws->hp; n < n1; n++)
+            *at(J, J->zs, e, n) = *at(J, J->ys, e, n);
+    for (int64_t c = 0, g = 0, j = 0; c < J->k; c++, j = j + 1 == ws->group ? 0 : j + 1) {
+        bool any = false;
+        for (int64_t e = 0; e < J->m && !any; e++)
+            any = is_outlier(J, J->x[e * J->k + c]);
+        if (any)
+            add_column(J, c, g, j, ht0, ht1);
+        g += j + 1 == ws->group;
     }
 }
 
 llmc_rt_status k_shadow_linear(const rt_view *x, const uint8_t *w, const rt_qweight_shape *ws,
                                float scale, const rt_view *ys, rt_view *zs, uint32_t n_out,
-                               llmc_rt_error *err)
+                               const rt_parallel *par, llmc_rt_error *err)
 {
     if (ws->bits != 8 || !(scale >= FLT_MIN && scale <= FLT_MAX) || n_out < 1 ||
         n_out > RT_SHADOW_OUTPUTS)
         return rt_fail(err, LLMC_RT_E_EXEC, "ShadowLinear takes int8 W, a normal positive "
                        "scale and 1..%d outputs", RT_N(RT_SHADOW_OUTPUTS), NULL);
-    int64_t first[RT_SHADOW_OUTPUTS], width[RT_SHADOW_OUTPUTS], cols = 0;
+    shadow_job J = {x->data, 0, ws->k, w, ws, scale, 1.0f / scale, ys, zs, {0}, {0}, 1};
+    int64_t cols = 0;
     for (uint32_t j = 0; j < n_out; j++) {
-        first[j] = cols;
-        width[j] = zs[j].rank ? zs[j].dims[zs[j].rank - 1] : 0;
-        cols += width[j];
+        J.first[j] = cols;
+        J.width[j] = zs[j].rank ? zs[j].dims[zs[j].rank - 1] : 0;
+        cols += J.width[j];
         if (!k_same_dims(&ys[j], &zs[j]))
             return rt_fail(err, LLMC_RT_E_EXEC, "output %u does not have its input's dims",
                            RT_N(j), NULL);
     }
-    int64_t k = ws->k, m = k ? (int64_t)rt_udiv64((uint64_t)k_count(x), (uint64_t)k) : 0;
+    int64_t k = ws->k;
+    J.m = k ? (int64_t)rt_udiv64((uint64_t)k_count(x), (uint64_t)k) : 0;
     if (x->rank < 1 || x->dims[x->rank - 1] != k || cols != ws->n ||
-        (width[0] && (int64_t)rt_udiv64((uint64_t)k_count(&zs[0]), (uint64_t)width[0]) != m))
+        (J.width[0] &&
+         (int64_t)rt_udiv64((uint64_t)k_count(&zs[0]), (uint64_t)J.width[0]) != J.m))
         return rt_fail(err, LLMC_RT_E_EXEC, "x [..., %d] and outputs summing to %d columns "
                        "with x's rows", RT_N(k, ws->n), NULL);
-    for (uint32_t j = 0; j < n_out; j++) { /* z = y (z may be y's bytes) */
-        const float *y = ys[j].data;
-        float *z = zs[j].data;
-        for (int64_t i = 0, count = k_count(&zs[j]); i < count; i++)
-            z[i] = y[i];
-    }
-    float inv = 1.0f / scale;
-    for (int64_t e = 0; e < m; e++) {
-        const float *row = (const float *)x->data + e * k;
-        float *rows[RT_SHADOW_OUTPUTS];
-        for (uint32_t j = 0; j < n_out; j++)
-            rows[j] = (float *)zs[j].data + e * width[j];
-        for (int64_t c = 0, g = 0, j = 0; c < k; c++, j = j + 1 == ws->group ? 0 : j + 1) {
-            float v = row[c] * inv;
-            if (v > 127.0f || v < -127.0f) { /* else in range (or NaN): the int8 part holds it */
-                float r = row[c] - scale * (float)rt_q_value(row[c], inv);
-                add_column(w, ws, g, j, r, rows, first, width);
-            }
-            g += j + 1 == ws->group;
-        }
-    }
+    uint64_t tiles = rt_udiv64((uint64_t)ws->np, (uint64_t)ws->hp);
+    J.tiles_per_task = (int64_t)rt_udiv64(tiles + SHADOW_TASKS - 1, SHADOW_TASKS);
+    if (J.m && tiles)
+        rt_parallel_for(par, (uint32_t)rt_udiv64(tiles + (uint64_t)J.tiles_per_task - 1,
+                                                 (uint64_t)J.tiles_per_task),
+                        shadow_task, &J);
     return LLMC_RT_OK;
 }

@@ -425,7 +425,7 @@ static void test_shadow_linear(const rt_kernels *kt)
     if (!st)
         st = k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, NULL, &err);
     if (!st)
-        st = k_shadow_linear(&xv, w, &ws, scale, ys, zs, 2, &err);
+        st = k_shadow_linear(&xv, w, &ws, scale, ys, zs, 2, NULL, &err);
     double worst = 0, worst_linear = 0;
     int outliers = 0;
     for (int64_t e = 0; !st && e < m; e++)
@@ -451,13 +451,28 @@ static void test_shadow_linear(const rt_kernels *kt)
         st = k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, NULL, &err);
     rt_view same[2] = {ys[0], ys[1]};
     if (!st)
-        st = k_shadow_linear(&xv, w, &ws, scale, ys, same, 2, &err);
+        st = k_shadow_linear(&xv, w, &ws, scale, ys, same, 2, NULL, &err);
     CHECK(!st && !memcmp(y, z, sizeof *y * (size_t)(m * n)),
           "%s ShadowLinear in place (z = y): the same bytes", kt->isa);
+    bool same_split = !k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, NULL, &err);
+    float *t = malloc(sizeof *t * (size_t)(m * n));
+    rt_view ts[2] = {view(LLMC_RT_F32, t, 2, (int64_t[]){m, split}),
+                     view(LLMC_RT_F32, t + m * split, 2, (int64_t[]){m, n - split})};
+    for (uint32_t threads = 1; threads <= 4; threads++) { /* 4: a real pool of 2 */
+        llmc_threads *pool = threads == 4 ? llmc_threads_create(2) : NULL;
+        rt_parallel fake = {fake_parallel, &threads}, real = {llmc_threads_parallel, pool};
+        memset(t, 0, sizeof *t * (size_t)(m * n));
+        same_split &= !k_shadow_linear(&xv, w, &ws, scale, ys, ts, 2, pool ? &real : &fake, &err) &&
+                      !memcmp(t, z, sizeof *t * (size_t)(m * n));
+        llmc_threads_destroy(pool);
+    }
+    free(t);
+    CHECK(same_split, "%s ShadowLinear on 1-3 fake threads and a pool of 2: the serial bytes",
+          kt->isa);
     rt_view wrong = view(LLMC_RT_F32, z1, 2, (int64_t[]){m, n - split - 1});
     rt_view short_zs[2] = {zs[0], wrong};
-    CHECK(fails_with(k_shadow_linear(&xv, w, &ws, scale, ys, short_zs, 2, &err), "dims") &&
-              fails_with(k_shadow_linear(&xv, w, &ws, 0.0f, ys, zs, 2, &err), "scale"),
+    CHECK(fails_with(k_shadow_linear(&xv, w, &ws, scale, ys, short_zs, 2, NULL, &err), "dims") &&
+              fails_with(k_shadow_linear(&xv, w, &ws, 0.0f, ys, zs, 2, NULL, &err), "scale"),
           "%s ShadowLinear: an output of other dims, a zero scale refused", kt->isa);
     free(x);
     free(W);
