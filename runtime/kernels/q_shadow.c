@@ -51,9 +51,32 @@ static bool is_outlier(const shadow_job *J, float x)
     return v > 127.0f || v < -127.0f; /* in range (or NaN): the int8 part holds it */
 }
 
+/* The outliers of column c: rows and residuals x - scale * q, a batch at
+ * a time (rows in order). */
+#define SHADOW_BATCH 32
+
+typedef struct {
+    int64_t row[SHADOW_BATCH];
+    float r[SHADOW_BATCH];
+    int n;
+} outlier_batch;
+
+/* Rows from *e on into b until it is full; false when none was found. */
+static bool next_outliers(const shadow_job *J, int64_t c, int64_t *e, outlier_batch *b)
+{
+    for (b->n = 0; *e < J->m && b->n < SHADOW_BATCH; ++*e) {
+        float x = J->x[*e * J->k + c];
+        if (is_outlier(J, x)) {
+            b->row[b->n] = *e;
+            b->r[b->n++] = x - J->scale * (float)rt_q_value(x, J->inv);
+        }
+    }
+    return b->n > 0;
+}
+
 /* Column c (position j of group g) for row tiles [ht0, ht1): each tile's
- * hp weights dequantized once, then added to every row whose x_c is an
- * outlier: z[e][n] += (x - scale * q) * W[n, c]. */
+ * hp weights dequantized once per batch of outlier rows, then
+ * z[e][n] += (x - scale * q) * W[n, c] for each of them. */
 static void add_column(const shadow_job *J, int64_t c, int64_t g, int64_t j, int64_t ht0,
                        int64_t ht1)
 {
@@ -61,22 +84,18 @@ static void add_column(const shadow_job *J, int64_t c, int64_t g, int64_t j, int
     int64_t lp = ws->lp, tile = (int64_t)rt_udiv64((uint64_t)j, (uint64_t)lp);
     int64_t at_tile = tile * (int64_t)ws->hp * lp + (j - tile * lp);
     uint64_t data = (uint64_t)ws->hp * (uint64_t)ws->group; /* int8: one byte each */
-    for (int64_t ht = ht0; ht < ht1; ht++) {
-        const uint8_t *block = J->w + rt_qweight_block_offset(ws, ht, g);
-        float weight[64]; /* hp <= 64 (rt_qtile_dims_ok) */
-        int64_t n0 = ht * ws->hp, rows = ws->n - n0 < ws->hp ? ws->n - n0 : ws->hp;
-        for (int64_t h = 0; h < rows; h++)
-            weight[h] = rt_half_at(block + data + 2u * (uint64_t)h) *
-                        (float)(int8_t)block[at_tile + h * lp];
-        for (int64_t e = 0; e < J->m; e++) {
-            float x = J->x[e * J->k + c];
-            if (!is_outlier(J, x))
-                continue;
-            float r = x - J->scale * (float)rt_q_value(x, J->inv);
-            for (int64_t h = 0; h < rows; h++)
-                *at(J, J->zs, e, n0 + h) += r * weight[h];
+    outlier_batch b;
+    for (int64_t e = 0; next_outliers(J, c, &e, &b);)
+        for (int64_t ht = ht0; ht < ht1; ht++) {
+            const uint8_t *block = J->w + rt_qweight_block_offset(ws, ht, g);
+            int64_t n0 = ht * ws->hp, rows = ws->n - n0 < ws->hp ? ws->n - n0 : ws->hp;
+            for (int64_t h = 0; h < rows; h++) {
+                float weight = rt_half_at(block + data + 2u * (uint64_t)h) *
+                               (float)(int8_t)block[at_tile + h * lp];
+                for (int i = 0; i < b.n; i++)
+                    *at(J, J->zs, b.row[i], n0 + h) += b.r[i] * weight;
+            }
         }
-    }
 }
 
 static void shadow_task(void *ctx, uint32_t i)
@@ -91,11 +110,7 @@ static void shadow_task(void *ctx, uint32_t i)
         for (int64_t n = ht0 * ws->hp; n < n1; n++)
             *at(J, J->zs, e, n) = *at(J, J->ys, e, n);
     for (int64_t c = 0, g = 0, j = 0; c < J->k; c++, j = j + 1 == ws->group ? 0 : j + 1) {
-        bool any = false;
-        for (int64_t e = 0; e < J->m && !any; e++)
-            any = is_outlier(J, J->x[e * J->k + c]);
-        if (any)
-            add_column(J, c, g, j, ht0, ht1);
+        add_column(J, c, g, j, ht0, ht1);
         g += j + 1 == ws->group;
     }
 }

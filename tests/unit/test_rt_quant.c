@@ -404,7 +404,7 @@ static float *outlier_rows(int64_t m, int64_t k, float scale)
  * cannot pass by the Linear alone); in place (z = y) gives the same bytes. */
 static void test_shadow_linear(const rt_kernels *kt)
 {
-    const int64_t m = 6, n = 40, k = 192, group = 64, split = 11;
+    const int64_t m = 40, n = 40, k = 192, group = 64, split = 11; /* 40 > SHADOW_BATCH */
     const float scale = 0.01f;
     rt_qweight_shape ws;
     rt_qact_shape xs;
