@@ -107,11 +107,6 @@ for p in f32 dynamic static; do
 done
 F32=$(ppl_of "$WORK/f32.txt") DYN=$(ppl_of "$WORK/dynamic.txt") STA=$(ppl_of "$WORK/static.txt")
 echo "# summary: perplexity f32 ${F32:-?}, w8a8 per row ${DYN:-?}, w8a8 per tensor (calibrated) ${STA:-?}"
-within() {   # within A B TOLERANCE: |A/B - 1| <= TOLERANCE
-    [ -n "$1" ] && [ -n "$2" ] || { echo "missing figure: '$1' '$2'"; return 1; }
-    awk -v a="$1" -v b="$2" -v t="$3" \
-        'BEGIN { d = a / b - 1; if (d < 0) d = -d; printf "relative difference %.5f\n", d; exit !(d <= t) }'
-}
 check "calibrated per-tensor w8a8 perplexity $STA within 1% of f32's $F32" within "$STA" "$F32" 0.01
 
 # 1% of every x beyond the clip: shadow on all Linears against none.

@@ -56,11 +56,6 @@ W8=$(ppl_of "$WORK/w8a8.txt") W4=$(ppl_of "$WORK/w4a8.txt")
 echo "# summary: perplexity on $(tokens_of "$WORK/f32.txt") tokens:" \
      "ORT ${ORT:-?} f32 ${F32:-?} w8a8 ${W8:-?} w4a8 ${W4:-?}"
 
-within() {   # within A B TOLERANCE: |A/B - 1| <= TOLERANCE
-    [ -n "$1" ] && [ -n "$2" ] || { echo "missing figure: '$1' '$2'"; return 1; }
-    awk -v a="$1" -v b="$2" -v t="$3" \
-        'BEGIN { d = a / b - 1; if (d < 0) d = -d; printf "relative difference %.5f\n", d; exit !(d <= t) }'
-}
 N_IDS=$(tr ',' '\n' <"$WORK/slice.ids" | grep -c .)
 # Overlapping windows score every token but the first: llmc and ORT alike.
 check "llmc and ORT both score the $((N_IDS - 1)) tokens after the first" \

@@ -34,7 +34,6 @@ typedef struct {
     const uint8_t *w;
     const rt_qweight_shape *ws;
     float scale, inv;
-    const rt_view *ys;
     rt_view *zs;
     int64_t first[RT_SHADOW_OUTPUTS], width[RT_SHADOW_OUTPUTS]; /* the outputs' columns */
     int64_t tiles_per_task;
@@ -44,13 +43,15 @@ typedef struct {
     int n_cols;
 } shadow_job;
 
-/* Element (e, n) of the outputs' columns, in z (or y). */
-static float *at(const shadow_job *J, const rt_view *v, int64_t e, int64_t n)
+/* Where column n of the outputs is in row 0 of its z, and that z's row
+ * stride. */
+static float *z_column(const shadow_job *J, int64_t n, int64_t *stride)
 {
     uint32_t j = 0;
     while (n >= J->first[j] + J->width[j])
         j++;
-    return (float *)v[j].data + e * J->width[j] + (n - J->first[j]);
+    *stride = J->width[j];
+    return (float *)J->zs[j].data + (n - J->first[j]);
 }
 
 static bool is_outlier(const shadow_job *J, float x)
@@ -100,8 +101,10 @@ static void add_column(const shadow_job *J, int64_t c, int64_t g, int64_t j, int
             for (int64_t h = 0; h < rows; h++) {
                 float weight = rt_half_at(block + data + 2u * (uint64_t)h) *
                                (float)(int8_t)block[at_tile + h * lp];
+                int64_t stride;
+                float *z = z_column(J, n0 + h, &stride);
                 for (int i = 0; i < b.n; i++)
-                    *at(J, J->zs, b.row[i], n0 + h) += b.r[i] * weight;
+                    z[b.row[i] * stride] += b.r[i] * weight;
             }
         }
 }
@@ -143,10 +146,6 @@ static void shadow_task(void *ctx, uint32_t i)
     int64_t tiles = (int64_t)rt_udiv64((uint64_t)ws->np, (uint64_t)ws->hp);
     int64_t ht0 = (int64_t)i * J->tiles_per_task;
     int64_t ht1 = ht0 + J->tiles_per_task < tiles ? ht0 + J->tiles_per_task : tiles;
-    int64_t n1 = ht1 * ws->hp < ws->n ? ht1 * ws->hp : ws->n;
-    for (int64_t e = 0; e < J->m; e++) /* z = y (z may be y's bytes) */
-        for (int64_t n = ht0 * ws->hp; n < n1; n++)
-            *at(J, J->zs, e, n) = *at(J, J->ys, e, n);
     for (int i = 0; i < J->n_cols; i++) {
         int64_t c = J->cols[i], g = (int64_t)rt_udiv64((uint64_t)c, (uint64_t)ws->group);
         add_column(J, c, g, c - g * ws->group, ht0, ht1);
@@ -166,7 +165,7 @@ llmc_rt_status k_shadow_linear(const rt_view *x, const uint8_t *w, const rt_qwei
         n_out > RT_SHADOW_OUTPUTS)
         return rt_fail(err, LLMC_RT_E_EXEC, "ShadowLinear takes int8 W, a normal positive "
                        "scale and 1..%d outputs", RT_N(RT_SHADOW_OUTPUTS), NULL);
-    shadow_job J = {x->data, 0, ws->k, w, ws, scale, 1.0f / scale, ys, zs, {0}, {0}, 1, {0}, 0};
+    shadow_job J = {x->data, 0, ws->k, w, ws, scale, 1.0f / scale, zs, {0}, {0}, 1, {0}, 0};
     int64_t cols = 0;
     for (uint32_t j = 0; j < n_out; j++) {
         J.first[j] = cols;
@@ -183,13 +182,12 @@ llmc_rt_status k_shadow_linear(const rt_view *x, const uint8_t *w, const rt_qwei
          (int64_t)rt_udiv64((uint64_t)k_count(&zs[0]), (uint64_t)J.width[0]) != J.m))
         return rt_fail(err, LLMC_RT_E_EXEC, "x [..., %d] and outputs summing to %d columns "
                        "with x's rows", RT_N(k, ws->n), NULL);
+    for (uint32_t j = 0; j < n_out; j++) /* z = y, then the outliers added */
+        if (zs[j].data != ys[j].data)
+            memcpy(zs[j].data, ys[j].data, sizeof(float) * (size_t)k_count(&zs[j]));
     find_columns(&J);
-    if (!J.n_cols) { /* most decode steps: z = y */
-        for (uint32_t j = 0; j < n_out; j++)
-            if (zs[j].data != ys[j].data)
-                memcpy(zs[j].data, ys[j].data, sizeof(float) * (size_t)k_count(&zs[j]));
+    if (!J.n_cols) /* most decode steps */
         return LLMC_RT_OK;
-    }
     uint64_t tiles = rt_udiv64((uint64_t)ws->np, (uint64_t)ws->hp);
     J.tiles_per_task = (int64_t)rt_udiv64(tiles + SHADOW_TASKS - 1, SHADOW_TASKS);
     if (J.m && tiles)
