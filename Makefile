@@ -42,7 +42,7 @@ $(addprefix $(BUILD)/,$(AVX512_OBJ)): CFLAGS_RT += $(AVX512_VNNI_FLAGS)
 endif
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 # Optional platform files (threads): their own archive, never in libllmcrt.a.
-THR_OBJ  := $(BUILD)/runtime/platform/threads_pthread.o
+THR_OBJ  := $(BUILD)/runtime/platform/threads_pthread.o $(BUILD)/runtime/platform/ref_delegate.o
 THR_LIB  := $(BUILD)/libllmcrt_threads.a
 C_SRC    := $(filter-out compiler/main.c,$(wildcard compiler/*.c passes/*.c codegen/*.c))
 # The AVX2 loops of `llmc bench --roofline` (compiled with -mavx2 -mfma below,
@@ -86,12 +86,12 @@ $(THR_LIB): $(THR_OBJ)
 $(BUILD)/libllmcc.a: $(C_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/llmc: $(BUILD)/compiler/main.o $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB)
+$(BUILD)/llmc: $(BUILD)/compiler/main.o $(BUILD)/libllmcc.a $(THR_LIB) $(BUILD)/libllmcrt.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB) $(wildcard tests/unit/*.h)
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmcc.a $(THR_LIB) $(BUILD)/libllmcrt.a $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_C) -Itests/unit -o $@ $< $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS_C) -Itests/unit -o $@ $< $(BUILD)/libllmcc.a $(THR_LIB) $(BUILD)/libllmcrt.a $(LDFLAGS) $(LDLIBS)
 
 # LD_PRELOAD fault injection for t_bad_input (never sanitized: it is
 # preloaded into sanitized binaries too).
@@ -105,9 +105,9 @@ unit: $(UNIT_BIN) $(FAULT_SHIM)
 # Kernel measurements (not a test): decode GEMV and prefill GEMM of the
 # AVX2 table against a STREAM-like read, on 1 and 2 threads.
 BENCH_Q := $(BUILD)/bench/bench_qlinear
-$(BENCH_Q): tests/bench/bench_qlinear.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB)
+$(BENCH_Q): tests/bench/bench_qlinear.c $(BUILD)/libllmcc.a $(THR_LIB) $(BUILD)/libllmcrt.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_C) $(AVX2_FLAGS) -o $@ $< $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB) \
+	$(CC) $(CFLAGS_C) $(AVX2_FLAGS) -o $@ $< $(BUILD)/libllmcc.a $(THR_LIB) $(BUILD)/libllmcrt.a \
 	  $(LDFLAGS) -lm -pthread
 
 bench-kernels: $(BENCH_Q)
@@ -143,14 +143,15 @@ $(A64_TEST): tests/unit_arm/test_neon_quant.c $(A64_OBJ) tests/unit/tap.h
 # tests/t_aarch64.sh can run it under qemu-aarch64 against the x86 build.
 A64_RUN     := $(A64_DIR)/llmc-run
 A64_CLI_SRC := compiler/main_run.c compiler/cmd_run.c compiler/cli.c compiler/file_map.c \
-               compiler/diag.c compiler/out_file.c
+               compiler/diag.c compiler/out_file.c compiler/npu_prefill.c
+A64_PLATFORM_SRC := runtime/platform/threads_pthread.c runtime/platform/ref_delegate.c
 A64_RUN_OBJ := $(patsubst %.c,$(A64_DIR)/%.o,$(LLMC_RT_SRC) $(A64_CLI_SRC) \
-               runtime/platform/threads_pthread.c) $(A64_OBJ)
+               $(A64_PLATFORM_SRC)) $(A64_OBJ)
 $(patsubst %.c,$(A64_DIR)/%.o,$(LLMC_RT_SRC)): A64_CFLAGS += -I$(BUILD)/gen
 $(patsubst %.c,$(A64_DIR)/%.o,$(LLMC_RT_SRC)): $(LLMC_RT_GEN_HEADERS)
 $(patsubst %.c,$(A64_DIR)/%.o,$(A64_CLI_SRC)): A64_CFLAGS := -std=c11 $(WARN) -O2 -D_GNU_SOURCE \
                -I. -Icompiler -I$(BUILD)/gen -Iruntime -Iruntime/platform
-$(A64_DIR)/runtime/platform/threads_pthread.o: A64_CFLAGS := -std=c11 $(WARN) -O2 \
+$(patsubst %.c,$(A64_DIR)/%.o,$(A64_PLATFORM_SRC)): A64_CFLAGS := -std=c11 $(WARN) -O2 \
                -D_POSIX_C_SOURCE=200809L -Iruntime
 
 $(A64_RUN): $(A64_RUN_OBJ)
@@ -198,12 +199,13 @@ firmware-demo: deps all
 # and a pkg-config file (llmc-rt) for hosted builds ------------------------
 PREFIX  ?= /usr/local
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-RT_PUBLIC_HEADERS := runtime/llmc_rt.h runtime/plan_enums.h runtime/platform/llmc_threads.h
+RT_PUBLIC_HEADERS := runtime/llmc_rt.h runtime/plan_enums.h runtime/platform/llmc_threads.h \
+                     runtime/platform/llmc_ref_delegate.h
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/include/llmc
 	install -m 755 $(BUILD)/llmc $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(BUILD)/libllmcrt.a $(THR_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(THR_LIB) $(BUILD)/libllmcrt.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(RT_PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/llmc/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' runtime/llmc-rt.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/llmc-rt.pc
@@ -239,9 +241,9 @@ big-model: deps all
 # Kernel measurements (not a test): fp32 Linear and Attention on Qwen2-0.5B
 # shapes, 1 and 2 threads.
 BENCH_F32 := $(BUILD)/bench/bench_f32
-$(BENCH_F32): tests/bench/bench_f32.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB)
+$(BENCH_F32): tests/bench/bench_f32.c $(BUILD)/libllmcc.a $(THR_LIB) $(BUILD)/libllmcrt.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_C) -o $@ $< $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(THR_LIB) $(LDFLAGS) -lm -pthread
+	$(CC) $(CFLAGS_C) -o $@ $< $(BUILD)/libllmcc.a $(THR_LIB) $(BUILD)/libllmcrt.a $(LDFLAGS) -lm -pthread
 
 bench-f32: $(BENCH_F32)
 	$(BENCH_F32)

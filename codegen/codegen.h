@@ -48,6 +48,9 @@ typedef struct {
     uint64_t file_bytes;
     uint32_t layers;                    /* decoder layers the op names show */
     uint32_t layer_ops_min, layer_ops_max;  /* plan ops per layer */
+    uint32_t n_subgraphs, npu_chunk;    /* NPU chunk subgraphs (--npu-chunk) */
+    uint32_t subgraph_ops;              /* ops inside them */
+    uint64_t subgraph_weight_bytes;     /* distinct weight segments they read */
 } llmc_codegen_stats;
 
 /* Writes the plan to `path` atomically (a temporary file in the same

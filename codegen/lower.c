@@ -1150,6 +1150,11 @@ static int lower_node(lower_ctx *L)
     int rc = low->lower(L, low->kind);
     for (int i = first_op; !rc && i < L->p->n_ops; i++)
         rc = check_kernel_dtypes(L, &L->p->ops[i]);
+    int64_t chunk = llmc_node_attr_int(L->g, L->node, "npu_chunk", 0);
+    for (int i = first_op; !rc && chunk > 0 && i < L->p->n_ops; i++) {
+        L->p->ops[i].npu = true;
+        L->p->npu_chunk = (uint32_t)chunk;
+    }
     return rc;
 }
 
@@ -1196,6 +1201,8 @@ int cg_lower(const llmc_graph *g, const char *target, cg_plan *p, llmc_error *er
         rc = cg_check_bindings(p, err);
     if (!rc)
         rc = cg_share_weights(p, err);
+    if (!rc)
+        rc = cg_group_subgraphs(p, err);
     free(L.tensor_of);
     return rc;
 }
@@ -1215,6 +1222,11 @@ void cg_plan_free(cg_plan *p)
         free(op->regions);
         free(op->values);
     }
+    for (int i = 0; i < p->n_subgraphs; i++) {
+        free(p->subgraphs[i].inputs);
+        free(p->subgraphs[i].outputs);
+    }
+    free(p->subgraphs);
     free(p->tensors);
     free(p->ops);
     free(p->inputs);

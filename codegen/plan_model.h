@@ -101,7 +101,15 @@ typedef struct {
     int32_t heads, kv_heads, head_dim, rotary_dim;  /* Attention, Rope */
     float scale;                                    /* Attention; QuantizeRows: static scale */
     uint32_t cache;                                 /* Attention */
+    bool npu;                           /* from a node npu-partition marked */
 } cg_op;
+
+/* A run of consecutive npu ops (llmc.plan.Subgraph). */
+typedef struct {
+    int first_op, n_ops;
+    int n_inputs, n_outputs;
+    uint32_t *inputs, *outputs;         /* tensor indices */
+} cg_subgraph;
 
 typedef struct {
     uint32_t tensor;
@@ -118,6 +126,9 @@ typedef struct {
     cg_binding *inputs, *outputs;
     uint32_t n_segments;                /* distinct weights (cg_share_weights) */
     uint64_t arena_size;
+    uint32_t npu_chunk;                 /* Plan.npu_chunk: C of the marked nodes; 0: none */
+    int n_subgraphs;
+    cg_subgraph *subgraphs;             /* cg_group_subgraphs */
 } cg_plan;
 
 /* Graph -> tensors, ops and bindings (op order = topological order), with
@@ -140,6 +151,10 @@ int cg_check_bindings(const cg_plan *p, llmc_error *err);
 /* Weight tensors with identical bytes share one segment (tied embeddings);
  * segments are renumbered in tensor order (weight_sharing.c). */
 int cg_share_weights(cg_plan *p, llmc_error *err);
+/* Groups the runs of consecutive npu ops into subgraphs and lists the
+ * tensors each reads from and writes for the rest (subgraphs.c); refuses
+ * a run that an int8 activation tensor enters or leaves. */
+int cg_group_subgraphs(cg_plan *p, llmc_error *err);
 /* Sizes every Arena tensor for S + P <= max_context and assigns offsets. */
 int cg_memory_plan(cg_plan *p, uint32_t max_context, llmc_error *err);
 void cg_plan_free(cg_plan *p);

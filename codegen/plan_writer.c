@@ -250,6 +250,22 @@ static fb_ref write_pass(fb_builder *b, const llmc_pass_record *pr)
     return fb_table_end(b);
 }
 
+static fb_ref write_subgraph(fb_builder *b, const cg_subgraph *sg, int index)
+{
+    char name[32];
+    snprintf(name, sizeof name, "npu%d", index);
+    fb_ref name_ref = fb_string(b, name);
+    fb_ref inputs = u32_vector(b, sg->inputs, sg->n_inputs);
+    fb_ref outputs = u32_vector(b, sg->outputs, sg->n_outputs);
+    fb_table_begin(b);
+    field_ref(b, SUBGRAPH_NAME, name_ref);
+    field_nonzero(b, SUBGRAPH_FIRST_OP, (uint32_t)sg->first_op, 4);
+    field_nonzero(b, SUBGRAPH_N_OPS, (uint32_t)sg->n_ops, 4);
+    field_ref(b, SUBGRAPH_INPUTS, inputs);
+    field_ref(b, SUBGRAPH_OUTPUTS, outputs);
+    return fb_table_end(b);
+}
+
 static uint32_t vocab_size(const cg_plan *p)
 {
     for (int i = 0; i < p->n_outputs; i++) {
@@ -298,6 +314,9 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     for (int i = 0; i < opt->n_passes; i++)
         refs[i] = write_pass(b, &opt->passes[i]);
     fb_ref passes = fb_vector_refs(b, refs, (size_t)opt->n_passes);
+    for (int i = 0; i < p->n_subgraphs; i++)
+        refs[i] = write_subgraph(b, &p->subgraphs[i], i);
+    fb_ref subgraphs = p->n_subgraphs ? fb_vector_refs(b, refs, (size_t)p->n_subgraphs) : 0;
     fb_table_begin(b);
     fb_field_scalar(b, 0, LLMC_RT_FORMAT_VERSION, 4);
     field_ref(b, 1, target);
@@ -322,6 +341,9 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     if (kv_dtype_of(opt) != LLMC_RT_F32) /* absent: Float32, the schema's default */
         fb_field_scalar(b, PLAN_KV_CACHE_DTYPE, (uint64_t)kv_dtype_of(opt), 4);
     field_ref(b, PLAN_TOKENIZER, tokenizer);
+    if (p->n_subgraphs)
+        field_nonzero(b, PLAN_NPU_CHUNK, p->npu_chunk, 4);
+    field_ref(b, PLAN_SUBGRAPHS, subgraphs);
     return fb_table_end(b);
 }
 
@@ -406,6 +428,29 @@ static void image_free(plan_image *img)
     free(img->seg_hash);
 }
 
+/* The subgraphs' ops, and the bytes of the distinct weight segments they
+ * read: what a delegate holds, whatever the prompt length. */
+static void subgraph_stats(const plan_image *img, llmc_codegen_stats *stats)
+{
+    const cg_plan *p = &img->plan;
+    stats->n_subgraphs = (uint32_t)p->n_subgraphs;
+    stats->npu_chunk = p->npu_chunk;
+    bool *seen = calloc(p->n_segments ? p->n_segments : 1, sizeof *seen);
+    for (int g = 0; g < p->n_subgraphs; g++) {
+        const cg_subgraph *sg = &p->subgraphs[g];
+        stats->subgraph_ops += (uint32_t)sg->n_ops;
+        for (int i = sg->first_op; seen && i < sg->first_op + sg->n_ops; i++)
+            for (int k = 0; k < p->ops[i].n_inputs; k++) {
+                const cg_tensor *t = &p->tensors[p->ops[i].inputs[k]];
+                if (t->is_weight && !seen[t->segment]) {
+                    seen[t->segment] = true;
+                    stats->subgraph_weight_bytes += img->weight[t->segment]->nbytes;
+                }
+            }
+    }
+    free(seen);
+}
+
 static void fill_stats(const plan_image *img, llmc_codegen_stats *stats)
 {
     if (!stats)
@@ -425,6 +470,7 @@ static void fill_stats(const plan_image *img, llmc_codegen_stats *stats)
     for (uint32_t s = 0; s < p->n_segments; s++)
         stats->weight_bytes += img->weight[s]->nbytes;
     stats->file_bytes = img->file_size;
+    subgraph_stats(img, stats);
 }
 
 /* A KV cache other than float32 exists only inside the fused Attention

@@ -77,7 +77,12 @@ static const char compile_help[] =
     "  --shadow-layers F     with --calibrate: the share, in [0, 1], of the Linears whose\n"
     "                        outliers (|x| beyond the clip) are added back exactly on the CPU\n"
     "                        (ShadowLinear), the most important first (max |x| / clip);\n"
-    "                        default %g (the least important 85%% are pruned); 0: none\n";
+    "                        default %g (the least important 85%% are pruned); 0: none\n"
+    "  --npu-chunk C         with --calibrate: prefill in chunks of C tokens (the paper's 256;\n"
+    "                        small values for tiny models), the static ops (norms, quantize,\n"
+    "                        int8 Linears) grouped into subgraphs an NPU delegate builds once\n"
+    "                        for C rows and runs for every chunk; weights default to one\n"
+    "                        scale per output channel (--group-size 0)\n";
 
 typedef struct {
     const char *model, *output, *dump_dir;
@@ -95,6 +100,7 @@ typedef struct {
     const char *calibrate;          /* --calibrate TEXT */
     double calib_percentile;
     double shadow_fraction;         /* < 0: not given */
+    uint32_t npu_chunk;             /* --npu-chunk C; 0: no subgraphs */
     int quiet;
     int n_dims;
     llmc_dim_binding dims[MAX_DIM_BINDINGS];
@@ -207,6 +213,12 @@ static int parse_args(int argc, char **argv, compile_args *a)
             if (*end || end == argv[i] || !(a->calib_percentile > 0 && a->calib_percentile <= 100))
                 return llmc_cli_usage("compile", "--calib-percentile wants a number in (0, 100], "
                                       "got '%s'", argv[i]);
+        } else if (!strcmp(arg, "--npu-chunk") && has_value) {
+            int64_t v = llmc_cli_parse_count(argv[++i]);
+            if (v < 1 || v > 1 << 24)
+                return llmc_cli_usage("compile", "--npu-chunk wants a token count >= 1, got '%s'",
+                                      argv[i]);
+            a->npu_chunk = (uint32_t)v;
         } else if (!strcmp(arg, "--explain")) {
             a->explain = 1;
         } else if (!strcmp(arg, "--dot")) {
@@ -227,8 +239,14 @@ static int parse_args(int argc, char **argv, compile_args *a)
         return llmc_cli_usage("compile", "missing -o OUT.plan");
     if (a->dot && !a->dump_dir)
         return llmc_cli_usage("compile", "--dot needs --dump-passes DIR (the pictures go beside the dumps)");
-    if (a->group < 0)
-        a->group = default_group(a->quant_bits);
+    if (a->npu_chunk && !a->calibrate)
+        return llmc_cli_usage("compile", "--npu-chunk needs --calibrate TEXT: NPU subgraphs "
+                              "take per-tensor activation scales");
+    if (a->npu_chunk > a->max_context)
+        return llmc_cli_usage("compile", "--npu-chunk %u is longer than --max-context %u",
+                              a->npu_chunk, a->max_context);
+    if (a->group < 0) /* NPUs take one weight scale per output channel */
+        a->group = a->npu_chunk ? 0 : default_group(a->quant_bits);
     if (a->calibrate && a->quant_bits != 8)
         return llmc_cli_usage("compile", "--calibrate makes per-tensor int8 activations for "
                               "W8A8 (NPU) plans: use it with --quant w8a8");
@@ -326,6 +344,11 @@ static void print_stats(const char *path, const llmc_codegen_stats *st)
                st->layers);
     if (st->layers)
         printf("\n");
+    if (st->n_subgraphs)
+        printf("npu subgraphs: %u for chunks of %u tokens (%u of %u ops), each built once and "
+               "shared by every chunk; their weights %llu bytes, read in place: the same for "
+               "any prompt length or chunk count\n", st->n_subgraphs, st->npu_chunk,
+               st->subgraph_ops, st->n_ops, (unsigned long long)st->subgraph_weight_bytes);
 }
 
 int llmc_cmd_compile(int argc, char **argv)
@@ -371,6 +394,7 @@ int llmc_cmd_compile(int argc, char **argv)
             llmc_calibration_print(&calibration, stdout);
         ctx.calibration = &calibration;
         ctx.shadow_fraction = a.shadow_fraction;
+        ctx.npu_chunk = a.npu_chunk;
     }
     if (!rc)
         rc = llmc_import_onnx(a.model, &io, &g, &err);

@@ -14,6 +14,7 @@
 #include "file_map.h"
 #include "llmc_rt.h"
 #include "llmc_threads.h"
+#include "npu_prefill.h"
 
 #define MAX_PROMPT 65536
 
@@ -21,6 +22,7 @@ static const char run_help[] =
     "usage: llmc run PLAN --prompt-ids ID,ID,... | --prompt TEXT --max-new N [--logits-out FILE]\n"
     "                [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID,...] [--stats]\n"
     "                [--threads N] [--hugepages] [--isa NAME]\n"
+    "                [--delegate ref|cpu [--lanes N] [--in-order] [--trace FILE.json]]\n"
     "\n"
     "Feeds the prompt, then generates N tokens and prints the generated ids\n"
     "space-separated on one line (with --prompt: streams their text as it is\n"
@@ -56,7 +58,8 @@ static const char run_help[] =
     "                      VMs with shadow paging; the page cache copy is not kept mapped)\n"
     "  --isa NAME          run with the kernels NAME of the plan's target instead of the\n"
     "                      fastest this CPU has (\"avx2\" on an AVX-512 VNNI CPU, whose\n"
-    "                      default is \"avx2+avx512vnni\"): the same ids and logits\n";
+    "                      default is \"avx2+avx512vnni\"): the same ids and logits\n"
+    "%s";
 
 typedef struct {
     const char *plan, *logits_out;
@@ -73,6 +76,7 @@ typedef struct {
     float temp, top_p;
     uint32_t top_k;
     uint64_t seed;
+    llmc_npu_options npu;     /* --delegate, --lanes, --in-order, --trace */
 } run_args;
 
 static int parse_ids(const char *text, int64_t **ids, uint32_t *n)
@@ -154,6 +158,9 @@ static int parse_args(int argc, char **argv, run_args *a)
             if (rc)
                 return rc;
             i++;
+        } else if ((rc = llmc_npu_parse_option("run", argc, argv, &i, &a->npu)) != 1) {
+            if (rc)
+                return rc;
         } else if (!strcmp(arg, "--stop") && has_value) {
             if (a->stop || parse_ids(argv[++i], &a->stop, &a->n_stop))
                 return llmc_cli_usage("run", "--stop wants comma-separated non-negative ids, got '%s'", argv[i]);
@@ -190,6 +197,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         return llmc_cli_usage("run", "missing PLAN");
     if (!a->prompt == !a->prompt_text)
         return llmc_cli_usage("run", "give one of --prompt-ids and --prompt");
+    if (!a->npu.mode && (a->npu.trace || a->npu.lanes || a->npu.in_order))
+        return llmc_cli_usage("run", "--trace, --lanes and --in-order need --delegate ref|cpu");
     return LLMC_OK;
 }
 
@@ -260,6 +269,36 @@ static void print_end(token_printer *tp)
     printf("\n");
 }
 
+/* The prompt: one llmc_prefill, or chunks through the plan's subgraphs
+ * (--delegate); --stats prints what it moved and, chunked, the delegate's
+ * utilization and bubble rate. */
+static int prefill(llmc_rt_session *s, const run_args *a, llmc_npu **npu, float *logits,
+                   llmc_error *err)
+{
+    llmc_rt_error rt = {0};
+    if (!a->npu.mode) {
+        if (llmc_prefill(s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK)
+            return runtime_error(err, "prompt", &rt);
+    } else {
+        int rc = llmc_npu_start(npu, s, &a->npu, err);
+        if (!rc)
+            rc = llmc_npu_prefill(*npu, a->prompt, a->n_prompt, logits, err);
+        if (rc)
+            return rc;
+    }
+    if (a->stats)
+        print_stats(s, "prompt");
+    if (a->stats && *npu) {
+        llmc_npu_figures f;
+        llmc_npu_last(*npu, &f);
+        fprintf(stderr, "llmc run: chunked prefill %.3f ms, %u delegate nodes, %u cpu nodes, "
+                "delegate utilization %.1f%%, bubble rate %.1f%%\n", f.wall_ns / 1e6,
+                f.delegate_nodes, f.cpu_nodes, 100 * llmc_npu_utilization(&f),
+                100 * llmc_npu_bubble_rate(&f));
+    }
+    return LLMC_OK;
+}
+
 /* Runs the generation loop; writes ids (or text) to stdout and logits rows to `logits_file`. */
 static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *tp, FILE *logits_file,
                     llmc_error *err)
@@ -282,6 +321,7 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
     llmc_rt_session s;
     llmc_rt_error rt = {0};
     llmc_sampler sm;
+    llmc_npu *npu = NULL;
     sampler_for(a, &sm);
     if (!mem || !logits || !scratch) {
         rc = llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes of working memory", mem_size);
@@ -289,10 +329,8 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
         rc = llmc_fail(err, LLMC_E_NOMEM, "cannot start %u threads", a->threads);
     } else if (session_start(&s, plan, mem, mem_size, pool, &rt) != LLMC_RT_OK) {
         rc = runtime_error(err, "session", &rt);
-    } else if (llmc_prefill(&s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK) {
-        rc = runtime_error(err, "prompt", &rt);
-    } else if (a->stats) {
-        print_stats(&s, "prompt");
+    } else {
+        rc = prefill(&s, a, &npu, logits, err);
     }
     for (uint32_t k = 0; !rc && k < a->max_new; k++) {
         int64_t token = 0;
@@ -311,6 +349,8 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
             print_stats(&s, "decode");
     }
     print_end(tp);
+    int stop_rc = llmc_npu_stop(npu, err);
+    rc = rc ? rc : stop_rc;
     llmc_threads_destroy(pool);
     llmc_free_huge(mem, mem_size);
     free(scratch);
@@ -355,7 +395,7 @@ static int encode_prompt(const llmc_rt_plan *plan, run_args *a, llmc_rt_tokenize
 int llmc_cmd_run(int argc, char **argv)
 {
     if (llmc_cli_wants_help(argc, argv)) {
-        fputs(run_help, stdout);
+        printf(run_help, llmc_npu_help);
         return 0;
     }
     run_args a;

@@ -22,6 +22,8 @@ typedef struct {
     /* shadow-outliers: the share of calibrated Linears (most important first) that
      * keep their outliers exact; 0: none */
     double shadow_fraction;
+    /* npu-partition: the chunk length C subgraphs are built for (--npu-chunk); 0: none */
+    uint32_t npu_chunk;
     bool explain;           /* print why a pattern did not match (to `log`) */
     FILE *log;              /* explanations; may be NULL */
     /* A pass may describe what it did here (NUL-terminated, e.g. "3 merged");

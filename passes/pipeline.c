@@ -50,6 +50,8 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_shadow_outliers,
     /* --embed-bits: the embedding table in 16/8 bits, or shared with a tied LM head */
     &llmc_pass_quantize_embedding,
+    /* --npu-chunk: the static ops an NPU runs for chunks of C tokens, marked */
+    &llmc_pass_npu_partition,
 };
 
 #define PIPELINE_LENGTH ((int)(sizeof pipeline / sizeof pipeline[0]))

@@ -14,6 +14,7 @@
 extern const llmc_pass llmc_pass_shape_inference;
 extern const llmc_pass llmc_pass_quantize;
 extern const llmc_pass llmc_pass_shadow_outliers;
+extern const llmc_pass llmc_pass_npu_partition;
 extern const llmc_pass llmc_pass_quantize_embedding;
 extern const llmc_pass llmc_pass_logits_last;
 extern const llmc_pass llmc_pass_lora_reorder;

@@ -59,7 +59,8 @@
     X(LLMC_RT_E_MEMORY, "working memory too small")                              \
     X(LLMC_RT_E_BOUNDS, "sequence outside the compiled bounds")                  \
     X(LLMC_RT_E_EXEC, "execution failed")                                        \
-    X(LLMC_RT_E_RESOLVER, "op not in the session's op resolver")
+    X(LLMC_RT_E_RESOLVER, "op not in the session's op resolver")                \
+    X(LLMC_RT_E_DELEGATE, "delegate refused or failed")
 
 typedef enum {
 #define LLMC_RT_ENUM_(code, text) code,
@@ -446,6 +447,125 @@ llmc_rt_status llmc_prefill(llmc_rt_session *s, const int64_t *tokens, uint32_t 
 llmc_rt_status llmc_decode(llmc_rt_session *s, int64_t token, float *logits,
                            llmc_rt_error *err);
 void llmc_reset(llmc_rt_session *s);
+
+/* ---- NPU chunk subgraphs and delegates ------------------------------------
+ * A plan compiled with `--npu-chunk C` carries subgraphs (Plan.subgraphs):
+ * runs of consecutive ops in Plan.ops whose every tensor has one fixed shape
+ * once S = C: Linears over per-tensor int8 activations with per-channel
+ * int8 weights, the QuantizeRows with static scales that feed them, norms
+ * and elementwise ops (paper 003 §3.2, "static operators").  A session runs
+ * them on the CPU like any other op.  A chunked prefill (llmc_rt_chunked_*)
+ * splits a prompt into chunks of C tokens, the last one padded with zero
+ * rows, hands every subgraph of every chunk to a delegate (an NPU driver an
+ * integrator fills in; runtime/platform/llmc_ref_delegate.h is a reference
+ * one) and runs the other ops (embedding, attention, shadow outliers) on
+ * the calling thread.  The same subgraphs serve every chunk: a delegate
+ * builds each once, for C rows.
+ *
+ * A delegate sees a subgraph through these descriptions, whose shapes are
+ * those at S = C.  Its tensors are listed inputs first (written by the CPU
+ * side before it runs), then outputs (read after it), then its own:
+ * intermediates and weights. */
+#define LLMC_RT_SG_OP_IO 5 /* the most operands a subgraph op has on one side */
+
+typedef struct {
+    const char *name;                 /* points into the plan */
+    int dtype;                        /* llmc_rt_dtype */
+    int layout;                       /* llmc.plan.Layout: Dense, QWeightTiles, QActTiles */
+    int rank;
+    int64_t dims[LLMC_RT_MAX_RANK];   /* logical dims at S = C */
+    uint64_t bytes;                   /* its bytes at S = C (a weight: its segment's) */
+    const void *weight;               /* a weight: its bytes in the plan; else NULL */
+    uint32_t group, tile_rows, tile_depth; /* packed layouts, as in plan.fbs Tensor */
+} llmc_rt_sg_tensor;
+
+typedef struct {
+    int code;                         /* LLMC_RT_OP_*: RMSNorm, LayerNorm, QuantizeRows,
+                                         Linear, Binary, Unary, Reshape */
+    int kind;                         /* Unary / Binary kind; Linear: 1 bias, 2 residual */
+    float epsilon;                    /* RMSNorm, LayerNorm */
+    float scale;                      /* QuantizeRows: the static per-tensor scale */
+    const char *name;                 /* the op's name in the plan */
+    uint32_t n_inputs, n_outputs;
+    uint32_t inputs[LLMC_RT_SG_OP_IO], outputs[LLMC_RT_SG_OP_IO]; /* subgraph tensors */
+} llmc_rt_sg_op;
+
+typedef struct {
+    uint32_t index;                   /* in Plan.subgraphs */
+    const char *name;
+    uint32_t rows;                    /* C: the token rows every run has */
+    uint32_t n_inputs, n_outputs, n_tensors, n_ops;
+    const llmc_rt_sg_tensor *tensors;
+    const llmc_rt_sg_op *ops;         /* in execution order */
+} llmc_rt_subgraph;
+
+/* Row `row` of an Int8 QWeightTiles weight W [N, K] of a subgraph, unpacked:
+ * q[0, K) and its scales[0, ceil(K / group)) (W = scale * q). */
+llmc_rt_status llmc_rt_sg_weight_row(const llmc_rt_sg_tensor *w, int64_t row, int8_t *q,
+                                     float *scales, llmc_rt_error *err);
+
+/* An NPU as the runtime drives it.  prepare builds a subgraph once (for C
+ * rows; a refusal names the op it cannot run); execute starts it on
+ * io[0, n_inputs) (the inputs' bytes, dense at S = C) into io[n_inputs,
+ * n_inputs + n_outputs) and returns without waiting; wait returns once the
+ * execution finishes (block = 0: at once, *finished = 0 while it runs) with
+ * its result.  One execution at a time: the runtime calls execute again only
+ * after wait reported the previous one finished.  The runtime calls these
+ * from the thread that runs the chunked prefill. */
+typedef struct {
+    void *ctx;
+    llmc_rt_status (*prepare)(void *ctx, const llmc_rt_subgraph *sg, void **graph,
+                              llmc_rt_error *err);
+    llmc_rt_status (*execute)(void *ctx, void *graph, void *const *io, llmc_rt_error *err);
+    llmc_rt_status (*wait)(void *ctx, int block, int *finished, llmc_rt_error *err);
+    void (*release)(void *ctx, void *graph);
+} llmc_rt_delegate;
+
+/* What a chunked prefill reports to its observer: a node (a subgraph on
+ * the delegate lane, or a run of the other ops on the CPU lane) of chunk
+ * `chunk` starting (end = 0) or ending (end = 1).  A delegate node's end is
+ * reported when wait finds it finished.  The observer reads its own clock. */
+typedef struct {
+    uint32_t chunk, node;
+    int lane;                         /* 0 CPU, 1 delegate */
+    int end;
+    uint32_t subgraph;                /* the delegate lane's subgraph; UINT32_MAX on the CPU */
+    uint32_t first_op, n_ops;         /* the node's ops in Plan.ops */
+} llmc_rt_chunk_event;
+typedef void (*llmc_rt_chunk_observer)(void *ctx, const llmc_rt_chunk_event *e);
+
+/* A chunked prefill's state (opaque; in the caller's memory). */
+typedef struct llmc_rt_chunked llmc_rt_chunked;
+
+/* Bytes llmc_rt_chunked_init needs for a session bounded by `context`
+ * positions with `lanes` chunks in flight (1 <= lanes <= 8: each lane past
+ * the first is a copy of the arena at S = C); SIZE_MAX when the plan has no
+ * subgraphs or an argument is out of range. */
+size_t llmc_rt_chunked_memory(const llmc_rt_plan *plan, uint32_t context, uint32_t lanes);
+/* Prepares every subgraph of the session's plan through `delegate` (NULL:
+ * the CPU runs them too, chunk by chunk) and returns the chunked state
+ * carved from memory.  LLMC_RT_E_ARG when the plan has no subgraphs. */
+llmc_rt_status llmc_rt_chunked_init(llmc_rt_chunked **out, llmc_rt_session *s,
+                                    const llmc_rt_delegate *delegate, uint32_t lanes,
+                                    void *memory, size_t memory_size, llmc_rt_error *err);
+/* The order nodes run in: out_of_order 0 follows the chunks in order on
+ * each lane; 1 picks, among the nodes whose dependencies are met (paper
+ * 003 Eqs. 2-3), the one by Eq. 6.  cost: one value per node of a chunk
+ * (llmc_rt_chunked_nodes), the relative time it takes (`llmc tune`
+ * measures them); NULL: the runtime's estimate from multiply-adds.  After
+ * init: out of order, estimated costs. */
+void llmc_rt_chunked_set_schedule(llmc_rt_chunked *c, int out_of_order, const uint64_t *cost);
+void llmc_rt_chunked_set_observer(llmc_rt_chunked *c, llmc_rt_chunk_observer fn, void *ctx);
+/* Nodes of a full chunk, and node k's lane, first op and op count. */
+uint32_t llmc_rt_chunked_nodes(const llmc_rt_chunked *c);
+llmc_rt_status llmc_rt_chunked_node(const llmc_rt_chunked *c, uint32_t k,
+                                    llmc_rt_chunk_event *info);
+/* llmc_prefill through chunks: n >= 1 tokens at the session's position,
+ * which then advances by n; logits (if not NULL) of the last token. */
+llmc_rt_status llmc_rt_chunked_prefill(llmc_rt_chunked *c, const int64_t *tokens, uint32_t n,
+                                       float *logits, llmc_rt_error *err);
+/* Releases every subgraph the delegate prepared. */
+void llmc_rt_chunked_release(llmc_rt_chunked *c);
 
 /* ---- sampling ------------------------------------------------------------
  * A caller-owned sampler; no globals.  temperature <= 0 or top_k == 1 is

@@ -24,7 +24,8 @@ enum { PLAN_FORMAT_VERSION, PLAN_TARGET, PLAN_SOURCE_HASH, PLAN_COMPILER_VERSION
        PLAN_MAX_CONTEXT, PLAN_ARENA_SIZE, PLAN_TENSORS, PLAN_OPS, PLAN_INPUTS,
        PLAN_OUTPUTS, PLAN_SEGMENTS, PLAN_PASSES, PLAN_VOCAB_SIZE, PLAN_N_LAYERS,
        PLAN_N_CACHES, PLAN_KV_CHUNK, PLAN_GEMM_MIN_ROWS, PLAN_PREFILL_KERNEL,
-       PLAN_KV_CACHE_DTYPE, PLAN_TOKENIZER };
+       PLAN_KV_CACHE_DTYPE, PLAN_TOKENIZER, PLAN_NPU_CHUNK, PLAN_SUBGRAPHS };
+enum { SUBGRAPH_NAME, SUBGRAPH_FIRST_OP, SUBGRAPH_N_OPS, SUBGRAPH_INPUTS, SUBGRAPH_OUTPUTS };
 enum { TOKENIZER_SEGMENT };
 enum { TENSOR_NAME, TENSOR_DTYPE, TENSOR_DIMS, TENSOR_KIND, TENSOR_ARENA_OFFSET,
        TENSOR_MAX_BYTES, TENSOR_SEGMENT, TENSOR_LAYOUT, TENSOR_GROUP, TENSOR_TILE_ROWS,
@@ -302,6 +303,19 @@ typedef struct {
     int32_t layer;
 } rt_io_desc;
 
+typedef struct {
+    const char *name;
+    uint32_t first_op, n_ops;
+    fb_vector inputs, outputs; /* of uint32 */
+} rt_subgraph_desc;
+
+/* Plan.npu_chunk and Plan.subgraphs: read only by a chunked prefill
+ * (chunked.c), which proves them before use; a plain session never looks. */
+typedef struct {
+    uint32_t chunk;
+    fb_vector subgraphs; /* of Subgraph tables */
+} rt_npu_desc;
+
 /* Decoders (structure only; the verifier adds the semantic checks). */
 llmc_rt_status rt_read_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
                               rt_tensor_desc *d, llmc_rt_error *err);
@@ -313,6 +327,10 @@ llmc_rt_status rt_read_region(fb_reader *r, const rt_op_desc *op, uint32_t i,
                               rt_region_desc *d, llmc_rt_error *err);
 llmc_rt_status rt_read_io(fb_reader *r, const llmc_rt_plan *p, int is_output, uint32_t i,
                           rt_io_desc *d, llmc_rt_error *err);
+llmc_rt_status rt_read_npu(fb_reader *r, const llmc_rt_plan *p, rt_npu_desc *d,
+                           llmc_rt_error *err);
+llmc_rt_status rt_read_subgraph(fb_reader *r, const rt_npu_desc *npu, uint32_t i,
+                                rt_subgraph_desc *d, llmc_rt_error *err);
 
 /* A reader over a verified plan. */
 static inline fb_reader rt_reader(const llmc_rt_plan *p)

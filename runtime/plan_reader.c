@@ -408,6 +408,47 @@ llmc_rt_status rt_read_io(fb_reader *r, const llmc_rt_plan *p, int is_output, ui
     return LLMC_RT_OK;
 }
 
+llmc_rt_status rt_read_npu(fb_reader *r, const llmc_rt_plan *p, rt_npu_desc *d,
+                           llmc_rt_error *err)
+{
+    fb_table t;
+    uint64_t chunk = 0;
+    d->subgraphs = (fb_vector){0, 0};
+    llmc_rt_status st = fb_table_at(r, p->root, "Plan", &t, err);
+    if (!st)
+        st = fb_scalar(r, &t, PLAN_NPU_CHUNK, 4, 0, &chunk, err);
+    if (!st)
+        st = fb_vector_field(r, &t, PLAN_SUBGRAPHS, 4, 4, &d->subgraphs, err);
+    d->chunk = (uint32_t)chunk;
+    return st;
+}
+
+llmc_rt_status rt_read_subgraph(fb_reader *r, const rt_npu_desc *npu, uint32_t i,
+                                rt_subgraph_desc *d, llmc_rt_error *err)
+{
+    static const fb_scalar_spec scalars[2] = {{SUBGRAPH_FIRST_OP, 4, 0}, {SUBGRAPH_N_OPS, 4, 0}};
+    static const fb_vector_spec vectors[2] = {{SUBGRAPH_INPUTS, 4, 4}, {SUBGRAPH_OUTPUTS, 4, 4}};
+    uint64_t v[2] = {0};
+    fb_vector vec[2] = {{0, 0}};
+    fb_table t;
+    llmc_rt_status st = index_in(i, npu->subgraphs.len, "subgraph", err);
+    if (!st)
+        st = fb_vec_table(r, npu->subgraphs, i, "Subgraph", &t, err);
+    if (!st)
+        st = fb_string_field(r, &t, SUBGRAPH_NAME, &d->name, err);
+    if (!st)
+        st = fb_scalars(r, &t, scalars, 2, v, err);
+    if (!st)
+        st = fb_vectors(r, &t, vectors, 2, vec, err);
+    if (st)
+        return rt_prefix(err, st, "subgraph %u: ", RT_N(i), NULL);
+    d->first_op = (uint32_t)v[0];
+    d->n_ops = (uint32_t)v[1];
+    d->inputs = vec[0];
+    d->outputs = vec[1];
+    return LLMC_RT_OK;
+}
+
 /* ---- small shared helpers ---------------------------------------------- */
 
 const char *rt_op_code_name(int code)

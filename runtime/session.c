@@ -8,8 +8,8 @@
 
 /* ---- tensor views ------------------------------------------------------ */
 
-llmc_rt_status rt_session_view(const llmc_rt_session *s, uint32_t t, int64_t S, int64_t P,
-                               rt_view *v, llmc_rt_error *err)
+llmc_rt_status rt_session_view(const llmc_rt_session *s, uint8_t *arena, uint32_t t,
+                               int64_t S, int64_t P, rt_view *v, llmc_rt_error *err)
 {
     const rt_prep_tensor *d = &s->prepared->tensors[t];
     uint64_t bytes;
@@ -23,19 +23,18 @@ llmc_rt_status rt_session_view(const llmc_rt_session *s, uint32_t t, int64_t S, 
                      RT_N((int64_t)bytes, S, P, (int64_t)d->max_bytes), NULL);
     if (st)
         return rt_prefix(err, st, "tensor %u '%s': ", RT_N(t), RT_S(d->name));
-    v->data = d->data;
+    v->data = arena && d->kind == KIND_ARENA ? arena + (d->data - s->arena) : d->data;
     return LLMC_RT_OK;
 }
 
 /* ---- the interpreter --------------------------------------------------- */
 
 /* Views of the tensors listed in `tensors` (an op's inputs or outputs). */
-static llmc_rt_status view_all(const llmc_rt_session *s, rt_prep_list tensors, int64_t S,
-                               int64_t P, rt_view *views, llmc_rt_error *err)
+static llmc_rt_status view_all(const rt_op_call *c, rt_prep_list tensors, rt_view *views,
+                               llmc_rt_error *err)
 {
     for (uint32_t k = 0; k < tensors.len; k++) {
-        llmc_rt_status st =
-            rt_session_view(s, prep_operand(s->prepared, tensors, k), S, P, &views[k], err);
+        llmc_rt_status st = rt_call_view(c, prep_operand(c->s->prepared, tensors, k), &views[k], err);
         if (st)
             return st;
     }
@@ -61,20 +60,21 @@ static int outputs_empty(const rt_view *out, uint32_t n)
  * wrote to *moved: its outputs', or what it counted itself (Copy, Linear,
  * QuantizeRows). */
 static llmc_rt_status exec_op(llmc_rt_session *s, const rt_prep_op *op, int64_t S, int64_t P,
-                              uint64_t *moved, llmc_rt_error *err)
+                              uint8_t *arena, uint64_t *moved, llmc_rt_error *err)
 {
     rt_op_call c; /* views filled below, as the op takes them */
     c.s = s;
     c.op = op;
     c.S = S;
     c.P = P;
+    c.arena = arena;
     c.moved = 0;
     bool views_outputs = op->code != OP_COPY && op->code != OP_LINEAR;
     llmc_rt_status st = LLMC_RT_OK;
     if (op->code != OP_COPY)
-        st = view_all(s, op->inputs, S, P, c.in, err);
+        st = view_all(&c, op->inputs, c.in, err);
     if (!st && views_outputs)
-        st = view_all(s, op->outputs, S, P, c.out, err);
+        st = view_all(&c, op->outputs, c.out, err);
     if (st || (views_outputs && op->code != OP_ATTENTION && outputs_empty(c.out, op->outputs.len)))
         return st;
     st = op->exec(&c, err);
@@ -85,15 +85,15 @@ static llmc_rt_status exec_op(llmc_rt_session *s, const rt_prep_op *op, int64_t 
     return st;
 }
 
-/* Every op in plan order, each between the observer's two calls. */
-static llmc_rt_status run_ops(llmc_rt_session *s, int64_t S, int64_t P, uint64_t *moved,
-                              llmc_rt_error *err)
+llmc_rt_status rt_session_run_ops(llmc_rt_session *s, uint32_t first, uint32_t n, int64_t S,
+                                  int64_t P, uint8_t *arena, uint64_t *moved,
+                                  llmc_rt_error *err)
 {
-    for (uint32_t i = 0; i < s->plan->n_ops; i++) {
+    for (uint32_t i = first; i < first + n; i++) {
         const rt_prep_op *op = &s->prepared->ops[i];
         if (s->observer)
             s->observer(s->observer_ctx, i, 0);
-        llmc_rt_status st = exec_op(s, op, S, P, moved, err);
+        llmc_rt_status st = exec_op(s, op, S, P, arena, moved, err);
         if (s->observer)
             s->observer(s->observer_ctx, i, 1);
         if (st)
@@ -101,6 +101,13 @@ static llmc_rt_status run_ops(llmc_rt_session *s, int64_t S, int64_t P, uint64_t
                              RT_S(rt_op_code_name(op->code), op->name));
     }
     return LLMC_RT_OK;
+}
+
+/* Every op in plan order, each between the observer's two calls. */
+static llmc_rt_status run_ops(llmc_rt_session *s, int64_t S, int64_t P, uint64_t *moved,
+                              llmc_rt_error *err)
+{
+    return rt_session_run_ops(s, 0, s->plan->n_ops, S, P, NULL, moved, err);
 }
 
 /* ---- bounds ------------------------------------------------------------ */
@@ -137,7 +144,7 @@ static llmc_rt_status place_input(const llmc_rt_session *s, uint32_t i,
                                   uint64_t *moved, llmc_rt_error *err)
 {
     rt_view v;
-    llmc_rt_status st = rt_session_view(s, s->prepared->inputs[i].tensor, S, P, &v, err);
+    llmc_rt_status st = rt_session_view(s, NULL, s->prepared->inputs[i].tensor, S, P, &v, err);
     if (st)
         return st;
     if (given->dtype != v.dtype || given->rank != v.rank ||
@@ -185,7 +192,8 @@ llmc_rt_status llmc_rt_session_output(const llmc_rt_session *s, uint32_t index,
     if (!out || index >= s->plan->n_outputs || s->last_S == NO_RUN)
         return rt_fail(err, LLMC_RT_E_ARG, "output %u of %u: no such output, or no "
                        "successful run yet", RT_N(index, s->plan->n_outputs), NULL);
-    return rt_session_view(s, s->prepared->outputs[index].tensor, s->last_S, s->last_P, out, err);
+    return rt_session_view(s, NULL, s->prepared->outputs[index].tensor, s->last_S, s->last_P, out,
+                           err);
 }
 
 llmc_rt_status llmc_rt_session_op_input(const llmc_rt_session *s, uint32_t op_index,
@@ -205,7 +213,7 @@ llmc_rt_status llmc_rt_session_op_input(const llmc_rt_session *s, uint32_t op_in
     uint32_t t = prep_operand(s->prepared, s->prepared->ops[op_index].inputs, slot);
     if (name)
         *name = s->prepared->tensors[t].name;
-    return rt_session_view(s, t, S, P, out, err);
+    return rt_session_view(s, NULL, t, S, P, out, err);
 }
 
 /* ---- the LLM path ------------------------------------------------------ */
@@ -250,11 +258,11 @@ static llmc_rt_status check_count(const rt_view *v, int64_t want, llmc_rt_error 
 
 /* Fills one input of the LLM path; every role writes the whole view. */
 static llmc_rt_status fill_input(const llmc_rt_session *s, const rt_prep_io *io,
-                                 const int64_t *tokens, int64_t S, int64_t P,
+                                 const int64_t *tokens, int64_t S, int64_t P, uint8_t *arena,
                                  uint64_t *moved, llmc_rt_error *err)
 {
     rt_view v;
-    llmc_rt_status st = rt_session_view(s, io->tensor, S, P, &v, err);
+    llmc_rt_status st = rt_session_view(s, arena, io->tensor, S, P, &v, err);
     if (st)
         return st;
     *moved += rt_view_bytes(&v);
@@ -288,13 +296,14 @@ static llmc_rt_status fill_input(const llmc_rt_session *s, const rt_prep_io *io,
 }
 
 static llmc_rt_status take_output(const llmc_rt_session *s, const rt_prep_io *io, int64_t S,
-                                  int64_t P, float *logits, uint64_t *moved, llmc_rt_error *err)
+                                  int64_t P, uint8_t *arena, float *logits, uint64_t *moved,
+                                  llmc_rt_error *err)
 {
     rt_view v;
     if (io->role != ROLE_LOGITS && io->role != ROLE_PRESENT_KEY &&
         io->role != ROLE_PRESENT_VALUE)
         return LLMC_RT_OK;
-    llmc_rt_status st = rt_session_view(s, io->tensor, S, P, &v, err);
+    llmc_rt_status st = rt_session_view(s, arena, io->tensor, S, P, &v, err);
     if (st)
         return st;
     if (io->role == ROLE_LOGITS) {
@@ -320,22 +329,26 @@ static llmc_rt_status take_output(const llmc_rt_session *s, const rt_prep_io *io
     return st;
 }
 
-static llmc_rt_status feed_inputs(llmc_rt_session *s, const int64_t *tokens, int64_t S,
-                                  int64_t P, uint64_t *moved, llmc_rt_error *err)
+llmc_rt_status rt_session_feed_inputs(llmc_rt_session *s, const int64_t *tokens, int64_t S,
+                                      int64_t P, uint8_t *arena, uint64_t *moved,
+                                      llmc_rt_error *err)
 {
     for (uint32_t i = 0; i < s->plan->n_inputs; i++) {
-        llmc_rt_status st = fill_input(s, &s->prepared->inputs[i], tokens, S, P, moved, err);
+        llmc_rt_status st =
+            fill_input(s, &s->prepared->inputs[i], tokens, S, P, arena, moved, err);
         if (st)
             return rt_prefix(err, st, "input %u: ", RT_N(i), NULL);
     }
     return LLMC_RT_OK;
 }
 
-static llmc_rt_status take_outputs(llmc_rt_session *s, int64_t S, int64_t P, float *logits,
-                                   uint64_t *moved, llmc_rt_error *err)
+llmc_rt_status rt_session_take_outputs(llmc_rt_session *s, int64_t S, int64_t P,
+                                       uint8_t *arena, float *logits, uint64_t *moved,
+                                       llmc_rt_error *err)
 {
     for (uint32_t i = 0; i < s->plan->n_outputs; i++) {
-        llmc_rt_status st = take_output(s, &s->prepared->outputs[i], S, P, logits, moved, err);
+        llmc_rt_status st =
+            take_output(s, &s->prepared->outputs[i], S, P, arena, logits, moved, err);
         if (st)
             return rt_prefix(err, st, "output %u: ", RT_N(i), NULL);
     }
@@ -358,11 +371,11 @@ llmc_rt_status llmc_rt_session_feed(llmc_rt_session *s, const int64_t *tokens, u
         return st;
     int64_t S = n, P = s->position;
     uint64_t moved = 0;
-    st = feed_inputs(s, tokens, S, P, &moved, err);
+    st = rt_session_feed_inputs(s, tokens, S, P, NULL, &moved, err);
     if (!st)
         st = run_ops(s, S, P, &moved, err);
     if (!st)
-        st = take_outputs(s, S, P, logits, &moved, err);
+        st = rt_session_take_outputs(s, S, P, NULL, logits, &moved, err);
     count_run(s, moved);
     s->last_S = st ? NO_RUN : n;
     s->last_P = s->position;

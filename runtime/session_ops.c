@@ -52,9 +52,9 @@ llmc_rt_status llmc_rt_exec_Copy(rt_op_call *c, llmc_rt_error *err)
         const rt_prep_region *d = &pr->regions[c->op->regions.first + i];
         rt_region g;
         rt_view src, dst;
-        llmc_rt_status st = rt_session_view(c->s, d->src, c->S, c->P, &src, err);
+        llmc_rt_status st = rt_call_view(c, d->src, &src, err);
         if (!st)
-            st = rt_session_view(c->s, d->dst, c->S, c->P, &dst, err);
+            st = rt_call_view(c, d->dst, &dst, err);
         if (!st)
             st = region_of(d, &pr->affines[d->affines], dst.rank, src.rank, c->S, c->P, &g, err);
         if (!st)
@@ -234,7 +234,7 @@ llmc_rt_status llmc_rt_exec_Linear(rt_op_call *c, llmc_rt_error *err)
         int64_t cols = 0;
         for (uint32_t j = j0; j < end; j++) {
             uint32_t t = prep_operand(c->s->prepared, c->op->outputs, j);
-            llmc_rt_status st = rt_session_view(c->s, t, c->S, c->P, &ys[n], err);
+            llmc_rt_status st = rt_call_view(c, t, &ys[n], err);
             if (st)
                 return rt_prefix(err, st, "output %u: ", RT_N(j), NULL);
             cols += ys[n].rank ? ys[n].dims[ys[n].rank - 1] : 0;

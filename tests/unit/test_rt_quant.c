@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "codegen/weight_pack.h"
+#include "qweight_pack.h"
 #include "kernels/kernel_table.h"
 #if defined(__x86_64__)
 #include "kernels/x86_avx2/x86_avx2.h"
@@ -97,16 +98,6 @@ static float act_scale(const uint8_t *xq, const rt_qact_shape *s, int64_t e)
 
 /* ---- packing ---------------------------------------------------------------- */
 
-static uint8_t *pack_weights(const float *W, const rt_qweight_shape *s)
-{
-    uint8_t *w = malloc(rt_qweight_bytes(s) + 1);
-    for (int64_t ht = 0; ht < s->np / s->hp; ht++) {
-        int64_t rows = s->n - ht * s->hp < s->hp ? s->n - ht * s->hp : s->hp;
-        cg_qpack_row_tile(W + ht * s->hp * s->k, s->k, rows, s,
-                          w + rt_qweight_block_offset(s, ht, 0));
-    }
-    return w;
-}
 
 static float *random_matrix(int64_t rows, int64_t cols, float spread)
 {
