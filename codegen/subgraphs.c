@@ -79,16 +79,45 @@ static int list_boundary(const cg_plan *p, cg_subgraph *sg)
     return 0;
 }
 
-/* The delegate keeps int8 activations to itself (npu-partition marks a
- * QuantizeRows only with all its Linears). */
-static int check_boundary(const cg_plan *p, int index, const uint32_t *list, int n,
-                          llmc_error *err)
+/* The op that writes t, or -1. */
+static int writer_of(const cg_plan *p, uint32_t t)
 {
-    for (int i = 0; i < n; i++)
-        if (p->tensors[list[i]].layout == CG_LAYOUT_QACT)
-            return llmc_fail(err, LLMC_E_INTERNAL, "subgraph %d: int8 activation tensor '%s' "
-                             "crosses its boundary", index, p->tensors[list[i]].name);
-    return LLMC_OK;
+    for (int i = 0; i < p->n_ops; i++)
+        if (op_writes(&p->ops[i], t))
+            return i;
+    return -1;
+}
+
+/* The delegate keeps int8 activations to itself: when one crosses a
+ * boundary (a CPU op fell between a QuantizeRows and its Linears in plan
+ * order, e.g. phi's parallel attention and MLP), the QuantizeRows and
+ * every reader of its output go back to the CPU.  True when one did. */
+static bool unmark_crossing(cg_plan *p, const uint32_t *list, int n)
+{
+    bool moved = false;
+    for (int k = 0; k < n; k++) {
+        if (p->tensors[list[k]].layout != CG_LAYOUT_QACT)
+            continue;
+        int w = writer_of(p, list[k]);
+        if (w >= 0)
+            p->ops[w].npu = false;
+        for (int i = 0; i < p->n_ops; i++)
+            if (op_reads(&p->ops[i], list[k]))
+                p->ops[i].npu = false;
+        moved = true;
+    }
+    return moved;
+}
+
+static void free_subgraphs(cg_plan *p)
+{
+    for (int i = 0; i < p->n_subgraphs; i++) {
+        free(p->subgraphs[i].inputs);
+        free(p->subgraphs[i].outputs);
+    }
+    free(p->subgraphs);
+    p->subgraphs = NULL;
+    p->n_subgraphs = 0;
 }
 
 static int add_subgraph(cg_plan *p, int first, int end, llmc_error *err)
@@ -101,11 +130,10 @@ static int add_subgraph(cg_plan *p, int first, int end, llmc_error *err)
     *sg = (cg_subgraph){.first_op = first, .n_ops = end - first};
     if (list_boundary(p, sg))
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory grouping subgraphs");
-    int rc = check_boundary(p, p->n_subgraphs - 1, sg->inputs, sg->n_inputs, err);
-    return rc ? rc : check_boundary(p, p->n_subgraphs - 1, sg->outputs, sg->n_outputs, err);
+    return LLMC_OK;
 }
 
-int cg_group_subgraphs(cg_plan *p, llmc_error *err)
+static int group_runs(cg_plan *p, llmc_error *err)
 {
     int rc = LLMC_OK;
     for (int i = 0; i < p->n_ops && !rc;) {
@@ -120,4 +148,20 @@ int cg_group_subgraphs(cg_plan *p, llmc_error *err)
         i = end;
     }
     return rc;
+}
+
+int cg_group_subgraphs(cg_plan *p, llmc_error *err)
+{
+    for (;;) { /* every round moves at least one op to the CPU: it ends */
+        int rc = group_runs(p, err);
+        bool moved = false;
+        for (int g = 0; !rc && g < p->n_subgraphs; g++) {
+            const cg_subgraph *sg = &p->subgraphs[g];
+            moved = unmark_crossing(p, sg->inputs, sg->n_inputs) || moved;
+            moved = unmark_crossing(p, sg->outputs, sg->n_outputs) || moved;
+        }
+        if (rc || !moved)
+            return rc;
+        free_subgraphs(p);
+    }
 }

@@ -2,7 +2,8 @@
  *              [--threads N] [--quiet] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
  *              [--embed-bits 32|16|8] [--logits last|all] [--target generic|avx2|neon-dot|neon-i8mm]
  *              [--kv-cache f32|f16|int8] [--tokenizer tokenizer.json]
- *              [--calibrate TEXT [--calib-percentile P] [--shadow-layers F]] */
+ *              [--calibrate TEXT [--calib-percentile P] [--shadow-layers F]]
+ *              [--npu-chunk C [--npu-export DIR]] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "codegen/codegen.h"
 #include "tokenizer_json.h"
 #include "codegen/plan_model.h"
+#include "npu_export.h"
 #include "onnx_import.h"
 #include "passes/pipeline.h"
 
@@ -82,7 +84,15 @@ static const char compile_help[] =
     "                        small values for tiny models), the static ops (norms, quantize,\n"
     "                        int8 Linears) grouped into subgraphs an NPU delegate builds once\n"
     "                        for C rows and runs for every chunk; weights default to one\n"
-    "                        scale per output channel (--group-size 0)\n";
+    "                        scale per output channel (--group-size 0)\n"
+    "  --npu-export DIR      with --npu-chunk: once the plan is written, each NPU subgraph as\n"
+    "                        a standalone ONNX model DIR/<subgraph>.onnx (opset 17, static\n"
+    "                        dims at C rows, QDQ form: QuantizeLinear and DequantizeLinear\n"
+    "                        around each MatMul, int8 weights with one scale per output\n"
+    "                        channel, as vendor NPU converters take it), reference inputs\n"
+    "                        and the reference delegate's outputs for them (float32,\n"
+    "                        DIR/<subgraph>.inputs.bin, .outputs.bin), and last\n"
+    "                        DIR/manifest.json: op ranges, inputs, outputs, chunk schedule\n";
 
 typedef struct {
     const char *model, *output, *dump_dir;
@@ -101,6 +111,7 @@ typedef struct {
     double calib_percentile;
     double shadow_fraction;         /* < 0: not given */
     uint32_t npu_chunk;             /* --npu-chunk C; 0: no subgraphs */
+    const char *npu_export;         /* --npu-export DIR */
     int quiet;
     int n_dims;
     llmc_dim_binding dims[MAX_DIM_BINDINGS];
@@ -219,6 +230,8 @@ static int parse_args(int argc, char **argv, compile_args *a)
                 return llmc_cli_usage("compile", "--npu-chunk wants a token count >= 1, got '%s'",
                                       argv[i]);
             a->npu_chunk = (uint32_t)v;
+        } else if (!strcmp(arg, "--npu-export") && has_value) {
+            a->npu_export = argv[++i];
         } else if (!strcmp(arg, "--explain")) {
             a->explain = 1;
         } else if (!strcmp(arg, "--dot")) {
@@ -242,6 +255,9 @@ static int parse_args(int argc, char **argv, compile_args *a)
     if (a->npu_chunk && !a->calibrate)
         return llmc_cli_usage("compile", "--npu-chunk needs --calibrate TEXT: NPU subgraphs "
                               "take per-tensor activation scales");
+    if (a->npu_export && !a->npu_chunk)
+        return llmc_cli_usage("compile", "--npu-export needs --npu-chunk C: it exports the "
+                              "plan's NPU subgraphs");
     if (a->npu_chunk > a->max_context)
         return llmc_cli_usage("compile", "--npu-chunk %u is longer than --max-context %u",
                               a->npu_chunk, a->max_context);
@@ -425,6 +441,11 @@ int llmc_cmd_compile(int argc, char **argv)
         if (tokenizer)
             printf("tokenizer %s: %zu bytes\n", a.tokenizer, tokenizer_size);
     }
+    uint32_t exported = 0;
+    if (!rc && a.npu_export)
+        rc = llmc_npu_export(a.output, a.npu_export, &exported, &err);
+    if (!rc && a.npu_export)
+        printf("npu export: %u subgraphs -> %s (%s)\n", exported, a.npu_export, "manifest.json");
     free(tokenizer);
     llmc_calibration_free(&calibration);
     llmc_graph_free(&g);

@@ -18,6 +18,7 @@
 #include "io_roles.h"
 #include "llmc_rt.h"
 #include "llmc_threads.h"
+#include "npu_prefill.h"
 #include "roofline.h"
 #include "text_ids.h"
 
@@ -39,12 +40,14 @@ static const char eval_help[] =
     "  --stride N      tokens between window starts, 1..N (default N/2)\n"
     "  --threads N     threads the runtime may use, the caller included (default 1)\n"
     "  --hugepages     read the plan into 2 MiB pages instead of mapping it (as llmc run\n"
-    "                  --hugepages)\n";
+    "                  --hugepages)\n"
+    "%s";
 
 typedef struct {
     const char *plan, *ids_file, *text_file;
     uint32_t context, stride, threads; /* 0: not given */
     bool hugepages;                    /* --hugepages */
+    llmc_npu_options npu;              /* --delegate: windows prefilled in chunks */
 } eval_args;
 
 typedef llmc_id_list id_list;
@@ -73,7 +76,13 @@ static int parse_args(int argc, char **argv, eval_args *a)
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         bool has_value = i + 1 < argc;
-        int rc = LLMC_OK;
+        int rc = llmc_npu_parse_option("eval", argc, argv, &i, &a->npu);
+        if (rc != 1) {
+            if (rc)
+                return rc;
+            continue;
+        }
+        rc = LLMC_OK;
         if (!strcmp(arg, "--ids") && has_value)
             a->ids_file = argv[++i];
         else if (!strcmp(arg, "--text") && has_value)
@@ -220,12 +229,55 @@ static int logits_output(const llmc_rt_plan *plan, uint32_t *index, llmc_error *
     return llmc_fail(err, LLMC_E_RUNTIME, "the plan has no Logits output");
 }
 
+/* Scores the targets of logits rows [from, from + rows) of a window
+ * starting at token `begin`: row r predicts token begin + r + 1. */
+typedef struct {
+    const int64_t *ids;
+    size_t begin, first, end;
+    uint32_t vocab;
+    eval_totals *t;
+} window_scorer;
+
+static void score_rows(window_scorer *w, size_t from, const float *rows, size_t n)
+{
+    for (size_t r = 0; r < n; r++) {
+        size_t target = w->begin + from + r + 1;
+        if (target >= w->first && target < w->end)
+            w->t->nll += token_nll(rows + r * w->vocab, w->vocab, w->ids[target]);
+    }
+}
+
+/* A chunk's logits (llmc_rt_chunked_set_logits). */
+static void score_chunk(void *ctx, uint32_t first, const llmc_rt_tensor *logits)
+{
+    score_rows(ctx, first, logits->data, (size_t)logits->dims[1]);
+}
+
+/* --delegate: the window in chunks, each chunk's rows scored as it ends. */
+static int score_window_chunked(llmc_npu *npu, llmc_rt_session *s, const int64_t *ids,
+                                size_t begin, size_t end, size_t first, eval_totals *t,
+                                llmc_error *err)
+{
+    window_scorer w = {ids, begin, first, end, s->plan->vocab_size, t};
+    uint32_t n = (uint32_t)(end - begin);
+    llmc_rt_session_reset(s);
+    llmc_npu_set_logits(npu, score_chunk, &w);
+    double t0 = llmc_seconds_now();
+    int rc = llmc_npu_prefill(npu, ids + begin, n, NULL, err);
+    t->seconds += llmc_seconds_now() - t0;
+    t->fed += n;
+    t->scored += end - first;
+    return rc;
+}
+
 /* Prefills tokens [begin, end) from position 0 and scores targets
  * [first, end), each from the logits row of the position before it. */
-static int score_window(llmc_rt_session *s, uint32_t logits_index, const int64_t *ids,
-                        size_t begin, size_t end, size_t first, eval_totals *t,
-                        llmc_error *err)
+static int score_window(llmc_rt_session *s, llmc_npu *npu, uint32_t logits_index,
+                        const int64_t *ids, size_t begin, size_t end, size_t first,
+                        eval_totals *t, llmc_error *err)
 {
+    if (npu)
+        return score_window_chunked(npu, s, ids, begin, end, first, t, err);
     llmc_rt_error rt = {0};
     llmc_rt_tensor logits;
     uint32_t n = (uint32_t)(end - begin), vocab = s->plan->vocab_size;
@@ -240,23 +292,23 @@ static int score_window(llmc_rt_session *s, uint32_t logits_index, const int64_t
     if (logits.dtype != LLMC_RT_F32 || logits.rank != 3 || logits.dims[1] != n ||
         logits.dims[2] != vocab)
         return llmc_fail(err, LLMC_E_RUNTIME, "logits are not [1, %u, %u] float32", n, vocab);
-    const float *rows = logits.data;
-    for (size_t target = first; target < end; target++)
-        t->nll += token_nll(rows + (target - 1 - begin) * vocab, vocab, ids[target]);
+    window_scorer w = {ids, begin, first, end, vocab, t};
+    score_rows(&w, 0, logits.data, n);
     t->scored += end - first;
     return LLMC_OK;
 }
 
 /* Slides the windows over the whole sequence. */
-static int score_sequence(llmc_rt_session *s, uint32_t logits_index, const id_list *ids,
-                          const eval_args *a, eval_totals *t, llmc_error *err)
+static int score_sequence(llmc_rt_session *s, llmc_npu *npu, uint32_t logits_index,
+                          const id_list *ids, const eval_args *a, eval_totals *t,
+                          llmc_error *err)
 {
     size_t scored_end = 1; /* targets before this one are settled (token 0 never is scored) */
     for (size_t begin = 0; scored_end < ids->n; begin += a->stride) {
         size_t end = begin + a->context < ids->n ? begin + a->context : ids->n;
         /* The window's first token has no logits row before it. */
         size_t first = scored_end > begin ? scored_end : begin + 1;
-        int rc = score_window(s, logits_index, ids->ids, begin, end, first, t, err);
+        int rc = score_window(s, npu, logits_index, ids->ids, begin, end, first, t, err);
         if (rc)
             return rc;
         scored_end = end;
@@ -277,6 +329,7 @@ static int evaluate(const llmc_rt_plan *plan, const eval_args *a, const id_list 
     llmc_rt_session s;
     llmc_rt_error rt = {0};
     eval_totals t = {0};
+    llmc_npu *npu = NULL;
     if (!mem)
         rc = llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes of working memory", mem_size);
     else if (a->threads > 1 && !pool)
@@ -285,8 +338,11 @@ static int evaluate(const llmc_rt_plan *plan, const eval_args *a, const id_list 
         rc = runtime_error(err, "session", &rt);
     if (!rc) {
         llmc_rt_session_set_parallel(&s, pool ? llmc_threads_parallel : NULL, pool);
-        rc = score_sequence(&s, logits_index, ids, a, &t, err);
+        if (a->npu.mode)
+            rc = llmc_npu_start(&npu, &s, &a->npu, err);
     }
+    if (!rc)
+        rc = score_sequence(&s, npu, logits_index, ids, a, &t, err);
     if (!rc)
         printf("perplexity %.4f  nll %.6f  tokens %llu  windows of %u stride %u  "
                "%.1f tok/s (%llu tokens prefilled in %.2f s)\n",
@@ -294,15 +350,16 @@ static int evaluate(const llmc_rt_plan *plan, const eval_args *a, const id_list 
                (unsigned long long)t.scored, a->context, a->stride,
                (double)t.fed / (t.seconds > 1e-9 ? t.seconds : 1e-9),
                (unsigned long long)t.fed, t.seconds);
+    int stop_rc = llmc_npu_stop(npu, err);
     llmc_threads_destroy(pool);
     llmc_free_huge(mem, mem_size);
-    return rc;
+    return rc ? rc : stop_rc;
 }
 
 int llmc_cmd_eval(int argc, char **argv)
 {
     if (llmc_cli_wants_help(argc, argv)) {
-        fputs(eval_help, stdout);
+        printf(eval_help, llmc_npu_help);
         return 0;
     }
     eval_args a;

@@ -52,7 +52,7 @@ int llmc_npu_parse_option(const char *cmd, int argc, char **argv, int *i, llmc_n
 }
 
 typedef struct {
-    uint32_t chunk, node, subgraph, prefill;
+    uint32_t chunk, node, subgraph, prefill, first_op, n_ops;
     int lane;
     uint64_t start_ns, end_ns;
 } trace_event;
@@ -92,8 +92,8 @@ static void record(llmc_npu *n, const llmc_rt_chunk_event *e, uint64_t start, ui
         n->events = grown;
         n->cap_events = cap;
     }
-    n->events[n->n_events++] = (trace_event){e->chunk, e->node, e->subgraph, n->prefills, e->lane,
-                                             start, end};
+    n->events[n->n_events++] = (trace_event){e->chunk,    e->node,  e->subgraph, n->prefills,
+                                             e->first_op, e->n_ops, e->lane,     start, end};
 }
 
 /* Node starts and ends; the reference delegate's own clock for its nodes
@@ -190,6 +190,11 @@ void llmc_npu_last(const llmc_npu *n, llmc_npu_figures *f)
     *f = n->last;
 }
 
+void llmc_npu_set_logits(llmc_npu *n, llmc_rt_chunk_logits_fn fn, void *ctx)
+{
+    llmc_rt_chunked_set_logits(n->chunked, fn, ctx);
+}
+
 /* Chrome trace-event JSON: complete events ("ph":"X", microseconds), one
  * thread row per lane. */
 static int write_trace(const llmc_npu *n, FILE *f)
@@ -206,9 +211,10 @@ static int write_trace(const llmc_npu *n, FILE *f)
         else
             snprintf(name, sizeof name, "c%u cpu node %u", e->chunk, e->node);
         fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
-                   "\"pid\":1,\"tid\":%d,\"args\":{\"prefill\":%u,\"chunk\":%u,\"node\":%u}}",
+                   "\"pid\":1,\"tid\":%d,\"args\":{\"prefill\":%u,\"chunk\":%u,\"node\":%u,"
+                   "\"first_op\":%u,\"n_ops\":%u}}",
                 name, e->lane ? "delegate" : "cpu", ts, dur, e->lane + 1, e->prefill, e->chunk,
-                e->node);
+                e->node, e->first_op, e->n_ops);
     }
     fprintf(f, "\n]}\n");
     return ferror(f) ? -1 : 0;

@@ -52,6 +52,8 @@ int llmc_npu_start(llmc_npu **out, llmc_rt_session *s, const llmc_npu_options *o
 int llmc_npu_prefill(llmc_npu *n, const int64_t *tokens, uint32_t count, float *logits,
                      llmc_error *err);
 void llmc_npu_last(const llmc_npu *n, llmc_npu_figures *f);
+/* Every chunk's logits to fn (llmc_rt_chunked_set_logits). */
+void llmc_npu_set_logits(llmc_npu *n, llmc_rt_chunk_logits_fn fn, void *ctx);
 /* Writes the trace (if asked) and frees everything; NULL is fine. */
 int llmc_npu_stop(llmc_npu *n, llmc_error *err);
 

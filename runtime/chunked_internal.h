@@ -53,6 +53,8 @@ struct llmc_rt_chunked {
     int out_of_order;
     llmc_rt_chunk_observer observer;
     void *observer_ctx;
+    llmc_rt_chunk_logits_fn logits_fn; /* every chunk's logits (eval) */
+    void *logits_ctx;
     /* the prefill in progress */
     const int64_t *tokens;
     uint32_t n_tokens, n_chunks;

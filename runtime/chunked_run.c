@@ -168,6 +168,14 @@ void llmc_rt_chunked_set_observer(llmc_rt_chunked *c, llmc_rt_chunk_observer fn,
     c->observer_ctx = ctx;
 }
 
+void llmc_rt_chunked_set_logits(llmc_rt_chunked *c, llmc_rt_chunk_logits_fn fn, void *ctx)
+{
+    if (!c)
+        return;
+    c->logits_fn = fn;
+    c->logits_ctx = ctx;
+}
+
 uint32_t llmc_rt_chunked_nodes(const llmc_rt_chunked *c)
 {
     return c ? c->n_nodes : 0;
@@ -201,10 +209,11 @@ static uint8_t *state_at(const llmc_rt_chunked *c, uint32_t i, uint32_t j)
     return &c->state[(uint64_t)i * c->n_nodes + j];
 }
 
-/* Nodes chunk i runs: the last one computes the logits too. */
+/* Nodes chunk i runs: the last one (or every one, for their logits)
+ * computes the logits too. */
 static uint32_t nodes_of(const llmc_rt_chunked *c, uint32_t i)
 {
-    return i + 1 < c->n_chunks ? c->body_nodes : c->n_nodes;
+    return i + 1 < c->n_chunks && !c->logits_fn ? c->body_nodes : c->n_nodes;
 }
 
 static bool chunk_done(const llmc_rt_chunked *c, uint32_t i)
@@ -292,11 +301,30 @@ static llmc_rt_status begin_node(llmc_rt_chunked *c, uint32_t i, uint32_t j, llm
                                   position_of(c, i), lane_for(c, i), &c->moved, err);
 }
 
-static void end_node(llmc_rt_chunked *c, uint32_t i, uint32_t j, uint64_t *left)
+/* Chunk i's Logits output, before another chunk takes its lane. */
+static llmc_rt_status hand_logits(llmc_rt_chunked *c, uint32_t i, llmc_rt_error *err)
+{
+    const rt_prepared *pr = c->s->prepared;
+    for (uint32_t k = 0; k < c->s->plan->n_outputs; k++) {
+        if (pr->outputs[k].role != ROLE_LOGITS)
+            continue;
+        rt_view v;
+        llmc_rt_status st = rt_session_view(c->s, lane_for(c, i), pr->outputs[k].tensor,
+                                            rt_chunk_rows(c, i), position_of(c, i), &v, err);
+        if (!st)
+            c->logits_fn(c->logits_ctx, i * c->chunk, &v);
+        return st;
+    }
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status end_node(llmc_rt_chunked *c, uint32_t i, uint32_t j, uint64_t *left,
+                               llmc_rt_error *err)
 {
     *state_at(c, i, j) = NODE_DONE;
     (*left)--;
     notify(c, i, j, 1);
+    return c->logits_fn && j + 1 == c->n_nodes ? hand_logits(c, i, err) : LLMC_RT_OK;
 }
 
 /* On the calling thread at the chunk's own rows (a padded chunk's real ones). */
@@ -309,7 +337,7 @@ static llmc_rt_status run_on_cpu(llmc_rt_chunked *c, uint32_t i, uint32_t j, uin
         st = rt_session_run_ops(c->s, n->first_op, n->n_ops, rt_chunk_rows(c, i),
                                 position_of(c, i), lane_for(c, i), &c->moved, err);
     if (!st)
-        end_node(c, i, j, left);
+        st = end_node(c, i, j, left, err);
     return st;
 }
 
@@ -364,9 +392,7 @@ static llmc_rt_status collect(llmc_rt_chunked *c, int block, uint64_t *left, llm
         return rt_prefix(err, st, "chunk %u subgraph %u '%s': ",
                          RT_N(c->busy_chunk, c->nodes[c->busy_node].subgraph),
                          RT_S(c->subgraphs[c->nodes[c->busy_node].subgraph].name));
-    if (finished)
-        end_node(c, c->busy_chunk, c->busy_node, left);
-    return LLMC_RT_OK;
+    return finished ? end_node(c, c->busy_chunk, c->busy_node, left, err) : LLMC_RT_OK;
 }
 
 /* One step of the loop: hand the delegate a node if it is idle, else run

@@ -556,6 +556,13 @@ llmc_rt_status llmc_rt_chunked_init(llmc_rt_chunked **out, llmc_rt_session *s,
  * init: out of order, estimated costs. */
 void llmc_rt_chunked_set_schedule(llmc_rt_chunked *c, int out_of_order, const uint64_t *cost);
 void llmc_rt_chunked_set_observer(llmc_rt_chunked *c, llmc_rt_chunk_observer fn, void *ctx);
+/* Every chunk's logits, for scoring a text (a plan whose Logits output has
+ * a row per position): with fn set, every chunk runs on to its logits, and
+ * fn(ctx, first, logits) is called when it finishes, `first` the index of
+ * its first token in the prompt, logits [1, its rows, vocab] (valid during
+ * the call only).  NULL: only the last chunk computes logits. */
+typedef void (*llmc_rt_chunk_logits_fn)(void *ctx, uint32_t first, const llmc_rt_tensor *logits);
+void llmc_rt_chunked_set_logits(llmc_rt_chunked *c, llmc_rt_chunk_logits_fn fn, void *ctx);
 /* Nodes of a full chunk, and node k's lane, first op and op count. */
 uint32_t llmc_rt_chunked_nodes(const llmc_rt_chunked *c);
 llmc_rt_status llmc_rt_chunked_node(const llmc_rt_chunked *c, uint32_t k,
