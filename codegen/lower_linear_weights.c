@@ -19,6 +19,7 @@
 #include "lower_internal.h"
 #include "segment_writer.h"
 #include "weight_pack.h"
+#include "llmc_rt.h"
 
 /* Packs n_rows (<= the tile's rows) rows of W^T into one row tile. */
 typedef void (*tile_packer)(const void *shape, const float *rows, int64_t n_rows, void *out);
@@ -191,9 +192,105 @@ int lower_embedding_table(lower_ctx *L, int ev, int bits, int64_t group, uint32_
     return bits == 32 ? fp32_tiled_weight(L, src, t) : quantized_weight(L, src, bits, group, t);
 }
 
+/* The hot channels' columns of a ShadowLinear's W: which ones, and W's
+ * packed shape (the values are the int8 Linear's, scale * q). */
+typedef struct {
+    rt_qweight_shape q;
+    int64_t n_hot;
+    int64_t hot[];
+} hot_spec;
+
+/* Row r of a packed row tile: q[0, k) and its group scales. */
+static int unpack_tile_row(const hot_spec *h, const uint8_t *tile, int64_t r, int8_t *q,
+                           float *scales)
+{
+    llmc_rt_sg_tensor w = {.dtype = LLMC_RT_I8, .layout = CG_LAYOUT_QWEIGHT, .rank = 2,
+                           .dims = {h->q.hp, h->q.k}, .weight = tile,
+                           .bytes = (uint64_t)(h->q.kp / h->q.group) * rt_qweight_block_bytes(&h->q),
+                           .group = (uint32_t)h->q.group, .tile_rows = (uint32_t)h->q.hp,
+                           .tile_depth = (uint32_t)h->q.lp};
+    return llmc_rt_sg_weight_row(&w, r, q, scales, NULL) ? -1 : 0;
+}
+
+/* [n_hot, N + 1] float32: row i = (channel c_i, then W[n, c_i] for every
+ * output n), W's values exactly as the int8 tiles hold them: each row tile
+ * is packed as the Linear's is, then read back. */
+static int produce_hot_table(const cg_tensor *t, cg_sink *sink)
+{
+    const hot_spec *h = t->produce_arg;
+    int64_t n = h->q.n, k = h->q.k, width = n + 1, hp = h->q.hp;
+    uint64_t tile_bytes = (uint64_t)(h->q.kp / h->q.group) * rt_qweight_block_bytes(&h->q);
+    float *table = calloc((size_t)(h->n_hot * width), sizeof *table);
+    float *rows = malloc(sizeof *rows * (size_t)(hp * k)), *scales = malloc(sizeof *scales * (size_t)k);
+    uint8_t *tile = malloc((size_t)tile_bytes);
+    int8_t *q = malloc((size_t)k);
+    int rc = table && rows && scales && tile && q ? 0 : -1;
+    for (int64_t i = 0; !rc && i < h->n_hot; i++)
+        table[i * width] = (float)h->hot[i];
+    for (int64_t r0 = 0; !rc && r0 < n; r0 += hp) {
+        int64_t r1 = n - r0 < hp ? n : r0 + hp;
+        llmc_view_read_rows(t->view, r0, r1, rows);
+        cg_qpack_row_tile(rows, k, r1 - r0, &h->q, tile);
+        for (int64_t r = r0; !rc && r < r1; r++) {
+            rc = unpack_tile_row(h, tile, r - r0, q, scales);
+            for (int64_t i = 0; !rc && i < h->n_hot; i++) {
+                int64_t c = h->hot[i];
+                table[i * width + 1 + r] = scales[c / h->q.group] * (float)q[c];
+            }
+        }
+    }
+    uint64_t bytes = sizeof *table * (uint64_t)(h->n_hot * width);
+    void *out = rc ? NULL : cg_sink_reserve(sink, (size_t)bytes);
+    if (out)
+        memcpy(out, table, (size_t)bytes);
+    rc = out ? cg_sink_commit(sink, (size_t)bytes) : -1;
+    free(table);
+    free(rows);
+    free(scales);
+    free(tile);
+    free(q);
+    return rc;
+}
+
+/* The hot table of the node's hot_channels over W (value wv), if any. */
+static int hot_table(lower_ctx *L, int wv, const rt_qweight_shape *q, uint32_t *t, bool *made)
+{
+    const llmc_attr *a = llmc_node_attr(L->g, L->node, "hot_channels");
+    *made = a && a->n_ints > 0;
+    if (!*made)
+        return LLMC_OK;
+    for (int i = 0; i < a->n_ints; i++)
+        if (a->ints[i] < 0 || a->ints[i] >= q->k || (i && a->ints[i] <= a->ints[i - 1]) ||
+            a->ints[i] >= (1 << 24)) /* exact as a float */
+            return lower_fail(L, LLMC_E_INTERNAL, -1, "hot_channels must ascend within [0, K)");
+    hot_spec *h = malloc(sizeof *h + sizeof h->hot[0] * (size_t)a->n_ints);
+    if (!h)
+        return lower_fail(L, LLMC_E_NOMEM, -1, "out of memory");
+    h->q = *q;
+    h->n_hot = a->n_ints;
+    memcpy(h->hot, a->ints, sizeof h->hot[0] * (size_t)a->n_ints);
+    const llmc_value *w = &L->g->values[wv];
+    weight_source src = {wv, llmc_view_transpose(llmc_const_share_view(&w->konst, q->k, q->n)),
+                         q->n, q->k};
+    rt_tensor_format dense = {LLMC_DT_FLOAT, CG_LAYOUT_DENSE, 0, 0, 0};
+    int rc = lazy_weight(L, src, "/hot", &dense, 4u * (uint64_t)(h->n_hot * (q->n + 1)),
+                         produce_hot_table, t);
+    if (rc) {
+        free(h);
+        return rc;
+    }
+    cg_tensor *x = &L->p->tensors[*t];
+    x->dims[0] = llmc_aff_const(h->n_hot);
+    x->dims[1] = llmc_aff_const(q->n + 1);
+    x->produce_arg = h;
+    x->owned = h; /* freed with the plan */
+    return LLMC_OK;
+}
+
 /* llmc.ShadowLinear(x, W, y_0..) -> z_0..: W lowered as its Linear's (the
  * node carries the Linear's quant_bits and quant_group), so the two
- * tensors have equal bytes and share one segment (cg_share_weights). */
+ * tensors have equal bytes and share one segment (cg_share_weights); then,
+ * with hot_channels, the CPU's copy of those columns (kind 1). */
 int lower_shadow_linear(lower_ctx *L, int unused)
 {
     (void)unused;
@@ -203,6 +300,7 @@ int lower_shadow_linear(lower_ctx *L, int unused)
         return lower_fail(L, LLMC_E_INTERNAL, -1, "ShadowLinear needs x, W, one y per output "
                           "and a positive scale");
     uint32_t t;
+    bool hot = false;
     int rc = lower_input(L, 0, &t);
     cg_op *op = rc ? NULL : lower_emit(L, CG_OP_SHADOW_LINEAR);
     if (!rc && !op)
@@ -213,6 +311,14 @@ int lower_shadow_linear(lower_ctx *L, int unused)
         rc = lower_linear_weight(L, node_in(L, 1), &t);
     if (!rc)
         rc = op_add_input(L, op, t);
+    if (!rc) {
+        rt_qweight_shape q = qshape_of(&L->p->tensors[t]);
+        rc = hot_table(L, node_in(L, 1), &q, &t, &hot);
+    }
+    if (!rc && hot) { /* (new tensors never move the ops) */
+        op->kind = 1;
+        rc = op_add_input(L, op, t);
+    }
     for (int j = 0; j < n->n_outputs && !rc; j++) {
         rc = lower_input(L, 2 + j, &t);
         if (!rc)

@@ -61,14 +61,56 @@ static double bin_upper(int b)
     return ldexp(1.0 + (sub + 1.0) / CALIB_SUB, octave + CALIB_MIN_EXP);
 }
 
-static void add_values(llmc_act_range *r, const float *x, int64_t n)
+/* n values of rows of `channels`; -1 on OOM or a change of width. */
+static int add_values(llmc_act_range *r, const float *x, int64_t n, int64_t channels)
 {
+    if (!r->channel_absmax && channels > 0) {
+        r->channel_absmax = calloc((size_t)channels, sizeof *r->channel_absmax);
+        r->channels = channels;
+    }
+    if (!r->channel_absmax || r->channels != channels)
+        return -1;
     for (int64_t i = 0; i < n; i++) {
-        float a = fabsf(x[i]);
+        float a = fabsf(x[i]), *ch = &r->channel_absmax[i % channels];
         r->absmax = a > r->absmax ? a : r->absmax;
+        *ch = a > *ch ? a : *ch;
         r->hist[bin_of(a)]++;
     }
     r->count += (uint64_t)n;
+    return 0;
+}
+
+/* Larger max |x| first; the lower channel among equals. */
+static int by_channel_max(const void *a, const void *b, void *ctx)
+{
+    const float *max = ctx;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    if (max[x] != max[y])
+        return max[x] > max[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+static int ascending(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t llmc_act_range_hot(const llmc_act_range *r, int64_t max_hot, int64_t **out)
+{
+    int64_t n = 0;
+    *out = malloc(sizeof **out * (size_t)(r->channels > 0 ? r->channels : 1));
+    if (!*out)
+        return -1;
+    for (int64_t c = 0; c < r->channels; c++)
+        if (r->channel_absmax[c] > r->clip)
+            (*out)[n++] = c;
+    if (n > max_hot) {
+        qsort_r(*out, (size_t)n, sizeof **out, by_channel_max, r->channel_absmax);
+        n = max_hot;
+    }
+    qsort(*out, (size_t)n, sizeof **out, ascending);
+    return n;
 }
 
 /* clip = the upper edge of the bin where the percentile falls, at most
@@ -119,10 +161,10 @@ static void observe(void *ctx, uint32_t op, int end)
     for (int d = 0; d < x.rank; d++)
         n *= x.dims[d];
     int i = range_index(o->c, name);
-    if (i < 0)
-        o->rc = llmc_fail(o->err, LLMC_E_NOMEM, "calibration: out of memory");
-    else
-        add_values(&o->c->ranges[i], x.data, n);
+    if (i < 0 || x.rank < 1 ||
+        add_values(&o->c->ranges[i], x.data, n, x.dims[x.rank - 1]))
+        o->rc = llmc_fail(o->err, LLMC_E_NOMEM, "calibration: out of memory, or '%s' changed "
+                          "width", name);
 }
 
 static uint8_t *linear_ops(const llmc_rt_plan *plan)
@@ -243,14 +285,17 @@ void llmc_calibration_print(const llmc_calibration *c, FILE *out)
     int width = (int)strlen("tensor (a Linear's x)");
     for (int i = 0; i < c->n; i++)
         width = (int)strlen(c->ranges[i].name) > width ? (int)strlen(c->ranges[i].name) : width;
-    fprintf(out, "%-*s %12s %12s %12s %10s %10s\n", width, "tensor (a Linear's x)", "max |x|",
-            "clip", "scale", "outliers", "importance");
+    fprintf(out, "%-*s %12s %12s %12s %10s %10s %12s\n", width, "tensor (a Linear's x)",
+            "max |x|", "clip", "scale", "outliers", "importance", "hot channels");
     for (int i = 0; i < c->n; i++) {
         const llmc_act_range *r = &c->ranges[i];
-        fprintf(out, "%-*s %12.6g %12.6g %12.6g %9.4f%% %10.3f\n", width, r->name, r->absmax,
-                (double)r->clip, (double)r->scale,
+        int64_t hot = 0;
+        for (int64_t ch = 0; ch < r->channels; ch++)
+            hot += r->channel_absmax[ch] > r->clip;
+        fprintf(out, "%-*s %12.6g %12.6g %12.6g %9.4f%% %10.3f %12lld\n", width, r->name,
+                r->absmax, (double)r->clip, (double)r->scale,
                 r->count ? 100.0 * (double)r->beyond / (double)r->count : 0.0,
-                r->clip > 0 ? r->absmax / r->clip : 0.0);
+                r->clip > 0 ? r->absmax / r->clip : 0.0, (long long)hot);
     }
 }
 
@@ -259,6 +304,7 @@ void llmc_calibration_free(llmc_calibration *c)
     for (int i = 0; i < c->n; i++) {
         free(c->ranges[i].name);
         free(c->ranges[i].hist);
+        free(c->ranges[i].channel_absmax);
     }
     free(c->ranges);
     memset(c, 0, sizeof *c);

@@ -35,6 +35,8 @@ typedef struct {
     float clip;             /* |x| at the percentile: values beyond it are outliers */
     float scale;            /* clip / 127: QuantizeRows' static scale */
     uint64_t beyond;        /* values with |x| > clip */
+    float *channel_absmax;  /* max |x| of each channel (x's last axis) */
+    int64_t channels;       /* 0 until the first values */
 } llmc_act_range;
 
 typedef struct llmc_calibration {
@@ -61,6 +63,12 @@ int llmc_calibrate(const char *model, const llmc_import_options *io, const llmc_
 
 /* The range recorded for tensor `name`, or NULL. */
 const llmc_act_range *llmc_calibration_find(const llmc_calibration *c, const char *name);
+
+/* The "hot" channels of r (paper 003 §3.3: outliers gather in a few
+ * channels): those whose max |x| passed the clip, at most max_hot of them
+ * (the largest max |x| first), ascending, into a malloc'ed *out; their
+ * count, or -1 on OOM. */
+int64_t llmc_act_range_hot(const llmc_act_range *r, int64_t max_hot, int64_t **out);
 
 /* A table of the ranges (tensor, max |x|, clip, scale, outliers, importance). */
 void llmc_calibration_print(const llmc_calibration *c, FILE *out);

@@ -13,6 +13,12 @@
  * ctx->shadow_fraction of the calibrated Linears (rounded up), the most
  * important first (ties: graph order), keep it; 0 keeps none.
  *
+ * Hot channels (§3.3): outliers gather in a few channels; those whose max
+ * |x| over the calibration text passed the clip are listed on the node
+ * (hot_channels; at most 1/64 of them, the largest max |x| first), and
+ * codegen gives the CPU a copy of just their columns
+ * of W, so a delegate may own W: an outlier elsewhere (rare) reads W.
+ *
  * Preconditions: ctx->calibration set (else the pass does nothing); a
  * Linear with quant_bits 8 whose input 0 is a QuantizeRows with attribute
  * scale; at most 3 outputs (the runtime's limit; others are explained and
@@ -28,6 +34,10 @@
 static const char PASS[] = "shadow-outliers";
 
 #define MAX_SHADOW_OUTPUTS 3 /* runtime/kernels/kernels.h RT_SHADOW_OUTPUTS */
+/* Hot channels kept per Linear: at most 1/64 of its inputs (paper 003 Fig.
+ * 11: under 3% of the channels hold 80% of the outliers), so the float32
+ * copy of their columns stays within 1/16 of the int8 W it shadows. */
+#define HOT_SHARE 64
 
 typedef struct {
     int node;           /* the Linear */
@@ -59,8 +69,11 @@ static int by_importance(const void *a, const void *b)
     return x->node - y->node;
 }
 
-/* Linear `node` writes fresh values; ShadowLinear writes its old outputs. */
-static int add_shadow(llmc_graph *g, int node, int x, float scale)
+/* Linear `node` writes fresh values; ShadowLinear writes its old outputs.
+ * hot: the channels calibration saw beyond the clip, whose W columns the
+ * CPU keeps a copy of (INTS hot_channels; none: every outlier reads W). */
+static int add_shadow(llmc_graph *g, int node, int x, float scale, const int64_t *hot,
+                      int64_t n_hot)
 {
     int n_out = g->nodes[node].n_outputs, ins[2 + MAX_SHADOW_OUTPUTS], outs[MAX_SHADOW_OUTPUTS];
     ins[0] = x;
@@ -87,7 +100,8 @@ static int add_shadow(llmc_graph *g, int node, int x, float scale)
     return shadow < 0 || llmc_node_set_float(g, shadow, "scale", scale) ||
                    llmc_node_set_int(g, shadow, "quant_bits", 8) ||
                    llmc_node_set_int(g, shadow, "quant_group",
-                                     llmc_node_attr_int(g, node, "quant_group", 0))
+                                     llmc_node_attr_int(g, node, "quant_group", 0)) ||
+                   (n_hot > 0 && llmc_node_set_ints(g, shadow, "hot_channels", hot, (int)n_hot))
                ? -1
                : 0;
 }
@@ -97,6 +111,7 @@ static int run_shadow_outliers(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_err
     if (!ctx->calibration)
         return LLMC_OK;
     int n_nodes = g->n_nodes, n = 0, added = 0;
+    int64_t hot_total = 0;
     candidate *c = malloc(sizeof *c * (size_t)(n_nodes > 0 ? n_nodes : 1));
     if (!c)
         return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
@@ -121,13 +136,20 @@ static int run_shadow_outliers(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_err
                               MAX_SHADOW_OUTPUTS);
             continue;
         }
-        if (add_shadow(g, c[i].node, c[i].x, scale))
+        int64_t *hot = NULL;
+        const llmc_act_range *r = llmc_calibration_find(ctx->calibration, g->values[c[i].x].name);
+        int64_t cap = r->channels / HOT_SHARE > 1 ? r->channels / HOT_SHARE : 1;
+        int64_t n_hot = llmc_act_range_hot(r, cap, &hot);
+        if (n_hot < 0 || add_shadow(g, c[i].node, c[i].x, scale, hot, n_hot))
             rc = llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
+        free(hot);
         added += !rc;
+        hot_total += n_hot > 0 ? n_hot : 0;
     }
     free(c);
-    llmc_pass_detail(ctx, "%d of %d calibrated Linears keep shadow outliers (fraction %g)", added,
-                     n, ctx->shadow_fraction);
+    llmc_pass_detail(ctx, "%d of %d calibrated Linears keep shadow outliers (fraction %g), "
+                     "%lld hot channels with CPU copies", added, n, ctx->shadow_fraction,
+                     (long long)hot_total);
     return rc;
 }
 

@@ -35,7 +35,7 @@
     X(SCATTER_ND, ScatterND, 19, 3, 3, 1, 1)                             \
     X(CUMSUM, CumSum, 20, 1, 1, 1, 1)                                    \
     X(QUANTIZE_ROWS, QuantizeRows, 21, 1, 1, 1, 1)                      \
-    X(SHADOW_LINEAR, ShadowLinear, 22, 3, 5, 1, 3)
+    X(SHADOW_LINEAR, ShadowLinear, 22, 3, 6, 1, 3)
 
 /* UnaryKind: X(SUFFIX, Name, value) */
 #define LLMC_PLAN_UNARY_KINDS(X)                                                        \

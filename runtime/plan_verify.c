@@ -559,9 +559,24 @@ static llmc_rt_status verify_linear(fb_reader *r, const llmc_rt_plan *p, const r
     return verify_linear_extras(r, p, op, n, err);
 }
 
+/* kind 1: input 2 is the hot channels' table, a float32 weight [H, N + 1]. */
+static llmc_rt_status verify_hot_table(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                                       int64_t n, llmc_rt_error *err)
+{
+    uint32_t h = op_in(r, op, 2);
+    tensor_meta m = meta_of(r, p, h);
+    int64_t rows, cols;
+    if (m.dtype != LLMC_RT_F32 || m.layout != LAYOUT_DENSE || m.kind != KIND_WEIGHT ||
+        m.rank != 2 || !const_dim(r, p, h, 0, &rows) || !const_dim(r, p, h, 1, &cols) ||
+        rows < 1 || cols != n + 1)
+        return bad_shape("hot table: a float32 weight [H >= 1, N + 1 = %d]", RT_N(n + 1), err);
+    return LLMC_RT_OK;
+}
+
 /* ShadowLinear: x float32 [..., K], W an Int8 QWeightTiles weight [N, K],
- * then as many float32 inputs y_j as outputs z_j, each z_j with y_j's dims
- * [..., N_j] and x's leading ones, sum N_j = N; a static scale. */
+ * with kind 1 the hot channels' table, then as many float32 inputs y_j as
+ * outputs z_j, each z_j with y_j's dims [..., N_j] and x's leading ones,
+ * sum N_j = N; a static scale. */
 static llmc_rt_status verify_shadow_linear(fb_reader *r, const llmc_rt_plan *p,
                                            const rt_op_desc *op, llmc_rt_error *err)
 {
@@ -574,11 +589,15 @@ static llmc_rt_status verify_shadow_linear(fb_reader *r, const llmc_rt_plan *p,
     if (mw.rank != 2 || !const_dim(r, p, w, 0, &n) || !const_dim(r, p, w, 1, &k) ||
         mx.rank < 1 || !const_dim(r, p, x, -1, &xk) || xk != k)
         return bad_shape("x must be [..., K] and W [N, K], K constant", NULL, err);
-    if (op->inputs.len != 2 + op->outputs.len || op->kind)
-        return bad_shape("inputs x, W, then one y per output (%u), and kind 0",
-                         RT_N(op->outputs.len), err);
+    uint32_t ys = 2u + (op->kind == 1);
+    if (op->inputs.len != ys + op->outputs.len || op->kind > 1)
+        return bad_shape("inputs x, W, the hot table if kind is 1, then one y per output "
+                         "(%u); kind 0 or 1", RT_N(op->outputs.len), err);
+    llmc_rt_status st = op->kind ? verify_hot_table(r, p, op, n, err) : LLMC_RT_OK;
+    if (st)
+        return st;
     for (uint32_t j = 0; j < op->outputs.len; j++) {
-        uint32_t y = op_in(r, op, 2 + j), z = op_out(r, op, j);
+        uint32_t y = op_in(r, op, ys + j), z = op_out(r, op, j);
         tensor_meta my = meta_of(r, p, y), mz = meta_of(r, p, z);
         int64_t nj;
         if (my.dtype != LLMC_RT_F32 || mz.dtype != LLMC_RT_F32 || my.rank != mx.rank ||

@@ -346,12 +346,13 @@ llmc_rt_status llmc_rt_exec_QuantizeRows(rt_op_call *c, llmc_rt_error *err)
     return st;
 }
 
-/* x, W, y_0.. -> z_0..: the outliers' exact part added (q_shadow.c). */
+/* x, W[, hot], y_0.. -> z_0..: the outliers' exact part added (q_shadow.c). */
 llmc_rt_status llmc_rt_exec_ShadowLinear(rt_op_call *c, llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
-    return k_shadow_linear(&c->in[0], c->in[1].data, &c->op->w.q, c->op->scale, &c->in[2],
-                           c->out, c->op->outputs.len, &par, err);
+    const rt_view *hot = c->op->kind ? &c->in[2] : NULL;
+    return k_shadow_linear(&c->in[0], c->in[1].data, &c->op->w.q, c->op->scale, hot,
+                           &c->in[hot ? 3 : 2], c->out, c->op->outputs.len, &par, err);
 }
 
 /* ---- Attention and its fused KV cache ------------------------------------ */

@@ -58,7 +58,7 @@ lines = open(sys.argv[1]).read().splitlines()
 start = next(i for i, l in enumerate(lines) if l.startswith("tensor (a Linear's x)"))
 for l in lines[start + 1:]:
     f = l.split()
-    if len(f) != 6 or not f[4].endswith("%"):
+    if len(f) != 7 or not f[4].endswith("%"):
         break
     rows[f[0]] = dict(absmax=float(f[1]), clip=float(f[2]), scale=float(f[3]))
 assert len(rows) == 17, f"{len(rows)} tensors in the table, want 17 (4 layers x 4 + the head)"
@@ -84,9 +84,15 @@ shadows = [op for op in plan["ops"] if op["code"] == "ShadowLinear"]
 importance = {n: r["absmax"] / r["clip"] for n, r in rows.items()}
 top = sorted(importance, key=lambda n: -importance[n])[:3]
 assert sorted(names[op["inputs"][0]] for op in shadows) == sorted(top), (shadows, top)
-for op in shadows:
-    linear = producer[op["inputs"][2]]
-    assert linear["code"] == "Linear" and linear["outputs"] == op["inputs"][2:], op["name"]
+for op in shadows:   # x, W, the hot channels' table (kind 1), the Linear's outputs
+    assert op.get("kind", 0) == 1, ("no hot channels' copy", op["name"])
+    hot = ts[op["inputs"][2]]
+    assert hot["kind"] == "Weight" and hot["dtype"] == "Float32", hot["name"]
+    n_out = sum(ts[y]["dims"][-1]["c"] for y in op["inputs"][3:])
+    k = ts[op["inputs"][0]]["dims"][-1]["c"]
+    assert hot["dims"][1]["c"] == n_out + 1 and 1 <= hot["dims"][0]["c"] <= max(1, k // 64), hot
+    linear = producer[op["inputs"][3]]
+    assert linear["code"] == "Linear" and linear["outputs"] == op["inputs"][3:], op["name"]
     assert ts[op["inputs"][1]]["segment"] == ts[linear["inputs"][1]]["segment"], op["name"]
     assert abs(op["scale"] - rows[names[op["inputs"][0]]]["scale"]) <= 1e-4 * op["scale"]
 print("17 tensors: clip <= max |x|, scale = clip / 127, the plan's ops carry them;",

@@ -363,9 +363,12 @@ llmc_rt_status k_quantize_rows(const struct rt_kernels *kt, const rt_view *x,
  * RT_SHADOW_OUTPUTS; z_j may be y_j's bytes.  Tasks: ranges of W's row
  * tiles, bitwise the same for any split. */
 #define RT_SHADOW_OUTPUTS 3
+/* hot (NULL: none) float32 [H, N + 1]: row i = channel c_i, then W[n, c_i]
+ * for every n, the CPU's copy of the columns where outliers gather (paper
+ * 003 §3.3, hot channels); an outlier in another channel reads W. */
 llmc_rt_status k_shadow_linear(const rt_view *x, const uint8_t *w, const rt_qweight_shape *ws,
-                               float scale, const rt_view *ys, rt_view *zs, uint32_t n_out,
-                               const rt_parallel *par, llmc_rt_error *err);
+                               float scale, const rt_view *hot, const rt_view *ys, rt_view *zs,
+                               uint32_t n_out, const rt_parallel *par, llmc_rt_error *err);
 
 /* y float32 [..., n_y] = the columns [col0, col0 + n_y) of z = x W^T, plus
  * bias [n] (the columns col0.. of it) and residual (NULL or y's dims), for

@@ -10,7 +10,11 @@
  * (The paper's Eq. 1 writes the excess as floor(x/s / 128) * 128, which is
  * not x/s - 128: for x/s = 200 it gives 256.)  W is the Linear's own int8
  * tiles: each outlier reads one column of them (scale * q per row), so
- * the rare outliers cost O(N) each and no second copy of W exists. */
+ * the rare outliers cost O(N) each.  Or, for the hot channels (§3.3: the
+ * few channels where calibration saw outliers), a copy of just their
+ * columns (the same values, so the same bits): a delegate may then own W,
+ * and the CPU reads W only for an outlier in a channel calibration never
+ * saw one in. */
 #include <float.h>
 #include <string.h>
 
@@ -41,6 +45,8 @@ typedef struct {
      * SHADOW_COLS of them (n_cols < 0: more; every task walks all) */
     int64_t cols[SHADOW_COLS];
     int n_cols;
+    const float *hot;      /* [n_hot][n + 1]: channel, then its column of W; or NULL */
+    int64_t n_hot;
 } shadow_job;
 
 /* Where column n of the outputs is in row 0 of its z, and that z's row
@@ -109,6 +115,43 @@ static void add_column(const shadow_job *J, int64_t c, int64_t g, int64_t j, int
         }
 }
 
+/* The hot table's copy of column c (n values), or NULL. */
+static const float *hot_column(const shadow_job *J, int64_t c)
+{
+    for (int64_t i = 0; i < J->n_hot; i++) {
+        const float *row = J->hot + i * (J->ws->n + 1);
+        if (row[0] == (float)c)
+            return row + 1;
+    }
+    return NULL;
+}
+
+/* Column c from the hot copy for outputs [n0, n1). */
+static void add_hot_column(const shadow_job *J, int64_t c, const float *w, int64_t n0,
+                           int64_t n1)
+{
+    outlier_batch b;
+    for (int64_t e = 0; next_outliers(J, c, &e, &b);)
+        for (int64_t n = n0; n < n1; n++) {
+            int64_t stride;
+            float *z = z_column(J, n, &stride);
+            for (int i = 0; i < b.n; i++)
+                z[b.row[i] * stride] += b.r[i] * w[n];
+        }
+}
+
+/* Column c for row tiles [ht0, ht1): its hot copy if it has one, else W. */
+static void add_any_column(const shadow_job *J, int64_t c, int64_t g, int64_t j, int64_t ht0,
+                           int64_t ht1)
+{
+    const float *w = hot_column(J, c);
+    int64_t n1 = ht1 * J->ws->hp;
+    if (w)
+        add_hot_column(J, c, w, ht0 * J->ws->hp, n1 < J->ws->n ? n1 : J->ws->n);
+    else
+        add_column(J, c, g, j, ht0, ht1);
+}
+
 /* Column c into the ascending list (once); false when it is full. */
 static bool list_column(shadow_job *J, int64_t c)
 {
@@ -148,24 +191,32 @@ static void shadow_task(void *ctx, uint32_t i)
     int64_t ht1 = ht0 + J->tiles_per_task < tiles ? ht0 + J->tiles_per_task : tiles;
     for (int i = 0; i < J->n_cols; i++) {
         int64_t c = J->cols[i], g = (int64_t)rt_udiv64((uint64_t)c, (uint64_t)ws->group);
-        add_column(J, c, g, c - g * ws->group, ht0, ht1);
+        add_any_column(J, c, g, c - g * ws->group, ht0, ht1);
     }
     for (int64_t c = 0, g = 0, j = 0; J->n_cols < 0 && c < J->k;
          c++, j = j + 1 == ws->group ? 0 : j + 1) {
-        add_column(J, c, g, j, ht0, ht1);
+        add_any_column(J, c, g, j, ht0, ht1);
         g += j + 1 == ws->group;
     }
 }
 
 llmc_rt_status k_shadow_linear(const rt_view *x, const uint8_t *w, const rt_qweight_shape *ws,
-                               float scale, const rt_view *ys, rt_view *zs, uint32_t n_out,
-                               const rt_parallel *par, llmc_rt_error *err)
+                               float scale, const rt_view *hot, const rt_view *ys, rt_view *zs,
+                               uint32_t n_out, const rt_parallel *par, llmc_rt_error *err)
 {
     if (ws->bits != 8 || !(scale >= FLT_MIN && scale <= FLT_MAX) || n_out < 1 ||
         n_out > RT_SHADOW_OUTPUTS)
         return rt_fail(err, LLMC_RT_E_EXEC, "ShadowLinear takes int8 W, a normal positive "
                        "scale and 1..%d outputs", RT_N(RT_SHADOW_OUTPUTS), NULL);
-    shadow_job J = {x->data, 0, ws->k, w, ws, scale, 1.0f / scale, zs, {0}, {0}, 1, {0}, 0};
+    shadow_job J = {x->data, 0, ws->k, w, ws, scale, 1.0f / scale, zs, {0}, {0}, 1, {0}, 0,
+                    NULL, 0};
+    if (hot && (hot->dtype != LLMC_RT_F32 || hot->rank != 2 || hot->dims[1] != ws->n + 1))
+        return rt_fail(err, LLMC_RT_E_EXEC, "the hot table is not float32 [H, N + 1 = %d]",
+                       RT_N(ws->n + 1), NULL);
+    if (hot) {
+        J.hot = hot->data;
+        J.n_hot = hot->dims[0];
+    }
     int64_t cols = 0;
     for (uint32_t j = 0; j < n_out; j++) {
         J.first[j] = cols;

@@ -393,6 +393,49 @@ static float *outlier_rows(int64_t m, int64_t k, float scale, bool spread)
     return x;
 }
 
+/* A hot table [2, n + 1] of columns 3 and k - 5 (outlier columns of
+ * outlier_rows), W's values times `factor`. */
+static float *hot_table(const uint8_t *w, const rt_qweight_shape *ws, float factor)
+{
+    int64_t cols[2] = {3, ws->k - 5}, width = ws->n + 1;
+    float *hot = malloc(sizeof *hot * (size_t)(2 * width));
+    for (int i = 0; i < 2; i++) {
+        hot[i * width] = (float)cols[i];
+        for (int64_t j = 0; j < ws->n; j++)
+            hot[i * width + 1 + j] = factor * (float)weight_value(w, ws, j, cols[i]);
+    }
+    return hot;
+}
+
+/* ShadowLinear with hot channels' copies of two outlier columns (the rest
+ * from W): the bytes of W alone (the same values); with a wrong copy
+ * (doubled) other bytes, so the copy is what it reads; a table of another
+ * width refused. */
+static void test_shadow_hot(const rt_kernels *kt, const rt_view *xv, const uint8_t *w,
+                            const rt_qweight_shape *ws, float scale, const rt_view *ys,
+                            const float *z, int64_t split)
+{
+    int64_t m = xv->dims[0], n = ws->n;
+    float *hot = hot_table(w, ws, 1.0f), *bad = hot_table(w, ws, 2.0f);
+    float *t = malloc(sizeof *t * (size_t)(m * n));
+    rt_view ts[2] = {view(LLMC_RT_F32, t, 2, (int64_t[]){m, split}),
+                     view(LLMC_RT_F32, t + m * split, 2, (int64_t[]){m, n - split})};
+    rt_view hv = view(LLMC_RT_F32, hot, 2, (int64_t[]){2, n + 1});
+    rt_view bv = view(LLMC_RT_F32, bad, 2, (int64_t[]){2, n + 1});
+    rt_view narrow = view(LLMC_RT_F32, hot, 2, (int64_t[]){2, n});
+    bool same = !k_shadow_linear(xv, w, ws, scale, &hv, ys, ts, 2, NULL, &err) &&
+                !memcmp(t, z, sizeof *t * (size_t)(m * n));
+    bool differs = !k_shadow_linear(xv, w, ws, scale, &bv, ys, ts, 2, NULL, &err) &&
+                   memcmp(t, z, sizeof *t * (size_t)(m * n));
+    CHECK(same && differs && fails_with(k_shadow_linear(xv, w, ws, scale, &narrow, ys, ts, 2, NULL,
+                                                         &err), "hot table"),
+          "%s ShadowLinear with hot channels' copies: W's bytes; a wrong copy is read; "
+          "a table of another width refused", kt->isa);
+    free(hot);
+    free(bad);
+    free(t);
+}
+
 /* The int8 Linear of static-scale x, then ShadowLinear over two outputs
  * (columns split 11 | n - 11), against fp64: sum over c of xhat_c W[n, c]
  * with xhat = x on the outliers and scale * q elsewhere, W the dequantized
@@ -422,7 +465,7 @@ static void test_shadow_linear(const rt_kernels *kt, bool spread)
     if (!st)
         st = k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, NULL, &err);
     if (!st)
-        st = k_shadow_linear(&xv, w, &ws, scale, ys, zs, 2, NULL, &err);
+        st = k_shadow_linear(&xv, w, &ws, scale, NULL, ys, zs, 2, NULL, &err);
     double worst = 0, worst_linear = 0;
     int outliers = 0;
     for (int64_t e = 0; !st && e < m; e++)
@@ -448,7 +491,7 @@ static void test_shadow_linear(const rt_kernels *kt, bool spread)
         st = k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, NULL, &err);
     rt_view same[2] = {ys[0], ys[1]};
     if (!st)
-        st = k_shadow_linear(&xv, w, &ws, scale, ys, same, 2, NULL, &err);
+        st = k_shadow_linear(&xv, w, &ws, scale, NULL, ys, same, 2, NULL, &err);
     CHECK(!st && !memcmp(y, z, sizeof *y * (size_t)(m * n)),
           "%s ShadowLinear in place (z = y): the same bytes", kt->isa);
     bool same_split = !k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, NULL, &err);
@@ -459,17 +502,18 @@ static void test_shadow_linear(const rt_kernels *kt, bool spread)
         llmc_threads *pool = threads == 4 ? llmc_threads_create(2) : NULL;
         rt_parallel fake = {fake_parallel, &threads}, real = {llmc_threads_parallel, pool};
         memset(t, 0, sizeof *t * (size_t)(m * n));
-        same_split &= !k_shadow_linear(&xv, w, &ws, scale, ys, ts, 2, pool ? &real : &fake, &err) &&
+        same_split &= !k_shadow_linear(&xv, w, &ws, scale, NULL, ys, ts, 2, pool ? &real : &fake, &err) &&
                       !memcmp(t, z, sizeof *t * (size_t)(m * n));
         llmc_threads_destroy(pool);
     }
     free(t);
     CHECK(same_split, "%s ShadowLinear on 1-3 fake threads and a pool of 2: the serial bytes",
           kt->isa);
+    test_shadow_hot(kt, &xv, w, &ws, scale, ys, z, split);
     rt_view wrong = view(LLMC_RT_F32, z1, 2, (int64_t[]){m, n - split - 1});
     rt_view short_zs[2] = {zs[0], wrong};
-    CHECK(fails_with(k_shadow_linear(&xv, w, &ws, scale, ys, short_zs, 2, NULL, &err), "dims") &&
-              fails_with(k_shadow_linear(&xv, w, &ws, 0.0f, ys, zs, 2, NULL, &err), "scale"),
+    CHECK(fails_with(k_shadow_linear(&xv, w, &ws, scale, NULL, ys, short_zs, 2, NULL, &err), "dims") &&
+              fails_with(k_shadow_linear(&xv, w, &ws, 0.0f, NULL, ys, zs, 2, NULL, &err), "scale"),
           "%s ShadowLinear: an output of other dims, a zero scale refused", kt->isa);
     free(x);
     free(W);
