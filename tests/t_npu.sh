@@ -116,6 +116,17 @@ for s in "--lanes 1" "--lanes 3" "--in-order" "--lanes 3 --in-order"; do
     check "77 tokens, $s: the same logits bytes as 2 lanes out of order" cmp "$WORK/s.bin" "$WORK/p77-ref.bin"
 done
 
+# ---- the README's delegate example (tests/embed/npu_example.c) -------------
+# SAN_FLAGS: a `make check SAN=1` build's sanitizer flags (as t_runtime_embed.sh)
+check "the delegate example builds against llmc_rt.h, llmc_ref_delegate.h and the two archives" \
+    gcc -std=c11 -Wall -Wextra -Werror -O2 ${SAN_FLAGS:-} -Iruntime -Iruntime/platform \
+    tests/embed/npu_example.c "$BUILD/libllmcrt_threads.a" "$BUILD/libllmcrt.a" -lm -pthread \
+    -o "$WORK/npu_example"
+"$WORK/npu_example" "$WORK/c32.plan" "$(prompt 77)" 6 >"$WORK/example.ids" 2>"$WORK/example.err"
+check "... its 6 greedy ids for a 77-token prompt are llmc run's" cmp "$WORK/example.ids" "$WORK/p77.ids"
+check "... through its delegate: 8 subgraphs prepared, executed for 3 chunks" \
+    grep -q '^8 subgraphs prepared, [1-9][0-9]* executions' "$WORK/example.err"
+
 # ---- the trace -------------------------------------------------------------
 run 77 "$WORK/t" --delegate ref --lanes 2 --trace "$WORK/trace.json"
 trace_check() {
