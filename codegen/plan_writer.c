@@ -266,6 +266,18 @@ static fb_ref write_subgraph(fb_builder *b, const cg_subgraph *sg, int index)
     return fb_table_end(b);
 }
 
+/* Nodes of a chunk (runtime/chunked_internal.h): each subgraph, and each
+ * run of other ops before, between and after them. */
+static int chunk_nodes(const cg_plan *p)
+{
+    int nodes = 0, at = 0;
+    for (int g = 0; g < p->n_subgraphs; g++) {
+        nodes += 1 + (p->subgraphs[g].first_op > at);
+        at = p->subgraphs[g].first_op + p->subgraphs[g].n_ops;
+    }
+    return nodes + (p->n_subgraphs && at < p->n_ops);
+}
+
 static uint32_t vocab_size(const cg_plan *p)
 {
     for (int i = 0; i < p->n_outputs; i++) {
@@ -317,6 +329,10 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     for (int i = 0; i < p->n_subgraphs; i++)
         refs[i] = write_subgraph(b, &p->subgraphs[i], i);
     fb_ref subgraphs = p->n_subgraphs ? fb_vector_refs(b, refs, (size_t)p->n_subgraphs) : 0;
+    int64_t *zeros = calloc((size_t)chunk_nodes(p) + 1, sizeof *zeros);
+    fb_ref costs = p->n_subgraphs && zeros ? int_vector(b, zeros, chunk_nodes(p), 8) : 0;
+    b->failed = b->failed || !zeros;
+    free(zeros);
     fb_table_begin(b);
     fb_field_scalar(b, 0, LLMC_RT_FORMAT_VERSION, 4);
     field_ref(b, 1, target);
@@ -344,6 +360,7 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     if (p->n_subgraphs)
         field_nonzero(b, PLAN_NPU_CHUNK, p->npu_chunk, 4);
     field_ref(b, PLAN_SUBGRAPHS, subgraphs);
+    field_ref(b, PLAN_NPU_COSTS, costs); /* present, so `llmc tune --npu` rewrites it in place */
     return fb_table_end(b);
 }
 

@@ -23,7 +23,9 @@
 #include "llmc_threads.h"
 #include "out_file.h"
 #include "plan_format.h"
+#include "npu_prefill.h"
 #include "roofline.h"
+#include "tune_npu.h"
 
 #define TUNE_MAX_ROWS 64
 #define TUNE_MAX_REPEATS 31
@@ -32,6 +34,7 @@
 static const char tune_help[] =
     "usage: llmc tune PLAN [-t THREADS] [--max-rows M] [--prefill-rows P]\n"
     "                 [--prefill-kernel int8|f32-dequant] [-r REPEATS]\n"
+    "       llmc tune PLAN --npu [--delegate ref|cpu] [--npu-rows N] [-r REPEATS]\n"
     "\n"
     "Times prefills of 2..M tokens (default 16) with the quantized Linears on\n"
     "their GEMV work split and on their GEMM split, R times each (default 5,\n"
@@ -41,12 +44,20 @@ static const char tune_help[] =
     "the GEMM on the int8 kernel and on fp32 tiles of dequantized weights, and\n"
     "writes the faster into PLAN (prefill_kernel; targets without fp32 tiles\n"
     "keep int8); --prefill-kernel writes the one named instead of measuring.\n"
-    "The plan is rewritten atomically; nothing else in it changes.\n";
+    "The plan is rewritten atomically; nothing else in it changes.\n"
+    "\n"
+    "--npu (a plan compiled with --npu-chunk): instead, times every node of a chunk\n"
+    "(each subgraph on the delegate, default ref, and each run of the other ops on\n"
+    "the CPU) over R chunked prefills of N tokens (default 256, at most the plan's\n"
+    "max_context), one node at a time, and writes the medians (ns) into the plan's\n"
+    "npu_costs, which the out-of-order schedule weighs (paper 003 Eq. 6).\n";
 
 typedef struct {
     const char *plan;
     uint32_t threads, max_rows, prefill_rows, repeats;
     int pinned_kernel;      /* --prefill-kernel, or -1: measure */
+    bool npu;               /* --npu: node costs instead */
+    llmc_tune_npu_options npu_options;
 } tune_args;
 
 /* What tune measured: the two fields it writes. */
@@ -64,11 +75,23 @@ static int prefill_kernel_index(const char *name)
 
 static int parse_args(int argc, char **argv, tune_args *a)
 {
-    *a = (tune_args){NULL, 1, 16, TUNE_PREFILL_ROWS, 5, -1};
+    *a = (tune_args){NULL, 1, 16, TUNE_PREFILL_ROWS, 5, -1, false, {LLMC_NPU_REF, 256, 5}};
     for (int i = 1; i < argc; i++) {
         int has_value = i + 1 < argc;
         int64_t v;
-        if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) && has_value) {
+        if (!strcmp(argv[i], "--npu")) {
+            a->npu = true;
+        } else if (!strcmp(argv[i], "--delegate") && has_value) {
+            i++;
+            a->npu_options.delegate = !strcmp(argv[i], "cpu") ? LLMC_NPU_CPU : LLMC_NPU_REF;
+            if (strcmp(argv[i], "cpu") && strcmp(argv[i], "ref"))
+                return llmc_cli_usage("tune", "--delegate wants ref or cpu, got '%s'", argv[i]);
+        } else if (!strcmp(argv[i], "--npu-rows") && has_value) {
+            v = llmc_cli_parse_count(argv[++i]);
+            if (v < 1 || v > UINT32_MAX)
+                return llmc_cli_usage("tune", "--npu-rows wants 1 or more, got '%s'", argv[i]);
+            a->npu_options.rows = (uint32_t)v;
+        } else if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) && has_value) {
             if (llmc_cli_parse_threads("tune", argv[++i], &a->threads))
                 return LLMC_E_USAGE;
         } else if (!strcmp(argv[i], "--max-rows") && has_value) {
@@ -90,7 +113,7 @@ static int parse_args(int argc, char **argv, tune_args *a)
             v = llmc_cli_parse_count(argv[++i]);
             if (v < 1 || v > TUNE_MAX_REPEATS)
                 return llmc_cli_usage("tune", "-r wants 1..%d, got '%s'", TUNE_MAX_REPEATS, argv[i]);
-            a->repeats = (uint32_t)v;
+            a->repeats = a->npu_options.repeats = (uint32_t)v;
         } else if (argv[i][0] == '-' || a->plan) {
             return llmc_cli_usage("tune", "unexpected argument '%s'", argv[i]);
         } else {
@@ -268,6 +291,11 @@ int llmc_cmd_tune(int argc, char **argv)
     rc = llmc_cli_map(a.plan, &file, &err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
+    if (!rc && a.npu) {
+        rc = llmc_tune_npu(a.plan, &plan, &a.npu_options, &err);
+        llmc_unmap_file(&file);
+        return rc ? llmc_cli_report(&err) : 0;
+    }
     if (!rc && a.max_rows > plan.max_context)
         rc = llmc_fail(&err, LLMC_E_USAGE, "--max-rows %u exceeds the plan's max_context %u",
                        a.max_rows, plan.max_context);

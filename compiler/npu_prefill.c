@@ -195,6 +195,46 @@ void llmc_npu_set_logits(llmc_npu *n, llmc_rt_chunk_logits_fn fn, void *ctx)
     llmc_rt_chunked_set_logits(n->chunked, fn, ctx);
 }
 
+uint32_t llmc_npu_nodes(const llmc_npu *n)
+{
+    return llmc_rt_chunked_nodes(n->chunked);
+}
+
+const llmc_rt_chunked *llmc_npu_chunked(const llmc_npu *n)
+{
+    return n->chunked;
+}
+
+int llmc_npu_forget(llmc_npu *n)
+{
+    n->n_events = 0;
+    n->first_event = 0;
+    return LLMC_OK;
+}
+
+static int by_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int llmc_npu_node_medians(const llmc_npu *n, uint64_t *ns)
+{
+    uint64_t *t = malloc(sizeof *t * (n->n_events + 1));
+    if (!t)
+        return -1;
+    for (uint32_t j = 0; j < llmc_npu_nodes(n); j++) {
+        size_t m = 0;
+        for (size_t k = 0; k < n->n_events; k++)
+            if (n->events[k].node == j)
+                t[m++] = n->events[k].end_ns - n->events[k].start_ns;
+        qsort(t, m, sizeof *t, by_u64);
+        ns[j] = m ? t[m / 2] : 0;
+    }
+    free(t);
+    return 0;
+}
+
 /* Chrome trace-event JSON: complete events ("ph":"X", microseconds), one
  * thread row per lane. */
 static int write_trace(const llmc_npu *n, FILE *f)

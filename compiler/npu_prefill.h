@@ -54,6 +54,13 @@ int llmc_npu_prefill(llmc_npu *n, const int64_t *tokens, uint32_t count, float *
 void llmc_npu_last(const llmc_npu *n, llmc_npu_figures *f);
 /* Every chunk's logits to fn (llmc_rt_chunked_set_logits). */
 void llmc_npu_set_logits(llmc_npu *n, llmc_rt_chunk_logits_fn fn, void *ctx);
+/* Nodes of a chunk, and the median time (ns) of each node over every
+ * chunk of every prefill so far into ns[0, nodes) (0: never ran). */
+uint32_t llmc_npu_nodes(const llmc_npu *n);
+const llmc_rt_chunked *llmc_npu_chunked(const llmc_npu *n);
+/* Drops what was recorded so far (a warm-up's nodes). */
+int llmc_npu_forget(llmc_npu *n);
+int llmc_npu_node_medians(const llmc_npu *n, uint64_t *ns);
 /* Writes the trace (if asked) and frees everything; NULL is fine. */
 int llmc_npu_stop(llmc_npu *n, llmc_error *err);
 

@@ -420,5 +420,10 @@ llmc_rt_status rt_chunk_describe(llmc_rt_chunked *c, const rt_chunk_sizes *z,
                      NULL, NULL);
     if (!st)
         cut_nodes(c, descs);
+    for (uint32_t j = 0; !st && npu.costs.len == c->n_nodes && j < c->n_nodes; j++) {
+        uint64_t ns = fb_u64(r.base + npu.costs.pos + 8u * j); /* llmc tune --npu */
+        if (ns)
+            c->nodes[j].cost = ns < RT_CHUNK_COST_CAP ? ns : RT_CHUNK_COST_CAP;
+    }
     return st;
 }

@@ -24,7 +24,7 @@ enum { PLAN_FORMAT_VERSION, PLAN_TARGET, PLAN_SOURCE_HASH, PLAN_COMPILER_VERSION
        PLAN_MAX_CONTEXT, PLAN_ARENA_SIZE, PLAN_TENSORS, PLAN_OPS, PLAN_INPUTS,
        PLAN_OUTPUTS, PLAN_SEGMENTS, PLAN_PASSES, PLAN_VOCAB_SIZE, PLAN_N_LAYERS,
        PLAN_N_CACHES, PLAN_KV_CHUNK, PLAN_GEMM_MIN_ROWS, PLAN_PREFILL_KERNEL,
-       PLAN_KV_CACHE_DTYPE, PLAN_TOKENIZER, PLAN_NPU_CHUNK, PLAN_SUBGRAPHS };
+       PLAN_KV_CACHE_DTYPE, PLAN_TOKENIZER, PLAN_NPU_CHUNK, PLAN_SUBGRAPHS, PLAN_NPU_COSTS };
 enum { SUBGRAPH_NAME, SUBGRAPH_FIRST_OP, SUBGRAPH_N_OPS, SUBGRAPH_INPUTS, SUBGRAPH_OUTPUTS };
 enum { TOKENIZER_SEGMENT };
 enum { TENSOR_NAME, TENSOR_DTYPE, TENSOR_DIMS, TENSOR_KIND, TENSOR_ARENA_OFFSET,
@@ -314,6 +314,7 @@ typedef struct {
 typedef struct {
     uint32_t chunk;
     fb_vector subgraphs; /* of Subgraph tables */
+    fb_vector costs;     /* of uint64: ns per node of a chunk, 0 = estimate */
 } rt_npu_desc;
 
 /* Decoders (structure only; the verifier adds the semantic checks). */

@@ -419,6 +419,9 @@ llmc_rt_status rt_read_npu(fb_reader *r, const llmc_rt_plan *p, rt_npu_desc *d,
         st = fb_scalar(r, &t, PLAN_NPU_CHUNK, 4, 0, &chunk, err);
     if (!st)
         st = fb_vector_field(r, &t, PLAN_SUBGRAPHS, 4, 4, &d->subgraphs, err);
+    d->costs = (fb_vector){0, 0};
+    if (!st)
+        st = fb_vector_field(r, &t, PLAN_NPU_COSTS, 8, 8, &d->costs, err);
     d->chunk = (uint32_t)chunk;
     return st;
 }

@@ -87,9 +87,9 @@ check "c32: disjoint subgraphs of static ops, every Linear per-channel over its 
 # ---- chunked prefill against the plain one ----------------------------------
 head -c 4000 models/heldout.txt | "$LLMC" tokenize "$WORK/c32.plan" | tr ',' '\n' | grep . >"$WORK/ids.txt"
 prompt() { head -"$1" "$WORK/ids.txt" | paste -sd, -; }
-run() {   # run N OUT [options]: N prompt tokens, 6 greedy ids -> OUT.ids, OUT.bin
+run() {   # run N OUT [options]: N prompt tokens, 6 greedy ids -> OUT.ids, OUT.bin (of RUN_PLAN)
     local n=$1 out=$2; shift 2
-    "$LLMC" run "$WORK/c32.plan" --prompt-ids "$(prompt "$n")" --max-new 6 \
+    "$LLMC" run "${RUN_PLAN:-$WORK/c32.plan}" --prompt-ids "$(prompt "$n")" --max-new 6 \
         --logits-out "$out.bin" "$@" >"$out.ids" 2>"$out.err"
 }
 close() {   # close A.bin B.bin TOL: max |a - b| <= TOL * max |b|
@@ -126,6 +126,31 @@ check "the delegate example builds against llmc_rt.h, llmc_ref_delegate.h and th
 check "... its 6 greedy ids for a 77-token prompt are llmc run's" cmp "$WORK/example.ids" "$WORK/p77.ids"
 check "... through its delegate: 8 subgraphs prepared, executed for 3 chunks" \
     grep -q '^8 subgraphs prepared, [1-9][0-9]* executions' "$WORK/example.err"
+
+# ---- llmc tune --npu: measured node costs for Eq. 6 -----------------------
+cp "$WORK/c32.plan" "$WORK/tuned.plan"
+check "llmc tune --npu times every node and writes npu_costs in place" sh -c \
+    "'$LLMC' tune '$WORK/tuned.plan' --npu --npu-rows 96 -r 1 >'$WORK/tune.log' 2>&1 && \
+     '$LLMC' verify '$WORK/tuned.plan' >/dev/null"
+flatc --json --raw-binary --strict-json --defaults-json -o "$WORK" schemas/plan.fbs -- "$WORK/tuned.plan"
+costs_check() {
+    $PY - "$WORK/c32.json" "$WORK/tuned.json" "$WORK/tune.log" <<'PYEOF'
+import json, re, sys
+before, after = (json.load(open(f)) for f in sys.argv[1:3])
+rows = [l for l in open(sys.argv[3]) if l.startswith("node ")]
+assert before["npu_costs"] == [0] * len(rows), before["npu_costs"]
+assert len(after["npu_costs"]) == len(rows) and all(c > 0 for c in after["npu_costs"]), after["npu_costs"]
+for line, ns in zip(rows, after["npu_costs"]):
+    ms = float(re.search(r"([0-9.]+) ms", line).group(1))
+    assert abs(ns / 1e6 - ms) <= 0.0006 + 1e-3 * ms, (line, ns)
+strip = lambda p: {k: v for k, v in p.items() if k != "npu_costs"}
+assert strip(before) == strip(after), "tune changed more than npu_costs"
+print(len(rows), "nodes:", after["npu_costs"])
+PYEOF
+}
+check "... zeros before, the printed medians after, nothing else changed" costs_check
+RUN_PLAN=$WORK/tuned.plan run 77 "$WORK/tuned" --delegate ref
+check "... and a prefill scheduled by them gives the same logits bytes" cmp "$WORK/tuned.bin" "$WORK/p77-ref.bin"
 
 # ---- the trace -------------------------------------------------------------
 run 77 "$WORK/t" --delegate ref --lanes 2 --trace "$WORK/trace.json"
