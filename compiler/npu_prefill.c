@@ -125,7 +125,8 @@ int llmc_npu_start(llmc_npu **out, llmc_rt_session *s, const llmc_npu_options *o
     int rc = LLMC_OK;
     if (size == SIZE_MAX)
         rc = llmc_fail(err, LLMC_E_USAGE, "--delegate: the plan has no NPU subgraphs (compile it "
-                       "with --npu-chunk C)");
+                       "with --npu-chunk C), or their chunk is longer than the context of %u "
+                       "tokens", s->context);
     else if (!(n->memory = malloc(size)))
         rc = llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes for chunked prefill", size);
     else if (o->mode == LLMC_NPU_REF && !(n->ref = llmc_ref_delegate_create()))

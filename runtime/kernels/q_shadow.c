@@ -115,12 +115,17 @@ static void add_column(const shadow_job *J, int64_t c, int64_t g, int64_t j, int
         }
 }
 
-/* The hot table's copy of column c (n values), or NULL. */
+/* The hot table's copy of column c (n values), or NULL.  Channels are
+ * below 2^24 there (exact floats); through int32, which a Cortex-M
+ * converts in one instruction (int64 would call libgcc). */
 static const float *hot_column(const shadow_job *J, int64_t c)
 {
+    if (c >= ((int64_t)1 << 24))
+        return NULL;
+    float channel = (float)(int32_t)c;
     for (int64_t i = 0; i < J->n_hot; i++) {
         const float *row = J->hot + i * (J->ws->n + 1);
-        if (row[0] == (float)c)
+        if (row[0] == channel)
             return row + 1;
     }
     return NULL;
