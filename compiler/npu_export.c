@@ -527,16 +527,16 @@ static int export_quantize(onnx_graph *g, const llmc_rt_sg_op *op)
 static int weight_kn(onnx_graph *g, uint32_t w, int64_t x_cols, const char **value)
 {
     const llmc_rt_sg_tensor *d = desc(g, w);
-    if (g->weight_value[w]) {
-        *value = g->weight_value[w];
-        return LLMC_OK;
-    }
     if (d->dtype != LLMC_RT_I8 || d->layout != NPX_LAYOUT_QWEIGHT || !d->weight || d->rank != 2)
         return refuse(g, "W '%s' is not an Int8 QWeightTiles weight [N, K]", d->name);
     int64_t n = d->dims[0], k = d->dims[1];
     if (k != x_cols)
         return refuse(g, "W '%s' is [%lld, %lld] but x has %lld columns", d->name, (long long)n,
                       (long long)k, (long long)x_cols);
+    if (g->weight_value[w]) {
+        *value = g->weight_value[w];
+        return LLMC_OK;
+    }
     if ((int64_t)d->group < k)
         return refuse(g, "per-channel weights only: W '%s' has groups of %u < K %lld (compile "
                       "with --group-size 0)", d->name, d->group, (long long)k);
@@ -639,7 +639,8 @@ static int export_linear(onnx_graph *g, const llmc_rt_sg_op *op)
     Onnx__NodeProto *last = node2(g, "MatMul", xf, w, z);
     if (bias) {
         const llmc_rt_sg_tensor *b = desc(g, op->inputs[2]);
-        if (!b->weight || b->rank != 1 || b->dims[0] != last_dim(&zd))
+        shape bd = shape_of(b);
+        if (!b->weight || elements(&bd) != last_dim(&zd) || last_dim(&bd) != last_dim(&zd))
             return refuse(g, "bias '%s' must be a float32 weight [%lld]", b->name,
                           (long long)last_dim(&zd));
         const char *zb = op_value(g, "plus_bias");
@@ -685,9 +686,16 @@ static int export_layernorm(onnx_graph *g, const llmc_rt_sg_op *op)
     int rc = check_counts(g, op, 2, 3, 1);
     if (rc)
         return rc;
-    const char *in[3];
-    for (uint32_t i = 0; i < op->n_inputs; i++)
-        in[i] = value_of(g, op->inputs[i]);
+    shape x = shape_of(desc(g, op->inputs[0]));
+    shape vector = {1, {last_dim(&x)}};
+    const char *in[3] = {value_of(g, op->inputs[0])};
+    for (uint32_t i = 1; i < op->n_inputs; i++) { /* scale, bias: [D] as ONNX wants them */
+        shape w = shape_of(desc(g, op->inputs[i]));
+        if (elements(&w) != last_dim(&x) || last_dim(&w) != last_dim(&x))
+            return refuse(g, "'%s' must be a float32 weight [%lld]", desc(g, op->inputs[i])->name,
+                          (long long)last_dim(&x));
+        in[i] = as_shape(g, value_of(g, op->inputs[i]), &w, &vector, i == 1 ? "scale" : "bias");
+    }
     const char *y = tensor_name(g, op->outputs[0]);
     Onnx__NodeProto *node = add_node(g, "LayerNormalization", op->n_inputs, in, 1,
                                      (const char *const[]){y});
@@ -1369,27 +1377,10 @@ typedef struct {
     llmc_rt_chunked *chunked;
     llmc_ref_delegate *ref;
     exporter ex;
-    uint32_t chunk;
 } export_run;
 
-/* The plan's chunk C: the shortest context a chunked session takes
- * (llmc_rt_chunked_memory refuses shorter ones); 0 without subgraphs. */
-static uint32_t plan_chunk(const llmc_rt_plan *plan)
-{
-    uint32_t lo = 1, hi = plan->max_context;
-    if (!hi || llmc_rt_chunked_memory(plan, hi, 1) == SIZE_MAX)
-        return 0;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (llmc_rt_chunked_memory(plan, mid, 1) == SIZE_MAX)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return hi;
-}
-
-/* The plan mapped and opened, a session of C positions on it. */
+/* The plan mapped and opened, a session of its max_context on it (the
+ * chunk C comes with the subgraphs' descriptions: llmc_rt_subgraph.rows). */
 static int open_session(export_run *r, const char *plan_path, llmc_error *err)
 {
     llmc_rt_error rt = {0};
@@ -1397,16 +1388,15 @@ static int open_session(export_run *r, const char *plan_path, llmc_error *err)
     if (!rc && llmc_rt_plan_open(&r->plan, r->file.map, r->file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_RUNTIME, "--npu-export: '%s': %s (the export reads the plan "
                        "through this machine's runtime)", plan_path, rt.msg);
-    if (!rc && !(r->chunk = plan_chunk(&r->plan)))
+    if (!rc && llmc_rt_chunked_memory(&r->plan, r->plan.max_context, 1) == SIZE_MAX)
         rc = llmc_fail(err, LLMC_E_INPUT, "--npu-export: '%s' has no NPU subgraphs (compile "
                        "it with --npu-chunk C)", plan_path);
-    size_t size = rc ? 0 : llmc_rt_session_memory_for(&r->plan, r->chunk);
-    if (!rc && (size == SIZE_MAX ||
-                !(r->session_memory = aligned_alloc(64, (size + 63) / 64 * 64))))
+    size_t size = rc ? 0 : llmc_rt_session_memory(&r->plan);
+    if (!rc && !(r->session_memory = aligned_alloc(64, (size + 63) / 64 * 64)))
         rc = llmc_fail(err, LLMC_E_NOMEM, "--npu-export: no memory for a session of %u "
-                       "positions", r->chunk);
-    if (!rc && llmc_rt_session_init_for(&r->session, &r->plan, r->chunk, r->session_memory,
-                                        size, &rt) != LLMC_RT_OK)
+                       "positions", r->plan.max_context);
+    if (!rc && llmc_rt_session_init(&r->session, &r->plan, r->session_memory, size, &rt) !=
+                   LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_RUNTIME, "--npu-export: '%s': %s", plan_path, rt.msg);
     return rc;
 }
@@ -1417,7 +1407,7 @@ static int export_all(export_run *r, llmc_error *err)
     llmc_rt_delegate table = {&r->ex, export_prepare, export_execute, export_wait,
                               export_release};
     llmc_rt_error rt = {0};
-    size_t size = llmc_rt_chunked_memory(&r->plan, r->chunk, 1);
+    size_t size = llmc_rt_chunked_memory(&r->plan, r->plan.max_context, 1);
     int rc = LLMC_OK;
     if (size == SIZE_MAX || !(r->chunked_memory = malloc(size)))
         rc = llmc_fail(err, LLMC_E_NOMEM, "--npu-export: no memory for the chunked prefill");
@@ -1435,7 +1425,7 @@ static int export_all(export_run *r, llmc_error *err)
         if (!r->ex.entries[k])
             rc = llmc_fail(err, LLMC_E_INTERNAL, "--npu-export: subgraph %u was not prepared", k);
     if (!rc)
-        rc = write_manifest(&r->ex, r->chunked, &r->plan, r->chunk);
+        rc = write_manifest(&r->ex, r->chunked, &r->plan, r->ex.entries[0]->sg->rows);
     llmc_rt_chunked_release(r->chunked);
     return rc;
 }

@@ -10,8 +10,10 @@
 # MatMul, its int8 2-D initializers are exactly the weights of its Linears
 # (one per plan Linear, dequantized per output channel straight into a
 # MatMul's B) and its QuantizeLinear scales are the plan's static scales;
-# ONNX Runtime runs every model on its .inputs.bin and matches .outputs.bin;
-# a second export is byte-identical; misuse is refused and writes nothing.
+# ONNX Runtime runs every model on its .inputs.bin and matches .outputs.bin,
+# on the trained model and on the test zoo's gpt2 and phi (LayerNorm, Linear
+# biases, tanh and erf GELU); a second export is byte-identical; misuse is
+# refused and writes nothing.
 #
 # Tolerance: max |ORT - delegate| per output <= 1e-3 of the output's max
 # magnitude.  ORT (graph optimizations "basic": it runs the QDQ graph as
@@ -162,7 +164,8 @@ for sg in plan["subgraphs"]:
     for n, s in zip(quant, got):
         clip = writer[n.input[0]]
         lo, hi = (float(numpy_helper.to_array(init[x])) for x in clip.input[1:3])
-        assert clip.op_type == "Clip" and lo == -127 * np.float32(s) and hi == 127 * np.float32(s), n.name
+        bound = np.float32(127) * np.float32(s)   # float32, as the exporter computes it
+        assert clip.op_type == "Clip" and (lo, hi) == (-bound, bound), (n.name, lo, hi, bound)
 print("every model: checker ok, QDQ MatMuls, int8 only for Linear weights, the plan's scales")
 PYEOF
 }
@@ -177,6 +180,28 @@ ort_check() {
 }
 check "ONNX Runtime runs every subgraph on its inputs and matches the reference delegate within $TOLERANCE of each output's magnitude" ort_check
 sed -n 's/^worst /# summary: ORT vs reference delegate, worst relative error /p' "$WORK/ort.txt"
+
+# The zoo's gpt2 and phi (random weights, scripts/export_llm.py) with the
+# zoo's tokenizer: the ops the llama-style model has none of.
+$PY tests/make_tiny_tokenizer.py "$WORK/zoo-tokenizer" >/dev/null
+zoo_check() {   # zoo_check FAMILY
+    local fam=$1 dir=$WORK/$1-export
+    $PY scripts/export_llm.py --family "$fam" --opset 14 --size tiny --seed 1         --out "$WORK/$fam.onnx" >/dev/null 2>&1 &&
+        "$LLMC" compile "$WORK/$fam.onnx" --max-context 64 --quiet --quant w8a8             --tokenizer "$WORK/zoo-tokenizer/tokenizer.json" --calibrate "$CALIB"             --npu-chunk 16 -o "$WORK/$fam.plan" --npu-export "$dir" >"$WORK/$fam.log" 2>&1 &&
+        grep '^npu export' "$WORK/$fam.log" &&
+        $PY -c 'import glob, onnx, sys
+types = set()
+for f in sorted(glob.glob(sys.argv[1] + "/*.onnx")):
+    m = onnx.load(f)
+    onnx.checker.check_model(m, full_check=True)
+    types |= {n.op_type for n in m.graph.node}
+want = {"LayerNormalization", "QuantizeLinear", "DequantizeLinear", "MatMul", sys.argv[2]}
+assert want <= types, (want - types)
+print("checker ok; ops", sorted(types))' "$dir" "$2" &&
+        node scripts/ort_subgraph_check.js "$dir" --tolerance $TOLERANCE --opt-level basic
+}
+check "gpt2 (LayerNorm, biases, tanh GELU): every subgraph matches in ONNX Runtime" zoo_check gpt2 Tanh
+check "phi (LayerNorm, biases, erf GELU): every subgraph matches in ONNX Runtime" zoo_check phi Erf
 
 again() {
     compile "$WORK/again/c32.plan" "$WORK/again.log" --npu-chunk $CHUNK \
