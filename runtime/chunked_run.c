@@ -197,7 +197,7 @@ llmc_rt_status llmc_rt_chunked_node(const llmc_rt_chunked *c, uint32_t k,
                                     llmc_rt_chunk_event *info)
 {
     if (!c || !info || k >= c->n_nodes)
-        return rt_fail(NULL, LLMC_RT_E_ARG, "", NULL, NULL);
+        return LLMC_RT_E_ARG;
     *info = event_of(c, 0, k, 0);
     return LLMC_RT_OK;
 }
