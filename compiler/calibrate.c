@@ -70,12 +70,13 @@ static int add_values(llmc_act_range *r, const float *x, int64_t n, int64_t chan
     }
     if (!r->channel_absmax || r->channels != channels)
         return -1;
-    for (int64_t i = 0; i < n; i++) {
-        float a = fabsf(x[i]), *ch = &r->channel_absmax[i % channels];
-        r->absmax = a > r->absmax ? a : r->absmax;
-        *ch = a > *ch ? a : *ch;
-        r->hist[bin_of(a)]++;
-    }
+    for (int64_t row = 0; row < n; row += channels)
+        for (int64_t c = 0; c < channels; c++) {
+            float a = fabsf(x[row + c]), *ch = &r->channel_absmax[c];
+            r->absmax = a > r->absmax ? a : r->absmax;
+            *ch = a > *ch ? a : *ch;
+            r->hist[bin_of(a)]++;
+        }
     r->count += (uint64_t)n;
     return 0;
 }

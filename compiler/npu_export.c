@@ -40,8 +40,6 @@
 #define NPX_LAYOUT_(s, Name, v) NPX_LAYOUT_##s = v,
 enum { LLMC_PLAN_LAYOUTS(NPX_LAYOUT_) };
 
-#define NPX_OP_NAME_(s, Name, v, ...) [v] = #Name,
-static const char *const op_code_names[LLMC_RT_OP_COUNT] = {LLMC_PLAN_OPS(NPX_OP_NAME_)};
 
 /* Plan kinds whose ONNX op has the same name and meaning; NULL: none. */
 static const char *const binary_onnx_ops[LLMC_RT_BINARY_COUNT] = {
@@ -438,9 +436,7 @@ static int refuse(onnx_graph *g, const char *fmt, ...) __attribute__((format(pri
 static int refuse(onnx_graph *g, const char *fmt, ...)
 {
     const llmc_rt_sg_op *op = &g->sg->ops[g->op];
-    const char *code = op->code >= 0 && op->code < LLMC_RT_OP_COUNT && op_code_names[op->code]
-                           ? op_code_names[op->code]
-                           : "?";
+    const char *code = llmc_rt_op_name(op->code);
     char why[512];
     va_list ap;
     va_start(ap, fmt);

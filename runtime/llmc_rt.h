@@ -167,6 +167,8 @@ typedef struct {
 } llmc_rt_op_info;
 
 llmc_rt_status llmc_rt_plan_op(const llmc_rt_plan *plan, uint32_t index, llmc_rt_op_info *op);
+/* The name of op code `code` ("RMSNorm"; "?" for none), for messages. */
+const char *llmc_rt_op_name(int code);
 
 /* What the session's runs moved.  Bytes moved = bytes written into the
  * arena by placing inputs, by every op's outputs (a Copy op: its regions),

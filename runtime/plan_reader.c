@@ -461,6 +461,11 @@ const char *rt_op_code_name(int code)
     return code >= 0 && code < OP_COUNT ? names[code] : "?";
 }
 
+const char *llmc_rt_op_name(int code)
+{
+    return rt_op_code_name(code);
+}
+
 bool rt_mul_i64(int64_t a, int64_t b, int64_t *out)
 {
     uint64_t ua = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;

@@ -27,9 +27,6 @@
 #define REF_LAYOUT_(s, Name, v) REF_LAYOUT_##s = v,
 enum { LLMC_PLAN_LAYOUTS(REF_LAYOUT_) };
 
-#define REF_OP_NAME_(s, Name, v, ...) [v] = #Name,
-static const char *const op_names[LLMC_RT_OP_COUNT] = {LLMC_PLAN_OPS(REF_OP_NAME_)};
-
 /* The runtime's float32 loops (llmc_rt.h's op resolver entries) of the
  * kinds it runs, by kind; NULL: refused.  The same functions as the CPU's,
  * so a delegated subgraph and the CPU agree wherever the int8 path does. */
@@ -135,7 +132,7 @@ static llmc_rt_status refuse_op(const prep *p, const char *fmt, ...)
 static llmc_rt_status refuse_op(const prep *p, const char *fmt, ...)
 {
     const llmc_rt_sg_op *op = &p->sg->ops[p->op];
-    const char *code = op->code >= 0 && op->code < LLMC_RT_OP_COUNT ? op_names[op->code] : "?";
+    const char *code = llmc_rt_op_name(op->code);
     char prefix[160];
     snprintf(prefix, sizeof prefix, "subgraph %u '%s': op %u (%s '%s'): ", p->sg->index,
              text(p->sg->name), p->op, code, text(op->name));
