@@ -30,26 +30,30 @@ RT_SRC   := $(LLMC_RT_SRC)
 IS_X86_64 := $(filter x86_64-%,$(shell $(CC) -dumpmachine))
 AVX2_FLAGS := -mavx2 -mfma -mf16c
 ifneq ($(IS_X86_64),)
-AVX2_SRC := $(wildcard runtime/kernels/x86_avx2/*.c)
+AVX2_SRC := $(wildcard runtime/kernels/x86/*.c)
 AVX2_KERNEL_SRC := $(filter-out %/cpu_x86.c,$(AVX2_SRC))
 RT_SRC   += $(AVX2_SRC)
 $(AVX2_KERNEL_SRC:%.c=$(BUILD)/%.o): CFLAGS_RT += $(AVX2_FLAGS)
 # q_avx512_vnni.c, q_avx512_pairs.c and f_avx512.c add AVX-512 (their table
 # is chosen only on a CPU that has it)
 AVX512_VNNI_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vnni
-AVX512_OBJ := $(addprefix runtime/kernels/x86_avx2/,q_avx512_vnni.o q_avx512_pairs.o f_avx512.o)
+AVX512_OBJ := $(addprefix runtime/kernels/x86/,q_avx512_vnni.o q_avx512_pairs.o f_avx512.o)
 $(addprefix $(BUILD)/,$(AVX512_OBJ)): CFLAGS_RT += $(AVX512_VNNI_FLAGS)
 endif
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 # Optional platform files (threads): their own archive, never in libllmcrt.a.
 THR_OBJ  := $(BUILD)/runtime/platform/threads_pthread.o $(BUILD)/runtime/platform/ref_delegate.o
 THR_LIB  := $(BUILD)/libllmcrt_threads.a
-C_SRC    := $(filter-out compiler/main.c,$(wildcard compiler/*.c passes/*.c codegen/*.c))
+# The compiler's folders, one job each (docs/architecture.md): everything but
+# the CLI's two entry points goes into libllmcc.a.
+C_DIRS   := compiler/support compiler/ir compiler/onnx compiler/tokenizer passes codegen \
+            compiler/tools compiler/npu compiler/cli
+C_SRC    := $(filter-out compiler/cli/main.c compiler/cli/main_run.c,$(wildcard $(C_DIRS:%=%/*.c)))
 # The AVX2 loops of `llmc bench --roofline` (compiled with -mavx2 -mfma below,
 # called only after a cpuid check): x86-64 hosts only.
 X86_HOST := $(filter x86_64-%,$(shell $(CC) -dumpmachine))
 ifeq ($(X86_HOST),)
-C_SRC    := $(filter-out compiler/roofline_x86.c,$(C_SRC))
+C_SRC    := $(filter-out compiler/tools/roofline_x86.c,$(C_SRC))
 endif
 C_OBJ    := $(C_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -89,7 +93,7 @@ $(THR_LIB): $(THR_OBJ)
 $(BUILD)/libllmcc.a: $(C_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/llmc: $(BUILD)/compiler/main.o $(BUILD)/libllmcc.a $(THR_LIB) $(BUILD)/libllmcrt.a
+$(BUILD)/llmc: $(BUILD)/compiler/cli/main.o $(BUILD)/libllmcc.a $(THR_LIB) $(BUILD)/libllmcrt.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmcc.a $(THR_LIB) $(BUILD)/libllmcrt.a $(wildcard tests/unit/*.h)
@@ -142,11 +146,12 @@ $(A64_TEST): tests/unit_arm/test_neon_quant.c $(A64_OBJ) tests/unit/tap.h
 
 # The runtime and `llmc run` for Linux on AArch64 (build/aarch64/llmc-run):
 # the portable core, the NEON tables, the pthread platform file and the run
-# command (compiler/main_run.c), cross-compiled and linked statically so
+# command (compiler/cli/main_run.c), cross-compiled and linked statically so
 # tests/t_aarch64.sh can run it under qemu-aarch64 against the x86 build.
 A64_RUN     := $(A64_DIR)/llmc-run
-A64_CLI_SRC := compiler/main_run.c compiler/cmd_run.c compiler/cli.c compiler/file_map.c \
-               compiler/diag.c compiler/out_file.c compiler/npu_prefill.c
+A64_CLI_SRC := compiler/cli/main_run.c compiler/cli/cmd_run.c compiler/cli/cli.c \
+               compiler/support/file_map.c compiler/support/diag.c compiler/support/out_file.c \
+               compiler/npu/npu_prefill.c
 A64_PLATFORM_SRC := runtime/platform/threads_pthread.c runtime/platform/ref_delegate.c
 A64_RUN_OBJ := $(patsubst %.c,$(A64_DIR)/%.o,$(LLMC_RT_SRC) $(A64_CLI_SRC) \
                $(A64_PLATFORM_SRC)) $(A64_OBJ)
@@ -226,8 +231,8 @@ $(AVX2_KERNEL_SRC:%.c=$(FUZZ_DIR)/obj/%.o): FUZZ_CFLAGS += $(AVX2_FLAGS)
 $(addprefix $(FUZZ_DIR)/obj/,$(AVX512_OBJ)): FUZZ_CFLAGS += $(AVX512_VNNI_FLAGS)
 
 ifneq ($(X86_HOST),)
-$(BUILD)/compiler/roofline_x86.o: CFLAGS_C += -mavx2 -mfma
-$(FUZZ_DIR)/obj/compiler/roofline_x86.o: FUZZ_CFLAGS += -mavx2 -mfma
+$(BUILD)/compiler/tools/roofline_x86.o: CFLAGS_C += -mavx2 -mfma
+$(FUZZ_DIR)/obj/compiler/tools/roofline_x86.o: FUZZ_CFLAGS += -mavx2 -mfma
 endif
 
 # The tokenizer parity test on every fortune file and Genesis..Deuteronomy.

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "diag.h"
-#include "ir.h"
+#include "support/diag.h"
+#include "ir/ir.h"
 
 typedef struct {
     const char *name;

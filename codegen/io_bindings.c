@@ -12,7 +12,7 @@
  * as a plan the runtime rejects. */
 #include "plan_model.h"
 
-#include "io_roles.h"
+#include "ir/io_roles.h"
 #include "plan_format.h"   /* role_dtype, role_rank, role_is_kv: the verifier's own */
 
 _Static_assert((int)LLMC_ROLE_INPUT_IDS == (int)ROLE_INPUT_IDS &&

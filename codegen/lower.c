@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io_roles.h"
-#include "llmc_ops.h"
+#include "ir/io_roles.h"
+#include "ir/llmc_ops.h"
 #include "segment_writer.h"
 #include "kernels/kernels.h"
 

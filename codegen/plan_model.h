@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "diag.h"
-#include "ir.h"
+#include "support/diag.h"
+#include "ir/ir.h"
 #include "plan_format.h"
 #include "tensor_traits.h"
 

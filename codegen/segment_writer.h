@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "codegen.h"
-#include "const_view.h"
+#include "ir/const_view.h"
 #include "plan_model.h"
 
 typedef struct cg_sink cg_sink;

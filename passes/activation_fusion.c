@@ -17,7 +17,7 @@
 #include <math.h>
 
 #include "fusion_match.h"
-#include "llmc_ops.h"
+#include "ir/llmc_ops.h"
 #include "pass.h"
 
 #define PASS_NAME "activation-fusion"

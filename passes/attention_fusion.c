@@ -30,10 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "const_view.h"
-#include "evaluate.h"
-#include "io_roles.h"
-#include "llmc_ops.h"
+#include "ir/const_view.h"
+#include "codegen/evaluate.h"
+#include "ir/io_roles.h"
+#include "ir/llmc_ops.h"
 #include "match.h"
 #include "pass.h"
 #include "pipeline.h"

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evaluate.h"
+#include "codegen/evaluate.h"
 #include "fusion_match.h"
 #include "pass.h"
 #include "pipeline.h"

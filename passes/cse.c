@@ -22,7 +22,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "const_view.h"
+#include "ir/const_view.h"
 #include "pass.h"
 
 /* memcmp of n bytes; empty arrays may be NULL, which memcmp must not get. */

@@ -10,7 +10,7 @@
  * node) do not keep it alive. */
 #include <stdlib.h>
 
-#include "io_roles.h"
+#include "ir/io_roles.h"
 #include "pass.h"
 
 /* Uses of every value by live nodes and graph outputs. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "const_view.h"
+#include "ir/const_view.h"
 #include "symbolic.h"
 
 /* Relative tolerance for the constants a pattern must contain (the task's

@@ -13,9 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "diag.h"
-#include "ir.h"
-#include "llmc_ops.h"
+#include "support/diag.h"
+#include "ir/ir.h"
+#include "ir/llmc_ops.h"
 #include "match.h"
 #include "pass.h"
 

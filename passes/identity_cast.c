@@ -13,7 +13,7 @@
  * graph output or constant (those keep their names), else the Cast stays. */
 #include <stdlib.h>
 
-#include "llmc_ops.h"
+#include "ir/llmc_ops.h"
 #include "pass.h"
 #include "pipeline.h"
 

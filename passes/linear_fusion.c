@@ -31,9 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "const_view.h"
+#include "ir/const_view.h"
 #include "fusion_match.h"
-#include "llmc_ops.h"
+#include "ir/llmc_ops.h"
 #include "pass.h"
 
 #define PASS_NAME "linear-fusion"

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 
 #include "fusion_match.h"
-#include "io_roles.h"
-#include "llmc_ops.h"
+#include "ir/io_roles.h"
+#include "ir/llmc_ops.h"
 #include "pass.h"
 #include "pipeline.h"
 

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "const_view.h"
-#include "llmc_ops.h"
+#include "ir/const_view.h"
+#include "ir/llmc_ops.h"
 #include "pass.h"
 
 #define PASS_NAME "lora-reorder"

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "const_view.h"
+#include "ir/const_view.h"
 #include "pipeline.h"
 
 int llmc_match_producer(const llmc_graph *g, int v, const char *op)

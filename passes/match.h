@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "diag.h"
-#include "ir.h"
+#include "support/diag.h"
+#include "ir/ir.h"
 
 /* The default-domain node of type `op` producing value v, or -1. */
 int llmc_match_producer(const llmc_graph *g, int v, const char *op);

@@ -28,7 +28,7 @@
  * quantize and shadow-outliers. */
 #include <stdlib.h>
 
-#include "llmc_ops.h"
+#include "ir/llmc_ops.h"
 #include "pass.h"
 #include "pipeline.h"
 

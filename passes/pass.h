@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "diag.h"
-#include "ir.h"
+#include "support/diag.h"
+#include "ir/ir.h"
 
 typedef struct {
     uint32_t max_context;   /* bound on S + P */

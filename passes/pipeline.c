@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ir_dot.h"
-#include "ir_dump.h"
+#include "ir/ir_dot.h"
+#include "ir/ir_dump.h"
 
 static const llmc_pass *const pipeline[] = {
     /* dtypes, affine shapes in (S, P), contents of small int tensors */

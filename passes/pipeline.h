@@ -6,8 +6,8 @@
 #include <stdbool.h>
 
 #include "codegen/codegen.h"
-#include "diag.h"
-#include "ir.h"
+#include "support/diag.h"
+#include "ir/ir.h"
 #include "pass.h"
 
 /* Every pass, one descriptor per file in passes/. */

@@ -24,8 +24,8 @@
 #include <float.h>
 #include <stdlib.h>
 
-#include "calibrate.h"
-#include "llmc_ops.h"
+#include "tools/calibrate.h"
+#include "ir/llmc_ops.h"
 #include "pass.h"
 #include "pipeline.h"
 

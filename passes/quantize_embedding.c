@@ -25,9 +25,9 @@
  * a float32 constant of rank 2 with constant dims; the Gather's axis 0. */
 #include <stdio.h>
 
-#include "const_view.h"
-#include "io_roles.h"
-#include "llmc_ops.h"
+#include "ir/const_view.h"
+#include "ir/io_roles.h"
+#include "ir/llmc_ops.h"
 #include "pass.h"
 #include "pipeline.h"
 

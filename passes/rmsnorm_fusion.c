@@ -10,7 +10,7 @@
  * [D], nothing broadcasts the result past x's shape and no intermediate is
  * read outside the pattern.  Norms of a centered value (x - mean(x)) are
  * layernorm-fusion's and left alone here. */
-#include "llmc_ops.h"
+#include "ir/llmc_ops.h"
 #include "norm_match.h"
 #include "pass.h"
 

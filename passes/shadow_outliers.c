@@ -26,8 +26,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "calibrate.h"
-#include "llmc_ops.h"
+#include "tools/calibrate.h"
+#include "ir/llmc_ops.h"
 #include "pass.h"
 #include "pipeline.h"
 

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "const_view.h"
-#include "ir_dump.h"
+#include "ir/const_view.h"
+#include "ir/ir_dump.h"
 #include "pass.h"
 #include "symbolic.h"
 

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "diag.h"
-#include "ir.h"
+#include "support/diag.h"
+#include "ir/ir.h"
 
 /* Known contents of an integer value: its constant data (int64, int32 or
  * bool, at most `max` elements), its symbolic contents, or nothing when it

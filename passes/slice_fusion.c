@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llmc_ops.h"
+#include "ir/llmc_ops.h"
 #include "pass.h"
 #include "shape_inference.h"
 #include "symbolic.h"

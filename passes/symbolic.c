@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ir_dump.h"
+#include "ir/ir_dump.h"
 
 bool llmc_aff_add(llmc_affine a, llmc_affine b, llmc_affine *r)
 {

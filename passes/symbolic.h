@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* All return false on int64 overflow. */
 bool llmc_aff_add(llmc_affine a, llmc_affine b, llmc_affine *r);

@@ -19,12 +19,12 @@ file(GLOB LLMC_RT_SOURCES CONFIGURE_DEPENDS ${LLMC_RT_DIR}/*.c ${LLMC_RT_DIR}/ke
 # lists them there); only the kernel files get the ISA flags, so the rest
 # still runs "generic" plans on a CPU without them.
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
-  file(GLOB LLMC_RT_SIMD CONFIGURE_DEPENDS ${LLMC_RT_DIR}/kernels/x86_avx2/*.c)
+  file(GLOB LLMC_RT_SIMD CONFIGURE_DEPENDS ${LLMC_RT_DIR}/kernels/x86/*.c)
   set_source_files_properties(${LLMC_RT_SIMD} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
-  set_source_files_properties(${LLMC_RT_DIR}/kernels/x86_avx2/cpu_x86.c PROPERTIES COMPILE_OPTIONS "")
-  set_source_files_properties(${LLMC_RT_DIR}/kernels/x86_avx2/q_avx512_vnni.c
-                              ${LLMC_RT_DIR}/kernels/x86_avx2/q_avx512_pairs.c
-                              ${LLMC_RT_DIR}/kernels/x86_avx2/f_avx512.c PROPERTIES
+  set_source_files_properties(${LLMC_RT_DIR}/kernels/x86/cpu_x86.c PROPERTIES COMPILE_OPTIONS "")
+  set_source_files_properties(${LLMC_RT_DIR}/kernels/x86/q_avx512_vnni.c
+                              ${LLMC_RT_DIR}/kernels/x86/q_avx512_pairs.c
+                              ${LLMC_RT_DIR}/kernels/x86/f_avx512.c PROPERTIES
     COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni")
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
   file(GLOB LLMC_RT_SIMD CONFIGURE_DEPENDS ${LLMC_RT_DIR}/kernels/arm_neon/*.c)

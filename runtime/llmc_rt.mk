@@ -28,7 +28,7 @@ LLMC_RT_GEN ?= $(LLMC_RT_DIR)/../build/gen
 
 LLMC_RT_SRC := $(sort $(wildcard $(LLMC_RT_DIR)/*.c $(LLMC_RT_DIR)/kernels/*.c))
 LLMC_RT_INC := $(LLMC_RT_DIR) $(LLMC_RT_GEN)
-LLMC_RT_SIMD_SRC_avx2 := $(sort $(wildcard $(LLMC_RT_DIR)/kernels/x86_avx2/*.c))
+LLMC_RT_SIMD_SRC_avx2 := $(sort $(wildcard $(LLMC_RT_DIR)/kernels/x86/*.c))
 LLMC_RT_SIMD_SRC_neon := $(sort $(wildcard $(LLMC_RT_DIR)/kernels/arm_neon/*.c))
 LLMC_RT_LIBM := ceilf cosf erff expf fabsf floorf logf lrintf powf sinf sqrtf tanhf
 # Flags for a firmware build: -fno-math-errno lets sqrtf be one FPU

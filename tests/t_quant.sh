@@ -190,7 +190,7 @@ has_prefetch() {   # has_prefetch OBJECT
     [ "$(objdump -d "$1" | grep -c prefetch)" -gt 0 ]
 }
 if [ "$TARGETS" != generic ]; then
-    for obj in kernels/x86_avx2/q_avx2.o kernels/x86_avx2/q_avx512_vnni.o kernels/q_linear.o; do
+    for obj in kernels/x86/q_avx2.o kernels/x86/q_avx512_vnni.o kernels/q_linear.o; do
         check "$obj holds its prefetch instructions" has_prefetch "$BUILD/runtime/$obj"
     done
 fi

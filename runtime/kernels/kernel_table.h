@@ -2,7 +2,7 @@
  *
  * The portable C table (table_generic.c) is always built: it runs plans for
  * target "generic" and is the oracle every other table is tested against.
- * A SIMD table lives in its own directory (x86_avx2/, arm_neon/) and is
+ * A SIMD table lives in its own directory (x86/, arm_neon/) and is
  * compiled only where its ISA is: no #if inside a kernel.  plan_open picks
  * the table from Plan.target (rt_kernels_for_target) and refuses a target
  * this build or this CPU cannot run.

@@ -1,6 +1,6 @@
 /* Internal: the QLinear driver's job (q_linear.c), shared with the GEMM
  * walks over pairs of W row tiles that a table points at
- * (rt_kernels.qlinear_pair_column: x86_avx2/q_avx2_pairs.c and
+ * (rt_kernels.qlinear_pair_column: x86/q_avx2_pairs.c and
  * q_avx512_pairs.c), so that a build whose tables have none (the Cortex-M
  * core) links none of them. */
 #ifndef LLMC_RT_Q_LINEAR_JOB_H

@@ -35,7 +35,7 @@
  *
  * The two inner loops (scores of a row against a block of keys, and the
  * weighted sum of V rows into the output row) are the kernel table's when
- * it has them (k_attention_kernels; x86_avx2/attn_avx2.c), else the
+ * it has them (k_attention_kernels; x86/attn_avx2.c), else the
  * portable ones here; the softmax bookkeeping is shared.
  *
  * Cache dtypes (Plan.kv_cache_dtype, tensor_traits.h rt_kv_row_bytes): the

@@ -7,7 +7,7 @@
 #include "rt_msg.h"
 
 #if defined(__x86_64__)
-#include "x86_avx2/x86_avx2.h"
+#include "x86/x86_simd.h"
 #endif
 #if defined(__aarch64__)
 #include "arm_neon/q_neon.h"

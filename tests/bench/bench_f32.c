@@ -20,7 +20,7 @@
 
 #include "kernels/kernel_table.h"
 #include "llmc_threads.h"
-#include "roofline.h"
+#include "tools/roofline.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -29,10 +29,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "file_map.h"
+#include "support/file_map.h"
 #include "kernels/kernel_table.h"
 #include "llmc_threads.h"
-#include "roofline.h"
+#include "tools/roofline.h"
 
 #define LAYERS 24
 #define HIDDEN 896

@@ -8,7 +8,7 @@
 #include "codegen/codegen.h"
 #include "fuzz_common.h"
 #include "llmc_rt.h"
-#include "onnx_import.h"
+#include "onnx/onnx_import.h"
 #include "passes/pipeline.h"
 
 /* Small, so arenas sized for S + P <= max_context stay small. */

@@ -2,7 +2,7 @@
  * names, initializers (typed fields, raw_data, external data refused or
  * missing in an empty folder), dims, cycles. */
 #include "fuzz_common.h"
-#include "onnx_import.h"
+#include "onnx/onnx_import.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

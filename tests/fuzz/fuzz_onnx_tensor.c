@@ -1,7 +1,7 @@
 /* The reader of ONNX backend test-case tensors (test_data_set_N/input_K.pb) that
  * `llmc check-onnx` uses, on raw bytes. */
 #include "fuzz_common.h"
-#include "onnx_import.h"
+#include "onnx/onnx_import.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -7,7 +7,7 @@
  * among them) and decodes every id it produced plus the first ids. */
 #include "fuzz_common.h"
 #include "llmc_rt.h"
-#include "tokenizer_json.h"
+#include "tokenizer/tokenizer_json.h"
 
 static void exercise_text(const llmc_rt_tokenizer *tok, const char *text, size_t len)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 #define AFF(c_, s_, p_) ((llmc_affine){(c_), (s_), (p_)})
 #define K(c_) AFF((c_), 0, 0)

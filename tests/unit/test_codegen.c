@@ -17,10 +17,10 @@
 
 #include "codegen/codegen.h"
 #include "codegen/plan_model.h"
-#include "io_roles.h"
-#include "ir.h"
+#include "ir/io_roles.h"
+#include "ir/ir.h"
 #include "llmc_rt.h"
-#include "onnx_ops.h"
+#include "onnx/onnx_ops.h"
 #include "tap.h"
 
 #define MAX_CONTEXT 32

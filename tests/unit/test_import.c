@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "onnx_import.h"
+#include "onnx/onnx_import.h"
 #include "tap.h"
 
 static char data_dir[1024];

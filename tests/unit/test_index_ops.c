@@ -13,7 +13,7 @@
 
 #include "codegen/codegen.h"
 #include "graph_util.h"
-#include "passes/evaluate.h"
+#include "codegen/evaluate.h"
 #include "passes/pipeline.h"
 #include "rt_testplan.h"
 #include "tap.h"

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "graph_util.h"
-#include "ir.h"
-#include "ir_dump.h"
-#include "layer_name.h"
+#include "ir/ir.h"
+#include "ir/ir_dump.h"
+#include "support/layer_name.h"
 #include "tap.h"
 
 static char *dump_text(const llmc_graph *g)

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "graph_util.h"
-#include "ir_dump.h"
+#include "ir/ir_dump.h"
 #include "passes/pipeline.h"
 #include "passes/shape_inference.h"
 #include "passes/symbolic.h"

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "graph_util.h"
-#include "llmc_ops.h"
-#include "passes/evaluate.h"
+#include "ir/llmc_ops.h"
+#include "codegen/evaluate.h"
 #include "passes/pipeline.h"
 #include "tap.h"
 

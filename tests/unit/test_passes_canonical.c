@@ -12,11 +12,11 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
-#include "const_view.h"
+#include "ir/const_view.h"
 #include "graph_util.h"
-#include "llmc_ops.h"
+#include "ir/llmc_ops.h"
 #include "llmc_rt.h"
-#include "passes/evaluate.h"
+#include "codegen/evaluate.h"
 #include "passes/pipeline.h"
 #include "plan_format.h"
 #include "tap.h"

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "const_view.h"
+#include "ir/const_view.h"
 #include "graph_util.h"
-#include "llmc_ops.h"
-#include "passes/evaluate.h"
+#include "ir/llmc_ops.h"
+#include "codegen/evaluate.h"
 #include "passes/pipeline.h"
 #include "tap.h"
 

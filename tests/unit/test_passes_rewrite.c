@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "graph_util.h"
-#include "passes/evaluate.h"
+#include "codegen/evaluate.h"
 #include "passes/pipeline.h"
 #include "tap.h"
 

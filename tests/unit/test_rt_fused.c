@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
-#include "passes/evaluate.h"
+#include "codegen/evaluate.h"
 #include "graph_util.h"
 #include "kernels/kernels.h"
-#include "llmc_ops.h"
+#include "ir/llmc_ops.h"
 #include "llmc_threads.h"
 #include "rt_testplan.h"
 #include "tap.h"

@@ -19,7 +19,7 @@
 
 #include "kernels/kernel_table.h"
 #if defined(__x86_64__)
-#include "kernels/x86_avx2/x86_avx2.h"
+#include "kernels/x86/x86_simd.h"
 #endif
 #include "llmc_threads.h"
 #include "parallel_orders.h"

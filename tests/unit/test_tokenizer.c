@@ -9,7 +9,7 @@
 #include "llmc_rt.h"
 #include "tap.h"
 #include "tokenizer_format.h"
-#include "tokenizer_json.h"
+#include "tokenizer/tokenizer_json.h"
 
 /* ids: <unk> 0, <s> 1, </s> 2, <0xC3> 3, <0xA9> 4, U+2581 5, a 6, b 7,
  * U+2581a 8, ab 9, U+2581ab 10, <x> 11 (added, not special).  Merges in rank

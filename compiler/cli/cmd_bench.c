@@ -1,0 +1,630 @@
+/* llmc bench PLAN [-p 128,512] [-n 128] [-t 2] [-r 3] [--json] [--roofline] [--profile]
+ * llmc bench --roofline [-t 2] [--json]
+ *
+ * llama-bench-style throughput of a plan: ppN = one prefill of N tokens
+ * from position 0, tgN = N single-token decode steps after a TG_PROMPT-token
+ * prompt; tok/s = N / seconds of the timed calls, mean ± sd of r runs after
+ * one untimed warm-up.  --roofline adds this machine's peaks (roofline.c)
+ * and each test's fraction of the plan's roofline (plan_cost.c); --profile
+ * the time of each op code in each test (bench_profile.c). */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "tools/bench_profile.h"
+#include "cli.h"
+#include "support/file_map.h"
+#include "kernels/kernel_table.h"
+#include "llmc_rt.h"
+#include "llmc_threads.h"
+#include "tools/roofline.h"
+
+#define TG_PROMPT 4            /* prompt tokens fed (untimed) before a tgN test */
+#define MAX_LIST 16            /* entries of -p, -n, -t */
+#define MAX_RESULTS (2 * MAX_LIST * MAX_LIST)
+#define DEFAULT_MAX_THREADS 8  /* -t default: online CPUs, at most this */
+
+static const char bench_help[] =
+    "usage: llmc bench PLAN [-p N,N,...] [-n N,N,...] [-t N,N,...] [-r N] [--json] [--roofline]\n"
+    "                  [--profile] [--hugepages] [--isa NAME]\n"
+    "       llmc bench --roofline [-t N,N,...] [--json]\n"
+    "\n"
+    "Measures a plan's throughput like llama-bench.  ppN: one prefill of N tokens\n"
+    "from position 0; tgN: N decode steps of one token each after a 4-token prompt\n"
+    "(untimed).  tok/s = N / seconds of the timed calls; each test runs once untimed,\n"
+    "then r times: mean ± sample sd.  Token ids are fixed pseudo-random ids of the\n"
+    "plan's vocabulary.  The plan is mapped read-only and used in place; the table\n"
+    "ends with the working memory (llmc_rt_session_memory_for the longest test) and\n"
+    "the process's peak RSS.\n"
+    "\n"
+    "options:\n"
+    "  -p, --n-prompt LIST     prefill lengths (default 512; 0 = no pp test)\n"
+    "  -n, --n-gen LIST        decode lengths (default 128; 0 = no tg test)\n"
+    "  -t, --threads LIST      thread counts, the caller included (default: online CPUs,\n"
+    "                          at most 8); every test runs at each\n"
+    "  -r, --repetitions N     timed runs per test (default 3)\n"
+    "  --json                  one JSON object per line instead of the table:\n"
+    "                          {\"test\": \"pp512\", \"tok_s\": 412.3, \"sd\": 2.1, \"threads\": 2, ...}\n"
+    "  --roofline              also measure this machine's read bandwidth (a buffer 8x\n"
+    "                          the last-level cache), fp32 FMA and int8 peaks on each\n"
+    "                          thread count, and with a PLAN each test's roofline:\n"
+    "                          tgN: bandwidth / bytes read per token (weights of\n"
+    "                          Linear/MatMul, one embedding row, K/V at the average\n"
+    "                          context); ppN: peak / operations per token (2*N*K per\n"
+    "                          Linear, 4*heads*head_dim per cached position), for the\n"
+    "                          fp32 and int8 peaks, achieved against fp32 for a float32\n"
+    "                          plan, the better of the two for a quantized one\n"
+    "  --profile               after the table, each test's time per op code (Linear by\n"
+    "                          W's layout and dtype): share of the timed calls and us per\n"
+    "                          token, from a clock read before and after every op\n"
+    "                          (llmc_rt_session_set_observer; the reads cost ~50 ns per\n"
+    "                          op); '(outside ops)' is the rest: placing inputs, taking\n"
+    "                          logits, the interpreter between ops\n"
+    "  --hugepages             read the plan into 2 MiB pages instead of mapping it (as\n"
+    "                          llmc run --hugepages)\n"
+    "  --isa NAME              run the plan with the kernels NAME of its target (as llmc run\n"
+    "                          --isa), and measure --roofline with their loops\n"
+    "\n"
+    "A test longer than the plan's max_context is refused: recompile with\n"
+    "`llmc compile MODEL -o PLAN --max-context N`.\n";
+
+typedef struct {
+    uint32_t v[MAX_LIST];
+    uint32_t n;
+} count_list;
+
+typedef struct {
+    const char *plan;
+    count_list pp, tg, threads;
+    uint32_t reps;
+    bool json, roofline, profile, hugepages;
+    const char *isa;         /* --isa, or NULL */
+} bench_args;
+
+typedef struct {
+    char name[24];          /* "pp512", "tg128" */
+    bool prefill;
+    uint32_t tokens, threads;
+    double mean, sd, median; /* tok/s */
+    double *samples;         /* tok/s of each timed run (reps) */
+    double seconds;          /* of the timed calls, all runs */
+    uint64_t *op_ns;         /* --profile: time in each op over the timed calls */
+} bench_result;
+
+typedef struct {
+    const bench_args *a;
+    const llmc_rt_plan *plan;
+    uint64_t plan_bytes;
+    uint32_t context;       /* positions the longest test needs */
+    size_t mem_size;
+    void *mem;
+    int64_t *tokens;        /* context pseudo-random ids */
+    float *logits;          /* vocab_size */
+    llmc_rt_session s;
+    bench_profile profile;  /* --profile */
+    bench_result results[MAX_RESULTS];
+    uint32_t n_results;
+} bench_state;
+
+/* ---- arguments ---- */
+
+/* "128,512" into list; entries in [0, max]. */
+static int parse_list(const char *text, uint32_t min, uint32_t max, count_list *list)
+{
+    list->n = 0;
+    for (const char *p = text; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char item[24];
+        if (!len || len >= sizeof item || list->n == MAX_LIST)
+            return -1;
+        memcpy(item, p, len);
+        item[len] = 0;
+        int64_t v = llmc_cli_parse_count(item);
+        if (v < (int64_t)min || v > (int64_t)max)
+            return -1;
+        list->v[list->n++] = (uint32_t)v;
+        p += len + (comma != NULL);
+        if (comma && !*p)
+            return -1;
+    }
+    return list->n ? 0 : -1;
+}
+
+static uint32_t default_threads(void)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online < 1 ? 1 : online > DEFAULT_MAX_THREADS ? DEFAULT_MAX_THREADS : (uint32_t)online;
+}
+
+/* -p/-n/-t/-r and their long names; 1 if `arg` is none of them. */
+static int parse_valued(const char *arg, const char *value, bench_args *a)
+{
+    if (!strcmp(arg, "-p") || !strcmp(arg, "--n-prompt")) {
+        if (parse_list(value, 0, 1u << 24, &a->pp))
+            return llmc_cli_usage("bench", "%s wants comma-separated token counts, got '%s'", arg, value);
+    } else if (!strcmp(arg, "-n") || !strcmp(arg, "--n-gen")) {
+        if (parse_list(value, 0, 1u << 24, &a->tg))
+            return llmc_cli_usage("bench", "%s wants comma-separated token counts, got '%s'", arg, value);
+    } else if (!strcmp(arg, "-t") || !strcmp(arg, "--threads")) {
+        if (parse_list(value, 1, LLMC_CLI_MAX_THREADS, &a->threads))
+            return llmc_cli_usage("bench", "%s wants comma-separated integers in 1..%d, got '%s'", arg,
+                                  LLMC_CLI_MAX_THREADS, value);
+    } else if (!strcmp(arg, "-r") || !strcmp(arg, "--repetitions")) {
+        int64_t v = llmc_cli_parse_count(value);
+        if (v < 1 || v > 1000)
+            return llmc_cli_usage("bench", "%s wants an integer in 1..1000, got '%s'", arg, value);
+        a->reps = (uint32_t)v;
+    } else {
+        return 1;
+    }
+    return LLMC_OK;
+}
+
+static int parse_args(int argc, char **argv, bench_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->pp = (count_list){{512}, 1};
+    a->tg = (count_list){{128}, 1};
+    a->threads = (count_list){{default_threads()}, 1};
+    a->reps = 3;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int rc = i + 1 < argc ? parse_valued(arg, argv[i + 1], a) : 1;
+        if (rc != 1) {
+            if (rc)
+                return rc;
+            i++;
+        } else if (!strcmp(arg, "--json")) {
+            a->json = true;
+        } else if (!strcmp(arg, "--roofline")) {
+            a->roofline = true;
+        } else if (!strcmp(arg, "--profile")) {
+            a->profile = true;
+        } else if (!strcmp(arg, "--hugepages")) {
+            a->hugepages = true;
+        } else if (!strcmp(arg, "--isa") && i + 1 < argc) {
+            a->isa = argv[++i];
+        } else if (arg[0] == '-') {
+            return llmc_cli_usage("bench", "unknown option or missing value: '%s'", arg);
+        } else if (!a->plan) {
+            a->plan = arg;
+        } else {
+            return llmc_cli_usage("bench", "unexpected argument '%s'", arg);
+        }
+    }
+    if (!a->plan && !a->roofline)
+        return llmc_cli_usage("bench", "missing PLAN");
+    return LLMC_OK;
+}
+
+/* ---- running the tests ---- */
+
+static int runtime_error(llmc_error *err, const char *what, const llmc_rt_error *rt)
+{
+    return llmc_fail(err, LLMC_E_RUNTIME, "%s: %s", what, rt->msg[0] ? rt->msg : llmc_rt_status_text(rt->code));
+}
+
+static uint32_t max_of(const count_list *l)
+{
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < l->n; i++)
+        m = l->v[i] > m ? l->v[i] : m;
+    return m;
+}
+
+/* The positions the longest test needs; a usage error if beyond the plan. */
+static int bench_context(const bench_args *a, const llmc_rt_plan *plan, uint32_t *context, llmc_error *err)
+{
+    uint32_t pp = max_of(&a->pp), tg = max_of(&a->tg);
+    if (!pp && !tg)
+        return llmc_fail(err, LLMC_E_USAGE, "nothing to run: -p and -n are both 0");
+    if (pp > plan->max_context)
+        return llmc_fail(err, LLMC_E_USAGE,
+                         "pp%u needs %u positions but '%s' has max_context %u: pass a smaller -p or "
+                         "recompile with `llmc compile MODEL -o PLAN --max-context %u`",
+                         pp, pp, a->plan, plan->max_context, pp);
+    if (tg && TG_PROMPT + tg > plan->max_context)
+        return llmc_fail(err, LLMC_E_USAGE,
+                         "tg%u needs %u positions (a %u-token prompt + %u) but '%s' has max_context %u: "
+                         "pass a smaller -n or recompile with `llmc compile MODEL -o PLAN --max-context %u`",
+                         tg, TG_PROMPT + tg, TG_PROMPT, tg, a->plan, plan->max_context, TG_PROMPT + tg);
+    uint32_t tg_context = tg ? TG_PROMPT + tg : 0;
+    *context = pp > tg_context ? pp : tg_context;
+    return LLMC_OK;
+}
+
+/* Fixed pseudo-random ids in [0, vocab): a 32-bit LCG (Numerical Recipes'
+ * constants), the same sequence scripts/ort_bench.js feeds ONNX Runtime. */
+static void fill_tokens(int64_t *tokens, uint32_t n, uint32_t vocab)
+{
+    uint32_t x = 12345;
+    for (uint32_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        tokens[i] = (int64_t)((x >> 8) % vocab);
+    }
+}
+
+static int bench_prepare(bench_state *b, llmc_error *err)
+{
+    const llmc_rt_plan *plan = b->plan;
+    if (!plan->vocab_size)
+        return llmc_fail(err, LLMC_E_RUNTIME, "'%s' has no logits output: it is not a language model plan",
+                         b->a->plan);
+    int rc = bench_context(b->a, plan, &b->context, err);
+    if (rc)
+        return rc;
+    b->mem_size = llmc_rt_session_memory_for(plan, b->context);
+    b->mem = llmc_alloc_huge(b->mem_size);
+    b->tokens = malloc(sizeof(int64_t) * b->context);
+    b->logits = malloc(sizeof(float) * plan->vocab_size);
+    if (!b->mem || !b->tokens || !b->logits || (b->a->profile && bench_profile_init(&b->profile, plan)))
+        return llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes of working memory", b->mem_size);
+    fill_tokens(b->tokens, b->context, plan->vocab_size);
+    return LLMC_OK;
+}
+
+/* One run of a test: its timed seconds; with op_ns, the time of each op
+ * in the timed calls added there. */
+static llmc_rt_status run_once(bench_state *b, bool prefill, uint32_t n, uint64_t *op_ns, double *seconds,
+                               llmc_rt_error *rt)
+{
+    llmc_rt_status st = LLMC_RT_OK;
+    llmc_reset(&b->s);
+    if (!prefill)
+        st = llmc_prefill(&b->s, b->tokens, TG_PROMPT, b->logits, rt);
+    b->profile.ns = op_ns;
+    double t0 = llmc_seconds_now();
+    if (prefill)
+        st = llmc_prefill(&b->s, b->tokens, n, b->logits, rt);
+    for (uint32_t k = 0; !prefill && !st && k < n; k++)
+        st = llmc_decode(&b->s, b->tokens[TG_PROMPT + k], b->logits, rt);
+    *seconds = llmc_seconds_now() - t0;
+    b->profile.ns = NULL;
+    return st;
+}
+
+/* Mean, sample sd and median of r->samples. */
+static void summarize(bench_result *r, uint32_t n)
+{
+    double sum = 0, sq = 0, *sorted = r->samples + n;
+    for (uint32_t k = 0; k < n; k++)
+        sum += r->samples[k];
+    r->mean = sum / n;
+    for (uint32_t k = 0; k < n; k++)
+        sq += (r->samples[k] - r->mean) * (r->samples[k] - r->mean);
+    r->sd = n > 1 ? sqrt(sq / (n - 1)) : 0.0;
+    memcpy(sorted, r->samples, sizeof *sorted * n);
+    r->median = llmc_median(sorted, n);
+}
+
+/* One warm-up, then reps timed runs. */
+static int run_test(bench_state *b, bool prefill, uint32_t n, uint32_t threads, bench_result *r, llmc_error *err)
+{
+    llmc_rt_error rt = {0};
+    uint32_t reps = b->a->reps;
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s%u", prefill ? "pp" : "tg", n);
+    r->prefill = prefill;
+    r->tokens = n;
+    r->threads = threads;
+    if (!(r->samples = malloc(sizeof(double) * 2 * reps)) || /* samples, then sorted */
+        (b->a->profile && !(r->op_ns = calloc(b->plan->n_ops + 1u, sizeof *r->op_ns))))
+        return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
+    for (uint32_t k = 0; k <= reps; k++) {
+        double seconds;
+        if (run_once(b, prefill, n, k ? r->op_ns : NULL, &seconds, &rt))
+            return runtime_error(err, r->name, &rt);
+        if (k) { /* run 0 is the warm-up */
+            r->samples[k - 1] = n / (seconds > 1e-9 ? seconds : 1e-9);
+            r->seconds += seconds;
+        }
+    }
+    summarize(r, reps);
+    return LLMC_OK;
+}
+
+static uint64_t peak_rss_bytes(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) ? 0 : (uint64_t)ru.ru_maxrss * 1024u; /* KiB on Linux */
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* "1.85 GiB" / "595.00 KiB" into buf. */
+static const char *human_bytes(double bytes, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    for (; bytes >= 1024.0 && u < 4; u++)
+        bytes /= 1024.0;
+    snprintf(buf, size, "%.2f %s", bytes, units[u]);
+    return buf;
+}
+
+static void print_result(const bench_state *b, const bench_result *r)
+{
+    char size[32];
+    if (b->a->json) {
+        printf("{\"test\": \"%s\", \"tok_s\": %.3f, \"sd\": %.3f, \"threads\": %u, \"plan\": ", r->name, r->mean,
+               r->sd, r->threads);
+        llmc_cli_json_string(b->a->plan);
+        printf(", \"plan_bytes\": %llu, \"n_prompt\": %u, \"n_gen\": %u, \"reps\": %u, \"median_tok_s\": %.3f, "
+               "\"samples_tok_s\": [",
+               (unsigned long long)b->plan_bytes, r->prefill ? r->tokens : TG_PROMPT, r->prefill ? 0 : r->tokens,
+               b->a->reps, r->median);
+        for (uint32_t k = 0; k < b->a->reps; k++)
+            printf("%s%.3f", k ? ", " : "", r->samples[k]);
+        printf("], \"context\": %u, \"working_memory_bytes\": %zu, \"peak_rss_bytes\": %llu}\n", b->context,
+               b->mem_size, (unsigned long long)peak_rss_bytes());
+    } else {
+        printf("| %-30s | %10s | %7u | %13s | %11.2f ± %6.2f |\n", base_name(b->a->plan),
+               human_bytes((double)b->plan_bytes, size, sizeof size), r->threads, r->name, r->mean, r->sd);
+    }
+    fflush(stdout);
+}
+
+static void print_table_head(void)
+{
+    printf("| %-30s | %10s | %7s | %13s | %20s |\n", "plan", "size", "threads", "test", "t/s");
+    printf("| %.30s | %.10s | %.7s | %.13s | %.20s |\n", "------------------------------", "---------:",
+           "------:", "------------:", "-------------------:");
+}
+
+static void print_table_foot(const bench_state *b)
+{
+    char mem[32], rss[32];
+    printf("\nppN: N prompt tokens from position 0; tgN: N decode steps after a %d-token prompt;\n"
+           "fixed pseudo-random ids; mean ± sd of %u runs after 1 warm-up.\n",
+           TG_PROMPT, b->a->reps);
+    printf("plan mapped read-only; working memory %s (context %u); peak RSS %s\n",
+           human_bytes((double)b->mem_size, mem, sizeof mem), b->context,
+           human_bytes((double)peak_rss_bytes(), rss, sizeof rss));
+}
+
+/* Every test at `threads` threads, appended to b->results and printed. */
+static int run_at(bench_state *b, uint32_t threads, llmc_error *err)
+{
+    llmc_threads *pool = threads > 1 ? llmc_threads_create(threads) : NULL;
+    llmc_rt_error rt = {0};
+    int rc = LLMC_OK;
+    if (threads > 1 && !pool)
+        return llmc_fail(err, LLMC_E_NOMEM, "cannot start %u threads", threads);
+    if (llmc_rt_session_init_for(&b->s, b->plan, b->context, b->mem, b->mem_size, &rt))
+        rc = runtime_error(err, "session", &rt);
+    else
+        llmc_rt_session_set_parallel(&b->s, pool ? llmc_threads_parallel : NULL, pool);
+    if (b->a->profile)
+        llmc_rt_session_set_observer(&b->s, bench_profile_observe, &b->profile);
+    for (int prefill = 1; prefill >= 0 && !rc; prefill--) {
+        const count_list *l = prefill ? &b->a->pp : &b->a->tg;
+        for (uint32_t i = 0; i < l->n && !rc; i++) {
+            if (!l->v[i])
+                continue;
+            bench_result *r = &b->results[b->n_results];
+            if (!(rc = run_test(b, prefill, l->v[i], threads, r, err))) {
+                b->n_results++;
+                print_result(b, r);
+            }
+        }
+    }
+    llmc_threads_destroy(pool);
+    return rc;
+}
+
+static int run_tests(bench_state *b, llmc_error *err)
+{
+    int rc = bench_prepare(b, err);
+    if (!rc && !b->a->json)
+        print_table_head();
+    for (uint32_t t = 0; !rc && t < b->a->threads.n; t++)
+        rc = run_at(b, b->a->threads.v[t], err);
+    if (!rc && !b->a->json)
+        print_table_foot(b);
+    for (uint32_t i = 0; !rc && b->a->profile && i < b->n_results; i++) {
+        const bench_result *r = &b->results[i];
+        bench_profile_print(&b->profile, r->name, r->threads, r->op_ns, r->seconds,
+                            (uint64_t)r->tokens * b->a->reps, b->a->json);
+    }
+    return rc;
+}
+
+/* ---- roofline ---- */
+
+/* Average cached positions attention reads per token: (N+1)/2 over a
+ * prefill from 0, TG_PROMPT + (N+1)/2 over N decode steps. */
+static double test_context(const bench_result *r)
+{
+    return (r->prefill ? 0.0 : TG_PROMPT) + (r->tokens + 1) / 2.0;
+}
+
+typedef struct {
+    double context, bytes, ops;          /* per token */
+    double read, fp32, int8;             /* roofline tok/s of each limit */
+    double roofline, pct;                /* the one that governs the test */
+    const char *bound;
+} test_roofline;
+
+static test_roofline roofline_of(const bench_result *r, const llmc_plan_cost *c, const llmc_roofline_peaks *pk)
+{
+    test_roofline t;
+    t.context = test_context(r);
+    t.bytes = (double)c->weight_bytes + (double)c->kv_bytes_per_pos * t.context;
+    double per_call = r->prefill ? (double)r->tokens : 1.0;
+    t.ops = (double)c->linear_ops + (double)c->linear_ops_per_call / per_call +
+            (double)c->attn_ops_per_pos * t.context;
+    t.read = pk->read_gb_s * 1e9 / t.bytes;
+    t.fp32 = pk->fp32_gflops * 1e9 / t.ops;
+    t.int8 = pk->int8_gops * 1e9 / t.ops;
+    if (!r->prefill) {
+        t.roofline = t.read, t.bound = "read";
+    } else if (c->quantized && t.int8 > t.fp32) {
+        t.roofline = t.int8, t.bound = "int8";
+    } else {
+        t.roofline = t.fp32, t.bound = "fp32";
+    }
+    t.pct = 100.0 * r->mean / t.roofline;
+    return t;
+}
+
+static void print_peaks(const bench_args *a, const llmc_roofline_peaks *pk, uint32_t n)
+{
+    char buf[32];
+    if (a->json) {
+        for (uint32_t i = 0; i < n; i++)
+            printf("{\"roofline\": \"peaks\", \"threads\": %u, \"isa\": \"%s\", \"read_gb_s\": %.3f, "
+                   "\"fp32_gflops\": %.3f, \"int8_gops\": %.3f, \"read_buffer_bytes\": %llu}\n",
+                   pk[i].threads, pk[i].isa, pk[i].read_gb_s, pk[i].fp32_gflops, pk[i].int8_gops,
+                   (unsigned long long)pk[i].read_bytes);
+        return;
+    }
+    printf("\n| threads | loops    | read GB/s | fp32 GFLOPS | int8 GOPS |\n"
+           "| ------: | -------- | --------: | ----------: | --------: |\n");
+    for (uint32_t i = 0; i < n; i++)
+        printf("| %7u | %-8s | %9.2f | %11.2f | %9.2f |\n", pk[i].threads, pk[i].isa, pk[i].read_gb_s,
+               pk[i].fp32_gflops, pk[i].int8_gops);
+    printf("\nread: sum of a %s buffer, median of 7 passes; fp32: FMA chains, 2 ops per FMA;\n"
+           "int8: u8 x s8 multiply-add chains, 2 ops per multiply-add; compute: median of 5 runs.\n",
+           n ? human_bytes((double)pk[0].read_bytes, buf, sizeof buf) : "?");
+}
+
+static void print_cost(const bench_state *b, const llmc_plan_cost *c)
+{
+    if (b->a->json) {
+        printf("{\"roofline\": \"plan\", \"plan\": ");
+        llmc_cli_json_string(b->a->plan);
+        printf(", \"weight_bytes_per_token\": %llu, \"kv_bytes_per_pos\": %llu, \"linear_ops_per_token\": %llu, "
+               "\"linear_ops_per_call\": %llu, \"attn_ops_per_pos\": %llu, \"linears\": %u, \"gathers\": %u, \"attentions\": %u, \"quantized\": %s}\n",
+               (unsigned long long)c->weight_bytes, (unsigned long long)c->kv_bytes_per_pos,
+               (unsigned long long)c->linear_ops, (unsigned long long)c->linear_ops_per_call,
+               (unsigned long long)c->attn_ops_per_pos, c->linears, c->gathers, c->attentions, c->quantized ? "true" : "false");
+        return;
+    }
+    printf("\nper token: %.4g MB of weights (%u Linear/MatMul, %u Gather rows) + %.4g KB of K/V per cached position;\n"
+           "           %.4g GOP in Linear/MatMul (+ %.4g GOP once per call) + %.4g kOP of attention per "
+           "cached position\n",
+           (double)c->weight_bytes / 1e6, c->linears, c->gathers, (double)c->kv_bytes_per_pos / 1e3,
+           (double)c->linear_ops / 1e9, (double)c->linear_ops_per_call / 1e9,
+           (double)c->attn_ops_per_pos / 1e3);
+}
+
+static void print_achieved(const bench_state *b, const bench_result *r, const test_roofline *t)
+{
+    if (b->a->json) {
+        printf("{\"roofline\": \"%s\", \"threads\": %u, \"tok_s\": %.3f, \"context\": %.1f, "
+               "\"bytes_per_token\": %.0f, \"ops_per_token\": %.0f, \"read_tok_s\": %.3f, \"fp32_tok_s\": %.3f, "
+               "\"int8_tok_s\": %.3f, \"roofline_tok_s\": %.3f, \"bound\": \"%s\", \"achieved_pct\": %.2f}\n",
+               r->name, r->threads, r->mean, t->context, t->bytes, t->ops, t->read, t->fp32, t->int8,
+               t->roofline, t->bound, t->pct);
+        return;
+    }
+    char read[32] = "-", fp32[32] = "-", int8[32] = "-";
+    if (r->prefill) {
+        snprintf(fp32, sizeof fp32, "%.2f", t->fp32);
+        snprintf(int8, sizeof int8, "%.2f", t->int8);
+    } else {
+        snprintf(read, sizeof read, "%.2f", t->read);
+    }
+    printf("| %13s | %7u | %8.1f | %10.2f | %10s | %10s | %10s | %6.1f %% of %-4s |\n", r->name, r->threads,
+           t->context, r->mean, read, fp32, int8, t->pct, t->bound);
+}
+
+static void print_rooflines(const bench_state *b, const llmc_plan_cost *c, const llmc_roofline_peaks *pk)
+{
+    print_cost(b, c);
+    if (!b->a->json)
+        printf("\n| %13s | %7s | %8s | %10s | %10s | %10s | %10s | %17s |\n"
+               "| ------------: | ------: | -------: | ---------: | ---------: | ---------: | ---------: | ----------------: |\n",
+               "test", "threads", "context", "t/s", "read t/s", "fp32 t/s", "int8 t/s", "achieved");
+    for (uint32_t i = 0; i < b->n_results; i++) {
+        const bench_result *r = &b->results[i];
+        uint32_t k = 0;
+        while (b->a->threads.v[k] != r->threads)
+            k++;
+        test_roofline t = roofline_of(r, c, &pk[k]);
+        print_achieved(b, r, &t);
+    }
+    if (!b->a->json)
+        printf("\nroofline t/s: tgN = read bandwidth / bytes per token (weights + K/V at the average context),\n"
+               "ppN = fp32 or int8 peak / operations per token; achieved against read (tg), fp32 (pp of\n"
+               "a float32 plan) or the better of fp32 and int8 (pp of a quantized plan).\n"
+               "context = average cached positions attention reads.\n");
+}
+
+static int roofline(bench_state *b, llmc_error *err)
+{
+    const bench_args *a = b->a;
+    llmc_roofline_peaks pk[MAX_LIST];
+    for (uint32_t i = 0; i < a->threads.n; i++)
+        if (llmc_roofline_measure(a->threads.v[i], b->plan ? b->plan->kernels->isa : a->isa, &pk[i]))
+            return llmc_fail(err, LLMC_E_NOMEM, "roofline: cannot allocate the read buffer or start %u threads",
+                             a->threads.v[i]);
+    print_peaks(a, pk, a->threads.n);
+    if (!b->plan)
+        return LLMC_OK;
+    llmc_plan_cost cost;
+    llmc_rt_error rt = {0};
+    if (llmc_plan_cost_of(b->plan, &cost, &rt))
+        return llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", a->plan, rt.msg);
+    print_rooflines(b, &cost, pk);
+    return LLMC_OK;
+}
+
+static int bench_plan(bench_state *b, llmc_error *err)
+{
+    llmc_mapped_file file = {0};
+    llmc_rt_plan plan;
+    llmc_rt_error rt = {0};
+    int rc = llmc_cli_load_plan(b->a->plan, b->a->hugepages, &file, err);
+    if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
+        rc = llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", b->a->plan, rt.msg);
+    if (!rc)
+        rc = llmc_cli_use_isa(&plan, b->a->isa, b->a->plan, err);
+    if (!rc) {
+        b->plan = &plan;
+        b->plan_bytes = file.size;
+        rc = run_tests(b, err);
+    }
+    if (!rc && b->a->roofline)
+        rc = roofline(b, err); /* after the tests: its buffer must not count in their peak RSS */
+    b->plan = NULL;
+    llmc_unmap_file(&file);
+    return rc;
+}
+
+int llmc_cmd_bench(int argc, char **argv)
+{
+    if (llmc_cli_wants_help(argc, argv)) {
+        fputs(bench_help, stdout);
+        return 0;
+    }
+    bench_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc;
+    llmc_error err = {0};
+    bench_state *b = calloc(1, sizeof *b);
+    if (!b)
+        return LLMC_E_NOMEM;
+    b->a = &a;
+    rc = a.plan ? bench_plan(b, &err) : roofline(b, &err);
+    for (uint32_t i = 0; i <= b->n_results && i < MAX_RESULTS; i++) {
+        free(b->results[i].samples); /* n_results: a test that failed midway */
+        free(b->results[i].op_ns);
+    }
+    bench_profile_free(&b->profile);
+    llmc_free_huge(b->mem, b->mem_size);
+    free(b->tokens);
+    free(b->logits);
+    free(b);
+    return rc ? llmc_cli_report(&err) : 0;
+}

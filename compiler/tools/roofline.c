@@ -1,0 +1,229 @@
+/* `llmc bench --roofline`: measures this machine's read bandwidth and fp32 /
+ * int8 peaks (roofline.h) with the AVX2 loops of roofline_x86.c when the CPU
+ * has them, else with the portable loops below. */
+#include "roofline.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "support/file_map.h"
+#include "kernels/kernel_table.h"
+#include "llmc_threads.h"
+
+/* ---- portable loops (scalar C the compiler may vectorize) ---- */
+
+static uint64_t read_sum_portable(const uint64_t *words, size_t n)
+{
+    uint64_t s[8] = {0};
+    for (size_t i = 0; i < n; i += 8)
+        for (int k = 0; k < 8; k++)
+            s[k] += words[i + k];
+    return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+}
+
+/* 16 independent multiply-add chains (2 flops each per iteration). */
+#define PORTABLE_FMA_CHAINS 16
+static float fma_loop_portable(uint64_t iters)
+{
+    float c[PORTABLE_FMA_CHAINS], sum = 0.0f;
+    for (int k = 0; k < PORTABLE_FMA_CHAINS; k++)
+        c[k] = 0.5f + 0.01f * (float)k;
+    for (uint64_t i = 0; i < iters; i++)
+        for (int k = 0; k < PORTABLE_FMA_CHAINS; k++)
+            c[k] = c[k] * 0.999999f + 1e-6f;
+    for (int k = 0; k < PORTABLE_FMA_CHAINS; k++)
+        sum += c[k];
+    return sum;
+}
+
+/* 32 u8 x s8 multiply-adds into int32 per iteration.  The empty asm tells
+ * the compiler the u8 operands may have changed, so the products are
+ * computed every iteration instead of being hoisted out of the loop. */
+#define PORTABLE_INT8_LANES 32
+static int32_t int8_loop_portable(uint64_t iters)
+{
+    uint8_t x[PORTABLE_INT8_LANES];
+    int8_t w[PORTABLE_INT8_LANES];
+    int32_t acc[PORTABLE_INT8_LANES] = {0};
+    for (int k = 0; k < PORTABLE_INT8_LANES; k++) {
+        x[k] = (uint8_t)(3 + k);
+        w[k] = (int8_t)(k % 2 ? -k : k);
+    }
+    for (uint64_t i = 0; i < iters; i++) {
+        __asm__ volatile("" : : "r"(x) : "memory");
+        for (int k = 0; k < PORTABLE_INT8_LANES; k++)
+            acc[k] += (int32_t)x[k] * w[k];
+    }
+    uint32_t sum = 0;
+    for (int k = 0; k < PORTABLE_INT8_LANES; k++)
+        sum += (uint32_t)acc[k];
+    return (int32_t)(sum & 0x7fffffff);
+}
+
+static const llmc_roofline_loops roofline_portable = {
+    .isa = "portable",
+    .read_sum = read_sum_portable,
+    .fma_loop = fma_loop_portable,
+    .int8_loop = int8_loop_portable,
+    .fma_flops_per_iter = PORTABLE_FMA_CHAINS * 2,
+    .int8_ops_per_iter = PORTABLE_INT8_LANES * 2,
+};
+
+/* The loops of the kernels named by isa (rt_kernels.isa; NULL: those this
+ * CPU runs "avx2" plans with). */
+static const llmc_roofline_loops *pick_loops(const char *isa)
+{
+#if defined(__x86_64__)
+    const rt_kernels *kt = isa ? NULL : rt_kernels_for_target("avx2", NULL);
+    if (kt)
+        isa = kt->isa;
+    if (isa && !strcmp(isa, llmc_roofline_avx2_avx512.isa))
+        return &llmc_roofline_avx2_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return &llmc_roofline_avx2;
+#endif
+    return &roofline_portable;
+}
+
+/* ---- driver ---- */
+
+/* Enough tasks per thread that a thread waking late does not leave the
+ * others idle at the end (the pool hands tasks out one at a time). */
+#define TASKS_PER_THREAD 8
+#define READ_PASSES 7      /* timed passes over the buffer, after one warm-up */
+#define COMPUTE_RUNS 5     /* timed runs of each compute loop */
+#define COMPUTE_SECONDS 0.1
+#define MAX_TASKS (LLMC_CLI_MAX_THREADS * TASKS_PER_THREAD)
+
+typedef struct {
+    const llmc_roofline_loops *loops;
+    const uint64_t *words;
+    size_t words_per_task;
+    uint64_t iters_per_task;
+    uint64_t results[MAX_TASKS]; /* per task: keeps every loop's result alive */
+} roofline_job;
+
+double llmc_seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void read_task(void *ctx, uint32_t i)
+{
+    roofline_job *j = ctx;
+    j->results[i] = j->loops->read_sum(j->words + (size_t)i * j->words_per_task, j->words_per_task);
+}
+
+static void fma_task(void *ctx, uint32_t i)
+{
+    roofline_job *j = ctx;
+    j->results[i] = (uint64_t)(j->loops->fma_loop(j->iters_per_task) * 1000.0f);
+}
+
+static void int8_task(void *ctx, uint32_t i)
+{
+    roofline_job *j = ctx;
+    j->results[i] = (uint64_t)j->loops->int8_loop(j->iters_per_task);
+}
+
+static double timed_parallel(llmc_threads *pool, uint32_t n_tasks, llmc_rt_task_fn fn, roofline_job *j)
+{
+    double t0 = llmc_seconds_now();
+    llmc_threads_parallel(pool, n_tasks, fn, j);
+    return llmc_seconds_now() - t0;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double llmc_median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* 8x the last-level cache, within [64 MiB, 1 GiB]: every pass comes from DRAM. */
+static size_t read_buffer_bytes(void)
+{
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0)
+        llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (llc <= 0)
+        llc = 32L << 20;
+    size_t bytes = 8u * (size_t)llc;
+    if (bytes < (64u << 20))
+        bytes = 64u << 20;
+    return bytes > (1u << 30) ? 1u << 30 : bytes;
+}
+
+static int measure_read(llmc_threads *pool, uint32_t n_tasks, roofline_job *j, llmc_roofline_peaks *out)
+{
+    size_t words = read_buffer_bytes() / sizeof(uint64_t);
+    j->words_per_task = words / n_tasks / 64 * 64;
+    size_t bytes = j->words_per_task * n_tasks * sizeof(uint64_t);
+    /* 2 MiB pages, as the arena and a --hugepages plan get */
+    uint64_t *buf = llmc_alloc_huge(bytes);
+    if (!buf)
+        return ENOMEM;
+    memset(buf, 0x5a, bytes); /* non-zero: every page is really backed */
+    j->words = buf;
+    double gbs[READ_PASSES];
+    timed_parallel(pool, n_tasks, read_task, j);
+    for (int k = 0; k < READ_PASSES; k++)
+        gbs[k] = (double)bytes / timed_parallel(pool, n_tasks, read_task, j) / 1e9;
+    llmc_free_huge(buf, bytes);
+    out->read_bytes = bytes;
+    out->read_gb_s = llmc_median(gbs, READ_PASSES);
+    return 0;
+}
+
+/* Median rate (1e9 ops/s) of a compute loop whose runs last about
+ * COMPUTE_SECONDS; iterations calibrated on growing trial runs. */
+static double measure_compute(llmc_threads *pool, uint32_t n_tasks, llmc_rt_task_fn fn, double ops_per_iter,
+                              roofline_job *j)
+{
+    j->iters_per_task = 1024;
+    double t;
+    while ((t = timed_parallel(pool, n_tasks, fn, j)) < COMPUTE_SECONDS / 8)
+        j->iters_per_task *= 4;
+    j->iters_per_task = (uint64_t)((double)j->iters_per_task * COMPUTE_SECONDS / t) + 1;
+    double rates[COMPUTE_RUNS];
+    for (int k = 0; k < COMPUTE_RUNS; k++) {
+        t = timed_parallel(pool, n_tasks, fn, j);
+        rates[k] = ops_per_iter * (double)j->iters_per_task * n_tasks / t / 1e9;
+    }
+    return llmc_median(rates, COMPUTE_RUNS);
+}
+
+int llmc_roofline_measure(uint32_t threads, const char *isa, llmc_roofline_peaks *out)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t n_tasks = threads * TASKS_PER_THREAD;
+    if (!threads || n_tasks > MAX_TASKS)
+        return EINVAL;
+    roofline_job *j = calloc(1, sizeof *j);
+    llmc_threads *pool = llmc_threads_create(threads);
+    int rc = j && pool ? 0 : ENOMEM;
+    if (!rc) {
+        j->loops = pick_loops(isa);
+        out->isa = j->loops->isa;
+        out->threads = threads;
+        rc = measure_read(pool, n_tasks, j, out);
+    }
+    if (!rc) {
+        out->fp32_gflops = measure_compute(pool, n_tasks, fma_task, j->loops->fma_flops_per_iter, j);
+        out->int8_gops = measure_compute(pool, n_tasks, int8_task, j->loops->int8_ops_per_iter, j);
+    }
+    llmc_threads_destroy(pool);
+    free(j);
+    return rc;
+}

@@ -1,0 +1,74 @@
+/* Does this x86-64 CPU run the AVX2 table?  cpuid and xgetbv only: no libc,
+ * no globals.  Built WITHOUT -mavx2 (Makefile): this is the code that runs
+ * before anyone knows whether AVX instructions exist. */
+#include <cpuid.h>
+
+#include "x86_simd.h"
+
+enum {
+    MISSING_AVX2 = 1, MISSING_FMA = 2, MISSING_F16C = 4, MISSING_AVX = 8, MISSING_YMM_STATE = 16
+};
+
+/* XCR0: which register states the OS saves; bits 1 (SSE) and 2 (AVX). */
+static unsigned xcr0(void)
+{
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return lo;
+}
+
+static unsigned missing_mask(void)
+{
+    unsigned a, b, c, d, missing = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return MISSING_AVX2 | MISSING_FMA | MISSING_F16C | MISSING_AVX | MISSING_YMM_STATE;
+    if (!(c & 1u << 12))
+        missing |= MISSING_FMA;
+    if (!(c & 1u << 28))
+        missing |= MISSING_AVX;
+    if (!(c & 1u << 29))
+        missing |= MISSING_F16C;
+    /* OSXSAVE (bit 27) says xgetbv may be executed at all */
+    if (!(c & 1u << 27) || (xcr0() & 6u) != 6u)
+        missing |= MISSING_YMM_STATE;
+    if (__get_cpuid_max(0, NULL) < 7 || !__get_cpuid_count(7, 0, &a, &b, &c, &d) ||
+        !(b & 1u << 5))
+        missing |= MISSING_AVX2;
+    return missing;
+}
+
+bool rt_cpu_x86_avx2_ok(void)
+{
+    return missing_mask() == 0;
+}
+
+/* CPUID leaf 7: EBX bits 16 (AVX512F), 30 (AVX512BW), 31 (AVX512VL), ECX
+ * bit 11 (AVX512_VNNI); XCR0 bits 5-7: the OS saves the opmask and all 32
+ * ZMM registers. */
+bool rt_cpu_x86_avx512_vnni_ok(void)
+{
+    unsigned a, b, c, d;
+    const unsigned ebx = 1u << 16 | 1u << 30 | 1u << 31;
+    return missing_mask() == 0 && __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
+           (b & ebx) == ebx && (c & 1u << 11) && (xcr0() & 0xe6u) == 0xe6u;
+}
+
+void rt_cpu_x86_avx2_missing(char *buf, size_t cap)
+{
+    static const char *const names[] = {"AVX2", "FMA", "F16C", "AVX",
+                                        "OS support for YMM registers (XSAVE)"};
+    unsigned missing = missing_mask();
+    size_t len = 0;
+    if (!cap)
+        return;
+    for (unsigned i = 0; i < sizeof names / sizeof *names; i++) {
+        if (!(missing & 1u << i))
+            continue;
+        for (const char *p = len ? ", " : ""; *p && len + 1 < cap; p++)
+            buf[len++] = *p;
+        for (const char *p = names[i]; *p && len + 1 < cap; p++)
+            buf[len++] = *p;
+    }
+    buf[len] = '\0';
+}

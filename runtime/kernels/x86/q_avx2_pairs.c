@@ -1,0 +1,73 @@
+/* The QLinear driver's walks over pairs of W row tiles for the AVX2 table:
+ * the GEMM's (rt_kernels.qlinear_pair_column): activation tile et by W row
+ * tiles ht and ht + 1, two qtile calls, then the 4 x 16 outputs; and the
+ * 8-bit decode GEMV's (rt_kernels.qlinear_gemv_pair).
+ *
+ * As in q_avx512_pairs.c: where the tile's rows all exist and the 16
+ * columns are one aligned 64-byte line of each y row, a row's y = sx * out
+ * (+ bias) (+ res) goes out as two non-temporal YMM stores that fill the
+ * line, so no store waits for the line to be read from memory first.  The
+ * values are rt_qlinear_store_tile's bit for bit (a product, then the bias,
+ * then the residual; no FMA); any other tile takes the portable stores. */
+#include "../q_linear_job.h"
+#include "x86_simd.h"
+
+#include <immintrin.h>
+
+/* Both W row tiles' columns one aligned line in every row of y, and
+ * activation tile et whole. */
+static bool streams(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
+{
+    return rt_qlinear_whole_line(J, ht) && rt_qlinear_tile_rows(J, et) == J->a.xs.ep;
+}
+
+/* 8 values of row `row` from column j (an output half of the line). */
+static __m256 row_values(const rt_qlinear_job *J, ptrdiff_t row, ptrdiff_t j, const float *out)
+{
+    __m256 v = _mm256_mul_ps(_mm256_set1_ps(J->sx[row]), _mm256_loadu_ps(out));
+    if (J->bias)
+        v = _mm256_add_ps(v, _mm256_loadu_ps(J->bias + j));
+    if (J->res)
+        v = _mm256_add_ps(v, _mm256_loadu_ps(J->res + row * J->n_y + j));
+    return v;
+}
+
+static void two_tiles(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
+{
+    float out[2 * RT_QTILE_MAX_OUT];
+    int hp = J->a.ws.hp, ep = J->a.xs.ep, rows = rt_qlinear_tile_rows(J, et);
+    if (!streams(J, et, ht)) {
+        rt_qlinear_one_tile(J, et, ht);
+        rt_qlinear_one_tile(J, et, ht + 1);
+        return;
+    }
+    J->kt->qtile(&J->a, et, rows, ht, out);
+    J->kt->qtile(&J->a, et, rows, ht + 1, out + ep * hp);
+    ptrdiff_t j0 = ht * hp - J->col0;
+    for (int e = 0; e < ep; e++) {
+        ptrdiff_t row = et * ep + e;
+        float *y = J->y + row * J->n_y + j0;
+        _mm256_stream_ps(y, row_values(J, row, j0, out + e * hp));
+        _mm256_stream_ps(y + 8, row_values(J, row, j0 + 8, out + (ep + e) * hp));
+    }
+}
+
+/* Activation tiles [b0, b1) by W row tiles ht, ht + 1. */
+void rt_qlinear_pair_column_avx2(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
+                                 ptrdiff_t ht)
+{
+    for (ptrdiff_t et = b0; et < b1; et++)
+        two_tiles(J, et, ht);
+    /* the streamed lines are weakly ordered: visible before the task ends */
+    _mm_sfence();
+}
+
+/* rows == 1, 8-bit W row tiles ht and ht + 1 in one kernel call. */
+void rt_qlinear_gemv_pair_avx2(const rt_qlinear_job *J, ptrdiff_t ht)
+{
+    float out[2 * RT_QTILE_MAX_OUT];
+    rt_qlinear_prefetch_outputs(J, 0, 1, ht);
+    rt_q_avx2_gemv_pair(&J->a, 0, ht, out);
+    rt_qlinear_store_tile(J, 0, 1, ht, out);
+    rt_qlinear_store_tile(J, 0, 1, ht + 1, out + J->a.ws.hp);
+}
