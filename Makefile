@@ -149,7 +149,7 @@ $(A64_TEST): tests/unit_arm/test_neon_quant.c $(A64_OBJ) tests/unit/tap.h
 # command (compiler/cli/main_run.c), cross-compiled and linked statically so
 # tests/t_aarch64.sh can run it under qemu-aarch64 against the x86 build.
 A64_RUN     := $(A64_DIR)/llmc-run
-A64_CLI_SRC := compiler/cli/main_run.c compiler/cli/cmd_run.c compiler/cli/cli.c \
+A64_CLI_SRC := compiler/cli/main_run.c compiler/cli/cmd_run.c compiler/cli/cli.c compiler/cli/npu_options.c \
                compiler/support/file_map.c compiler/support/diag.c compiler/support/out_file.c \
                compiler/npu/npu_prefill.c
 A64_PLATFORM_SRC := runtime/platform/threads_pthread.c runtime/platform/ref_delegate.c

@@ -48,27 +48,14 @@ int64_t llmc_cli_parse_count(const char *text)
 int llmc_cli_parse_threads(const char *command, const char *text, uint32_t *threads)
 {
     int64_t v = llmc_cli_parse_count(text);
-    if (v < 1 || v > LLMC_CLI_MAX_THREADS)
+    if (v < 1 || v > LLMC_MAX_THREADS)
         return llmc_cli_usage(command, "--threads wants an integer in 1..%d, got '%s'",
-                              LLMC_CLI_MAX_THREADS, text);
+                              LLMC_MAX_THREADS, text);
     *threads = (uint32_t)v;
     return LLMC_OK;
 }
 
-int llmc_cli_map(const char *path, llmc_mapped_file *m, llmc_error *err)
-{
-    return llmc_cli_load_plan(path, false, m, err);
-}
 
-int llmc_cli_load_plan(const char *path, bool hugepages, llmc_mapped_file *m, llmc_error *err)
-{
-    int e = hugepages ? llmc_load_file_huge(path, m) : llmc_map_file(path, m);
-    if (e)
-        return llmc_fail(err, LLMC_E_INPUT, "cannot open '%s': %s", path, strerror(e));
-    if (!m->size)
-        return llmc_fail(err, LLMC_E_INPUT, "'%s' is empty", path);
-    return LLMC_OK;
-}
 
 int llmc_cli_use_isa(llmc_rt_plan *plan, const char *isa, const char *path, llmc_error *err)
 {

@@ -9,9 +9,9 @@
 #include "support/diag.h"
 #include "support/file_map.h"
 #include "llmc_rt.h"
+#include "support/limits.h"
 #include "support/out_file.h"
-
-#define LLMC_VERSION "0.1.0"
+#include "support/version.h"
 
 int llmc_cmd_compile(int argc, char **argv);
 int llmc_cmd_inspect(int argc, char **argv);
@@ -32,8 +32,7 @@ int llmc_cli_usage(const char *command, const char *fmt, ...) __attribute__((for
 int llmc_cli_wants_help(int argc, char **argv);
 /* Parses a non-negative integer option value; returns -1 if malformed. */
 int64_t llmc_cli_parse_count(const char *text);
-/* --threads N (1..LLMC_CLI_MAX_THREADS) of `command`; a usage error if not. */
-#define LLMC_CLI_MAX_THREADS 256
+/* --threads N (1..LLMC_MAX_THREADS) of `command`; a usage error if not. */
 int llmc_cli_parse_threads(const char *command, const char *text, uint32_t *threads);
 /* The plan target this machine runs best (compile's default --target). */
 const char *llmc_cli_host_target(void);
@@ -42,12 +41,6 @@ const char *llmc_cli_host_target(void);
  * characters escaped). */
 void llmc_cli_json_string(const char *s);
 
-/* Maps a whole plan or model read-only (plans are executed in place);
- * an empty or unreadable file is an LLMC_E_INPUT error naming the path. */
-int llmc_cli_map(const char *path, llmc_mapped_file *m, llmc_error *err);
-/* llmc_cli_map, or with `hugepages` the file read into 2 MiB pages
- * (llmc_load_file_huge): run, bench and eval's --hugepages. */
-int llmc_cli_load_plan(const char *path, bool hugepages, llmc_mapped_file *m, llmc_error *err);
 /* With isa (NULL: nothing to do), an opened plan runs the table of its
  * target whose rt_kernels.isa that is (`--isa`: the AVX2 kernels on a CPU
  * that would pick the AVX-512 ones, say); a usage error naming the tables

@@ -151,9 +151,9 @@ static int parse_valued(const char *arg, const char *value, bench_args *a)
         if (parse_list(value, 0, 1u << 24, &a->tg))
             return llmc_cli_usage("bench", "%s wants comma-separated token counts, got '%s'", arg, value);
     } else if (!strcmp(arg, "-t") || !strcmp(arg, "--threads")) {
-        if (parse_list(value, 1, LLMC_CLI_MAX_THREADS, &a->threads))
+        if (parse_list(value, 1, LLMC_MAX_THREADS, &a->threads))
             return llmc_cli_usage("bench", "%s wants comma-separated integers in 1..%d, got '%s'", arg,
-                                  LLMC_CLI_MAX_THREADS, value);
+                                  LLMC_MAX_THREADS, value);
     } else if (!strcmp(arg, "-r") || !strcmp(arg, "--repetitions")) {
         int64_t v = llmc_cli_parse_count(value);
         if (v < 1 || v > 1000)
@@ -584,7 +584,7 @@ static int bench_plan(bench_state *b, llmc_error *err)
     llmc_mapped_file file = {0};
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
-    int rc = llmc_cli_load_plan(b->a->plan, b->a->hugepages, &file, err);
+    int rc = llmc_open_input(b->a->plan, b->a->hugepages, &file, err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", b->a->plan, rt.msg);
     if (!rc)

@@ -18,7 +18,7 @@
 #include "ir/io_roles.h"
 #include "llmc_rt.h"
 #include "llmc_threads.h"
-#include "npu/npu_prefill.h"
+#include "npu_options.h"
 #include "tools/roofline.h"
 #include "tools/text_ids.h"
 
@@ -157,7 +157,7 @@ static int parse_id_bytes(const uint8_t *text, uint64_t size, const char *path, 
 static int read_ids(const char *path, id_list *out, llmc_error *err)
 {
     llmc_mapped_file f = {0};
-    int rc = llmc_cli_map(path, &f, err);
+    int rc = llmc_open_input(path, false, &f, err);
     if (!rc)
         rc = parse_id_bytes(f.map, f.size, path, out, err);
     llmc_unmap_file(&f);
@@ -370,7 +370,7 @@ int llmc_cmd_eval(int argc, char **argv)
     llmc_rt_error rt = {0};
     id_list ids = {0};
     if (!rc)
-        rc = llmc_cli_load_plan(a.plan, a.hugepages, &file, &err);
+        rc = llmc_open_input(a.plan, a.hugepages, &file, &err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
     if (!rc)

@@ -371,7 +371,7 @@ int llmc_cmd_inspect(int argc, char **argv)
         return llmc_cli_usage("inspect", "--json and --resolver exclude each other");
     llmc_error err = {0};
     llmc_mapped_file file;
-    if (llmc_cli_map(path, &file, &err))
+    if (llmc_open_input(path, false, &file, &err))
         return llmc_cli_report(&err);
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};

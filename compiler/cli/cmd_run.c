@@ -14,7 +14,7 @@
 #include "support/file_map.h"
 #include "llmc_rt.h"
 #include "llmc_threads.h"
-#include "npu/npu_prefill.h"
+#include "npu_options.h"
 
 #define MAX_PROMPT 65536
 
@@ -406,7 +406,7 @@ int llmc_cmd_run(int argc, char **argv)
     llmc_rt_error rt = {0};
     llmc_output logits = {0};
     if (!rc)
-        rc = llmc_cli_load_plan(a.plan, a.hugepages, &file, &err);
+        rc = llmc_open_input(a.plan, a.hugepages, &file, &err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
     if (!rc)

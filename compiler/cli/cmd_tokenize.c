@@ -28,7 +28,7 @@ static int open_source(const char *path, tokenizer_source *src, llmc_error *err)
 {
     llmc_rt_error rt_err = {0};
     memset(src, 0, sizeof *src);
-    if (llmc_cli_map(path, &src->file, err)) return err->code;
+    if (llmc_open_input(path, false, &src->file, err)) return err->code;
     llmc_rt_status st;
     if (is_plan_file(&src->file)) {
         st = llmc_rt_plan_open(&src->plan, src->file.map, src->file.size, LLMC_RT_OPEN_ANY_TARGET, &rt_err);

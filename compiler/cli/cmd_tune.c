@@ -288,7 +288,7 @@ int llmc_cmd_tune(int argc, char **argv)
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
     tune_result res = {0, PREFILL_INT8};
-    rc = llmc_cli_map(a.plan, &file, &err);
+    rc = llmc_open_input(a.plan, false, &file, &err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
     if (!rc && a.npu) {

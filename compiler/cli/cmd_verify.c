@@ -16,7 +16,7 @@ int llmc_cmd_verify(int argc, char **argv)
         return llmc_cli_usage("verify", argc < 2 ? "missing PLAN" : "unexpected argument '%s'", argv[argc - 1]);
     llmc_error err = {0};
     llmc_mapped_file file;
-    int rc = llmc_cli_map(argv[1], &file, &err);
+    int rc = llmc_open_input(argv[1], false, &file, &err);
     if (rc)
         return llmc_cli_report(&err);
     llmc_rt_plan plan;

@@ -22,7 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "support/file_map.h"
+#include "support/out_file.h"
+#include "support/version.h"
 #include "llmc_ref_delegate.h"
 #include "onnx/onnx.pb-c.h"
 
@@ -1380,7 +1382,7 @@ typedef struct {
 static int open_session(export_run *r, const char *plan_path, llmc_error *err)
 {
     llmc_rt_error rt = {0};
-    int rc = llmc_cli_map(plan_path, &r->file, err);
+    int rc = llmc_open_input(plan_path, false, &r->file, err);
     if (!rc && llmc_rt_plan_open(&r->plan, r->file.map, r->file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_RUNTIME, "--npu-export: '%s': %s (the export reads the plan "
                        "through this machine's runtime)", plan_path, rt.msg);

@@ -21,12 +21,6 @@ typedef struct {
     const char *trace;      /* --trace FILE.json: every node of every prefill */
 } llmc_npu_options;
 
-/* The CLI options above: 1 if argv[*i] is not one of them, 0 when it was
- * taken (with its value: *i advanced), LLMC_E_USAGE when misused. */
-int llmc_npu_parse_option(const char *cmd, int argc, char **argv, int *i, llmc_npu_options *o);
-/* The help lines of those options. */
-extern const char llmc_npu_help[];
-
 /* What the last prefill did: wall time, and the delegate lane's busy time
  * and span (first start to last end). */
 typedef struct {

@@ -3,6 +3,7 @@
 #include "file_map.h"
 
 #include <errno.h>
+#include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -126,4 +127,14 @@ void llmc_unmap_file(llmc_mapped_file *f)
     if (f->mapping)
         munmap(f->mapping, (size_t)f->mapping_bytes);
     *f = (llmc_mapped_file){0};
+}
+
+int llmc_open_input(const char *path, bool hugepages, llmc_mapped_file *m, llmc_error *err)
+{
+    int e = hugepages ? llmc_load_file_huge(path, m) : llmc_map_file(path, m);
+    if (e)
+        return llmc_fail(err, LLMC_E_INPUT, "cannot open '%s': %s", path, strerror(e));
+    if (!m->size)
+        return llmc_fail(err, LLMC_E_INPUT, "'%s' is empty", path);
+    return LLMC_OK;
 }

@@ -3,8 +3,11 @@
 #ifndef LLMC_FILE_MAP_H
 #define LLMC_FILE_MAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "diag.h"
 
 /* A whole file mapped read-only; map is NULL for an empty file. */
 typedef struct {
@@ -24,6 +27,11 @@ int llmc_map_file(const char *path, llmc_mapped_file *f);
  * file's page cache is not needed afterwards. */
 int llmc_load_file_huge(const char *path, llmc_mapped_file *f);
 void llmc_unmap_file(llmc_mapped_file *f);
+
+/* A model or plan the user named: llmc_map_file, or with `hugepages`
+ * llmc_load_file_huge (run, bench and eval's --hugepages).  An unreadable
+ * or empty file is an LLMC_E_INPUT error naming the path. */
+int llmc_open_input(const char *path, bool hugepages, llmc_mapped_file *m, llmc_error *err);
 
 /* bytes of zeroed read-write anonymous memory at a 2 MiB boundary, marked
  * MADV_HUGEPAGE (a session's arena: a 512-token prefill writes 311 MB of

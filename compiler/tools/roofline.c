@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
 #include "support/file_map.h"
+#include "support/limits.h"
 #include "kernels/kernel_table.h"
 #include "llmc_threads.h"
 
@@ -97,7 +97,7 @@ static const llmc_roofline_loops *pick_loops(const char *isa)
 #define READ_PASSES 7      /* timed passes over the buffer, after one warm-up */
 #define COMPUTE_RUNS 5     /* timed runs of each compute loop */
 #define COMPUTE_SECONDS 0.1
-#define MAX_TASKS (LLMC_CLI_MAX_THREADS * TASKS_PER_THREAD)
+#define MAX_TASKS (LLMC_MAX_THREADS * TASKS_PER_THREAD)
 
 typedef struct {
     const llmc_roofline_loops *loops;

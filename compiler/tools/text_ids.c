@@ -1,7 +1,7 @@
 /* A text file tokenized by a plan's tokenizer (text_ids.h). */
 #include <stdlib.h>
 
-#include "cli/cli.h"
+#include "support/file_map.h"
 #include "support/file_map.h"
 #include "text_ids.h"
 
@@ -14,7 +14,7 @@ int llmc_encode_text_file(const llmc_rt_plan *plan, const char *path, llmc_id_li
     if (!scratch_bytes)
         return llmc_fail(err, LLMC_E_INPUT, "the plan has no tokenizer (compile it with "
                          "--tokenizer tokenizer.json) for --text '%s'", path);
-    int rc = llmc_cli_map(path, &f, err);
+    int rc = llmc_open_input(path, false, &f, err);
     if (rc)
         return rc;
     scratch_bytes = llmc_rt_tokenizer_memory(plan, f.size);
