@@ -8,17 +8,9 @@
 
 #include "support/diag.h"
 #include "ir/ir.h"
+#include "ir/pass_record.h"
+#include "support/progress.h"
 
-typedef struct {
-    const char *name;
-    uint32_t nodes;         /* live nodes after the pass */
-    uint64_t digest;        /* XXH64 of the canonical dump after the pass */
-    char detail[160];       /* what the pass reports it did ("" if nothing) */
-} llmc_pass_record;
-
-/* Called as a long phase advances (writing the weights, reading them
- * back): `done` of `total` units (bytes).  Never changes the plan. */
-typedef void (*llmc_progress_fn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
 
 typedef struct {
     uint32_t max_context;               /* bound on S + P for arena sizing */

@@ -8,12 +8,6 @@
 #include "ir/const_view.h"
 #include "ir/io_roles.h"
 
-void llmc_eval_tensor_free(llmc_eval_tensor *t)
-{
-    free(t->data);
-    memset(t, 0, sizeof *t);
-}
-
 static int rt_error(llmc_error *err, const char *step, const llmc_rt_error *e)
 {
     return llmc_fail(err, LLMC_E_RUNTIME, "evaluation: %s: %s", step, e->msg[0] ? e->msg : llmc_rt_status_text(e->code));
@@ -341,3 +335,8 @@ int llmc_evaluate_position_value(const llmc_graph *g, int value, uint32_t S, uin
     llmc_graph_free(&a.sub);
     return rc;
 }
+
+const llmc_evaluator llmc_runtime_evaluator = {
+    .node = llmc_evaluate_node,
+    .position_value = llmc_evaluate_position_value,
+};

@@ -14,8 +14,8 @@
  * upcasts) are gone by now: the identity-cast pass runs first.
  *
  * The mask ops are dropped only once proven causal: each mask and
- * condition is evaluated (evaluate.h, position_ids = P.., attention_mask =
- * ones) at a few (S, P); together they must keep exactly the keys
+ * condition is evaluated (the context's evaluator, position_ids = P..,
+ * attention_mask = ones) at a few (S, P); together they must keep exactly the keys
  * t <= P + s unchanged (conditions true, additive masks 0) and push every
  * other key to <= -1e4.
  *
@@ -31,12 +31,11 @@
 #include <string.h>
 
 #include "ir/const_view.h"
-#include "codegen/evaluate.h"
 #include "ir/io_roles.h"
 #include "ir/llmc_ops.h"
 #include "match.h"
 #include "pass.h"
-#include "pipeline.h"
+#include "pass_list.h"
 
 /* A mask value must reach this to count as "minus infinity": softmax then
  * gives the key exp(score - 1e4 - max) = 0 exactly in float32 (whose
@@ -449,12 +448,15 @@ static int check_call(attn_fuser *f, attn_match *m, uint32_t S, uint32_t P, bool
     if (grid.keep)
         memset(grid.keep, 1, S * (size_t)(S + P));
     *causal = false;
+    const llmc_evaluator *ev = rc ? NULL : llmc_pass_evaluator(f->ctx, "attention-fusion", f->err);
+    if (!rc && !ev)
+        rc = LLMC_E_INTERNAL;
     for (int i = 0; !rc && i < m->n_masks; i++) {
         llmc_eval_tensor t;
         llmc_error why = {0};
         const mask_term *term = &m->masks[i];
         const char *node = f->g->nodes[term->node].name;
-        int erc = llmc_evaluate_position_value(f->g, term->value, S, P, &t, &why);
+        int erc = ev->position_value(f->g, term->value, S, P, &t, &why);
         if (erc == LLMC_E_NOMEM)
             rc = llmc_fail(f->err, erc, "%s", why.msg);
         else if (erc)

@@ -12,7 +12,7 @@
  *      per element, INTS "shape" = its dims), which codegen lowers to the
  *      plan's Symbols op;
  *  (d) a node whose inputs are all constants is evaluated on the runtime's
- *      kernels (evaluate.h) when each output is at most 16 MiB and either
+ *      kernels (the context's evaluator) when each output is at most 16 MiB and either
  *      at most 4x the bytes of its inputs (so an Expand of a scalar to a
  *      big tensor stays an Expand) or at most 256 bytes, however small its
  *      inputs (ConstantOfShape of an empty shape, transformers'
@@ -23,10 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/evaluate.h"
 #include "fusion_match.h"
 #include "pass.h"
-#include "pipeline.h"
+#include "pass_list.h"
 #include "shape_inference.h"
 #include "symbolic.h"
 
@@ -236,11 +235,14 @@ static int store_result(folder *f, int node, int v, const llmc_eval_tensor *r)
 static int evaluate_node(folder *f, int node)
 {
     const llmc_node *n = &f->g->nodes[node];
+    const llmc_evaluator *ev = llmc_pass_evaluator(f->ctx, "constant-folding", f->err);
+    if (!ev)
+        return LLMC_E_INTERNAL;
     llmc_eval_tensor *res = calloc((size_t)n->n_outputs + 1, sizeof *res);
     llmc_error local = {0};
     if (!res)
         return llmc_fail(f->err, LLMC_E_NOMEM, "constant-folding: out of memory");
-    int rc = llmc_evaluate_node(f->g, node, res, &local);
+    int rc = ev->node(f->g, node, res, &local);
     if (rc == LLMC_E_UNSUPPORTED) {
         /* Not lowerable on its own (e.g. a dtype the runtime lacks): codegen
          * decides about the node in the real graph. */

@@ -16,7 +16,7 @@
 
 #include "fusion_match.h"
 #include "pass.h"
-#include "pipeline.h"
+#include "pass_list.h"
 
 static const char PASS[] = "gemm-unflatten";
 

@@ -15,7 +15,7 @@
 
 #include "ir/llmc_ops.h"
 #include "pass.h"
-#include "pipeline.h"
+#include "pass_list.h"
 
 static const char PASS[] = "identity-cast";
 

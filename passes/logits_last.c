@@ -26,7 +26,7 @@
 #include "ir/io_roles.h"
 #include "ir/llmc_ops.h"
 #include "pass.h"
-#include "pipeline.h"
+#include "pass_list.h"
 
 static const char PASS[] = "logits-last";
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "ir/const_view.h"
-#include "pipeline.h"
+#include "pass_list.h"
 
 int llmc_match_producer(const llmc_graph *g, int v, const char *op)
 {

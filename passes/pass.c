@@ -26,3 +26,12 @@ void llmc_pass_detail(const llmc_pass_ctx *ctx, const char *fmt, ...)
     vsnprintf(ctx->detail, ctx->detail_size, fmt, ap);
     va_end(ap);
 }
+
+const llmc_evaluator *llmc_pass_evaluator(const llmc_pass_ctx *ctx, const char *pass, llmc_error *err)
+{
+    if (!ctx || !ctx->evaluator) {
+        llmc_fail(err, LLMC_E_INTERNAL, "%s: the pass context holds no evaluator", pass);
+        return NULL;
+    }
+    return ctx->evaluator;
+}

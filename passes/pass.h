@@ -8,9 +8,14 @@
 #include <stdio.h>
 
 #include "support/diag.h"
+#include "ir/evaluator.h"
 #include "ir/ir.h"
 
 typedef struct {
+    /* runs subgraphs for constant folding and the fusions that compare
+     * values (codegen/evaluate.h's llmc_runtime_evaluator); a pass that
+     * needs it fails with LLMC_E_INTERNAL when it is NULL */
+    const llmc_evaluator *evaluator;
     uint32_t max_context;   /* bound on S + P */
     int quant_bits;         /* quantize pass: Linear weight bits, 8 or 4; 0 = float32 */
     int lm_head_bits;       /* bits of the Linear producing a graph output (logits) */
@@ -41,6 +46,8 @@ typedef struct {
  * ctx->log, WHY formatted from fmt. */
 void llmc_pass_explain(const llmc_pass_ctx *ctx, const char *pass, const llmc_graph *g, int node,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* ctx's evaluator, or an LLMC_E_INTERNAL error naming `pass` (NULL). */
+const llmc_evaluator *llmc_pass_evaluator(const llmc_pass_ctx *ctx, const char *pass, llmc_error *err);
 /* Formats what the pass did into ctx->detail (if the caller gave room). */
 void llmc_pass_detail(const llmc_pass_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -5,31 +5,12 @@
 
 #include <stdbool.h>
 
-#include "codegen/codegen.h"
 #include "support/diag.h"
 #include "ir/ir.h"
+#include "ir/pass_record.h"
 #include "pass.h"
-
-/* Every pass, one descriptor per file in passes/. */
-extern const llmc_pass llmc_pass_shape_inference;
-extern const llmc_pass llmc_pass_quantize;
-extern const llmc_pass llmc_pass_shadow_outliers;
-extern const llmc_pass llmc_pass_npu_partition;
-extern const llmc_pass llmc_pass_quantize_embedding;
-extern const llmc_pass llmc_pass_logits_last;
-extern const llmc_pass llmc_pass_lora_reorder;
-extern const llmc_pass llmc_pass_constant_folding;
-extern const llmc_pass llmc_pass_dead_code;
-extern const llmc_pass llmc_pass_identity_cast;
-extern const llmc_pass llmc_pass_cse;
-extern const llmc_pass llmc_pass_gemm_unflatten;
-extern const llmc_pass llmc_pass_slice_fusion;
-extern const llmc_pass llmc_pass_layernorm_fusion;
-extern const llmc_pass llmc_pass_rmsnorm_fusion;
-extern const llmc_pass llmc_pass_activation_fusion;
-extern const llmc_pass llmc_pass_rope_fusion;
-extern const llmc_pass llmc_pass_attention_fusion;
-extern const llmc_pass llmc_pass_linear_fusion;
+#include "pass_list.h"
+#include "support/progress.h"
 
 /* Upper bound on the pipeline length: size of the records array. */
 #define LLMC_PIPELINE_MAX_PASSES 32

@@ -13,7 +13,7 @@
  * 002 §4.2).  Codegen packs W into the target's tiles; norms, softmax,
  * attention and the embedding stay float32.
  *
- * With --calibrate (calibrate.h) every QuantizeRows gets the attribute
+ * With --calibrate (calibration.h) every QuantizeRows gets the attribute
  * scale: the static per-tensor scale of its x from the calibration run
  * (clip / 127), as an NPU quantizes activations (paper 003 §3.3).
  *
@@ -24,10 +24,10 @@
 #include <float.h>
 #include <stdlib.h>
 
-#include "tools/calibrate.h"
+#include "calibration.h"
 #include "ir/llmc_ops.h"
 #include "pass.h"
-#include "pipeline.h"
+#include "pass_list.h"
 
 static const char PASS[] = "quantize";
 

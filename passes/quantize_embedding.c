@@ -29,7 +29,7 @@
 #include "ir/io_roles.h"
 #include "ir/llmc_ops.h"
 #include "pass.h"
-#include "pipeline.h"
+#include "pass_list.h"
 
 static const char PASS[] = "quantize-embedding";
 

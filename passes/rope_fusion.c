@@ -20,11 +20,10 @@
 #include <string.h>
 
 #include "ir/const_view.h"
-#include "codegen/evaluate.h"
 #include "ir/llmc_ops.h"
 #include "match.h"
 #include "pass.h"
-#include "pipeline.h"
+#include "pass_list.h"
 
 /* The cross-check call: 3 new tokens after 5 cached ones. */
 #define CHECK_S 3
@@ -215,10 +214,13 @@ static int table_for(rope_fuser *f, int node, int source, int64_t dim, int *tabl
                 explain(f, node, "'%s' is not a table of positions (above)", f->g->values[source].name);
             return LLMC_OK;
         }
+    const llmc_evaluator *ev = llmc_pass_evaluator(f->ctx, "rope-fusion", f->err);
+    if (!ev)
+        return LLMC_E_INTERNAL;
     llmc_eval_tensor full, check;
     llmc_error why = {0};
-    int rc = llmc_evaluate_position_value(f->g, source, f->ctx->max_context, 0, &full, &why);
-    if (!rc && (rc = llmc_evaluate_position_value(f->g, source, CHECK_S, CHECK_P, &check, &why)))
+    int rc = ev->position_value(f->g, source, f->ctx->max_context, 0, &full, &why);
+    if (!rc && (rc = ev->position_value(f->g, source, CHECK_S, CHECK_P, &check, &why)))
         llmc_eval_tensor_free(&full);
     if (rc == LLMC_E_NOMEM)
         return llmc_fail(f->err, rc, "%s", why.msg);

@@ -26,10 +26,10 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "tools/calibrate.h"
+#include "calibration.h"
 #include "ir/llmc_ops.h"
 #include "pass.h"
-#include "pipeline.h"
+#include "pass_list.h"
 
 static const char PASS[] = "shadow-outliers";
 

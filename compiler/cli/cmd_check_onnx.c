@@ -167,7 +167,7 @@ static int import_case(const char *case_dir, llmc_graph *g, llmc_error *err)
 
 static int compile_graph(llmc_graph *g, llmc_tensor_file *in, int *n_in, llmc_error *err)
 {
-    llmc_pass_ctx ctx = {.max_context = 1};
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = 1};
     llmc_pass_record records[MAX_PASSES];
     int n_records = 0;
     int rc = bind_shape_inputs(g, in, n_in, err);

@@ -19,6 +19,7 @@
 #include "npu/npu_export.h"
 #include "onnx/onnx_import.h"
 #include "passes/pipeline.h"
+#include "codegen/evaluate.h"
 
 #define MAX_DIM_BINDINGS 16
 #define MAX_PASSES 64
@@ -382,7 +383,7 @@ int llmc_cmd_compile(int argc, char **argv)
     llmc_graph_init(&g);
     llmc_import_report report;
     llmc_import_options io = {.n_dims = a.n_dims, .dims = a.dims, .report = &report};
-    llmc_pass_ctx ctx = {.max_context = a.max_context, .explain = a.explain, .log = stderr,
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = a.max_context, .explain = a.explain, .log = stderr,
                          .quant_bits = a.quant_bits,
                          .lm_head_bits = a.quant_bits == 8 ? 8 : a.lm_head_bits,
                          .quant_group = a.group,

@@ -81,38 +81,7 @@ static int add_values(llmc_act_range *r, const float *x, int64_t n, int64_t chan
     return 0;
 }
 
-/* Larger max |x| first; the lower channel among equals. */
-static int by_channel_max(const void *a, const void *b, void *ctx)
-{
-    const float *max = ctx;
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    if (max[x] != max[y])
-        return max[x] > max[y] ? -1 : 1;
-    return (x > y) - (x < y);
-}
 
-static int ascending(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-int64_t llmc_act_range_hot(const llmc_act_range *r, int64_t max_hot, int64_t **out)
-{
-    int64_t n = 0;
-    *out = malloc(sizeof **out * (size_t)(r->channels > 0 ? r->channels : 1));
-    if (!*out)
-        return -1;
-    for (int64_t c = 0; c < r->channels; c++)
-        if (r->channel_absmax[c] > r->clip)
-            (*out)[n++] = c;
-    if (n > max_hot) {
-        qsort_r(*out, (size_t)n, sizeof **out, by_channel_max, r->channel_absmax);
-        n = max_hot;
-    }
-    qsort(*out, (size_t)n, sizeof **out, ascending);
-    return n;
-}
 
 /* clip = the upper edge of the bin where the percentile falls, at most
  * max |x| (a tensor without outliers keeps its whole range). */
@@ -270,14 +239,6 @@ int llmc_calibrate(const char *model, const llmc_import_options *io, const llmc_
     return rc;
 }
 
-const llmc_act_range *llmc_calibration_find(const llmc_calibration *c, const char *name)
-{
-    for (int i = 0; c && i < c->n; i++)
-        if (!strcmp(c->ranges[i].name, name))
-            return &c->ranges[i];
-    return NULL;
-}
-
 void llmc_calibration_print(const llmc_calibration *c, FILE *out)
 {
     fprintf(out, "calibration: %llu tokens in %u windows of up to %u; clip at the %g "
@@ -300,13 +261,3 @@ void llmc_calibration_print(const llmc_calibration *c, FILE *out)
     }
 }
 
-void llmc_calibration_free(llmc_calibration *c)
-{
-    for (int i = 0; i < c->n; i++) {
-        free(c->ranges[i].name);
-        free(c->ranges[i].hist);
-        free(c->ranges[i].channel_absmax);
-    }
-    free(c->ranges);
-    memset(c, 0, sizeof *c);
-}

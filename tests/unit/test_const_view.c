@@ -20,6 +20,7 @@
 #include "graph_util.h"
 #include "passes/pipeline.h"
 #include "tap.h"
+#include "codegen/evaluate.h"
 
 /* ---- reference matrices ---- */
 
@@ -408,7 +409,7 @@ static void build_projections(llmc_graph *g)
 static uint8_t *compile_graph(llmc_graph *g, bool materialize, size_t *size)
 {
     llmc_error err = {0};
-    llmc_pass_ctx ctx = {.max_context = 16};
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = 16};
     int rc = llmc_pass_shape_inference.run(g, &ctx, &err);
     if (!rc)
         rc = llmc_pass_linear_fusion.run(g, &ctx, &err);

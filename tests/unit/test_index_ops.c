@@ -39,7 +39,7 @@ static int unsqueeze0(llmc_graph *g, int x, const char *tag)
 
 static int pipeline(llmc_graph *g, llmc_error *err)
 {
-    llmc_pass_ctx ctx = {.max_context = MAX_CTX};
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = MAX_CTX};
     llmc_pass_record rec[LLMC_PIPELINE_MAX_PASSES];
     int n_rec = 0;
     memset(err, 0, sizeof *err);

@@ -13,8 +13,9 @@
 #include "passes/shape_inference.h"
 #include "passes/symbolic.h"
 #include "tap.h"
+#include "codegen/evaluate.h"
 
-static const llmc_pass_ctx ctx = {.max_context = 4096};
+static const llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = 4096};
 
 static void new_graph(llmc_graph *g)
 {

@@ -293,7 +293,7 @@ static void new_builder(builder *b)
 static int run_passes(llmc_graph *g, const llmc_pass *const *passes, int n, FILE *log, char *detail)
 {
     char scratch[256];
-    llmc_pass_ctx ctx = {.max_context = MAX_CONTEXT, .explain = log != NULL, .log = log,
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = MAX_CONTEXT, .explain = log != NULL, .log = log,
                          .detail = detail ? detail : scratch, .detail_size = sizeof scratch};
     llmc_error err = {0};
     for (int i = 0; i < n; i++)

@@ -41,7 +41,7 @@ static int run_pass(const llmc_pass *pass, llmc_graph *g, pass_report *rep)
 {
     llmc_error err = {0};
     FILE *log = open_memstream(&rep->log, &rep->log_size);
-    llmc_pass_ctx ctx = {.max_context = MAX_CONTEXT, .explain = true, .log = log, .detail = rep->detail,
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = MAX_CONTEXT, .explain = true, .log = log, .detail = rep->detail,
                          .detail_size = sizeof rep->detail};
     rep->detail[0] = 0;
     int rc = pass->run(g, &ctx, &err);
@@ -955,7 +955,7 @@ static void test_gemm_in_pipeline(void)
     llmc_pass_record rec[LLMC_PIPELINE_MAX_PASSES];
     int n_rec = 0;
     llmc_error err = {0};
-    llmc_pass_ctx ctx = {.max_context = MAX_CONTEXT};
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = MAX_CONTEXT};
     CHECK(llmc_pipeline_run(&g, &ctx, NULL, rec, &n_rec, &err) == 0, "gemm pipeline runs (%s)", err.msg);
     int unflatten_at = -1, linear_at = -1;
     for (int i = 0; i < n_rec; i++) {

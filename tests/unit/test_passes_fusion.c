@@ -60,7 +60,7 @@ static void fill(float *a, int n, uint32_t seed)
 static int infer(llmc_graph *g)
 {
     llmc_error err = {0};
-    llmc_pass_ctx ctx = {.max_context = 64};
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = 64};
     return llmc_pass_shape_inference.run(g, &ctx, &err);
 }
 
@@ -109,7 +109,7 @@ static int run_pass(const llmc_pass *pass, llmc_graph *g, pass_run *r)
 {
     llmc_error err = {0};
     FILE *log = open_memstream(&r->log, &r->log_size);
-    llmc_pass_ctx ctx = {.max_context = 64, .explain = true, .log = log, .detail = r->detail,
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = 64, .explain = true, .log = log, .detail = r->detail,
                          .detail_size = sizeof r->detail};
     int rc = pass->run(g, &ctx, &err);
     fclose(log);
@@ -909,7 +909,7 @@ static void test_pipeline_mlp_block(void)
     CHECK(close_to(got, want, ROWS * D), "the original block computes x + down(swiglu(gate(h), up(h)))");
 
     llmc_pass_record rec[LLMC_PIPELINE_MAX_PASSES];
-    llmc_pass_ctx ctx = {.max_context = 64};
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = 64};
     llmc_error err = {0};
     int n_rec = 0;
     CHECK(llmc_pipeline_run(&g, &ctx, NULL, rec, &n_rec, &err) == LLMC_OK, "pipeline runs (%s)", err.msg);

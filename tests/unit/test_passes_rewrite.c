@@ -32,7 +32,7 @@ static int run_pass(const llmc_pass *pass, llmc_graph *g, pass_report *rep)
 {
     llmc_error err = {0};
     FILE *log = open_memstream(&rep->log, &rep->log_size);
-    llmc_pass_ctx ctx = {.max_context = 256, .explain = true, .log = log, .detail = rep->detail,
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = 256, .explain = true, .log = log, .detail = rep->detail,
                          .detail_size = sizeof rep->detail};
     rep->detail[0] = 0;
     int rc = pass->run(g, &ctx, &err);
@@ -414,7 +414,7 @@ static void test_lora_in_pipeline(void)
     llmc_pass_record rec[LLMC_PIPELINE_MAX_PASSES];
     int n_rec = 0;
     llmc_error err = {0};
-    llmc_pass_ctx ctx = {.max_context = 256};
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = 256};
     CHECK(llmc_pipeline_run(&g, &ctx, NULL, rec, &n_rec, &err) == 0, "lora pipeline runs (%s)", err.msg);
     bool dense = false;
     for (int v = 0; v < g.n_values; v++)

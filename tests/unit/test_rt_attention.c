@@ -20,6 +20,7 @@
 #include "passes/pipeline.h"
 #include "rt_testplan.h"
 #include "tap.h"
+#include "codegen/evaluate.h"
 
 enum { CTX = 160 }; /* > 150 decode positions; chunks of 64: 3 per cache */
 
@@ -477,7 +478,7 @@ static uint8_t *build_model(unsigned fused_mask, size_t *size, llmc_error *err)
         x = build_layer(&m, l, x, fused_mask >> l & 1);
     int head = g_const(&g, "lm_head", LLMC_DT_FLOAT, SHAPE(K(DM), K(VOC)), lm_head);
     g_output(&g, OP(&g, "MatMul", "logits", x, head));
-    llmc_pass_ctx ctx = {.max_context = CTX};
+    llmc_pass_ctx ctx = {.evaluator = &llmc_runtime_evaluator, .max_context = CTX};
     memset(err, 0, sizeof *err);
     uint8_t *bytes = NULL;
     if (llmc_pass_shape_inference.run(&g, &ctx, err) == LLMC_OK) {
