@@ -172,7 +172,7 @@ aarch64-tests: $(A64_TEST) $(A64_RUN)
 # arm-none-eabi-gcc for each of FW_CPUS into build/firmware/<cpu>/libllmcrt.a;
 # scripts/firmware_core.sh then fails on any undefined symbol beyond the
 # documented ones and reports the linked size with every op and with the
-# firmware demo plan's op resolver (llmc inspect --resolver: README "Firmware").
+# firmware demo plan's op resolver (llmc inspect --resolver: docs/firmware.md).
 FW_CC    ?= arm-none-eabi-gcc
 FW_AR    ?= arm-none-eabi-ar
 FW_CPUS  := cortex-m4 cortex-m55
@@ -199,7 +199,7 @@ firmware: $(FW_LIBS) $(BUILD)/llmc
 	  scripts/firmware_core.sh
 
 # The trained model as firmware on QEMU's mps2-an386 and mps3-an547, its
-# ids checked against the host runtime's (README "Firmware demo").
+# ids checked against the host runtime's (docs/firmware.md, "The firmware demo").
 firmware-demo: deps all
 	BUILD=$(BUILD) scripts/firmware_demo.sh
 

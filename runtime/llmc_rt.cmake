@@ -9,7 +9,7 @@
 # AArch64 hosts; no platform files)
 # and the rule that generates the tokenizer's Unicode tables (python3 and
 # Debian's unicode-data).  Link libm (and libgcc) as the toolchain needs;
-# README "Firmware" lists the symbols the core references.
+# docs/firmware.md lists the symbols the core references.
 set(LLMC_RT_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(LLMC_RT_GEN ${CMAKE_CURRENT_BINARY_DIR}/llmc_rt_gen)
 set(LLMC_UNICODE_DIR /usr/share/unicode CACHE PATH "Debian unicode-data's directory")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Chunked prefill on the reference delegate (issue 16, paper 003 §3.4): the
+# Chunked prefill on the reference delegate (paper 003 §3.4): the
 # delegate's utilization (busy time / prefill wall time) and bubble rate
 # (idle share of the delegate's span, first node start to last node end),
 # in order (each lane takes its nodes in chunk order) against out of order

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One ONNX export through ONNX Runtime and through llmc's f32, w8a8 and
 # w4a8 plans, timed the same way in one run, then a table of tok/s, the
-# ratios to ONNX Runtime and the fraction of the roofline (issue 14).
+# ratios to ONNX Runtime and the fraction of the roofline.  Results:
+# docs/benchmarks.md.
 #
 #   scripts/bench_peers.sh [ONNX_MODEL]      (default: build/big/qwen2-0.5b.onnx,
 #                                             exported by `make big-model`)

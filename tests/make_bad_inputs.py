@@ -2,7 +2,7 @@
 """Writes the malformed inputs tests/t_bad_input.sh feeds to llmc.
 
 Usage:
-  make_bad_inputs.py onnx OUT_DIR         the bad ONNX models (one per README row)
+  make_bad_inputs.py onnx OUT_DIR         the bad ONNX models (one per row of docs/testing.md's Bad input table)
   make_bad_inputs.py offsets MODEL N      N cut points inside MODEL's graph field
   make_bad_inputs.py plans PLAN OUT_DIR   mutations of a compiled plan
 

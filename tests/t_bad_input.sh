@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Hostile input: one test per row of README's "Bad input" table.  Each row
+# Hostile input: one test per row of the "Bad input" table of docs/testing.md.  Each row
 # runs llmc on one malformed input and checks the exit code, that stderr
 # names what is wrong and where (every listed needle), and that nothing at
 # all was written to the output folder (no plan, no temporary file, no
 # logits).  The inputs come from tests/make_bad_inputs.py (ONNX models, and
 # byte edits of a compiled plan, documented there); nothing is committed.
-# The last test checks that README's table lists exactly these rows.
+# The last test checks that the table lists exactly these rows.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -44,7 +44,7 @@ expect() {
     [ "$bad" -eq 0 ] || { echo "stderr:"; cat "$WORK/stderr.txt"; }
     return "$bad"
 }
-# TABLE=FILE: also write README's table rows (label, message, exit code) to FILE.
+# TABLE=FILE: also write the table's rows (label, message, exit code) to FILE.
 TABLE=${TABLE:-}
 [ -z "$TABLE" ] || : >"$TABLE"
 table_row() {   # table_row LABEL MESSAGE CODE
@@ -213,7 +213,7 @@ row "tokenizer.json merge of pieces not in the vocab" 3 \
     "tok/merge/tokenizer.json: model.merges[20]: \"zz\" + \"q\" or their merge is not in the vocab" -- with_tokenizer merge
 
 # 100,000 nodes in a chain compile with a 1 MiB stack: nothing recurses
-# along the graph.  The time goes to the log (README quotes it).
+# along the graph.  The time goes to the log (docs/testing.md quotes it).
 chain_compiles() {
     local start end
     start=$(date +%s.%N)
@@ -279,13 +279,13 @@ row "run with a malformed prompt" 2 "--prompt-ids wants comma-separated non-nega
     -- "$LLMC" run "$WORK/llama.plan" --prompt-ids 1,x --max-new 2 --logits-out "$OUT/logits.bin"
 row "verify without a plan" 2 "llmc verify: missing PLAN" -- "$LLMC" verify
 
-# README's table lists exactly these rows, in this order.
-readme_matches() {
-    sed -n '/^## Bad input/,/^## /p' README.md | grep '^| ' | tail -n +2 | grep -v '^|---' \
-        | cut -d'|' -f2 | sed 's/^ *//; s/ *$//; s/`//g' >"$WORK/readme_rows.txt"
+# docs/testing.md's table lists exactly these rows, in this order.
+table_matches() {
+    sed -n '/^## Bad input/,/^## /p' docs/testing.md | grep '^| ' | tail -n +2 | grep -v '^|---' \
+        | cut -d'|' -f2 | sed 's/^ *//; s/ *$//; s/`//g' >"$WORK/table_rows.txt"
     printf '%s\n' "${ROWS[@]}" >"$WORK/test_rows.txt"
-    diff -u "$WORK/test_rows.txt" "$WORK/readme_rows.txt"
+    diff -u "$WORK/test_rows.txt" "$WORK/table_rows.txt"
 }
-check "README's Bad input table has one row per test (${#ROWS[@]})" readme_matches
+check "docs/testing.md's Bad input table has one row per test (${#ROWS[@]})" table_matches
 
 tap_done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `llmc bench` (issue 14) on the tiny zoo exports: the JSON lines name
+# `llmc bench` on the tiny zoo exports: the JSON lines name
 # exactly the tests asked for, at the thread counts asked for, with
 # positive finite tok/s; tests beyond max_context are refused naming it;
 # --roofline prints positive peaks; and the plan's bytes and operations per

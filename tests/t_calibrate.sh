@@ -2,7 +2,7 @@
 # `llmc compile --quant w8a8 --calibrate TEXT` on the trained model of
 # models/: the unquantized model runs over a calibration text (Debian's
 # fortunes, training-side text) and every QuantizeRows gets one static
-# per-tensor scale (issue 16's NPU form), and the most important Linears a
+# per-tensor scale (the form an NPU runs), and the most important Linears a
 # ShadowLinear that adds their outliers back exactly.  Checks: the table
 # names each of the 17 Linear inputs with clip <= max |x| and scale = clip /
 # 127; the plan decoded by flatc carries exactly those scales (the dynamic

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Decode cost no longer grows with the context: with attention fused, the
+# Decode cost does not grow with the context: with attention fused, the
 # bytes the runtime moves per decode step (written by ops, copied, appended
 # to the KV cache; not the cache rows attention reads) are the same at every
 # position.  For each family of the test zoo: a 64-token prompt, then 150

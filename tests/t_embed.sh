@@ -14,7 +14,7 @@
 #    of the activations (a 16-bit table moves the logits about as much as an
 #    8-bit one).  Each quantized plan against the f32 plan is printed too
 #    (bounded 5e-2 for w8a8, 3e-1 for w4a8): these figures chose the
-#    default of 8 bits for quantized plans (README).  The zoo's random
+#    default of 8 bits for quantized plans (docs/quantization.md).  The zoo's random
 #    weights are the worst case for a group's shared scale: w4a8 plans
 #    moved 0.14-0.21 with groups of 32 and 0.17-0.29 with the default 64
 #    (llama the largest), so the w4a8 bound has little margin left; the

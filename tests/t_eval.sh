@@ -3,7 +3,7 @@
 # (scripts/ort_eval.js) on a slice of its held-out text: the tokenizer.json
 # read by the JS reference gives the ids train_tiny.py's own BPE encoder
 # gives; llmc's f32 perplexity is within 0.1% of ONNX Runtime's; w8a8 is
-# within 1% of f32 and w4a8 within 5% (issue 15's bars); bad id files are
+# within 1% of f32 and w4a8 within 5%; bad id files are
 # refused with the byte offset or token they fail at.
 set -u
 cd "$(dirname "$0")/.."

@@ -31,7 +31,7 @@ for cpu in cortex-m4 cortex-m55; do
         test -n "$demo" -a -n "$all" -a "${demo:-0}" -lt "${all:-0}"
 done
 
-# Issue 17's budget: the Cortex-M4F core with portable kernels, linked for
+# The size budget: the Cortex-M4F core with portable kernels, linked for
 # the demo plan's ops, and all it pulls in (libc, libm, libgcc) in 40 KiB of
 # .text (columns 5 and 6).
 fw_text=$(awk -F' *[|] *' -v o="demo plan's" \

@@ -84,6 +84,6 @@ check "--top-p 0 is refused (exit 2)" exits_with 2 run --top-p 0
 check "--top-p 1.5 is refused (exit 2)" exits_with 2 run --top-p 1.5
 check "--temp -1 is refused (exit 2)" exits_with 2 run --temp -1
 check "--seed x is refused (exit 2)" exits_with 2 run --seed x
-check "--stop with a bad list is refused (exit 2)" exits_with 2 run --stop 1,,2
+check "--stop with a bad list is refused (exit 2)" exits_with 2 run --stop '1,,2'
 check "run --help documents the sampling flags" sh -c "'$LLMC' run --help | grep -q -- '--top-p P'"
 tap_done

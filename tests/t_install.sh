@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make install` into a scratch prefix, then the README's embedding example
+# `make install` into a scratch prefix, then the runtime API's embedding example
 # built two ways a user would: against the installed tree through
 # pkg-config (llmc-rt.pc), and from source through runtime/llmc_rt.cmake
 # (the runtime compiled by the user's CMake project).  Both must generate

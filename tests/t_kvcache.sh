@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# KV caches in float16 and int8 end to end (issue 14; paper 002 §4: keys
+# KV caches in float16 and int8 end to end (paper 002 §4: keys
 # int8 with a scale per row, values float16).  For each family's tiny
 # opset-17 export (tests/zoo.sh) compile --kv-cache f32, f16 and int8 plans
 # for the host's best target (and f16/int8 for generic, the oracle), then

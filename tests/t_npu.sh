@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# NPU chunk subgraphs (issue 16, paper 003 §3.2-3.4): `llmc compile
+# NPU chunk subgraphs (paper 003 §3.2-3.4): `llmc compile
 # --npu-chunk C` on the calibrated w8a8 trained model and the tiny zoo, and
 # chunked prefill through the reference delegate (an NPU stand-in on its
 # own thread) and through the CPU alone.  Checks: the subgraphs hold only
@@ -116,7 +116,7 @@ for s in "--lanes 1" "--lanes 3" "--in-order" "--lanes 3 --in-order"; do
     check "77 tokens, $s: the same logits bytes as 2 lanes out of order" cmp "$WORK/s.bin" "$WORK/p77-ref.bin"
 done
 
-# ---- the README's delegate example (tests/embed/npu_example.c) -------------
+# ---- the delegate example of docs/npu.md (tests/embed/npu_example.c) -------
 # SAN_FLAGS: a `make check SAN=1` build's sanitizer flags (as t_runtime_embed.sh)
 check "the delegate example builds against llmc_rt.h, llmc_ref_delegate.h and the two archives" \
     gcc -std=c11 -Wall -Wextra -Werror -O2 ${SAN_FLAGS:-} -Iruntime -Iruntime/platform \

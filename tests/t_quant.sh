@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Quantized plans end to end (issue 14).  For each family's tiny opset-17
+# Quantized plans end to end.  For each family's tiny opset-17
 # export (tests/zoo.sh) compile float32, w8a8 and w4a8 plans, for target
 # generic (portable C kernels, the oracle) and, where this CPU runs it, for
 # avx2; then 32 greedy steps after prompts of 1, 7 and 64 tokens:

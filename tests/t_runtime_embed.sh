@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The runtime as firmware sees it: libllmcrt.a needs nothing but libc's
 # mem*/str* functions and libm (no malloc, no stdio, no threads, no globals),
-# and the README's embedding example, built against llmc_rt.h alone,
+# and the embedding example of docs/runtime-api.md, built against llmc_rt.h alone,
 # generates the same tokens as `llmc run`.
 set -u
 cd "$(dirname "$0")/.."

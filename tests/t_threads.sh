@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Determinism across thread counts (issue 4): for each family's tiny opset-17
+# Determinism across thread counts: for each family's tiny opset-17
 # export, `llmc compile --threads 1, 2, 4` writes byte-identical plans, and
 # `llmc run --threads 1, 2, 4` on a 7-token prompt + 32 greedy steps prints
 # the same ids and writes byte-identical --logits-out files, and so does the

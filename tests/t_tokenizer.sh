@@ -92,7 +92,7 @@ check "inspect shows the tokenizer" sh -c "'$BUILD/llmc' inspect '$plan' | grep 
 prompt_text() {
     local prompt="the hand and the sea" ids generated
     ids=$(echo "$prompt" | "$BUILD/llmc" tokenize "$plan" --add-special) || return 1
-    generated=$("$BUILD/llmc" run "$plan" --prompt-ids "$ids" --max-new 24 --stop 277 | tr ' ' ',') || return 1
+    generated=$("$BUILD/llmc" run "$plan" --prompt-ids "$ids" --max-new 24 --stop '277' | tr ' ' ',') || return 1
     echo "$generated" | node scripts/tokenize_ref.js "$tiny/tokenizer.json" --ids > "$WORK/run.expected" || return 1
     "$BUILD/llmc" run "$plan" --prompt "$prompt" --max-new 24 > "$WORK/run.text" || return 1
     cmp "$WORK/run.text" "$WORK/run.expected"
