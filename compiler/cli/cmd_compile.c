@@ -137,7 +137,7 @@ static int parse_dim(const char *text, llmc_dim_binding *b, char *name_buf, size
 /* Weights per scale when --group-size is not given.  w4a8: 64, 4.5 bits
  * per weight with the fp16 scale and min (llama.cpp Q4_0's size); on the
  * trained model its perplexity is group 32's, and the Qwen2-0.5B-shaped
- * plan prefills and decodes faster (README, "Quantization, packed weights
+ * plan prefills and decodes faster (docs/quantization.md, "Quantization, packed weights
  * and targets").  w8a8 keeps 32: there groups of 64 changed neither. */
 static int64_t default_group(int quant_bits)
 {

@@ -2,8 +2,8 @@
  * on this machine where a quantized Linear should switch from the GEMV work
  * split to the GEMM one (paper 001 §5: the flat shapes of decode and short
  * prompts want tasks that stream weight blocks, longer prompts activations
- * blocked for the cache), and which kernel its GEMM should run (issue 14:
- * the int8 one, or fp32 FMA on dequantized weight panels: which is faster
+ * blocked for the cache), and which kernel its GEMM should run (the
+ * int8 one, or fp32 FMA on dequantized weight panels: which is faster
  * follows from the target's int8 and fp32 peaks), and writes both into the
  * plan's gemm_min_rows and prefill_kernel, in place and atomically.
  *

@@ -268,7 +268,7 @@ static int read_decoder(builder *b, uint32_t n)
             uint32_t start = member(b, d, "start"), stop = member(b, d, "stop");
             if (!json_is_string(b->doc, member(b, d, "content"), " ") || kind_of(b, start) != JSON_NUMBER
                 || b->doc->nodes[start].number != 1 || kind_of(b, stop) != JSON_NUMBER || b->doc->nodes[stop].number != 0)
-                return refuse(b, "decoder Strip", "only Strip(' ', start 1, stop 0) is supported");
+                return refuse(b, "decoder Strip", "only Strip(' ', start=1, stop=0) is supported");
             b->flags |= TOK_F_STRIP_SPACE;
         }
     }
