@@ -11,7 +11,8 @@ Two kinds of use are read:
 It fails on a use that runs from a lower floor to a higher one, on a use
 between two different folders of the same floor (peers stay independent),
 and on a circle between files: files that use each other, directly or
-round a ring (a header counts as part of the .c file of the same name).
+round a ring (an include is a use of the header, a call a use of the file
+that defines the function).
 
 Usage: scripts/check_layers.py [BUILD]   (BUILD: the build folder, default
 build; without its objects only the includes are checked).
@@ -66,15 +67,6 @@ def resolve(including, name, files):
         if cand in files:
             return cand
     return None  # a system or generated header
-
-
-def unit(path):
-    """A header belongs to the .c file of the same name, if there is one."""
-    if path.endswith(".h"):
-        c = path[:-2] + ".c"
-        if os.path.exists(c):
-            return c
-    return path
 
 
 def include_uses(files):
@@ -133,10 +125,9 @@ def wrong_way(uses):
 
 
 def circles(uses):
-    """Strongly connected components of more than one unit (Tarjan)."""
+    """Strongly connected components of more than one file (Tarjan)."""
     graph = {}
-    for src, dst, _ in uses:
-        a, b = unit(src), unit(dst)
+    for a, b, _ in uses:
         if a != b:
             graph.setdefault(a, set()).add(b)
             graph.setdefault(b, set())

@@ -504,3 +504,44 @@ void llmc_graph_drop_const(llmc_graph *g, int value)
     v->is_const = false;
     v->n_sym = 0;
 }
+
+/* rows x cols of a float32 constant of rank 2 with constant dims. */
+static bool float_matrix(const llmc_value *v, int64_t *rows, int64_t *cols)
+{
+    if (!v->is_const || v->dtype != LLMC_DT_FLOAT || v->shape.rank != 2 || !llmc_aff_is_const(v->shape.dims[0]) ||
+        !llmc_aff_is_const(v->shape.dims[1]))
+        return false;
+    *rows = v->shape.dims[0].c;
+    *cols = v->shape.dims[1].c;
+    return true;
+}
+
+llmc_view *llmc_graph_const_view(llmc_graph *g, int v)
+{
+    int64_t rows, cols;
+    if (v < 0 || !float_matrix(&g->values[v], &rows, &cols))
+        return NULL;
+    llmc_const *k = &g->values[v].konst;
+    if (k->view || !k->owned)
+        return llmc_const_share_view(k, rows, cols);
+    if ((uint64_t)rows * (uint64_t)cols * sizeof(float) != k->nbytes)
+        return NULL;
+    llmc_view *leaf = llmc_view_dense(k->data, rows, cols, (void *)k->data, false);
+    if (!leaf)
+        return NULL;
+    k->owned = false;   /* the leaf owns the bytes now; k keeps reading them */
+    k->view = leaf;
+    return llmc_view_ref(leaf);
+}
+
+int llmc_const_read_rows(const llmc_value *v, int64_t r0, int64_t r1, float *out)
+{
+    const llmc_const *k = &v->konst;
+    if (!v->is_const || v->dtype != LLMC_DT_FLOAT)
+        return -1;
+    int64_t cols = k->view ? llmc_view_cols(k->view) : v->shape.rank > 0 ? v->shape.dims[v->shape.rank - 1].c : 1;
+    int64_t rows = cols > 0 ? (int64_t)(k->nbytes / sizeof(float) / (uint64_t)cols) : 0;
+    if (r0 < 0 || r0 > r1 || r1 > rows)
+        return -1;
+    return llmc_const_read(k, sizeof(float) * (uint64_t)(r0 * cols), out, sizeof(float) * (uint64_t)((r1 - r0) * cols));
+}

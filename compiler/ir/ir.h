@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "const_view.h"
+
 #define LLMC_MAX_RANK 8
 /* Shape inference tracks the symbolic contents of int64/int32 tensors up to
  * this many elements (Shape -> Gather -> Concat chains). */
@@ -70,29 +72,6 @@ static inline bool llmc_shape_eq(const llmc_shape *a, const llmc_shape *b)
     return true;
 }
 
-/* A float32 matrix defined lazily by transposing and concatenating other
- * matrices (compiler/const_view.h): how linear fusion and lowering move big
- * weights without copying them. */
-typedef struct llmc_view llmc_view;
-
-/* Constant tensor data.  `data` points either into memory the graph owns
- * (owned=true, freed with the graph) or into a mapping/buffer that outlives
- * the graph (the importer's mmap of external data or the unpacked protobuf).
- * A lazy constant has data == NULL and its bytes in `view` (a float32
- * matrix, row-major); a constant may also hold a view AND data, when the
- * view is a plain matrix over those very bytes.  Read bytes through
- * compiler/const_view.h (llmc_const_bytes, llmc_const_read_rows,
- * llmc_const_hash) unless the constant cannot be lazy (integers). */
-typedef struct {
-    const void *data;
-    uint64_t nbytes;
-    bool owned;
-    bool file_backed;       /* data lies in a read-only file mapping (external
-                             * data): its pages may be dropped after use */
-    llmc_view *view;        /* a reference, released with the constant */
-    bool hashed;            /* `hash` is XXH64 (seed 0) of the bytes: computed */
-    uint64_t hash;          /* once, by llmc_const_hash, for dumps and CSE */
-} llmc_const;
 
 typedef struct {
     char *name;
@@ -218,5 +197,18 @@ int llmc_graph_live_nodes(const llmc_graph *g);
 int llmc_graph_topo_order(const llmc_graph *g, int *order, int *cycle_node);
 /* Number of live consumers of a value (graph outputs count as one each). */
 int llmc_graph_use_count(const llmc_graph *g, int value);
+
+/* ---- lazy constants of the graph (const_view.h has the views) ---- */
+
+/* Value v (a float32 constant of rank 2) as a view, for a pass building a
+ * lazy constant from it: bytes v owns move into the view's leaf, which v
+ * then shares, so dropping v later cannot free bytes the view reads.
+ * A new reference, NULL on OOM or for another kind of value. */
+llmc_view *llmc_graph_const_view(llmc_graph *g, int v);
+
+/* Rows [r0, r1) of value v, a float32 constant seen as a matrix [rows,
+ * cols] with cols its last dim (a lazy one: its view's dims), into out.
+ * 0, or -1 if v is not a float32 constant or the rows are out of range. */
+int llmc_const_read_rows(const llmc_value *v, int64_t r0, int64_t r1, float *out);
 
 #endif
