@@ -46,7 +46,7 @@ THR_OBJ  := $(BUILD)/runtime/platform/threads_pthread.o $(BUILD)/runtime/platfor
 THR_LIB  := $(BUILD)/libllmcrt_threads.a
 # The compiler's folders, one job each (docs/architecture.md): everything but
 # the CLI's two entry points goes into libllmcc.a.
-C_DIRS   := compiler/support compiler/ir compiler/onnx compiler/tokenizer passes codegen \
+C_DIRS   := compiler/support compiler/ir compiler/onnx compiler/tokenizer compiler/passes compiler/codegen \
             compiler/tools compiler/npu compiler/cli
 C_SRC    := $(filter-out compiler/cli/main.c compiler/cli/main_run.c,$(wildcard $(C_DIRS:%=%/*.c)))
 # The AVX2 loops of `llmc bench --roofline` (compiled with -mavx2 -mfma below,
@@ -73,11 +73,11 @@ $(BUILD)/runtime/unicode.o: $(LLMC_RT_GEN_HEADERS)
 
 $(BUILD)/runtime/%.o: runtime/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_RT) -MMD -c $< -o $@
+	$(CC) $(CFLAGS_RT) -MMD -MP -c $< -o $@
 
 $(BUILD)/%.o: %.c | $(GEN_C)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_C) -MMD -c $< -o $@
+	$(CC) $(CFLAGS_C) -MMD -MP -c $< -o $@
 
 $(BUILD)/libllmcrt.a: $(RT_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -139,7 +139,7 @@ $(A64_DIR)/runtime/kernels/arm_neon/q_neon_i8mm.o: A64_ARCH := -march=armv8.2-a+
 
 $(A64_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(A64_CC) $(A64_CFLAGS) $(A64_ARCH) -MMD -c $< -o $@
+	$(A64_CC) $(A64_CFLAGS) $(A64_ARCH) -MMD -MP -c $< -o $@
 
 $(A64_TEST): tests/unit_arm/test_neon_quant.c $(A64_OBJ) tests/unit/tap.h
 	$(A64_CC) $(A64_CFLAGS) -Itests/unit -static -o $@ $< $(A64_OBJ) -lm
@@ -185,7 +185,7 @@ FW_LIBS  := $(FW_CPUS:%=$(BUILD)/firmware/%/libllmcrt.a)
 define FW_CPU_RULES
 $(BUILD)/firmware/$(1)/%.o: %.c $(LLMC_RT_GEN_HEADERS)
 	@mkdir -p $$(dir $$@)
-	$(FW_CC) $(FW_ARCH_$(1)) $(FW_CFLAGS) -MMD -c $$< -o $$@
+	$(FW_CC) $(FW_ARCH_$(1)) $(FW_CFLAGS) -MMD -MP -c $$< -o $$@
 $(BUILD)/firmware/$(1)/libllmcrt.a: $(LLMC_RT_SRC:%.c=$(BUILD)/firmware/$(1)/%.o)
 	rm -f $$@ && $(FW_AR) rcs $$@ $$^
 endef

@@ -29,7 +29,7 @@ FLOORS = [
     ("runtime/platform", 1),
     ("compiler/support", 2),
     ("compiler/ir", 3),
-    ("compiler/onnx", 4), ("compiler/tokenizer", 4), ("passes", 4), ("codegen", 4),
+    ("compiler/onnx", 4), ("compiler/tokenizer", 4), ("compiler/passes", 4), ("compiler/codegen", 4),
     ("compiler/tools", 5), ("compiler/npu", 5),
     ("compiler/cli", 6),
 ]
@@ -40,7 +40,7 @@ ROOM = {"runtime/kernels": "runtime", "runtime/kernels/x86": "runtime",
         "runtime/kernels/arm_neon": "runtime"}
 FLOOR = dict(FLOORS)
 INCLUDE_PATH = [".", "compiler", "runtime", "runtime/platform"]
-SOURCE_ROOTS = ("runtime/", "compiler/", "passes/", "codegen/")
+SOURCE_ROOTS = ("runtime/", "compiler/")
 
 
 def tracked_sources():

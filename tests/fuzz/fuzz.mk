@@ -22,7 +22,7 @@ $(FUZZ_DIR)/obj/onnx.pb-c.o: $(GEN_C)
 
 $(FUZZ_DIR)/obj/%.o: %.c | $(GEN_C)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 
 $(FUZZ_DIR)/obj/runtime/unicode.o: $(LLMC_RT_GEN_HEADERS)
 
