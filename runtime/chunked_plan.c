@@ -170,7 +170,7 @@ static uint32_t find(const uint32_t *list, uint32_t n, uint32_t t)
 }
 
 /* The boundary lists a subgraph must have, computed as codegen does
- * (codegen/subgraphs.c), into list (capacity cap); false when the plan's
+ * (compiler/codegen/subgraphs.c), into list (capacity cap); false when the plan's
  * `given` differs. */
 static bool boundary_matches(const llmc_rt_session *s, const rt_subgraph_desc *d, bool outputs,
                              const fb_reader *r, uint32_t *list, uint32_t cap)

@@ -34,7 +34,7 @@ enum { /* kind bits of CumSum; Trilu's kind is 1 for upper */
 };
 
 /* Writes a weight's segment bytes, in order, into the sink
- * (codegen/segment_writer.h); 0, or -1 when the sink failed. */
+ * (compiler/codegen/segment_writer.h); 0, or -1 when the sink failed. */
 struct cg_tensor;
 struct cg_sink;
 typedef int (*cg_segment_producer)(const struct cg_tensor *t, struct cg_sink *sink);

@@ -5,7 +5,7 @@
  * fusion puts q/k/v (and gate/up) side by side, and lowering transposes
  * every Linear weight from ONNX's [K, N] to the plan's [N, K]; done eagerly
  * each step is another copy of the weights.  Instead each step makes a
- * view, and the plan writer (codegen/segment_writer.h) reads the final
+ * view, and the plan writer (compiler/codegen/segment_writer.h) reads the final
  * matrix a block of rows at a time straight into the file, quantizing or
  * packing it on the way if the tensor says so.
  *

@@ -1,7 +1,7 @@
 /* Evaluating IR: what constant folding and the fusions that compare a
  * subgraph's values (RoPE tables, attention masks) ask of whoever runs
  * graphs.  The passes are handed an evaluator in their context
- * (llmc_pass_ctx.evaluator) instead of calling codegen: codegen/evaluate.h's
+ * (llmc_pass_ctx.evaluator) instead of calling codegen: compiler/codegen/evaluate.h's
  * llmc_runtime_evaluator lowers the graph and runs it on the runtime's own
  * kernels, so op semantics have one source of truth. */
 #ifndef LLMC_EVALUATOR_H

@@ -13,7 +13,7 @@
 
 typedef struct {
     /* runs subgraphs for constant folding and the fusions that compare
-     * values (codegen/evaluate.h's llmc_runtime_evaluator); a pass that
+     * values (compiler/codegen/evaluate.h's llmc_runtime_evaluator); a pass that
      * needs it fails with LLMC_E_INTERNAL when it is NULL */
     const llmc_evaluator *evaluator;
     uint32_t max_context;   /* bound on S + P */

@@ -5,7 +5,7 @@
  * costs file size and nothing in speed; in a w4a8 Qwen2-0.5B plan the
  * float32 table is 545 of 913 MB.  The Gather whose data is a float32
  * constant [V, H] (axis 0) and whose indices are the input_ids graph input
- * (maybe reshaped) gets attributes codegen packs the table by (codegen/lower_layout.c), and
+ * (maybe reshaped) gets attributes codegen packs the table by (compiler/codegen/lower_layout.c), and
  * the runtime's Gather dequantizes the rows it reads:
  *   embed_bits 16   binary16 rows (layout Half)
  *   embed_bits 8    int8 QWeightTiles, a binary16 scale per row and group
@@ -15,7 +15,7 @@
  * head of GPT-2, Qwen2-0.5B, ...), the table takes the Linear's own format
  * instead (embed_tied 1, embed_bits = its quant_bits or 32, embed_group its
  * quant_group), so both pack to the same bytes and share one segment
- * (codegen/weight_sharing.c): the Gather reads rows of the LM head's tiles
+ * (compiler/codegen/weight_sharing.c): the Gather reads rows of the LM head's tiles
  * and --embed-bits does not apply.  Tying is decided by the bytes, never
  * the names: llmc_const_equal on E and a transposed view of W, which
  * compares cached hashes first and then the bytes chunk by chunk (an untied

@@ -1,5 +1,5 @@
 /* Internal: the byte formats of quantized Linear operands.  The compiler
- * (codegen/weight_pack.c) writes weight tiles, the QuantizeRows op writes
+ * (compiler/codegen/weight_pack.c) writes weight tiles, the QuantizeRows op writes
  * activation tiles at run time, and every target's kernels read both.
  *
  * Weights: W [n, k] (one row per output feature), quantized per row and per

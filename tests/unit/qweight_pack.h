@@ -1,5 +1,5 @@
 /* Test helper: a float32 W [n, k] packed into QWeightTiles bytes by the
- * compiler's own packer (codegen/weight_pack.h), row tile by row tile. */
+ * compiler's own packer (compiler/codegen/weight_pack.h), row tile by row tile. */
 #ifndef LLMC_TEST_QWEIGHT_PACK_H
 #define LLMC_TEST_QWEIGHT_PACK_H
 

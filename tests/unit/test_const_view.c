@@ -1,5 +1,5 @@
 /* Lazy constants (compiler/const_view.h) and the streaming segment writer
- * (codegen/segment_writer.h): views read tile by tile against matrices
+ * (compiler/codegen/segment_writer.h): views read tile by tile against matrices
  * built element by element here, on odd shapes and tile boundaries; the
  * sink's bytes, padding and hashes against XXH64 of the expected bytes;
  * plans written lazily byte-identical to plans of the same graph with

@@ -1,4 +1,4 @@
-/* Quantized Linear: the compile-time packers (codegen/weight_pack.c), the
+/* Quantized Linear: the compile-time packers (compiler/codegen/weight_pack.c), the
  * portable kernels and drivers (runtime/kernels/q_*.c) and every SIMD table
  * this CPU runs, against references written here from the formats of
  * runtime/kernels/quant_format.h:
