@@ -42,7 +42,8 @@ $(addprefix $(BUILD)/,$(AVX512_OBJ)): CFLAGS_RT += $(AVX512_VNNI_FLAGS)
 endif
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 # Optional platform files (threads): their own archive, never in libllmcrt.a.
-THR_OBJ  := $(BUILD)/runtime/platform/threads_pthread.o $(BUILD)/runtime/platform/ref_delegate.o
+REF_SRC  := $(addprefix runtime/platform/,ref_delegate.c ref_prepare.c ref_kernels.c)
+THR_OBJ  := $(BUILD)/runtime/platform/threads_pthread.o $(REF_SRC:%.c=$(BUILD)/%.o)
 THR_LIB  := $(BUILD)/libllmcrt_threads.a
 # The compiler's folders, one job each (docs/architecture.md): everything but
 # the CLI's two entry points goes into libllmcc.a.
@@ -85,7 +86,7 @@ $(BUILD)/libllmcrt.a: $(RT_OBJ)
 $(THR_OBJ): CFLAGS_RT := -std=c11 $(WARN) $(OPT) -D_POSIX_C_SOURCE=200809L -Iruntime
 # The reference delegate stands in for an NPU: -O3 lets gcc vectorize its
 # int8 dot products (chunked prefill of the trained model: 287 -> 1,030 tok/s).
-$(BUILD)/runtime/platform/ref_delegate.o: CFLAGS_RT += -O3
+$(REF_SRC:%.c=$(BUILD)/%.o): CFLAGS_RT += -O3
 
 $(THR_LIB): $(THR_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -152,7 +153,7 @@ A64_RUN     := $(A64_DIR)/llmc-run
 A64_CLI_SRC := compiler/cli/main_run.c compiler/cli/cmd_run.c compiler/cli/cli.c compiler/cli/npu_options.c \
                compiler/support/file_map.c compiler/support/diag.c compiler/support/out_file.c \
                compiler/npu/npu_prefill.c
-A64_PLATFORM_SRC := runtime/platform/threads_pthread.c runtime/platform/ref_delegate.c
+A64_PLATFORM_SRC := runtime/platform/threads_pthread.c $(REF_SRC)
 A64_RUN_OBJ := $(patsubst %.c,$(A64_DIR)/%.o,$(LLMC_RT_SRC) $(A64_CLI_SRC) \
                $(A64_PLATFORM_SRC)) $(A64_OBJ)
 $(patsubst %.c,$(A64_DIR)/%.o,$(LLMC_RT_SRC)): A64_CFLAGS += -I$(BUILD)/gen

@@ -109,11 +109,13 @@ llmc_rt_status rt_chunk_measure(const llmc_rt_plan *p, uint32_t context, rt_chun
 
 /* ---- proving a subgraph ------------------------------------------------- */
 
-/* The op codes a subgraph may hold (plan.fbs Subgraph). */
-static bool subgraph_code(int code)
+/* The op codes a subgraph may hold (llmc_rt.h), from the npu column. */
+int llmc_rt_op_npu(int code)
 {
-    return code == OP_RMSNORM || code == OP_LAYERNORM || code == OP_QUANTIZE_ROWS ||
-           code == OP_LINEAR || code == OP_BINARY || code == OP_UNARY || code == OP_RESHAPE;
+#define NPU_COLUMN_(s, Name, v, in_min, in_max, out_min, out_max, npu) npu,
+    static const unsigned char npu_ok[OP_COUNT] = {LLMC_PLAN_OPS(NPU_COLUMN_)};
+#undef NPU_COLUMN_
+    return code >= 0 && code < OP_COUNT && npu_ok[code];
 }
 
 static bool writes(const rt_prepared *pr, const rt_prep_op *op, uint32_t t)
@@ -273,7 +275,7 @@ static llmc_rt_status describe_op(const llmc_rt_chunked *c, llmc_rt_subgraph *sg
 {
     const rt_prepared *pr = c->s->prepared;
     const rt_prep_op *op = &pr->ops[i];
-    if (!subgraph_code(op->code))
+    if (!llmc_rt_op_npu(op->code))
         return refuse(sg, "a subgraph cannot hold the op code of op", i, err);
     if (op->inputs.len > LLMC_RT_SG_OP_IO || op->outputs.len > LLMC_RT_SG_OP_IO)
         return refuse(sg, "too many operands for a subgraph op: op", i, err);

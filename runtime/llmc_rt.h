@@ -169,6 +169,9 @@ typedef struct {
 llmc_rt_status llmc_rt_plan_op(const llmc_rt_plan *plan, uint32_t index, llmc_rt_op_info *op);
 /* The name of op code `code` ("RMSNorm"; "?" for none), for messages. */
 const char *llmc_rt_op_name(int code);
+/* 1 when an NPU chunk subgraph may hold ops of code `code` (plan_enums.h's
+ * npu column: the one list of that set), else 0. */
+int llmc_rt_op_npu(int code);
 
 /* What the session's runs moved.  Bytes moved = bytes written into the
  * arena by placing inputs, by every op's outputs (a Copy op: its regions),
@@ -482,8 +485,7 @@ typedef struct {
 } llmc_rt_sg_tensor;
 
 typedef struct {
-    int code;                         /* LLMC_RT_OP_*: RMSNorm, LayerNorm, QuantizeRows,
-                                         Linear, Binary, Unary, Reshape */
+    int code;                         /* LLMC_RT_OP_*, one llmc_rt_op_npu accepts */
     int kind;                         /* Unary / Binary kind; Linear: 1 bias, 2 residual */
     float epsilon;                    /* RMSNorm, LayerNorm */
     float scale;                      /* QuantizeRows: the static per-tensor scale */

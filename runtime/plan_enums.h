@@ -11,31 +11,34 @@
 
 #define LLMC_ANY_COUNT 0xffffffffu /* an arity without an upper bound */
 
-/* OpCode: X(SUFFIX, Name, value, min inputs, max inputs, min outputs, max outputs) */
-#define LLMC_PLAN_OPS(X)                                                 \
-    X(COPY, Copy, 0, 0, LLMC_ANY_COUNT, 1, LLMC_ANY_COUNT)              \
-    X(RESHAPE, Reshape, 1, 1, 1, 1, 1)                                   \
-    X(UNARY, Unary, 2, 1, 1, 1, 1)                                       \
-    X(BINARY, Binary, 3, 2, 2, 1, 1)                                     \
-    X(WHERE, Where, 4, 3, 3, 1, 1)                                       \
-    X(CAST, Cast, 5, 1, 1, 1, 1)                                         \
-    X(MATMUL, MatMul, 6, 2, 2, 1, 1)                                     \
-    X(REDUCE, Reduce, 7, 1, 1, 1, 1)                                     \
-    X(SOFTMAX, Softmax, 8, 1, 1, 1, 1)                                   \
-    X(LAYERNORM, LayerNorm, 9, 2, 3, 1, 3)                               \
-    X(GATHER, Gather, 10, 2, 2, 1, 1)                                    \
-    X(FILL, Fill, 11, 0, 0, 1, 1)                                        \
-    X(RANGE, Range, 12, 3, 3, 1, 1)                                      \
-    X(SYMBOLS, Symbols, 13, 0, 0, 1, 1)                                  \
-    X(LINEAR, Linear, 14, 2, 4, 1, LLMC_ANY_COUNT)                       \
-    X(RMSNORM, RMSNorm, 15, 2, 2, 1, 1)                                  \
-    X(ROPE, Rope, 16, 3, 3, 1, 1)                                        \
-    X(ATTENTION, Attention, 17, 3, 5, 1, 1)                              \
-    X(TRILU, Trilu, 18, 1, 2, 1, 1)                                      \
-    X(SCATTER_ND, ScatterND, 19, 3, 3, 1, 1)                             \
-    X(CUMSUM, CumSum, 20, 1, 1, 1, 1)                                    \
-    X(QUANTIZE_ROWS, QuantizeRows, 21, 1, 1, 1, 1)                      \
-    X(SHADOW_LINEAR, ShadowLinear, 22, 3, 6, 1, 3)
+/* OpCode: X(SUFFIX, Name, value, min inputs, max inputs, min outputs, max outputs,
+ * npu).  npu: 1 when an NPU chunk subgraph (plan.fbs Subgraph) may hold the
+ * op, the one list of that set (llmc_rt_op_npu; the conditions that are not
+ * per op stay with each check). */
+#define LLMC_PLAN_OPS(X)                                                \
+    X(COPY, Copy, 0, 0, LLMC_ANY_COUNT, 1, LLMC_ANY_COUNT, 0)           \
+    X(RESHAPE, Reshape, 1, 1, 1, 1, 1, 1)                               \
+    X(UNARY, Unary, 2, 1, 1, 1, 1, 1)                                   \
+    X(BINARY, Binary, 3, 2, 2, 1, 1, 1)                                 \
+    X(WHERE, Where, 4, 3, 3, 1, 1, 0)                                   \
+    X(CAST, Cast, 5, 1, 1, 1, 1, 0)                                     \
+    X(MATMUL, MatMul, 6, 2, 2, 1, 1, 0)                                 \
+    X(REDUCE, Reduce, 7, 1, 1, 1, 1, 0)                                 \
+    X(SOFTMAX, Softmax, 8, 1, 1, 1, 1, 0)                               \
+    X(LAYERNORM, LayerNorm, 9, 2, 3, 1, 3, 1)                           \
+    X(GATHER, Gather, 10, 2, 2, 1, 1, 0)                                \
+    X(FILL, Fill, 11, 0, 0, 1, 1, 0)                                    \
+    X(RANGE, Range, 12, 3, 3, 1, 1, 0)                                  \
+    X(SYMBOLS, Symbols, 13, 0, 0, 1, 1, 0)                              \
+    X(LINEAR, Linear, 14, 2, 4, 1, LLMC_ANY_COUNT, 1)                   \
+    X(RMSNORM, RMSNorm, 15, 2, 2, 1, 1, 1)                              \
+    X(ROPE, Rope, 16, 3, 3, 1, 1, 0)                                    \
+    X(ATTENTION, Attention, 17, 3, 5, 1, 1, 0)                          \
+    X(TRILU, Trilu, 18, 1, 2, 1, 1, 0)                                  \
+    X(SCATTER_ND, ScatterND, 19, 3, 3, 1, 1, 0)                         \
+    X(CUMSUM, CumSum, 20, 1, 1, 1, 1, 0)                                \
+    X(QUANTIZE_ROWS, QuantizeRows, 21, 1, 1, 1, 1, 1)                   \
+    X(SHADOW_LINEAR, ShadowLinear, 22, 3, 6, 1, 3, 0)
 
 /* UnaryKind: X(SUFFIX, Name, value) */
 #define LLMC_PLAN_UNARY_KINDS(X)                                                        \

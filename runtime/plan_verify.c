@@ -15,7 +15,8 @@
 #define ANY LLMC_ANY_COUNT
 
 /* Inputs and outputs each op takes: min, max (plan_enums.h). */
-#define ARITY_(s, name, v, in_min, in_max, out_min, out_max) {in_min, in_max, out_min, out_max},
+#define ARITY_(s, name, v, in_min, in_max, out_min, out_max, npu) \
+    {in_min, in_max, out_min, out_max},
 static const uint32_t op_arity[OP_COUNT][4] = {LLMC_PLAN_OPS(ARITY_)};
 
 static uint64_t align64(uint64_t v)

@@ -8,7 +8,8 @@
  * ops into Plan.subgraphs.  The rest (embedding, Attention, which depends
  * on the chunk's position, ShadowLinear, layout copies) runs on the CPU.
  *
- * A node is marked when
+ * A node is marked when it lowers to a plan op an NPU subgraph may hold
+ * (llmc_rt_op_npu: plan_enums.h's npu column) and
  *   - it is RMSNorm, LayerNormalization (one output), SwiGLU, Silu, Gelu,
  *     or a float Add / Sub / Mul / Div whose operands have equal shapes or
  *     whose second is a constant over the trailing dims; or
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 
 #include "ir/llmc_ops.h"
+#include "llmc_rt.h"
 #include "pass.h"
 #include "pass_list.h"
 
@@ -122,31 +124,69 @@ static const char *linear_refusal(const llmc_graph *g, int node)
     return NULL;
 }
 
-static bool is_float_op(const llmc_node *n)
-{
-    return llmc_is_op(n, "RMSNorm") || llmc_is_op(n, "SwiGLU") || llmc_is_op(n, "Silu") ||
-           llmc_is_op(n, "Gelu") || (llmc_is_onnx_op(n, "LayerNormalization") && n->n_outputs == 1);
-}
+/* What a node of each op the pass considers needs besides operands_ok. */
+typedef enum {
+    ROWS,        /* nothing (LayerNormalization: one output, no Mean and InvStdDev) */
+    ELEMENTWISE, /* elementwise_ok */
+    LINEAR,      /* linear_refusal: none */
+    QUANTIZER    /* quantizer_ok, once the Linears are marked */
+} npu_rule;
 
-static bool is_arith_op(const llmc_node *n)
+/* The ops the pass considers, with the plan op codegen lowers each to
+ * (ir/llmc_ops.h, codegen/lower.c). */
+typedef struct {
+    bool onnx; /* the ONNX domain, else llmc's */
+    const char *op_type;
+    int plan_op;
+    npu_rule rule;
+} npu_candidate;
+
+static const npu_candidate candidates[] = {
+    {false, "RMSNorm", LLMC_RT_OP_RMSNorm, ROWS},
+    {true, "LayerNormalization", LLMC_RT_OP_LayerNorm, ROWS},
+    {false, "SwiGLU", LLMC_RT_OP_Binary, ROWS},
+    {false, "Silu", LLMC_RT_OP_Unary, ROWS},
+    {false, "Gelu", LLMC_RT_OP_Unary, ROWS},
+    {true, "Add", LLMC_RT_OP_Binary, ELEMENTWISE},
+    {true, "Sub", LLMC_RT_OP_Binary, ELEMENTWISE},
+    {true, "Mul", LLMC_RT_OP_Binary, ELEMENTWISE},
+    {true, "Div", LLMC_RT_OP_Binary, ELEMENTWISE},
+    {false, "Linear", LLMC_RT_OP_Linear, LINEAR},
+    {false, "QuantizeRows", LLMC_RT_OP_QuantizeRows, QUANTIZER},
+};
+
+/* Node n's entry when it is a live op of the list whose plan op a subgraph
+ * may hold, else NULL. */
+static const npu_candidate *candidate_of(const llmc_node *n)
 {
-    return llmc_is_onnx_op(n, "Add") || llmc_is_onnx_op(n, "Sub") || llmc_is_onnx_op(n, "Mul") ||
-           llmc_is_onnx_op(n, "Div");
+    for (size_t i = 0; !n->dead && i < sizeof candidates / sizeof candidates[0]; i++) {
+        const npu_candidate *c = &candidates[i];
+        if ((c->onnx ? llmc_is_onnx_op(n, c->op_type) : llmc_is_op(n, c->op_type)) &&
+            llmc_rt_op_npu(c->plan_op))
+            return c;
+    }
+    return NULL;
 }
 
 /* Marks float ops and Linears; QuantizeRows next, from their readers. */
 static bool candidate(const llmc_graph *g, const llmc_pass_ctx *ctx, int node)
 {
     const llmc_node *n = &g->nodes[node];
-    if (n->dead)
+    const npu_candidate *c = candidate_of(n);
+    if (!c)
         return false;
-    if (is_float_op(n) || (is_arith_op(n) && elementwise_ok(g, n)))
-        return operands_ok(g, n, false, false);
-    if (llmc_is_op(n, "Linear")) {
+    switch (c->rule) {
+    case ROWS:
+        return (c->plan_op != LLMC_RT_OP_LayerNorm || n->n_outputs == 1) &&
+               operands_ok(g, n, false, false);
+    case ELEMENTWISE: return elementwise_ok(g, n) && operands_ok(g, n, false, false);
+    case LINEAR: {
         const char *why = linear_refusal(g, node);
         if (why)
             llmc_pass_explain(ctx, PASS, g, node, "stays on the CPU: %s", why);
         return !why;
+    }
+    case QUANTIZER: return false;
     }
     return false;
 }
@@ -155,7 +195,8 @@ static bool candidate(const llmc_graph *g, const llmc_pass_ctx *ctx, int node)
 static bool quantizer_ok(const llmc_graph *g, const bool *marked, int node)
 {
     const llmc_node *n = &g->nodes[node];
-    if (n->dead || !llmc_is_op(n, "QuantizeRows") || !(llmc_node_attr_float(g, node, "scale", 0.0f) > 0.0f) ||
+    const npu_candidate *c = candidate_of(n);
+    if (!c || c->rule != QUANTIZER || !(llmc_node_attr_float(g, node, "scale", 0.0f) > 0.0f) ||
         n->n_outputs != 1 || !operands_ok(g, n, false, true))
         return false;
     int xq = n->outputs[0], readers = 0;

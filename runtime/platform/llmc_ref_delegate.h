@@ -50,8 +50,9 @@ llmc_ref_delegate *llmc_ref_delegate_create(void);
 void llmc_ref_delegate_destroy(llmc_ref_delegate *d);
 /* Fills the function table (ctx = d). */
 void llmc_ref_delegate_table(llmc_ref_delegate *d, llmc_rt_delegate *out);
-/* CLOCK_MONOTONIC nanoseconds at which the last finished execution started
- * and ended on the delegate's thread (for traces); 0, 0 before any. */
+/* CLOCK_MONOTONIC nanoseconds at which the last execution wait reported
+ * finished started and ended on the delegate's thread (for traces); 0, 0
+ * before any.  From the thread that calls the table's functions. */
 void llmc_ref_delegate_last_run(const llmc_ref_delegate *d, uint64_t *start_ns,
                                 uint64_t *end_ns);
 

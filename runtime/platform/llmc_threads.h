@@ -35,4 +35,13 @@ uint32_t llmc_threads_count(const llmc_threads *pool);
  * them in order on the caller). */
 void llmc_threads_parallel(void *pool, uint32_t n_tasks, llmc_rt_task_fn task, void *ctx);
 
+/* The same tasks in the background: llmc_threads_start hands them to the
+ * workers and returns at once, the caller running none (a pool without
+ * workers runs them all before it returns).  llmc_threads_finished reports
+ * whether they all have returned (block: once they have; 1 when none was
+ * started).  Until it reports 1 the pool takes no other call; destroy
+ * first waits for them with block = 1 (it may drop tasks not yet begun). */
+void llmc_threads_start(llmc_threads *pool, uint32_t n_tasks, llmc_rt_task_fn task, void *ctx);
+int llmc_threads_finished(llmc_threads *pool, int block);
+
 #endif

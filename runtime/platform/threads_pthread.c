@@ -19,7 +19,12 @@
  * last check of the other side's word: sequentially consistent, so one of
  * the two always sees the other).  A worker that found the mutex held by a
  * caller publishing a job would otherwise sleep in the kernel for tens of
- * microseconds per job. */
+ * microseconds per job.
+ *
+ * A job started by llmc_threads_start runs on the workers alone while the
+ * caller goes on; such a job is long (a whole NPU subgraph), so neither
+ * side polls for its end or for the next job: they block at once, as the
+ * job's `spin` says. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -60,8 +65,11 @@ struct llmc_threads {
     _Atomic(llmc_rt_task_fn) task;            /* the current job (seqlock fields) */
     _Atomic(void *) ctx;
     atomic_uint_fast32_t n_tasks;
+    atomic_uint_fast32_t spin;                /* polls before blocking, after this job */
     atomic_uint_fast32_t caller_waiting;      /* blocked on done */
     atomic_uint_fast32_t sleepers;            /* workers blocked on wake */
+    uint32_t started_tasks;                   /* n_tasks of a llmc_threads_start job not yet
+                                                 reported finished, else 0 */
     _Alignas(LINE) atomic_uint_fast64_t next; /* job id << 32 | next index to claim */
     _Alignas(LINE) atomic_uint_fast32_t finished; /* tasks of the current job that returned */
 };
@@ -70,6 +78,7 @@ typedef struct {
     llmc_rt_task_fn task;
     void *ctx;
     uint32_t n_tasks, id;
+    uint32_t spin; /* SPIN, or 0 for a job of llmc_threads_start */
 } job;
 
 /* The claim word's job id: the low 32 bits of the job's number. */
@@ -100,10 +109,11 @@ static void run_tasks(llmc_threads *t, const job *j)
     }
 }
 
-/* Polls, then sleeps, until seq moves past `seen` (true) or quit (false). */
-static bool wait_for_job(llmc_threads *t, uint_fast64_t seen)
+/* Polls `spin` times, then sleeps, until seq moves past `seen` (true) or
+ * quit (false). */
+static bool wait_for_job(llmc_threads *t, uint_fast64_t seen, uint32_t spin)
 {
-    for (uint32_t k = 0; k < SPIN; k++) {
+    for (uint32_t k = 0; k < spin; k++) {
         if (atomic_load_explicit(&t->seq, memory_order_relaxed) != seen)
             return true;
         cpu_relax();
@@ -126,7 +136,8 @@ static job read_job(llmc_threads *t, uint_fast64_t *seq)
         uint_fast64_t s = atomic_load_explicit(&t->seq, memory_order_acquire);
         job j = {atomic_load_explicit(&t->task, memory_order_relaxed),
                  atomic_load_explicit(&t->ctx, memory_order_relaxed),
-                 (uint32_t)atomic_load_explicit(&t->n_tasks, memory_order_relaxed), job_id(s)};
+                 (uint32_t)atomic_load_explicit(&t->n_tasks, memory_order_relaxed), job_id(s),
+                 (uint32_t)atomic_load_explicit(&t->spin, memory_order_relaxed)};
         atomic_thread_fence(memory_order_acquire);
         if (!(s & 1) && atomic_load_explicit(&t->seq, memory_order_relaxed) == s) {
             *seq = s;
@@ -140,9 +151,11 @@ static void *worker_main(void *arg)
 {
     llmc_threads *t = arg;
     uint_fast64_t seen = 0;
-    while (wait_for_job(t, seen)) {
+    uint32_t spin = SPIN;
+    while (wait_for_job(t, seen, spin)) {
         job j = read_job(t, &seen);
         run_tasks(t, &j);
+        spin = j.spin;
     }
     return NULL;
 }
@@ -162,6 +175,7 @@ llmc_threads *llmc_threads_create(uint32_t n_threads)
     atomic_init(&t->task, NULL);
     atomic_init(&t->ctx, NULL);
     atomic_init(&t->n_tasks, 0);
+    atomic_init(&t->spin, SPIN);
     atomic_init(&t->caller_waiting, 0);
     atomic_init(&t->sleepers, 0);
     atomic_init(&t->next, 0);
@@ -213,6 +227,7 @@ static void publish(llmc_threads *t, const job *j, uint_fast64_t seq)
     atomic_store_explicit(&t->task, j->task, memory_order_relaxed);
     atomic_store_explicit(&t->ctx, j->ctx, memory_order_relaxed);
     atomic_store_explicit(&t->n_tasks, j->n_tasks, memory_order_relaxed);
+    atomic_store_explicit(&t->spin, j->spin, memory_order_relaxed);
     atomic_store_explicit(&t->finished, 0, memory_order_relaxed);
     atomic_store_explicit(&t->next, (uint_fast64_t)j->id << 32, memory_order_relaxed);
     /* seq_cst: ordered before the read of sleepers (see the header) */
@@ -224,10 +239,11 @@ static void publish(llmc_threads *t, const job *j, uint_fast64_t seq)
     }
 }
 
-/* Polls, then sleeps, until all n_tasks of the current job have finished. */
-static void wait_for_tasks(llmc_threads *t, uint32_t n_tasks)
+/* Polls `spin` times, then sleeps, until all n_tasks of the current job
+ * have finished. */
+static void wait_for_tasks(llmc_threads *t, uint32_t n_tasks, uint32_t spin)
 {
-    for (uint32_t k = 0; k < SPIN; k++) {
+    for (uint32_t k = 0; k < spin; k++) {
         if (atomic_load_explicit(&t->finished, memory_order_acquire) == n_tasks)
             return;
         cpu_relax();
@@ -250,8 +266,32 @@ void llmc_threads_parallel(void *pool, uint32_t n_tasks, llmc_rt_task_fn task, v
     }
     /* only this thread writes seq */
     uint_fast64_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
-    job j = {task, ctx, n_tasks, job_id(seq + 2)};
+    job j = {task, ctx, n_tasks, job_id(seq + 2), SPIN};
     publish(t, &j, seq);
     run_tasks(t, &j);
-    wait_for_tasks(t, n_tasks);
+    wait_for_tasks(t, n_tasks, SPIN);
+}
+
+void llmc_threads_start(llmc_threads *t, uint32_t n_tasks, llmc_rt_task_fn task, void *ctx)
+{
+    if (t->n_workers == 0 || n_tasks == 0) {
+        for (uint32_t i = 0; i < n_tasks; i++)
+            task(ctx, i);
+        return;
+    }
+    uint_fast64_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
+    job j = {task, ctx, n_tasks, job_id(seq + 2), 0};
+    publish(t, &j, seq);
+    t->started_tasks = n_tasks;
+}
+
+int llmc_threads_finished(llmc_threads *t, int block)
+{
+    uint32_t n = t->started_tasks;
+    if (n && block)
+        wait_for_tasks(t, n, 0);
+    if (n && atomic_load_explicit(&t->finished, memory_order_acquire) != n)
+        return 0;
+    t->started_tasks = 0;
+    return 1;
 }
