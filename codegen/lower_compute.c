@@ -8,8 +8,6 @@
 #include "lower_ctx.h"
 #include "lower_layout.h"
 
-/* ---- elementwise and compute ops ---- */
-
 int lower_unary(lower_ctx *L, int kind) { return lower_emit_simple(L, CG_OP_UNARY, kind, 1); }
 int lower_cast(lower_ctx *L, int kind) { return lower_emit_simple(L, CG_OP_CAST, kind, 1); }
 int lower_where(lower_ctx *L, int kind) { return lower_emit_simple(L, CG_OP_WHERE, kind, 3); }

@@ -8,8 +8,6 @@
 
 #include "lower_ctx.h"
 
-/* ---- shapes and constants ---- */
-
 static int emit_symbols(lower_ctx *L, const llmc_affine *values, int n)
 {
     uint32_t out;

@@ -3,14 +3,10 @@
 #include "lower_ops.h"
 
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "ir/llmc_ops.h"
 #include "lower_ctx.h"
 #include "lower_linear_weights.h"
-
-/* ---- llmc-domain fused ops (compiler/llmc_ops.h) ---- */
 
 /* Gelu: INT tanh selects the tanh approximation. */
 int lower_gelu(lower_ctx *L, int kind)
@@ -107,8 +103,6 @@ int lower_linear(lower_ctx *L, int kind)
     }
     return rc;
 }
-
-/* ---- fused ops (compiler/llmc_ops.h) ---- */
 
 static int live_llmc_ops(const llmc_graph *g, const char *op_type)
 {
