@@ -2,10 +2,13 @@
  * paper 002 §5.4): each region is an affine map from destination indices
  * to source indices, so Transpose, Slice, Concat, Split, Expand and Gather
  * with constant indices all run on the one strided-copy kernel. */
-#include "lower_internal.h"
+#include "lower_layout.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "lower_linear_weights.h"
+#include "lower_ops.h"
 
 /* Gather with more constant indices than this becomes a Gather op: one
  * region per index stops paying off. */

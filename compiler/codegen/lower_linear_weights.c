@@ -13,10 +13,12 @@
  * with a segment producer that the plan writer calls as it writes
  * (segment_writer.h), which reads hp rows at a time, packs them and appends
  * the tile, so no whole-matrix copy of W is ever made. */
+#include "lower_linear_weights.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower_internal.h"
+#include "lower_ops.h"
 #include "segment_writer.h"
 #include "weight_pack.h"
 #include "llmc_rt.h"

@@ -81,6 +81,22 @@
 
 #define LLMC_DOMAIN "llmc"
 
+/* X(op, lowerer, kind, shape handler): the columns of LLMC_ONNX_OP_LIST
+ * (op_list.h).  A fused op keeps the shapes of the subgraph it replaces,
+ * so only Symbols has a shape handler; `llmc ops` lists them in this
+ * order. */
+#define LLMC_FUSED_OP_LIST(X)                                   \
+    X(Symbols, lower_symbols, 0, infer_symbols)                 \
+    X(RMSNorm, lower_rmsnorm, 0, NULL)                          \
+    X(Gelu, lower_gelu, 0, NULL)                                \
+    X(Silu, lower_unary, CG_UN_SILU, NULL)                      \
+    X(SwiGLU, lower_binary, CG_BIN_SWIGLU, NULL)                \
+    X(Linear, lower_linear, 0, NULL)                            \
+    X(QuantizeRows, lower_quantize_rows, 0, NULL)               \
+    X(ShadowLinear, lower_shadow_linear, 0, NULL)               \
+    X(Rope, lower_rope, 0, NULL)                                \
+    X(Attention, lower_attention, 0, NULL)
+
 /* Is node `n` a live default-domain (ONNX) op `op_type`? */
 static inline bool llmc_is_onnx_op(const llmc_node *n, const char *op_type)
 {

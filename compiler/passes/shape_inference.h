@@ -10,10 +10,21 @@
 #include "support/diag.h"
 #include "ir/ir.h"
 
+/* The integer dtypes whose small tensors carry their contents (int64,
+ * int32, bool). */
+static inline bool llmc_is_int_dtype(int dtype)
+{
+    return dtype == LLMC_DT_INT64 || dtype == LLMC_DT_INT32 || dtype == LLMC_DT_BOOL;
+}
+
 /* Known contents of an integer value: its constant data (int64, int32 or
  * bool, at most `max` elements), its symbolic contents, or nothing when it
  * has no elements.  Returns the element count, or -1 when unknown. */
 int llmc_value_ints(const llmc_graph *g, int value, llmc_affine *vals, int max);
+
+/* Sets v's contents (sym, n_sym) from its constant data when v is a
+ * small integer constant; else n_sym = 0. */
+void llmc_value_fill_const_sym(llmc_value *v);
 
 /* ONNX Reshape: output shape of `in` reshaped to `target` (0 copies the
  * input dim unless allowzero, one -1 is solved from the element count).

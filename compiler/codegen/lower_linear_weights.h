@@ -1,0 +1,15 @@
+/* Weights in the packed layouts the target runs (lower_linear_weights.c). */
+#ifndef LLMC_LOWER_LINEAR_WEIGHTS_H
+#define LLMC_LOWER_LINEAR_WEIGHTS_H
+
+#include "lower_ctx.h"
+
+/* W [K, N] of a Linear as the Weight the target runs: quantized tiles (the
+ * node's quant_bits), fp32 tiles (targets with f_hp), else dense [N, K]. */
+int lower_linear_weight(lower_ctx *L, int wv, uint32_t *t);
+/* The table E [V, H] of an embedding Gather as a packed Weight [V, H]:
+ * bits 16 Half, 8 or 4 QWeightTiles in groups of `group`, 32 FWeightTiles
+ * (the target's fp32 tiles: a tied LM head's format). */
+int lower_embedding_table(lower_ctx *L, int ev, int bits, int64_t group, uint32_t *t);
+
+#endif

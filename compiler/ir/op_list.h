@@ -1,0 +1,118 @@
+/* The ops llmc compiles, one row each: the ONNX operators of the default
+ * domain (opsets 13..17) and the llmc-domain fused ops (llmc_ops.h).
+ *
+ * Each row carries every per-op fact the compiler needs, so adding an op
+ * is one row: the importer's arity check reads the counts, codegen/lower.c
+ * builds its dispatch from the lowering columns and passes/ builds the
+ * shape-inference dispatch from the last column.  A node's op is resolved
+ * once by name (llmc_node_op) and dispatched by its llmc_op id.
+ *
+ * LLMC_ONNX_OP_LIST: X(op, min inputs, max inputs, min outputs, max outputs,
+ *                      lowerer, kind, shape handler)
+ *   counts    as the ONNX operator schemas of opsets 13..17 state them
+ *             (LLMC_ONNX_N: variadic); inputs count empty names (an omitted
+ *             optional input before a present one);
+ *   lowerer   the codegen function that turns the node into plan ops, and
+ *   kind      its argument (a codegen/plan_model.h op kind, or 0);
+ *   shape     the shape-inference function (passes/shape_ops.h).
+ * `llmc ops` prints the op names in this order. */
+#ifndef LLMC_OP_LIST_H
+#define LLMC_OP_LIST_H
+
+#include "llmc_ops.h"
+
+#define LLMC_ONNX_N 0x7fffffff
+#define LLMC_ONNX_OP_LIST(X)                                                                   \
+    /* elementwise */                                                                          \
+    X(Add, 2, 2, 1, 1, lower_binary, CG_BIN_ADD, infer_binary)                                 \
+    X(Sub, 2, 2, 1, 1, lower_binary, CG_BIN_SUB, infer_binary)                                 \
+    X(Mul, 2, 2, 1, 1, lower_binary, CG_BIN_MUL, infer_binary)                                 \
+    X(Div, 2, 2, 1, 1, lower_binary, CG_BIN_DIV, infer_binary)                                 \
+    X(Pow, 2, 2, 1, 1, lower_binary, CG_BIN_POW, infer_binary)                                 \
+    X(Max, 1, LLMC_ONNX_N, 1, 1, lower_binary, CG_BIN_MAX, infer_binary)                       \
+    X(Min, 1, LLMC_ONNX_N, 1, 1, lower_binary, CG_BIN_MIN, infer_binary)                       \
+    X(Equal, 2, 2, 1, 1, lower_binary, CG_BIN_EQUAL, infer_binary)                             \
+    X(Less, 2, 2, 1, 1, lower_binary, CG_BIN_LESS, infer_binary)                               \
+    X(Greater, 2, 2, 1, 1, lower_binary, CG_BIN_GREATER, infer_binary)                         \
+    X(LessOrEqual, 2, 2, 1, 1, lower_binary, CG_BIN_LESS_OR_EQUAL, infer_binary)               \
+    X(GreaterOrEqual, 2, 2, 1, 1, lower_binary, CG_BIN_GREATER_OR_EQUAL, infer_binary)         \
+    X(And, 2, 2, 1, 1, lower_binary, CG_BIN_AND, infer_binary)                                 \
+    X(Or, 2, 2, 1, 1, lower_binary, CG_BIN_OR, infer_binary)                                   \
+    X(Xor, 2, 2, 1, 1, lower_binary, CG_BIN_XOR, infer_binary)                                 \
+    X(Neg, 1, 1, 1, 1, lower_unary, CG_UN_NEG, infer_unary)                                    \
+    X(Abs, 1, 1, 1, 1, lower_unary, CG_UN_ABS, infer_unary)                                    \
+    X(Sqrt, 1, 1, 1, 1, lower_unary, CG_UN_SQRT, infer_unary)                                  \
+    X(Exp, 1, 1, 1, 1, lower_unary, CG_UN_EXP, infer_unary)                                    \
+    X(Log, 1, 1, 1, 1, lower_unary, CG_UN_LOG, infer_unary)                                    \
+    X(Erf, 1, 1, 1, 1, lower_unary, CG_UN_ERF, infer_unary)                                    \
+    X(Tanh, 1, 1, 1, 1, lower_unary, CG_UN_TANH, infer_unary)                                  \
+    X(Sigmoid, 1, 1, 1, 1, lower_unary, CG_UN_SIGMOID, infer_unary)                            \
+    X(Reciprocal, 1, 1, 1, 1, lower_unary, CG_UN_RECIPROCAL, infer_unary)                      \
+    X(Relu, 1, 1, 1, 1, lower_unary, CG_UN_RELU, infer_unary)                                  \
+    X(Sin, 1, 1, 1, 1, lower_unary, CG_UN_SIN, infer_unary)                                    \
+    X(Cos, 1, 1, 1, 1, lower_unary, CG_UN_COS, infer_unary)                                    \
+    X(Not, 1, 1, 1, 1, lower_unary, CG_UN_NOT, infer_unary)                                    \
+    X(Floor, 1, 1, 1, 1, lower_unary, CG_UN_FLOOR, infer_unary)                                \
+    X(Ceil, 1, 1, 1, 1, lower_unary, CG_UN_CEIL, infer_unary)                                  \
+    X(Where, 3, 3, 1, 1, lower_where, 0, infer_where)                                           \
+    X(Cast, 1, 1, 1, 1, lower_cast, 0, infer_cast)                                              \
+    /* compute */                                                                              \
+    X(MatMul, 2, 2, 1, 1, lower_matmul, 0, infer_matmul)                                        \
+    X(Gemm, 2, 3, 1, 1, lower_gemm, 0, infer_gemm)                                              \
+    X(ReduceMean, 1, 1, 1, 1, lower_reduce, CG_RED_MEAN, infer_reduce)                         \
+    X(ReduceSum, 1, 2, 1, 1, lower_reduce, CG_RED_SUM, infer_reduce)                           \
+    X(ReduceMax, 1, 1, 1, 1, lower_reduce, CG_RED_MAX, infer_reduce)                           \
+    X(ReduceMin, 1, 1, 1, 1, lower_reduce, CG_RED_MIN, infer_reduce)                           \
+    X(ReduceProd, 1, 1, 1, 1, lower_reduce, CG_RED_PROD, infer_reduce)                         \
+    X(Softmax, 1, 1, 1, 1, lower_softmax, 0, infer_softmax)                                     \
+    X(LayerNormalization, 2, 3, 1, 3, lower_layernorm, 0, infer_layer_norm)                     \
+    X(Gather, 2, 2, 1, 1, lower_gather, 0, infer_gather)                                        \
+    /* layout: lowered to strided copies */                                                    \
+    X(Transpose, 1, 1, 1, 1, lower_transpose, 0, infer_transpose)                               \
+    X(Slice, 3, 5, 1, 1, lower_slice, 0, infer_slice)                                           \
+    X(Concat, 1, LLMC_ONNX_N, 1, 1, lower_concat, 0, infer_concat)                              \
+    X(Split, 1, 2, 1, LLMC_ONNX_N, lower_split, 0, infer_split)                                 \
+    X(Expand, 2, 2, 1, 1, lower_expand, 0, infer_expand)                                        \
+    X(Reshape, 2, 2, 1, 1, lower_reshape, 0, infer_reshape)                                     \
+    X(Flatten, 1, 1, 1, 1, lower_reshape, 0, infer_flatten)                                     \
+    X(Squeeze, 1, 2, 1, 1, lower_reshape, 0, infer_squeeze)                                     \
+    X(Unsqueeze, 2, 2, 1, 1, lower_reshape, 0, infer_unsqueeze)                                 \
+    X(Identity, 1, 1, 1, 1, lower_reshape, 0, infer_unary)                                      \
+    /* shapes and constants */                                                                 \
+    X(Shape, 1, 1, 1, 1, lower_shape, 0, infer_shape)                                           \
+    X(Constant, 0, 0, 1, 1, lower_constant, 0, infer_constant)                                  \
+    X(ConstantOfShape, 1, 1, 1, 1, lower_constant_of_shape, 0, infer_constant_of_shape)         \
+    X(Range, 3, 3, 1, 1, lower_range, 0, infer_range)                                           \
+    /* index-dependent */                                                                      \
+    X(Trilu, 1, 2, 1, 1, lower_trilu, 0, infer_trilu)                                           \
+    X(ScatterND, 3, 3, 1, 1, lower_scatter_nd, 0, infer_scatter_nd)                             \
+    X(CumSum, 2, 2, 1, 1, lower_cumsum, 0, infer_cumsum)
+
+#define LLMC_OP_ID_ONNX_(op, ...) LLMC_ONNX_##op,
+#define LLMC_OP_ID_FUSED_(op, ...) LLMC_FUSED_##op,
+#define LLMC_OP_COUNT_ONE_(...) +1
+
+/* A resolved op: the ONNX rows first, then the llmc-domain rows. */
+typedef enum {
+    LLMC_OP_NONE = -1,      /* another domain, or an op llmc does not compile */
+    LLMC_ONNX_OP_LIST(LLMC_OP_ID_ONNX_)
+    LLMC_FUSED_OP_LIST(LLMC_OP_ID_FUSED_)
+    LLMC_OP_COUNT
+} llmc_op;
+
+enum { LLMC_ONNX_OP_COUNT = 0 LLMC_ONNX_OP_LIST(LLMC_OP_COUNT_ONE_) };
+enum { LLMC_FUSED_OP_COUNT = 0 LLMC_FUSED_OP_LIST(LLMC_OP_COUNT_ONE_) };
+
+/* The op `op_type` of `domain` ("" or "ai.onnx": ONNX, LLMC_DOMAIN: the
+ * fused ops), or LLMC_OP_NONE. */
+llmc_op llmc_op_of(const char *domain, const char *op_type);
+
+static inline llmc_op llmc_node_op(const llmc_node *n)
+{
+    return llmc_op_of(n->domain, n->op_type);
+}
+
+/* The op_type of `op` (without its domain); NULL for LLMC_OP_NONE. */
+const char *llmc_op_name(llmc_op op);
+
+#endif
