@@ -616,7 +616,7 @@ uint64_t llmc_rt_xxh64(const void *data, size_t len, uint64_t seed);
 /* ---- Tokenizer (text <-> ids) ----
  * A compiled tokenizer (runtime/tokenizer_format.h): the plan's tokenizer
  * segment (`llmc compile --tokenizer`), or bytes built by the compiler
- * from a tokenizer.json (compiler/tokenizer_json.h).
+ * from a tokenizer.json (compiler/tokenizer/tokenizer_json.h).
  * Encoding needs caller scratch (llmc_rt_tokenizer_scratch / _memory:
  * O(text bytes): 225 bytes per input byte, 543 with NFC) and takes O(n log n) time
  * in the longest pre-token, linear otherwise. */

@@ -1,5 +1,5 @@
 /* Byte layout of a compiled tokenizer (the plan's tokenizer segment; built
- * by compiler/tokenizer_json.c, read by runtime/tokenizer.c).
+ * by compiler/tokenizer/tokenizer_json.c, read by runtime/tokenizer.c).
  *
  * Little-endian uint32 words throughout, every table 4-byte aligned at an
  * offset from the start of the segment:

@@ -27,7 +27,7 @@ int llmc_cmd_ops(int argc, char **argv)
     if (llmc_cli_wants_help(argc, argv)) {
         printf("usage: llmc ops [--plan-enums]\n\nPrints the ONNX operators (default domain, opsets %d..%d) llmc compiles,\n"
                "one per line, then the fused ops of the llmc domain that its passes produce\n"
-               "and codegen lowers (llmc.Name, compiler/llmc_ops.h).\n"
+               "and codegen lowers (llmc.Name, compiler/ir/llmc_ops.h).\n"
                "With --plan-enums: every enum of the plan format as \"Enum Name value\"\n"
                "(runtime/plan_enums.h, the source of the C tables).\n",
                LLMC_MIN_OPSET, LLMC_MAX_OPSET);

@@ -25,7 +25,7 @@ typedef struct {
     int kv_cache_dtype;                 /* Plan.kv_cache_dtype (llmc_rt_dtype: F32, F16,
                                          * I8); 0 = F32.  Not F32 needs fused caches
                                          * only (no PastKey inputs). */
-    const uint8_t *tokenizer;           /* compiled tokenizer (compiler/tokenizer_json.h) for
+    const uint8_t *tokenizer;           /* compiled tokenizer (compiler/tokenizer/tokenizer_json.h) for
                                          * Plan.tokenizer, its own last segment; NULL: none */
     size_t tokenizer_size;
 } llmc_codegen_options;

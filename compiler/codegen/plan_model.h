@@ -136,7 +136,7 @@ typedef struct {
 int cg_lower(const llmc_graph *g, const char *target, cg_plan *p, llmc_error *err);
 /* True if cg_lower handles this ONNX op type (default domain). */
 bool cg_can_lower(const char *op_type);
-/* The i-th llmc-domain op (compiler/llmc_ops.h) cg_lower handles; NULL
+/* The i-th llmc-domain op (compiler/ir/llmc_ops.h) cg_lower handles; NULL
  * past the last. */
 const char *cg_llmc_op(int i);
 /* KV caches the Attention ops own, and decoder layers: past_key_values

@@ -164,7 +164,7 @@ char *llmc_graph_unique_name(const llmc_graph *g, const char *base, const char *
 int llmc_graph_add_node(llmc_graph *g, const char *op_type, const char *name,
                         const int *inputs, int n_inputs, const int *outputs, int n_outputs);
 int llmc_node_add_attr(llmc_graph *g, int node, const llmc_attr *attr); /* deep copy */
-/* A node of the "llmc" domain (compiler/llmc_ops.h), opset 1; -1 on OOM. */
+/* A node of the "llmc" domain (compiler/ir/llmc_ops.h), opset 1; -1 on OOM. */
 int llmc_graph_add_llmc_node(llmc_graph *g, const char *op_type, const char *name,
                              const int *inputs, int n_inputs, const int *outputs, int n_outputs);
 /* Scalar and list attributes; 0 on success, -1 on OOM. */

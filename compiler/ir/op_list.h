@@ -2,7 +2,7 @@
  * domain (opsets 13..17) and the llmc-domain fused ops (llmc_ops.h).
  *
  * Each row carries every per-op fact the compiler needs, so adding an op
- * is one row: the importer's arity check reads the counts, codegen/lower.c
+ * is one row: the importer's arity check reads the counts, compiler/codegen/lower.c
  * builds its dispatch from the lowering columns and passes/ builds the
  * shape-inference dispatch from the last column.  A node's op is resolved
  * once by name (llmc_node_op) and dispatched by its llmc_op id.
@@ -13,8 +13,8 @@
  *             (LLMC_ONNX_N: variadic); inputs count empty names (an omitted
  *             optional input before a present one);
  *   lowerer   the codegen function that turns the node into plan ops, and
- *   kind      its argument (a codegen/plan_model.h op kind, or 0);
- *   shape     the shape-inference function (passes/shape_ops.h).
+ *   kind      its argument (a compiler/codegen/plan_model.h op kind, or 0);
+ *   shape     the shape-inference function (compiler/passes/shape_ops.h).
  * `llmc ops` prints the op names in this order. */
 #ifndef LLMC_OP_LIST_H
 #define LLMC_OP_LIST_H

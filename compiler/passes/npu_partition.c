@@ -133,7 +133,7 @@ typedef enum {
 } npu_rule;
 
 /* The ops the pass considers, with the plan op codegen lowers each to
- * (ir/llmc_ops.h, codegen/lower.c). */
+ * (ir/llmc_ops.h, compiler/codegen/lower.c). */
 typedef struct {
     bool onnx; /* the ONNX domain, else llmc's */
     const char *op_type;

@@ -192,7 +192,7 @@ llmc_rt_status k_fill(uint64_t value_bits, rt_view *y, llmc_rt_error *err);
 llmc_rt_status k_range(const rt_view *start, const rt_view *limit, const rt_view *delta,
                        rt_view *y, llmc_rt_error *err);
 
-/* ref_attention.c: the fused Attention op (compiler/llmc_ops.h) over a
+/* ref_attention.c: the fused Attention op (compiler/ir/llmc_ops.h) over a
  * chunked KV cache.  A cache chunk holds kv_chunk positions of every kv
  * head, K then V, each [kv_heads, kv_chunk] rows of the cache's dtype
  * (tensor_traits.h rt_kv_row_bytes: float32, float16, or int8 K rows with

@@ -1,4 +1,4 @@
-/* Rope: rotate-half rotary position embedding (compiler/llmc_ops.h).
+/* Rope: rotate-half rotary position embedding (compiler/ir/llmc_ops.h).
  * x [..., S, D]: axis -2 is the token axis, token s at position P + s; cos
  * and sin are [max_context, rotary_dim] tables; with h = rotary_dim / 2,
  *     y_i = x_i cos[P+s][i] - x_{i+h} sin[P+s][i]     (i < h)

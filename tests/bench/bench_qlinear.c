@@ -99,7 +99,7 @@ static uint8_t *random_weights(const rt_qweight_shape *s)
 }
 
 /* Weights per scale: `llmc compile`'s default for these bits
- * (default_group in compiler/cmd_compile.c), so that the figures are those
+ * (default_group in compiler/cli/cmd_compile.c), so that the figures are those
  * of a default plan. */
 static int64_t group_of(int bits)
 {

@@ -1,4 +1,4 @@
-/* Lazy constants (compiler/const_view.h) and the streaming segment writer
+/* Lazy constants (compiler/ir/const_view.h) and the streaming segment writer
  * (compiler/codegen/segment_writer.h): views read tile by tile against matrices
  * built element by element here, on odd shapes and tile boundaries; the
  * sink's bytes, padding and hashes against XXH64 of the expected bytes;

@@ -6,7 +6,7 @@
  *  - structure and attributes of the fused llmc.Attention / llmc.Rope;
  *  - numerics: the ORIGINAL graph, evaluated on the runtime's kernels with
  *    random inputs, equals a C reference of the llmc.Attention formula of
- *    compiler/llmc_ops.h run with the fused node's attributes and the cos/sin
+ *    compiler/ir/llmc_ops.h run with the fused node's attributes and the cos/sin
  *    tables the pass extracted: what is matched is what the op computes;
  *  - refusals: a non-causal mask, wrong Slice bounds, a present output read
  *    elsewhere leave the layer alone and --explain says why. */
@@ -399,7 +399,7 @@ static void free_inputs(bound_inputs *in)
         free(in->t[k].data);
 }
 
-/* ---- the llmc.Attention formula of compiler/llmc_ops.h, in C ---- */
+/* ---- the llmc.Attention formula of compiler/ir/llmc_ops.h, in C ---- */
 
 typedef struct {
     int64_t heads, kv_heads, dim, rotary;

@@ -2,7 +2,7 @@
  *
  * Each pattern is checked twice: the ORIGINAL graph is run on the runtime
  * (llmc_evaluate_graph) and compared with a plain C implementation of the
- * fused op's formula from compiler/llmc_ops.h, which shows the subgraph
+ * fused op's formula from compiler/ir/llmc_ops.h, which shows the subgraph
  * really computes that op; then the pass runs and the fused node's op,
  * inputs, attributes and outputs are checked exactly.  Near misses (a wrong
  * constant, axis or shape, an intermediate read elsewhere) must stay
@@ -164,7 +164,7 @@ static void expect_unfused(llmc_graph *g, const llmc_pass *pass, const char *op,
     llmc_graph_free(g);
 }
 
-/* ---- references: the formulas of compiler/llmc_ops.h ---- */
+/* ---- references: the formulas of compiler/ir/llmc_ops.h ---- */
 
 static void rmsnorm_ref(const float *x, const float *scale, float eps, double *y)
 {
