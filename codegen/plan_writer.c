@@ -21,6 +21,7 @@
 #include "llmc_threads.h"
 #include "ir/io_roles.h"
 #include "support/out_file.h"
+#include "support/version.h"
 #include "support/layer_name.h"
 #include "plan_model.h"
 #include "plan_format.h"
@@ -38,7 +39,7 @@ static int kv_dtype_of(const llmc_codegen_options *opt)
     return opt->kv_cache_dtype ? opt->kv_cache_dtype : LLMC_RT_F32;
 }
 
-#define PLAN_PRODUCER "llmc 0.1.0"
+#define PLAN_PRODUCER "llmc " LLMC_VERSION
 #define SEGMENT_ALIGN 64
 
 _Static_assert(PLAN_FIELD_COUNT <= FB_MAX_FIELDS && OP_FIELD_COUNT <= FB_MAX_FIELDS,
