@@ -127,9 +127,9 @@ enum { LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_O) SCATTER_COUNT };
 LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_A)
 enum { CUMSUM_EXCLUSIVE = 1, CUMSUM_REVERSE = 2 };
 
-#define PF_LAY_E(s, n, v) PF_ENUM_(LAYOUT_, s, v)
-#define PF_LAY_O(s, n, v) PF_ORD_(LAYOUT_, s)
-#define PF_LAY_A(s, n, v) PF_SAME_(LAYOUT_, s)
+#define PF_LAY_E(s, n, v, ...) PF_ENUM_(LAYOUT_, s, v)
+#define PF_LAY_O(s, n, v, ...) PF_ORD_(LAYOUT_, s)
+#define PF_LAY_A(s, n, v, ...) PF_SAME_(LAYOUT_, s)
 enum { LLMC_PLAN_LAYOUTS(PF_LAY_E) };
 enum { LLMC_PLAN_LAYOUTS(PF_LAY_O) LAYOUT_COUNT };
 LLMC_PLAN_LAYOUTS(PF_LAY_A)

@@ -39,7 +39,7 @@
 #define MAX_ELEMS ((int64_t)1 << 40)
 #define ARENA_BLOCK ((size_t)64 << 10)
 
-#define NPX_LAYOUT_(s, Name, v) NPX_LAYOUT_##s = v,
+#define NPX_LAYOUT_(s, Name, v, ...) NPX_LAYOUT_##s = v,
 enum { LLMC_PLAN_LAYOUTS(NPX_LAYOUT_) };
 
 

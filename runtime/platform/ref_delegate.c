@@ -24,7 +24,7 @@
 
 #include "llmc_ref_delegate.h"
 
-#define REF_LAYOUT_(s, Name, v) REF_LAYOUT_##s = v,
+#define REF_LAYOUT_(s, Name, v, ...) REF_LAYOUT_##s = v,
 enum { LLMC_PLAN_LAYOUTS(REF_LAYOUT_) };
 
 /* The runtime's float32 loops (llmc_rt.h's op resolver entries) of the
