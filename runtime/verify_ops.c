@@ -149,6 +149,8 @@ static llmc_rt_status verify_layernorm_stats(fb_reader *r, const llmc_rt_plan *p
     return LLMC_RT_OK;
 }
 
+/* ---- per-op checks: the op resolver's verify entries -------------------- */
+
 llmc_rt_status llmc_rt_verify_Copy(op_check *c, llmc_rt_error *err)
 {
     for (uint32_t i = 0; i < c->op->regions.len; i++) {

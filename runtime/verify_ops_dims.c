@@ -416,6 +416,8 @@ static llmc_rt_status verify_cumsum(fb_reader *r, const llmc_rt_plan *p, const r
                ? LLMC_RT_OK : bad_shape("the output must have x's dtype and dims", NULL, err);
 }
 
+/* ---- per-op checks: the op resolver's verify entries -------------------- */
+
 llmc_rt_status llmc_rt_verify_Gather(op_check *c, llmc_rt_error *err)
 {
     const tensor_meta *in = c->in;
