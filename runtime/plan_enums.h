@@ -80,10 +80,15 @@
     X(F16, Float16, 10, 16) X(U4, Uint4, 21, 4)
 
 /* Layout of a tensor's bytes (runtime/kernels/quant_format.h has the
- * formats): X(SUFFIX, Name, value) */
-#define LLMC_PLAN_LAYOUTS(X)                                               \
-    X(DENSE, Dense, 0) X(QWEIGHT, QWeightTiles, 1) X(QACT, QActTiles, 2)   \
-    X(FWEIGHT, FWeightTiles, 3) X(HALF, Half, 4)
+ * formats and sizes them from these columns):
+ * X(SUFFIX, Name, value, value bits, coefficient bytes)
+ *   value bits: of each stored value (0: the dtype's);
+ *   coefficient bytes: of each coefficient stored beside the values (0:
+ *   none): QWeightTiles' binary16 scales (and mins at 4 bits) per row and
+ *   group, QActTiles' float32 row scales and int32 group sums. */
+#define LLMC_PLAN_LAYOUTS(X)                                                     \
+    X(DENSE, Dense, 0, 0, 0) X(QWEIGHT, QWeightTiles, 1, 0, 2)                   \
+    X(QACT, QActTiles, 2, 8, 4) X(FWEIGHT, FWeightTiles, 3, 32, 0) X(HALF, Half, 4, 16, 0)
 
 /* TensorKind: X(SUFFIX, Name, value) */
 #define LLMC_PLAN_TENSOR_KINDS(X) X(ARENA, Arena, 0) X(WEIGHT, Weight, 1)

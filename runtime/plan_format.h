@@ -19,25 +19,70 @@
 #include "llmc_rt.h"
 #include "plan_enums.h"
 
-/* Field ids: declaration order in schemas/plan.fbs. */
-enum { PLAN_FORMAT_VERSION, PLAN_TARGET, PLAN_SOURCE_HASH, PLAN_COMPILER_VERSION,
-       PLAN_MAX_CONTEXT, PLAN_ARENA_SIZE, PLAN_TENSORS, PLAN_OPS, PLAN_INPUTS,
-       PLAN_OUTPUTS, PLAN_SEGMENTS, PLAN_PASSES, PLAN_VOCAB_SIZE, PLAN_N_LAYERS,
-       PLAN_N_CACHES, PLAN_KV_CHUNK, PLAN_GEMM_MIN_ROWS, PLAN_PREFILL_KERNEL,
-       PLAN_KV_CACHE_DTYPE, PLAN_TOKENIZER, PLAN_NPU_CHUNK, PLAN_SUBGRAPHS, PLAN_NPU_COSTS };
-enum { SUBGRAPH_NAME, SUBGRAPH_FIRST_OP, SUBGRAPH_N_OPS, SUBGRAPH_INPUTS, SUBGRAPH_OUTPUTS };
-enum { TOKENIZER_SEGMENT };
-enum { TENSOR_NAME, TENSOR_DTYPE, TENSOR_DIMS, TENSOR_KIND, TENSOR_ARENA_OFFSET,
-       TENSOR_MAX_BYTES, TENSOR_SEGMENT, TENSOR_LAYOUT, TENSOR_GROUP, TENSOR_TILE_ROWS,
-       TENSOR_TILE_DEPTH };
-enum { SEGMENT_OFFSET, SEGMENT_SIZE, SEGMENT_XXHASH64 };
-enum { OP_CODE, OP_NAME, OP_INPUTS, OP_OUTPUTS, OP_KIND, OP_AXIS, OP_AXES,
-       OP_KEEPDIMS, OP_EPSILON, OP_VALUE, OP_VALUES, OP_REGIONS, OP_HEADS, OP_KV_HEADS,
-       OP_HEAD_DIM, OP_ROTARY_DIM, OP_SCALE, OP_CACHE };
-enum { REGION_SRC, REGION_DST, REGION_DST_START, REGION_SIZE, REGION_SRC_START,
-       REGION_SRC_AXIS, REGION_SRC_STEP };
-enum { IO_TENSOR, IO_ROLE, IO_LAYER };
-enum { PASS_NAME, PASS_NODES, PASS_DIGEST, PASS_DETAIL };
+/* The fields of each table of schemas/plan.fbs: X(SUFFIX, schema_name).  A
+ * field's id is its position in the list, which is its declaration order in
+ * plan.fbs (the schema gives no explicit ids); the reader and
+ * codegen/plan_writer.c both name fields by these ids, and
+ * tests/t_plan_schema.sh checks every list against plan.fbs (`llmc ops
+ * --plan-fields` prints them). */
+#define LLMC_PLAN_PLAN_FIELDS(X)                                                    \
+    X(FORMAT_VERSION, format_version) X(TARGET, target) X(SOURCE_HASH, source_hash) \
+    X(COMPILER_VERSION, compiler_version) X(MAX_CONTEXT, max_context)               \
+    X(ARENA_SIZE, arena_size) X(TENSORS, tensors) X(OPS, ops) X(INPUTS, inputs)     \
+    X(OUTPUTS, outputs) X(SEGMENTS, segments) X(PASSES, passes)                     \
+    X(VOCAB_SIZE, vocab_size) X(N_LAYERS, n_layers) X(N_CACHES, n_caches)           \
+    X(KV_CHUNK, kv_chunk) X(GEMM_MIN_ROWS, gemm_min_rows)                           \
+    X(PREFILL_KERNEL, prefill_kernel) X(KV_CACHE_DTYPE, kv_cache_dtype)             \
+    X(TOKENIZER, tokenizer) X(NPU_CHUNK, npu_chunk) X(SUBGRAPHS, subgraphs)         \
+    X(NPU_COSTS, npu_costs)
+#define LLMC_PLAN_SUBGRAPH_FIELDS(X)                                          \
+    X(NAME, name) X(FIRST_OP, first_op) X(N_OPS, n_ops) X(INPUTS, inputs) \
+    X(OUTPUTS, outputs)
+#define LLMC_PLAN_TOKENIZER_FIELDS(X) X(SEGMENT, segment)
+#define LLMC_PLAN_TENSOR_FIELDS(X)                                                \
+    X(NAME, name) X(DTYPE, dtype) X(DIMS, dims) X(KIND, kind)                     \
+    X(ARENA_OFFSET, arena_offset) X(MAX_BYTES, max_bytes) X(SEGMENT, segment)     \
+    X(LAYOUT, layout) X(GROUP, group) X(TILE_ROWS, tile_rows) X(TILE_DEPTH, tile_depth)
+#define LLMC_PLAN_SEGMENT_FIELDS(X) X(OFFSET, offset) X(SIZE, size) X(XXHASH64, xxhash64)
+#define LLMC_PLAN_OP_FIELDS(X)                                                        \
+    X(CODE, code) X(NAME, name) X(INPUTS, inputs) X(OUTPUTS, outputs) X(KIND, kind)   \
+    X(AXIS, axis) X(AXES, axes) X(KEEPDIMS, keepdims) X(EPSILON, epsilon)             \
+    X(VALUE, value) X(VALUES, values) X(REGIONS, regions) X(HEADS, heads)             \
+    X(KV_HEADS, kv_heads) X(HEAD_DIM, head_dim) X(ROTARY_DIM, rotary_dim)             \
+    X(SCALE, scale) X(CACHE, cache)
+#define LLMC_PLAN_REGION_FIELDS(X)                                              \
+    X(SRC, src) X(DST, dst) X(DST_START, dst_start) X(SIZE, size)               \
+    X(SRC_START, src_start) X(SRC_AXIS, src_axis) X(SRC_STEP, src_step)
+#define LLMC_PLAN_IO_FIELDS(X) X(TENSOR, tensor) X(ROLE, role) X(LAYER, layer)
+#define LLMC_PLAN_PASS_FIELDS(X) X(NAME, name) X(NODES, nodes) X(DIGEST, digest) X(DETAIL, detail)
+
+/* Every table: Y(SchemaTable, list), for tools that print them all. */
+#define LLMC_PLAN_TABLE_LISTS(Y)                                                 \
+    Y(Plan, LLMC_PLAN_PLAN_FIELDS) Y(Subgraph, LLMC_PLAN_SUBGRAPH_FIELDS)        \
+    Y(Tokenizer, LLMC_PLAN_TOKENIZER_FIELDS) Y(Tensor, LLMC_PLAN_TENSOR_FIELDS)  \
+    Y(Segment, LLMC_PLAN_SEGMENT_FIELDS) Y(Op, LLMC_PLAN_OP_FIELDS)              \
+    Y(Region, LLMC_PLAN_REGION_FIELDS) Y(IoBinding, LLMC_PLAN_IO_FIELDS)         \
+    Y(PassRecord, LLMC_PLAN_PASS_FIELDS)
+
+/* The ids as PLAN_TARGET, TENSOR_LAYOUT, OP_AXIS, ... */
+#define PF_PLAN_F(s, n) PLAN_##s,
+#define PF_SUBGRAPH_F(s, n) SUBGRAPH_##s,
+#define PF_TOKENIZER_F(s, n) TOKENIZER_##s,
+#define PF_TENSOR_F(s, n) TENSOR_##s,
+#define PF_SEGMENT_F(s, n) SEGMENT_##s,
+#define PF_OP_F(s, n) OP_##s,
+#define PF_REGION_F(s, n) REGION_##s,
+#define PF_IO_F(s, n) IO_##s,
+#define PF_PASS_F(s, n) PASS_##s,
+enum { LLMC_PLAN_PLAN_FIELDS(PF_PLAN_F) PLAN_FIELD_COUNT };
+enum { LLMC_PLAN_SUBGRAPH_FIELDS(PF_SUBGRAPH_F) SUBGRAPH_FIELD_COUNT };
+enum { LLMC_PLAN_TOKENIZER_FIELDS(PF_TOKENIZER_F) TOKENIZER_FIELD_COUNT };
+enum { LLMC_PLAN_TENSOR_FIELDS(PF_TENSOR_F) TENSOR_FIELD_COUNT };
+enum { LLMC_PLAN_SEGMENT_FIELDS(PF_SEGMENT_F) SEGMENT_FIELD_COUNT };
+enum { LLMC_PLAN_OP_FIELDS(PF_OP_F) OP_FIELD_COUNT };
+enum { LLMC_PLAN_REGION_FIELDS(PF_REGION_F) REGION_FIELD_COUNT };
+enum { LLMC_PLAN_IO_FIELDS(PF_IO_F) IO_FIELD_COUNT };
+enum { LLMC_PLAN_PASS_FIELDS(PF_PASS_F) PASS_FIELD_COUNT };
 
 /* Codes of schemas/plan.fbs, generated from plan_enums.h; the asserts
  * prove each list is numbered 0, 1, 2, ... in order. */
@@ -82,9 +127,9 @@ enum { LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_O) SCATTER_COUNT };
 LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_A)
 enum { CUMSUM_EXCLUSIVE = 1, CUMSUM_REVERSE = 2 };
 
-#define PF_LAY_E(s, n, v) PF_ENUM_(LAYOUT_, s, v)
-#define PF_LAY_O(s, n, v) PF_ORD_(LAYOUT_, s)
-#define PF_LAY_A(s, n, v) PF_SAME_(LAYOUT_, s)
+#define PF_LAY_E(s, n, v, ...) PF_ENUM_(LAYOUT_, s, v)
+#define PF_LAY_O(s, n, v, ...) PF_ORD_(LAYOUT_, s)
+#define PF_LAY_A(s, n, v, ...) PF_SAME_(LAYOUT_, s)
 enum { LLMC_PLAN_LAYOUTS(PF_LAY_E) };
 enum { LLMC_PLAN_LAYOUTS(PF_LAY_O) LAYOUT_COUNT };
 LLMC_PLAN_LAYOUTS(PF_LAY_A)

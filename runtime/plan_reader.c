@@ -575,7 +575,7 @@ bool rt_tensor_bytes(const rt_tensor_format *f, int rank, const int64_t *dims, u
     case LAYOUT_DENSE:
         return rt_dtype_bytes(f->dtype) && rt_dense_bytes(rt_dtype_bytes(f->dtype), rank, dims, bytes);
     case LAYOUT_HALF: /* float32 values as binary16 */
-        return f->dtype == LLMC_RT_F32 && rt_dense_bytes(2u, rank, dims, bytes);
+        return f->dtype == LLMC_RT_F32 && rt_dense_bytes(RT_HALF_VALUE_BITS / 8u, rank, dims, bytes);
     case LAYOUT_QWEIGHT:
         if (!rt_qweight_shape_of(f, rank, dims, &qw))
             return false;

@@ -43,7 +43,7 @@ llmc_rt_status llmc_rt_sg_weight_row(const llmc_rt_sg_tensor *w, int64_t row, in
     int64_t ht = (int64_t)rt_udiv64((uint64_t)row, (uint64_t)s.hp);
     size_t r = (size_t)(row - ht * s.hp), hp = (size_t)s.hp, lp = (size_t)s.lp;
     size_t k = (size_t)s.k, group = (size_t)s.group, groups = (size_t)s.kp / group;
-    size_t data_bytes = hp * group; /* bits 8: one byte per value */
+    size_t data_bytes = (size_t)rt_qweight_data_bytes(&s);
     const uint8_t *base = w->weight;
     for (size_t g = 0; g < groups; g++) {
         const uint8_t *block = base + (size_t)rt_qweight_block_offset(&s, ht, (int64_t)g);

@@ -2,7 +2,10 @@
  * Every size check (the verifier's weight and arena proofs, the session's
  * views, the compiler's memory planner and lowering) goes through
  * rt_tensor_bytes, so quantized tiles, their scales and padding are sized
- * the same way everywhere (the compiler links the runtime and uses it too). */
+ * the same way everywhere (the compiler links the runtime and uses it too).
+ * The parts of a packed tensor (a weight block's values, a block, a row
+ * tile) are sized by kernels/quant_format.h, from the value and coefficient
+ * sizes of plan_enums.h's layout list, for the kernels and the packer. */
 #ifndef LLMC_RT_TENSOR_TRAITS_H
 #define LLMC_RT_TENSOR_TRAITS_H
 

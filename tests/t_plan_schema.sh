@@ -73,11 +73,32 @@ for enum, body in re.findall(r"enum\s+(\w+)\s*:\s*\w+\s*\{([^}]*)\}", text):
         print(enum, name.strip(), value)
 EOF
 }
-same_enums() {
-    schema_enums | sort >"$WORK/enums.fbs" &&
-    "$BUILD/llmc" ops --plan-enums | sort >"$WORK/enums.c" &&
-    [ "$(wc -l <"$WORK/enums.c")" -gt 80 ] &&
-    diff "$WORK/enums.fbs" "$WORK/enums.c"
+same_as_c() {   # schema_lines | same_as_c NAME FLAG MIN_LINES: equal to `llmc ops FLAG`
+    sort >"$WORK/$1.fbs" &&
+    "$BUILD/llmc" ops "$2" | sort >"$WORK/$1.c" &&
+    [ "$(wc -l <"$WORK/$1.c")" -gt "$3" ] &&
+    diff "$WORK/$1.fbs" "$WORK/$1.c"
 }
+same_enums() { schema_enums | same_as_c enums --plan-enums 80; }
 check "every enum of plan.fbs equals its X-macro list in runtime/plan_enums.h" same_enums
+
+# The reader and the writer name table fields by the ids of the lists in
+# runtime/plan_format.h.  A FlatBuffers field's id is its declaration order
+# (plan.fbs gives no `id:` attributes), which flatc's JSON schema keeps: every
+# table of plan.fbs must list the same fields in the same order.
+schema_fields() {
+    flatc --jsonschema -o "$WORK" schemas/plan.fbs &&
+    $PY - schemas/plan.fbs "$WORK/plan.schema.json" <<'EOF'
+import json, re, sys
+text = re.sub(r"//[^\n]*", "", open(sys.argv[1]).read())
+if re.search(r"\bid\s*:", text):
+    sys.exit("plan.fbs gives explicit field ids: declaration order is no longer the id")
+definitions = json.load(open(sys.argv[2]))["definitions"]
+for table in re.findall(r"^table\s+(\w+)", text, re.M):
+    for id, field in enumerate(definitions["llmc_plan_" + table]["properties"]):
+        print(table, field, id)
+EOF
+}
+same_fields() { schema_fields | same_as_c fields --plan-fields 70; }
+check "every table of plan.fbs lists its fields in order in runtime/plan_format.h" same_fields
 tap_done

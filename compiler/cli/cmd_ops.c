@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "codegen/plan_model.h"
 #include "onnx/onnx_ops.h"
+#include "plan_format.h"
 
 /* "Enum Name value" for every entry of the plan's enum lists
  * (runtime/plan_enums.h); tests/t_plan_schema.sh compares with plan.fbs. */
@@ -22,19 +23,41 @@ static void print_plan_enums(void)
 #undef PRINT_ENTRY
 }
 
+/* "Table field id" for every field of the plan's tables (runtime/plan_format.h);
+ * tests/t_plan_schema.sh compares with plan.fbs. */
+static void print_plan_fields(void)
+{
+#define PRINT_FIELD(s, name) printf("%s %s %d\n", table, #name, id++);
+#define PRINT_TABLE(tbl, LIST)       \
+    {                                \
+        const char *table = #tbl;    \
+        int id = 0;                  \
+        LIST(PRINT_FIELD)            \
+    }
+    LLMC_PLAN_TABLE_LISTS(PRINT_TABLE)
+#undef PRINT_TABLE
+#undef PRINT_FIELD
+}
+
 int llmc_cmd_ops(int argc, char **argv)
 {
     if (llmc_cli_wants_help(argc, argv)) {
-        printf("usage: llmc ops [--plan-enums]\n\nPrints the ONNX operators (default domain, opsets %d..%d) llmc compiles,\n"
+        printf("usage: llmc ops [--plan-enums | --plan-fields]\n\nPrints the ONNX operators (default domain, opsets %d..%d) llmc compiles,\n"
                "one per line, then the fused ops of the llmc domain that its passes produce\n"
                "and codegen lowers (llmc.Name, compiler/ir/llmc_ops.h).\n"
                "With --plan-enums: every enum of the plan format as \"Enum Name value\"\n"
-               "(runtime/plan_enums.h, the source of the C tables).\n",
+               "(runtime/plan_enums.h, the source of the C tables).\n"
+               "With --plan-fields: every field of the plan's tables as \"Table name id\"\n"
+               "(runtime/plan_format.h, the ids the reader and the writer use).\n",
                LLMC_MIN_OPSET, LLMC_MAX_OPSET);
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "--plan-enums") == 0) {
         print_plan_enums();
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "--plan-fields") == 0) {
+        print_plan_fields();
         return 0;
     }
     if (argc > 1)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "plan_format.h"
 
 typedef struct {
     const char *name;
@@ -43,7 +44,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("llmc %s (plan format 3, targets generic avx2 neon-dot neon-i8mm)\n", LLMC_VERSION);
+        printf("llmc %s (plan format %u, targets%s)\n", LLMC_VERSION, LLMC_RT_FORMAT_VERSION,
+               RT_TARGET_NAMES);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

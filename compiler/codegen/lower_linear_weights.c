@@ -74,8 +74,7 @@ static void qpack(const void *shape, const float *rows, int64_t n_rows, void *ou
 static int produce_qweight(const cg_tensor *t, cg_sink *sink)
 {
     rt_qweight_shape q = qshape_of(t);
-    return produce_row_tiles(t, sink, q.hp, (uint64_t)(q.kp / q.group) * rt_qweight_block_bytes(&q),
-                             qpack, &q);
+    return produce_row_tiles(t, sink, q.hp, rt_qweight_tile_bytes(&q), qpack, &q);
 }
 
 static void fpack(const void *shape, const float *rows, int64_t n_rows, void *out)
@@ -88,7 +87,7 @@ static int produce_fweight(const cg_tensor *t, cg_sink *sink)
 {
     rt_ftile_shape f = {t->tile_rows, t->dims[0].c, t->dims[1].c, 0};
     f.np = rt_qround_up(f.n, f.hp);
-    return produce_row_tiles(t, sink, f.hp, 4u * (uint64_t)f.hp * (uint64_t)f.k, fpack, &f);
+    return produce_row_tiles(t, sink, f.hp, rt_ftile_tile_bytes(&f), fpack, &f);
 }
 
 static void hpack(const void *shape, const float *rows, int64_t n_rows, void *out)
@@ -107,7 +106,7 @@ static void hpack(const void *shape, const float *rows, int64_t n_rows, void *ou
 static int produce_half(const cg_tensor *t, cg_sink *sink)
 {
     int64_t k = t->dims[1].c;
-    return produce_row_tiles(t, sink, 1, 2u * (uint64_t)k, hpack, &k);
+    return produce_row_tiles(t, sink, 1, RT_HALF_VALUE_BITS / 8u * (uint64_t)k, hpack, &k);
 }
 
 /* A matrix [n, k] to store, as a lazy view of W's constant. */
@@ -189,7 +188,8 @@ int lower_embedding_table(lower_ctx *L, int ev, int bits, int64_t group, uint32_
     weight_source src = {ev, llmc_const_share_view(&e->konst, n, k), n, k};
     if (bits == 16) {
         rt_tensor_format half = {LLMC_DT_FLOAT, CG_LAYOUT_HALF, 0, 0, 0};
-        return lazy_weight(L, src, "/half", &half, 2u * (uint64_t)n * (uint64_t)k, produce_half, t);
+        return lazy_weight(L, src, "/half", &half, RT_HALF_VALUE_BITS / 8u * (uint64_t)n * (uint64_t)k,
+                           produce_half, t);
     }
     return bits == 32 ? fp32_tiled_weight(L, src, t) : quantized_weight(L, src, bits, group, t);
 }
@@ -208,7 +208,7 @@ static int unpack_tile_row(const hot_spec *h, const uint8_t *tile, int64_t r, in
 {
     llmc_rt_sg_tensor w = {.dtype = LLMC_RT_I8, .layout = CG_LAYOUT_QWEIGHT, .rank = 2,
                            .dims = {h->q.hp, h->q.k}, .weight = tile,
-                           .bytes = (uint64_t)(h->q.kp / h->q.group) * rt_qweight_block_bytes(&h->q),
+                           .bytes = rt_qweight_tile_bytes(&h->q),
                            .group = (uint32_t)h->q.group, .tile_rows = (uint32_t)h->q.hp,
                            .tile_depth = (uint32_t)h->q.lp};
     return llmc_rt_sg_weight_row(&w, r, q, scales, NULL) ? -1 : 0;
@@ -221,7 +221,7 @@ static int produce_hot_table(const cg_tensor *t, cg_sink *sink)
 {
     const hot_spec *h = t->produce_arg;
     int64_t n = h->q.n, k = h->q.k, width = n + 1, hp = h->q.hp;
-    uint64_t tile_bytes = (uint64_t)(h->q.kp / h->q.group) * rt_qweight_block_bytes(&h->q);
+    uint64_t tile_bytes = rt_qweight_tile_bytes(&h->q);
     float *table = calloc((size_t)(h->n_hot * width), sizeof *table);
     float *rows = malloc(sizeof *rows * (size_t)(hp * k)), *scales = malloc(sizeof *scales * (size_t)k);
     uint8_t *tile = malloc((size_t)tile_bytes);

@@ -24,7 +24,7 @@ enum { LLMC_PLAN_BINARY_KINDS(CG_BIN_) };
 enum { LLMC_PLAN_REDUCE_KINDS(CG_RED_) };
 #define CG_SCATTER_(s, name, v) CG_SCATTER_##s = v,
 enum { LLMC_PLAN_SCATTER_REDUCTIONS(CG_SCATTER_) };
-#define CG_LAYOUT_(s, name, v) CG_LAYOUT_##s = v,
+#define CG_LAYOUT_(s, name, v, ...) CG_LAYOUT_##s = v,
 enum { LLMC_PLAN_LAYOUTS(CG_LAYOUT_) };
 #define CG_OP_SAME_(s, ...) _Static_assert((int)CG_OP_##s == (int)OP_##s, "OpCode " #s);
 LLMC_PLAN_OPS(CG_OP_SAME_)

@@ -21,6 +21,7 @@
 #include "llmc_threads.h"
 #include "ir/io_roles.h"
 #include "support/out_file.h"
+#include "support/version.h"
 #include "support/layer_name.h"
 #include "plan_model.h"
 #include "plan_format.h"
@@ -38,9 +39,11 @@ static int kv_dtype_of(const llmc_codegen_options *opt)
     return opt->kv_cache_dtype ? opt->kv_cache_dtype : LLMC_RT_F32;
 }
 
-#define PLAN_COMPILER_VERSION "llmc 0.1.0"
+#define PLAN_PRODUCER "llmc " LLMC_VERSION
 #define SEGMENT_ALIGN 64
 
+_Static_assert(PLAN_FIELD_COUNT <= FB_MAX_FIELDS && OP_FIELD_COUNT <= FB_MAX_FIELDS,
+               "the builder has a slot per field of the largest tables");
 _Static_assert(CG_OP_COUNT <= sizeof(((llmc_codegen_stats *)0)->op_counts) / sizeof(uint32_t),
                "llmc_codegen_stats.op_counts has a slot per OpCode");
 
@@ -82,7 +85,7 @@ static fb_ref affine_vector(fb_builder *b, const llmc_affine *a, int n)
 {
     if (n <= 0)
         return 0;
-    fb_vector_begin(b, (size_t)n, 24, 8);
+    fb_vector_begin(b, (size_t)n, AFFINE_BYTES, 8);
     for (int i = n; i-- > 0;) {   /* back to front: fields in reverse too */
         fb_push_le(b, (uint64_t)a[i].p, 8);
         fb_push_le(b, (uint64_t)a[i].s, 8);
@@ -128,21 +131,21 @@ static fb_ref write_tensor(fb_builder *b, const cg_tensor *t)
 {
     fb_ref name = fb_string(b, t->name), dims = affine_vector(b, t->dims, t->rank);
     fb_table_begin(b);
-    field_ref(b, 0, name);
+    field_ref(b, TENSOR_NAME, name);
     if (t->dtype != LLMC_DT_FLOAT)
-        fb_field_scalar(b, 1, (uint64_t)t->dtype, 4);
-    field_ref(b, 2, dims);
+        fb_field_scalar(b, TENSOR_DTYPE, (uint64_t)t->dtype, 4);
+    field_ref(b, TENSOR_DIMS, dims);
     if (t->is_weight) {
-        fb_field_scalar(b, 3, 1, 1);
-        field_nonzero(b, 6, t->segment, 4);
+        fb_field_scalar(b, TENSOR_KIND, 1, 1);
+        field_nonzero(b, TENSOR_SEGMENT, t->segment, 4);
     } else {
-        field_nonzero(b, 4, t->arena_offset, 8);
-        field_nonzero(b, 5, t->max_bytes, 8);
+        field_nonzero(b, TENSOR_ARENA_OFFSET, t->arena_offset, 8);
+        field_nonzero(b, TENSOR_MAX_BYTES, t->max_bytes, 8);
     }
-    field_nonzero(b, 7, (uint64_t)t->layout, 1);
-    field_nonzero(b, 8, t->group, 4);
-    field_nonzero(b, 9, (uint64_t)t->tile_rows, 1);
-    field_nonzero(b, 10, (uint64_t)t->tile_depth, 1);
+    field_nonzero(b, TENSOR_LAYOUT, (uint64_t)t->layout, 1);
+    field_nonzero(b, TENSOR_GROUP, t->group, 4);
+    field_nonzero(b, TENSOR_TILE_ROWS, (uint64_t)t->tile_rows, 1);
+    field_nonzero(b, TENSOR_TILE_DEPTH, (uint64_t)t->tile_depth, 1);
     return fb_table_end(b);
 }
 
@@ -157,13 +160,13 @@ static fb_ref write_region(fb_builder *b, const cg_region *r)
     fb_ref src_axis = int_vector(b, axis, r->dst_rank, 1);
     fb_ref src_step = int_vector(b, r->src_step, r->dst_rank, 8);
     fb_table_begin(b);
-    field_nonzero(b, 0, r->src, 4);
-    field_nonzero(b, 1, r->dst, 4);
-    field_ref(b, 2, dst_start);
-    field_ref(b, 3, size);
-    field_ref(b, 4, src_start);
-    field_ref(b, 5, src_axis);
-    field_ref(b, 6, src_step);
+    field_nonzero(b, REGION_SRC, r->src, 4);
+    field_nonzero(b, REGION_DST, r->dst, 4);
+    field_ref(b, REGION_DST_START, dst_start);
+    field_ref(b, REGION_SIZE, size);
+    field_ref(b, REGION_SRC_START, src_start);
+    field_ref(b, REGION_SRC_AXIS, src_axis);
+    field_ref(b, REGION_SRC_STEP, src_step);
     return fb_table_end(b);
 }
 
@@ -195,35 +198,35 @@ static fb_ref write_op(fb_builder *b, const cg_op *op)
     fb_ref axes_v = int_vector(b, axes, op->n_axes, 4);
     fb_ref values = affine_vector(b, op->values, op->n_values);
     fb_table_begin(b);
-    field_nonzero(b, 0, (uint64_t)op->code, 1);
-    field_ref(b, 1, name);
-    field_ref(b, 2, inputs);
-    field_ref(b, 3, outputs);
-    field_nonzero(b, 4, op->kind, 1);
-    field_nonzero(b, 5, (uint32_t)op->axis, 4);
-    field_ref(b, 6, axes_v);
+    field_nonzero(b, OP_CODE, (uint64_t)op->code, 1);
+    field_ref(b, OP_NAME, name);
+    field_ref(b, OP_INPUTS, inputs);
+    field_ref(b, OP_OUTPUTS, outputs);
+    field_nonzero(b, OP_KIND, op->kind, 1);
+    field_nonzero(b, OP_AXIS, (uint32_t)op->axis, 4);
+    field_ref(b, OP_AXES, axes_v);
     if (!op->keepdims)
-        fb_field_scalar(b, 7, 0, 1);
-    field_nonzero(b, 8, float_bits(op->epsilon), 4);
-    field_nonzero(b, 9, double_bits(op->value), 8);
-    field_ref(b, 10, values);
-    field_ref(b, 11, regions);
-    field_nonzero(b, 12, (uint32_t)op->heads, 4);
-    field_nonzero(b, 13, (uint32_t)op->kv_heads, 4);
-    field_nonzero(b, 14, (uint32_t)op->head_dim, 4);
-    field_nonzero(b, 15, (uint32_t)op->rotary_dim, 4);
-    field_nonzero(b, 16, float_bits(op->scale), 4);
-    field_nonzero(b, 17, op->cache, 4);
+        fb_field_scalar(b, OP_KEEPDIMS, 0, 1);
+    field_nonzero(b, OP_EPSILON, float_bits(op->epsilon), 4);
+    field_nonzero(b, OP_VALUE, double_bits(op->value), 8);
+    field_ref(b, OP_VALUES, values);
+    field_ref(b, OP_REGIONS, regions);
+    field_nonzero(b, OP_HEADS, (uint32_t)op->heads, 4);
+    field_nonzero(b, OP_KV_HEADS, (uint32_t)op->kv_heads, 4);
+    field_nonzero(b, OP_HEAD_DIM, (uint32_t)op->head_dim, 4);
+    field_nonzero(b, OP_ROTARY_DIM, (uint32_t)op->rotary_dim, 4);
+    field_nonzero(b, OP_SCALE, float_bits(op->scale), 4);
+    field_nonzero(b, OP_CACHE, op->cache, 4);
     return fb_table_end(b);
 }
 
 static fb_ref write_binding(fb_builder *b, const cg_binding *io)
 {
     fb_table_begin(b);
-    field_nonzero(b, 0, io->tensor, 4);
-    field_nonzero(b, 1, (uint64_t)io->role, 1);
+    field_nonzero(b, IO_TENSOR, io->tensor, 4);
+    field_nonzero(b, IO_ROLE, (uint64_t)io->role, 1);
     if (role_is_kv(io->role))
-        field_nonzero(b, 2, (uint32_t)io->layer, 4);
+        field_nonzero(b, IO_LAYER, (uint32_t)io->layer, 4);
     return fb_table_end(b);
 }
 
@@ -232,9 +235,9 @@ static fb_ref write_binding(fb_builder *b, const cg_binding *io)
 static fb_ref write_segment(fb_builder *b, uint64_t offset, uint64_t size, uint64_t hash)
 {
     fb_table_begin(b);
-    fb_field_scalar(b, 0, offset, 8);
-    fb_field_scalar(b, 1, size, 8);
-    fb_field_scalar(b, 2, hash, 8);
+    fb_field_scalar(b, SEGMENT_OFFSET, offset, 8);
+    fb_field_scalar(b, SEGMENT_SIZE, size, 8);
+    fb_field_scalar(b, SEGMENT_XXHASH64, hash, 8);
     return fb_table_end(b);
 }
 
@@ -243,10 +246,10 @@ static fb_ref write_pass(fb_builder *b, const llmc_pass_record *pr)
     fb_ref name = fb_string(b, pr->name ? pr->name : "");
     fb_ref detail = pr->detail[0] ? fb_string(b, pr->detail) : 0;
     fb_table_begin(b);
-    field_ref(b, 0, name);
-    field_nonzero(b, 1, pr->nodes, 4);
-    field_nonzero(b, 2, pr->digest, 8);
-    field_ref(b, 3, detail);
+    field_ref(b, PASS_NAME, name);
+    field_nonzero(b, PASS_NODES, pr->nodes, 4);
+    field_nonzero(b, PASS_DIGEST, pr->digest, 8);
+    field_ref(b, PASS_DETAIL, detail);
     return fb_table_end(b);
 }
 
@@ -301,7 +304,7 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     fb_builder *b = &img->fb;
     const cg_plan *p = &img->plan;
     fb_ref target = fb_string(b, opt->target ? opt->target : "generic");
-    fb_ref version = fb_string(b, PLAN_COMPILER_VERSION);
+    fb_ref version = fb_string(b, PLAN_PRODUCER);
     for (int i = 0; i < p->n_tensors; i++)
         refs[i] = write_tensor(b, &p->tensors[i]);
     fb_ref tensors = fb_vector_refs(b, refs, (size_t)p->n_tensors);
@@ -334,25 +337,26 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     b->failed = b->failed || !zeros;
     free(zeros);
     fb_table_begin(b);
-    fb_field_scalar(b, 0, LLMC_RT_FORMAT_VERSION, 4);
-    field_ref(b, 1, target);
-    field_nonzero(b, 2, g->source_hash, 8);
-    field_ref(b, 3, version);
-    field_nonzero(b, 4, opt->max_context, 4);
-    field_nonzero(b, 5, p->arena_size, 8);
-    field_ref(b, 6, tensors);
-    field_ref(b, 7, ops);
-    field_ref(b, 8, inputs);
-    field_ref(b, 9, outputs);
-    field_ref(b, 10, segments);
-    field_ref(b, 11, passes);
-    field_nonzero(b, 12, vocab_size(p), 4);
-    field_nonzero(b, 13, cg_layer_count(p), 4);
-    field_nonzero(b, 14, cg_cache_count(p), 4);
+    fb_field_scalar(b, PLAN_FORMAT_VERSION, LLMC_RT_FORMAT_VERSION, 4);
+    field_ref(b, PLAN_TARGET, target);
+    field_nonzero(b, PLAN_SOURCE_HASH, g->source_hash, 8);
+    field_ref(b, PLAN_COMPILER_VERSION, version);
+    field_nonzero(b, PLAN_MAX_CONTEXT, opt->max_context, 4);
+    field_nonzero(b, PLAN_ARENA_SIZE, p->arena_size, 8);
+    field_ref(b, PLAN_TENSORS, tensors);
+    field_ref(b, PLAN_OPS, ops);
+    field_ref(b, PLAN_INPUTS, inputs);
+    field_ref(b, PLAN_OUTPUTS, outputs);
+    field_ref(b, PLAN_SEGMENTS, segments);
+    field_ref(b, PLAN_PASSES, passes);
+    field_nonzero(b, PLAN_VOCAB_SIZE, vocab_size(p), 4);
+    field_nonzero(b, PLAN_N_LAYERS, cg_layer_count(p), 4);
+    field_nonzero(b, PLAN_N_CACHES, cg_cache_count(p), 4);
     if (cg_cache_count(p))
-        field_nonzero(b, 15, PLAN_KV_CHUNK_POSITIONS, 4);
+        field_nonzero(b, PLAN_KV_CHUNK, PLAN_KV_CHUNK_POSITIONS, 4);
     /* always present, so `llmc tune` can rewrite it in place */
-    fb_field_scalar(b, 16, opt->gemm_min_rows ? opt->gemm_min_rows : RT_DEFAULT_GEMM_MIN_ROWS, 4);
+    fb_field_scalar(b, PLAN_GEMM_MIN_ROWS,
+                    opt->gemm_min_rows ? opt->gemm_min_rows : RT_DEFAULT_GEMM_MIN_ROWS, 4);
     fb_field_scalar(b, PLAN_PREFILL_KERNEL, PREFILL_INT8, 4); /* `llmc tune` rewrites it too */
     if (kv_dtype_of(opt) != LLMC_RT_F32) /* absent: Float32, the schema's default */
         fb_field_scalar(b, PLAN_KV_CACHE_DTYPE, (uint64_t)kv_dtype_of(opt), 4);

@@ -69,7 +69,7 @@ static uint8_t *value_byte(uint8_t *block, const rt_qweight_shape *s, int r, int
 static void pack_row_group(const float *w, int64_t len, const rt_qweight_shape *s, int r,
                            uint8_t *block)
 {
-    uint8_t *scales = block + (uint64_t)s->hp * (uint64_t)s->group * (uint64_t)s->bits / 8u;
+    uint8_t *scales = block + rt_qweight_data_bytes(s);
     double lo = 0, hi = 0, amax = 0;
     for (int64_t j = 0; j < len; j++) {
         double v = w[j];
@@ -111,7 +111,7 @@ void cg_qpack_row_tile(const float *rows, int64_t row_stride, int64_t n_rows,
     uint64_t block_bytes = rt_qweight_block_bytes(s);
     int64_t groups = s->kp / s->group;
     /* padding (rows, columns, scales, mins) is all zero bytes */
-    memset(out, 0, (size_t)(block_bytes * (uint64_t)groups));
+    memset(out, 0, (size_t)rt_qweight_tile_bytes(s));
     for (int64_t g = 0; g < groups; g++) {
         int64_t c0 = g * s->group, len = s->k - c0 < s->group ? s->k - c0 : s->group;
         for (int r = 0; r < n_rows && r < s->hp; r++)

@@ -10,7 +10,7 @@
 /* A tensor's elements: far beyond any chunk, far below overflow. */
 #define MAX_ELEMS ((int64_t)1 << 40)
 
-#define NPX_LAYOUT_(s, Name, v) NPX_LAYOUT_##s = v,
+#define NPX_LAYOUT_(s, Name, v, ...) NPX_LAYOUT_##s = v,
 enum { LLMC_PLAN_LAYOUTS(NPX_LAYOUT_) };
 
 /* Plan kinds whose ONNX op has the same name and meaning; NULL: none. */

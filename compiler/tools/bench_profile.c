@@ -10,7 +10,7 @@
 
 static const char *layout_name(int layout)
 {
-#define BP_LAYOUT_(s, name, v) v == layout ? #name:
+#define BP_LAYOUT_(s, name, v, ...) v == layout ? #name:
     return LLMC_PLAN_LAYOUTS(BP_LAYOUT_) "?";
 }
 

@@ -48,7 +48,7 @@ void rt_dequant_block_generic(const uint8_t *block, const rt_qweight_shape *ws, 
                               int64_t i1, float *out, int64_t stride)
 {
     int hq = ws->hp, lp = ws->lp;
-    int64_t data_bytes = (int64_t)hq * ws->group * ws->bits / 8;
+    int64_t data_bytes = (int64_t)rt_qweight_data_bytes(ws);
     float scale[64], min[64];
     for (int r = 0; r < hq; r++) {
         scale[r] = rt_half_at(block + data_bytes + 2 * r);

@@ -94,7 +94,7 @@ void rt_q_generic_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht
 {
     const rt_qweight_shape *ws = &a->ws;
     ptrdiff_t groups = (ptrdiff_t)ws->kp / (ptrdiff_t)ws->group;
-    size_t data_bytes = (size_t)ws->hp * (size_t)ws->group * (size_t)ws->bits / 8u;
+    size_t data_bytes = (size_t)rt_qweight_data_bytes(ws);
     const int32_t *sums = (const int32_t *)(a->xq + rt_qact_sums_offset(&a->xs));
     for (int i = 0; i < rows * ws->hp; i++)
         out[i] = 0.0f;

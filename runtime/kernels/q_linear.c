@@ -386,8 +386,7 @@ static llmc_rt_status check_qlinear_views(const rt_view *xq, const rt_qact_shape
 static int64_t size_tasks(rt_qlinear_job *J, bool gemv)
 {
     const rt_qweight_shape *ws = &J->a.ws;
-    ptrdiff_t groups = (ptrdiff_t)ws->kp / (ptrdiff_t)ws->group;
-    ptrdiff_t tile_bytes = (ptrdiff_t)rt_qweight_block_bytes(ws) * groups;
+    ptrdiff_t tile_bytes = (ptrdiff_t)rt_qweight_tile_bytes(ws);
     ptrdiff_t act_tile_bytes = J->a.xs.ep * (ptrdiff_t)J->a.xs.kp;
     ptrdiff_t act_tiles = (ptrdiff_t)J->a.xs.mp / J->a.xs.ep;
     ptrdiff_t task_bytes = gemv ? GEMV_TASK_BYTES : GEMM_TASK_BYTES;

@@ -98,7 +98,7 @@ static void add_column(const shadow_job *J, int64_t c, int64_t g, int64_t j, int
     const rt_qweight_shape *ws = J->ws;
     int64_t lp = ws->lp, tile = (int64_t)rt_udiv64((uint64_t)j, (uint64_t)lp);
     int64_t at_tile = tile * (int64_t)ws->hp * lp + (j - tile * lp);
-    uint64_t data = (uint64_t)ws->hp * (uint64_t)ws->group; /* int8: one byte each */
+    uint64_t data = rt_qweight_data_bytes(ws);
     outlier_batch b;
     for (int64_t e = 0; next_outliers(J, c, &e, &b);)
         for (int64_t ht = ht0; ht < ht1; ht++) {

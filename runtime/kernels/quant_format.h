@@ -49,7 +49,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plan_enums.h"
 #include "rt_div64.h"
+
+/* The sizes of the layouts' values and coefficients (plan_enums.h's layout
+ * columns) as RT_<LAYOUT>_VALUE_BITS and RT_<LAYOUT>_COEF_BYTES; every byte
+ * size below is computed from them, and they must be the C types the
+ * kernels read. */
+#define RT_LAYOUT_SIZES_(s, n, v, value_bits, coef_bytes) \
+    RT_##s##_VALUE_BITS = value_bits, RT_##s##_COEF_BYTES = coef_bytes,
+enum { LLMC_PLAN_LAYOUTS(RT_LAYOUT_SIZES_) };
+#undef RT_LAYOUT_SIZES_
+LLMC_STATIC_ASSERT(qweight_coef_is_half, RT_QWEIGHT_COEF_BYTES == sizeof(uint16_t));
+LLMC_STATIC_ASSERT(qact_values_are_int8, RT_QACT_VALUE_BITS == 8 * sizeof(int8_t));
+LLMC_STATIC_ASSERT(qact_coef_is_float_and_int32,
+                   RT_QACT_COEF_BYTES == sizeof(float) && RT_QACT_COEF_BYTES == sizeof(int32_t));
+LLMC_STATIC_ASSERT(fweight_values_are_float, RT_FWEIGHT_VALUE_BITS == 8 * sizeof(float));
+LLMC_STATIC_ASSERT(half_values_are_binary16, RT_HALF_VALUE_BITS == 8 * sizeof(uint16_t));
 
 typedef struct {
     int bits;              /* 8 or 4 */
@@ -107,22 +123,39 @@ static inline bool rt_ftile_shape_init(rt_ftile_shape *s, int hp, int64_t n, int
     return true;
 }
 
+/* Bytes of one row tile ([k][hp] floats) and of the tensor. */
+static inline uint64_t rt_ftile_tile_bytes(const rt_ftile_shape *s)
+{
+    return RT_FWEIGHT_VALUE_BITS / 8u * (uint64_t)s->hp * (uint64_t)s->k;
+}
+
 static inline uint64_t rt_ftile_bytes(const rt_ftile_shape *s)
 {
-    return 4u * (uint64_t)s->np * (uint64_t)s->k;
+    return RT_FWEIGHT_VALUE_BITS / 8u * (uint64_t)s->np * (uint64_t)s->k;
+}
+
+/* Bytes of a weight block's q values: where its scales start. */
+static inline uint64_t rt_qweight_data_bytes(const rt_qweight_shape *s)
+{
+    return (uint64_t)s->hp * (uint64_t)s->group * (uint64_t)s->bits / 8u;
 }
 
 /* Bytes of one weight block (hp rows over one group). */
 static inline uint64_t rt_qweight_block_bytes(const rt_qweight_shape *s)
 {
-    uint64_t data = (uint64_t)s->hp * (uint64_t)s->group * (uint64_t)s->bits / 8u;
-    return data + 2u * (uint64_t)s->hp * (s->bits == 4 ? 2u : 1u);
+    return rt_qweight_data_bytes(s) +
+           RT_QWEIGHT_COEF_BYTES * (uint64_t)s->hp * (s->bits == 4 ? 2u : 1u);
+}
+
+/* Bytes of one row tile: its kp / group blocks. */
+static inline uint64_t rt_qweight_tile_bytes(const rt_qweight_shape *s)
+{
+    return rt_udiv64((uint64_t)s->kp, (uint64_t)s->group) * rt_qweight_block_bytes(s);
 }
 
 static inline uint64_t rt_qweight_bytes(const rt_qweight_shape *s)
 {
-    return rt_udiv64((uint64_t)s->np, (uint64_t)s->hp) *
-           rt_udiv64((uint64_t)s->kp, (uint64_t)s->group) * rt_qweight_block_bytes(s);
+    return rt_udiv64((uint64_t)s->np, (uint64_t)s->hp) * rt_qweight_tile_bytes(s);
 }
 
 /* The block of row tile ht over group g.  Kernels and the packer ask for
@@ -137,18 +170,18 @@ static inline uint64_t rt_qweight_block_offset(const rt_qweight_shape *s, int64_
 
 static inline uint64_t rt_qact_scales_offset(const rt_qact_shape *s)
 {
-    return rt_qalign64((uint64_t)s->mp * (uint64_t)s->kp);
+    return rt_qalign64(RT_QACT_VALUE_BITS / 8u * (uint64_t)s->mp * (uint64_t)s->kp);
 }
 
 static inline uint64_t rt_qact_sums_offset(const rt_qact_shape *s)
 {
-    return rt_qalign64(rt_qact_scales_offset(s) + 4u * (uint64_t)s->mp);
+    return rt_qalign64(rt_qact_scales_offset(s) + RT_QACT_COEF_BYTES * (uint64_t)s->mp);
 }
 
 static inline uint64_t rt_qact_bytes(const rt_qact_shape *s)
 {
-    return rt_qact_sums_offset(s) +
-           4u * (uint64_t)s->mp * rt_udiv64((uint64_t)s->kp, (uint64_t)s->group);
+    return rt_qact_sums_offset(s) + RT_QACT_COEF_BYTES * (uint64_t)s->mp *
+                                        rt_udiv64((uint64_t)s->kp, (uint64_t)s->group);
 }
 
 /* Fills the derived fields; false if the parameters are not a valid format

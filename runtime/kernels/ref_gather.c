@@ -78,7 +78,7 @@ static void qweight_row(const rt_qweight_shape *s, const uint8_t *w, ptrdiff_t n
 {
     ptrdiff_t hp = s->hp, lp = s->lp, k = (ptrdiff_t)s->k, group = (ptrdiff_t)s->group;
     ptrdiff_t r = n % hp, tile = hp * lp;
-    size_t data_bytes = (size_t)(hp * group * s->bits / 8), block_bytes = (size_t)rt_qweight_block_bytes(s);
+    size_t data_bytes = (size_t)rt_qweight_data_bytes(s), block_bytes = (size_t)rt_qweight_block_bytes(s);
     const uint8_t *block = w + (size_t)rt_qweight_block_offset(s, n / hp, 0);
     for (ptrdiff_t g0 = 0; g0 < k; g0 += group, block += block_bytes) {
         const uint8_t *halves = block + data_bytes;
@@ -109,7 +109,7 @@ static void ftile_row(const rt_ftile_shape *s, const float *w, ptrdiff_t n, floa
 
 static void half_row(const uint8_t *w, ptrdiff_t k, ptrdiff_t n, float *out)
 {
-    const uint8_t *row = w + (size_t)n * (size_t)k * 2u;
+    const uint8_t *row = w + (size_t)n * (size_t)k * (RT_HALF_VALUE_BITS / 8u);
     for (ptrdiff_t c = 0; c < k; c++)
         out[c] = rt_half_at(row + 2 * c);
 }

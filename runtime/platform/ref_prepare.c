@@ -8,7 +8,7 @@
 
 #include "ref_graph.h"
 
-#define REF_LAYOUT_(s, Name, v) REF_LAYOUT_##s = v,
+#define REF_LAYOUT_(s, Name, v, ...) REF_LAYOUT_##s = v,
 enum { LLMC_PLAN_LAYOUTS(REF_LAYOUT_) };
 
 /* The runtime's float32 loops (llmc_rt.h's op resolver entries) of the

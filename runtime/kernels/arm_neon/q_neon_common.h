@@ -41,7 +41,7 @@ static inline neon_qtile neon_qtile_at(const rt_qtile_args *a, int64_t et, int64
              (uint64_t)et * (uint64_t)xs->ep * (uint64_t)q.groups;
     q.block = a->w + rt_qweight_block_offset(ws, ht, 0);
     q.block_bytes = rt_qweight_block_bytes(ws);
-    q.data_bytes = (uint64_t)ws->hp * (uint64_t)ws->group * (uint64_t)ws->bits / 8u;
+    q.data_bytes = rt_qweight_data_bytes(ws);
     return q;
 }
 

@@ -22,7 +22,7 @@ static void dequant_tiles(const uint8_t *block, const rt_qweight_shape *ws, int6
                                                 15, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3,
                                                 7, 11, 15);
     const __m256i nibble = _mm256_set1_epi8(15);
-    const uint8_t *coef = block + (uint64_t)HP * (uint64_t)ws->group * (uint64_t)ws->bits / 8u;
+    const uint8_t *coef = block + rt_qweight_data_bytes(ws); /* hp is HP */
     __m256 scale = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)coef));
     __m256 min = _mm256_setzero_ps();
     if (ws->bits == 4)

@@ -48,7 +48,7 @@ static inline operands operands_of(const rt_qtile_args *a, int64_t et, int64_t h
     o.tiles = ws->group / LP;
     o.pairs = o.tiles / 2;
     o.block = rt_qweight_block_bytes(ws);
-    o.data = (uint64_t)ws->group * HP * (uint64_t)ws->bits / 8u;
+    o.data = rt_qweight_data_bytes(ws); /* hp is HP (x86_tiles) */
     o.x_step = (uint64_t)o.tiles * ACT_STEP;
     return o;
 }

@@ -1,0 +1,397 @@
+/* llmc_rt_plan_open: proves the whole plan before anything executes.
+ * Structure (offsets, vectors, strings, tables) is checked by the decoders in
+ * plan_reader.c; the verifier adds the meaning (verify.h lists its files).
+ * This one: the header, the tensors (dtypes, ranks, layouts, arena and
+ * weight sizes), the fused KV caches, the sizes of the session's prepared
+ * tables, and the driver and entry points. */
+#include <string.h>
+
+#include "kernels/kernel_table.h"
+#include "rt_div64.h"
+#include "tensor_traits.h"
+#include "verify.h"
+
+/* ---- header ------------------------------------------------------------ */
+
+static llmc_rt_status read_plan_vectors(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
+                                        llmc_rt_error *err)
+{
+    static const fb_vector_spec fields[6] = {
+        {PLAN_TENSORS, 4, 4}, {PLAN_OPS, 4, 4},      {PLAN_INPUTS, 4, 4},
+        {PLAN_OUTPUTS, 4, 4}, {PLAN_SEGMENTS, 4, 4}, {PLAN_PASSES, 4, 4}};
+    fb_vector v[6] = {{0, 0}};
+    llmc_rt_status st = fb_vectors(r, t, fields, 6, v, err);
+    p->tensors = v[0].pos, p->n_tensors = v[0].len;
+    p->ops = v[1].pos, p->n_ops = v[1].len;
+    p->inputs = v[2].pos, p->n_inputs = v[2].len;
+    p->outputs = v[3].pos, p->n_outputs = v[3].len;
+    p->segments = v[4].pos, p->n_segments = v[4].len;
+    p->passes = v[5].pos, p->n_passes = v[5].len;
+    return st;
+}
+
+static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
+                                        llmc_rt_error *err)
+{
+    static const fb_scalar_spec fields[10] = {
+        {PLAN_SOURCE_HASH, 8, 0},   {PLAN_MAX_CONTEXT, 4, 0},    {PLAN_ARENA_SIZE, 8, 0},
+        {PLAN_VOCAB_SIZE, 4, 0},    {PLAN_N_LAYERS, 4, 0},       {PLAN_N_CACHES, 4, 0},
+        {PLAN_KV_CHUNK, 4, 0},      {PLAN_GEMM_MIN_ROWS, 4, 0},  {PLAN_PREFILL_KERNEL, 4, 0},
+        {PLAN_KV_CACHE_DTYPE, 4, LLMC_RT_F32}};
+    uint64_t v[10] = {0};
+    const char *compiler_version;
+    llmc_rt_status st = fb_string_field(r, t, PLAN_COMPILER_VERSION, &compiler_version, err);
+    if (!st)
+        st = fb_scalars(r, t, fields, 10, v, err);
+    if (!st && v[8] >= PREFILL_KERNEL_COUNT)
+        st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.prefill_kernel %d is not a known kernel",
+                     RT_N((int64_t)v[8]), NULL);
+    p->source_hash = v[0];
+    p->max_context = (uint32_t)v[1];
+    p->arena_size = v[2];
+    p->vocab_size = (uint32_t)v[3];
+    p->n_layers = (uint32_t)v[4];
+    p->n_caches = (uint32_t)v[5];
+    p->kv_chunk = (uint32_t)v[6];
+    p->gemm_min_rows = v[7] ? (uint32_t)v[7] : RT_DEFAULT_GEMM_MIN_ROWS;
+    p->prefill_kernel = (uint32_t)v[8];
+    p->kv_cache_dtype = v[9] <= INT32_MAX ? (int)v[9] : -1;
+    return st;
+}
+
+/* Knows the plan's target (its tile sizes) and, unless the caller only
+ * verifies (OPEN_ANY_TARGET), can run it here. */
+static llmc_rt_status choose_target(const char *target, unsigned flags, llmc_rt_plan *p,
+                                    llmc_rt_error *err)
+{
+    bool any = (flags & LLMC_RT_OPEN_ANY_TARGET) && rt_target_index(target) >= 0;
+    p->target = target;
+    p->kernels = rt_kernels_for_target(target, any ? NULL : err); /* says why not */
+    return p->kernels || any ? LLMC_RT_OK : LLMC_RT_E_TARGET;
+}
+
+static llmc_rt_status verify_header(fb_reader *r, llmc_rt_plan *p, unsigned flags,
+                                    llmc_rt_error *err)
+{
+    fb_table t;
+    uint64_t version;
+    const char *target;
+    if (r->size < 8)
+        return rt_fail(err, LLMC_RT_E_TRUNCATED, "plan has %u bytes; its header needs 8",
+                       RT_N((int64_t)r->size), NULL);
+    if (memcmp(r->base + 4, "LLMC", 4) != 0)
+        return rt_fail(err, LLMC_RT_E_MAGIC, "bytes 4..7 are not the identifier \"LLMC\"",
+                       NULL, NULL);
+    llmc_rt_status st = fb_table_at(r, fb_u32(r->base), "Plan", &t, err);
+    if (!st)
+        st = fb_scalar(r, &t, PLAN_FORMAT_VERSION, 4, 0, &version, err);
+    if (!st && version != LLMC_RT_FORMAT_VERSION)
+        return rt_fail(err, LLMC_RT_E_VERSION, "format_version %u; this runtime reads %u",
+                       RT_N((int64_t)version, LLMC_RT_FORMAT_VERSION), NULL);
+    if (!st)
+        st = fb_string_field(r, &t, PLAN_TARGET, &target, err);
+    if (!st)
+        st = choose_target(target, flags, p, err);
+    if (!st)
+        st = read_plan_scalars(r, &t, p, err);
+    if (!st)
+        st = read_plan_vectors(r, &t, p, err);
+    p->root = t.pos;
+    return st;
+}
+
+/* ---- tensors ----------------------------------------------------------- */
+
+static llmc_rt_status verify_weight(fb_reader *r, const llmc_rt_plan *p, const rt_tensor_desc *d,
+                                    llmc_rt_error *err)
+{
+    rt_segment_desc seg;
+    int64_t dims[LLMC_RT_MAX_RANK];
+    uint64_t bytes;
+    for (uint32_t k = 0; k < d->dims.len; k++) {
+        const uint8_t *a = fb_vec_affine(r, d->dims, k);
+        if (fb_i64(a + 8) || fb_i64(a + 16))
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "weight dim %d depends on S or P",
+                           RT_N(k), NULL);
+    }
+    llmc_rt_status st = rt_eval_dims(r, d, 0, 0, dims, &bytes, LLMC_RT_E_CORRUPT, err);
+    if (!st)
+        st = rt_read_segment(r, p, d->segment, &seg, err);
+    if (!st && seg.size != bytes)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "weight has %u bytes but segment %u has %u",
+                       RT_N((int64_t)bytes, d->segment, (int64_t)seg.size), NULL);
+    return st;
+}
+
+static llmc_rt_status verify_arena_tensor(const llmc_rt_plan *p, const rt_tensor_desc *d,
+                                          llmc_rt_error *err)
+{
+    if (d->arena_offset % 64)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "arena_offset %u is not 64-byte aligned",
+                       RT_N((int64_t)d->arena_offset), NULL);
+    if (d->arena_offset > p->arena_size || d->max_bytes > p->arena_size - d->arena_offset)
+        return rt_fail(err, LLMC_RT_E_CORRUPT,
+                       "arena bytes [%u, %u + %u) exceed arena_size %u",
+                       RT_N((int64_t)d->arena_offset, (int64_t)d->arena_offset,
+                            (int64_t)d->max_bytes, (int64_t)p->arena_size), NULL);
+    return LLMC_RT_OK;
+}
+
+/* A layout the plan's target packs that way, on a tensor of the right
+ * kind (the dtype and byte size are checked with the dims, tensor_traits.h). */
+static llmc_rt_status verify_layout(const llmc_rt_plan *p, const rt_tensor_desc *d,
+                                    llmc_rt_error *err)
+{
+    const rt_target_info *t = rt_target_info_of(rt_target_index(p->target));
+    int rows = 0, depth = 0, kind = KIND_WEIGHT;
+    switch (d->layout) {
+    case LAYOUT_DENSE:
+        if (rt_dtype_bytes(d->dtype))
+            return LLMC_RT_OK;
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "dtype %d cannot be Dense", RT_N(d->dtype), NULL);
+    case LAYOUT_QWEIGHT:
+        rows = t->q_hp, depth = t->q_lp;
+        break;
+    case LAYOUT_QACT:
+        rows = t->q_ep, depth = t->q_lp, kind = KIND_ARENA;
+        break;
+    case LAYOUT_FWEIGHT:
+        rows = t->f_hp;
+        break;
+    case LAYOUT_HALF: /* any target, no tiles */
+        if (d->kind == KIND_WEIGHT && !d->tile_rows && !d->tile_depth)
+            return LLMC_RT_OK;
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "layout Half as kind %d with %dx%d tiles; it is a "
+                       "weight without tiles", RT_N(d->kind, d->tile_rows, d->tile_depth), NULL);
+    default:
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "layout %d unknown", RT_N(d->layout), NULL);
+    }
+    if (d->kind != kind || !rows || d->tile_rows != rows || d->tile_depth != depth)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "layout %d as kind %d with %dx%d tiles; target %s "
+                       "packs it as kind %d with %dx%d tiles", RT_N(d->layout, d->kind,
+                       d->tile_rows, d->tile_depth, kind, rows, depth), RT_S(t->name));
+    return LLMC_RT_OK;
+}
+
+static llmc_rt_status verify_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
+                                    llmc_rt_error *err)
+{
+    rt_tensor_desc d;
+    llmc_rt_status st = rt_read_tensor(r, p, i, &d, err);
+    if (st)
+        return st;
+    if (!rt_dtype_bits(d.dtype))
+        st = rt_fail(err, LLMC_RT_E_CORRUPT, "dtype %d unsupported", RT_N(d.dtype), NULL);
+    else if (d.dims.len > LLMC_RT_MAX_RANK)
+        st = rt_fail(err, LLMC_RT_E_CORRUPT, "rank %u > %d", RT_N(d.dims.len, LLMC_RT_MAX_RANK),
+                     NULL);
+    else if (d.kind != KIND_ARENA && d.kind != KIND_WEIGHT)
+        st = rt_fail(err, LLMC_RT_E_CORRUPT, "kind %d unknown", RT_N(d.kind), NULL);
+    else
+        st = verify_layout(p, &d, err);
+    if (!st)
+        st = d.kind == KIND_ARENA ? verify_arena_tensor(p, &d, err) : verify_weight(r, p, &d, err);
+    if (st)
+        return rt_prefix(err, st, "tensor %u '%s': ", RT_N(i), RT_S(d.name));
+    return LLMC_RT_OK;
+}
+
+/* ---- fused KV caches ---------------------------------------------------- */
+
+/* Every cache index belongs to exactly one Attention op; sizes the pool
+ * chunk slot (K and V of the widest cache, 64-aligned). */
+static llmc_rt_status verify_caches(fb_reader *r, llmc_rt_plan *p, llmc_rt_error *err)
+{
+    uint32_t seen = 0;
+    p->kv_slot_bytes = 0;
+    if (!rt_kv_dtype_known(p->kv_cache_dtype))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "kv_cache_dtype %d is not Float32, Float16 or "
+                       "Int8", RT_N(p->kv_cache_dtype), NULL);
+    if (p->n_caches && (p->kv_chunk < 1 || p->n_caches > p->n_ops))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "n_caches %u needs kv_chunk >= 1 (has %u) and "
+                       "at most one cache per op", RT_N(p->n_caches, p->kv_chunk), NULL);
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        rt_op_desc op, other;
+        rt_read_op(r, p, i, &op, NULL); /* verified: cannot fail */
+        if (op.code != OP_ATTENTION)
+            continue;
+        for (uint32_t j = 0; j < i; j++)
+            if (!rt_read_op(r, p, j, &other, NULL) && other.code == OP_ATTENTION &&
+                other.cache == op.cache)
+                return rt_fail(err, LLMC_RT_E_CORRUPT, "ops %u and %u both use cache %u",
+                               RT_N(j, i, op.cache), NULL);
+        seen++;
+        /* kv_heads < 2^31 rows of head_dim <= RT_ATTN_MAX_HEAD_DIM elements */
+        uint64_t row = rt_kv_position_bytes(p->kv_cache_dtype, op.kv_heads, op.head_dim);
+        if (row > rt_udiv64(UINT64_MAX - 64, p->kv_chunk))
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "op %u: cache chunk size overflows",
+                           RT_N(i), NULL);
+        if (rt_qalign64(row * p->kv_chunk) > p->kv_slot_bytes)
+            p->kv_slot_bytes = rt_qalign64(row * p->kv_chunk);
+    }
+    if (seen != p->n_caches)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "n_caches %u but %u Attention ops",
+                       RT_N(p->n_caches, seen), NULL);
+    return LLMC_RT_OK;
+}
+
+/* ---- prepared table sizes ---------------------------------------------- */
+
+/* Pool counts stop growing here: a plan may share one vector among many
+ * ops, so the sums can exceed any memory, and no session holds 2^40. */
+#define COUNT_CAP ((uint64_t)1 << 40)
+
+static uint64_t add_capped(uint64_t total, uint64_t n)
+{
+    return n >= COUNT_CAP - total ? COUNT_CAP : total + n; /* total <= COUNT_CAP */
+}
+
+/* What the Affine pool holds of a Copy op's regions. */
+static uint64_t region_affines(fb_reader *r, const rt_op_desc *op)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < op->regions.len && n < COUNT_CAP; i++) {
+        rt_region_desc g;
+        rt_read_region(r, op, i, &g, NULL); /* verified: cannot fail */
+        n = add_capped(n, (uint64_t)g.dst_start.len + g.size.len + g.src_start.len);
+    }
+    return n;
+}
+
+/* The pool entries of the session's prepared tables (session_prepare.c
+ * fills them in this order of ops). */
+static void count_pools(fb_reader *r, llmc_rt_plan *p)
+{
+    p->n_operands = p->n_regions = p->n_affines = 0;
+    for (uint32_t i = 0; i < p->n_tensors; i++) {
+        rt_tensor_desc d;
+        rt_read_tensor(r, p, i, &d, NULL); /* verified: cannot fail */
+        p->n_affines += d.dims.len;         /* rank <= 8 */
+    }
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        rt_op_desc op;
+        rt_read_op(r, p, i, &op, NULL);
+        p->n_operands = add_capped(p->n_operands, (uint64_t)op.inputs.len + op.outputs.len);
+        if (op.code == OP_COPY) {
+            p->n_regions = add_capped(p->n_regions, op.regions.len);
+            p->n_affines = add_capped(p->n_affines, region_affines(r, &op));
+        } else if (op.code == OP_SYMBOLS) {
+            p->n_affines = add_capped(p->n_affines, op.values.len);
+        }
+    }
+}
+
+/* ---- entry points ------------------------------------------------------ */
+
+static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
+                                 const llmc_rt_verify_fn *verify, llmc_rt_error *err)
+{
+    llmc_rt_status st = verify_header(r, p, flags, err);
+    for (uint32_t i = 0; !st && i < p->n_segments; i++) {
+        rt_segment_desc s;
+        st = rt_read_segment(r, p, i, &s, err);
+    }
+    for (uint32_t i = 0; !st && i < p->n_tensors; i++)
+        st = verify_tensor(r, p, i, err);
+    if (!st)
+        st = rt_verify_ops(r, p, verify, err);
+    if (!st)
+        st = verify_caches(r, p, err);
+    if (!st)
+        st = rt_verify_after_ops(r, p, flags, err);
+    if (!st)
+        count_pools(r, p);
+    return st;
+}
+
+/* The checks llmc_rt_plan_open applies: every op's (llmc_rt_plan_open_ops
+ * takes its resolver's instead, so a firmware links only its ops' checks). */
+#define VERIFY_ENTRY_(s, Name, ...) llmc_rt_verify_##Name,
+static const llmc_rt_verify_fn all_verifiers[OP_COUNT] = {LLMC_PLAN_OPS(VERIFY_ENTRY_)};
+
+static llmc_rt_status open_plan(llmc_rt_plan *plan, const void *bytes, size_t size,
+                                unsigned flags, const llmc_rt_verify_fn *verify,
+                                llmc_rt_error *err)
+{
+    if (err) {
+        err->code = LLMC_RT_OK;
+        err->msg[0] = '\0';
+    }
+    if (!plan || !bytes)
+        return rt_fail(err, LLMC_RT_E_ARG, "plan and bytes must not be NULL", NULL, NULL);
+    if ((uintptr_t)bytes % LLMC_RT_PLAN_ALIGN)
+        return rt_fail(err, LLMC_RT_E_ARG, "plan at address %u is not %u-byte aligned (align "
+                       "the section that holds it: ALIGN(%u) in a linker script)",
+                       RT_N((int64_t)(uintptr_t)bytes, LLMC_RT_PLAN_ALIGN, LLMC_RT_PLAN_ALIGN),
+                       NULL);
+    memset(plan, 0, sizeof *plan);
+    llmc_rt_plan p;
+    memset(&p, 0, sizeof p);
+    p.base = bytes;
+    p.size = size;
+    fb_reader r = {bytes, size, LLMC_RT_PLAN_ALIGN};
+    llmc_rt_status st = verify_all(&r, &p, flags, verify, err);
+    if (st)
+        return st;
+    *plan = p;
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t size,
+                                 unsigned flags, llmc_rt_error *err)
+{
+    return open_plan(plan, bytes, size, flags, all_verifiers, err);
+}
+
+llmc_rt_status llmc_rt_plan_open_ops(llmc_rt_plan *plan, const void *bytes, size_t size,
+                                     unsigned flags, const llmc_rt_op_resolver *ops,
+                                     llmc_rt_error *err)
+{
+    if (!ops)
+        return rt_fail(err, LLMC_RT_E_ARG, "the op resolver must not be NULL", NULL, NULL);
+    return open_plan(plan, bytes, size, flags, ops->verify, err);
+}
+
+llmc_rt_status llmc_rt_plan_io(const llmc_rt_plan *plan, int is_output, uint32_t index,
+                               llmc_rt_io *io)
+{
+    rt_io_desc d;
+    rt_tensor_desc t;
+    if (!plan || !plan->base || !io)
+        return LLMC_RT_E_ARG;
+    fb_reader r = rt_reader(plan);
+    if (index >= (is_output ? plan->n_outputs : plan->n_inputs))
+        return LLMC_RT_E_ARG;
+    llmc_rt_status st = rt_read_io(&r, plan, is_output, index, &d, NULL);
+    if (!st)
+        st = rt_read_tensor(&r, plan, d.tensor, &t, NULL);
+    if (st)
+        return st;
+    io->name = t.name;
+    io->dtype = t.dtype;
+    io->role = d.role;
+    io->layer = d.layer;
+    io->tensor = d.tensor;
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status llmc_rt_plan_op(const llmc_rt_plan *plan, uint32_t index, llmc_rt_op_info *info)
+{
+    rt_op_desc op;
+    rt_tensor_desc w;
+    if (!plan || !plan->base || !info || index >= plan->n_ops)
+        return LLMC_RT_E_ARG;
+    fb_reader r = rt_reader(plan);
+    llmc_rt_status st = rt_read_op(&r, plan, index, &op, NULL);
+    if (st)
+        return st;
+    info->code = rt_op_code_name(op.code);
+    info->name = op.name;
+    info->weight_dtype = info->weight_layout = 0;
+    if (op.code == OP_LINEAR) { /* verified: W is input 1 */
+        st = rt_read_tensor(&r, plan, fb_vec_u32(&r, op.inputs, 1), &w, NULL);
+        info->weight_dtype = st ? 0 : w.dtype;
+        info->weight_layout = st ? 0 : w.layout;
+    }
+    return st;
+}
