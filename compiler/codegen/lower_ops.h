@@ -1,6 +1,6 @@
 /* The per-op lowerers, one for each lowerer named in the op list
  * (ir/op_list.h): each turns the current node of `L` into plan ops.  `kind`
- * is the row's kind column (a CG_BIN_, CG_UN_ or CG_RED_ value, else 0). */
+ * is the row's kind column (a BINARY_, UNARY_ or REDUCE_ value, else 0). */
 #ifndef LLMC_LOWER_OPS_H
 #define LLMC_LOWER_OPS_H
 

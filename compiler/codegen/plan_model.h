@@ -13,25 +13,8 @@
 #include "plan_format.h"
 #include "tensor_traits.h"
 
-/* Codes of schemas/plan.fbs, generated from runtime/plan_enums.h. */
-#define CG_OP_(s, ...) CG_OP_##s,
-enum { LLMC_PLAN_OPS(CG_OP_) CG_OP_COUNT };
-#define CG_UN_(s, name, v) CG_UN_##s = v,
-enum { LLMC_PLAN_UNARY_KINDS(CG_UN_) };
-#define CG_BIN_(s, name, v) CG_BIN_##s = v,
-enum { LLMC_PLAN_BINARY_KINDS(CG_BIN_) };
-#define CG_RED_(s, name, v) CG_RED_##s = v,
-enum { LLMC_PLAN_REDUCE_KINDS(CG_RED_) };
-#define CG_SCATTER_(s, name, v) CG_SCATTER_##s = v,
-enum { LLMC_PLAN_SCATTER_REDUCTIONS(CG_SCATTER_) };
-#define CG_LAYOUT_(s, name, v, ...) CG_LAYOUT_##s = v,
-enum { LLMC_PLAN_LAYOUTS(CG_LAYOUT_) };
-#define CG_OP_SAME_(s, ...) _Static_assert((int)CG_OP_##s == (int)OP_##s, "OpCode " #s);
-LLMC_PLAN_OPS(CG_OP_SAME_)
-
-enum { /* kind bits of CumSum; Trilu's kind is 1 for upper */
-    CG_CUMSUM_EXCLUSIVE = 1, CG_CUMSUM_REVERSE = 2
-};
+/* The plan's codes (OP_*, UNARY_*, BINARY_*, REDUCE_*, SCATTER_*, LAYOUT_*,
+ * CUMSUM_*) are plan_format.h's, generated from runtime/plan_enums.h. */
 
 /* Writes a weight's segment bytes, in order, into the sink
  * (compiler/codegen/segment_writer.h); 0, or -1 when the sink failed. */
@@ -42,7 +25,7 @@ typedef int (*cg_segment_producer)(const struct cg_tensor *t, struct cg_sink *si
 typedef struct cg_tensor {
     char *name;
     int dtype;                          /* ONNX numbering, one of plan DType */
-    int layout;                         /* plan Layout (CG_LAYOUT_*) */
+    int layout;                         /* plan Layout (LAYOUT_*) */
     uint32_t group;                     /* QWeightTiles, QActTiles */
     int tile_rows, tile_depth;          /* QWeightTiles, QActTiles, FWeightTiles */
     int rank;
@@ -86,7 +69,7 @@ typedef struct {
 } cg_region;
 
 typedef struct {
-    int code;                           /* CG_OP_* */
+    int code;                           /* OP_* */
     char *name;                         /* the ONNX node */
     int n_inputs, n_outputs, n_regions, n_values, n_axes;
     uint32_t *inputs, *outputs;         /* tensor indices */

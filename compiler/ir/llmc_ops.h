@@ -89,8 +89,8 @@
     X(Symbols, lower_symbols, 0, infer_symbols)                 \
     X(RMSNorm, lower_rmsnorm, 0, NULL)                          \
     X(Gelu, lower_gelu, 0, NULL)                                \
-    X(Silu, lower_unary, CG_UN_SILU, NULL)                      \
-    X(SwiGLU, lower_binary, CG_BIN_SWIGLU, NULL)                \
+    X(Silu, lower_unary, UNARY_SILU, NULL)                      \
+    X(SwiGLU, lower_binary, BINARY_SWIGLU, NULL)                \
     X(Linear, lower_linear, 0, NULL)                            \
     X(QuantizeRows, lower_quantize_rows, 0, NULL)               \
     X(ShadowLinear, lower_shadow_linear, 0, NULL)               \

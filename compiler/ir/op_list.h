@@ -24,46 +24,46 @@
 #define LLMC_ONNX_N 0x7fffffff
 #define LLMC_ONNX_OP_LIST(X)                                                                   \
     /* elementwise */                                                                          \
-    X(Add, 2, 2, 1, 1, lower_binary, CG_BIN_ADD, infer_binary)                                 \
-    X(Sub, 2, 2, 1, 1, lower_binary, CG_BIN_SUB, infer_binary)                                 \
-    X(Mul, 2, 2, 1, 1, lower_binary, CG_BIN_MUL, infer_binary)                                 \
-    X(Div, 2, 2, 1, 1, lower_binary, CG_BIN_DIV, infer_binary)                                 \
-    X(Pow, 2, 2, 1, 1, lower_binary, CG_BIN_POW, infer_binary)                                 \
-    X(Max, 1, LLMC_ONNX_N, 1, 1, lower_binary, CG_BIN_MAX, infer_binary)                       \
-    X(Min, 1, LLMC_ONNX_N, 1, 1, lower_binary, CG_BIN_MIN, infer_binary)                       \
-    X(Equal, 2, 2, 1, 1, lower_binary, CG_BIN_EQUAL, infer_binary)                             \
-    X(Less, 2, 2, 1, 1, lower_binary, CG_BIN_LESS, infer_binary)                               \
-    X(Greater, 2, 2, 1, 1, lower_binary, CG_BIN_GREATER, infer_binary)                         \
-    X(LessOrEqual, 2, 2, 1, 1, lower_binary, CG_BIN_LESS_OR_EQUAL, infer_binary)               \
-    X(GreaterOrEqual, 2, 2, 1, 1, lower_binary, CG_BIN_GREATER_OR_EQUAL, infer_binary)         \
-    X(And, 2, 2, 1, 1, lower_binary, CG_BIN_AND, infer_binary)                                 \
-    X(Or, 2, 2, 1, 1, lower_binary, CG_BIN_OR, infer_binary)                                   \
-    X(Xor, 2, 2, 1, 1, lower_binary, CG_BIN_XOR, infer_binary)                                 \
-    X(Neg, 1, 1, 1, 1, lower_unary, CG_UN_NEG, infer_unary)                                    \
-    X(Abs, 1, 1, 1, 1, lower_unary, CG_UN_ABS, infer_unary)                                    \
-    X(Sqrt, 1, 1, 1, 1, lower_unary, CG_UN_SQRT, infer_unary)                                  \
-    X(Exp, 1, 1, 1, 1, lower_unary, CG_UN_EXP, infer_unary)                                    \
-    X(Log, 1, 1, 1, 1, lower_unary, CG_UN_LOG, infer_unary)                                    \
-    X(Erf, 1, 1, 1, 1, lower_unary, CG_UN_ERF, infer_unary)                                    \
-    X(Tanh, 1, 1, 1, 1, lower_unary, CG_UN_TANH, infer_unary)                                  \
-    X(Sigmoid, 1, 1, 1, 1, lower_unary, CG_UN_SIGMOID, infer_unary)                            \
-    X(Reciprocal, 1, 1, 1, 1, lower_unary, CG_UN_RECIPROCAL, infer_unary)                      \
-    X(Relu, 1, 1, 1, 1, lower_unary, CG_UN_RELU, infer_unary)                                  \
-    X(Sin, 1, 1, 1, 1, lower_unary, CG_UN_SIN, infer_unary)                                    \
-    X(Cos, 1, 1, 1, 1, lower_unary, CG_UN_COS, infer_unary)                                    \
-    X(Not, 1, 1, 1, 1, lower_unary, CG_UN_NOT, infer_unary)                                    \
-    X(Floor, 1, 1, 1, 1, lower_unary, CG_UN_FLOOR, infer_unary)                                \
-    X(Ceil, 1, 1, 1, 1, lower_unary, CG_UN_CEIL, infer_unary)                                  \
+    X(Add, 2, 2, 1, 1, lower_binary, BINARY_ADD, infer_binary)                                 \
+    X(Sub, 2, 2, 1, 1, lower_binary, BINARY_SUB, infer_binary)                                 \
+    X(Mul, 2, 2, 1, 1, lower_binary, BINARY_MUL, infer_binary)                                 \
+    X(Div, 2, 2, 1, 1, lower_binary, BINARY_DIV, infer_binary)                                 \
+    X(Pow, 2, 2, 1, 1, lower_binary, BINARY_POW, infer_binary)                                 \
+    X(Max, 1, LLMC_ONNX_N, 1, 1, lower_binary, BINARY_MAX, infer_binary)                       \
+    X(Min, 1, LLMC_ONNX_N, 1, 1, lower_binary, BINARY_MIN, infer_binary)                       \
+    X(Equal, 2, 2, 1, 1, lower_binary, BINARY_EQUAL, infer_binary)                             \
+    X(Less, 2, 2, 1, 1, lower_binary, BINARY_LESS, infer_binary)                               \
+    X(Greater, 2, 2, 1, 1, lower_binary, BINARY_GREATER, infer_binary)                         \
+    X(LessOrEqual, 2, 2, 1, 1, lower_binary, BINARY_LESS_OR_EQUAL, infer_binary)               \
+    X(GreaterOrEqual, 2, 2, 1, 1, lower_binary, BINARY_GREATER_OR_EQUAL, infer_binary)         \
+    X(And, 2, 2, 1, 1, lower_binary, BINARY_AND, infer_binary)                                 \
+    X(Or, 2, 2, 1, 1, lower_binary, BINARY_OR, infer_binary)                                   \
+    X(Xor, 2, 2, 1, 1, lower_binary, BINARY_XOR, infer_binary)                                 \
+    X(Neg, 1, 1, 1, 1, lower_unary, UNARY_NEG, infer_unary)                                    \
+    X(Abs, 1, 1, 1, 1, lower_unary, UNARY_ABS, infer_unary)                                    \
+    X(Sqrt, 1, 1, 1, 1, lower_unary, UNARY_SQRT, infer_unary)                                  \
+    X(Exp, 1, 1, 1, 1, lower_unary, UNARY_EXP, infer_unary)                                    \
+    X(Log, 1, 1, 1, 1, lower_unary, UNARY_LOG, infer_unary)                                    \
+    X(Erf, 1, 1, 1, 1, lower_unary, UNARY_ERF, infer_unary)                                    \
+    X(Tanh, 1, 1, 1, 1, lower_unary, UNARY_TANH, infer_unary)                                  \
+    X(Sigmoid, 1, 1, 1, 1, lower_unary, UNARY_SIGMOID, infer_unary)                            \
+    X(Reciprocal, 1, 1, 1, 1, lower_unary, UNARY_RECIPROCAL, infer_unary)                      \
+    X(Relu, 1, 1, 1, 1, lower_unary, UNARY_RELU, infer_unary)                                  \
+    X(Sin, 1, 1, 1, 1, lower_unary, UNARY_SIN, infer_unary)                                    \
+    X(Cos, 1, 1, 1, 1, lower_unary, UNARY_COS, infer_unary)                                    \
+    X(Not, 1, 1, 1, 1, lower_unary, UNARY_NOT, infer_unary)                                    \
+    X(Floor, 1, 1, 1, 1, lower_unary, UNARY_FLOOR, infer_unary)                                \
+    X(Ceil, 1, 1, 1, 1, lower_unary, UNARY_CEIL, infer_unary)                                  \
     X(Where, 3, 3, 1, 1, lower_where, 0, infer_where)                                           \
     X(Cast, 1, 1, 1, 1, lower_cast, 0, infer_cast)                                              \
     /* compute */                                                                              \
     X(MatMul, 2, 2, 1, 1, lower_matmul, 0, infer_matmul)                                        \
     X(Gemm, 2, 3, 1, 1, lower_gemm, 0, infer_gemm)                                              \
-    X(ReduceMean, 1, 1, 1, 1, lower_reduce, CG_RED_MEAN, infer_reduce)                         \
-    X(ReduceSum, 1, 2, 1, 1, lower_reduce, CG_RED_SUM, infer_reduce)                           \
-    X(ReduceMax, 1, 1, 1, 1, lower_reduce, CG_RED_MAX, infer_reduce)                           \
-    X(ReduceMin, 1, 1, 1, 1, lower_reduce, CG_RED_MIN, infer_reduce)                           \
-    X(ReduceProd, 1, 1, 1, 1, lower_reduce, CG_RED_PROD, infer_reduce)                         \
+    X(ReduceMean, 1, 1, 1, 1, lower_reduce, REDUCE_MEAN, infer_reduce)                         \
+    X(ReduceSum, 1, 2, 1, 1, lower_reduce, REDUCE_SUM, infer_reduce)                           \
+    X(ReduceMax, 1, 1, 1, 1, lower_reduce, REDUCE_MAX, infer_reduce)                           \
+    X(ReduceMin, 1, 1, 1, 1, lower_reduce, REDUCE_MIN, infer_reduce)                           \
+    X(ReduceProd, 1, 1, 1, 1, lower_reduce, REDUCE_PROD, infer_reduce)                         \
     X(Softmax, 1, 1, 1, 1, lower_softmax, 0, infer_softmax)                                     \
     X(LayerNormalization, 2, 3, 1, 3, lower_layernorm, 0, infer_layer_norm)                     \
     X(Gather, 2, 2, 1, 1, lower_gather, 0, infer_gather)                                        \
