@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "plan_enums.h"
 
 /* Field ids: declaration order in schemas/plan.fbs. */

@@ -383,22 +383,3 @@ llmc_rt_status llmc_rt_session_feed(llmc_rt_session *s, const int64_t *tokens, u
         s->position += n;
     return st;
 }
-
-/* ---- generation -------------------------------------------------------- */
-
-llmc_rt_status llmc_prefill(llmc_rt_session *s, const int64_t *tokens, uint32_t n,
-                            float *logits, llmc_rt_error *err)
-{
-    return llmc_rt_session_feed(s, tokens, n, logits, err);
-}
-
-llmc_rt_status llmc_decode(llmc_rt_session *s, int64_t token, float *logits,
-                           llmc_rt_error *err)
-{
-    return llmc_rt_session_feed(s, &token, 1, logits, err);
-}
-
-void llmc_reset(llmc_rt_session *s)
-{
-    llmc_rt_session_reset(s);
-}

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "ir/io_roles.h"
 #include "ir/ir.h"
-#include "llmc_rt.h"
+#include "llmc_rt_resolver.h"
 #include "op_resolver.h"
 #include "plan_format.h"
 #include "tensor_traits.h"
@@ -305,6 +305,7 @@ static void print_resolver(const char *path, const resolver_use *u)
            " *   static LLMC_RT_RESOLVER(plan_ops, LLMC_RESOLVER_ENTRIES);\n"
            " *   llmc_rt_plan_open_ops(&plan, bytes, size, flags, &plan_ops, ...);\n"
            " *   llmc_rt_session_init_ops(&session, &plan, context, &plan_ops, ...); */\n"
+           "#include \"llmc_rt_resolver.h\"\n"
            "#define LLMC_RESOLVER_ENTRIES",
            path);
     for (int c = 0; c < LLMC_RT_OP_COUNT; c++)

@@ -269,7 +269,7 @@ static void print_end(token_printer *tp)
     printf("\n");
 }
 
-/* The prompt: one llmc_prefill, or chunks through the plan's subgraphs
+/* The prompt: one llmc_rt_session_feed, or chunks through the plan's subgraphs
  * (--delegate); --stats prints what it moved and, chunked, the delegate's
  * utilization and bubble rate. */
 static int prefill(llmc_rt_session *s, const run_args *a, llmc_npu **npu, float *logits,
@@ -277,7 +277,7 @@ static int prefill(llmc_rt_session *s, const run_args *a, llmc_npu **npu, float 
 {
     llmc_rt_error rt = {0};
     if (!a->npu.mode) {
-        if (llmc_prefill(s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK)
+        if (llmc_rt_session_feed(s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK)
             return runtime_error(err, "prompt", &rt);
     } else {
         int rc = llmc_npu_start(npu, s, &a->npu, err);
@@ -343,7 +343,7 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
             rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", a->logits_out, strerror(errno));
         if (llmc_sampler_is_stop(&sm, token))
             break;
-        if (!rc && k + 1 < a->max_new && llmc_decode(&s, token, logits, &rt) != LLMC_RT_OK)
+        if (!rc && k + 1 < a->max_new && llmc_rt_session_feed(&s, &token, 1, logits, &rt) != LLMC_RT_OK)
             rc = runtime_error(err, "decode", &rt);
         else if (!rc && k + 1 < a->max_new && a->stats)
             print_stats(&s, "decode");

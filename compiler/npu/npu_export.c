@@ -26,6 +26,7 @@
 #include "support/out_file.h"
 #include "support/version.h"
 #include "llmc_ref_delegate.h"
+#include "llmc_rt_internal.h"
 #include "onnx/onnx.pb-c.h"
 
 #define ONNX_OPSET 17
@@ -1268,7 +1269,7 @@ static void json_subgraph(FILE *f, const exporter *ex, const llmc_rt_chunked *c,
 static bool is_attention(const llmc_rt_plan *plan, uint32_t op)
 {
     llmc_rt_op_info info;
-    return llmc_rt_plan_op(plan, op, &info) == LLMC_RT_OK && !strcmp(info.code, "Attention");
+    return llmc_rt_plan_op(plan, op, &info) == LLMC_RT_OK && info.code == LLMC_RT_OP_Attention;
 }
 
 /* Nodes every chunk runs: up to the last one holding an Attention op (the

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "llmc_ref_delegate.h"
+#include "llmc_rt_resolver.h" /* the kernels it runs the ops with */
 
 #define REF_LAYOUT_(s, Name, v) REF_LAYOUT_##s = v,
 enum { LLMC_PLAN_LAYOUTS(REF_LAYOUT_) };
