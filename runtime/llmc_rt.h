@@ -1,40 +1,45 @@
-/* llmc runtime: executes a plan written by `llmc compile`.
+/* llmc runtime: executes a plan written by `llmc compile`.  This header is
+ * what an application calls; llmc_rt_resolver.h trims the kernels a
+ * firmware links (an op resolver).
  *
- * C99, no malloc, no globals, no stdio, no threads; libm only (a caller may
- * lend the session its own threads: llmc_rt_session_set_parallel).  The caller
+ * C99, no malloc, no globals, no stdio, no threads; libm only.  The caller
  * owns every byte: the plan file (mapped, in RAM or in flash) and one block
  * of working memory whose size llmc_rt_session_memory() reports.
  *
- *   plan file  ->  llmc_rt_plan_open()     verifies every offset, once
- *   memory     ->  llmc_rt_session_init()  arena, KV store, cache pool carved from
- *                                          it; decodes the plan once into tables
- *                                          there, so runs never read the FlatBuffer
- *   tokens     ->  llmc_prefill() / llmc_decode()  (llmc_rt_session_feed)
- *                                          logits of the last token
- *   logits     ->  llmc_sample()           the next token
+ *   plan file  ->  llmc_rt_plan_open()       verifies every offset, once
+ *   memory     ->  llmc_rt_session_init()    carves the pieces below from it
+ *                                            and decodes the plan into tables
+ *                                            there, so runs never read the
+ *                                            FlatBuffer
+ *   tokens     ->  llmc_rt_session_feed()    logits of the last token
+ *   logits     ->  llmc_sample()             the next token
  *
  * Working memory layout (one block, 64-byte aligned pieces):
  *   [ arena: tensors of one call, offsets planned by the compiler ]
- *   [ KV store: past/present K/V of every unfused layer (PastKey inputs),
- *     max_context rows each, copied in and out around every call ]
+ *   [ KV store: past K/V of every unfused layer (PastKey / PastValue
+ *     inputs), max_context rows each; a feed copies it into the past inputs
+ *     and the present outputs back into it ]
  *   [ cache table: per fused cache (Attention op), uint32 rows held, then
  *     the pool slot of each of its chunks (UINT32_MAX = not taken yet) ]
- *   [ KV pool: n_caches * ceil(context / kv_chunk) chunk slots of
- *     plan->kv_slot_bytes each; a chunk is kv_chunk positions of one cache,
- *     K [kv_heads, kv_chunk, head_dim] then V likewise (floats) ]
+ *   [ KV pool: n_caches * ceil(context / kv_chunk) chunk slots, each as
+ *     large as the widest cache's chunk (64-aligned); a chunk is kv_chunk
+ *     positions of one cache: K rows [kv_heads, kv_chunk] then V rows, each
+ *     row head_dim values of the plan's KV cache dtype (float32, float16,
+ *     or int8 K with a scale and float16 V) ]
  *   [ prepared tables, decoded from the plan at init (runs read only these):
- *     a header, then one entry per tensor (dtype and layout, rank, kind,
- *     data address, bytes reserved), per op (code, attributes, where its
- *     operands, regions and values start), per input and per output (tensor,
- *     role, layer, KV store slot); then the pools: Copy regions
- *     (plan->n_regions), Affines (plan->n_affines: every tensor's dims, the
- *     regions' starts and sizes, Symbols values) and operand tensor indices
- *     (plan->n_operands); their sizes do not depend on context ]
- *     K rows [kv_heads, kv_chunk] then V rows, each row head_dim values of
- *     plan->kv_cache_dtype (tensor_traits.h rt_kv_row_bytes) ]
+ *     one entry per tensor, op, input and output, then the pools of Copy
+ *     regions, Affines and operand indices; their sizes do not depend on
+ *     context ]
  * A fused cache takes its next chunk from the pool when a call first
  * writes a position in it; the Attention op appends only the new rows.
- */
+ * llmc_rt_session_reset returns every chunk to the pool.
+ *
+ * Threads: the runtime creates none and keeps no state outside the
+ * caller's memory.  A verified plan is read only, so sessions on any number
+ * of threads may share it; a session (and a chunked prefill on it) belongs
+ * to one thread at a time.  A caller that has threads lends them to a
+ * session through its parallel hook (llmc_rt_session_set_parallel), which
+ * never changes the outputs. */
 #ifndef LLMC_RT_H
 #define LLMC_RT_H
 
@@ -182,6 +187,8 @@ typedef struct {
     uint64_t runs;                    /* runs and feeds since init */
     uint32_t kv_chunks_used;          /* pool chunks taken since init / reset */
     uint32_t kv_chunks;               /* pool chunks available */
+    uint32_t position;                /* tokens in the KV store: fed since init / reset */
+    uint32_t context;                 /* the session's bound on positions */
 } llmc_rt_stats;
 
 /* ---- threads (optional) --------------------------------------------------
@@ -198,23 +205,12 @@ typedef void (*llmc_rt_task_fn)(void *ctx, uint32_t i);
 typedef void (*llmc_rt_parallel_fn)(void *pool, uint32_t n_tasks, llmc_rt_task_fn task,
                                     void *ctx);
 
+/* One sequence over a plan, in the caller's memory (init carves its
+ * working memory); opaque but for its plan. */
 typedef struct {
-    const llmc_rt_plan *plan;
-    llmc_rt_parallel_fn parallel;     /* NULL: serial (the default after init) */
-    void *parallel_pool;              /* passed to parallel as `pool` */
-    uint8_t *arena;                   /* plan->arena_size bytes */
-    uint8_t *kv;                      /* plan->kv_bytes bytes */
-    uint32_t *caches;                 /* n_caches * (1 + chunks_per_cache): rows, slots */
-    uint8_t *kv_pool;                 /* pool_chunks * plan->kv_slot_bytes */
-    uint32_t chunks_per_cache, pool_chunks, pool_used;
-    uint32_t context;                 /* S + P bound of this session (<= max_context) */
-    uint32_t position;                /* P: tokens already in the KV store */
-    uint32_t last_S, last_P;          /* (S, P) of the last run, for outputs */
-    llmc_rt_stats stats;
+    const llmc_rt_plan *plan;         /* the plan it runs */
     const struct rt_prepared *prepared; /* the decoded plan, in working memory */
-    void (*observer)(void *ctx, uint32_t op_index, int end); /* llmc_rt_op_observer; NULL:
-                                         none (the default after init) */
-    void *observer_ctx;
+    uint64_t state_[24];              /* the runtime's: buffers, position, hooks, stats */
 } llmc_rt_session;
 
 /* Bytes of working memory llmc_rt_session_init() needs (arena + KV store +
@@ -464,12 +460,7 @@ llmc_rt_status llmc_rt_encode(const llmc_rt_plan *plan, const char *text, size_t
  * sequence becomes U+FFFD, as TextDecoder does).  Each call writes at most
  * llmc_rt_detok_max_bytes() bytes; finish() flushes what is held. */
 typedef struct {
-    uint8_t held[4];
-    uint32_t n_held, need;
-    uint8_t lo, hi;                     /* range of the next continuation byte */
-    uint32_t strip_space;               /* a leading ' ' is still to be dropped */
-    uint8_t in_byte_run;                /* SentencePiece: the last token was <0xXX> */
-    uint8_t bom_check;                  /* the run's first character is still to come */
+    uint32_t opaque_[8];                /* the decoder's state; llmc_rt_detok_init sets it */
 } llmc_rt_detok;
 
 void llmc_rt_detok_init(const llmc_rt_tokenizer *tok, llmc_rt_detok *d);

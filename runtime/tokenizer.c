@@ -494,8 +494,25 @@ llmc_rt_status llmc_rt_tokenizer_encode(const llmc_rt_tokenizer *tok, const char
 
 /* ---- decoding ---- */
 
-void llmc_rt_detok_init(const llmc_rt_tokenizer *tok, llmc_rt_detok *d)
+/* What llmc_rt_detok holds. */
+typedef struct {
+    uint8_t held[4];
+    uint32_t n_held, need;
+    uint8_t lo, hi;                     /* range of the next continuation byte */
+    uint32_t strip_space;               /* a leading ' ' is still to be dropped */
+    uint8_t in_byte_run;                /* SentencePiece: the last token was <0xXX> */
+    uint8_t bom_check;                  /* the run's first character is still to come */
+} rt_detok;
+LLMC_STATIC_ASSERT(detok_fits, sizeof(rt_detok) <= sizeof(llmc_rt_detok));
+
+static rt_detok *detok_state(llmc_rt_detok *d)
 {
+    return (rt_detok *)(void *)d->opaque_;
+}
+
+void llmc_rt_detok_init(const llmc_rt_tokenizer *tok, llmc_rt_detok *state)
+{
+    rt_detok *d = detok_state(state);
     d->n_held = d->need = 0;
     d->lo = 0x80;
     d->hi = 0xBF;
@@ -513,7 +530,7 @@ typedef struct {
     size_t cap, n;
 } byte_sink;
 
-static void put_bytes(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
+static void put_bytes(rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (d->strip_space) {
@@ -527,7 +544,7 @@ static void put_bytes(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, size_t n
 static const uint8_t REPLACEMENT[3] = {0xEF, 0xBF, 0xBD};
 
 /* Held bytes of an incomplete sequence are an error: one U+FFFD. */
-static void flush_held(llmc_rt_detok *d, byte_sink *o)
+static void flush_held(rt_detok *d, byte_sink *o)
 {
     if (d->n_held) put_bytes(d, o, REPLACEMENT, 3);
     d->n_held = d->need = 0;
@@ -537,7 +554,7 @@ static void flush_held(llmc_rt_detok *d, byte_sink *o)
 /* A complete character of the byte stream.  The reference decodes each run
  * of SentencePiece byte tokens with a default TextDecoder, which drops a
  * U+FEFF (BOM) that starts the run: so does this. */
-static void put_char(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
+static void put_char(rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
 {
     int bom = n == 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF;
     if (!(bom && d->bom_check)) put_bytes(d, o, s, n);
@@ -545,7 +562,7 @@ static void put_char(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
 }
 
 /* One byte of the UTF-8 stream (the WHATWG decoder's state machine). */
-static void stream_byte(llmc_rt_detok *d, byte_sink *o, uint8_t b)
+static void stream_byte(rt_detok *d, byte_sink *o, uint8_t b)
 {
     if (d->need) {
         if (b >= d->lo && b <= d->hi) {
@@ -567,7 +584,7 @@ static void stream_byte(llmc_rt_detok *d, byte_sink *o, uint8_t b)
 }
 
 /* A SentencePiece piece: U+2581 reads as ' '. */
-static void put_piece_text(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
+static void put_piece_text(rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
 {
     for (size_t i = 0; i < n;) {
         if (n - i >= 3 && s[i] == META[0] && s[i + 1] == META[1] && s[i + 2] == META[2]) {
@@ -577,17 +594,18 @@ static void put_piece_text(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, siz
     }
 }
 
-llmc_rt_status llmc_rt_detok_token(const llmc_rt_tokenizer *tok, llmc_rt_detok *d, int64_t id,
+llmc_rt_status llmc_rt_detok_token(const llmc_rt_tokenizer *tok, llmc_rt_detok *state, int64_t id,
                                    char *out, size_t cap, size_t *n_out, llmc_rt_error *err)
 {
     if (n_out) *n_out = 0;
-    if (!tok || !d || !n_out || (!out && cap))
+    if (!tok || !state || !n_out || (!out && cap))
         return rt_fail(err, LLMC_RT_E_ARG, "decode: null argument", NULL, NULL);
     if (cap < llmc_rt_detok_max_bytes(tok))
         return rt_fail(err, LLMC_RT_E_MEMORY, "decode: output smaller than llmc_rt_detok_max_bytes()", NULL, NULL);
     if (id < 0 || id >= (int64_t)tok->n_ids || !(id_info(tok, (uint32_t)id) & TOK_ID_PRESENT))
         return rt_fail(err, LLMC_RT_E_ARG, "decode: token id %d is not in the vocabulary", RT_N(id), NULL);
     byte_sink o = {(uint8_t *)out, cap, 0};
+    rt_detok *d = detok_state(state);
     unsigned info = id_info(tok, (uint32_t)id);
     const uint8_t *piece = tok->base + tok->piece_bytes + piece_start(tok, (uint32_t)id);
     uint32_t n = piece_len(tok, (uint32_t)id);
@@ -606,14 +624,14 @@ llmc_rt_status llmc_rt_detok_token(const llmc_rt_tokenizer *tok, llmc_rt_detok *
     return LLMC_RT_OK;
 }
 
-llmc_rt_status llmc_rt_detok_finish(const llmc_rt_tokenizer *tok, llmc_rt_detok *d, char *out, size_t cap,
-                                    size_t *n_out, llmc_rt_error *err)
+llmc_rt_status llmc_rt_detok_finish(const llmc_rt_tokenizer *tok, llmc_rt_detok *state, char *out,
+                                    size_t cap, size_t *n_out, llmc_rt_error *err)
 {
     if (n_out) *n_out = 0;
-    if (!tok || !d || !n_out || (!out && cap) || cap < 3)
+    if (!tok || !state || !n_out || (!out && cap) || cap < 3)
         return rt_fail(err, LLMC_RT_E_ARG, "decode: finish needs 3 bytes of output", NULL, NULL);
     byte_sink o = {(uint8_t *)out, cap, 0};
-    flush_held(d, &o);
+    flush_held(detok_state(state), &o);
     *n_out = o.n;
     return LLMC_RT_OK;
 }

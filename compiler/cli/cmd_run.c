@@ -223,7 +223,7 @@ static void print_stats(const llmc_rt_session *s, const char *what)
 {
     llmc_rt_stats st;
     if (llmc_rt_session_stats(s, &st) == LLMC_RT_OK)
-        fprintf(stderr, "llmc run: %s tokens_cached=%u bytes_moved=%llu kv_chunks=%u/%u\n", what, s->position,
+        fprintf(stderr, "llmc run: %s tokens_cached=%u bytes_moved=%llu kv_chunks=%u/%u\n", what, st.position,
                 (unsigned long long)st.bytes_last, st.kv_chunks_used, st.kv_chunks);
 }
 

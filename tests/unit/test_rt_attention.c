@@ -294,7 +294,8 @@ static void test_op(const attn_cfg *c, const char *what)
         double worst = op_step(&r, &a, 64, 0, &st, &err);
         for (int P = 64; !st && P < 70; P++)
             worst = fmax(worst, op_step(&r, &a, 1, P, &st, &err));
-        CHECK(!st && worst < 2e-5 && r.s.pool_chunks == 2 && r.s.pool_used == 2 &&
+        CHECK(!st && worst < 2e-5 && tp_stats(&r.s).kv_chunks == 2 &&
+                  tp_stats(&r.s).kv_chunks_used == 2 &&
                   full - part == r.plan.kv_slot_bytes,
               "%s: context 70 uses 2 chunks, one chunk less memory, matches (%g)", what, worst);
         op_step(&r, &a, 1, 70, &st, &err);
@@ -560,7 +561,7 @@ static void test_model(void)
         }
         worst = fmax(worst, fmax(logits_diff(logits[1], logits[0]), logits_diff(logits[2], logits[0])));
     }
-    CHECK(!st && P == 151 && worst < 1e-5 && r[0].s.position == 151,
+    CHECK(!st && P == 151 && worst < 1e-5 && tp_stats(&r[0].s).position == 151,
           "decode to position 151: logits agree at every step (worst %g relative to max|logit|) %s",
           worst, st ? err.msg : "");
     CHECK(bytes10[0] > 0 && bytes10[0] == bytes150[0],
@@ -579,10 +580,10 @@ static void test_model(void)
     st = llmc_rt_session_feed(&r[0].s, tokens, 7, logits[0], &err);
     llmc_rt_session_stats(&r[0].s, &stats);
     CHECK(!st && !memcmp(logits[0], first, sizeof first) && stats.kv_chunks_used == 2 &&
-              r[0].s.position == 7,
+              tp_stats(&r[0].s).position == 7,
           "llmc_rt_session_reset: the same prompt gives bit-identical logits; 2 chunks in use again");
     st = llmc_rt_session_feed(&r[0].s, tokens + 7, 1, NULL, &err);
-    CHECK(!st && r[0].s.position == 8, "prefill continues a sequence; NULL logits allowed");
+    CHECK(!st && tp_stats(&r[0].s).position == 8, "prefill continues a sequence; NULL logits allowed");
     for (int i = 0; i < 3; i++)
         runner_close(&r[i]);
     free(m_cos);
