@@ -333,19 +333,6 @@ typedef struct {
     void (*release)(void *ctx, void *graph);
 } llmc_rt_delegate;
 
-/* What a chunked prefill reports to its observer: a node (a subgraph on
- * the delegate lane, or a run of the other ops on the CPU lane) of chunk
- * `chunk` starting (end = 0) or ending (end = 1).  A delegate node's end is
- * reported when wait finds it finished.  The observer reads its own clock. */
-typedef struct {
-    uint32_t chunk, node;
-    int lane;                         /* 0 CPU, 1 delegate */
-    int end;
-    uint32_t subgraph;                /* the delegate lane's subgraph; UINT32_MAX on the CPU */
-    uint32_t first_op, n_ops;         /* the node's ops in Plan.ops */
-} llmc_rt_chunk_event;
-typedef void (*llmc_rt_chunk_observer)(void *ctx, const llmc_rt_chunk_event *e);
-
 /* A chunked prefill's state (opaque; in the caller's memory). */
 typedef struct llmc_rt_chunked llmc_rt_chunked;
 
@@ -360,14 +347,6 @@ size_t llmc_rt_chunked_memory(const llmc_rt_plan *plan, uint32_t context, uint32
 llmc_rt_status llmc_rt_chunked_init(llmc_rt_chunked **out, llmc_rt_session *s,
                                     const llmc_rt_delegate *delegate, uint32_t lanes,
                                     void *memory, size_t memory_size, llmc_rt_error *err);
-/* The order nodes run in: out_of_order 0 follows the chunks in order on
- * each lane; 1 picks, among the nodes whose dependencies are met (paper
- * 003 Eqs. 2-3), the one by Eq. 6.  cost: one value per node of a chunk
- * (llmc_rt_chunked_nodes), the relative time it takes (`llmc tune`
- * measures them); NULL: the runtime's estimate from multiply-adds.  After
- * init: out of order, estimated costs. */
-void llmc_rt_chunked_set_schedule(llmc_rt_chunked *c, int out_of_order, const uint64_t *cost);
-void llmc_rt_chunked_set_observer(llmc_rt_chunked *c, llmc_rt_chunk_observer fn, void *ctx);
 /* Every chunk's logits, for scoring a text (a plan whose Logits output has
  * a row per position): with fn set, every chunk runs on to its logits, and
  * fn(ctx, first, logits) is called when it finishes, `first` the index of
@@ -375,10 +354,6 @@ void llmc_rt_chunked_set_observer(llmc_rt_chunked *c, llmc_rt_chunk_observer fn,
  * the call only).  NULL: only the last chunk computes logits. */
 typedef void (*llmc_rt_chunk_logits_fn)(void *ctx, uint32_t first, const llmc_rt_tensor *logits);
 void llmc_rt_chunked_set_logits(llmc_rt_chunked *c, llmc_rt_chunk_logits_fn fn, void *ctx);
-/* Nodes of a full chunk, and node k's lane, first op and op count. */
-uint32_t llmc_rt_chunked_nodes(const llmc_rt_chunked *c);
-llmc_rt_status llmc_rt_chunked_node(const llmc_rt_chunked *c, uint32_t k,
-                                    llmc_rt_chunk_event *info);
 /* llmc_rt_session_feed through chunks: n >= 1 tokens at the session's position,
  * which then advances by n; logits (if not NULL) of the last token. */
 llmc_rt_status llmc_rt_chunked_prefill(llmc_rt_chunked *c, const int64_t *tokens, uint32_t n,
@@ -415,8 +390,6 @@ llmc_rt_status llmc_sample(llmc_sampler *sm, const float *logits, uint32_t n, vo
                            size_t scratch_size, int64_t *token, llmc_rt_error *err);
 /* 1 if token is one of the sampler's stop tokens. */
 int llmc_sampler_is_stop(const llmc_sampler *sm, int64_t token);
-/* The next uniform float in [0, 1) from the sampler's PRNG (24 random bits). */
-float llmc_sampler_uniform(llmc_sampler *sm);
 
 /* ---- Tokenizer (text <-> ids) ----
  * A compiled tokenizer (runtime/tokenizer_format.h): the plan's tokenizer

@@ -45,6 +45,34 @@ llmc_rt_status llmc_rt_session_op_input(const llmc_rt_session *s, uint32_t op_in
                                         llmc_rt_tensor *out, const char **name,
                                         llmc_rt_error *err);
 
+/* Chunked prefill: its schedule, its nodes and an observer of them
+ * (`llmc tune`, `llmc run --delegate --stats`).  After init the order is
+ * out of order with estimated costs. */
+/* What a chunked prefill reports to its observer: a node (a subgraph on
+ * the delegate lane, or a run of the other ops on the CPU lane) of chunk
+ * `chunk` starting (end = 0) or ending (end = 1).  A delegate node's end is
+ * reported when wait finds it finished.  The observer reads its own clock. */
+typedef struct {
+    uint32_t chunk, node;
+    int lane;                         /* 0 CPU, 1 delegate */
+    int end;
+    uint32_t subgraph;                /* the delegate lane's subgraph; UINT32_MAX on the CPU */
+    uint32_t first_op, n_ops;         /* the node's ops in Plan.ops */
+} llmc_rt_chunk_event;
+typedef void (*llmc_rt_chunk_observer)(void *ctx, const llmc_rt_chunk_event *e);
+
+/* The order nodes run in: out_of_order 0 follows the chunks in order on
+ * each lane; 1 picks, among the nodes whose dependencies are met (paper
+ * 003 Eqs. 2-3), the one by Eq. 6.  cost: one value per node of a chunk
+ * (llmc_rt_chunked_nodes), the relative time it takes (`llmc tune`
+ * measures them); NULL: the runtime's estimate from multiply-adds. */
+void llmc_rt_chunked_set_schedule(llmc_rt_chunked *c, int out_of_order, const uint64_t *cost);
+void llmc_rt_chunked_set_observer(llmc_rt_chunked *c, llmc_rt_chunk_observer fn, void *ctx);
+/* Nodes of a full chunk, and node k's lane, first op and op count. */
+uint32_t llmc_rt_chunked_nodes(const llmc_rt_chunked *c);
+llmc_rt_status llmc_rt_chunked_node(const llmc_rt_chunked *c, uint32_t k,
+                                    llmc_rt_chunk_event *info);
+
 /* XXH64 (seed 0), the hash the plan uses for weight segments. */
 uint64_t llmc_rt_xxh64(const void *data, size_t len, uint64_t seed);
 
