@@ -180,7 +180,7 @@ const char *llmc_rt_op_name(int code);
  * arena by placing inputs, by every op's outputs (a Copy op: its regions),
  * by the foundation's KV store copies (past in, present out) and the K/V
  * rows Attention ops append to their caches; the cache rows attention reads
- * are not counted. */
+ * are not counted.  Also where the session stands: its position and bound. */
 typedef struct {
     uint64_t bytes_last;              /* the last run (successful or not) */
     uint64_t bytes_total;             /* since init */
@@ -205,11 +205,11 @@ typedef void (*llmc_rt_task_fn)(void *ctx, uint32_t i);
 typedef void (*llmc_rt_parallel_fn)(void *pool, uint32_t n_tasks, llmc_rt_task_fn task,
                                     void *ctx);
 
-/* One sequence over a plan, in the caller's memory (init carves its
- * working memory); opaque but for its plan. */
+/* One sequence over a plan (its buffers are carved from the working memory
+ * init is given): opaque but for its plan, which callers may read. */
 typedef struct {
     const llmc_rt_plan *plan;         /* the plan it runs */
-    const struct rt_prepared *prepared; /* the decoded plan, in working memory */
+    const struct rt_prepared *prepared; /* (runtime) the decoded plan, in working memory */
     uint64_t state_[24];              /* the runtime's: buffers, position, hooks, stats */
 } llmc_rt_session;
 
