@@ -399,14 +399,7 @@ int llmc_sampler_is_stop(const llmc_sampler *sm, int64_t token);
  * O(text bytes): 225 bytes per input byte, 543 with NFC) and takes O(n log n) time
  * in the longest pre-token, linear otherwise. */
 typedef struct {
-    const uint8_t *base;
-    size_t size;
-    uint32_t model, flags, split, n_ids;
-    uint32_t unk, bos, eos;             /* ids, UINT32_MAX when absent */
-    uint32_t n_prefix, n_suffix, specials;
-    uint32_t piece_offsets, piece_bytes, id_info;
-    uint32_t vocab_hash, vocab_mask, merge_hash, merge_mask;
-    uint32_t byte_ids, added_lengths, n_added_lengths, added_first, max_piece;
+    uint64_t opaque_[16];               /* the verified bytes and their header */
 } llmc_rt_tokenizer;
 
 /* Proves every offset, size, id and hash table of the bytes before use. */
@@ -416,6 +409,10 @@ llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tok, const void *bytes,
  * the plan has none). */
 llmc_rt_status llmc_rt_plan_tokenizer(const llmc_rt_plan *plan, llmc_rt_tokenizer *tok,
                                       llmc_rt_error *err);
+/* The number of ids and the BOS and EOS ids (UINT32_MAX when absent); any
+ * pointer may be NULL. */
+void llmc_rt_tokenizer_ids(const llmc_rt_tokenizer *tok, uint32_t *n_ids, uint32_t *bos,
+                           uint32_t *eos);
 size_t llmc_rt_tokenizer_scratch(const llmc_rt_tokenizer *tok, size_t text_bytes);
 llmc_rt_status llmc_rt_tokenizer_encode(const llmc_rt_tokenizer *tok, const char *text, size_t len,
                                         int add_special, void *scratch, size_t scratch_size,

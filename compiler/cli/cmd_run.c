@@ -381,10 +381,12 @@ static int encode_prompt(const llmc_rt_plan *plan, run_args *a, llmc_rt_tokenize
     if (!rc && n == 0)
         rc = llmc_fail(err, LLMC_E_USAGE, "--prompt encodes to no tokens");
     a->n_prompt = (uint32_t)n;
-    if (!rc && !a->stop && tok->eos != UINT32_MAX) {
+    uint32_t eos;
+    llmc_rt_tokenizer_ids(tok, NULL, NULL, &eos);
+    if (!rc && !a->stop && eos != UINT32_MAX) {
         a->stop = malloc(sizeof(int64_t));
         if (a->stop) {
-            a->stop[0] = tok->eos;
+            a->stop[0] = eos;
             a->n_stop = 1;
         }
     }
