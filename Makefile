@@ -208,8 +208,9 @@ firmware-demo: deps all
 # and a pkg-config file (llmc-rt) for hosted builds ------------------------
 PREFIX  ?= /usr/local
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-RT_PUBLIC_HEADERS := runtime/llmc_rt.h runtime/plan_enums.h runtime/platform/llmc_threads.h \
-                     runtime/platform/llmc_ref_delegate.h
+# (llmc_rt_internal.h serves the llmc tools and tests and is not installed)
+RT_PUBLIC_HEADERS := runtime/llmc_rt.h runtime/llmc_rt_resolver.h runtime/plan_enums.h \
+                     runtime/platform/llmc_threads.h runtime/platform/llmc_ref_delegate.h
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/include/llmc

@@ -13,7 +13,7 @@
 
 #include "demo_config.h" /* generated: DEMO_SESSION_BYTES, DEMO_VOCAB, DEMO_PROMPT, ...,
                             LLMC_RESOLVER_ENTRIES */
-#include "llmc_rt.h"
+#include "llmc_rt_resolver.h"
 #include "semihost.h"
 #include "stack_paint.h"
 
@@ -81,7 +81,7 @@ static int generate(const llmc_rt_plan *plan, llmc_rt_session *s, size_t n_promp
     }
     llmc_rt_detok_init(&tok, &d);
     llmc_sampler_init(&greedy, 0.0f, 1, 1.0f, 0);
-    if (llmc_prefill(s, prompt_ids, (uint32_t)n_prompt, logits, err))
+    if (llmc_rt_session_feed(s, prompt_ids, (uint32_t)n_prompt, logits, err))
         return fail("prefill", err);
     sh_write0("text:");
     for (int i = 0; i < DEMO_NEW_TOKENS; i++) {
@@ -89,7 +89,7 @@ static int generate(const llmc_rt_plan *plan, llmc_rt_session *s, size_t n_promp
             llmc_rt_detok_token(&tok, &d, new_ids[i], text, sizeof text, &n_text, err))
             return fail("sample", err);
         sh_write(text, n_text);
-        if (i + 1 < DEMO_NEW_TOKENS && llmc_decode(s, new_ids[i], logits, err))
+        if (i + 1 < DEMO_NEW_TOKENS && llmc_rt_session_feed(s, &new_ids[i], 1, logits, err))
             return fail("decode", err);
     }
     if (llmc_rt_detok_finish(&tok, &d, text, sizeof text, &n_text, err))

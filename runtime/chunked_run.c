@@ -72,7 +72,7 @@ static void carve(llmc_rt_chunked *c, uint8_t *base, const chunk_layout *l, cons
     c->io = (void **)(void *)(base + l->io);
     c->sg_tensors = (const llmc_rt_sg_tensor *)(const void *)(base + l->tensors);
     c->sg_ids = (const uint32_t *)(const void *)(base + l->ids);
-    c->lane[0] = c->s->arena;
+    c->lane[0] = rt_state(c->s)->arena;
     for (uint32_t k = 1; k < c->lanes; k++)
         c->lane[k] = base + l->lanes + (uint64_t)(k - 1) * z->lane_bytes;
 }
@@ -120,7 +120,7 @@ llmc_rt_status llmc_rt_chunked_init(llmc_rt_chunked **out, llmc_rt_session *s,
     if (!st && (!out || !memory))
         st = rt_fail(err, LLMC_RT_E_ARG, "chunked prefill: out or memory is NULL", NULL, NULL);
     if (!st)
-        st = rt_chunk_measure(s->plan, s->context, &z, err);
+        st = rt_chunk_measure(s->plan, rt_state(s)->context, &z, err);
     if (st)
         return st;
     chunk_layout l = layout_of(&z, lanes);
@@ -447,24 +447,24 @@ llmc_rt_status llmc_rt_chunked_prefill(llmc_rt_chunked *c, const int64_t *tokens
     if (!c || !c->s || (!tokens && n))
         return rt_fail(err, LLMC_RT_E_ARG, "chunked prefill: no state or tokens", NULL, NULL);
     llmc_rt_session *s = c->s;
-    if (n == 0 || (uint64_t)s->position + n > s->context)
+    if (n == 0 || (uint64_t)rt_state(s)->position + n > rt_state(s)->context)
         return rt_fail(err, LLMC_RT_E_BOUNDS, "S=%u P=%u outside 1 <= S, S + P <= context %u",
-                       RT_N(n, s->position, s->context), NULL);
+                       RT_N(n, rt_state(s)->position, rt_state(s)->context), NULL);
     c->tokens = tokens;
     c->n_tokens = n;
     c->n_chunks = (n + c->chunk - 1) / c->chunk;
-    c->P0 = s->position;
+    c->P0 = rt_state(s)->position;
     c->moved = 0;
     llmc_rt_status st = run_chunks(c, err);
     uint32_t last = c->n_chunks - 1;
     if (!st)
         st = rt_session_take_outputs(s, rt_chunk_rows(c, last), position_of(c, last),
                                      lane_for(c, last), logits, &c->moved, err);
-    s->stats.bytes_last = c->moved;
-    s->stats.bytes_total += c->moved;
-    s->stats.runs++;
-    s->last_S = NO_RUN; /* the outputs may sit in another lane */
+    rt_state(s)->stats.bytes_last = c->moved;
+    rt_state(s)->stats.bytes_total += c->moved;
+    rt_state(s)->stats.runs++;
+    rt_state(s)->last_S = NO_RUN; /* the outputs may sit in another lane */
     if (!st)
-        s->position += n;
+        rt_state(s)->position += n;
     return st;
 }

@@ -1,47 +1,52 @@
-/* llmc runtime: executes a plan written by `llmc compile`.
+/* llmc runtime: executes a plan written by `llmc compile`.  This header is
+ * what an application calls; llmc_rt_resolver.h trims the kernels a
+ * firmware links (an op resolver).
  *
- * C99, no malloc, no globals, no stdio, no threads; libm only (a caller may
- * lend the session its own threads: llmc_rt_session_set_parallel).  The caller
+ * C99, no malloc, no globals, no stdio, no threads; libm only.  The caller
  * owns every byte: the plan file (mapped, in RAM or in flash) and one block
  * of working memory whose size llmc_rt_session_memory() reports.
  *
- *   plan file  ->  llmc_rt_plan_open()     verifies every offset, once
- *   memory     ->  llmc_rt_session_init()  arena, KV store, cache pool carved from
- *                                          it; decodes the plan once into tables
- *                                          there, so runs never read the FlatBuffer
- *   tokens     ->  llmc_prefill() / llmc_decode()  (llmc_rt_session_feed)
- *                                          logits of the last token
- *   logits     ->  llmc_sample()           the next token
+ *   plan file  ->  llmc_rt_plan_open()       verifies every offset, once
+ *   memory     ->  llmc_rt_session_init()    carves the pieces below from it
+ *                                            and decodes the plan into tables
+ *                                            there, so runs never read the
+ *                                            FlatBuffer
+ *   tokens     ->  llmc_rt_session_feed()    logits of the last token
+ *   logits     ->  llmc_sample()             the next token
  *
  * Working memory layout (one block, 64-byte aligned pieces):
  *   [ arena: tensors of one call, offsets planned by the compiler ]
- *   [ KV store: past/present K/V of every unfused layer (PastKey inputs),
- *     max_context rows each, copied in and out around every call ]
+ *   [ KV store: past K/V of every unfused layer (PastKey / PastValue
+ *     inputs), max_context rows each; a feed copies it into the past inputs
+ *     and the present outputs back into it ]
  *   [ cache table: per fused cache (Attention op), uint32 rows held, then
  *     the pool slot of each of its chunks (UINT32_MAX = not taken yet) ]
- *   [ KV pool: n_caches * ceil(context / kv_chunk) chunk slots of
- *     plan->kv_slot_bytes each; a chunk is kv_chunk positions of one cache,
- *     K [kv_heads, kv_chunk, head_dim] then V likewise (floats) ]
+ *   [ KV pool: n_caches * ceil(context / kv_chunk) chunk slots, each as
+ *     large as the widest cache's chunk (64-aligned); a chunk is kv_chunk
+ *     positions of one cache: K rows [kv_heads, kv_chunk] then V rows, each
+ *     row head_dim values of the plan's KV cache dtype (float32, float16,
+ *     or int8 K with a scale and float16 V) ]
  *   [ prepared tables, decoded from the plan at init (runs read only these):
- *     a header, then one entry per tensor (dtype and layout, rank, kind,
- *     data address, bytes reserved), per op (code, attributes, where its
- *     operands, regions and values start), per input and per output (tensor,
- *     role, layer, KV store slot); then the pools: Copy regions
- *     (plan->n_regions), Affines (plan->n_affines: every tensor's dims, the
- *     regions' starts and sizes, Symbols values) and operand tensor indices
- *     (plan->n_operands); their sizes do not depend on context ]
- *     K rows [kv_heads, kv_chunk] then V rows, each row head_dim values of
- *     plan->kv_cache_dtype (tensor_traits.h rt_kv_row_bytes) ]
+ *     one entry per tensor, op, input and output, then the pools of Copy
+ *     regions, Affines and operand indices; their sizes do not depend on
+ *     context ]
  * A fused cache takes its next chunk from the pool when a call first
  * writes a position in it; the Attention op appends only the new rows.
- */
+ * llmc_rt_session_reset returns every chunk to the pool.
+ *
+ * Threads: the runtime creates none and keeps no state outside the
+ * caller's memory.  A verified plan is read only, so sessions on any number
+ * of threads may share it; a session (and a chunked prefill on it) belongs
+ * to one thread at a time.  A caller that has threads lends them to a
+ * session through its parallel hook (llmc_rt_session_set_parallel), which
+ * never changes the outputs. */
 #ifndef LLMC_RT_H
 #define LLMC_RT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plan_enums.h" /* the plan's op codes and kinds: the op resolver's index */
+#include "plan_enums.h" /* the plan's op codes and kinds */
 
 #define LLMC_RT_FORMAT_VERSION 3u
 #define LLMC_RT_MAX_RANK 8
@@ -138,6 +143,16 @@ typedef enum {
     LLMC_RT_U4 = 21                   /* packed weights only (two per byte) */
 } llmc_rt_dtype;
 
+/* Op codes (Plan.ops' OpCode: LLMC_RT_OP_Linear, ...) and the Unary and
+ * Binary kinds (LLMC_RT_UNARY_Silu, LLMC_RT_BINARY_Add, ...), from the
+ * lists of plan_enums.h. */
+#define LLMC_RT_OP_INDEX_(s, Name, v, ...) LLMC_RT_OP_##Name = v,
+#define LLMC_RT_UNARY_INDEX_(s, Name, v) LLMC_RT_UNARY_##Name = v,
+#define LLMC_RT_BINARY_INDEX_(s, Name, v) LLMC_RT_BINARY_##Name = v,
+enum { LLMC_PLAN_OPS(LLMC_RT_OP_INDEX_) LLMC_RT_OP_COUNT };
+enum { LLMC_PLAN_UNARY_KINDS(LLMC_RT_UNARY_INDEX_) LLMC_RT_UNARY_COUNT };
+enum { LLMC_PLAN_BINARY_KINDS(LLMC_RT_BINARY_INDEX_) LLMC_RT_BINARY_COUNT };
+
 /* A dense row-major tensor view. */
 typedef struct {
     int dtype;                        /* llmc_rt_dtype */
@@ -158,15 +173,6 @@ typedef struct {
 llmc_rt_status llmc_rt_plan_io(const llmc_rt_plan *plan, int is_output, uint32_t index,
                                llmc_rt_io *io);
 
-/* An op, for tools (profilers, listings). */
-typedef struct {
-    const char *code;                 /* its code's name, e.g. "Linear" */
-    const char *name;                 /* its name; points into the plan */
-    int weight_dtype;                 /* Linear: W's dtype (llmc_rt_dtype); else 0 */
-    int weight_layout;                /* Linear: W's llmc.plan.Layout; else 0 */
-} llmc_rt_op_info;
-
-llmc_rt_status llmc_rt_plan_op(const llmc_rt_plan *plan, uint32_t index, llmc_rt_op_info *op);
 /* The name of op code `code` ("RMSNorm"; "?" for none), for messages. */
 const char *llmc_rt_op_name(int code);
 /* 1 when an NPU chunk subgraph may hold ops of code `code` (plan_enums.h's
@@ -177,13 +183,15 @@ int llmc_rt_op_npu(int code);
  * arena by placing inputs, by every op's outputs (a Copy op: its regions),
  * by the foundation's KV store copies (past in, present out) and the K/V
  * rows Attention ops append to their caches; the cache rows attention reads
- * are not counted. */
+ * are not counted.  Also where the session stands: its position and bound. */
 typedef struct {
     uint64_t bytes_last;              /* the last run (successful or not) */
     uint64_t bytes_total;             /* since init */
     uint64_t runs;                    /* runs and feeds since init */
     uint32_t kv_chunks_used;          /* pool chunks taken since init / reset */
     uint32_t kv_chunks;               /* pool chunks available */
+    uint32_t position;                /* tokens in the KV store: fed since init / reset */
+    uint32_t context;                 /* the session's bound on positions */
 } llmc_rt_stats;
 
 /* ---- threads (optional) --------------------------------------------------
@@ -200,181 +208,13 @@ typedef void (*llmc_rt_task_fn)(void *ctx, uint32_t i);
 typedef void (*llmc_rt_parallel_fn)(void *pool, uint32_t n_tasks, llmc_rt_task_fn task,
                                     void *ctx);
 
-/* ---- profiling (optional) ------------------------------------------------
- * The runtime has no clock.  An observer installed on a session is called
- * on the calling thread right before (end = 0) and right after (end = 1)
- * every op of every run and feed, even one that fails; the caller's
- * callback reads its own clock.  op_index is the op's plan index
- * (llmc_rt_plan_op names it). */
-typedef void (*llmc_rt_op_observer)(void *ctx, uint32_t op_index, int end);
-
+/* One sequence over a plan (its buffers are carved from the working memory
+ * init is given): opaque but for its plan, which callers may read. */
 typedef struct {
-    const llmc_rt_plan *plan;
-    llmc_rt_parallel_fn parallel;     /* NULL: serial (the default after init) */
-    void *parallel_pool;              /* passed to parallel as `pool` */
-    uint8_t *arena;                   /* plan->arena_size bytes */
-    uint8_t *kv;                      /* plan->kv_bytes bytes */
-    uint32_t *caches;                 /* n_caches * (1 + chunks_per_cache): rows, slots */
-    uint8_t *kv_pool;                 /* pool_chunks * plan->kv_slot_bytes */
-    uint32_t chunks_per_cache, pool_chunks, pool_used;
-    uint32_t context;                 /* S + P bound of this session (<= max_context) */
-    uint32_t position;                /* P: tokens already in the KV store */
-    uint32_t last_S, last_P;          /* (S, P) of the last run, for outputs */
-    llmc_rt_stats stats;
-    const struct rt_prepared *prepared; /* the decoded plan, in working memory */
-    llmc_rt_op_observer observer;     /* NULL: none (the default after init) */
-    void *observer_ctx;
+    const llmc_rt_plan *plan;         /* the plan it runs */
+    const struct rt_prepared *prepared; /* (runtime) the decoded plan, in working memory */
+    uint64_t state_[24];              /* the runtime's: buffers, position, hooks, stats */
 } llmc_rt_session;
-
-/* ---- op resolver ---------------------------------------------------------
- * Which kernels a session may call (TensorFlow Lite Micro's op resolver):
- * the exec function of each plan op code and its checks (the verifier's
- * dtype, rank and shape rules for it), Unary's float32 loop of each kind
- * (the libm-heavy part), Binary's float32 loop of each kind whose float32
- * operands give a float32 result (LLMC_PLAN_BINARY_F32_KINDS) and its
- * any-dtype path for every other case (integers, bool, comparisons, Pow of
- * mixed dtypes), Gather's kernel for its table's layout (dense, or packed
- * rows dequantized), Linear's kernel of each weight format (W's layout,
- * and the plan's prefill kernel for QWeightTiles) and Attention's KV cache
- * loops of the plan's kv_cache_dtype (storing rows, scores, weighted sums).  Session init stores the
- * entries each op uses and refuses, with LLMC_RT_E_RESOLVER, a plan whose
- * op needs an entry the resolver lacks: "op 12 (Unary 'act'): Unary kind
- * Erf is not in the session's op resolver".
- *
- * llmc_rt_all_ops holds every entry; llmc_rt_session_init and _init_for
- * use it.  A firmware build declares only what its plan uses, a const
- * table in flash, and opens its plan with it too (llmc_rt_plan_open_ops),
- * so that --gc-sections drops every other kernel, every other op's checks
- * and the libm functions only they call; `llmc inspect PLAN --resolver` prints the
- * list (LLMC_RESOLVER_ENTRIES):
- *
- *   static LLMC_RT_RESOLVER(plan_ops, LLMC_RT_OP(Gather) LLMC_RT_GATHER(Dense)
- *                           LLMC_RT_OP(RMSNorm)
- *                           LLMC_RT_OP(Unary) LLMC_RT_UNARY(Silu)
- *                           LLMC_RT_OP(Binary) LLMC_RT_BINARY(Add)
- *                           LLMC_RT_OP(Linear) LLMC_RT_LINEAR(Dense));
- *   llmc_rt_plan_open_ops(&plan, bytes, size, flags, &plan_ops, &err);
- *   llmc_rt_session_init_ops(&s, &plan, plan.max_context, &plan_ops, mem, size, &err);
- *
- * The entries are the functions declared below; a program calls them only
- * through llmc_rt_plan_open_ops (an op code's checks) and a session. */
-struct llmc_rt_op_call; /* one op being run (internal) */
-typedef llmc_rt_status (*llmc_rt_op_fn)(struct llmc_rt_op_call *call, llmc_rt_error *err);
-struct llmc_rt_op_check; /* one op being verified (internal) */
-/* An op code's checks in llmc_rt_plan_open_ops (dtypes, ranks, shapes and
- * attributes of its operands) */
-typedef llmc_rt_status (*llmc_rt_verify_fn)(const struct llmc_rt_op_check *check,
-                                            llmc_rt_error *err);
-/* y[i] = the kind's function of x[i] for i < n (float32) */
-typedef void (*llmc_rt_unary_fn)(const float *x, float *y, int64_t n);
-/* Binary's float32 loop of a kind: y[i] = a[i * sa] `kind` b[i * sb] for
- * i < n (a stride is 0 for a broadcast operand). */
-typedef void (*llmc_rt_binary_fn)(const float *a, int64_t sa, const float *b, int64_t sb,
-                                  float *y, int64_t n);
-/* Binary's any-dtype path, one element: y[iy] = a[ia] `kind` b[ib] by the
- * dtypes' rules; 0 on an integer division by zero. */
-typedef int (*llmc_rt_binary_any_fn)(int kind, const llmc_rt_tensor *a, int64_t ia,
-                                     const llmc_rt_tensor *b, int64_t ib, llmc_rt_tensor *y,
-                                     int64_t iy);
-/* Linear's outputs ys[0..n_ys), n_ys <= LLMC_RT_LINEAR_OUTPUTS: consecutive
- * columns of x W^T + bias + residual, ys[0] from column col0 (a merged
- * Linear's q, k and v in one call, so that a kernel can run them as one
- * parallel job) */
-#define LLMC_RT_LINEAR_OUTPUTS 4
-typedef llmc_rt_status (*llmc_rt_linear_fn)(struct llmc_rt_op_call *call, int64_t col0,
-                                            llmc_rt_tensor *ys, uint32_t n_ys,
-                                            llmc_rt_error *err);
-
-/* Gather's kernels: its table (input 0) Dense (any axis, any dtype), or
- * the packed rows of a quantized embedding dequantized to float32. */
-#define LLMC_RT_GATHER_KERNELS(X) X(Dense) X(PackedRows)
-
-/* Attention's KV cache loops, by Plan.kv_cache_dtype: Float32, Float16, or
- * Int8 K rows (with a scale) and Float16 V rows.  An entry sets the loops
- * (internal) that store, score and sum its rows. */
-#define LLMC_RT_KV_CACHES(X) X(Float32) X(Float16) X(Int8)
-struct llmc_rt_kv_loops;
-typedef void (*llmc_rt_kv_fn)(struct llmc_rt_kv_loops *loops);
-
-/* Linear's kernels: W Dense, FWeightTiles, QWeightTiles on the int8 GEMM,
- * QWeightTiles in a plan whose prefill kernel is f32-dequant. */
-#define LLMC_RT_LINEAR_KERNELS(X) \
-    X(Dense) X(FWeightTiles) X(QWeightTiles) X(QWeightTilesF32Dequant)
-
-#define LLMC_RT_OP_INDEX_(s, Name, v, ...) LLMC_RT_OP_##Name = v,
-#define LLMC_RT_UNARY_INDEX_(s, Name, v) LLMC_RT_UNARY_##Name = v,
-#define LLMC_RT_BINARY_INDEX_(s, Name, v) LLMC_RT_BINARY_##Name = v,
-#define LLMC_RT_LINEAR_INDEX_(Name) LLMC_RT_LINEAR_##Name,
-#define LLMC_RT_GATHER_INDEX_(Name) LLMC_RT_GATHER_##Name,
-#define LLMC_RT_KV_INDEX_(Name) LLMC_RT_KV_##Name,
-enum { LLMC_PLAN_OPS(LLMC_RT_OP_INDEX_) LLMC_RT_OP_COUNT };
-enum { LLMC_PLAN_UNARY_KINDS(LLMC_RT_UNARY_INDEX_) LLMC_RT_UNARY_COUNT };
-enum { LLMC_PLAN_BINARY_KINDS(LLMC_RT_BINARY_INDEX_) LLMC_RT_BINARY_COUNT };
-enum { LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR_INDEX_) LLMC_RT_LINEAR_COUNT };
-enum { LLMC_RT_GATHER_KERNELS(LLMC_RT_GATHER_INDEX_) LLMC_RT_GATHER_COUNT };
-enum { LLMC_RT_KV_CACHES(LLMC_RT_KV_INDEX_) LLMC_RT_KV_COUNT };
-
-#define LLMC_RT_OP_FN_(s, Name, ...)                                                        \
-    llmc_rt_status llmc_rt_exec_##Name(struct llmc_rt_op_call *call, llmc_rt_error *err); \
-    llmc_rt_status llmc_rt_verify_##Name(const struct llmc_rt_op_check *check, llmc_rt_error *err);
-#define LLMC_RT_UNARY_FN_(s, Name, v) void llmc_rt_unary_##Name(const float *x, float *y, int64_t n);
-#define LLMC_RT_BINARY_FN_(s, Name)                                                      \
-    void llmc_rt_binary_##Name(const float *a, int64_t sa, const float *b, int64_t sb, \
-                               float *y, int64_t n);
-#define LLMC_RT_LINEAR_FN_(Name)                                                     \
-    llmc_rt_status llmc_rt_linear_##Name(struct llmc_rt_op_call *call, int64_t col0, \
-                                         llmc_rt_tensor *ys, uint32_t n_ys,          \
-                                         llmc_rt_error *err);
-LLMC_PLAN_OPS(LLMC_RT_OP_FN_)
-LLMC_PLAN_UNARY_KINDS(LLMC_RT_UNARY_FN_)
-LLMC_PLAN_BINARY_F32_KINDS(LLMC_RT_BINARY_FN_)
-int llmc_rt_binary_any_dtype(int kind, const llmc_rt_tensor *a, int64_t ia,
-                             const llmc_rt_tensor *b, int64_t ib, llmc_rt_tensor *y, int64_t iy);
-LLMC_RT_LINEAR_KERNELS(LLMC_RT_LINEAR_FN_)
-#define LLMC_RT_GATHER_FN_(Name) \
-    llmc_rt_status llmc_rt_gather_##Name(struct llmc_rt_op_call *call, llmc_rt_error *err);
-LLMC_RT_GATHER_KERNELS(LLMC_RT_GATHER_FN_)
-#define LLMC_RT_KV_FN_(Name) void llmc_rt_kv_##Name(struct llmc_rt_kv_loops *loops);
-LLMC_RT_KV_CACHES(LLMC_RT_KV_FN_)
-
-/* NULL entries: not available to the session. */
-typedef struct {
-    llmc_rt_op_fn op[LLMC_RT_OP_COUNT];               /* by OpCode */
-    llmc_rt_verify_fn verify[LLMC_RT_OP_COUNT];       /* by OpCode: its checks */
-    llmc_rt_unary_fn unary[LLMC_RT_UNARY_COUNT];      /* by UnaryKind */
-    llmc_rt_binary_fn binary[LLMC_RT_BINARY_COUNT];   /* by BinaryKind (its float32 kinds) */
-    llmc_rt_binary_any_fn binary_any_dtype;           /* Binary's other operands */
-    llmc_rt_op_fn gather[LLMC_RT_GATHER_COUNT];       /* by LLMC_RT_GATHER_KERNELS */
-    llmc_rt_linear_fn linear[LLMC_RT_LINEAR_COUNT];   /* by LLMC_RT_LINEAR_KERNELS */
-    llmc_rt_kv_fn kv_cache[LLMC_RT_KV_COUNT];         /* by LLMC_RT_KV_CACHES */
-} llmc_rt_op_resolver;
-
-/* A resolver of the entries listed (names as in plan_enums.h,
- * LLMC_RT_GATHER_KERNELS, LLMC_RT_LINEAR_KERNELS and LLMC_RT_KV_CACHES):
- * `static LLMC_RT_RESOLVER(name, LLMC_RT_OP(Rope) ...);`
- * LLMC_RT_BINARY takes the kinds of LLMC_PLAN_BINARY_F32_KINDS. */
-#define LLMC_RT_RESOLVER(name, entries) const llmc_rt_op_resolver name = {entries}
-#define LLMC_RT_OP(Name) \
-    .op[LLMC_RT_OP_##Name] = llmc_rt_exec_##Name, .verify[LLMC_RT_OP_##Name] = llmc_rt_verify_##Name,
-#define LLMC_RT_UNARY(Name) .unary[LLMC_RT_UNARY_##Name] = llmc_rt_unary_##Name,
-#define LLMC_RT_BINARY(Name) .binary[LLMC_RT_BINARY_##Name] = llmc_rt_binary_##Name,
-#define LLMC_RT_BINARY_ANY_DTYPE .binary_any_dtype = llmc_rt_binary_any_dtype,
-#define LLMC_RT_GATHER(Name) .gather[LLMC_RT_GATHER_##Name] = llmc_rt_gather_##Name,
-#define LLMC_RT_LINEAR(Name) .linear[LLMC_RT_LINEAR_##Name] = llmc_rt_linear_##Name,
-#define LLMC_RT_KV_CACHE(Name) .kv_cache[LLMC_RT_KV_##Name] = llmc_rt_kv_##Name,
-
-/* Every op code, Unary kind, Binary entry, Gather and Linear kernel, KV cache dtype. */
-extern const llmc_rt_op_resolver llmc_rt_all_ops;
-
-/* llmc_rt_plan_open with the checks of the op codes in `ops` only (its
- * verify entries, which LLMC_RT_OP adds with the exec ones): an op of
- * another code is refused with LLMC_RT_E_RESOLVER ("op 3 (Rope 'rope'): op
- * Rope is not in the op resolver"), so every op is still proved before
- * anything runs, and a firmware that opens its plan this way links only the
- * checks of its plan's ops.  Every other check is llmc_rt_plan_open's. */
-llmc_rt_status llmc_rt_plan_open_ops(llmc_rt_plan *plan, const void *bytes, size_t size,
-                                     unsigned flags, const llmc_rt_op_resolver *ops,
-                                     llmc_rt_error *err);
 
 /* Bytes of working memory llmc_rt_session_init() needs (arena + KV store +
  * cache table + KV pool for max_context positions + prepared tables +
@@ -394,32 +234,17 @@ llmc_rt_status llmc_rt_session_init(llmc_rt_session *s, const llmc_rt_plan *plan
 llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *plan,
                                         uint32_t context, void *memory, size_t memory_size,
                                         llmc_rt_error *err);
-/* The same with the kernels of `ops` only (not NULL: a program that names
- * its resolver links nothing else); LLMC_RT_E_RESOLVER when an op of the
- * plan needs an entry ops lacks.  ops may go away after init. */
-llmc_rt_status llmc_rt_session_init_ops(llmc_rt_session *s, const llmc_rt_plan *plan,
-                                        uint32_t context, const llmc_rt_op_resolver *ops,
-                                        void *memory, size_t memory_size, llmc_rt_error *err);
 /* Installs (fn, pool) as the session's parallel-for; fn NULL = serial.
  * Call after init (init clears it); the pool must outlive the runs. */
 void llmc_rt_session_set_parallel(llmc_rt_session *s, llmc_rt_parallel_fn fn, void *pool);
-/* Installs fn(ctx, op_index, end) as the session's op observer; fn NULL =
- * none.  Call after init (init clears it). */
-void llmc_rt_session_set_observer(llmc_rt_session *s, llmc_rt_op_observer fn, void *ctx);
 llmc_rt_status llmc_rt_session_stats(const llmc_rt_session *s, llmc_rt_stats *out);
-/* For an observer (calibration, debugging): input `slot` of op `op_index`
- * as the call of S new tokens after P past ones sizes it, and its tensor's
- * name (points into the plan).  Called from the observer before the op
- * runs (end = 0), the bytes are what the call's earlier ops wrote. */
-llmc_rt_status llmc_rt_session_op_input(const llmc_rt_session *s, uint32_t op_index,
-                                        uint32_t slot, uint32_t S, uint32_t P,
-                                        llmc_rt_tensor *out, const char **name,
-                                        llmc_rt_error *err);
-
-/* Feeds n tokens at the session's position (prompt or one generated token),
- * advances the position by n and writes the logits of the last token
- * (plan->vocab_size floats) to `logits`.  Needs a plan with InputIds and
- * Logits bindings. */
+/* Generation: feeds n >= 1 tokens (a prompt, or one generated token) at
+ * the session's position (0 after init or reset; more feeds continue the
+ * sequence), advances the position by n and, if logits is not NULL, writes
+ * the logits of the last token (vocab_size floats).  Works for fused plans
+ * (Attention ops own the KV caches), unfused ones (past_key_values fed
+ * through the KV store) and mixtures of both.  Needs a plan with InputIds
+ * and Logits bindings. */
 llmc_rt_status llmc_rt_session_feed(llmc_rt_session *s, const int64_t *tokens, uint32_t n,
                                     float *logits, llmc_rt_error *err);
 
@@ -437,21 +262,6 @@ llmc_rt_status llmc_rt_session_run(llmc_rt_session *s, uint32_t S, uint32_t P,
                                    const llmc_rt_tensor *inputs, llmc_rt_error *err);
 llmc_rt_status llmc_rt_session_output(const llmc_rt_session *s, uint32_t index,
                                       llmc_rt_tensor *out, llmc_rt_error *err);
-
-/* ---- generation --------------------------------------------------------
- * Works for fused plans (Attention ops own the KV caches) and for unfused
- * ones (past_key_values fed through the KV store), and mixtures of both.
- *
- * llmc_prefill feeds n >= 1 prompt tokens at the session's position (0
- * after init or llmc_reset; more prefills continue the sequence) and, if
- * logits is not NULL, writes the last token's logits (vocab_size floats).
- * llmc_decode feeds one token and writes its logits (logits may be NULL).
- * llmc_reset starts a new sequence. */
-llmc_rt_status llmc_prefill(llmc_rt_session *s, const int64_t *tokens, uint32_t n,
-                            float *logits, llmc_rt_error *err);
-llmc_rt_status llmc_decode(llmc_rt_session *s, int64_t token, float *logits,
-                           llmc_rt_error *err);
-void llmc_reset(llmc_rt_session *s);
 
 /* ---- NPU chunk subgraphs and delegates ------------------------------------
  * A plan compiled with `--npu-chunk C` carries subgraphs (Plan.subgraphs):
@@ -525,19 +335,6 @@ typedef struct {
     void (*release)(void *ctx, void *graph);
 } llmc_rt_delegate;
 
-/* What a chunked prefill reports to its observer: a node (a subgraph on
- * the delegate lane, or a run of the other ops on the CPU lane) of chunk
- * `chunk` starting (end = 0) or ending (end = 1).  A delegate node's end is
- * reported when wait finds it finished.  The observer reads its own clock. */
-typedef struct {
-    uint32_t chunk, node;
-    int lane;                         /* 0 CPU, 1 delegate */
-    int end;
-    uint32_t subgraph;                /* the delegate lane's subgraph; UINT32_MAX on the CPU */
-    uint32_t first_op, n_ops;         /* the node's ops in Plan.ops */
-} llmc_rt_chunk_event;
-typedef void (*llmc_rt_chunk_observer)(void *ctx, const llmc_rt_chunk_event *e);
-
 /* A chunked prefill's state (opaque; in the caller's memory). */
 typedef struct llmc_rt_chunked llmc_rt_chunked;
 
@@ -552,14 +349,6 @@ size_t llmc_rt_chunked_memory(const llmc_rt_plan *plan, uint32_t context, uint32
 llmc_rt_status llmc_rt_chunked_init(llmc_rt_chunked **out, llmc_rt_session *s,
                                     const llmc_rt_delegate *delegate, uint32_t lanes,
                                     void *memory, size_t memory_size, llmc_rt_error *err);
-/* The order nodes run in: out_of_order 0 follows the chunks in order on
- * each lane; 1 picks, among the nodes whose dependencies are met (paper
- * 003 Eqs. 2-3), the one by Eq. 6.  cost: one value per node of a chunk
- * (llmc_rt_chunked_nodes), the relative time it takes (`llmc tune`
- * measures them); NULL: the runtime's estimate from multiply-adds.  After
- * init: out of order, estimated costs. */
-void llmc_rt_chunked_set_schedule(llmc_rt_chunked *c, int out_of_order, const uint64_t *cost);
-void llmc_rt_chunked_set_observer(llmc_rt_chunked *c, llmc_rt_chunk_observer fn, void *ctx);
 /* Every chunk's logits, for scoring a text (a plan whose Logits output has
  * a row per position): with fn set, every chunk runs on to its logits, and
  * fn(ctx, first, logits) is called when it finishes, `first` the index of
@@ -567,11 +356,7 @@ void llmc_rt_chunked_set_observer(llmc_rt_chunked *c, llmc_rt_chunk_observer fn,
  * the call only).  NULL: only the last chunk computes logits. */
 typedef void (*llmc_rt_chunk_logits_fn)(void *ctx, uint32_t first, const llmc_rt_tensor *logits);
 void llmc_rt_chunked_set_logits(llmc_rt_chunked *c, llmc_rt_chunk_logits_fn fn, void *ctx);
-/* Nodes of a full chunk, and node k's lane, first op and op count. */
-uint32_t llmc_rt_chunked_nodes(const llmc_rt_chunked *c);
-llmc_rt_status llmc_rt_chunked_node(const llmc_rt_chunked *c, uint32_t k,
-                                    llmc_rt_chunk_event *info);
-/* llmc_prefill through chunks: n >= 1 tokens at the session's position,
+/* llmc_rt_session_feed through chunks: n >= 1 tokens at the session's position,
  * which then advances by n; logits (if not NULL) of the last token. */
 llmc_rt_status llmc_rt_chunked_prefill(llmc_rt_chunked *c, const int64_t *tokens, uint32_t n,
                                        float *logits, llmc_rt_error *err);
@@ -607,11 +392,6 @@ llmc_rt_status llmc_sample(llmc_sampler *sm, const float *logits, uint32_t n, vo
                            size_t scratch_size, int64_t *token, llmc_rt_error *err);
 /* 1 if token is one of the sampler's stop tokens. */
 int llmc_sampler_is_stop(const llmc_sampler *sm, int64_t token);
-/* The next uniform float in [0, 1) from the sampler's PRNG (24 random bits). */
-float llmc_sampler_uniform(llmc_sampler *sm);
-
-/* XXH64 (seed 0), the hash the plan uses for weight segments. */
-uint64_t llmc_rt_xxh64(const void *data, size_t len, uint64_t seed);
 
 /* ---- Tokenizer (text <-> ids) ----
  * A compiled tokenizer (runtime/tokenizer_format.h): the plan's tokenizer
@@ -621,14 +401,7 @@ uint64_t llmc_rt_xxh64(const void *data, size_t len, uint64_t seed);
  * O(text bytes): 225 bytes per input byte, 543 with NFC) and takes O(n log n) time
  * in the longest pre-token, linear otherwise. */
 typedef struct {
-    const uint8_t *base;
-    size_t size;
-    uint32_t model, flags, split, n_ids;
-    uint32_t unk, bos, eos;             /* ids, UINT32_MAX when absent */
-    uint32_t n_prefix, n_suffix, specials;
-    uint32_t piece_offsets, piece_bytes, id_info;
-    uint32_t vocab_hash, vocab_mask, merge_hash, merge_mask;
-    uint32_t byte_ids, added_lengths, n_added_lengths, added_first, max_piece;
+    uint64_t opaque_[16];               /* the verified bytes and their header */
 } llmc_rt_tokenizer;
 
 /* Proves every offset, size, id and hash table of the bytes before use. */
@@ -638,6 +411,10 @@ llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tok, const void *bytes,
  * the plan has none). */
 llmc_rt_status llmc_rt_plan_tokenizer(const llmc_rt_plan *plan, llmc_rt_tokenizer *tok,
                                       llmc_rt_error *err);
+/* The number of ids and the BOS and EOS ids (UINT32_MAX when absent); any
+ * pointer may be NULL. */
+void llmc_rt_tokenizer_ids(const llmc_rt_tokenizer *tok, uint32_t *n_ids, uint32_t *bos,
+                           uint32_t *eos);
 size_t llmc_rt_tokenizer_scratch(const llmc_rt_tokenizer *tok, size_t text_bytes);
 llmc_rt_status llmc_rt_tokenizer_encode(const llmc_rt_tokenizer *tok, const char *text, size_t len,
                                         int add_special, void *scratch, size_t scratch_size,
@@ -655,12 +432,7 @@ llmc_rt_status llmc_rt_encode(const llmc_rt_plan *plan, const char *text, size_t
  * sequence becomes U+FFFD, as TextDecoder does).  Each call writes at most
  * llmc_rt_detok_max_bytes() bytes; finish() flushes what is held. */
 typedef struct {
-    uint8_t held[4];
-    uint32_t n_held, need;
-    uint8_t lo, hi;                     /* range of the next continuation byte */
-    uint32_t strip_space;               /* a leading ' ' is still to be dropped */
-    uint8_t in_byte_run;                /* SentencePiece: the last token was <0xXX> */
-    uint8_t bom_check;                  /* the run's first character is still to come */
+    uint32_t opaque_[8];                /* the decoder's state; llmc_rt_detok_init sets it */
 } llmc_rt_detok;
 
 void llmc_rt_detok_init(const llmc_rt_tokenizer *tok, llmc_rt_detok *d);

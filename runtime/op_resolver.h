@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "llmc_rt.h"
+#include "llmc_rt_resolver.h"
 
 /* What decides an op's entries: its code and kind, the dtypes and layouts
  * of its first two inputs, the plan's prefill kernel and KV cache dtype. */

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "plan_enums.h"
 
 /* The fields of each table of schemas/plan.fbs: X(SUFFIX, schema_name).  A

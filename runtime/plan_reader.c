@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "kernels/kernel_table.h"
 #include "kernels/kernels.h"
 #include "rt_div64.h"
 #include "rt_msg.h"
@@ -464,6 +465,18 @@ const char *rt_op_code_name(int code)
 const char *llmc_rt_op_name(int code)
 {
     return rt_op_code_name(code);
+}
+
+llmc_rt_status llmc_rt_plan_use_kernels(llmc_rt_plan *plan, const char *isa,
+                                        llmc_rt_error *err)
+{
+    if (!plan || !plan->base || !isa)
+        return rt_fail(err, LLMC_RT_E_ARG, "plan_use_kernels: plan or isa is NULL", NULL, NULL);
+    const rt_kernels *kernels = rt_kernels_for_isa(plan->target, isa, err);
+    if (!kernels)
+        return LLMC_RT_E_TARGET;
+    plan->kernels = kernels;
+    return LLMC_RT_OK;
 }
 
 bool rt_mul_i64(int64_t a, int64_t b, int64_t *out)

@@ -30,9 +30,10 @@ void llmc_sampler_init(llmc_sampler *sm, float temperature, uint32_t top_k, floa
         sm->rng = 0x9E3779B97F4A7C15ull;
 }
 
-/* xorshift64* (Vigna 2016, shifts 12, 25, 27); the top 24 bits make the
- * float, every value of which is exact (single precision on the device). */
-float llmc_sampler_uniform(llmc_sampler *sm)
+/* The next uniform float in [0, 1) from the sampler's PRNG: xorshift64*
+ * (Vigna 2016, shifts 12, 25, 27); the top 24 bits make the float, every
+ * value of which is exact (single precision on the device). */
+static float uniform(llmc_sampler *sm)
 {
     uint64_t x = sm->rng;
     x ^= x >> 12;
@@ -126,7 +127,7 @@ llmc_rt_status llmc_sample(llmc_sampler *sm, const float *logits, uint32_t n, vo
         k = keep ? keep : 1;
         sum = cum > 0.0f ? cum : prob[0];
     }
-    float u = llmc_sampler_uniform(sm) * sum, acc = 0.0f;
+    float u = uniform(sm) * sum, acc = 0.0f;
     for (uint32_t i = 0; i < k; i++) {
         acc += prob[i];
         if (u < acc) {

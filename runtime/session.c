@@ -23,7 +23,7 @@ llmc_rt_status rt_session_view(const llmc_rt_session *s, uint8_t *arena, uint32_
                      RT_N((int64_t)bytes, S, P, (int64_t)d->max_bytes), NULL);
     if (st)
         return rt_prefix(err, st, "tensor %u '%s': ", RT_N(t), RT_S(d->name));
-    v->data = arena && d->kind == KIND_ARENA ? arena + (d->data - s->arena) : d->data;
+    v->data = arena && d->kind == KIND_ARENA ? arena + (d->data - rt_state(s)->arena) : d->data;
     return LLMC_RT_OK;
 }
 
@@ -91,11 +91,11 @@ llmc_rt_status rt_session_run_ops(llmc_rt_session *s, uint32_t first, uint32_t n
 {
     for (uint32_t i = first; i < first + n; i++) {
         const rt_prep_op *op = &s->prepared->ops[i];
-        if (s->observer)
-            s->observer(s->observer_ctx, i, 0);
+        if (rt_state(s)->observer)
+            rt_state(s)->observer(rt_state(s)->observer_ctx, i, 0);
         llmc_rt_status st = exec_op(s, op, S, P, arena, moved, err);
-        if (s->observer)
-            s->observer(s->observer_ctx, i, 1);
+        if (rt_state(s)->observer)
+            rt_state(s)->observer(rt_state(s)->observer_ctx, i, 1);
         if (st)
             return rt_prefix(err, st, "op %u (%s '%s'): ", RT_N(i),
                              RT_S(rt_op_code_name(op->code), op->name));
@@ -116,25 +116,25 @@ static llmc_rt_status check_bounds(const llmc_rt_session *s, uint32_t S, uint32_
                                    bool allow_static_zero, llmc_rt_error *err)
 {
     if ((S == 0 && !(allow_static_zero && s->prepared->is_static)) ||
-        (uint64_t)S + P > s->context)
+        (uint64_t)S + P > rt_state(s)->context)
         return rt_fail(err, LLMC_RT_E_BOUNDS, "S=%u P=%u outside 1 <= S, S + P <= "
-                       "context %u", RT_N(S, P, s->context), NULL);
+                       "context %u", RT_N(S, P, rt_state(s)->context), NULL);
     return LLMC_RT_OK;
 }
 
 /* Records what a run moved. */
 static void count_run(llmc_rt_session *s, uint64_t moved)
 {
-    s->stats.bytes_last = moved;
-    s->stats.bytes_total += moved;
-    s->stats.runs++;
+    rt_state(s)->stats.bytes_last = moved;
+    rt_state(s)->stats.bytes_total += moved;
+    rt_state(s)->stats.runs++;
 }
 
 /* ---- generic run ------------------------------------------------------- */
 
 static llmc_rt_status check_session(const llmc_rt_session *s, llmc_rt_error *err)
 {
-    if (!s || !s->plan || !s->arena || !s->prepared)
+    if (!s || !s->plan || !rt_state(s)->arena || !s->prepared)
         return rt_fail(err, LLMC_RT_E_ARG, "session not initialized", NULL, NULL);
     return LLMC_RT_OK;
 }
@@ -178,8 +178,8 @@ llmc_rt_status llmc_rt_session_run(llmc_rt_session *s, uint32_t S, uint32_t P,
     if (!st)
         st = run_ops(s, S, P, &moved, err);
     count_run(s, moved);
-    s->last_S = st ? NO_RUN : S;
-    s->last_P = P;
+    rt_state(s)->last_S = st ? NO_RUN : S;
+    rt_state(s)->last_P = P;
     return st;
 }
 
@@ -189,10 +189,10 @@ llmc_rt_status llmc_rt_session_output(const llmc_rt_session *s, uint32_t index,
     llmc_rt_status st = check_session(s, err);
     if (st)
         return st;
-    if (!out || index >= s->plan->n_outputs || s->last_S == NO_RUN)
+    if (!out || index >= s->plan->n_outputs || rt_state(s)->last_S == NO_RUN)
         return rt_fail(err, LLMC_RT_E_ARG, "output %u of %u: no such output, or no "
                        "successful run yet", RT_N(index, s->plan->n_outputs), NULL);
-    return rt_session_view(s, NULL, s->prepared->outputs[index].tensor, s->last_S, s->last_P, out,
+    return rt_session_view(s, NULL, s->prepared->outputs[index].tensor, rt_state(s)->last_S, rt_state(s)->last_P, out,
                            err);
 }
 
@@ -366,10 +366,10 @@ llmc_rt_status llmc_rt_session_feed(llmc_rt_session *s, const int64_t *tokens, u
     if (!s->prepared->can_feed)
         return rt_fail(err, LLMC_RT_E_ARG, "feed needs a plan with InputIds and Logits "
                        "bindings", NULL, NULL);
-    st = check_bounds(s, n, s->position, false, err);
+    st = check_bounds(s, n, rt_state(s)->position, false, err);
     if (st)
         return st;
-    int64_t S = n, P = s->position;
+    int64_t S = n, P = rt_state(s)->position;
     uint64_t moved = 0;
     st = rt_session_feed_inputs(s, tokens, S, P, NULL, &moved, err);
     if (!st)
@@ -377,28 +377,9 @@ llmc_rt_status llmc_rt_session_feed(llmc_rt_session *s, const int64_t *tokens, u
     if (!st)
         st = rt_session_take_outputs(s, S, P, NULL, logits, &moved, err);
     count_run(s, moved);
-    s->last_S = st ? NO_RUN : n;
-    s->last_P = s->position;
+    rt_state(s)->last_S = st ? NO_RUN : n;
+    rt_state(s)->last_P = rt_state(s)->position;
     if (!st)
-        s->position += n;
+        rt_state(s)->position += n;
     return st;
-}
-
-/* ---- generation -------------------------------------------------------- */
-
-llmc_rt_status llmc_prefill(llmc_rt_session *s, const int64_t *tokens, uint32_t n,
-                            float *logits, llmc_rt_error *err)
-{
-    return llmc_rt_session_feed(s, tokens, n, logits, err);
-}
-
-llmc_rt_status llmc_decode(llmc_rt_session *s, int64_t token, float *logits,
-                           llmc_rt_error *err)
-{
-    return llmc_rt_session_feed(s, &token, 1, logits, err);
-}
-
-void llmc_reset(llmc_rt_session *s)
-{
-    llmc_rt_session_reset(s);
 }

@@ -363,18 +363,18 @@ static llmc_rt_status take_chunks(llmc_rt_session *s, uint32_t *slots, int64_t e
                                   llmc_rt_error *err)
 {
     int64_t need = rt_kv_chunks((uint32_t)end, s->plan->kv_chunk);
-    if (need > s->chunks_per_cache)
+    if (need > rt_state(s)->chunks_per_cache)
         return rt_fail(err, LLMC_RT_E_BOUNDS, "%d positions exceed the session's %u chunks",
-                       RT_N(end, s->chunks_per_cache), NULL);
+                       RT_N(end, rt_state(s)->chunks_per_cache), NULL);
     for (int64_t c = 0; c < need; c++) {
         if (slots[c] != NO_SLOT)
             continue;
-        if (s->pool_used == s->pool_chunks)
+        if (rt_state(s)->pool_used == rt_state(s)->pool_chunks)
             return rt_fail(err, LLMC_RT_E_MEMORY, "KV pool exhausted (%u chunks)",
-                           RT_N(s->pool_chunks), NULL);
-        slots[c] = s->pool_used++;
+                           RT_N(rt_state(s)->pool_chunks), NULL);
+        slots[c] = rt_state(s)->pool_used++;
     }
-    s->stats.kv_chunks_used = s->pool_used;
+    rt_state(s)->stats.kv_chunks_used = rt_state(s)->pool_used;
     return LLMC_RT_OK;
 }
 
@@ -384,7 +384,7 @@ llmc_rt_status llmc_rt_exec_Attention(rt_op_call *c, llmc_rt_error *err)
     llmc_rt_session *s = c->s;
     const rt_prep_op *op = c->op;
     int64_t S = c->S, P = c->P;
-    uint32_t *table = s->caches + (uint64_t)op->cache * (1u + s->chunks_per_cache);
+    uint32_t *table = rt_state(s)->caches + (uint64_t)op->cache * (1u + rt_state(s)->chunks_per_cache);
     if (op->cache >= s->plan->n_caches || P > table[0])
         return rt_fail(err, LLMC_RT_E_EXEC, "cache %u holds %u positions; the call starts at "
                        "P=%d", RT_N(op->cache, op->cache < s->plan->n_caches ? table[0] : 0, P),
@@ -392,7 +392,7 @@ llmc_rt_status llmc_rt_exec_Attention(rt_op_call *c, llmc_rt_error *err)
     llmc_rt_status st = take_chunks(s, table + 1, P + S, err);
     if (st)
         return st;
-    rt_kv_cache cache = {s->kv_pool, table + 1, s->plan->kv_slot_bytes, s->plan->kv_chunk,
+    rt_kv_cache cache = {rt_state(s)->kv_pool, table + 1, s->plan->kv_slot_bytes, s->plan->kv_chunk,
                          s->plan->kv_cache_dtype};
     rt_attention_attrs a = {op->heads, op->kv_heads, op->head_dim, op->rotary_dim, op->scale};
     bool rope = op->rotary_dim > 0 && op->inputs.len == 5;

@@ -127,7 +127,7 @@ static llmc_rt_status prepare_tensor(fb_reader *r, const llmc_rt_session *s, pre
         return st;
     t->name = d.name;
     if (d.kind == KIND_ARENA)
-        t->data = s->arena + d.arena_offset;
+        t->data = rt_state(s)->arena + d.arena_offset;
     else /* weights are only read: outputs are verified to be arena tensors */
         t->data = (uint8_t *)(uintptr_t)(s->plan->base + seg.offset);
     t->max_bytes = d.max_bytes;
@@ -349,7 +349,7 @@ static llmc_rt_status kv_slot_at(const llmc_rt_session *s, const rt_prep_tensor 
                                    s->plan->max_context, dims, bytes, LLMC_RT_E_CORRUPT, err);
     if (st)
         return st;
-    slot->data = (float *)(void *)(s->kv + offset); /* verified: rank 4 */
+    slot->data = (float *)(void *)(rt_state(s)->kv + offset); /* verified: rank 4 */
     slot->heads = dims[0] * dims[1];
     slot->rows = dims[2];
     slot->row_len = dims[3];
@@ -482,14 +482,14 @@ static llmc_rt_status prepare_tables(llmc_rt_session *s, rt_prepared *pr,
 /* Empties every fused cache and returns its chunks to the pool. */
 static void caches_clear(llmc_rt_session *s)
 {
-    uint32_t stride = 1 + s->chunks_per_cache;
+    uint32_t stride = 1 + rt_state(s)->chunks_per_cache;
     for (uint32_t c = 0; c < s->plan->n_caches; c++) {
-        s->caches[c * stride] = 0;
+        rt_state(s)->caches[c * stride] = 0;
         for (uint32_t k = 1; k < stride; k++)
-            s->caches[c * stride + k] = NO_SLOT;
+            rt_state(s)->caches[c * stride + k] = NO_SLOT;
     }
-    s->pool_used = 0;
-    s->stats.kv_chunks_used = 0;
+    rt_state(s)->pool_used = 0;
+    rt_state(s)->stats.kv_chunks_used = 0;
 }
 
 /* Points the session's pieces into working memory starting at `base`. */
@@ -498,15 +498,15 @@ static void carve(llmc_rt_session *s, const llmc_rt_plan *plan, uint32_t context
 {
     memset(s, 0, sizeof *s);
     s->plan = plan;
-    s->arena = base;
-    s->kv = base + m->kv;
-    s->caches = (uint32_t *)(void *)(base + m->table);
-    s->kv_pool = base + m->pool;
-    s->chunks_per_cache = m->chunks_per_cache;
-    s->pool_chunks = m->pool_chunks;
-    s->context = context;
-    s->last_S = NO_RUN;
-    s->stats.kv_chunks = m->pool_chunks;
+    rt_state(s)->arena = base;
+    rt_state(s)->kv = base + m->kv;
+    rt_state(s)->caches = (uint32_t *)(void *)(base + m->table);
+    rt_state(s)->kv_pool = base + m->pool;
+    rt_state(s)->chunks_per_cache = m->chunks_per_cache;
+    rt_state(s)->pool_chunks = m->pool_chunks;
+    rt_state(s)->context = context;
+    rt_state(s)->last_S = NO_RUN;
+    rt_state(s)->stats.kv_chunks = m->pool_chunks;
 }
 
 llmc_rt_status llmc_rt_session_init_ops(llmc_rt_session *s, const llmc_rt_plan *plan,
@@ -555,9 +555,9 @@ llmc_rt_status llmc_rt_session_init(llmc_rt_session *s, const llmc_rt_plan *plan
 
 void llmc_rt_session_reset(llmc_rt_session *s)
 {
-    if (!s || !s->plan || !s->caches)
+    if (!s || !s->plan || !rt_state(s)->caches)
         return;
-    s->position = 0;
+    rt_state(s)->position = 0;
     caches_clear(s);
 }
 
@@ -565,22 +565,24 @@ void llmc_rt_session_set_parallel(llmc_rt_session *s, llmc_rt_parallel_fn fn, vo
 {
     if (!s)
         return;
-    s->parallel = fn;
-    s->parallel_pool = fn ? pool : NULL;
+    rt_state(s)->parallel = fn;
+    rt_state(s)->parallel_pool = fn ? pool : NULL;
 }
 
 void llmc_rt_session_set_observer(llmc_rt_session *s, llmc_rt_op_observer fn, void *ctx)
 {
     if (!s)
         return;
-    s->observer = fn;
-    s->observer_ctx = fn ? ctx : NULL;
+    rt_state(s)->observer = fn;
+    rt_state(s)->observer_ctx = fn ? ctx : NULL;
 }
 
 llmc_rt_status llmc_rt_session_stats(const llmc_rt_session *s, llmc_rt_stats *out)
 {
     if (!s || !s->plan || !out)
         return LLMC_RT_E_ARG;
-    *out = s->stats;
+    *out = rt_state(s)->stats;
+    out->position = rt_state(s)->position;
+    out->context = rt_state(s)->context;
     return LLMC_RT_OK;
 }

@@ -110,6 +110,32 @@ static inline uint32_t prep_operand(const rt_prepared *pr, rt_prep_list l, uint3
     return pr->operands[l.first + k];
 }
 
+/* What llmc_rt_session.state_ holds. */
+typedef struct {
+    llmc_rt_parallel_fn parallel;     /* NULL: serial (the default after init) */
+    void *parallel_pool;              /* passed to parallel as `pool` */
+    uint8_t *arena;                   /* plan->arena_size bytes */
+    uint8_t *kv;                      /* plan->kv_bytes bytes */
+    uint32_t *caches;                 /* n_caches * (1 + chunks_per_cache): rows, slots */
+    uint8_t *kv_pool;                 /* pool_chunks * plan->kv_slot_bytes */
+    uint32_t chunks_per_cache, pool_chunks, pool_used;
+    uint32_t context;                 /* S + P bound of this session (<= max_context) */
+    uint32_t position;                /* P: tokens already in the KV store */
+    uint32_t last_S, last_P;          /* (S, P) of the last run, for outputs */
+    llmc_rt_stats stats;
+    llmc_rt_op_observer observer;     /* NULL: none (the default after init) */
+    void *observer_ctx;
+} rt_session_state;
+LLMC_STATIC_ASSERT(session_state_fits,
+                   sizeof(rt_session_state) <= sizeof(((llmc_rt_session *)0)->state_));
+
+/* The session's state (sessions are never const objects: a const session
+ * pointer only promises the caller reads). */
+static inline rt_session_state *rt_state(const llmc_rt_session *s)
+{
+    return (rt_session_state *)(void *)s->state_;
+}
+
 /* One op being run: what its exec function (session_ops.c) gets.  The
  * interpreter (session.c exec_op) has viewed its inputs and outputs at
  * (S, P), but Copy's (none: its regions name their tensors) and Linear's
@@ -164,7 +190,7 @@ static inline uint64_t rt_view_bytes(const rt_view *v)
 /* The kernels' view of the session's parallel-for. */
 static inline rt_parallel rt_session_parallel(const llmc_rt_session *s)
 {
-    rt_parallel par = {s->parallel, s->parallel_pool};
+    rt_parallel par = {rt_state(s)->parallel, rt_state(s)->parallel_pool};
     return par;
 }
 

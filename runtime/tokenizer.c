@@ -19,6 +19,7 @@
 
 #include "rt_msg.h"
 #include "tokenizer_format.h"
+#include "tokenizer_state.h"
 #include "unicode.h"
 
 typedef struct {
@@ -37,7 +38,7 @@ typedef struct {
 } id_sink;
 
 typedef struct {
-    const llmc_rt_tokenizer *tok;
+    const rt_tokenizer *tok;
     uint8_t *norm;
     size_t norm_cap;
     uint32_t *cps;
@@ -54,25 +55,25 @@ static uint32_t word_at(const uint8_t *base, size_t pos)
          | (uint32_t)base[pos + 3] << 24;
 }
 
-static uint32_t table_word(const llmc_rt_tokenizer *t, uint32_t table, size_t i)
+static uint32_t table_word(const rt_tokenizer *t, uint32_t table, size_t i)
 {
     return word_at(t->base, table + 4 * i);
 }
 
 /* ---- lookups ---- */
 
-static uint32_t piece_start(const llmc_rt_tokenizer *t, uint32_t id) { return table_word(t, t->piece_offsets, id); }
-static uint32_t piece_len(const llmc_rt_tokenizer *t, uint32_t id)
+static uint32_t piece_start(const rt_tokenizer *t, uint32_t id) { return table_word(t, t->piece_offsets, id); }
+static uint32_t piece_len(const rt_tokenizer *t, uint32_t id)
 {
     return table_word(t, t->piece_offsets, id + 1) - piece_start(t, id);
 }
-static unsigned id_info(const llmc_rt_tokenizer *t, uint32_t id)
+static unsigned id_info(const rt_tokenizer *t, uint32_t id)
 {
     const uint8_t *p = t->base + t->id_info + 2 * (size_t)id;
     return (unsigned)p[0] | (unsigned)p[1] << 8;
 }
 
-static uint32_t vocab_lookup(const llmc_rt_tokenizer *t, const uint8_t *s, size_t n)
+static uint32_t vocab_lookup(const rt_tokenizer *t, const uint8_t *s, size_t n)
 {
     uint32_t mask = t->vocab_mask;
     for (uint32_t h = tok_hash_bytes(s, n) & mask, probes = 0; probes <= mask; h = (h + 1) & mask, probes++) {
@@ -87,7 +88,7 @@ static uint32_t vocab_lookup(const llmc_rt_tokenizer *t, const uint8_t *s, size_
     return TOK_NONE;
 }
 
-static uint32_t merge_lookup(const llmc_rt_tokenizer *t, uint32_t left, uint32_t right, uint32_t *merged)
+static uint32_t merge_lookup(const rt_tokenizer *t, uint32_t left, uint32_t right, uint32_t *merged)
 {
     uint32_t mask = t->merge_mask;
     if (left == TOK_NONE || right == TOK_NONE) return TOK_NONE;
@@ -121,7 +122,7 @@ static llmc_rt_status emit(encoder *e, uint32_t id)
  * <unk>, else nothing (what the reference does without an unk token). */
 static llmc_rt_status emit_unknown(encoder *e, const uint8_t *s, size_t n)
 {
-    const llmc_rt_tokenizer *t = e->tok;
+    const rt_tokenizer *t = e->tok;
     int all_bytes = (t->flags & TOK_F_BYTE_FALLBACK) != 0;
     for (size_t i = 0; i < n && all_bytes; i++) all_bytes = table_word(t, t->byte_ids, s[i]) != TOK_NONE;
     if (all_bytes) {
@@ -197,7 +198,7 @@ static void refresh_pair(encoder *e, uint32_t s, size_t *n)
  * characters (SentencePiece).  Returns the count. */
 static size_t initial_symbols(encoder *e, const uint8_t *w, size_t n)
 {
-    const llmc_rt_tokenizer *t = e->tok;
+    const rt_tokenizer *t = e->tok;
     size_t count = 0;
     for (size_t i = 0; i < n; count++) {
         size_t len = 1;
@@ -216,7 +217,7 @@ static size_t initial_symbols(encoder *e, const uint8_t *w, size_t n)
 
 static llmc_rt_status bpe_word(encoder *e, const uint8_t *w, size_t n)
 {
-    const llmc_rt_tokenizer *t = e->tok;
+    const rt_tokenizer *t = e->tok;
     if (t->flags & TOK_F_IGNORE_MERGES) {
         uint32_t id = vocab_lookup(t, w, n);
         if (id != TOK_NONE && !(id_info(t, id) & TOK_ID_ADDED)) return emit(e, id);
@@ -370,7 +371,7 @@ static llmc_rt_status pre_tokenize(encoder *e, const uint8_t *s, size_t n)
 static const uint8_t META[3] = {0xE2, 0x96, 0x81};   /* U+2581 */
 
 /* SentencePiece's normalizer: U+2581 prepended and/or for every ' '. */
-static size_t metaspace(const llmc_rt_tokenizer *t, const uint8_t *s, size_t n, uint8_t *out)
+static size_t metaspace(const rt_tokenizer *t, const uint8_t *s, size_t n, uint8_t *out)
 {
     size_t o = 0;
     if (t->flags & TOK_F_PREPEND_SPACE)
@@ -385,7 +386,7 @@ static size_t metaspace(const llmc_rt_tokenizer *t, const uint8_t *s, size_t n, 
 
 static llmc_rt_status encode_section(encoder *e, const uint8_t *s, size_t n)
 {
-    const llmc_rt_tokenizer *t = e->tok;
+    const rt_tokenizer *t = e->tok;
     e->out->last_unk = 0;
     if (n == 0) return LLMC_RT_OK;
     if (t->flags & TOK_F_NFC) {
@@ -401,7 +402,7 @@ static llmc_rt_status encode_section(encoder *e, const uint8_t *s, size_t n)
 }
 
 /* Length of the longest added token starting at s (0: none); its id in *id. */
-static size_t added_at(const llmc_rt_tokenizer *t, const uint8_t *s, size_t n, uint32_t *id)
+static size_t added_at(const rt_tokenizer *t, const uint8_t *s, size_t n, uint32_t *id)
 {
     if (!(table_word(t, t->added_first, s[0] >> 5) >> (s[0] & 31) & 1)) return 0;
     for (uint32_t k = 0; k < t->n_added_lengths; k++) {
@@ -423,7 +424,7 @@ typedef struct {
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-static int plan_scratch(const llmc_rt_tokenizer *t, size_t text_bytes, scratch_plan *p)
+static int plan_scratch(const rt_tokenizer *t, size_t text_bytes, scratch_plan *p)
 {
     if (text_bytes > ((size_t)1 << 28)) return 0;
     size_t clean = 3 * text_bytes + 4;
@@ -436,8 +437,9 @@ static int plan_scratch(const llmc_rt_tokenizer *t, size_t text_bytes, scratch_p
     return 1;
 }
 
-size_t llmc_rt_tokenizer_scratch(const llmc_rt_tokenizer *tok, size_t text_bytes)
+size_t llmc_rt_tokenizer_scratch(const llmc_rt_tokenizer *tokenizer, size_t text_bytes)
 {
+    const rt_tokenizer *tok = rt_tok_const(tokenizer);
     scratch_plan p;
     return tok && plan_scratch(tok, text_bytes, &p) ? p.total : 0;
 }
@@ -453,7 +455,7 @@ static llmc_rt_status emit_specials(encoder *e, uint32_t first, uint32_t count)
 
 static llmc_rt_status encode_clean(encoder *e, const uint8_t *s, size_t n, int add_special)
 {
-    const llmc_rt_tokenizer *t = e->tok;
+    const rt_tokenizer *t = e->tok;
     llmc_rt_status st = add_special ? emit_specials(e, 0, t->n_prefix) : LLMC_RT_OK;
     size_t section = 0;
     for (size_t i = 0; i < n && !st;) {
@@ -470,10 +472,11 @@ static llmc_rt_status encode_clean(encoder *e, const uint8_t *s, size_t n, int a
     return st;
 }
 
-llmc_rt_status llmc_rt_tokenizer_encode(const llmc_rt_tokenizer *tok, const char *text, size_t len,
+llmc_rt_status llmc_rt_tokenizer_encode(const llmc_rt_tokenizer *tokenizer, const char *text, size_t len,
                                         int add_special, void *scratch, size_t scratch_size,
                                         int64_t *ids, size_t max_ids, size_t *n_ids, llmc_rt_error *err)
 {
+    const rt_tokenizer *tok = rt_tok_const(tokenizer);
     scratch_plan p;
     if (n_ids) *n_ids = 0;
     if (!tok || (!text && len) || !n_ids || (!ids && max_ids))
@@ -494,8 +497,26 @@ llmc_rt_status llmc_rt_tokenizer_encode(const llmc_rt_tokenizer *tok, const char
 
 /* ---- decoding ---- */
 
-void llmc_rt_detok_init(const llmc_rt_tokenizer *tok, llmc_rt_detok *d)
+/* What llmc_rt_detok holds. */
+typedef struct {
+    uint8_t held[4];
+    uint32_t n_held, need;
+    uint8_t lo, hi;                     /* range of the next continuation byte */
+    uint32_t strip_space;               /* a leading ' ' is still to be dropped */
+    uint8_t in_byte_run;                /* SentencePiece: the last token was <0xXX> */
+    uint8_t bom_check;                  /* the run's first character is still to come */
+} rt_detok;
+LLMC_STATIC_ASSERT(detok_fits, sizeof(rt_detok) <= sizeof(llmc_rt_detok));
+
+static rt_detok *detok_state(llmc_rt_detok *d)
 {
+    return (rt_detok *)(void *)d->opaque_;
+}
+
+void llmc_rt_detok_init(const llmc_rt_tokenizer *tokenizer, llmc_rt_detok *state)
+{
+    const rt_tokenizer *tok = rt_tok_const(tokenizer);
+    rt_detok *d = detok_state(state);
     d->n_held = d->need = 0;
     d->lo = 0x80;
     d->hi = 0xBF;
@@ -503,8 +524,9 @@ void llmc_rt_detok_init(const llmc_rt_tokenizer *tok, llmc_rt_detok *d)
     d->in_byte_run = d->bom_check = 0;
 }
 
-size_t llmc_rt_detok_max_bytes(const llmc_rt_tokenizer *tok)
+size_t llmc_rt_detok_max_bytes(const llmc_rt_tokenizer *tokenizer)
 {
+    const rt_tokenizer *tok = rt_tok_const(tokenizer);
     return tok ? 3 * ((size_t)tok->max_piece + 4) : 0;
 }
 
@@ -513,7 +535,7 @@ typedef struct {
     size_t cap, n;
 } byte_sink;
 
-static void put_bytes(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
+static void put_bytes(rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (d->strip_space) {
@@ -527,7 +549,7 @@ static void put_bytes(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, size_t n
 static const uint8_t REPLACEMENT[3] = {0xEF, 0xBF, 0xBD};
 
 /* Held bytes of an incomplete sequence are an error: one U+FFFD. */
-static void flush_held(llmc_rt_detok *d, byte_sink *o)
+static void flush_held(rt_detok *d, byte_sink *o)
 {
     if (d->n_held) put_bytes(d, o, REPLACEMENT, 3);
     d->n_held = d->need = 0;
@@ -537,7 +559,7 @@ static void flush_held(llmc_rt_detok *d, byte_sink *o)
 /* A complete character of the byte stream.  The reference decodes each run
  * of SentencePiece byte tokens with a default TextDecoder, which drops a
  * U+FEFF (BOM) that starts the run: so does this. */
-static void put_char(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
+static void put_char(rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
 {
     int bom = n == 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF;
     if (!(bom && d->bom_check)) put_bytes(d, o, s, n);
@@ -545,7 +567,7 @@ static void put_char(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
 }
 
 /* One byte of the UTF-8 stream (the WHATWG decoder's state machine). */
-static void stream_byte(llmc_rt_detok *d, byte_sink *o, uint8_t b)
+static void stream_byte(rt_detok *d, byte_sink *o, uint8_t b)
 {
     if (d->need) {
         if (b >= d->lo && b <= d->hi) {
@@ -567,7 +589,7 @@ static void stream_byte(llmc_rt_detok *d, byte_sink *o, uint8_t b)
 }
 
 /* A SentencePiece piece: U+2581 reads as ' '. */
-static void put_piece_text(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
+static void put_piece_text(rt_detok *d, byte_sink *o, const uint8_t *s, size_t n)
 {
     for (size_t i = 0; i < n;) {
         if (n - i >= 3 && s[i] == META[0] && s[i + 1] == META[1] && s[i + 2] == META[2]) {
@@ -577,17 +599,19 @@ static void put_piece_text(llmc_rt_detok *d, byte_sink *o, const uint8_t *s, siz
     }
 }
 
-llmc_rt_status llmc_rt_detok_token(const llmc_rt_tokenizer *tok, llmc_rt_detok *d, int64_t id,
+llmc_rt_status llmc_rt_detok_token(const llmc_rt_tokenizer *tokenizer, llmc_rt_detok *state, int64_t id,
                                    char *out, size_t cap, size_t *n_out, llmc_rt_error *err)
 {
+    const rt_tokenizer *tok = rt_tok_const(tokenizer);
     if (n_out) *n_out = 0;
-    if (!tok || !d || !n_out || (!out && cap))
+    if (!tok || !state || !n_out || (!out && cap))
         return rt_fail(err, LLMC_RT_E_ARG, "decode: null argument", NULL, NULL);
-    if (cap < llmc_rt_detok_max_bytes(tok))
+    if (cap < llmc_rt_detok_max_bytes(tokenizer))
         return rt_fail(err, LLMC_RT_E_MEMORY, "decode: output smaller than llmc_rt_detok_max_bytes()", NULL, NULL);
     if (id < 0 || id >= (int64_t)tok->n_ids || !(id_info(tok, (uint32_t)id) & TOK_ID_PRESENT))
         return rt_fail(err, LLMC_RT_E_ARG, "decode: token id %d is not in the vocabulary", RT_N(id), NULL);
     byte_sink o = {(uint8_t *)out, cap, 0};
+    rt_detok *d = detok_state(state);
     unsigned info = id_info(tok, (uint32_t)id);
     const uint8_t *piece = tok->base + tok->piece_bytes + piece_start(tok, (uint32_t)id);
     uint32_t n = piece_len(tok, (uint32_t)id);
@@ -606,14 +630,15 @@ llmc_rt_status llmc_rt_detok_token(const llmc_rt_tokenizer *tok, llmc_rt_detok *
     return LLMC_RT_OK;
 }
 
-llmc_rt_status llmc_rt_detok_finish(const llmc_rt_tokenizer *tok, llmc_rt_detok *d, char *out, size_t cap,
-                                    size_t *n_out, llmc_rt_error *err)
+llmc_rt_status llmc_rt_detok_finish(const llmc_rt_tokenizer *tokenizer, llmc_rt_detok *state, char *out,
+                                    size_t cap, size_t *n_out, llmc_rt_error *err)
 {
+    const rt_tokenizer *tok = rt_tok_const(tokenizer);
     if (n_out) *n_out = 0;
-    if (!tok || !d || !n_out || (!out && cap) || cap < 3)
+    if (!tok || !state || !n_out || (!out && cap) || cap < 3)
         return rt_fail(err, LLMC_RT_E_ARG, "decode: finish needs 3 bytes of output", NULL, NULL);
     byte_sink o = {(uint8_t *)out, cap, 0};
-    flush_held(d, &o);
+    flush_held(detok_state(state), &o);
     *n_out = o.n;
     return LLMC_RT_OK;
 }

@@ -7,6 +7,7 @@
 #include "plan_format.h"
 #include "rt_msg.h"
 #include "tokenizer_format.h"
+#include "tokenizer_state.h"
 
 static uint32_t rd32(const uint8_t *b, size_t pos)
 {
@@ -19,17 +20,17 @@ static llmc_rt_status bad(llmc_rt_error *err, const char *what, int64_t value)
 }
 
 /* [offset, offset + bytes) inside the tokenizer, 4-aligned, past the header. */
-static int region_ok(const llmc_rt_tokenizer *t, uint32_t offset, uint64_t bytes)
+static int region_ok(const rt_tokenizer *t, uint32_t offset, uint64_t bytes)
 {
     return offset % 4 == 0 && offset >= 4u * TOK_HEADER_WORDS && (uint64_t)offset + bytes <= t->size;
 }
 
-static int id_ok(const llmc_rt_tokenizer *t, uint32_t id, int none_ok)
+static int id_ok(const rt_tokenizer *t, uint32_t id, int none_ok)
 {
     return (none_ok && id == TOK_NONE) || id < t->n_ids;
 }
 
-static llmc_rt_status check_ids(const llmc_rt_tokenizer *t, uint32_t table, uint32_t count, int none_ok,
+static llmc_rt_status check_ids(const rt_tokenizer *t, uint32_t table, uint32_t count, int none_ok,
                                 const char *what, llmc_rt_error *err)
 {
     if (!region_ok(t, table, 4ull * count)) return bad(err, what, table);
@@ -38,7 +39,7 @@ static llmc_rt_status check_ids(const llmc_rt_tokenizer *t, uint32_t table, uint
     return LLMC_RT_OK;
 }
 
-static llmc_rt_status check_pieces(const llmc_rt_tokenizer *t, uint32_t bytes_size, llmc_rt_error *err)
+static llmc_rt_status check_pieces(const rt_tokenizer *t, uint32_t bytes_size, llmc_rt_error *err)
 {
     if (!region_ok(t, t->piece_offsets, 4ull * (t->n_ids + 1ull))) return bad(err, "piece offsets outside", t->piece_offsets);
     if (!region_ok(t, t->piece_bytes, bytes_size)) return bad(err, "piece bytes outside", t->piece_bytes);
@@ -56,7 +57,7 @@ static llmc_rt_status check_pieces(const llmc_rt_tokenizer *t, uint32_t bytes_si
 
 static int pow2_mask(uint32_t mask) { return mask < (1u << 26) && ((mask + 1) & mask) == 0; }
 
-static llmc_rt_status check_vocab_hash(const llmc_rt_tokenizer *t, llmc_rt_error *err)
+static llmc_rt_status check_vocab_hash(const rt_tokenizer *t, llmc_rt_error *err)
 {
     if (!pow2_mask(t->vocab_mask)) return bad(err, "vocab hash size not a power of two", t->vocab_mask);
     llmc_rt_status st = check_ids(t, t->vocab_hash, t->vocab_mask + 1, 1, "vocab hash entry", err);
@@ -66,7 +67,7 @@ static llmc_rt_status check_vocab_hash(const llmc_rt_tokenizer *t, llmc_rt_error
     return bad(err, "vocab hash has no empty slot", t->vocab_mask);
 }
 
-static llmc_rt_status check_merge_hash(const llmc_rt_tokenizer *t, uint32_t n_merges, llmc_rt_error *err)
+static llmc_rt_status check_merge_hash(const rt_tokenizer *t, uint32_t n_merges, llmc_rt_error *err)
 {
     if (!pow2_mask(t->merge_mask)) return bad(err, "merge hash size not a power of two", t->merge_mask);
     if (!region_ok(t, t->merge_hash, 16ull * (t->merge_mask + 1ull))) return bad(err, "merge hash outside", t->merge_hash);
@@ -81,7 +82,7 @@ static llmc_rt_status check_merge_hash(const llmc_rt_tokenizer *t, uint32_t n_me
     return empty ? LLMC_RT_OK : bad(err, "merge hash has no empty slot", t->merge_mask);
 }
 
-static llmc_rt_status check_added(const llmc_rt_tokenizer *t, llmc_rt_error *err)
+static llmc_rt_status check_added(const rt_tokenizer *t, llmc_rt_error *err)
 {
     if (!region_ok(t, t->added_first, 32)) return bad(err, "added first-byte set outside", t->added_first);
     if (!region_ok(t, t->added_lengths, 4ull * t->n_added_lengths)) return bad(err, "added lengths outside", t->added_lengths);
@@ -92,7 +93,7 @@ static llmc_rt_status check_added(const llmc_rt_tokenizer *t, llmc_rt_error *err
     return LLMC_RT_OK;
 }
 
-static void read_header(llmc_rt_tokenizer *t)
+static void read_header(rt_tokenizer *t)
 {
     const uint8_t *b = t->base;
 #define H(name) rd32(b, 4u * TOK_H_##name)
@@ -107,8 +108,9 @@ static void read_header(llmc_rt_tokenizer *t)
 #undef H
 }
 
-llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tok, const void *bytes, size_t size, llmc_rt_error *err)
+llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tokenizer, const void *bytes, size_t size, llmc_rt_error *err)
 {
+    rt_tokenizer *tok = rt_tok(tokenizer);
     if (!tok || !bytes) return rt_fail(err, LLMC_RT_E_ARG, "tokenizer: null argument", NULL, NULL);
     const uint8_t *b = bytes;
     if (size < 4u * TOK_HEADER_WORDS || size % 4 || size > 0xFFFFFFF0u) return bad(err, "size", (int64_t)size);
@@ -135,8 +137,9 @@ llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tok, const void *bytes,
 
 /* ---- through a plan (llmc_rt_plan_open verified the segment's tables) ---- */
 
-llmc_rt_status llmc_rt_plan_tokenizer(const llmc_rt_plan *plan, llmc_rt_tokenizer *tok, llmc_rt_error *err)
+llmc_rt_status llmc_rt_plan_tokenizer(const llmc_rt_plan *plan, llmc_rt_tokenizer *tokenizer, llmc_rt_error *err)
 {
+    rt_tokenizer *tok = rt_tok(tokenizer);
     rt_segment_desc s;
     if (!plan || !plan->base || !tok) return rt_fail(err, LLMC_RT_E_ARG, "tokenizer: null argument", NULL, NULL);
     if (plan->tokenizer_segment == UINT32_MAX)
@@ -148,6 +151,15 @@ llmc_rt_status llmc_rt_plan_tokenizer(const llmc_rt_plan *plan, llmc_rt_tokenize
     tok->size = (size_t)s.size;
     read_header(tok);
     return LLMC_RT_OK;
+}
+
+void llmc_rt_tokenizer_ids(const llmc_rt_tokenizer *tokenizer, uint32_t *n_ids, uint32_t *bos,
+                           uint32_t *eos)
+{
+    const rt_tokenizer *tok = rt_tok_const(tokenizer);
+    if (n_ids) *n_ids = tok ? tok->n_ids : 0;
+    if (bos) *bos = tok ? tok->bos : UINT32_MAX;
+    if (eos) *eos = tok ? tok->eos : UINT32_MAX;
 }
 
 size_t llmc_rt_tokenizer_memory(const llmc_rt_plan *plan, size_t text_bytes)

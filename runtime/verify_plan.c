@@ -385,7 +385,7 @@ llmc_rt_status llmc_rt_plan_op(const llmc_rt_plan *plan, uint32_t index, llmc_rt
     llmc_rt_status st = rt_read_op(&r, plan, index, &op, NULL);
     if (st)
         return st;
-    info->code = rt_op_code_name(op.code);
+    info->code = op.code;
     info->name = op.name;
     info->weight_dtype = info->weight_layout = 0;
     if (op.code == OP_LINEAR) { /* verified: W is input 1 */

@@ -127,7 +127,7 @@ int main(int argc, char **argv)
     size_t n = llmc_rt_session_memory(&plan);
     void *mem = malloc(n);
     int failed = llmc_rt_session_init_ops(&s, &plan, plan.max_context, &plan_ops, mem, n, &err) ||
-                 llmc_prefill(&s, &token, 1, NULL, &err);
+                 llmc_rt_session_feed(&s, &token, 1, NULL, &err);
     if (failed)
         puts(err.msg);
     free(mem);

@@ -18,12 +18,23 @@ check "the installed tree has what it should" test -x "$PREFIX/bin/llmc" -a \
     -f "$PREFIX/lib/libllmcrt.a" -a -f "$PREFIX/include/llmc/llmc_rt.h" -a \
     -f "$PREFIX/lib/pkgconfig/llmc-rt.pc"
 
+check "the installed headers are the public ones (no llmc_rt_internal.h)" test \
+    "$(cd "$PREFIX/include/llmc" && ls | tr '\n' ' ')" = \
+    "llmc_ref_delegate.h llmc_rt.h llmc_rt_resolver.h llmc_threads.h plan_enums.h "
+
 export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig
 sed 's/#include "llmc_rt.h"/#include <llmc_rt.h>/' tests/embed/embed_example.c >"$WORK/example.c"
 # shellcheck disable=SC2046
 check "the example builds with pkg-config --cflags --libs llmc-rt" \
     gcc -std=c99 -Wall -Wextra -Werror -O2 ${SAN_FLAGS:-} "$WORK/example.c" \
         $(pkg-config --cflags --libs llmc-rt) -o "$WORK/example_pc"
+
+sed 's/#include "\(llmc_[a-z_]*\.h\)"/#include <\1>/' tests/embed/npu_example.c >"$WORK/npu_example.c"
+# shellcheck disable=SC2046
+check "the delegate example builds against the installed headers and archives" \
+    gcc -std=c11 -Wall -Wextra -Werror -O2 ${SAN_FLAGS:-} "$WORK/npu_example.c" \
+        $(pkg-config --cflags llmc-rt) -L"$PREFIX/lib" -lllmcrt_threads -lllmcrt -lm -pthread \
+        -o "$WORK/npu_example"
 
 mkdir -p "$WORK/cmake"
 cat >"$WORK/cmake/CMakeLists.txt" <<CMAKE

@@ -60,10 +60,8 @@ int llmc_cli_parse_threads(const char *command, const char *text, uint32_t *thre
 int llmc_cli_use_isa(llmc_rt_plan *plan, const char *isa, const char *path, llmc_error *err)
 {
     llmc_rt_error rt = {0};
-    const rt_kernels *kt = isa ? rt_kernels_for_isa(plan->target, isa, &rt) : plan->kernels;
-    if (!kt)
+    if (isa && llmc_rt_plan_use_kernels(plan, isa, &rt) != LLMC_RT_OK)
         return llmc_fail(err, LLMC_E_USAGE, "'%s': --isa: %s", path, rt.msg);
-    plan->kernels = kt;
     return LLMC_OK;
 }
 

@@ -8,7 +8,7 @@
 
 #include "support/diag.h"
 #include "support/file_map.h"
-#include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "support/limits.h"
 #include "support/out_file.h"
 #include "support/version.h"

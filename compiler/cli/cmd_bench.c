@@ -274,15 +274,15 @@ static llmc_rt_status run_once(bench_state *b, bool prefill, uint32_t n, uint64_
                                llmc_rt_error *rt)
 {
     llmc_rt_status st = LLMC_RT_OK;
-    llmc_reset(&b->s);
+    llmc_rt_session_reset(&b->s);
     if (!prefill)
-        st = llmc_prefill(&b->s, b->tokens, TG_PROMPT, b->logits, rt);
+        st = llmc_rt_session_feed(&b->s, b->tokens, TG_PROMPT, b->logits, rt);
     b->profile.ns = op_ns;
     double t0 = llmc_seconds_now();
     if (prefill)
-        st = llmc_prefill(&b->s, b->tokens, n, b->logits, rt);
+        st = llmc_rt_session_feed(&b->s, b->tokens, n, b->logits, rt);
     for (uint32_t k = 0; !prefill && !st && k < n; k++)
-        st = llmc_decode(&b->s, b->tokens[TG_PROMPT + k], b->logits, rt);
+        st = llmc_rt_session_feed(&b->s, &b->tokens[TG_PROMPT + k], 1, b->logits, rt);
     *seconds = llmc_seconds_now() - t0;
     b->profile.ns = NULL;
     return st;

@@ -6,10 +6,11 @@
 
 #include "support/layer_name.h"
 #include "tokenizer_format.h"
+#include "tokenizer_state.h"
 #include "cli.h"
 #include "ir/io_roles.h"
 #include "ir/ir.h"
-#include "llmc_rt.h"
+#include "llmc_rt_resolver.h"
 #include "op_resolver.h"
 #include "plan_format.h"
 #include "tensor_traits.h"
@@ -114,7 +115,7 @@ static void json_io(const llmc_rt_plan *p, int is_output, uint32_t n)
 }
 
 /* Plan.tokenizer in words: "byte-level BPE (qwen2 split, NFC)" etc. */
-static const char *tokenizer_kind(const llmc_rt_tokenizer *t)
+static const char *tokenizer_kind(const rt_tokenizer *t)
 {
     if (t->model == TOK_MODEL_SENTENCEPIECE) return "SentencePiece BPE";
     if (t->split == TOK_SPLIT_QWEN2) return t->flags & TOK_F_NFC ? "byte-level BPE, Qwen2 split, NFC" : "byte-level BPE, Qwen2 split";
@@ -127,24 +128,26 @@ static long long id_or_minus_one(uint32_t id) { return id == UINT32_MAX ? -1 : (
 
 static void json_tokenizer(const llmc_rt_plan *p)
 {
-    llmc_rt_tokenizer t;
-    if (llmc_rt_plan_tokenizer(p, &t, NULL)) {
+    llmc_rt_tokenizer tok;
+    if (llmc_rt_plan_tokenizer(p, &tok, NULL)) {
         printf(", \"tokenizer\": null");
         return;
     }
+    const rt_tokenizer *t = rt_tok_const(&tok);
     printf(", \"tokenizer\": {\"kind\": \"%s\", \"ids\": %u, \"bos\": %lld, \"eos\": %lld, \"segment\": %u, \"bytes\": %zu}",
-           tokenizer_kind(&t), t.n_ids, id_or_minus_one(t.bos), id_or_minus_one(t.eos), p->tokenizer_segment, t.size);
+           tokenizer_kind(t), t->n_ids, id_or_minus_one(t->bos), id_or_minus_one(t->eos), p->tokenizer_segment, t->size);
 }
 
 static void print_tokenizer_text(const llmc_rt_plan *p)
 {
-    llmc_rt_tokenizer t;
-    if (llmc_rt_plan_tokenizer(p, &t, NULL)) {
+    llmc_rt_tokenizer tok;
+    if (llmc_rt_plan_tokenizer(p, &tok, NULL)) {
         printf("tokenizer   none\n");
         return;
     }
-    printf("tokenizer   %s, %u ids, bos %lld, eos %lld, segment %u (%zu bytes)\n", tokenizer_kind(&t), t.n_ids,
-           id_or_minus_one(t.bos), id_or_minus_one(t.eos), p->tokenizer_segment, t.size);
+    const rt_tokenizer *t = rt_tok_const(&tok);
+    printf("tokenizer   %s, %u ids, bos %lld, eos %lld, segment %u (%zu bytes)\n", tokenizer_kind(t), t->n_ids,
+           id_or_minus_one(t->bos), id_or_minus_one(t->eos), p->tokenizer_segment, t->size);
 }
 
 static int print_json(const char *path, const llmc_rt_plan *p, const plan_summary *s, llmc_rt_error *rt)
@@ -305,6 +308,7 @@ static void print_resolver(const char *path, const resolver_use *u)
            " *   static LLMC_RT_RESOLVER(plan_ops, LLMC_RESOLVER_ENTRIES);\n"
            " *   llmc_rt_plan_open_ops(&plan, bytes, size, flags, &plan_ops, ...);\n"
            " *   llmc_rt_session_init_ops(&session, &plan, context, &plan_ops, ...); */\n"
+           "#include \"llmc_rt_resolver.h\"\n"
            "#define LLMC_RESOLVER_ENTRIES",
            path);
     for (int c = 0; c < LLMC_RT_OP_COUNT; c++)

@@ -223,7 +223,7 @@ static void print_stats(const llmc_rt_session *s, const char *what)
 {
     llmc_rt_stats st;
     if (llmc_rt_session_stats(s, &st) == LLMC_RT_OK)
-        fprintf(stderr, "llmc run: %s tokens_cached=%u bytes_moved=%llu kv_chunks=%u/%u\n", what, s->position,
+        fprintf(stderr, "llmc run: %s tokens_cached=%u bytes_moved=%llu kv_chunks=%u/%u\n", what, st.position,
                 (unsigned long long)st.bytes_last, st.kv_chunks_used, st.kv_chunks);
 }
 
@@ -269,7 +269,7 @@ static void print_end(token_printer *tp)
     printf("\n");
 }
 
-/* The prompt: one llmc_prefill, or chunks through the plan's subgraphs
+/* The prompt: one llmc_rt_session_feed, or chunks through the plan's subgraphs
  * (--delegate); --stats prints what it moved and, chunked, the delegate's
  * utilization and bubble rate. */
 static int prefill(llmc_rt_session *s, const run_args *a, llmc_npu **npu, float *logits,
@@ -277,7 +277,7 @@ static int prefill(llmc_rt_session *s, const run_args *a, llmc_npu **npu, float 
 {
     llmc_rt_error rt = {0};
     if (!a->npu.mode) {
-        if (llmc_prefill(s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK)
+        if (llmc_rt_session_feed(s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK)
             return runtime_error(err, "prompt", &rt);
     } else {
         int rc = llmc_npu_start(npu, s, &a->npu, err);
@@ -343,7 +343,7 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
             rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", a->logits_out, strerror(errno));
         if (llmc_sampler_is_stop(&sm, token))
             break;
-        if (!rc && k + 1 < a->max_new && llmc_decode(&s, token, logits, &rt) != LLMC_RT_OK)
+        if (!rc && k + 1 < a->max_new && llmc_rt_session_feed(&s, &token, 1, logits, &rt) != LLMC_RT_OK)
             rc = runtime_error(err, "decode", &rt);
         else if (!rc && k + 1 < a->max_new && a->stats)
             print_stats(&s, "decode");
@@ -381,10 +381,12 @@ static int encode_prompt(const llmc_rt_plan *plan, run_args *a, llmc_rt_tokenize
     if (!rc && n == 0)
         rc = llmc_fail(err, LLMC_E_USAGE, "--prompt encodes to no tokens");
     a->n_prompt = (uint32_t)n;
-    if (!rc && !a->stop && tok->eos != UINT32_MAX) {
+    uint32_t eos;
+    llmc_rt_tokenizer_ids(tok, NULL, NULL, &eos);
+    if (!rc && !a->stop && eos != UINT32_MAX) {
         a->stop = malloc(sizeof(int64_t));
         if (a->stop) {
-            a->stop[0] = tok->eos;
+            a->stop[0] = eos;
             a->n_stop = 1;
         }
     }

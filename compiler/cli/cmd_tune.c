@@ -129,9 +129,9 @@ static int time_prefill(llmc_rt_session *s, const int64_t *tokens, uint32_t m, u
 {
     double t[TUNE_MAX_REPEATS];
     for (uint32_t r = 0; r <= repeats; r++) { /* run 0 warms caches up */
-        llmc_reset(s);
+        llmc_rt_session_reset(s);
         double t0 = llmc_seconds_now();
-        if (llmc_prefill(s, tokens, m, NULL, rt) != LLMC_RT_OK)
+        if (llmc_rt_session_feed(s, tokens, m, NULL, rt) != LLMC_RT_OK)
             return -1;
         if (r)
             t[r - 1] = llmc_seconds_now() - t0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "support/out_file.h"
+#include "llmc_rt_internal.h"
 #include "npu_export_ops.h"
 
 /* ---- the manifest ----------------------------------------------------------------- */
@@ -81,7 +82,7 @@ static void json_subgraph(FILE *f, const exporter *ex, const llmc_rt_chunked *c,
 static bool is_attention(const llmc_rt_plan *plan, uint32_t op)
 {
     llmc_rt_op_info info;
-    return llmc_rt_plan_op(plan, op, &info) == LLMC_RT_OK && !strcmp(info.code, "Attention");
+    return llmc_rt_plan_op(plan, op, &info) == LLMC_RT_OK && info.code == LLMC_RT_OP_Attention;
 }
 
 /* Nodes every chunk runs: up to the last one holding an Attention op (the

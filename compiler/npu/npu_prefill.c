@@ -82,13 +82,15 @@ int llmc_npu_start(llmc_npu **out, llmc_rt_session *s, const llmc_npu_options *o
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
     n->opt = *o;
     uint32_t lanes = o->lanes ? o->lanes : DEFAULT_LANES;
-    size_t size = llmc_rt_chunked_memory(s->plan, s->context, lanes);
+    llmc_rt_stats stats = {0};
+    llmc_rt_session_stats(s, &stats); /* the session's context bounds the chunks */
+    size_t size = llmc_rt_chunked_memory(s->plan, stats.context, lanes);
     llmc_rt_error rt = {0};
     int rc = LLMC_OK;
     if (size == SIZE_MAX)
         rc = llmc_fail(err, LLMC_E_USAGE, "--delegate: the plan has no NPU subgraphs (compile it "
                        "with --npu-chunk C), or their chunk is longer than the context of %u "
-                       "tokens", s->context);
+                       "tokens", stats.context);
     else if (!(n->memory = malloc(size)))
         rc = llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes for chunked prefill", size);
     else if (o->mode == LLMC_NPU_REF && !(n->ref = llmc_ref_delegate_create()))

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "support/diag.h"
-#include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 
 enum { LLMC_NPU_OFF, LLMC_NPU_CPU, LLMC_NPU_REF };
 

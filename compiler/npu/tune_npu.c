@@ -48,7 +48,7 @@ static int time_nodes(llmc_npu *npu, const llmc_rt_plan *plan, uint32_t rows, ui
     for (uint32_t i = 0; !rc && i < rows; i++)
         tokens[i] = (int64_t)((i * 7919u + 13u) % (plan->vocab_size ? plan->vocab_size : 1));
     for (uint32_t k = 0; !rc && k <= repeats; k++) { /* the first warms caches up */
-        llmc_reset(s);
+        llmc_rt_session_reset(s);
         rc = llmc_npu_prefill(npu, tokens, rows, NULL, err);
         if (!rc && k == 0) /* forget the warm-up: a fresh recorder */
             rc = llmc_npu_forget(npu);

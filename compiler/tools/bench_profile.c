@@ -26,11 +26,11 @@ static void group_name(const llmc_rt_plan *plan, uint32_t op, char *name, size_t
     llmc_rt_op_info info;
     if (llmc_rt_plan_op(plan, op, &info) != LLMC_RT_OK)
         snprintf(name, size, "?");
-    else if (!strcmp(info.code, "Linear"))
+    else if (info.code == LLMC_RT_OP_Linear)
         snprintf(name, size, "Linear %s %s", layout_name(info.weight_layout),
                  dtype_name(info.weight_dtype));
     else
-        snprintf(name, size, "%s", info.code);
+        snprintf(name, size, "%s", llmc_rt_op_name(info.code));
 }
 
 static uint32_t group_index(bench_profile *p, const char *name)

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 
 typedef struct {
     char name[48];          /* "RMSNorm", "Linear QWeightTiles Uint4" */

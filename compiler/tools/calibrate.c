@@ -6,6 +6,7 @@
 #include "calibrate.h"
 #include "codegen/codegen.h"
 #include "passes/pipeline.h"
+#include "llmc_rt_internal.h"
 #include "text_ids.h"
 
 #define MAX_PASSES 64
@@ -143,7 +144,7 @@ static uint8_t *linear_ops(const llmc_rt_plan *plan)
     for (uint32_t i = 0; is_linear && i < plan->n_ops; i++) {
         llmc_rt_op_info info;
         is_linear[i] = llmc_rt_plan_op(plan, i, &info) == LLMC_RT_OK &&
-                       !strcmp(info.code, "Linear");
+                       info.code == LLMC_RT_OP_Linear;
     }
     return is_linear;
 }
@@ -169,8 +170,8 @@ static int run_windows(const llmc_rt_plan *plan, const llmc_id_list *ids,
     for (size_t at = 0; !rc && at < ids->n; at += opt->context) {
         size_t n = ids->n - at < opt->context ? ids->n - at : opt->context;
         o.S = (uint32_t)n;
-        llmc_reset(&s);
-        if (llmc_prefill(&s, ids->ids + at, (uint32_t)n, NULL, &rt) != LLMC_RT_OK)
+        llmc_rt_session_reset(&s);
+        if (llmc_rt_session_feed(&s, ids->ids + at, (uint32_t)n, NULL, &rt) != LLMC_RT_OK)
             rc = o.rc ? o.rc : llmc_fail(err, LLMC_E_RUNTIME, "calibration: %s", rt.msg);
         rc = rc ? rc : o.rc;
         c->tokens += n;

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "quant_format.h"
 #include "tensor_traits.h"
 

@@ -4,7 +4,7 @@
  *
  *   llmc_threads *pool = llmc_threads_create(4);   // the caller + 3 workers
  *   llmc_rt_session_set_parallel(&session, llmc_threads_parallel, pool);
- *   ... llmc_prefill / llmc_decode ...
+ *   ... llmc_rt_session_feed ...
  *   llmc_threads_destroy(pool);
  *
  * Between calls workers poll a few hundred microseconds (a call is handed

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "llmc_rt.h"
+#include "llmc_rt_resolver.h" /* the kernels it runs the ops with */
 
 /* A tensor of a graph as the steps use it. */
 typedef struct {

@@ -106,7 +106,7 @@ static int generate(llmc_rt_session *s, llmc_rt_chunked *chunked, const int64_t 
     for (int k = 0; k < n_new; k++) {
         int64_t token = argmax(logits, s->plan->vocab_size);
         printf(k ? " %lld" : "%lld", (long long)token);
-        if (k + 1 < n_new && llmc_decode(s, token, logits, &err)) /* decode: on the CPU */
+        if (k + 1 < n_new && llmc_rt_session_feed(s, &token, 1, logits, &err)) /* decode: on the CPU */
             return fail("decode", &err);
     }
     printf("\n");

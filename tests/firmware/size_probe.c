@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "llmc_rt.h"
+#include "llmc_rt_resolver.h"
 #ifdef SIZE_PROBE_RESOLVER
 #include SIZE_PROBE_RESOLVER /* defines LLMC_RESOLVER_ENTRIES */
 static LLMC_RT_RESOLVER(plan_ops, LLMC_RESOLVER_ENTRIES);
@@ -80,10 +80,10 @@ int probe_entry(void)
     if (open_plan(&plan, &err) ||
         init_session(&session, &plan, &err) ||
         run_text(&plan, ids, 16, &n, &err) ||
-        llmc_prefill(&session, ids, (uint32_t)n, logits, &err))
+        llmc_rt_session_feed(&session, ids, (uint32_t)n, logits, &err))
         return 1;
     llmc_sampler_init(&sm, 0.8f, 40, 0.9f, 1);
     if (llmc_sample(&sm, logits, 4096, sample_scratch, sizeof sample_scratch, &next, &err))
         return 1;
-    return llmc_decode(&session, next, logits, &err) != LLMC_RT_OK;
+    return llmc_rt_session_feed(&session, &next, 1, logits, &err) != LLMC_RT_OK;
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "plan_format.h"
 #include "tap.h"
 
@@ -120,8 +120,8 @@ static void check_garbled(const char *path)
     CHECK(opened, "%s: two copies opened, sessions initialized", path);
     if (!opened)
         return;
-    bool ok = !llmc_prefill(&a.s, prompt, PROMPT, a.logits, &err) &&
-              !llmc_prefill(&b.s, prompt, PROMPT, b.logits, &err);
+    bool ok = !llmc_rt_session_feed(&a.s, prompt, PROMPT, a.logits, &err) &&
+              !llmc_rt_session_feed(&b.s, prompt, PROMPT, b.logits, &err);
     uint64_t fb_end = flatbuffer_end(&a.plan);
     scribble(a.bytes, fb_end);
     llmc_rt_plan reopened;
@@ -132,7 +132,8 @@ static void check_garbled(const char *path)
     int equal = 0;
     for (int k = 0; ok && k < DECODE; k++) {
         int64_t token = argmax(b.logits, b.plan.vocab_size);
-        ok = !llmc_decode(&a.s, token, a.logits, &err) && !llmc_decode(&b.s, token, b.logits, &err);
+        ok = !llmc_rt_session_feed(&a.s, &token, 1, a.logits, &err) &&
+             !llmc_rt_session_feed(&b.s, &token, 1, b.logits, &err);
         equal += ok && !memcmp(a.logits, b.logits, sizeof(float) * b.plan.vocab_size);
     }
     CHECK(ok && equal == DECODE, "%s: %d of %d decode steps on the garbled copy give bitwise the "
@@ -175,9 +176,10 @@ static bool ops_named(const llmc_rt_plan *p, uint32_t *linears)
     *linears = 0;
     for (uint32_t i = 0; i < p->n_ops; i++) {
         llmc_rt_op_info info;
-        if (llmc_rt_plan_op(p, i, &info) || !info.code[0] || !strcmp(info.code, "?") || !info.name)
+        const char *code = llmc_rt_plan_op(p, i, &info) ? "" : llmc_rt_op_name(info.code);
+        if (!code[0] || !strcmp(code, "?") || !info.name)
             return false;
-        *linears += !strcmp(info.code, "Linear") && info.weight_dtype != 0;
+        *linears += info.code == LLMC_RT_OP_Linear && info.weight_dtype != 0;
     }
     llmc_rt_op_info info;
     return llmc_rt_plan_op(p, p->n_ops, &info) == LLMC_RT_E_ARG;
@@ -195,15 +197,15 @@ static void check_observer(const char *path)
     uint32_t cap = 2 * c.plan.n_ops + 8, linears;
     observed o = {0, cap, malloc(sizeof(uint32_t) * cap), malloc(sizeof(int) * cap)};
     llmc_rt_session_set_observer(&c.s, observe, &o);
-    bool ok = o.op && o.end && !llmc_prefill(&c.s, prompt, PROMPT, c.logits, &err);
+    bool ok = o.op && o.end && !llmc_rt_session_feed(&c.s, prompt, PROMPT, c.logits, &err);
     CHECK(ok && in_plan_order(&o, c.plan.n_ops), "%s: a prefill: each of the %u ops observed "
           "once, begin then end, in plan order (%u calls)", path, c.plan.n_ops, o.n);
     o.n = 0;
-    ok = ok && !llmc_decode(&c.s, 6, c.logits, &err);
+    ok = ok && !llmc_rt_session_feed(&c.s, &(int64_t){6}, 1, c.logits, &err);
     CHECK(ok && in_plan_order(&o, c.plan.n_ops), "%s: a decode step likewise (%u calls)", path, o.n);
     llmc_rt_session_set_observer(&c.s, NULL, &o);
     o.n = 0;
-    ok = ok && !llmc_decode(&c.s, 6, c.logits, &err);
+    ok = ok && !llmc_rt_session_feed(&c.s, &(int64_t){6}, 1, c.logits, &err);
     CHECK(ok && o.n == 0, "%s: without an observer nothing is called", path);
     CHECK(ops_named(&c.plan, &linears) && linears > 0, "%s: llmc_rt_plan_op names every op "
           "(%u Linear with W's format), refuses index n_ops", path, linears);

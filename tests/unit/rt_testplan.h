@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
+#include "llmc_rt.h"
+
 #define TP_MAX 64
 
 typedef struct {
@@ -298,6 +300,15 @@ static inline int tp_patch_u64(uint8_t *buf, size_t size, uint64_t from, uint64_
     if (found == 1)
         memcpy(buf + at, &to, 8);
     return found;
+}
+
+/* The session's stats (zeros if it is not one), for checks on its position
+ * and KV chunks. */
+static inline llmc_rt_stats tp_stats(const llmc_rt_session *s)
+{
+    llmc_rt_stats stats = {0};
+    llmc_rt_session_stats(s, &stats);
+    return stats;
 }
 
 #endif

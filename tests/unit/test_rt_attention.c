@@ -4,7 +4,7 @@
  *     partial RoPE, prompts of 1, 7 and 64 tokens, decode across the chunk
  *     boundaries at 64 and 128, reset, a smaller session context);
  *   - a 2-layer model fused, unfused (ONNX ops with past/present I/O) and
- *     mixed: same logits through llmc_prefill/llmc_decode, and the bytes a
+ *     mixed: same logits through llmc_rt_session_feed, and the bytes a
  *     decode step moves (llmc_rt_session_stats) constant for the fused plan
  *     but growing with P for the unfused one;
  *   - the verifier's Attention checks on hand-written plans;
@@ -263,7 +263,7 @@ static void test_op(const attn_cfg *c, const char *what)
     static const int prompts[3] = {1, 7, 64};
     for (int i = 0; i < 3; i++) {
         llmc_rt_status st = LLMC_RT_OK;
-        llmc_reset(&r.s);
+        llmc_rt_session_reset(&r.s);
         double worst = op_step(&r, &a, prompts[i], 0, &st, &err);
         CHECK(!st && worst < 2e-5, "%s: prompt S=%d matches the double reference (%g) %s",
               what, prompts[i], worst, st ? err.msg : "");
@@ -281,7 +281,7 @@ static void test_op(const attn_cfg *c, const char *what)
               "%s: %d decode calls after S=%d up to P=%d match (%g); 3 of 3 chunks taken %s",
               what, steps, prompts[i], P, worst_decode, st ? err.msg : "");
     }
-    llmc_reset(&r.s);
+    llmc_rt_session_reset(&r.s);
     llmc_rt_status st = LLMC_RT_OK;
     op_step(&r, &a, 1, 3, &st, &err);
     CHECK(st == LLMC_RT_E_EXEC && strstr(err.msg, "holds 0 positions"),
@@ -295,7 +295,8 @@ static void test_op(const attn_cfg *c, const char *what)
         double worst = op_step(&r, &a, 64, 0, &st, &err);
         for (int P = 64; !st && P < 70; P++)
             worst = fmax(worst, op_step(&r, &a, 1, P, &st, &err));
-        CHECK(!st && worst < 2e-5 && r.s.pool_chunks == 2 && r.s.pool_used == 2 &&
+        CHECK(!st && worst < 2e-5 && tp_stats(&r.s).kv_chunks == 2 &&
+                  tp_stats(&r.s).kv_chunks_used == 2 &&
                   full - part == r.plan.kv_slot_bytes,
               "%s: context 70 uses 2 chunks, one chunk less memory, matches (%g)", what, worst);
         op_step(&r, &a, 1, 70, &st, &err);
@@ -543,7 +544,7 @@ static void test_model(void)
     double worst = 0;
     llmc_rt_status st = LLMC_RT_OK;
     for (int i = 0; i < 3 && !st; i++)
-        st = llmc_prefill(&r[i].s, tokens, 7, logits[i], &err);
+        st = llmc_rt_session_feed(&r[i].s, tokens, 7, logits[i], &err);
     CHECK(!st && logits_diff(logits[1], logits[0]) < 1e-5 && logits_diff(logits[2], logits[0]) < 1e-5,
           "prefill of 7: fused, unfused and mixed logits agree (%g, %g) %s",
           logits_diff(logits[1], logits[0]), logits_diff(logits[2], logits[0]), st ? err.msg : "");
@@ -551,7 +552,7 @@ static void test_model(void)
     int P = 7;
     for (; P < 151 && !st; P++) {
         for (int i = 0; i < 3 && !st; i++) {
-            st = llmc_decode(&r[i].s, tokens[P], logits[i], &err);
+            st = llmc_rt_session_feed(&r[i].s, &tokens[P], 1, logits[i], &err);
             llmc_rt_stats stats;
             llmc_rt_session_stats(&r[i].s, &stats);
             if (P == 10)
@@ -561,7 +562,7 @@ static void test_model(void)
         }
         worst = fmax(worst, fmax(logits_diff(logits[1], logits[0]), logits_diff(logits[2], logits[0])));
     }
-    CHECK(!st && P == 151 && worst < 1e-5 && r[0].s.position == 151,
+    CHECK(!st && P == 151 && worst < 1e-5 && tp_stats(&r[0].s).position == 151,
           "decode to position 151: logits agree at every step (worst %g relative to max|logit|) %s",
           worst, st ? err.msg : "");
     CHECK(bytes10[0] > 0 && bytes10[0] == bytes150[0],
@@ -576,14 +577,14 @@ static void test_model(void)
     llmc_rt_session_stats(&r[0].s, &stats);
     CHECK(stats.kv_chunks_used == 6 && stats.kv_chunks == 6 && stats.runs == 145,
           "fused: 2 caches x 3 chunks taken at 151 positions, 145 runs counted");
-    llmc_reset(&r[0].s);
-    st = llmc_prefill(&r[0].s, tokens, 7, logits[0], &err);
+    llmc_rt_session_reset(&r[0].s);
+    st = llmc_rt_session_feed(&r[0].s, tokens, 7, logits[0], &err);
     llmc_rt_session_stats(&r[0].s, &stats);
     CHECK(!st && !memcmp(logits[0], first, sizeof first) && stats.kv_chunks_used == 2 &&
-              r[0].s.position == 7,
-          "llmc_reset: the same prompt gives bit-identical logits; 2 chunks in use again");
-    st = llmc_prefill(&r[0].s, tokens + 7, 1, NULL, &err);
-    CHECK(!st && r[0].s.position == 8, "prefill continues a sequence; NULL logits allowed");
+              tp_stats(&r[0].s).position == 7,
+          "llmc_rt_session_reset: the same prompt gives bit-identical logits; 2 chunks in use again");
+    st = llmc_rt_session_feed(&r[0].s, tokens + 7, 1, NULL, &err);
+    CHECK(!st && tp_stats(&r[0].s).position == 8, "prefill continues a sequence; NULL logits allowed");
     for (int i = 0; i < 3; i++)
         runner_close(&r[i]);
     free(m_cos);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "llmc_rt.h"
+#include "llmc_rt_resolver.h"
 #include "rt_testplan.h"
 #include "tap.h"
 
@@ -93,9 +93,9 @@ static llmc_rt_status run(const llmc_rt_plan *plan, const llmc_rt_op_resolver *o
         ops ? llmc_rt_session_init_ops(&s, plan, CTX, ops, memory, memory_size, err)
             : llmc_rt_session_init(&s, plan, memory, memory_size, err);
     if (!st)
-        st = llmc_prefill(&s, prompt, 5, logits[0], err);
+        st = llmc_rt_session_feed(&s, prompt, 5, logits[0], err);
     if (!st)
-        st = llmc_decode(&s, 9, logits[1], err);
+        st = llmc_rt_session_feed(&s, &(int64_t){9}, 1, logits[1], err);
     return st;
 }
 
@@ -181,7 +181,7 @@ int main(void)
     st = llmc_rt_session_init_ops(&s, &plan, CTX, NULL, memory, memory_size, &err);
     CHECK(st == LLMC_RT_E_ARG, "a NULL resolver is refused: %s", err.msg);
     st = llmc_rt_session_init_ops(&s, &plan, CTX, &without_tanh, memory, memory_size, &err);
-    CHECK(st == LLMC_RT_E_RESOLVER && llmc_decode(&s, 1, NULL, &err) == LLMC_RT_E_ARG,
+    CHECK(st == LLMC_RT_E_RESOLVER && llmc_rt_session_feed(&s, &(int64_t){1}, 1, NULL, &err) == LLMC_RT_E_ARG,
           "a session refused by its resolver cannot run: %s", err.msg);
     free(memory);
     free(bytes);

@@ -294,7 +294,7 @@ static void test_llm(void)
     /* prompt of 5, then single tokens up to the context */
     st = llmc_rt_session_feed(&s, tokens, 5, logits, &err);
     llm_reference(tokens, 5, expect);
-    CHECK(st == LLMC_RT_OK && s.position == 5 && max_diff(logits, expect, V) < 1e-5,
+    CHECK(st == LLMC_RT_OK && tp_stats(&s).position == 5 && max_diff(logits, expect, V) < 1e-5,
           "prompt of 5 tokens: logits match (%s)", st ? err.msg : "ok");
     int all_ok = 1;
     for (int n = 6; n <= CTX; n++) {
@@ -305,18 +305,18 @@ static void test_llm(void)
             CHECK(0, "token %d: %s (diff %g)", n, st ? err.msg : "", max_diff(logits, expect, V));
         }
     }
-    CHECK(all_ok && s.position == CTX, "single-token feeds through the KV store up to %d", CTX);
+    CHECK(all_ok && tp_stats(&s).position == CTX, "single-token feeds through the KV store up to %d", CTX);
     CHECK(llmc_rt_session_feed(&s, tokens, 1, logits, &err) == LLMC_RT_E_BOUNDS,
           "feeding past max_context is refused");
     CHECK(llmc_rt_session_feed(&s, tokens, 0, logits, &err) == LLMC_RT_E_BOUNDS, "n=0 refused");
     llmc_rt_session_reset(&s);
     st = llmc_rt_session_feed(&s, tokens, 3, logits, &err);
     llm_reference(tokens, 3, expect);
-    CHECK(st == LLMC_RT_OK && s.position == 3 && max_diff(logits, expect, V) < 1e-5,
+    CHECK(st == LLMC_RT_OK && tp_stats(&s).position == 3 && max_diff(logits, expect, V) < 1e-5,
           "after reset the KV store starts over");
     int64_t bad = V;
     st = llmc_rt_session_feed(&s, &bad, 1, logits, &err);
-    CHECK(st == LLMC_RT_E_EXEC && strstr(err.msg, "op 0 (Gather 'embed')") && s.position == 3,
+    CHECK(st == LLMC_RT_E_EXEC && strstr(err.msg, "op 0 (Gather 'embed')") && tp_stats(&s).position == 3,
           "a token outside the vocabulary fails in the Gather: %s", err.msg);
     llmc_rt_tensor out;
     CHECK(llmc_rt_session_output(&s, 0, &out, &err) == LLMC_RT_E_ARG,

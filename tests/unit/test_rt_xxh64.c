@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
-#include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "tap.h"
 
 int main(void)

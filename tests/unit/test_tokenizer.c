@@ -9,6 +9,7 @@
 #include "llmc_rt.h"
 #include "tap.h"
 #include "tokenizer_format.h"
+#include "tokenizer_state.h"
 #include "tokenizer/tokenizer_json.h"
 
 /* ids: <unk> 0, <s> 1, </s> 2, <0xC3> 3, <0xA9> 4, U+2581 5, a 6, b 7,
@@ -82,7 +83,9 @@ int main(void)
     CHECK(rc == LLMC_OK, "the hand-written tokenizer.json compiles (%s)", cerr.msg);
     if (rc) return TAP_DONE();
     CHECK(llmc_rt_tokenizer_open(&tok, bytes, size, &err) == LLMC_RT_OK, "its compiled bytes verify");
-    CHECK(tok.model == TOK_MODEL_SENTENCEPIECE && tok.n_ids == 12 && tok.unk == 0, "SentencePiece, 12 ids, unk 0");
+    const rt_tokenizer *fields = rt_tok_const(&tok);
+    CHECK(fields->model == TOK_MODEL_SENTENCEPIECE && fields->n_ids == 12 && fields->unk == 0,
+          "SentencePiece, 12 ids, unk 0");
 
     CHECK(ids_are("ab", 0, (const int64_t[]){5, 9}, 2), "\"ab\": a+b (rank 0) before U+2581+a (rank 1)");
     CHECK(ids_are("a", 0, (const int64_t[]){8}, 1), "\"a\": U+2581a");

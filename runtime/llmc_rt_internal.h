@@ -1,0 +1,79 @@
+/* llmc runtime: calls for the llmc tools and tests only (profilers,
+ * calibration, plan listings, kernel comparisons).  Not installed: an
+ * application needs llmc_rt.h, and firmware that trims its kernels
+ * llmc_rt_resolver.h. */
+#ifndef LLMC_RT_INTERNAL_H
+#define LLMC_RT_INTERNAL_H
+
+#include "llmc_rt_resolver.h"
+
+/* An op, for tools (profilers, listings). */
+typedef struct {
+    int code;                         /* its OpCode: LLMC_RT_OP_Linear, ...
+                                         (llmc_rt_op_name prints it) */
+    const char *name;                 /* its name; points into the plan */
+    int weight_dtype;                 /* Linear: W's dtype (llmc_rt_dtype); else 0 */
+    int weight_layout;                /* Linear: W's llmc.plan.Layout; else 0 */
+} llmc_rt_op_info;
+
+llmc_rt_status llmc_rt_plan_op(const llmc_rt_plan *plan, uint32_t index, llmc_rt_op_info *op);
+
+/* Runs the plan with the kernels of `isa` (an ISA of its target this CPU
+ * runs, e.g. the plain "avx2" table on an AVX-512 machine, to compare
+ * them) instead of the fastest; LLMC_RT_E_TARGET names the ones there are.
+ * Call before session init. */
+llmc_rt_status llmc_rt_plan_use_kernels(llmc_rt_plan *plan, const char *isa,
+                                        llmc_rt_error *err);
+
+/* Profiling.  The runtime has no clock.  An observer installed on a
+ * session is called on the calling thread right before (end = 0) and right after (end = 1)
+ * every op of every run and feed, even one that fails; the caller's
+ * callback reads its own clock.  op_index is the op's plan index
+ * (llmc_rt_plan_op names it). */
+typedef void (*llmc_rt_op_observer)(void *ctx, uint32_t op_index, int end);
+
+/* Installs fn(ctx, op_index, end) as the session's op observer; fn NULL =
+ * none.  Call after init (init clears it). */
+void llmc_rt_session_set_observer(llmc_rt_session *s, llmc_rt_op_observer fn, void *ctx);
+
+/* For an observer (calibration, debugging): input `slot` of op `op_index`
+ * as the call of S new tokens after P past ones sizes it, and its tensor's
+ * name (points into the plan).  Called from the observer before the op
+ * runs (end = 0), the bytes are what the call's earlier ops wrote. */
+llmc_rt_status llmc_rt_session_op_input(const llmc_rt_session *s, uint32_t op_index,
+                                        uint32_t slot, uint32_t S, uint32_t P,
+                                        llmc_rt_tensor *out, const char **name,
+                                        llmc_rt_error *err);
+
+/* Chunked prefill: its schedule, its nodes and an observer of them
+ * (`llmc tune`, `llmc run --delegate --stats`).  After init the order is
+ * out of order with estimated costs. */
+/* What a chunked prefill reports to its observer: a node (a subgraph on
+ * the delegate lane, or a run of the other ops on the CPU lane) of chunk
+ * `chunk` starting (end = 0) or ending (end = 1).  A delegate node's end is
+ * reported when wait finds it finished.  The observer reads its own clock. */
+typedef struct {
+    uint32_t chunk, node;
+    int lane;                         /* 0 CPU, 1 delegate */
+    int end;
+    uint32_t subgraph;                /* the delegate lane's subgraph; UINT32_MAX on the CPU */
+    uint32_t first_op, n_ops;         /* the node's ops in Plan.ops */
+} llmc_rt_chunk_event;
+typedef void (*llmc_rt_chunk_observer)(void *ctx, const llmc_rt_chunk_event *e);
+
+/* The order nodes run in: out_of_order 0 follows the chunks in order on
+ * each lane; 1 picks, among the nodes whose dependencies are met (paper
+ * 003 Eqs. 2-3), the one by Eq. 6.  cost: one value per node of a chunk
+ * (llmc_rt_chunked_nodes), the relative time it takes (`llmc tune`
+ * measures them); NULL: the runtime's estimate from multiply-adds. */
+void llmc_rt_chunked_set_schedule(llmc_rt_chunked *c, int out_of_order, const uint64_t *cost);
+void llmc_rt_chunked_set_observer(llmc_rt_chunked *c, llmc_rt_chunk_observer fn, void *ctx);
+/* Nodes of a full chunk, and node k's lane, first op and op count. */
+uint32_t llmc_rt_chunked_nodes(const llmc_rt_chunked *c);
+llmc_rt_status llmc_rt_chunked_node(const llmc_rt_chunked *c, uint32_t k,
+                                    llmc_rt_chunk_event *info);
+
+/* XXH64 (seed 0), the hash the plan uses for weight segments. */
+uint64_t llmc_rt_xxh64(const void *data, size_t len, uint64_t seed);
+
+#endif
