@@ -15,7 +15,7 @@
 #define LLMC_RT_CHUNKED_INTERNAL_H
 
 #include "plan_format.h"
-#include "session_prepared.h"
+#include "session.h"
 
 #define CHUNK_MAX_LANES 8u
 #define NO_SUBGRAPH UINT32_MAX

@@ -79,7 +79,7 @@
     X(I32, Int32, 6, 32) X(I64, Int64, 7, 64) X(BOOL, Bool, 9, 8)         \
     X(F16, Float16, 10, 16) X(U4, Uint4, 21, 4)
 
-/* Layout of a tensor's bytes (runtime/kernels/quant_format.h has the
+/* Layout of a tensor's bytes (runtime/quant_format.h has the
  * formats and sizes them from these columns):
  * X(SUFFIX, Name, value, value bits, coefficient bytes)
  *   value bits: of each stored value (0: the dtype's);

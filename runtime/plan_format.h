@@ -398,7 +398,5 @@ llmc_rt_status rt_eval_dims(const fb_reader *r, const rt_tensor_desc *d, int64_t
  * overflow. */
 bool rt_affine_value(const rt_affine *a, int64_t S, int64_t P, int64_t *out);
 bool rt_affine_eval(const uint8_t *affine, int64_t S, int64_t P, int64_t *out);
-bool rt_mul_i64(int64_t a, int64_t b, int64_t *out);
-bool rt_add_i64(int64_t a, int64_t b, int64_t *out);
 
 #endif

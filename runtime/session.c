@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "rt_msg.h"
-#include "session_prepared.h"
+#include "session.h"
 
 /* ---- tensor views ------------------------------------------------------ */
 

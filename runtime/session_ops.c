@@ -7,7 +7,7 @@
 
 #include "kernels/kernel_table.h"
 #include "rt_msg.h"
-#include "session_prepared.h"
+#include "session.h"
 
 /* ---- Copy ---------------------------------------------------------------- */
 

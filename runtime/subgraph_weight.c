@@ -1,5 +1,5 @@
 /* llmc_rt_sg_weight_row: one row of a subgraph's Int8 QWeightTiles weight,
- * unpacked from the tiles of runtime/kernels/quant_format.h, for a
+ * unpacked from the tiles of runtime/quant_format.h, for a
  * delegate that builds its own weight layout at prepare. */
 #include "rt_msg.h"
 #include "tensor_traits.h"

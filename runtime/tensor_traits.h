@@ -4,7 +4,7 @@
  * rt_tensor_bytes, so quantized tiles, their scales and padding are sized
  * the same way everywhere (the compiler links the runtime and uses it too).
  * The parts of a packed tensor (a weight block's values, a block, a row
- * tile) are sized by kernels/quant_format.h, from the value and coefficient
+ * tile) are sized by quant_format.h, from the value and coefficient
  * sizes of plan_enums.h's layout list, for the kernels and the packer. */
 #ifndef LLMC_RT_TENSOR_TRAITS_H
 #define LLMC_RT_TENSOR_TRAITS_H
@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kernels/quant_format.h"
+#include "quant_format.h"
 #include "plan_format.h"
 
 /* Bits per element of a dtype (plan numbering); 0 if unknown. */
@@ -49,7 +49,11 @@ static inline rt_tensor_format rt_format_of(const rt_tensor_desc *d)
 
 #define RT_TT_MAX_ELEMS ((int64_t)1 << 50) /* bounds n * k of packed matrices */
 
-/* plan_reader.c (out of line: every size check shares one copy):
+/* a * b and a + b into *out; false (out untouched) on int64 overflow. */
+bool rt_mul_i64(int64_t a, int64_t b, int64_t *out);
+bool rt_add_i64(int64_t a, int64_t b, int64_t *out);
+
+/* tensor_traits.c (out of line: every size check shares one copy):
  * W [n, k] of a QWeightTiles tensor; x [..., k] of a QActTiles tensor (m =
  * the product of the leading dims); W [n, k] of an FWeightTiles tensor.
  * False when the format does not fit the dims (non-negative, as every

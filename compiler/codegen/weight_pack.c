@@ -1,5 +1,5 @@
 /* Weight packing (weight_pack.h): quantization of one row tile into the
- * block layout of runtime/kernels/quant_format.h, and the fp32 tile layout. */
+ * block layout of runtime/quant_format.h, and the fp32 tile layout. */
 #include <math.h>
 #include <string.h>
 

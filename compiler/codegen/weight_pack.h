@@ -1,5 +1,5 @@
 /* Compile-time packing of Linear weights into the tiles of the runtime's
- * kernels (runtime/kernels/quant_format.h), one row tile at a time so a
+ * kernels (runtime/quant_format.h), one row tile at a time so a
  * weight streams from the model into the plan without a packed copy of the
  * whole matrix in memory. */
 #ifndef LLMC_WEIGHT_PACK_H
@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "kernels/quant_format.h"
+#include "quant_format.h"
 
 /* Row tile ht of W [n, k] quantized: rows holds its n_rows (<= hp) rows,
  * the first at rows[0], row r at rows[r * row_stride]; rows n_rows..hp-1

@@ -30,7 +30,7 @@
  *     W transposed, [N, K], so each output feature's weights are contiguous.
  *     After the quantize pass (--quant): INT quant_bits (8 or 4) and INT
  *     quant_group; x is then the output of QuantizeRows and codegen packs W
- *     into the target's QWeightTiles (runtime/kernels/quant_format.h):
+ *     into the target's QWeightTiles (runtime/quant_format.h):
  *     z = sx * sum_groups (scale * (q_x . q_w) [+ min * sum q_x]).
  *
  * QuantizeRows(x) -> xq                                   [QuantizeRows]

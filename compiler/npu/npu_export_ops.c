@@ -36,7 +36,7 @@ static int refuse(onnx_graph *g, const char *fmt, ...)
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     return llmc_fail(g->err, LLMC_E_UNSUPPORTED, "--npu-export: subgraph %u '%s': op %u (%s '%s'): %s",
-                     g->sg->index, text_of(g->sg->name), g->op, code, text_of(op->name), why);
+                     g->sg->index, npx_text_of(g->sg->name), g->op, code, npx_text_of(op->name), why);
 }
 
 static bool is_f32_dense(const llmc_rt_sg_tensor *d)
@@ -66,19 +66,19 @@ static int check_operands(onnx_graph *g, const llmc_rt_sg_op *op)
             return refuse(g, "operand %u is tensor %u of %u", i, t, g->sg->n_tensors);
     }
     for (uint32_t i = 0; i < op->n_inputs; i++) {
-        const llmc_rt_sg_tensor *d = desc(g, op->inputs[i]);
-        shape s = shape_of(d);
+        const llmc_rt_sg_tensor *d = npx_desc(g, op->inputs[i]);
+        npx_shape s = npx_shape_of(d);
         bool w = op->code == LLMC_RT_OP_Linear && i == 1;
-        if (d->weight && !w && (!is_f32_dense(d) || d->bytes < (uint64_t)elements(&s) * 4u))
+        if (d->weight && !w && (!is_f32_dense(d) || d->bytes < (uint64_t)npx_elements(&s) * 4u))
             return refuse(g, "weight '%s' is not a whole float32 Dense tensor", d->name);
     }
     for (uint32_t i = 0; i < op->n_outputs; i++) {
         uint32_t t = op->outputs[i];
         bool quantized = op->code == LLMC_RT_OP_QuantizeRows;
-        if (desc(g, t)->weight || t < g->sg->n_inputs ||
-            (!quantized && !is_f32_dense(desc(g, t))))
+        if (npx_desc(g, t)->weight || t < g->sg->n_inputs ||
+            (!quantized && !is_f32_dense(npx_desc(g, t))))
             return refuse(g, "output '%s' is a weight, a subgraph input or not float32",
-                          desc(g, t)->name);
+                          npx_desc(g, t)->name);
     }
     return LLMC_OK;
 }
@@ -95,10 +95,10 @@ static int export_quantize(onnx_graph *g, const llmc_rt_sg_op *op)
     if (!(s > 0.0f) || !isfinite(s))
         return refuse(g, "scale %g: only a static per-tensor scale > 0 (--calibrate) has a "
                       "QuantizeLinear form", (double)s);
-    if (!is_f32_dense(desc(g, x)) || desc(g, y)->dtype != LLMC_RT_I8)
-        return refuse(g, "needs float32 '%s' into int8 '%s'", desc(g, x)->name, desc(g, y)->name);
+    if (!is_f32_dense(npx_desc(g, x)) || npx_desc(g, y)->dtype != LLMC_RT_I8)
+        return refuse(g, "needs float32 '%s' into int8 '%s'", npx_desc(g, x)->name, npx_desc(g, y)->name);
     if (y < g->sg->n_inputs + g->sg->n_outputs)
-        return refuse(g, "its int8 output '%s' crosses the subgraph's boundary", desc(g, y)->name);
+        return refuse(g, "its int8 output '%s' crosses the subgraph's boundary", npx_desc(g, y)->name);
     const char *lo = npx_const_f32(g, "clip_min", -127.0f * s);
     const char *hi = npx_const_f32(g, "clip_max", 127.0f * s);
     const char *scale = npx_const_f32(g, "scale", s), *zero = npx_const_i8_zero(g, "zero_point");
@@ -115,7 +115,7 @@ static int export_quantize(onnx_graph *g, const llmc_rt_sg_op *op)
  * [N] along axis 1, and the DequantizeLinear making it float (once per W). */
 static int weight_kn(onnx_graph *g, uint32_t w, int64_t x_cols, const char **value)
 {
-    const llmc_rt_sg_tensor *d = desc(g, w);
+    const llmc_rt_sg_tensor *d = npx_desc(g, w);
     if (d->dtype != LLMC_RT_I8 || d->layout != NPX_LAYOUT_QWEIGHT || !d->weight || d->rank != 2)
         return refuse(g, "W '%s' is not an Int8 QWeightTiles weight [N, K]", d->name);
     int64_t n = d->dims[0], k = d->dims[1];
@@ -145,7 +145,7 @@ static int weight_kn(onnx_graph *g, uint32_t w, int64_t x_cols, const char **val
     const char *ws = npx_graph_printf(g, "%s::scale", wq);
     const char *wz = npx_graph_printf(g, "%s::zero_point", wq);
     const char *wf = npx_graph_printf(g, "%s::dequantized", wq);
-    shape kn = {2, {k, n}}, channels = {1, {n}};
+    npx_shape kn = {2, {k, n}}, channels = {1, {n}};
     npx_add_init(g, wq, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, &kn, q, (size_t)(n * k));
     npx_add_init(g, ws, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, &channels, scales, (size_t)n * 4u);
     npx_add_init(g, wz, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, &channels, zeros, (size_t)n);
@@ -160,30 +160,30 @@ static int weight_kn(onnx_graph *g, uint32_t w, int64_t x_cols, const char **val
  * renamed when there is one, else split along the last axis; a Reshape
  * where an output's dims are not z's rows. */
 static int linear_outputs(onnx_graph *g, const llmc_rt_sg_op *op, Onnx__NodeProto *last,
-                          const char *z, const shape *zd)
+                          const char *z, const npx_shape *zd)
 {
-    int64_t rows = elements(zd) / (last_dim(zd) ? last_dim(zd) : 1), cols = 0;
+    int64_t rows = npx_elements(zd) / (npx_last_dim(zd) ? npx_last_dim(zd) : 1), cols = 0;
     int64_t split[LLMC_RT_SG_OP_IO];
     for (uint32_t j = 0; j < op->n_outputs; j++) {
-        shape y = shape_of(desc(g, op->outputs[j]));
-        split[j] = last_dim(&y);
+        npx_shape y = npx_shape_of(npx_desc(g, op->outputs[j]));
+        split[j] = npx_last_dim(&y);
         cols += split[j];
-        if (y.rank < 1 || elements(&y) != rows * split[j])
+        if (y.rank < 1 || npx_elements(&y) != rows * split[j])
             return refuse(g, "output '%s' does not have x's %lld rows",
-                          desc(g, op->outputs[j])->name, (long long)rows);
+                          npx_desc(g, op->outputs[j])->name, (long long)rows);
     }
-    if (cols != last_dim(zd))
+    if (cols != npx_last_dim(zd))
         return refuse(g, "outputs have %lld columns, W has %lld rows", (long long)cols,
-                      (long long)last_dim(zd));
+                      (long long)npx_last_dim(zd));
     const char *parts[LLMC_RT_SG_OP_IO];
-    shape part[LLMC_RT_SG_OP_IO];
+    npx_shape part[LLMC_RT_SG_OP_IO];
     for (uint32_t j = 0; j < op->n_outputs; j++) {
-        shape y = shape_of(desc(g, op->outputs[j]));
+        npx_shape y = npx_shape_of(npx_desc(g, op->outputs[j]));
         part[j] = *zd;
         part[j].dims[zd->rank - 1] = split[j];
         char what[32];
         snprintf(what, sizeof what, "part%u", j);
-        parts[j] = same_shape(&part[j], &y) ? npx_tensor_name(g, op->outputs[j])
+        parts[j] = npx_same_shape(&part[j], &y) ? npx_tensor_name(g, op->outputs[j])
                                             : npx_op_value(g, what);
     }
     if (op->n_outputs == 1)
@@ -193,8 +193,8 @@ static int linear_outputs(onnx_graph *g, const llmc_rt_sg_op *op, Onnx__NodeProt
                                      npx_const_i64s(g, "split", split, (int)op->n_outputs)},
                                      op->n_outputs, parts), "axis", -1);
     for (uint32_t j = 0; j < op->n_outputs; j++) {
-        shape y = shape_of(desc(g, op->outputs[j]));
-        if (!same_shape(&part[j], &y)) {
+        npx_shape y = npx_shape_of(npx_desc(g, op->outputs[j]));
+        if (!npx_same_shape(&part[j], &y)) {
             char what[32];
             snprintf(what, sizeof what, "part%u_shape", j);
             npx_node2(g, "Reshape", parts[j], npx_const_i64s(g, what, y.dims, y.rank),
@@ -216,34 +216,34 @@ static int export_linear(onnx_graph *g, const llmc_rt_sg_op *op)
     if (rc)
         return rc;
     uint32_t x = op->inputs[0];
-    shape xd = shape_of(desc(g, x));
+    npx_shape xd = npx_shape_of(npx_desc(g, x));
     if (!g->act_scale[x] || xd.rank < 1)
         return refuse(g, "x '%s' is not the int8 output of a static-scale QuantizeRows of this "
-                      "subgraph", desc(g, x)->name);
+                      "subgraph", npx_desc(g, x)->name);
     const char *w = NULL;
-    if ((rc = weight_kn(g, op->inputs[1], last_dim(&xd), &w)) || g->failed)
+    if ((rc = weight_kn(g, op->inputs[1], npx_last_dim(&xd), &w)) || g->failed)
         return rc;
-    shape zd = xd;
-    zd.dims[zd.rank - 1] = desc(g, op->inputs[1])->dims[0];
+    npx_shape zd = xd;
+    zd.dims[zd.rank - 1] = npx_desc(g, op->inputs[1])->dims[0];
     const char *xf = npx_op_value(g, "x"), *z = npx_op_value(g, "matmul");
     npx_node3(g, "DequantizeLinear", npx_tensor_name(g, x), g->act_scale[x], g->act_zero[x], xf);
     Onnx__NodeProto *last = npx_node2(g, "MatMul", xf, w, z);
     if (bias) {
-        const llmc_rt_sg_tensor *b = desc(g, op->inputs[2]);
-        shape bd = shape_of(b);
-        if (!b->weight || elements(&bd) != last_dim(&zd) || last_dim(&bd) != last_dim(&zd))
+        const llmc_rt_sg_tensor *b = npx_desc(g, op->inputs[2]);
+        npx_shape bd = npx_shape_of(b);
+        if (!b->weight || npx_elements(&bd) != npx_last_dim(&zd) || npx_last_dim(&bd) != npx_last_dim(&zd))
             return refuse(g, "bias '%s' must be a float32 weight [%lld]", b->name,
-                          (long long)last_dim(&zd));
+                          (long long)npx_last_dim(&zd));
         const char *zb = npx_op_value(g, "plus_bias");
         last = npx_node2(g, "Add", z, npx_value_of(g, op->inputs[2]), zb);
         z = zb;
     }
     if (residual) {
         uint32_t r = op->inputs[n_in - 1];
-        shape rd = shape_of(desc(g, r));
-        if (elements(&rd) != elements(&zd) || last_dim(&rd) != last_dim(&zd))
+        npx_shape rd = npx_shape_of(npx_desc(g, r));
+        if (npx_elements(&rd) != npx_elements(&zd) || npx_last_dim(&rd) != npx_last_dim(&zd))
             return refuse(g, "residual '%s' does not have the output's rows and columns",
-                          desc(g, r)->name);
+                          npx_desc(g, r)->name);
         const char *zr = npx_op_value(g, "plus_residual");
         const char *residual_value = npx_as_shape(g, npx_value_of(g, r), &rd, &zd, "residual");
         last = npx_node2(g, "Add", z, residual_value, zr);
@@ -279,14 +279,14 @@ static int export_layernorm(onnx_graph *g, const llmc_rt_sg_op *op)
     int rc = check_counts(g, op, 2, 3, 1);
     if (rc)
         return rc;
-    shape x = shape_of(desc(g, op->inputs[0]));
-    shape vector = {1, {last_dim(&x)}};
+    npx_shape x = npx_shape_of(npx_desc(g, op->inputs[0]));
+    npx_shape vector = {1, {npx_last_dim(&x)}};
     const char *in[3] = {npx_value_of(g, op->inputs[0])};
     for (uint32_t i = 1; i < op->n_inputs; i++) { /* scale, bias: [D] as ONNX wants them */
-        shape w = shape_of(desc(g, op->inputs[i]));
-        if (elements(&w) != last_dim(&x) || last_dim(&w) != last_dim(&x))
-            return refuse(g, "'%s' must be a float32 weight [%lld]", desc(g, op->inputs[i])->name,
-                          (long long)last_dim(&x));
+        npx_shape w = npx_shape_of(npx_desc(g, op->inputs[i]));
+        if (npx_elements(&w) != npx_last_dim(&x) || npx_last_dim(&w) != npx_last_dim(&x))
+            return refuse(g, "'%s' must be a float32 weight [%lld]", npx_desc(g, op->inputs[i])->name,
+                          (long long)npx_last_dim(&x));
         in[i] = npx_as_shape(g, npx_value_of(g, op->inputs[i]), &w, &vector,
                              i == 1 ? "scale" : "bias");
     }
@@ -379,10 +379,10 @@ static int export_reshape(onnx_graph *g, const llmc_rt_sg_op *op)
     int rc = check_counts(g, op, 1, 1, 1);
     if (rc)
         return rc;
-    shape x = shape_of(desc(g, op->inputs[0])), y = shape_of(desc(g, op->outputs[0]));
-    if (elements(&x) != elements(&y))
-        return refuse(g, "'%s' and '%s' have different sizes", desc(g, op->inputs[0])->name,
-                      desc(g, op->outputs[0])->name);
+    npx_shape x = npx_shape_of(npx_desc(g, op->inputs[0])), y = npx_shape_of(npx_desc(g, op->outputs[0]));
+    if (npx_elements(&x) != npx_elements(&y))
+        return refuse(g, "'%s' and '%s' have different sizes", npx_desc(g, op->inputs[0])->name,
+                      npx_desc(g, op->outputs[0])->name);
     npx_node2(g, "Reshape", npx_value_of(g, op->inputs[0]),
               npx_const_i64s(g, "shape", y.dims, y.rank), npx_tensor_name(g, op->outputs[0]));
     return LLMC_OK;
@@ -426,11 +426,11 @@ int npx_check_tensors(const llmc_rt_subgraph *sg, llmc_error *err)
         if (!ok)
             return llmc_fail(err, LLMC_E_UNSUPPORTED, "--npu-export: subgraph %u '%s': tensor "
                              "%u '%s': rank %d or its dims out of range", sg->index,
-                             text_of(sg->name), t, text_of(d->name), d->rank);
+                             npx_text_of(sg->name), t, npx_text_of(d->name), d->rank);
         if (t < sg->n_inputs + sg->n_outputs && (d->weight || !is_f32_dense(d)))
             return llmc_fail(err, LLMC_E_UNSUPPORTED, "--npu-export: subgraph %u '%s': %s '%s' "
-                             "is not a float32 Dense tensor", sg->index, text_of(sg->name),
-                             t < sg->n_inputs ? "input" : "output", text_of(d->name));
+                             "is not a float32 Dense tensor", sg->index, npx_text_of(sg->name),
+                             t < sg->n_inputs ? "input" : "output", npx_text_of(d->name));
     }
     return LLMC_OK;
 }
@@ -478,6 +478,6 @@ int npx_build_model(onnx_graph *g, const char *plan_name, Onnx__ModelProto *mode
     }
     if (!rc && g->failed)
         rc = llmc_fail(g->err, LLMC_E_NOMEM, "--npu-export: subgraph %u '%s': out of memory",
-                       sg->index, text_of(sg->name));
+                       sg->index, npx_text_of(sg->name));
     return rc;
 }

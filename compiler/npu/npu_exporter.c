@@ -47,7 +47,7 @@ static int write_file(const char *dir, const char *name, const char *suffix, con
 /* File names come from the plan: a name that would leave DIR is refused. */
 static int check_file_name(const llmc_rt_subgraph *sg, llmc_error *err)
 {
-    const char *name = text_of(sg->name);
+    const char *name = npx_text_of(sg->name);
     if (!*name || *name == '.' || strchr(name, '/') || strlen(name) > 200)
         return llmc_fail(err, LLMC_E_UNSUPPORTED, "--npu-export: subgraph %u: its name '%s' is "
                          "not a plain file name", sg->index, name);
@@ -119,7 +119,7 @@ static int run_reference(const exporter *ex, const llmc_rt_subgraph *sg, void *c
         ex->ref.release(ex->ref.ctx, graph);
     if (st || !finished)
         return llmc_fail(ex->err, LLMC_E_UNSUPPORTED, "--npu-export: subgraph %u '%s': the "
-                         "reference delegate: %s", sg->index, text_of(sg->name),
+                         "reference delegate: %s", sg->index, npx_text_of(sg->name),
                          st ? rt.msg : "did not finish");
     return LLMC_OK;
 }
@@ -214,7 +214,7 @@ static llmc_rt_status export_execute(void *ctx, void *graph, void *const *io, ll
     if (err) {
         err->code = LLMC_RT_E_DELEGATE;
         snprintf(err->msg, sizeof err->msg, "subgraph '%s': the --npu-export delegate writes "
-                 "models and runs none", e ? text_of(e->sg->name) : "?");
+                 "models and runs none", e ? npx_text_of(e->sg->name) : "?");
     }
     return LLMC_RT_E_DELEGATE;
 }

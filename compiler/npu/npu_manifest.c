@@ -15,7 +15,7 @@
 static void json_string_with(FILE *f, const char *s, const char *suffix)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)text_of(s); *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)npx_text_of(s); *p; p++) {
         if (*p == '"' || *p == '\\')
             fprintf(f, "\\%c", *p);
         else if (*p < 0x20)

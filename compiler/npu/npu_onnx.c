@@ -122,7 +122,7 @@ static void push_init(onnx_graph *g, Onnx__TensorProto *t)
 /* Tensor t's value name: the plan's name of it. */
 const char *npx_tensor_name(onnx_graph *g, uint32_t t)
 {
-    const char *name = desc(g, t)->name;
+    const char *name = npx_desc(g, t)->name;
     return name && *name ? name : npx_graph_printf(g, "%s::tensor%u", g->sg->name, t);
 }
 
@@ -237,7 +237,7 @@ void npx_attr_ints(onnx_graph *g, Onnx__NodeProto *node, const char *name, const
 
 /* An initializer holding `size` raw little-endian bytes (not copied: they
  * live in the arena or in the plan, both alive until the model is packed). */
-void npx_add_init(onnx_graph *g, const char *name, int32_t dtype, const shape *s,
+void npx_add_init(onnx_graph *g, const char *name, int32_t dtype, const npx_shape *s,
                   const void *bytes, size_t size)
 {
     Onnx__TensorProto *t = npx_graph_alloc(g, sizeof *t);
@@ -261,7 +261,7 @@ const char *npx_const_f32(onnx_graph *g, const char *what, float v)
 {
     const char *name = npx_op_value(g, what);
     float *value = npx_graph_alloc(g, sizeof *value);
-    shape scalar = {0, {0}};
+    npx_shape scalar = {0, {0}};
     if (value) {
         *value = v;
         npx_add_init(g, name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, &scalar, value, sizeof *value);
@@ -273,7 +273,7 @@ const char *npx_const_i8_zero(onnx_graph *g, const char *what)
 {
     const char *name = npx_op_value(g, what);
     int8_t *value = npx_graph_alloc(g, 1);
-    shape scalar = {0, {0}};
+    npx_shape scalar = {0, {0}};
     if (value)
         npx_add_init(g, name, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, &scalar, value, 1);
     return name;
@@ -283,7 +283,7 @@ const char *npx_const_i64s(onnx_graph *g, const char *what, const int64_t *v, in
 {
     const char *name = npx_op_value(g, what);
     int64_t *values = npx_graph_alloc(g, (size_t)n * sizeof *values);
-    shape vector = {1, {n}};
+    npx_shape vector = {1, {n}};
     if (values) {
         memcpy(values, v, (size_t)n * sizeof *values);
         npx_add_init(g, name, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, &vector, values,
@@ -297,11 +297,11 @@ const char *npx_const_i64s(onnx_graph *g, const char *what, const int64_t *v, in
  * value of its name. */
 const char *npx_value_of(onnx_graph *g, uint32_t t)
 {
-    const llmc_rt_sg_tensor *d = desc(g, t);
+    const llmc_rt_sg_tensor *d = npx_desc(g, t);
     if (!d->weight || g->weight_value[t])
         return d->weight ? g->weight_value[t] : npx_tensor_name(g, t);
-    shape s = shape_of(d);
-    size_t bytes = (size_t)elements(&s) * 4u;
+    npx_shape s = npx_shape_of(d);
+    size_t bytes = (size_t)npx_elements(&s) * 4u;
     const char *name = npx_tensor_name(g, t);
     npx_add_init(g, name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, &s, d->weight, bytes);
     g->weight_bytes += bytes;
@@ -310,10 +310,10 @@ const char *npx_value_of(onnx_graph *g, uint32_t t)
 }
 
 /* `value` (of shape have) with shape want: itself, or a Reshape's output. */
-const char *npx_as_shape(onnx_graph *g, const char *value, const shape *have,
-                         const shape *want, const char *what)
+const char *npx_as_shape(onnx_graph *g, const char *value, const npx_shape *have,
+                         const npx_shape *want, const char *what)
 {
-    if (same_shape(have, want))
+    if (npx_same_shape(have, want))
         return value;
     const char *out = npx_op_value(g, what);
     char shape_what[64];
@@ -330,7 +330,7 @@ static Onnx__ValueInfoProto *value_info(onnx_graph *g, uint32_t t)
     Onnx__TypeProto *type = npx_graph_alloc(g, sizeof *type);
     Onnx__TypeProto__Tensor *tensor = npx_graph_alloc(g, sizeof *tensor);
     Onnx__TensorShapeProto *sp = npx_graph_alloc(g, sizeof *sp);
-    int rank = desc(g, t)->rank;
+    int rank = npx_desc(g, t)->rank;
     Onnx__TensorShapeProto__Dimension **dims =
         npx_graph_alloc(g, (size_t)(rank + 1) * sizeof *dims);
     for (int a = 0; dims && a < rank; a++) {
@@ -339,7 +339,7 @@ static Onnx__ValueInfoProto *value_info(onnx_graph *g, uint32_t t)
             return NULL;
         *d = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
         d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        d->dim_value = desc(g, t)->dims[a];
+        d->dim_value = npx_desc(g, t)->dims[a];
         dims[a] = d;
     }
     if (!vi || !type || !tensor || !sp || !dims)

@@ -27,7 +27,7 @@ typedef struct {
 typedef struct {
     int rank;
     int64_t dims[LLMC_RT_MAX_RANK];
-} shape;
+} npx_shape;
 
 /* One subgraph's ONNX graph being built.  Allocation failures set `failed`
  * (every helper then does nothing and returns NULL); the op loop reports it. */
@@ -48,29 +48,29 @@ typedef struct {
     uint64_t weight_bytes;         /* bytes of the initializers holding weights */
 } onnx_graph;
 
-static inline const char *text_of(const char *s)
+static inline const char *npx_text_of(const char *s)
 {
     return s ? s : "";
 }
 
-static inline const llmc_rt_sg_tensor *desc(const onnx_graph *g, uint32_t t)
+static inline const llmc_rt_sg_tensor *npx_desc(const onnx_graph *g, uint32_t t)
 {
     return &g->sg->tensors[t];
 }
 
-static inline shape shape_of(const llmc_rt_sg_tensor *d)
+static inline npx_shape npx_shape_of(const llmc_rt_sg_tensor *d)
 {
-    shape s = {d->rank, {0}};
+    npx_shape s = {d->rank, {0}};
     memcpy(s.dims, d->dims, (size_t)d->rank * sizeof s.dims[0]);
     return s;
 }
 
-static inline bool same_shape(const shape *a, const shape *b)
+static inline bool npx_same_shape(const npx_shape *a, const npx_shape *b)
 {
     return a->rank == b->rank && !memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]);
 }
 
-static inline int64_t elements(const shape *s)
+static inline int64_t npx_elements(const npx_shape *s)
 {
     int64_t n = 1;
     for (int a = 0; a < s->rank; a++)
@@ -78,7 +78,7 @@ static inline int64_t elements(const shape *s)
     return n;
 }
 
-static inline int64_t last_dim(const shape *s)
+static inline int64_t npx_last_dim(const npx_shape *s)
 {
     return s->rank ? s->dims[s->rank - 1] : 1;
 }
@@ -115,7 +115,7 @@ void npx_attr_ints(onnx_graph *g, Onnx__NodeProto *node, const char *name, const
 /* ---- initializers and values ---- */
 /* An initializer holding `size` raw little-endian bytes (not copied: they
  * live in the arena or in the plan, both alive until the model is packed). */
-void npx_add_init(onnx_graph *g, const char *name, int32_t dtype, const shape *s,
+void npx_add_init(onnx_graph *g, const char *name, int32_t dtype, const npx_shape *s,
                   const void *bytes, size_t size);
 /* Scalar and vector constants of the current op, named npx_op_value(what). */
 const char *npx_const_f32(onnx_graph *g, const char *what, float v);
@@ -125,8 +125,8 @@ const char *npx_const_i64s(onnx_graph *g, const char *what, const int64_t *v, in
  * its name (once), anything else is the value of its name. */
 const char *npx_value_of(onnx_graph *g, uint32_t t);
 /* `value` (of shape have) with shape want: itself, or a Reshape's output. */
-const char *npx_as_shape(onnx_graph *g, const char *value, const shape *have,
-                         const shape *want, const char *what);
+const char *npx_as_shape(onnx_graph *g, const char *value, const npx_shape *have,
+                         const npx_shape *want, const char *what);
 /* The float32 value infos of tensors [first, first + n) (graph inputs or
  * outputs). */
 Onnx__ValueInfoProto **npx_value_infos(onnx_graph *g, uint32_t first, uint32_t n);

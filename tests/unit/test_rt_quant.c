@@ -1,7 +1,7 @@
 /* Quantized Linear: the compile-time packers (compiler/codegen/weight_pack.c), the
  * portable kernels and drivers (runtime/kernels/q_*.c) and every SIMD table
  * this CPU runs, against references written here from the formats of
- * runtime/kernels/quant_format.h:
+ * runtime/quant_format.h:
  *   - packed weights dequantize (read back by this file's own reader) to
  *     within half a quantization step of the floats they came from;
  *   - QuantizeRows writes exactly the bytes of a scalar quantizer written

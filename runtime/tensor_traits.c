@@ -1,0 +1,119 @@
+/* Tensor sizes and the checked arithmetic they use (tensor_traits.h). */
+#include "tensor_traits.h"
+
+#include "rt_div64.h"
+
+bool rt_mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    uint64_t ua = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
+    uint64_t ub = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+    bool negative = (a < 0) != (b < 0);
+    if (ua && ub > UINT64_MAX / ua)
+        return false;
+    uint64_t m = ua * ub;
+    if (m > (uint64_t)INT64_MAX + (negative ? 1u : 0u))
+        return false;
+    if (!negative)
+        *out = (int64_t)m;
+    else
+        *out = m == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)m;
+    return true;
+}
+
+bool rt_add_i64(int64_t a, int64_t b, int64_t *out)
+{
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))
+        return false;
+    *out = a + b;
+    return true;
+}
+
+/* max(rows, 1) * cols <= RT_TT_MAX_ELEMS, for non-negative dims. */
+static bool elems_fit(int64_t rows, int64_t cols)
+{
+    return cols <= (int64_t)rt_udiv64(RT_TT_MAX_ELEMS, rows > 0 ? (uint64_t)rows : 1u);
+}
+
+/* W [n, k] of a QWeightTiles tensor. */
+bool rt_qweight_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims,
+                         rt_qweight_shape *s)
+{
+    int bits = f->dtype == LLMC_RT_I8 ? 8 : f->dtype == LLMC_RT_U4 ? 4 : 0;
+    return f->layout == LAYOUT_QWEIGHT && rank == 2 && bits && elems_fit(dims[0], dims[1]) &&
+           rt_qweight_shape_init(s, bits, f->tile_rows, f->tile_depth, dims[0], dims[1],
+                                 (int64_t)f->group);
+}
+
+/* x [..., k] of a QActTiles tensor: m = product of the leading dims. */
+bool rt_qact_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, rt_qact_shape *s)
+{
+    int64_t m = 1;
+    if (f->layout != LAYOUT_QACT || f->dtype != LLMC_RT_I8 || rank < 1)
+        return false;
+    for (int a = 0; a + 1 < rank; a++) {
+        if (!elems_fit(dims[a], m))
+            return false;
+        m *= dims[a];
+    }
+    return elems_fit(m, dims[rank - 1]) &&
+           rt_qact_shape_init(s, f->tile_rows, f->tile_depth, m, dims[rank - 1],
+                              (int64_t)f->group);
+}
+
+/* W [n, k] of an FWeightTiles tensor. */
+bool rt_ftile_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, rt_ftile_shape *s)
+{
+    return f->layout == LAYOUT_FWEIGHT && f->dtype == LLMC_RT_F32 && rank == 2 &&
+           elems_fit(dims[0], dims[1]) &&
+           rt_ftile_shape_init(s, f->tile_rows, dims[0], dims[1]);
+}
+
+/* Bytes of `n` bytes per element over non-negative dims (row-major, no
+ * padding); false when the size overflows int64.  Non-zero dims must fit
+ * even if another dim is 0. */
+static bool rt_dense_bytes(uint64_t n, int rank, const int64_t *dims, uint64_t *bytes)
+{
+    bool empty = false;
+    for (int a = 0; a < rank; a++) {
+        if (dims[a] == 0)
+            empty = true;
+        else if (n > rt_udiv64(INT64_MAX, (uint64_t)dims[a]))
+            return false;
+        else
+            n *= (uint64_t)dims[a];
+    }
+    *bytes = empty ? 0 : n;
+    return true;
+}
+
+/* Bytes of a tensor with non-negative dims; false when the format is not
+ * valid for them or the size overflows int64. */
+bool rt_tensor_bytes(const rt_tensor_format *f, int rank, const int64_t *dims, uint64_t *bytes)
+{
+    rt_qweight_shape qw;
+    rt_qact_shape qa;
+    rt_ftile_shape fw;
+    switch (f->layout) {
+    case LAYOUT_DENSE:
+        return rt_dtype_bytes(f->dtype) && rt_dense_bytes(rt_dtype_bytes(f->dtype), rank, dims, bytes);
+    case LAYOUT_HALF: /* float32 values as binary16 */
+        return f->dtype == LLMC_RT_F32 && rt_dense_bytes(RT_HALF_VALUE_BITS / 8u, rank, dims, bytes);
+    case LAYOUT_QWEIGHT:
+        if (!rt_qweight_shape_of(f, rank, dims, &qw))
+            return false;
+        *bytes = rt_qweight_bytes(&qw);
+        return true;
+    case LAYOUT_QACT:
+        if (!rt_qact_shape_of(f, rank, dims, &qa))
+            return false;
+        *bytes = rt_qact_bytes(&qa);
+        return true;
+    case LAYOUT_FWEIGHT:
+        if (!rt_ftile_shape_of(f, rank, dims, &fw))
+            return false;
+        *bytes = rt_ftile_bytes(&fw);
+        return true;
+    default:
+        return false;
+    }
+}
