@@ -113,9 +113,9 @@ llmc_rt_status rt_chunk_measure(const llmc_rt_plan *p, uint32_t context, rt_chun
 int llmc_rt_op_npu(int code)
 {
 #define NPU_COLUMN_(s, Name, v, in_min, in_max, out_min, out_max, npu) npu,
-    static const unsigned char npu_ok[OP_COUNT] = {LLMC_PLAN_OPS(NPU_COLUMN_)};
+    static const unsigned char npu_ok[LLMC_RT_OP_COUNT] = {LLMC_PLAN_OPS(NPU_COLUMN_)};
 #undef NPU_COLUMN_
-    return code >= 0 && code < OP_COUNT && npu_ok[code];
+    return code >= 0 && code < LLMC_RT_OP_COUNT && npu_ok[code];
 }
 
 static bool writes(const rt_prepared *pr, const rt_prep_op *op, uint32_t t)
@@ -312,7 +312,7 @@ static llmc_rt_status describe_subgraph(llmc_rt_chunked *c, const rt_subgraph_de
     sg->n_inputs = d->inputs.len;
     sg->n_outputs = d->outputs.len;
     for (uint32_t k = 0; !st && k < room; k++) {
-        if (c->s->prepared->tensors[ids[k]].format.layout == LAYOUT_QACT)
+        if (c->s->prepared->tensors[ids[k]].format.layout == LLMC_RT_LAYOUT_QActTiles)
             return refuse(sg, "int8 activations cross its boundary: tensor", ids[k], err);
         if (!row_form(c->s, ids[k]))
             return refuse(sg, "a tensor depends on P or has S after another dim: tensor", ids[k],
@@ -343,15 +343,15 @@ static uint64_t op_cost(const llmc_rt_chunked *c, uint32_t i)
     const rt_prep_op *op = &pr->ops[i];
     uint64_t rows = c->chunk;
     rt_view v;
-    if (op->code == OP_LINEAR || op->code == OP_SHADOW_LINEAR) {
+    if (op->code == LLMC_RT_OP_Linear || op->code == LLMC_RT_OP_ShadowLinear) {
         if (op->inputs.len < 2 || rt_session_view(c->s, NULL, prep_operand(pr, op->inputs, 1),
                                                   c->chunk, 0, &v, NULL))
             return rows;
         /* a shadow touches a few columns of W per row */
-        uint64_t n = (uint64_t)v.dims[0], k = op->code == OP_LINEAR ? (uint64_t)v.dims[1] : 1;
+        uint64_t n = (uint64_t)v.dims[0], k = op->code == LLMC_RT_OP_Linear ? (uint64_t)v.dims[1] : 1;
         return cost_mul(cost_mul(rows, n), k);
     }
-    if (op->code == OP_ATTENTION) /* q.k and p.v over ~C positions per head */
+    if (op->code == LLMC_RT_OP_Attention) /* q.k and p.v over ~C positions per head */
         return cost_mul(cost_mul(2 * rows, rows), (uint64_t)op->heads * (uint64_t)op->head_dim);
     if (op->outputs.len == 0 ||
         rt_session_view(c->s, NULL, prep_operand(pr, op->outputs, 0), c->chunk, 0, &v, NULL))
@@ -368,7 +368,7 @@ static void add_node(llmc_rt_chunked *c, uint32_t first, uint32_t end, uint32_t 
     n->attention = false;
     n->cost = 0;
     for (uint32_t i = first; i < end; i++) {
-        n->attention = n->attention || c->s->prepared->ops[i].code == OP_ATTENTION;
+        n->attention = n->attention || c->s->prepared->ops[i].code == LLMC_RT_OP_Attention;
         n->cost += op_cost(c, i); /* both <= the cap: no wrap */
         n->cost = n->cost > RT_CHUNK_COST_CAP ? RT_CHUNK_COST_CAP : n->cost;
     }

@@ -143,15 +143,18 @@ typedef enum {
     LLMC_RT_U4 = 21                   /* packed weights only (two per byte) */
 } llmc_rt_dtype;
 
-/* Op codes (Plan.ops' OpCode: LLMC_RT_OP_Linear, ...) and the Unary and
- * Binary kinds (LLMC_RT_UNARY_Silu, LLMC_RT_BINARY_Add, ...), from the
- * lists of plan_enums.h. */
+/* Op codes (Plan.ops' OpCode: LLMC_RT_OP_Linear, ...), the Unary and
+ * Binary kinds (LLMC_RT_UNARY_Silu, LLMC_RT_BINARY_Add, ...) and the
+ * tensor layouts (LLMC_RT_LAYOUT_QWeightTiles, ...), from the lists of
+ * plan_enums.h. */
 #define LLMC_RT_OP_INDEX_(s, Name, v, ...) LLMC_RT_OP_##Name = v,
 #define LLMC_RT_UNARY_INDEX_(s, Name, v) LLMC_RT_UNARY_##Name = v,
 #define LLMC_RT_BINARY_INDEX_(s, Name, v) LLMC_RT_BINARY_##Name = v,
+#define LLMC_RT_LAYOUT_INDEX_(s, Name, v, ...) LLMC_RT_LAYOUT_##Name = v,
 enum { LLMC_PLAN_OPS(LLMC_RT_OP_INDEX_) LLMC_RT_OP_COUNT };
 enum { LLMC_PLAN_UNARY_KINDS(LLMC_RT_UNARY_INDEX_) LLMC_RT_UNARY_COUNT };
 enum { LLMC_PLAN_BINARY_KINDS(LLMC_RT_BINARY_INDEX_) LLMC_RT_BINARY_COUNT };
+enum { LLMC_PLAN_LAYOUTS(LLMC_RT_LAYOUT_INDEX_) LLMC_RT_LAYOUT_COUNT };
 
 /* A dense row-major tensor view. */
 typedef struct {
@@ -286,7 +289,7 @@ llmc_rt_status llmc_rt_session_output(const llmc_rt_session *s, uint32_t index,
 typedef struct {
     const char *name;                 /* points into the plan */
     int dtype;                        /* llmc_rt_dtype */
-    int layout;                       /* llmc.plan.Layout: Dense, QWeightTiles, QActTiles */
+    int layout;                       /* LLMC_RT_LAYOUT_*: Dense, QWeightTiles, QActTiles */
     int rank;
     int64_t dims[LLMC_RT_MAX_RANK];   /* logical dims at S = C */
     uint64_t bytes;                   /* its bytes at S = C (a weight: its segment's) */

@@ -5,9 +5,9 @@
 #include "tensor_traits.h"
 
 /* The public indices come from the lists plan_format.h's codes do. */
-LLMC_STATIC_ASSERT(resolver_ops, (int)LLMC_RT_OP_COUNT == (int)OP_COUNT);
-LLMC_STATIC_ASSERT(resolver_unary_kinds, (int)LLMC_RT_UNARY_COUNT == (int)UNARY_COUNT);
-LLMC_STATIC_ASSERT(resolver_binary_kinds, (int)LLMC_RT_BINARY_COUNT == (int)BINARY_COUNT);
+LLMC_STATIC_ASSERT(resolver_ops, (int)LLMC_RT_OP_COUNT == (int)LLMC_RT_OP_COUNT);
+LLMC_STATIC_ASSERT(resolver_unary_kinds, (int)LLMC_RT_UNARY_COUNT == (int)LLMC_RT_UNARY_COUNT);
+LLMC_STATIC_ASSERT(resolver_binary_kinds, (int)LLMC_RT_BINARY_COUNT == (int)LLMC_RT_BINARY_COUNT);
 
 #define ALL_OPS_(s, Name, ...) LLMC_RT_OP(Name)
 #define ALL_UNARY_(s, Name, v) LLMC_RT_UNARY(Name)
@@ -23,28 +23,28 @@ const llmc_rt_op_resolver llmc_rt_all_ops = {
  * QWeightTiles) and the plan's prefill kernel. */
 static int linear_kernel_of(int w_layout, uint32_t prefill_kernel)
 {
-    if (w_layout == LAYOUT_QWEIGHT)
+    if (w_layout == LLMC_RT_LAYOUT_QWeightTiles)
         return prefill_kernel == PREFILL_F32_DEQUANT ? LLMC_RT_LINEAR_QWeightTilesF32Dequant
                                                      : LLMC_RT_LINEAR_QWeightTiles;
-    return w_layout == LAYOUT_FWEIGHT ? LLMC_RT_LINEAR_FWeightTiles : LLMC_RT_LINEAR_Dense;
+    return w_layout == LLMC_RT_LAYOUT_FWeightTiles ? LLMC_RT_LINEAR_FWeightTiles : LLMC_RT_LINEAR_Dense;
 }
 
 rt_op_needs rt_op_needs_of(const rt_op_key *key)
 {
     rt_op_needs n = {key->code, -1, -1, false, -1, -1, -1};
     int kind = key->kind;
-    if (key->code == OP_UNARY && kind >= 0 && kind < UNARY_COUNT)
+    if (key->code == LLMC_RT_OP_Unary && kind >= 0 && kind < LLMC_RT_UNARY_COUNT)
         n.unary = kind;
-    if (key->code == OP_BINARY && k_binary_f32_loop(kind, key->in_dtype[0], key->in_dtype[1]))
+    if (key->code == LLMC_RT_OP_Binary && k_binary_f32_loop(kind, key->in_dtype[0], key->in_dtype[1]))
         n.binary = kind;
-    else if (key->code == OP_BINARY)
+    else if (key->code == LLMC_RT_OP_Binary)
         n.binary_any_dtype = true;
-    if (key->code == OP_GATHER)
-        n.gather = key->in_layout[0] == LAYOUT_DENSE ? LLMC_RT_GATHER_Dense
+    if (key->code == LLMC_RT_OP_Gather)
+        n.gather = key->in_layout[0] == LLMC_RT_LAYOUT_Dense ? LLMC_RT_GATHER_Dense
                                                      : LLMC_RT_GATHER_PackedRows;
-    if (key->code == OP_LINEAR)
+    if (key->code == LLMC_RT_OP_Linear)
         n.linear = linear_kernel_of(key->in_layout[1], key->prefill_kernel);
-    if (key->code == OP_ATTENTION)
+    if (key->code == LLMC_RT_OP_Attention)
         n.kv_cache = rt_kv_cache_index(key->kv_cache_dtype);
     return n;
 }
@@ -52,15 +52,15 @@ rt_op_needs rt_op_needs_of(const rt_op_key *key)
 const char *rt_unary_kind_name(int kind)
 {
 #define UNARY_NAME_(s, Name, v) #Name,
-    static const char *const names[UNARY_COUNT] = {LLMC_PLAN_UNARY_KINDS(UNARY_NAME_)};
-    return kind >= 0 && kind < UNARY_COUNT ? names[kind] : "?";
+    static const char *const names[LLMC_RT_UNARY_COUNT] = {LLMC_PLAN_UNARY_KINDS(UNARY_NAME_)};
+    return kind >= 0 && kind < LLMC_RT_UNARY_COUNT ? names[kind] : "?";
 }
 
 const char *rt_binary_kind_name(int kind)
 {
 #define BINARY_NAME_(s, Name, v) #Name,
-    static const char *const names[BINARY_COUNT] = {LLMC_PLAN_BINARY_KINDS(BINARY_NAME_)};
-    return kind >= 0 && kind < BINARY_COUNT ? names[kind] : "?";
+    static const char *const names[LLMC_RT_BINARY_COUNT] = {LLMC_PLAN_BINARY_KINDS(BINARY_NAME_)};
+    return kind >= 0 && kind < LLMC_RT_BINARY_COUNT ? names[kind] : "?";
 }
 
 const char *rt_gather_kernel_name(int kernel)

@@ -90,25 +90,24 @@ enum { LLMC_PLAN_PASS_FIELDS(PF_PASS_F) PASS_FIELD_COUNT };
 #define PF_ORD_(P, s) P##ORD_##s,
 #define PF_SAME_(P, s) LLMC_STATIC_ASSERT(P##s, (int)P##s == (int)P##ORD_##s);
 
-#define PF_OP_E(s, n, v, ...) PF_ENUM_(OP_, s, v)
+/* Ops, Unary and Binary kinds and layouts have one name each, the public
+ * LLMC_RT_OP_Linear, LLMC_RT_UNARY_Silu, LLMC_RT_BINARY_Add,
+ * LLMC_RT_LAYOUT_QWeightTiles (llmc_rt.h); here only their numbering is
+ * proved. */
+#define PF_PUBLIC_(P, pub, s, n) LLMC_STATIC_ASSERT(P##s, (int)pub##n == (int)P##ORD_##s);
 #define PF_OP_O(s, ...) PF_ORD_(OP_, s)
-#define PF_OP_A(s, ...) PF_SAME_(OP_, s)
-enum { LLMC_PLAN_OPS(PF_OP_E) };
-enum { LLMC_PLAN_OPS(PF_OP_O) OP_COUNT };
+#define PF_OP_A(s, n, ...) PF_PUBLIC_(OP_, LLMC_RT_OP_, s, n)
+enum { LLMC_PLAN_OPS(PF_OP_O) };
 LLMC_PLAN_OPS(PF_OP_A)
 
-#define PF_UN_E(s, n, v) PF_ENUM_(UNARY_, s, v)
 #define PF_UN_O(s, n, v) PF_ORD_(UNARY_, s)
-#define PF_UN_A(s, n, v) PF_SAME_(UNARY_, s)
-enum { LLMC_PLAN_UNARY_KINDS(PF_UN_E) };
-enum { LLMC_PLAN_UNARY_KINDS(PF_UN_O) UNARY_COUNT };
+#define PF_UN_A(s, n, v) PF_PUBLIC_(UNARY_, LLMC_RT_UNARY_, s, n)
+enum { LLMC_PLAN_UNARY_KINDS(PF_UN_O) };
 LLMC_PLAN_UNARY_KINDS(PF_UN_A)
 
-#define PF_BIN_E(s, n, v) PF_ENUM_(BINARY_, s, v)
 #define PF_BIN_O(s, n, v) PF_ORD_(BINARY_, s)
-#define PF_BIN_A(s, n, v) PF_SAME_(BINARY_, s)
-enum { LLMC_PLAN_BINARY_KINDS(PF_BIN_E) };
-enum { LLMC_PLAN_BINARY_KINDS(PF_BIN_O) BINARY_COUNT };
+#define PF_BIN_A(s, n, v) PF_PUBLIC_(BINARY_, LLMC_RT_BINARY_, s, n)
+enum { LLMC_PLAN_BINARY_KINDS(PF_BIN_O) };
 LLMC_PLAN_BINARY_KINDS(PF_BIN_A)
 
 #define PF_RED_E(s, n, v) PF_ENUM_(REDUCE_, s, v)
@@ -127,11 +126,9 @@ enum { LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_O) SCATTER_COUNT };
 LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_A)
 enum { CUMSUM_EXCLUSIVE = 1, CUMSUM_REVERSE = 2 };
 
-#define PF_LAY_E(s, n, v, ...) PF_ENUM_(LAYOUT_, s, v)
 #define PF_LAY_O(s, n, v, ...) PF_ORD_(LAYOUT_, s)
-#define PF_LAY_A(s, n, v, ...) PF_SAME_(LAYOUT_, s)
-enum { LLMC_PLAN_LAYOUTS(PF_LAY_E) };
-enum { LLMC_PLAN_LAYOUTS(PF_LAY_O) LAYOUT_COUNT };
+#define PF_LAY_A(s, n, v, ...) PF_PUBLIC_(LAYOUT_, LLMC_RT_LAYOUT_, s, n)
+enum { LLMC_PLAN_LAYOUTS(PF_LAY_O) };
 LLMC_PLAN_LAYOUTS(PF_LAY_A)
 
 #define PF_KIND_E(s, n, v) PF_ENUM_(KIND_, s, v)

@@ -225,7 +225,7 @@ static llmc_rt_status read_tensor_fields(fb_reader *r, const fb_table *t,
     static const fb_scalar_spec fields[9] = {
         {TENSOR_DTYPE, 4, LLMC_RT_F32}, {TENSOR_KIND, 1, KIND_ARENA},
         {TENSOR_ARENA_OFFSET, 8, 0},    {TENSOR_MAX_BYTES, 8, 0},
-        {TENSOR_SEGMENT, 4, 0},         {TENSOR_LAYOUT, 1, LAYOUT_DENSE},
+        {TENSOR_SEGMENT, 4, 0},         {TENSOR_LAYOUT, 1, LLMC_RT_LAYOUT_Dense},
         {TENSOR_GROUP, 4, 0},           {TENSOR_TILE_ROWS, 1, 0},
         {TENSOR_TILE_DEPTH, 1, 0}};
     uint64_t v[9] = {0};
@@ -458,8 +458,8 @@ llmc_rt_status rt_read_subgraph(fb_reader *r, const rt_npu_desc *npu, uint32_t i
 const char *rt_op_code_name(int code)
 {
 #define OP_NAME_(s, name, ...) #name,
-    static const char *const names[OP_COUNT] = {LLMC_PLAN_OPS(OP_NAME_)};
-    return code >= 0 && code < OP_COUNT ? names[code] : "?";
+    static const char *const names[LLMC_RT_OP_COUNT] = {LLMC_PLAN_OPS(OP_NAME_)};
+    return code >= 0 && code < LLMC_RT_OP_COUNT ? names[code] : "?";
 }
 
 const char *llmc_rt_op_name(int code)

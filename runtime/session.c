@@ -69,16 +69,16 @@ static llmc_rt_status exec_op(llmc_rt_session *s, const rt_prep_op *op, int64_t 
     c.P = P;
     c.arena = arena;
     c.moved = 0;
-    bool views_outputs = op->code != OP_COPY && op->code != OP_LINEAR;
+    bool views_outputs = op->code != LLMC_RT_OP_Copy && op->code != LLMC_RT_OP_Linear;
     llmc_rt_status st = LLMC_RT_OK;
-    if (op->code != OP_COPY)
+    if (op->code != LLMC_RT_OP_Copy)
         st = view_all(&c, op->inputs, c.in, err);
     if (!st && views_outputs)
         st = view_all(&c, op->outputs, c.out, err);
-    if (st || (views_outputs && op->code != OP_ATTENTION && outputs_empty(c.out, op->outputs.len)))
+    if (st || (views_outputs && op->code != LLMC_RT_OP_Attention && outputs_empty(c.out, op->outputs.len)))
         return st;
     st = op->exec(&c, err);
-    bool counts_outputs = views_outputs && op->code != OP_QUANTIZE_ROWS;
+    bool counts_outputs = views_outputs && op->code != LLMC_RT_OP_QuantizeRows;
     for (uint32_t k = 0; !st && counts_outputs && k < op->outputs.len; k++)
         c.moved += rt_view_bytes(&c.out[k]);
     *moved += c.moved;

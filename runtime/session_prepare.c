@@ -188,9 +188,9 @@ static llmc_rt_status prepare_weight_shape(const rt_prepared *pr, rt_prep_op *o,
     llmc_rt_status st = rt_dims_at(&pr->affines[w->dims], w->rank, &w->format, 0, 0, dims,
                                    &bytes, LLMC_RT_E_CORRUPT, err);
     bool ok = !st;
-    if (ok && w->format.layout == LAYOUT_QWEIGHT)
+    if (ok && w->format.layout == LLMC_RT_LAYOUT_QWeightTiles)
         ok = rt_qweight_shape_of(&w->format, w->rank, dims, &o->w.q);
-    else if (ok && w->format.layout == LAYOUT_FWEIGHT)
+    else if (ok && w->format.layout == LLMC_RT_LAYOUT_FWeightTiles)
         ok = rt_ftile_shape_of(&w->format, w->rank, dims, &o->w.f);
     return ok ? LLMC_RT_OK : rt_fail(err, LLMC_RT_E_CORRUPT, "W has an invalid packed format",
                                      NULL, NULL);
@@ -227,9 +227,9 @@ static llmc_rt_status prepare_operands(fb_reader *r, prep_fill *f, const rt_op_d
                                        rt_prep_op *o, llmc_rt_error *err)
 {
     /* the verifier's arity check: the interpreter's arrays hold this many */
-    if (d->code != OP_COPY &&
+    if (d->code != LLMC_RT_OP_Copy &&
         (d->inputs.len > MAX_OP_INPUTS || d->outputs.len < 1 ||
-         (d->outputs.len > MAX_OP_OUTPUTS && d->code != OP_LINEAR)))
+         (d->outputs.len > MAX_OP_OUTPUTS && d->code != LLMC_RT_OP_Linear)))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "unexpected operand count", NULL, NULL);
     llmc_rt_status st = take(&f->operands, f->plan->n_operands, d->inputs.len, "operand",
                              &o->inputs, err);
@@ -247,17 +247,17 @@ static llmc_rt_status prepare_op_extras(fb_reader *r, prep_fill *f, const rt_op_
                                         rt_prep_op *o, llmc_rt_error *err)
 {
     switch (d->code) {
-    case OP_COPY:
+    case LLMC_RT_OP_Copy:
         return prepare_regions(r, f, d, o, err);
-    case OP_SYMBOLS:
+    case LLMC_RT_OP_Symbols:
         return take_affines(r, f, d->values, &o->values, err);
-    case OP_REDUCE: /* verified: ascending axes within the rank (<= 8) */
+    case LLMC_RT_OP_Reduce: /* verified: ascending axes within the rank (<= 8) */
         for (o->n_axes = 0; (uint32_t)o->n_axes < d->axes.len; o->n_axes++)
             o->axes[o->n_axes] = (int32_t)fb_vec_u32(r, d->axes, (uint32_t)o->n_axes);
         return LLMC_RT_OK;
-    case OP_LINEAR:
+    case LLMC_RT_OP_Linear:
         return prepare_linear(f->pr, o, err);
-    case OP_SHADOW_LINEAR:
+    case LLMC_RT_OP_ShadowLinear:
         return prepare_weight_shape(f->pr, o, err);
     default:
         return LLMC_RT_OK;
@@ -281,7 +281,7 @@ static rt_op_key op_key(const prep_fill *f, const rt_prep_op *o)
 {
     const rt_tensor_format *in0 = input_format(f, o, 0), *in1 = input_format(f, o, 1);
     rt_op_key key = {o->code, o->kind, {in0 ? in0->dtype : -1, in1 ? in1->dtype : -1},
-                     {in0 ? in0->layout : LAYOUT_DENSE, in1 ? in1->layout : LAYOUT_DENSE},
+                     {in0 ? in0->layout : LLMC_RT_LAYOUT_Dense, in1 ? in1->layout : LLMC_RT_LAYOUT_Dense},
                      f->plan->prefill_kernel, f->plan->kv_cache_dtype};
     return key;
 }
@@ -311,7 +311,7 @@ static llmc_rt_status resolve_op(const prep_fill *f, rt_prep_op *o, llmc_rt_erro
         return not_resolved("Gather kernel", rt_gather_kernel_name(need.gather), err);
     if (need.linear >= 0 && !o->linear)
         return not_resolved("Linear kernel", rt_linear_kernel_name(need.linear), err);
-    if (o->code == OP_ATTENTION && !o->kv_cache)
+    if (o->code == LLMC_RT_OP_Attention && !o->kv_cache)
         return not_resolved("KV cache", rt_kv_cache_name(need.kv_cache), err);
     return LLMC_RT_OK;
 }

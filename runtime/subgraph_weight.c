@@ -9,7 +9,7 @@ static llmc_rt_status weight_shape(const llmc_rt_sg_tensor *w, rt_qweight_shape 
                                    llmc_rt_error *err)
 {
     const char *name = w->name ? w->name : "";
-    if (w->dtype != LLMC_RT_I8 || w->layout != LAYOUT_QWEIGHT || w->rank != 2 || !w->weight)
+    if (w->dtype != LLMC_RT_I8 || w->layout != LLMC_RT_LAYOUT_QWeightTiles || w->rank != 2 || !w->weight)
         return rt_fail(err, LLMC_RT_E_ARG, "tensor '%s': not an Int8 QWeightTiles weight "
                        "[N, K] (dtype %d, layout %d, rank %d)",
                        RT_N(w->dtype, w->layout, w->rank), RT_S(name));

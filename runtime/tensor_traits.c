@@ -39,7 +39,7 @@ bool rt_qweight_shape_of(const rt_tensor_format *f, int rank, const int64_t *dim
                          rt_qweight_shape *s)
 {
     int bits = f->dtype == LLMC_RT_I8 ? 8 : f->dtype == LLMC_RT_U4 ? 4 : 0;
-    return f->layout == LAYOUT_QWEIGHT && rank == 2 && bits && elems_fit(dims[0], dims[1]) &&
+    return f->layout == LLMC_RT_LAYOUT_QWeightTiles && rank == 2 && bits && elems_fit(dims[0], dims[1]) &&
            rt_qweight_shape_init(s, bits, f->tile_rows, f->tile_depth, dims[0], dims[1],
                                  (int64_t)f->group);
 }
@@ -48,7 +48,7 @@ bool rt_qweight_shape_of(const rt_tensor_format *f, int rank, const int64_t *dim
 bool rt_qact_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, rt_qact_shape *s)
 {
     int64_t m = 1;
-    if (f->layout != LAYOUT_QACT || f->dtype != LLMC_RT_I8 || rank < 1)
+    if (f->layout != LLMC_RT_LAYOUT_QActTiles || f->dtype != LLMC_RT_I8 || rank < 1)
         return false;
     for (int a = 0; a + 1 < rank; a++) {
         if (!elems_fit(dims[a], m))
@@ -63,7 +63,7 @@ bool rt_qact_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, 
 /* W [n, k] of an FWeightTiles tensor. */
 bool rt_ftile_shape_of(const rt_tensor_format *f, int rank, const int64_t *dims, rt_ftile_shape *s)
 {
-    return f->layout == LAYOUT_FWEIGHT && f->dtype == LLMC_RT_F32 && rank == 2 &&
+    return f->layout == LLMC_RT_LAYOUT_FWeightTiles && f->dtype == LLMC_RT_F32 && rank == 2 &&
            elems_fit(dims[0], dims[1]) &&
            rt_ftile_shape_init(s, f->tile_rows, dims[0], dims[1]);
 }
@@ -94,21 +94,21 @@ bool rt_tensor_bytes(const rt_tensor_format *f, int rank, const int64_t *dims, u
     rt_qact_shape qa;
     rt_ftile_shape fw;
     switch (f->layout) {
-    case LAYOUT_DENSE:
+    case LLMC_RT_LAYOUT_Dense:
         return rt_dtype_bytes(f->dtype) && rt_dense_bytes(rt_dtype_bytes(f->dtype), rank, dims, bytes);
-    case LAYOUT_HALF: /* float32 values as binary16 */
+    case LLMC_RT_LAYOUT_Half: /* float32 values as binary16 */
         return f->dtype == LLMC_RT_F32 && rt_dense_bytes(RT_HALF_VALUE_BITS / 8u, rank, dims, bytes);
-    case LAYOUT_QWEIGHT:
+    case LLMC_RT_LAYOUT_QWeightTiles:
         if (!rt_qweight_shape_of(f, rank, dims, &qw))
             return false;
         *bytes = rt_qweight_bytes(&qw);
         return true;
-    case LAYOUT_QACT:
+    case LLMC_RT_LAYOUT_QActTiles:
         if (!rt_qact_shape_of(f, rank, dims, &qa))
             return false;
         *bytes = rt_qact_bytes(&qa);
         return true;
-    case LAYOUT_FWEIGHT:
+    case LLMC_RT_LAYOUT_FWeightTiles:
         if (!rt_ftile_shape_of(f, rank, dims, &fw))
             return false;
         *bytes = rt_ftile_bytes(&fw);

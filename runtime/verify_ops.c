@@ -11,7 +11,7 @@
 /* Inputs and outputs each op takes: min, max (plan_enums.h). */
 #define ARITY_(s, name, v, in_min, in_max, out_min, out_max, npu) \
     {in_min, in_max, out_min, out_max},
-static const uint32_t op_arity[OP_COUNT][4] = {LLMC_PLAN_OPS(ARITY_)};
+static const uint32_t op_arity[LLMC_RT_OP_COUNT][4] = {LLMC_PLAN_OPS(ARITY_)};
 
 tensor_meta rt_meta_of(fb_reader *r, const llmc_rt_plan *p, uint32_t i)
 {
@@ -40,9 +40,9 @@ llmc_rt_status rt_bad_axis(int64_t axis, int rank, llmc_rt_error *err)
 /* Where a tensor with a non-Dense layout may appear. */
 static bool packed_operand(int code, bool is_input, uint32_t slot)
 {
-    return (code == OP_LINEAR && is_input && slot <= 1) ||
-           (code == OP_SHADOW_LINEAR && is_input && slot == 1) ||
-           (code == OP_QUANTIZE_ROWS && !is_input) || (code == OP_GATHER && is_input && slot == 0);
+    return (code == LLMC_RT_OP_Linear && is_input && slot <= 1) ||
+           (code == LLMC_RT_OP_ShadowLinear && is_input && slot == 1) ||
+           (code == LLMC_RT_OP_QuantizeRows && !is_input) || (code == LLMC_RT_OP_Gather && is_input && slot == 0);
 }
 
 static llmc_rt_status verify_op_tensors(fb_reader *r, const llmc_rt_plan *p,
@@ -68,7 +68,7 @@ static llmc_rt_status verify_op_tensors(fb_reader *r, const llmc_rt_plan *p,
         if (!is_in && m.kind != KIND_ARENA)
             return rt_fail(err, LLMC_RT_E_CORRUPT, "output %u: tensor %u is a weight",
                            RT_N(slot, t), NULL);
-        if (m.layout != LAYOUT_DENSE && !packed_operand(op->code, is_in, slot))
+        if (m.layout != LLMC_RT_LAYOUT_Dense && !packed_operand(op->code, is_in, slot))
             return rt_fail(err, LLMC_RT_E_CORRUPT, "%s %u: tensor %u has layout %d; only "
                            "Linear's x and W, Gather's data, ShadowLinear's W and QuantizeRows' "
                            "output may be packed",
@@ -257,7 +257,7 @@ static llmc_rt_status verify_op_body(fb_reader *r, const llmc_rt_plan *p, const 
 {
     struct llmc_rt_op_check c;
     memset(&c, 0, sizeof c);
-    if (op->code < 0 || op->code >= OP_COUNT)
+    if (op->code < 0 || op->code >= LLMC_RT_OP_COUNT)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "opcode %d unknown", RT_N(op->code), NULL);
     if (!verify[op->code])
         return rt_fail(err, LLMC_RT_E_RESOLVER, "op %s is not in the op resolver", NULL,

@@ -133,12 +133,12 @@ static llmc_rt_status verify_linear_operands(fb_reader *r, const llmc_rt_plan *p
         if (rt_meta_of(r, p, op_out(r, op, k)).dtype != LLMC_RT_F32)
             return rt_bad_dtypes("Linear outputs float32", err);
     switch (mw.layout) {
-    case LAYOUT_DENSE:
-    case LAYOUT_FWEIGHT:
-        return mx.dtype == LLMC_RT_F32 && mx.layout == LAYOUT_DENSE && mw.dtype == LLMC_RT_F32
+    case LLMC_RT_LAYOUT_Dense:
+    case LLMC_RT_LAYOUT_FWeightTiles:
+        return mx.dtype == LLMC_RT_F32 && mx.layout == LLMC_RT_LAYOUT_Dense && mw.dtype == LLMC_RT_F32
                    ? LLMC_RT_OK : rt_bad_dtypes("Linear float32 x by float32 W", err);
     default: /* QWeightTiles */
-        if (mx.layout != LAYOUT_QACT || mx.group != mw.group)
+        if (mx.layout != LLMC_RT_LAYOUT_QActTiles || mx.group != mw.group)
             return bad_shape("x of a quantized W must be QuantizeRows tiles of its group %d",
                              RT_N(mw.group), err);
         return LLMC_RT_OK;
@@ -172,7 +172,7 @@ static llmc_rt_status verify_quantize_rows(fb_reader *r, const llmc_rt_plan *p,
                                            const rt_op_desc *op, tensor_meta x, tensor_meta y,
                                            llmc_rt_error *err)
 {
-    if (x.dtype != LLMC_RT_F32 || x.layout != LAYOUT_DENSE || y.layout != LAYOUT_QACT)
+    if (x.dtype != LLMC_RT_F32 || x.layout != LLMC_RT_LAYOUT_Dense || y.layout != LLMC_RT_LAYOUT_QActTiles)
         return rt_bad_dtypes("QuantizeRows float32 -> QActTiles", err);
     if (x.rank < 1 || y.rank != x.rank ||
         !same_leading_dims(r, p, op_in(r, op, 0), op_out(r, op, 0), (uint32_t)x.rank) ||
@@ -218,7 +218,7 @@ static llmc_rt_status verify_hot_table(fb_reader *r, const llmc_rt_plan *p, cons
     uint32_t h = op_in(r, op, 2);
     tensor_meta m = rt_meta_of(r, p, h);
     int64_t rows, cols;
-    if (m.dtype != LLMC_RT_F32 || m.layout != LAYOUT_DENSE || m.kind != KIND_WEIGHT ||
+    if (m.dtype != LLMC_RT_F32 || m.layout != LLMC_RT_LAYOUT_Dense || m.kind != KIND_WEIGHT ||
         m.rank != 2 || !const_dim(r, p, h, 0, &rows) || !const_dim(r, p, h, 1, &cols) ||
         rows < 1 || cols != n + 1)
         return bad_shape("hot table: a float32 weight [H >= 1, N + 1 = %d]", RT_N(n + 1), err);
@@ -235,8 +235,8 @@ static llmc_rt_status verify_shadow_linear(fb_reader *r, const llmc_rt_plan *p,
     uint32_t x = op_in(r, op, 0), w = op_in(r, op, 1);
     tensor_meta mx = rt_meta_of(r, p, x), mw = rt_meta_of(r, p, w);
     int64_t n, k, xk, sum = 0;
-    if (mx.dtype != LLMC_RT_F32 || mx.layout != LAYOUT_DENSE || mw.dtype != LLMC_RT_I8 ||
-        mw.layout != LAYOUT_QWEIGHT || mw.kind != KIND_WEIGHT)
+    if (mx.dtype != LLMC_RT_F32 || mx.layout != LLMC_RT_LAYOUT_Dense || mw.dtype != LLMC_RT_I8 ||
+        mw.layout != LLMC_RT_LAYOUT_QWeightTiles || mw.kind != KIND_WEIGHT)
         return rt_bad_dtypes("ShadowLinear float32 x by an Int8 QWeightTiles weight", err);
     if (mw.rank != 2 || !const_dim(r, p, w, 0, &n) || !const_dim(r, p, w, 1, &k) ||
         mx.rank < 1 || !const_dim(r, p, x, -1, &xk) || xk != k)
@@ -423,7 +423,7 @@ llmc_rt_status llmc_rt_verify_Gather(op_check *c, llmc_rt_error *err)
     const tensor_meta *in = c->in;
     tensor_meta y = c->y;
     int32_t axis = c->op->axis;
-    if (in[0].layout != LAYOUT_DENSE)
+    if (in[0].layout != LLMC_RT_LAYOUT_Dense)
         return verify_packed_gather(c->r, c->p, c->op, in[1], y, err);
     if (y.dtype != in[0].dtype || (in[1].dtype != LLMC_RT_I32 && in[1].dtype != LLMC_RT_I64))
         return rt_bad_dtypes("Gather T, int32/int64 -> T", err);

@@ -145,20 +145,20 @@ static llmc_rt_status verify_layout(const llmc_rt_plan *p, const rt_tensor_desc 
     const rt_target_info *t = rt_target_info_of(rt_target_index(p->target));
     int rows = 0, depth = 0, kind = KIND_WEIGHT;
     switch (d->layout) {
-    case LAYOUT_DENSE:
+    case LLMC_RT_LAYOUT_Dense:
         if (rt_dtype_bytes(d->dtype))
             return LLMC_RT_OK;
         return rt_fail(err, LLMC_RT_E_CORRUPT, "dtype %d cannot be Dense", RT_N(d->dtype), NULL);
-    case LAYOUT_QWEIGHT:
+    case LLMC_RT_LAYOUT_QWeightTiles:
         rows = t->q_hp, depth = t->q_lp;
         break;
-    case LAYOUT_QACT:
+    case LLMC_RT_LAYOUT_QActTiles:
         rows = t->q_ep, depth = t->q_lp, kind = KIND_ARENA;
         break;
-    case LAYOUT_FWEIGHT:
+    case LLMC_RT_LAYOUT_FWeightTiles:
         rows = t->f_hp;
         break;
-    case LAYOUT_HALF: /* any target, no tiles */
+    case LLMC_RT_LAYOUT_Half: /* any target, no tiles */
         if (d->kind == KIND_WEIGHT && !d->tile_rows && !d->tile_depth)
             return LLMC_RT_OK;
         return rt_fail(err, LLMC_RT_E_CORRUPT, "layout Half as kind %d with %dx%d tiles; it is a "
@@ -213,10 +213,10 @@ static llmc_rt_status verify_caches(fb_reader *r, llmc_rt_plan *p, llmc_rt_error
     for (uint32_t i = 0; i < p->n_ops; i++) {
         rt_op_desc op, other;
         rt_read_op(r, p, i, &op, NULL); /* verified: cannot fail */
-        if (op.code != OP_ATTENTION)
+        if (op.code != LLMC_RT_OP_Attention)
             continue;
         for (uint32_t j = 0; j < i; j++)
-            if (!rt_read_op(r, p, j, &other, NULL) && other.code == OP_ATTENTION &&
+            if (!rt_read_op(r, p, j, &other, NULL) && other.code == LLMC_RT_OP_Attention &&
                 other.cache == op.cache)
                 return rt_fail(err, LLMC_RT_E_CORRUPT, "ops %u and %u both use cache %u",
                                RT_N(j, i, op.cache), NULL);
@@ -272,10 +272,10 @@ static void count_pools(fb_reader *r, llmc_rt_plan *p)
         rt_op_desc op;
         rt_read_op(r, p, i, &op, NULL);
         p->n_operands = add_capped(p->n_operands, (uint64_t)op.inputs.len + op.outputs.len);
-        if (op.code == OP_COPY) {
+        if (op.code == LLMC_RT_OP_Copy) {
             p->n_regions = add_capped(p->n_regions, op.regions.len);
             p->n_affines = add_capped(p->n_affines, region_affines(r, &op));
-        } else if (op.code == OP_SYMBOLS) {
+        } else if (op.code == LLMC_RT_OP_Symbols) {
             p->n_affines = add_capped(p->n_affines, op.values.len);
         }
     }
@@ -307,7 +307,7 @@ static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
 /* The checks llmc_rt_plan_open applies: every op's (llmc_rt_plan_open_ops
  * takes its resolver's instead, so a firmware links only its ops' checks). */
 #define VERIFY_ENTRY_(s, Name, ...) llmc_rt_verify_##Name,
-static const llmc_rt_verify_fn all_verifiers[OP_COUNT] = {LLMC_PLAN_OPS(VERIFY_ENTRY_)};
+static const llmc_rt_verify_fn all_verifiers[LLMC_RT_OP_COUNT] = {LLMC_PLAN_OPS(VERIFY_ENTRY_)};
 
 static llmc_rt_status open_plan(llmc_rt_plan *plan, const void *bytes, size_t size,
                                 unsigned flags, const llmc_rt_verify_fn *verify,
@@ -388,7 +388,7 @@ llmc_rt_status llmc_rt_plan_op(const llmc_rt_plan *plan, uint32_t index, llmc_rt
     info->code = op.code;
     info->name = op.name;
     info->weight_dtype = info->weight_layout = 0;
-    if (op.code == OP_LINEAR) { /* verified: W is input 1 */
+    if (op.code == LLMC_RT_OP_Linear) { /* verified: W is input 1 */
         st = rt_read_tensor(&r, plan, fb_vec_u32(&r, op.inputs, 1), &w, NULL);
         info->weight_dtype = st ? 0 : w.dtype;
         info->weight_layout = st ? 0 : w.layout;

@@ -356,8 +356,8 @@ static void print_stats(const char *path, const llmc_codegen_stats *st)
     if (st->layers)
         printf(" over %u layers", st->layers);
     /* A layer left unfused is a surprise worth a line without --explain. */
-    if (st->layers && st->op_counts[OP_ATTENTION] < st->layers)
-        printf("; attention fused in only %u of %u layers (--explain says why)", st->op_counts[OP_ATTENTION],
+    if (st->layers && st->op_counts[LLMC_RT_OP_Attention] < st->layers)
+        printf("; attention fused in only %u of %u layers (--explain says why)", st->op_counts[LLMC_RT_OP_Attention],
                st->layers);
     if (st->layers)
         printf("\n");

@@ -32,7 +32,7 @@ typedef struct {
     const char *compiler_version, *target;
     uint64_t weight_bytes;
     uint32_t arena_tensors, weight_tensors;
-    uint32_t op_counts[OP_COUNT];
+    uint32_t op_counts[LLMC_RT_OP_COUNT];
     uint32_t layer_ops_min, layer_ops_max;  /* ops per decoder layer (op names) */
     uint64_t kv_position_bytes;             /* fused caches: K and V of one position */
 } plan_summary;
@@ -77,7 +77,7 @@ static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
         if (rt_read_op(&r, p, i, &op, rt))
             return -1;
         s->op_counts[op.code]++;
-        if (op.code == OP_ATTENTION)
+        if (op.code == LLMC_RT_OP_Attention)
             s->kv_position_bytes += rt_kv_position_bytes(p->kv_cache_dtype, op.kv_heads, op.head_dim);
         llmc_layer_tally_add(&tally, op.name);
     }
@@ -171,7 +171,7 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
            kv_dtype_name(p->kv_cache_dtype), (unsigned long long)s->kv_position_bytes,
            (unsigned long long)llmc_rt_session_memory(p));
     const char *sep = "";
-    for (int c = 0; c < OP_COUNT; c++) {
+    for (int c = 0; c < LLMC_RT_OP_COUNT; c++) {
         if (!s->op_counts[c])
             continue;
         printf("%s\"%s\": %u", sep, rt_op_code_name(c), s->op_counts[c]);
@@ -232,7 +232,7 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
            rt_prefill_kernel_name(p->prefill_kernel));
     printf("ops         %u, %u per decoder layer\n", p->n_ops, s->layer_ops_max);
     print_tokenizer_text(p);
-    for (int c = 0; c < OP_COUNT; c++)
+    for (int c = 0; c < LLMC_RT_OP_COUNT; c++)
         if (s->op_counts[c])
             printf("  %-12s %u\n", rt_op_code_name(c), s->op_counts[c]);
     print_io_text(p, 0, p->n_inputs);
@@ -259,8 +259,8 @@ typedef struct {
 static int op_key_of(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op, rt_op_key *key,
                      llmc_rt_error *rt)
 {
-    rt_tensor_desc in[2] = {{.dtype = -1, .layout = LAYOUT_DENSE},
-                            {.dtype = -1, .layout = LAYOUT_DENSE}};
+    rt_tensor_desc in[2] = {{.dtype = -1, .layout = LLMC_RT_LAYOUT_Dense},
+                            {.dtype = -1, .layout = LLMC_RT_LAYOUT_Dense}};
     for (uint32_t k = 0; k < 2 && k < op->inputs.len; k++)
         if (rt_read_tensor(r, p, fb_vec_u32(r, op->inputs, k), &in[k], rt))
             return -1;

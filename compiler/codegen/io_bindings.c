@@ -26,7 +26,7 @@ uint32_t cg_cache_count(const cg_plan *p)
 {
     uint32_t n = 0;
     for (int i = 0; i < p->n_ops; i++)
-        n += p->ops[i].code == OP_ATTENTION;
+        n += p->ops[i].code == LLMC_RT_OP_Attention;
     return n;
 }
 

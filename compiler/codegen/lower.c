@@ -77,7 +77,7 @@ static int output_tensor(lower_ctx *L, int v, uint32_t *t)
     rc = lower_new_tensor(L, s.name, "", s.dtype, s.rank, s.dims, t);
     if (rc)
         return rc;
-    cg_op *op = lower_emit_named(L, OP_RESHAPE, s.name);
+    cg_op *op = lower_emit_named(L, LLMC_RT_OP_Reshape, s.name);
     if (!op)
         return L->err->code;
     rc = op_add_input(L, op, src);
@@ -128,13 +128,13 @@ static int check_kernel_dtypes(lower_ctx *L, const cg_op *op)
     int y = op->n_outputs > 0 ? t[op->outputs[0]].dtype : 0;
     bool ok = true;
     switch (op->code) {
-    case OP_UNARY: ok = k_unary_supports(op->kind, x, y); break;
-    case OP_BINARY: ok = k_binary_supports(op->kind, x, b, y); break;
-    case OP_CAST: ok = k_cast_supports(x, y); break;
-    case OP_REDUCE: ok = k_reduce_supports(op->kind, x, y); break;
-    case OP_MATMUL: case OP_SOFTMAX: case OP_LAYERNORM: ok = all_float32(L, op); break;
-    case OP_SCATTER_ND: ok = k_scatter_nd_supports(op->kind, x); break;
-    case OP_CUMSUM: ok = k_cumsum_supports(x); break;
+    case LLMC_RT_OP_Unary: ok = k_unary_supports(op->kind, x, y); break;
+    case LLMC_RT_OP_Binary: ok = k_binary_supports(op->kind, x, b, y); break;
+    case LLMC_RT_OP_Cast: ok = k_cast_supports(x, y); break;
+    case LLMC_RT_OP_Reduce: ok = k_reduce_supports(op->kind, x, y); break;
+    case LLMC_RT_OP_MatMul: case LLMC_RT_OP_Softmax: case LLMC_RT_OP_LayerNorm: ok = all_float32(L, op); break;
+    case LLMC_RT_OP_ScatterND: ok = k_scatter_nd_supports(op->kind, x); break;
+    case LLMC_RT_OP_CumSum: ok = k_cumsum_supports(x); break;
     default: break;
     }
     if (ok)

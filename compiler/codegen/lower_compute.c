@@ -8,14 +8,14 @@
 #include "lower_ctx.h"
 #include "lower_layout.h"
 
-int lower_unary(lower_ctx *L, int kind) { return lower_emit_simple(L, OP_UNARY, kind, 1); }
-int lower_cast(lower_ctx *L, int kind) { return lower_emit_simple(L, OP_CAST, kind, 1); }
-int lower_where(lower_ctx *L, int kind) { return lower_emit_simple(L, OP_WHERE, kind, 3); }
-int lower_matmul(lower_ctx *L, int kind) { return lower_emit_simple(L, OP_MATMUL, kind, 2); }
-int lower_range(lower_ctx *L, int kind) { return lower_emit_simple(L, OP_RANGE, kind, 3); }
+int lower_unary(lower_ctx *L, int kind) { return lower_emit_simple(L, LLMC_RT_OP_Unary, kind, 1); }
+int lower_cast(lower_ctx *L, int kind) { return lower_emit_simple(L, LLMC_RT_OP_Cast, kind, 1); }
+int lower_where(lower_ctx *L, int kind) { return lower_emit_simple(L, LLMC_RT_OP_Where, kind, 3); }
+int lower_matmul(lower_ctx *L, int kind) { return lower_emit_simple(L, LLMC_RT_OP_MatMul, kind, 2); }
+int lower_range(lower_ctx *L, int kind) { return lower_emit_simple(L, LLMC_RT_OP_Range, kind, 3); }
 /* Reshape, Flatten, Squeeze, Unsqueeze, Identity: the output's dims already
  * say everything; the shape/axes operands are not needed at run time. */
-int lower_reshape(lower_ctx *L, int kind) { return lower_emit_simple(L, OP_RESHAPE, kind, 1); }
+int lower_reshape(lower_ctx *L, int kind) { return lower_emit_simple(L, LLMC_RT_OP_Reshape, kind, 1); }
 
 static int broadcast_dims(lower_ctx *L, const cg_tensor *a, const cg_tensor *b, int *rank,
                           llmc_affine *dims)
@@ -38,9 +38,9 @@ int lower_binary(lower_ctx *L, int kind)
 {
     int n = cur_node(L)->n_inputs;
     if (n == 1)
-        return lower_emit_simple(L, OP_RESHAPE, 0, 1);
+        return lower_emit_simple(L, LLMC_RT_OP_Reshape, 0, 1);
     if (n == 2)
-        return lower_emit_simple(L, OP_BINARY, kind, 2);
+        return lower_emit_simple(L, LLMC_RT_OP_Binary, kind, 2);
     uint32_t acc, next, out;
     int rc = lower_input(L, 0, &acc);
     if (!rc)
@@ -61,7 +61,7 @@ int lower_binary(lower_ctx *L, int kind)
                 rc = lower_temp(L, "/partial", dtype, rank, dims, &next);
         }
         if (!rc)
-            rc = lower_emit_to(L, OP_BINARY, kind, acc, in, next);
+            rc = lower_emit_to(L, LLMC_RT_OP_Binary, kind, acc, in, next);
         acc = next;
     }
     return rc;
@@ -93,14 +93,14 @@ int lower_gemm(lower_ctx *L, int kind)
     if (alpha != 1.0f || has_c)
         rc = lower_temp(L, "/matmul", ty.dtype, ty.rank, ty.dims, &cur);
     if (!rc)
-        rc = lower_emit_to(L, OP_MATMUL, 0, a, b, cur);
+        rc = lower_emit_to(L, LLMC_RT_OP_MatMul, 0, a, b, cur);
     if (!rc && alpha != 1.0f) {
         uint32_t scaled = y;
         rc = lower_scalar_weight(L, "/alpha", alpha, &factor);
         if (!rc && has_c)
             rc = lower_temp(L, "/scaled", ty.dtype, ty.rank, ty.dims, &scaled);
         if (!rc)
-            rc = lower_emit_to(L, OP_BINARY, BINARY_MUL, cur, factor, scaled);
+            rc = lower_emit_to(L, LLMC_RT_OP_Binary, LLMC_RT_BINARY_Mul, cur, factor, scaled);
         cur = scaled;
     }
     if (rc || !has_c)
@@ -113,10 +113,10 @@ int lower_gemm(lower_ctx *L, int kind)
         if (!rc)
             rc = lower_temp(L, "/beta_c", tc.dtype, tc.rank, tc.dims, &scaled);
         if (!rc)
-            rc = lower_emit_to(L, OP_BINARY, BINARY_MUL, c, factor, scaled);
+            rc = lower_emit_to(L, LLMC_RT_OP_Binary, LLMC_RT_BINARY_Mul, c, factor, scaled);
         c = scaled;
     }
-    return rc ? rc : lower_emit_to(L, OP_BINARY, BINARY_ADD, cur, c, y);
+    return rc ? rc : lower_emit_to(L, LLMC_RT_OP_Binary, LLMC_RT_BINARY_Add, cur, c, y);
 }
 
 static int cmp_i32(const void *a, const void *b)
@@ -164,11 +164,11 @@ int lower_reduce(lower_ctx *L, int kind)
         return rc;
     if (n_axes == 0) {
         if (llmc_node_attr_int(L->g, L->node, "noop_with_empty_axes", 0))
-            return lower_emit_simple(L, OP_RESHAPE, 0, 1);
+            return lower_emit_simple(L, LLMC_RT_OP_Reshape, 0, 1);
         for (int k = 0; k < rank; k++)
             axes[n_axes++] = k;
     }
-    rc = lower_emit_simple(L, OP_REDUCE, kind, 1);
+    rc = lower_emit_simple(L, LLMC_RT_OP_Reduce, kind, 1);
     if (rc)
         return rc;
     cg_op *op = &L->p->ops[L->p->n_ops - 1];
@@ -184,7 +184,7 @@ int lower_softmax(lower_ctx *L, int kind)
     int rc = lower_axis(L, llmc_node_attr_int(L->g, L->node, "axis", -1),
                         node_in_value(L, 0)->shape.rank, &axis);
     if (!rc)
-        rc = lower_emit_simple(L, OP_SOFTMAX, kind, 1);
+        rc = lower_emit_simple(L, LLMC_RT_OP_Softmax, kind, 1);
     if (!rc)
         L->p->ops[L->p->n_ops - 1].axis = axis;
     return rc;
@@ -231,7 +231,7 @@ int lower_layernorm(lower_ctx *L, int kind)
         rc = layernorm_stats_output(L, k, axis, &out[k]);
     if (rc)
         return rc;
-    cg_op *op = lower_emit(L, OP_LAYERNORM);
+    cg_op *op = lower_emit(L, LLMC_RT_OP_LayerNorm);
     if (!op)
         return L->err->code;
     op->axis = axis;
@@ -251,7 +251,7 @@ int lower_trilu(lower_ctx *L, int kind)
 {
     (void)kind;
     bool upper = llmc_node_attr_int(L->g, L->node, "upper", 1) != 0;
-    return lower_emit_simple(L, OP_TRILU, upper ? 1 : 0, node_in(L, 1) >= 0 ? 2 : 1);
+    return lower_emit_simple(L, LLMC_RT_OP_Trilu, upper ? 1 : 0, node_in(L, 1) >= 0 ? 2 : 1);
 }
 
 /* ScatterND(data, indices, updates): reduction none (default), add, mul,
@@ -263,7 +263,7 @@ int lower_scatter_nd(lower_ctx *L, int kind)
     const char *reduction = a && a->type == LLMC_ATTR_STRING && a->s ? a->s : "none";
     for (kind = 0; kind < (int)(sizeof names / sizeof *names); kind++)
         if (strcmp(reduction, names[kind]) == 0)
-            return lower_emit_simple(L, OP_SCATTER_ND, kind, 3);
+            return lower_emit_simple(L, LLMC_RT_OP_ScatterND, kind, 3);
     return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "reduction '%.64s' is not supported (none, add, "
                       "mul, max, min)", reduction);
 }
@@ -283,7 +283,7 @@ int lower_cumsum(lower_ctx *L, int kind)
     kind = (llmc_node_attr_int(L->g, L->node, "exclusive", 0) ? CUMSUM_EXCLUSIVE : 0) |
            (llmc_node_attr_int(L->g, L->node, "reverse", 0) ? CUMSUM_REVERSE : 0);
     if (!rc)
-        rc = lower_emit_simple(L, OP_CUMSUM, kind, 1);
+        rc = lower_emit_simple(L, LLMC_RT_OP_CumSum, kind, 1);
     if (!rc)
         L->p->ops[L->p->n_ops - 1].axis = norm;
     return rc;

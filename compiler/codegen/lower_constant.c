@@ -14,7 +14,7 @@ static int emit_symbols(lower_ctx *L, const llmc_affine *values, int n)
     int rc = lower_output(L, 0, &out);
     if (rc)
         return rc;
-    cg_op *op = lower_emit(L, OP_SYMBOLS);
+    cg_op *op = lower_emit(L, LLMC_RT_OP_Symbols);
     if (!op)
         return L->err->code;
     op->values = malloc(sizeof *values * (size_t)(n > 0 ? n : 1));
@@ -110,7 +110,7 @@ int lower_constant_of_shape(lower_ctx *L, int kind)
     if (a && a->type == LLMC_ATTR_TENSOR && a->t_data.nbytes >= llmc_dtype_size(a->t_dtype) &&
         llmc_dtype_size(a->t_dtype) > 0)
         value = scalar_as_double(a->t_dtype, a->t_data.data);
-    int rc = lower_emit_simple(L, OP_FILL, kind, 0);
+    int rc = lower_emit_simple(L, LLMC_RT_OP_Fill, kind, 0);
     if (!rc)
         L->p->ops[L->p->n_ops - 1].value = value;
     return rc;

@@ -252,7 +252,7 @@ static int push_index(lower_ctx *L, uint32_t **arr, int *n, uint32_t t)
 int op_add_input(lower_ctx *L, cg_op *op, uint32_t t)
 {
     for (int i = 0; i < op->n_inputs; i++)
-        if (op->inputs[i] == t && op->code == OP_COPY)
+        if (op->inputs[i] == t && op->code == LLMC_RT_OP_Copy)
             return LLMC_OK;   /* a Copy lists each source once */
     return push_index(L, &op->inputs, &op->n_inputs, t);
 }

@@ -13,12 +13,12 @@ int lower_gelu(lower_ctx *L, int kind)
 {
     (void)kind;
     bool tanh_form = llmc_node_attr_int(L->g, L->node, "tanh", 0) != 0;
-    return lower_unary(L, tanh_form ? UNARY_GELU_TANH : UNARY_GELU);
+    return lower_unary(L, tanh_form ? LLMC_RT_UNARY_GeluTanh : LLMC_RT_UNARY_Gelu);
 }
 
 int lower_rmsnorm(lower_ctx *L, int kind)
 {
-    int rc = lower_emit_simple(L, OP_RMSNORM, kind, 2);
+    int rc = lower_emit_simple(L, LLMC_RT_OP_RMSNorm, kind, 2);
     if (!rc)
         L->p->ops[L->p->n_ops - 1].epsilon = llmc_node_attr_float(L->g, L->node, "epsilon", 1e-5f);
     return rc;
@@ -32,7 +32,7 @@ int lower_rope(lower_ctx *L, int kind)
         !llmc_aff_is_const(x->dims[x->rank - 1]) || rotary_dim > x->dims[x->rank - 1].c)
         return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "rotary_dim %lld must be even, > 0 and "
                           "at most the constant last dim of x [..., S, D]", (long long)rotary_dim);
-    int rc = lower_emit_simple(L, OP_ROPE, kind, 3);
+    int rc = lower_emit_simple(L, LLMC_RT_OP_Rope, kind, 3);
     if (!rc)
         L->p->ops[L->p->n_ops - 1].rotary_dim = (int32_t)rotary_dim;
     return rc;
@@ -89,7 +89,7 @@ int lower_linear(lower_ctx *L, int kind)
         }
     if (rc)
         return rc;
-    cg_op *op = lower_emit(L, OP_LINEAR);
+    cg_op *op = lower_emit(L, LLMC_RT_OP_Linear);
     if (!op)
         return L->err->code;
     op->kind = bits;
@@ -143,7 +143,7 @@ int lower_attention(lower_ctx *L, int kind)
         rc = lower_input(L, k, &in[k]);
     if (!rc)
         rc = lower_output(L, 0, &out);
-    cg_op *op = rc ? NULL : lower_emit(L, OP_ATTENTION);
+    cg_op *op = rc ? NULL : lower_emit(L, LLMC_RT_OP_Attention);
     if (!op)
         return rc ? rc : L->err->code;
     op->heads = (int32_t)heads;

@@ -20,7 +20,7 @@
 
 static int emit_copy(lower_ctx *L, cg_op **op)
 {
-    *op = lower_emit(L, OP_COPY);
+    *op = lower_emit(L, LLMC_RT_OP_Copy);
     return *op ? LLMC_OK : L->err->code;
 }
 
@@ -330,7 +330,7 @@ static int emit_gather_op(lower_ctx *L, int32_t axis)
         rc = lower_output(L, 0, &out);
     if (rc)
         return rc;
-    cg_op *op = lower_emit(L, OP_GATHER);
+    cg_op *op = lower_emit(L, LLMC_RT_OP_Gather);
     if (!op)
         return L->err->code;
     op->axis = axis;

@@ -150,7 +150,7 @@ static int quantized_weight(lower_ctx *L, weight_source src, int bits, int64_t g
                           "in groups of %lld (a multiple of %d)", (long long)src.k,
                           (long long)src.n, bits, (long long)group, 2 * L->target->q_lp);
     }
-    rt_tensor_format f = {bits == 8 ? LLMC_DT_INT8 : LLMC_RT_U4, LAYOUT_QWEIGHT,
+    rt_tensor_format f = {bits == 8 ? LLMC_DT_INT8 : LLMC_RT_U4, LLMC_RT_LAYOUT_QWeightTiles,
                           (uint32_t)group, q.hp, q.lp};
     return lazy_weight(L, src, "/packed", &f, rt_qweight_bytes(&q), produce_qweight, t);
 }
@@ -162,7 +162,7 @@ static int fp32_tiled_weight(lower_ctx *L, weight_source src, uint32_t *t)
         llmc_view_unref(src.view);
         return lower_fail(L, LLMC_E_UNSUPPORTED, src.wv, "W too large for fp32 tiles");
     }
-    rt_tensor_format f = {LLMC_DT_FLOAT, LAYOUT_FWEIGHT, 0, fs.hp, 0};
+    rt_tensor_format f = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_FWeightTiles, 0, fs.hp, 0};
     return lazy_weight(L, src, "/packed", &f, rt_ftile_bytes(&fs), produce_fweight, t);
 }
 
@@ -177,7 +177,7 @@ int lower_linear_weight(lower_ctx *L, int wv, uint32_t *t)
         return quantized_weight(L, src, (int)bits, group, t);
     if (L->target->f_hp)
         return fp32_tiled_weight(L, src, t);
-    rt_tensor_format dense = {LLMC_DT_FLOAT, LAYOUT_DENSE, 0, 0, 0};
+    rt_tensor_format dense = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_Dense, 0, 0, 0};
     return lazy_weight(L, src, "/transposed", &dense, sizeof(float) * (uint64_t)(n * k), NULL, t);
 }
 
@@ -187,7 +187,7 @@ int lower_embedding_table(lower_ctx *L, int ev, int bits, int64_t group, uint32_
     int64_t n = e->shape.dims[0].c, k = e->shape.dims[1].c;
     weight_source src = {ev, llmc_const_share_view(&e->konst, n, k), n, k};
     if (bits == 16) {
-        rt_tensor_format half = {LLMC_DT_FLOAT, LAYOUT_HALF, 0, 0, 0};
+        rt_tensor_format half = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_Half, 0, 0, 0};
         return lazy_weight(L, src, "/half", &half, RT_HALF_VALUE_BITS / 8u * (uint64_t)n * (uint64_t)k,
                            produce_half, t);
     }
@@ -206,7 +206,7 @@ typedef struct {
 static int unpack_tile_row(const hot_spec *h, const uint8_t *tile, int64_t r, int8_t *q,
                            float *scales)
 {
-    llmc_rt_sg_tensor w = {.dtype = LLMC_RT_I8, .layout = LAYOUT_QWEIGHT, .rank = 2,
+    llmc_rt_sg_tensor w = {.dtype = LLMC_RT_I8, .layout = LLMC_RT_LAYOUT_QWeightTiles, .rank = 2,
                            .dims = {h->q.hp, h->q.k}, .weight = tile,
                            .bytes = rt_qweight_tile_bytes(&h->q),
                            .group = (uint32_t)h->q.group, .tile_rows = (uint32_t)h->q.hp,
@@ -274,7 +274,7 @@ static int hot_table(lower_ctx *L, int wv, const rt_qweight_shape *q, uint32_t *
     const llmc_value *w = &L->g->values[wv];
     weight_source src = {wv, llmc_view_transpose(llmc_const_share_view(&w->konst, q->k, q->n)),
                          q->n, q->k};
-    rt_tensor_format dense = {LLMC_DT_FLOAT, LAYOUT_DENSE, 0, 0, 0};
+    rt_tensor_format dense = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_Dense, 0, 0, 0};
     int rc = lazy_weight(L, src, "/hot", &dense, 4u * (uint64_t)(h->n_hot * (q->n + 1)),
                          produce_hot_table, t);
     if (rc) {
@@ -304,7 +304,7 @@ int lower_shadow_linear(lower_ctx *L, int unused)
     uint32_t t;
     bool hot = false;
     int rc = lower_input(L, 0, &t);
-    cg_op *op = rc ? NULL : lower_emit(L, OP_SHADOW_LINEAR);
+    cg_op *op = rc ? NULL : lower_emit(L, LLMC_RT_OP_ShadowLinear);
     if (!rc && !op)
         return L->err->code;
     if (!rc)
@@ -352,11 +352,11 @@ int lower_quantize_rows(lower_ctx *L, int unused)
         return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "group %lld is not a positive multiple of %d",
                           (long long)group, 2 * L->target->q_lp);
     cg_tensor *yt = &L->p->tensors[y];
-    yt->layout = LAYOUT_QACT;
+    yt->layout = LLMC_RT_LAYOUT_QActTiles;
     yt->group = (uint32_t)group;
     yt->tile_rows = L->target->q_ep;
     yt->tile_depth = L->target->q_lp;
-    cg_op *op = lower_emit(L, OP_QUANTIZE_ROWS);
+    cg_op *op = lower_emit(L, LLMC_RT_OP_QuantizeRows);
     if (!op)
         return L->err->code;
     op->scale = llmc_node_attr_float(L->g, L->node, "scale", 0.0f);

@@ -44,7 +44,7 @@ static int kv_dtype_of(const llmc_codegen_options *opt)
 
 _Static_assert(PLAN_FIELD_COUNT <= FB_MAX_FIELDS && OP_FIELD_COUNT <= FB_MAX_FIELDS,
                "the builder has a slot per field of the largest tables");
-_Static_assert(OP_COUNT <= sizeof(((llmc_codegen_stats *)0)->op_counts) / sizeof(uint32_t),
+_Static_assert(LLMC_RT_OP_COUNT <= sizeof(((llmc_codegen_stats *)0)->op_counts) / sizeof(uint32_t),
                "llmc_codegen_stats.op_counts has a slot per OpCode");
 
 typedef struct {

@@ -96,7 +96,7 @@ static bool unmark_crossing(cg_plan *p, const uint32_t *list, int n)
 {
     bool moved = false;
     for (int k = 0; k < n; k++) {
-        if (p->tensors[list[k]].layout != LAYOUT_QACT)
+        if (p->tensors[list[k]].layout != LLMC_RT_LAYOUT_QActTiles)
             continue;
         int w = writer_of(p, list[k]);
         if (w >= 0)

@@ -89,8 +89,8 @@
     X(Symbols, lower_symbols, 0, infer_symbols)                 \
     X(RMSNorm, lower_rmsnorm, 0, NULL)                          \
     X(Gelu, lower_gelu, 0, NULL)                                \
-    X(Silu, lower_unary, UNARY_SILU, NULL)                      \
-    X(SwiGLU, lower_binary, BINARY_SWIGLU, NULL)                \
+    X(Silu, lower_unary, LLMC_RT_UNARY_Silu, NULL)                      \
+    X(SwiGLU, lower_binary, LLMC_RT_BINARY_SwiGLU, NULL)                \
     X(Linear, lower_linear, 0, NULL)                            \
     X(QuantizeRows, lower_quantize_rows, 0, NULL)               \
     X(ShadowLinear, lower_shadow_linear, 0, NULL)               \

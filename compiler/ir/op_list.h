@@ -24,36 +24,36 @@
 #define LLMC_ONNX_N 0x7fffffff
 #define LLMC_ONNX_OP_LIST(X)                                                                   \
     /* elementwise */                                                                          \
-    X(Add, 2, 2, 1, 1, lower_binary, BINARY_ADD, infer_binary)                                 \
-    X(Sub, 2, 2, 1, 1, lower_binary, BINARY_SUB, infer_binary)                                 \
-    X(Mul, 2, 2, 1, 1, lower_binary, BINARY_MUL, infer_binary)                                 \
-    X(Div, 2, 2, 1, 1, lower_binary, BINARY_DIV, infer_binary)                                 \
-    X(Pow, 2, 2, 1, 1, lower_binary, BINARY_POW, infer_binary)                                 \
-    X(Max, 1, LLMC_ONNX_N, 1, 1, lower_binary, BINARY_MAX, infer_binary)                       \
-    X(Min, 1, LLMC_ONNX_N, 1, 1, lower_binary, BINARY_MIN, infer_binary)                       \
-    X(Equal, 2, 2, 1, 1, lower_binary, BINARY_EQUAL, infer_binary)                             \
-    X(Less, 2, 2, 1, 1, lower_binary, BINARY_LESS, infer_binary)                               \
-    X(Greater, 2, 2, 1, 1, lower_binary, BINARY_GREATER, infer_binary)                         \
-    X(LessOrEqual, 2, 2, 1, 1, lower_binary, BINARY_LESS_OR_EQUAL, infer_binary)               \
-    X(GreaterOrEqual, 2, 2, 1, 1, lower_binary, BINARY_GREATER_OR_EQUAL, infer_binary)         \
-    X(And, 2, 2, 1, 1, lower_binary, BINARY_AND, infer_binary)                                 \
-    X(Or, 2, 2, 1, 1, lower_binary, BINARY_OR, infer_binary)                                   \
-    X(Xor, 2, 2, 1, 1, lower_binary, BINARY_XOR, infer_binary)                                 \
-    X(Neg, 1, 1, 1, 1, lower_unary, UNARY_NEG, infer_unary)                                    \
-    X(Abs, 1, 1, 1, 1, lower_unary, UNARY_ABS, infer_unary)                                    \
-    X(Sqrt, 1, 1, 1, 1, lower_unary, UNARY_SQRT, infer_unary)                                  \
-    X(Exp, 1, 1, 1, 1, lower_unary, UNARY_EXP, infer_unary)                                    \
-    X(Log, 1, 1, 1, 1, lower_unary, UNARY_LOG, infer_unary)                                    \
-    X(Erf, 1, 1, 1, 1, lower_unary, UNARY_ERF, infer_unary)                                    \
-    X(Tanh, 1, 1, 1, 1, lower_unary, UNARY_TANH, infer_unary)                                  \
-    X(Sigmoid, 1, 1, 1, 1, lower_unary, UNARY_SIGMOID, infer_unary)                            \
-    X(Reciprocal, 1, 1, 1, 1, lower_unary, UNARY_RECIPROCAL, infer_unary)                      \
-    X(Relu, 1, 1, 1, 1, lower_unary, UNARY_RELU, infer_unary)                                  \
-    X(Sin, 1, 1, 1, 1, lower_unary, UNARY_SIN, infer_unary)                                    \
-    X(Cos, 1, 1, 1, 1, lower_unary, UNARY_COS, infer_unary)                                    \
-    X(Not, 1, 1, 1, 1, lower_unary, UNARY_NOT, infer_unary)                                    \
-    X(Floor, 1, 1, 1, 1, lower_unary, UNARY_FLOOR, infer_unary)                                \
-    X(Ceil, 1, 1, 1, 1, lower_unary, UNARY_CEIL, infer_unary)                                  \
+    X(Add, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_Add, infer_binary)                                 \
+    X(Sub, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_Sub, infer_binary)                                 \
+    X(Mul, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_Mul, infer_binary)                                 \
+    X(Div, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_Div, infer_binary)                                 \
+    X(Pow, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_Pow, infer_binary)                                 \
+    X(Max, 1, LLMC_ONNX_N, 1, 1, lower_binary, LLMC_RT_BINARY_Max, infer_binary)                       \
+    X(Min, 1, LLMC_ONNX_N, 1, 1, lower_binary, LLMC_RT_BINARY_Min, infer_binary)                       \
+    X(Equal, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_Equal, infer_binary)                             \
+    X(Less, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_Less, infer_binary)                               \
+    X(Greater, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_Greater, infer_binary)                         \
+    X(LessOrEqual, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_LessOrEqual, infer_binary)               \
+    X(GreaterOrEqual, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_GreaterOrEqual, infer_binary)         \
+    X(And, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_And, infer_binary)                                 \
+    X(Or, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_Or, infer_binary)                                   \
+    X(Xor, 2, 2, 1, 1, lower_binary, LLMC_RT_BINARY_Xor, infer_binary)                                 \
+    X(Neg, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Neg, infer_unary)                                    \
+    X(Abs, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Abs, infer_unary)                                    \
+    X(Sqrt, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Sqrt, infer_unary)                                  \
+    X(Exp, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Exp, infer_unary)                                    \
+    X(Log, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Log, infer_unary)                                    \
+    X(Erf, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Erf, infer_unary)                                    \
+    X(Tanh, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Tanh, infer_unary)                                  \
+    X(Sigmoid, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Sigmoid, infer_unary)                            \
+    X(Reciprocal, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Reciprocal, infer_unary)                      \
+    X(Relu, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Relu, infer_unary)                                  \
+    X(Sin, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Sin, infer_unary)                                    \
+    X(Cos, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Cos, infer_unary)                                    \
+    X(Not, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Not, infer_unary)                                    \
+    X(Floor, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Floor, infer_unary)                                \
+    X(Ceil, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Ceil, infer_unary)                                  \
     X(Where, 3, 3, 1, 1, lower_where, 0, infer_where)                                           \
     X(Cast, 1, 1, 1, 1, lower_cast, 0, infer_cast)                                              \
     /* compute */                                                                              \

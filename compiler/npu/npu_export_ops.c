@@ -10,9 +10,6 @@
 /* A tensor's elements: far beyond any chunk, far below overflow. */
 #define MAX_ELEMS ((int64_t)1 << 40)
 
-#define NPX_LAYOUT_(s, Name, v, ...) NPX_LAYOUT_##s = v,
-enum { LLMC_PLAN_LAYOUTS(NPX_LAYOUT_) };
-
 /* Plan kinds whose ONNX op has the same name and meaning; NULL: none. */
 static const char *const binary_onnx_ops[LLMC_RT_BINARY_COUNT] = {
     [LLMC_RT_BINARY_Add] = "Add", [LLMC_RT_BINARY_Sub] = "Sub", [LLMC_RT_BINARY_Mul] = "Mul",
@@ -41,7 +38,7 @@ static int refuse(onnx_graph *g, const char *fmt, ...)
 
 static bool is_f32_dense(const llmc_rt_sg_tensor *d)
 {
-    return d->dtype == LLMC_RT_F32 && d->layout == NPX_LAYOUT_DENSE;
+    return d->dtype == LLMC_RT_F32 && d->layout == LLMC_RT_LAYOUT_Dense;
 }
 
 static int check_counts(onnx_graph *g, const llmc_rt_sg_op *op, uint32_t min_in, uint32_t max_in,
@@ -116,7 +113,7 @@ static int export_quantize(onnx_graph *g, const llmc_rt_sg_op *op)
 static int weight_kn(onnx_graph *g, uint32_t w, int64_t x_cols, const char **value)
 {
     const llmc_rt_sg_tensor *d = npx_desc(g, w);
-    if (d->dtype != LLMC_RT_I8 || d->layout != NPX_LAYOUT_QWEIGHT || !d->weight || d->rank != 2)
+    if (d->dtype != LLMC_RT_I8 || d->layout != LLMC_RT_LAYOUT_QWeightTiles || !d->weight || d->rank != 2)
         return refuse(g, "W '%s' is not an Int8 QWeightTiles weight [N, K]", d->name);
     int64_t n = d->dims[0], k = d->dims[1];
     if (k != x_cols)

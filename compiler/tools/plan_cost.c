@@ -86,7 +86,7 @@ static llmc_rt_status cost_of_product(fb_reader *r, const llmc_rt_plan *p, const
             continue;
         c->weight_bytes += bytes;
         c->quantized |= t.dtype != LLMC_RT_F32;
-        if (op->code == OP_LINEAR && k == 1) {
+        if (op->code == LLMC_RT_OP_Linear && k == 1) {
             uint64_t ops = 2u * (uint64_t)dim_at(r, &t, 0) * (uint64_t)dim_at(r, &t, 1);
             bool per_token;
             st = rows_grow_with_s(r, p, op, &per_token, err);
@@ -94,7 +94,7 @@ static llmc_rt_status cost_of_product(fb_reader *r, const llmc_rt_plan *p, const
                 return st;
             *(per_token ? &c->linear_ops : &c->linear_ops_per_call) += ops;
         }
-        else if (op->code == OP_MATMUL) {
+        else if (op->code == LLMC_RT_OP_MatMul) {
             if (!elements_at(r, &t, 1, 0, &n))
                 return overflow(op->name, err);
             c->linear_ops += 2u * n;
@@ -155,11 +155,11 @@ llmc_rt_status llmc_plan_cost_of(const llmc_rt_plan *p, llmc_plan_cost *c, llmc_
     for (uint32_t i = 0; i < p->n_ops; i++) {
         rt_op_desc op;
         llmc_rt_status st = rt_read_op(&r, p, i, &op, err);
-        if (!st && (op.code == OP_LINEAR || op.code == OP_MATMUL))
+        if (!st && (op.code == LLMC_RT_OP_Linear || op.code == LLMC_RT_OP_MatMul))
             st = cost_of_product(&r, p, &op, c, err);
-        else if (!st && op.code == OP_GATHER)
+        else if (!st && op.code == LLMC_RT_OP_Gather)
             st = cost_of_gather(&r, p, &op, c, err);
-        else if (!st && op.code == OP_ATTENTION) {
+        else if (!st && op.code == LLMC_RT_OP_Attention) {
             /* K and V rows of the plan's KV dtype */
             c->kv_bytes_per_pos += rt_kv_position_bytes(p->kv_cache_dtype, op.kv_heads, op.head_dim);
             c->attn_ops_per_pos += 4u * (uint64_t)op.heads * (uint64_t)op.head_dim;

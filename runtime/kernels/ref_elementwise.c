@@ -98,15 +98,15 @@ static int64_t bcast_inner_stride(const bcast *w, int k)
 
 bool k_unary_supports(int kind, int x_dtype, int y_dtype)
 {
-    if (x_dtype != y_dtype || kind < 0 || kind >= UNARY_COUNT || !k_dtype_size(x_dtype))
+    if (x_dtype != y_dtype || kind < 0 || kind >= LLMC_RT_UNARY_COUNT || !k_dtype_size(x_dtype))
         return false;
-    if (kind == UNARY_IDENTITY)
+    if (kind == LLMC_RT_UNARY_Identity)
         return true;
     if (x_dtype == LLMC_RT_F32)
-        return kind != UNARY_NOT;
+        return kind != LLMC_RT_UNARY_Not;
     if (is_int(x_dtype))
-        return kind == UNARY_NEG || kind == UNARY_ABS || kind == UNARY_RELU;
-    return x_dtype == LLMC_RT_BOOL && kind == UNARY_NOT;
+        return kind == LLMC_RT_UNARY_Neg || kind == LLMC_RT_UNARY_Abs || kind == LLMC_RT_UNARY_Relu;
+    return x_dtype == LLMC_RT_BOOL && kind == LLMC_RT_UNARY_Not;
 }
 
 /* x * sigmoid(x) without overflow: exp of a non-positive argument only. */
@@ -161,10 +161,10 @@ static int64_t unary_int(int kind, int64_t x)
     uint64_t neg = 0 - (uint64_t)x; /* wraps for INT64_MIN like ONNX Runtime */
     int64_t negated = neg <= INT64_MAX ? (int64_t)neg : INT64_MIN;
     switch (kind) {
-    case UNARY_NEG: return negated;
-    case UNARY_ABS: return x < 0 ? negated : x;
-    case UNARY_RELU: return x > 0 ? x : 0;
-    case UNARY_NOT: return !x;
+    case LLMC_RT_UNARY_Neg: return negated;
+    case LLMC_RT_UNARY_Abs: return x < 0 ? negated : x;
+    case LLMC_RT_UNARY_Relu: return x > 0 ? x : 0;
+    case LLMC_RT_UNARY_Not: return !x;
     default: return x;
     }
 }
@@ -180,7 +180,7 @@ llmc_rt_status k_unary(llmc_rt_unary_fn f32_loop, int kind, const rt_view *x, rt
     int64_t n = k_count(x);
     if (x->dtype == LLMC_RT_F32)
         f32_loop(x->data, y->data, n);
-    else if (kind == UNARY_IDENTITY)
+    else if (kind == LLMC_RT_UNARY_Identity)
         memmove(y->data, x->data, (size_t)n * k_dtype_size(x->dtype));
     else
         for (int64_t i = 0; i < n; i++)
@@ -192,36 +192,36 @@ llmc_rt_status k_unary(llmc_rt_unary_fn f32_loop, int kind, const rt_view *x, rt
 
 static bool is_arith(int kind)
 {
-    return kind <= BINARY_MIN && kind != BINARY_POW;
+    return kind <= LLMC_RT_BINARY_Min && kind != LLMC_RT_BINARY_Pow;
 }
 
 static bool is_compare(int kind)
 {
-    return kind >= BINARY_EQUAL && kind <= BINARY_GREATER_OR_EQUAL;
+    return kind >= LLMC_RT_BINARY_Equal && kind <= LLMC_RT_BINARY_GreaterOrEqual;
 }
 
 bool k_binary_supports(int kind, int a, int b, int y)
 {
-    if (kind == BINARY_SWIGLU)
+    if (kind == LLMC_RT_BINARY_SwiGLU)
         return a == LLMC_RT_F32 && b == LLMC_RT_F32 && y == LLMC_RT_F32;
-    if (kind == BINARY_POW)
+    if (kind == LLMC_RT_BINARY_Pow)
         return (a == LLMC_RT_F32 || a == LLMC_RT_I32 || a == LLMC_RT_I64) && is_numeric(b) && y == a;
     if (is_arith(kind))
         return a == b && b == y && is_numeric(a);
     if (is_compare(kind))
         return a == b && y == LLMC_RT_BOOL &&
-               (is_numeric(a) || (kind == BINARY_EQUAL && a == LLMC_RT_BOOL));
-    return kind >= BINARY_AND && kind < BINARY_COUNT && a == LLMC_RT_BOOL && b == LLMC_RT_BOOL &&
+               (is_numeric(a) || (kind == LLMC_RT_BINARY_Equal && a == LLMC_RT_BOOL));
+    return kind >= LLMC_RT_BINARY_And && kind < LLMC_RT_BINARY_COUNT && a == LLMC_RT_BOOL && b == LLMC_RT_BOOL &&
            y == LLMC_RT_BOOL;
 }
 
-#define F32_KIND_BIT_(s, Name) | 1u << BINARY_##s
+#define F32_KIND_BIT_(s, Name) | 1u << LLMC_RT_BINARY_##Name
 #define F32_KINDS (0u LLMC_PLAN_BINARY_F32_KINDS(F32_KIND_BIT_))
-LLMC_STATIC_ASSERT(binary_kinds_fit_a_mask, BINARY_COUNT <= 32);
+LLMC_STATIC_ASSERT(binary_kinds_fit_a_mask, LLMC_RT_BINARY_COUNT <= 32);
 
 bool k_binary_f32_loop(int kind, int a_dtype, int b_dtype)
 {
-    return kind >= 0 && kind < BINARY_COUNT && (F32_KINDS >> kind & 1u) &&
+    return kind >= 0 && kind < LLMC_RT_BINARY_COUNT && (F32_KINDS >> kind & 1u) &&
            a_dtype == LLMC_RT_F32 && b_dtype == LLMC_RT_F32;
 }
 
@@ -293,11 +293,11 @@ static int64_t arith_int(int kind, int64_t a, int64_t b)
 {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b, r;
     switch (kind) {
-    case BINARY_ADD: r = ua + ub; break;
-    case BINARY_SUB: r = ua - ub; break;
-    case BINARY_MUL: r = ua * ub; break;
-    case BINARY_DIV: return div_int(a, b);
-    case BINARY_MAX: return a > b ? a : b;
+    case LLMC_RT_BINARY_Add: r = ua + ub; break;
+    case LLMC_RT_BINARY_Sub: r = ua - ub; break;
+    case LLMC_RT_BINARY_Mul: r = ua * ub; break;
+    case LLMC_RT_BINARY_Div: return div_int(a, b);
+    case LLMC_RT_BINARY_Max: return a > b ? a : b;
     default: return a < b ? a : b;
     }
     return wrap_i64(r);
@@ -306,10 +306,10 @@ static int64_t arith_int(int kind, int64_t a, int64_t b)
 static bool compare(int kind, float a, float b)
 {
     switch (kind) {
-    case BINARY_EQUAL: return a == b;
-    case BINARY_LESS: return a < b;
-    case BINARY_GREATER: return a > b;
-    case BINARY_LESS_OR_EQUAL: return a <= b;
+    case LLMC_RT_BINARY_Equal: return a == b;
+    case LLMC_RT_BINARY_Less: return a < b;
+    case LLMC_RT_BINARY_Greater: return a > b;
+    case LLMC_RT_BINARY_LessOrEqual: return a <= b;
     default: return a >= b;
     }
 }
@@ -317,17 +317,17 @@ static bool compare(int kind, float a, float b)
 static bool compare_int(int kind, int64_t a, int64_t b)
 {
     switch (kind) {
-    case BINARY_EQUAL: return a == b;
-    case BINARY_LESS: return a < b;
-    case BINARY_GREATER: return a > b;
-    case BINARY_LESS_OR_EQUAL: return a <= b;
+    case LLMC_RT_BINARY_Equal: return a == b;
+    case LLMC_RT_BINARY_Less: return a < b;
+    case LLMC_RT_BINARY_Greater: return a > b;
+    case LLMC_RT_BINARY_LessOrEqual: return a <= b;
     default: return a >= b;
     }
 }
 
 static bool logic(int kind, bool a, bool b)
 {
-    return kind == BINARY_AND ? a && b : kind == BINARY_OR ? a || b : a != b;
+    return kind == LLMC_RT_BINARY_And ? a && b : kind == LLMC_RT_BINARY_Or ? a || b : a != b;
 }
 
 /* The op resolver's any-dtype Binary entry: every case k_binary_f32_loop
@@ -335,15 +335,15 @@ static bool logic(int kind, bool a, bool b)
 int llmc_rt_binary_any_dtype(int kind, const rt_view *a, int64_t ia, const rt_view *b,
                              int64_t ib, rt_view *y, int64_t iy)
 {
-    if (kind == BINARY_POW && (a->dtype == LLMC_RT_F32 || b->dtype == LLMC_RT_F32)) {
+    if (kind == LLMC_RT_BINARY_Pow && (a->dtype == LLMC_RT_F32 || b->dtype == LLMC_RT_F32)) {
         k_store_f(y, iy, powf(k_load_f(a, ia), k_load_f(b, ib))); /* the base's type */
-    } else if (kind == BINARY_POW) {
+    } else if (kind == LLMC_RT_BINARY_Pow) {
         k_store_i(y, iy, pow_int(k_load_i(a, ia), k_load_i(b, ib)));
     } else if (a->dtype == LLMC_RT_F32) {
         ((uint8_t *)y->data)[iy] = compare(kind, k_load_f(a, ia), k_load_f(b, ib));
     } else if (is_arith(kind)) {
         int64_t vb = k_load_i(b, ib);
-        if (kind == BINARY_DIV && vb == 0)
+        if (kind == LLMC_RT_BINARY_Div && vb == 0)
             return 0;
         k_store_i(y, iy, arith_int(kind, k_load_i(a, ia), vb));
     } else if (is_compare(kind)) {
@@ -422,7 +422,7 @@ llmc_rt_status k_binary_kernels(const rt_kernels *kt, int kind, const k_binary_l
                                 const rt_view *a, const rt_view *b, rt_view *y,
                                 const rt_parallel *par, llmc_rt_error *err)
 {
-    bool swiglu = kind == BINARY_SWIGLU && a->dtype == LLMC_RT_F32 &&
+    bool swiglu = kind == LLMC_RT_BINARY_SwiGLU && a->dtype == LLMC_RT_F32 &&
                   b->dtype == LLMC_RT_F32 && y->dtype == LLMC_RT_F32 && k_same_dims(a, b) &&
                   k_same_dims(a, y);
     if (!swiglu)

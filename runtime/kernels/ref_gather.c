@@ -122,12 +122,12 @@ llmc_rt_status k_gather_rows(const rt_tensor_format *f, const rt_view *data, con
     bool ok = data->rank == 2 && y->dtype == LLMC_RT_F32 &&
               (idx->dtype == LLMC_RT_I32 || idx->dtype == LLMC_RT_I64) &&
               gather_dims_ok(data, idx, 0, y);
-    if (ok && f->layout == LAYOUT_QWEIGHT)
+    if (ok && f->layout == LLMC_RT_LAYOUT_QWeightTiles)
         ok = rt_qweight_shape_of(f, 2, data->dims, &qs);
-    else if (ok && f->layout == LAYOUT_FWEIGHT)
+    else if (ok && f->layout == LLMC_RT_LAYOUT_FWeightTiles)
         ok = rt_ftile_shape_of(f, 2, data->dims, &fs);
     else
-        ok = ok && f->layout == LAYOUT_HALF && f->dtype == LLMC_RT_F32;
+        ok = ok && f->layout == LLMC_RT_LAYOUT_Half && f->dtype == LLMC_RT_F32;
     if (!ok)
         return rt_fail(err, LLMC_RT_E_EXEC, "Gather of a packed weight (layout %d, rank %d) "
                        "wants axis 0, int indices and float32 rows", RT_N(f->layout, data->rank),
@@ -138,9 +138,9 @@ llmc_rt_status k_gather_rows(const rt_tensor_format *f, const rt_view *data, con
         int64_t j;
         if (wrapped_index(idx, i, data->dims[0], &j, err))
             return LLMC_RT_E_EXEC;
-        if (f->layout == LAYOUT_QWEIGHT)
+        if (f->layout == LLMC_RT_LAYOUT_QWeightTiles)
             qweight_row(&qs, data->data, (ptrdiff_t)j, dst);
-        else if (f->layout == LAYOUT_FWEIGHT)
+        else if (f->layout == LLMC_RT_LAYOUT_FWeightTiles)
             ftile_row(&fs, data->data, (ptrdiff_t)j, dst);
         else
             half_row(data->data, k, (ptrdiff_t)j, dst);

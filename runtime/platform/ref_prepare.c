@@ -8,9 +8,6 @@
 
 #include "ref_graph.h"
 
-#define REF_LAYOUT_(s, Name, v, ...) REF_LAYOUT_##s = v,
-enum { LLMC_PLAN_LAYOUTS(REF_LAYOUT_) };
-
 /* The runtime's float32 loops (llmc_rt.h's op resolver entries) of the
  * kinds it runs, by kind; NULL: refused.  The same functions as the CPU's,
  * so a delegated subgraph and the CPU agree wherever the int8 path does. */
@@ -137,7 +134,7 @@ static bool tensor_extent(const llmc_rt_sg_tensor *t, ref_tensor *x)
 static bool is_f32(const prep *p, uint32_t t)
 {
     const llmc_rt_sg_tensor *d = desc(p, t);
-    return d->dtype == LLMC_RT_F32 && d->layout == REF_LAYOUT_DENSE &&
+    return d->dtype == LLMC_RT_F32 && d->layout == LLMC_RT_LAYOUT_Dense &&
            (!d->weight || d->bytes / 4u >= (uint64_t)p->g->tensors[t].count);
 }
 
@@ -151,7 +148,7 @@ static bool is_f32_vector_weight(const prep *p, uint32_t t, int64_t n)
 
 static bool is_act(const prep *p, uint32_t t)
 {
-    return desc(p, t)->dtype == LLMC_RT_I8 && desc(p, t)->layout == REF_LAYOUT_QACT;
+    return desc(p, t)->dtype == LLMC_RT_I8 && desc(p, t)->layout == LLMC_RT_LAYOUT_QActTiles;
 }
 
 /* What every op must satisfy: operand counts and indices, inputs written
@@ -248,7 +245,7 @@ static llmc_rt_status prepare_quantize(const prep *p, const llmc_rt_sg_op *op, r
 static llmc_rt_status prepare_weights(const prep *p, uint32_t x, uint32_t w, ref_step *s)
 {
     const llmc_rt_sg_tensor *W = desc(p, w);
-    if (W->dtype != LLMC_RT_I8 || W->layout != REF_LAYOUT_QWEIGHT || !W->weight || W->rank != 2)
+    if (W->dtype != LLMC_RT_I8 || W->layout != LLMC_RT_LAYOUT_QWeightTiles || !W->weight || W->rank != 2)
         return refuse_op(p, "W '%s' is not an Int8 QWeightTiles weight", tname(p, w));
     int64_t n = W->dims[0], k = W->dims[1];
     if (k != p->g->tensors[x].cols)

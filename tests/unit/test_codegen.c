@@ -871,7 +871,7 @@ static void test_determinism_and_files(void)
     if (f)
         fclose(f);
     CHECK(a && got == size1 && memcmp(a, c, size1) == 0, "file bytes == to_memory bytes");
-    CHECK(stats.n_ops == 4 && stats.op_counts[OP_MATMUL] == 1 && stats.file_bytes == size1 &&
+    CHECK(stats.n_ops == 4 && stats.op_counts[LLMC_RT_OP_MatMul] == 1 && stats.file_bytes == size1 &&
               stats.weight_bytes == sizeof W1 + sizeof B1 && stats.arena_bytes > 0,
           "stats filled");
     free(c);

@@ -86,7 +86,7 @@ typedef struct {
 static llmc_rt_sg_tensor qweight_desc(const char *name, const rt_qweight_shape *s,
                                        const uint8_t *packed)
 {
-    llmc_rt_sg_tensor d = {name, LLMC_RT_I8, LAYOUT_QWEIGHT, 2, {s->n, s->k},
+    llmc_rt_sg_tensor d = {name, LLMC_RT_I8, LLMC_RT_LAYOUT_QWeightTiles, 2, {s->n, s->k},
                            rt_qweight_bytes(s), packed, (uint32_t)s->group,
                            (uint32_t)s->hp, (uint32_t)s->lp};
     return d;
@@ -203,7 +203,7 @@ static uint32_t f32_tensor(sg_build *b, const char *name, const float *weight, i
     llmc_rt_sg_tensor *t = &b->t[b->sg.n_tensors];
     t->name = name;
     t->dtype = LLMC_RT_F32;
-    t->layout = LAYOUT_DENSE;
+    t->layout = LLMC_RT_LAYOUT_Dense;
     t->rank = rank;
     t->bytes = 4;
     for (int a = 0; a < rank; a++) {
@@ -323,7 +323,7 @@ static void chain_init(chain *c, int64_t m, int64_t group)
     f32_tensor(b, "y0", NULL, DIMS(1, m, Y0_COLS));
     f32_tensor(b, "y1", NULL, DIMS(1, m, r));
     f32_tensor(b, "o", NULL, DIMS(1, m, r));
-    llmc_rt_sg_tensor hq = {"hq", LLMC_RT_I8, LAYOUT_QACT, 3, {1, m, d}, 0, NULL, 64, 4, 4};
+    llmc_rt_sg_tensor hq = {"hq", LLMC_RT_I8, LLMC_RT_LAYOUT_QActTiles, 3, {1, m, d}, 0, NULL, 64, 4, 4};
     add_tensor(b, &hq);
     f32_tensor(b, "s", NULL, DIMS(1, m, r));
     f32_tensor(b, "g", c->g, DIMS(d));
@@ -639,7 +639,7 @@ static void test_quantize_rounding(const llmc_rt_delegate *dt)
     sg_begin(&b, "round", M, 1, 1);
     f32_tensor(&b, "x", NULL, DIMS(M, K));
     f32_tensor(&b, "y", NULL, DIMS(M, K));
-    llmc_rt_sg_tensor xq = {"xq", LLMC_RT_I8, LAYOUT_QACT, 2, {M, K}, 0, NULL, 32, 4, 4};
+    llmc_rt_sg_tensor xq = {"xq", LLMC_RT_I8, LLMC_RT_LAYOUT_QActTiles, 2, {M, K}, 0, NULL, 32, 4, 4};
     add_tensor(&b, &xq);
     llmc_rt_sg_tensor w = qweight_desc("eye", &ws, packed);
     add_tensor(&b, &w);
@@ -816,7 +816,7 @@ static void test_refusals(const llmc_rt_delegate *dt)
     sg_build b;
     sg_begin(&b, "leak", 4, 1, 1);
     f32_tensor(&b, "x", NULL, DIMS(4, 16));
-    llmc_rt_sg_tensor xq = {"xq", LLMC_RT_I8, LAYOUT_QACT, 2, {4, 16}, 0, NULL, 16, 4, 4};
+    llmc_rt_sg_tensor xq = {"xq", LLMC_RT_I8, LLMC_RT_LAYOUT_QActTiles, 2, {4, 16}, 0, NULL, 16, 4, 4};
     add_tensor(&b, &xq);
     add_op(&b, LLMC_RT_OP_QuantizeRows, 0, "quant_out", IN(0), IN(1))->scale = 0.5f;
     CHECK(refused(dt, &b.sg, "op 0 (QuantizeRows 'quant_out')", "'xq' is a subgraph output"),

@@ -85,19 +85,19 @@ static void test_binary_op(const rt_kernels *kt)
     rt_view vy2 = test_view_f32(y2, rows, cols);
     llmc_rt_error err;
     k_binary_loops loops = {llmc_rt_binary_SwiGLU, NULL};
-    bool ok = k_binary(BINARY_SWIGLU, &loops, &a, &b, &vy, &err) == LLMC_RT_OK &&
-              k_binary_kernels(NULL, BINARY_SWIGLU, &loops, &a, &b, &vy2, NULL, &err) ==
+    bool ok = k_binary(LLMC_RT_BINARY_SwiGLU, &loops, &a, &b, &vy, &err) == LLMC_RT_OK &&
+              k_binary_kernels(NULL, LLMC_RT_BINARY_SwiGLU, &loops, &a, &b, &vy2, NULL, &err) ==
                   LLMC_RT_OK;
     CHECK(ok && memcmp(y, y2, sizeof(float) * (size_t)(rows * cols)) == 0,
           "SwiGLU without a table: k_binary's bits");
-    ok = k_binary_kernels(kt, BINARY_SWIGLU, &loops, &a, &b, &vy, NULL, &err) == LLMC_RT_OK;
+    ok = k_binary_kernels(kt, LLMC_RT_BINARY_SwiGLU, &loops, &a, &b, &vy, NULL, &err) == LLMC_RT_OK;
     CHECK(ok && close_to_ref(y, rows * cols), "SwiGLU [3, 20011] with %s, serial: silu(g) * u",
           kt->target);
     for (uint32_t threads = 1; threads <= 4; threads++) {
         llmc_threads *pool = llmc_threads_create(threads);
         rt_parallel par = {llmc_threads_parallel, pool};
         memset(y2, 0, sizeof y2);
-        ok = pool && k_binary_kernels(kt, BINARY_SWIGLU, &loops, &a, &b, &vy2, &par, &err) == 0;
+        ok = pool && k_binary_kernels(kt, LLMC_RT_BINARY_SwiGLU, &loops, &a, &b, &vy2, &par, &err) == 0;
         CHECK(ok && memcmp(y, y2, sizeof(float) * (size_t)(rows * cols)) == 0,
               "SwiGLU [3, 20011] with %s on %u threads: bitwise the serial result",
               kt->target, threads);
