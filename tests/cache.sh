@@ -91,3 +91,27 @@ ort_generate_into() {   # ort_generate_into DIR MODEL ARG...
     shift 2
     node scripts/ort_generate.js "$model" "$@" --logits-out "$dir/logits.bin" >"$dir/ids.txt"
 }
+
+# tokenize_ref JSON ARG... <TEXT: scripts/tokenize_ref.js JSON ARG... on
+# TEXT, its stdout and stderr (--time's figure: measured when the entry was
+# made) as a cached reference, keyed by the script, the tokenizers package,
+# node's version, JSON's and TEXT's bytes and ARG....
+tokenize_ref() {
+    local json=$1 input key dir rc
+    shift
+    input=$(mktemp) || return 1
+    cat >"$input"
+    key=$(cache_digest "tokenize_ref $* $(node --version 2>&1)" scripts/tokenize_ref.js \
+        .deps/node_modules/@huggingface/tokenizers/package.json "$json" "$input") || { rm -f "$input"; return 1; }
+    dir=$LLMC_CACHE/tokenize/ref-$key
+    cache_fill "$dir" tokenize_ref_into "$json" "$input" "$@"
+    rc=$?
+    rm -f "$input"
+    [ "$rc" -eq 0 ] || return "$rc"
+    cat "$dir/stderr" >&2
+    cat "$dir/stdout"
+}
+tokenize_ref_into() {   # tokenize_ref_into DIR JSON TEXT ARG...
+    node scripts/tokenize_ref.js "$2" "${@:4}" <"$3" >"$1/stdout" 2>"$1/stderr" ||
+        { cat "$1/stderr" >&2; return 1; }
+}
