@@ -22,7 +22,6 @@ cache_digest() {
     {
         printf '%s\n' "$text"
         for f in "$@"; do
-            printf '%s ' "$(basename "$f")"
             xxhsum -H64 <"$f" | cut -d' ' -f1 || return 1
         done
     } | xxhsum -H64 | cut -d' ' -f1
