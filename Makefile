@@ -192,6 +192,9 @@ $(BUILD)/firmware/$(1)/libllmcrt.a: $(LLMC_RT_SRC:%.c=$(BUILD)/firmware/$(1)/%.o
 endef
 $(foreach c,$(FW_CPUS),$(eval $(call FW_CPU_RULES,$(c))))
 
+# The Cortex-M archives alone (built with the rest by `make check`).
+firmware-libs: $(FW_LIBS)
+
 firmware: $(FW_LIBS) $(BUILD)/llmc
 	BUILD=$(BUILD) FW_LIB_DIR="$(FW_LIB_DIR)" FW_CC=$(FW_CC) FW_CPUS="$(FW_CPUS)" \
 	  FW_ARCH_cortex_m4="$(FW_ARCH_cortex-m4)" FW_ARCH_cortex_m55="$(FW_ARCH_cortex-m55)" \
@@ -223,9 +226,17 @@ install: all
 deps:
 	scripts/deps.sh
 
+# `make check`: the build, NPROC jobs at a time, then tests/run_all.sh (NPROC
+# tests at a time) over the tier of this build: san for SAN=1, else plain
+# (the tiers: tests/run_all.sh).  Besides `all unit` the build makes what
+# the tier's tests name in their "# needs:" header lines (run_all.sh
+# --needs): the fuzz targets, the AArch64 and Cortex-M builds for the plain
+# tier only.
+NPROC      ?= $(shell nproc 2>/dev/null || echo 1)
+CHECK_TIER := $(if $(filter 1,$(SAN)),san,plain)
 check: deps
-	$(MAKE) all unit fuzz-build
-	BUILD=$(BUILD) SAN_FLAGS="$(LDFLAGS)" tests/run_all.sh
+	$(MAKE) -j$(NPROC) all unit $$(BUILD=$(BUILD) TIER=$(CHECK_TIER) tests/run_all.sh --needs)
+	BUILD=$(BUILD) TIER=$(CHECK_TIER) SAN_FLAGS="$(LDFLAGS)" TEST_JOBS=$(NPROC) tests/run_all.sh
 
 include tests/fuzz/fuzz.mk
 # (the fuzz build compiles the runtime again: the same flags for the same files)
@@ -268,6 +279,6 @@ clean:
 	rm -rf build build-san
 
 
-.PHONY: firmware firmware-demo install
+.PHONY: firmware firmware-libs firmware-demo install
 .PHONY: all unit deps check demo tokenizer-parity big-model clean bench-kernels bench-f32 aarch64-tests
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

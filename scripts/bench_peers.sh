@@ -6,7 +6,7 @@
 #
 #   scripts/bench_peers.sh [ONNX_MODEL]      (default: build/big/qwen2-0.5b.onnx,
 #                                             exported by `make big-model`)
-#   P=512 N=128 T=2 R=3 scripts/bench_peers.sh build/models/llama-op17-s0.onnx
+#   P=512 N=128 T=2 R=3 scripts/bench_peers.sh "$(. tests/zoo.sh; zoo_model llama 17)"
 #
 # ppP: one prefill of P tokens from position 0; tgN: N single-token decode
 # steps after a 4-token prompt; mean ± sd of R runs after a warm-up, at T

@@ -7,6 +7,8 @@
 # streams the same text from --prompt, and runs plans for its own targets
 # (neon-dot, neon-i8mm) to the ids of the generic plan, with float16 and
 # int8 KV caches too (the NEON tables' own loops).
+# tier: plain-only (cross-compiled without sanitizers, run under qemu)
+# needs: aarch64-tests
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Attention and RoPE fusion on the exported tiny families (TAP).
 #
-# For each family@opset: export a tiny model (tests/zoo.sh, cached in
-# $BUILD/models), compile it with --dump-passes and read the IR
+# For each family@opset: export a tiny model (tests/zoo.sh, from the tests'
+# cache), compile it with --dump-passes and read the IR
 # dumped after attention-fusion.  Every layer must be fused: one
 # llmc.Attention per past_key_values.N.key input of the import, no Softmax
 # left, no past/present in the graph I/O, and for the RoPE families no Neg

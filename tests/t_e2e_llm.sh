@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end LLM parity: llmc vs ONNX Runtime on tiny random decoder models.
 #
-# For each family@opset: export a tiny model (tests/zoo.sh, cached in
-# $BUILD/models) and
+# For each family@opset: export a tiny model (tests/zoo.sh, from the tests'
+# cache) and
 # compile it with `llmc compile` (the whole pass pipeline: fused attention
 # with the runtime's own KV cache).  Then for prompts of 1, 7 and 64 tokens,
 # each followed by 32 greedy decode steps, run ONNX Runtime
-# (scripts/ort_generate.js) and `llmc run`, and check (TAP):
+# (scripts/ort_generate.js, its outputs kept in the tests' cache:
+# tests/cache.sh) and `llmc run`, and check (TAP):
 #   - the generated token ids are identical
 #   - every logits row is within 1e-4 * max|ref logit| (scripts/compare_logits.py)
 # If $BUILD/llmc does not exist the llmc checks are reported as `not ok`.
@@ -38,8 +39,8 @@ PROMPTS="5 5,17,42,7,99,3,250 $(seq -s, 0 63 | awk -F, '{for (i = 1; i <= NF; i+
 
 run_ort() {
     local model=$1 base=$2 prompt=$3
-    node scripts/ort_generate.js "$model" --prompt-ids "$prompt" --max-new "$MAX_NEW" \
-        --logits-out "$base.ort.bin" >"$base.ort.tok" 2>"$base.ort.log"
+    ort_generate "$model" "$base.ort.bin" --prompt-ids "$prompt" --max-new "$MAX_NEW" \
+        >"$base.ort.tok" 2>"$base.ort.log"
 }
 
 run_llmc() {

@@ -19,8 +19,20 @@ CONTEXT=128 STRIDE=64
 # About 1500 tokens: whole lines from the start of the held-out text.
 head -c 6000 models/heldout.txt | sed '$d' >"$WORK/slice.txt"
 
-node scripts/ort_eval.js "$MODEL" --text "$WORK/slice.txt" --tokenizer "$TOKENIZER" \
-    --dump-ids "$WORK/slice.ids" --context $CONTEXT --stride $STRIDE >"$WORK/ort.txt" 2>&1
+# ONNX Runtime's perplexity (ort.txt) and the reference tokenizer's ids
+# (slice.ids), from the tests' cache (tests/cache.sh): keyed by the scripts,
+# the packages, the model, the tokenizer, the text and the window.  A failed
+# run is not cached: it runs again into $WORK for the checks to show.
+. tests/cache.sh
+ort_eval() {   # ort_eval DIR: ort.txt and slice.ids into DIR
+    node scripts/ort_eval.js "$MODEL" --text "$WORK/slice.txt" --tokenizer "$TOKENIZER" \
+        --dump-ids "$1/slice.ids" --context $CONTEXT --stride $STRIDE >"$1/ort.txt" 2>&1
+}
+cache_ort_env
+ORT_EVAL=$LLMC_CACHE/ort/eval-$(cache_digest "ort_eval $CONTEXT $STRIDE $CACHE_ORT_ENV" \
+    scripts/ort_eval.js scripts/ort_generate.js .deps/node_modules/@huggingface/tokenizers/package.json \
+    "$MODEL" "$TOKENIZER" "$WORK/slice.txt")
+cache_fill "$ORT_EVAL" ort_eval && cp "$ORT_EVAL/ort.txt" "$ORT_EVAL/slice.ids" "$WORK/" || ort_eval "$WORK"
 
 python_ids() {   # train_tiny.py's encoder with the merges of tokenizer.json
     $PY - "$TOKENIZER" "$WORK/slice.txt" <<'PYEOF'

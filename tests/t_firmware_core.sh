@@ -9,6 +9,8 @@
 # symbol check must also catch a violation: a core archive with one object
 # calling double exp(), or one dividing 64-bit integers, is refused, naming
 # the symbol.
+# tier: plain-only (arm-none-eabi builds, no sanitizers)
+# needs: firmware-libs
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

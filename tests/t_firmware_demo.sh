@@ -4,6 +4,7 @@
 # Cortex-M55 (mps3-an547), prompt tokenized and text detokenized on the
 # device, generates the same ids as the host runtime for the same plan and
 # prompt, and reports its RAM use.
+# tier: plain-only (arm-none-eabi firmware under qemu-system-arm, no sanitizers)
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

@@ -42,7 +42,8 @@ diag()   { sed 's/^/# /' "$@"; }
 
 PROMPTS="5 5,17,42,7,99,3,250 $(seq -s, 0 63 | awk -F, '{for (i = 1; i <= NF; i++) printf "%s%d", (i > 1 ? "," : ""), ($i * 37 + 11) % 512}')"
 
-ort()  { node scripts/ort_generate.js "$1" --prompt-ids "$3" --max-new "$MAX_NEW" --logits-out "$2.bin" >"$2.tok" 2>"$2.log"; }
+# ONNX Runtime's reference, from the tests' cache (tests/cache.sh)
+ort()  { ort_generate "$1" "$2.bin" --prompt-ids "$3" --max-new "$MAX_NEW" >"$2.tok" 2>"$2.log"; }
 llmc_run() { "$BUILD/llmc" run "$1" --prompt-ids "$3" --max-new "$MAX_NEW" --logits-out "$2.bin" >"$2.tok" 2>"$2.log"; }
 compile() { "$BUILD/llmc" compile "$1" -o "$2" --max-context 256 >"$2.log" 2>&1; }
 json_field() { "$BUILD/llmc" inspect "$1" --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['$2'])"; }

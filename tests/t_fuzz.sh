@@ -5,6 +5,8 @@
 # fuzzes for FUZZ_SECONDS (default 30) from the seed corpora
 # (scripts/fuzz_seeds.sh).  A crash, leak, sanitizer report, hang or
 # out-of-memory fails the check; the summary gives executions per target.
+# tier: plain-only (the fuzz targets are ASan + UBSan builds in every tier)
+# needs: fuzz-build
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

@@ -8,21 +8,17 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 LLMC=$BUILD/llmc
 PY=/usr/bin/python3
-MODELS=$BUILD/models
 WORK=$BUILD/test-data/generate
-rm -rf "$WORK" && mkdir -p "$WORK" "$MODELS"
+rm -rf "$WORK" && mkdir -p "$WORK"
 . tests/tap.sh
+. tests/zoo.sh
 exits_with() {   # exits_with CODE command...
     local want=$1; shift
     "$@"; local got=$?
     [ "$got" -eq "$want" ] || { echo "exit status $got, expected $want"; return 1; }
 }
 
-MODEL=$MODELS/generate_llama14.onnx
-if ! [ -s "$MODEL" ] || ! [ "$MODEL" -nt scripts/export_llm.py ]; then
-    $PY scripts/export_llm.py --family llama --opset 14 --size tiny --seed 5 \
-        --out "$MODEL.tmp.onnx" >"$WORK/export.log" 2>&1 && mv "$MODEL.tmp.onnx" "$MODEL"
-fi
+MODEL=$(zoo_export llama-op14-s5 --family llama --opset 14 --size tiny --seed 5 2>"$WORK/export.log")
 PLAN=$WORK/llama.plan
 check "the tiny llama compiles" "$LLMC" compile "$MODEL" -o "$PLAN" --max-context 64
 PROMPT=3,14,15,92,65

@@ -4,6 +4,7 @@
 # pkg-config (llmc-rt.pc), and from source through runtime/llmc_rt.cmake
 # (the runtime compiled by the user's CMake project).  Both must generate
 # the same tokens as the installed `llmc run`.
+# tier: plain-only (the installed files and the two ways to build against them)
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

@@ -9,6 +9,8 @@
 #   cortex-a53   neither: the CPU checks say false; quantize_rows only
 # The test's TAP lines are passed through, renumbered, with the CPU model
 # in front; a crash (SIGILL) or a missing plan line is a failure.
+# tier: plain-only (cross-compiled without sanitizers, run under qemu)
+# needs: aarch64-tests
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

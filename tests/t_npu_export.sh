@@ -37,6 +37,7 @@ PY=/usr/bin/python3
 WORK=$BUILD/test-data/npu_export
 rm -rf "$WORK" && mkdir -p "$WORK/again"
 . tests/tap.sh
+. tests/zoo.sh
 MODEL=models/tiny-llama.onnx
 TOKENIZER=models/tokenizer.json
 CALIB=/usr/share/games/fortunes/fortunes    # Debian fortunes (scripts/deps.sh)
@@ -185,9 +186,9 @@ sed -n 's/^worst /# summary: ORT vs reference delegate, worst relative error /p'
 # zoo's tokenizer: the ops the llama-style model has none of.
 $PY tests/make_tiny_tokenizer.py "$WORK/zoo-tokenizer" >/dev/null
 zoo_check() {   # zoo_check FAMILY
-    local fam=$1 dir=$WORK/$1-export
-    $PY scripts/export_llm.py --family "$fam" --opset 14 --size tiny --seed 1         --out "$WORK/$fam.onnx" >/dev/null 2>&1 &&
-        "$LLMC" compile "$WORK/$fam.onnx" --max-context 64 --quiet --quant w8a8             --tokenizer "$WORK/zoo-tokenizer/tokenizer.json" --calibrate "$CALIB"             --npu-chunk 16 -o "$WORK/$fam.plan" --npu-export "$dir" >"$WORK/$fam.log" 2>&1 &&
+    local fam=$1 dir=$WORK/$1-export model
+    model=$(zoo_export "$fam-op14-s1" --family "$fam" --opset 14 --size tiny --seed 1 2>/dev/null) &&
+        "$LLMC" compile "$model" --max-context 64 --quiet --quant w8a8             --tokenizer "$WORK/zoo-tokenizer/tokenizer.json" --calibrate "$CALIB"             --npu-chunk 16 -o "$WORK/$fam.plan" --npu-export "$dir" >"$WORK/$fam.log" 2>&1 &&
         grep '^npu export' "$WORK/$fam.log" &&
         $PY -c 'import glob, onnx, sys
 types = set()

@@ -6,7 +6,7 @@
 #     lora-reorder's record in `llmc inspect` reports the MACs and bytes it
 #     saved, no MatMul of the two factors is left, and greedy tokens and
 #     logits still match ONNX Runtime (as tests/t_e2e_llm.sh checks).
-# Models are cached in $BUILD/models, shared with t_e2e_llm.sh.
+# Models come from the tests' cache (tests/zoo.sh), shared with t_e2e_llm.sh.
 # "# summary:" lines give node counts before and after cse.
 set -u
 cd "$(dirname "$0")/.."
@@ -16,19 +16,13 @@ PY=/usr/bin/python3
 PROMPT=5,17,42,7
 MAX_NEW=16
 VOCAB=512
-MODELS=$BUILD/models
 WORK=$BUILD/test-data/passes_rewrite
-rm -rf "$WORK" && mkdir -p "$WORK" "$MODELS"
+rm -rf "$WORK" && mkdir -p "$WORK"
 . tests/tap.sh
+. tests/zoo.sh
 
-# export_model FAMILY OPSET OUT [extra exporter flags]: unless cached and
-# at least as new as the exporter.
-export_model() {
-    local family=$1 opset=$2 out=$3; shift 3
-    if [ -s "$out" ] && [ "$out" -nt scripts/export_llm.py ]; then return 0; fi
-    "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny --seed 0 "$@" \
-        --out "$out.tmp.onnx" >"$out.log" 2>&1 && mv "$out.tmp.onnx" "$out"
-}
+# export_failed LOG: a failed export, its exporter output shown
+export_failed() { cat "$1"; false; }
 
 # The "values=[...]" attribute lines of the Symbols nodes in a pass dump.
 symbols_values() {
@@ -59,10 +53,9 @@ pass_row() {
 
 for family in llama qwen2 gpt2 phi; do
     for opset in 14 17; do
-        model=$MODELS/$family-op$opset-s0.onnx
         base=$WORK/$family-op$opset
-        if ! export_model "$family" "$opset" "$model"; then
-            check "$family opset $opset: export" cat "$model.log"
+        if ! model=$(zoo_model "$family" "$opset" 2>"$base.export.log"); then
+            check "$family opset $opset: export" export_failed "$base.export.log"
             continue
         fi
         check "$family opset $opset: compiles with pass dumps" \
@@ -73,9 +66,9 @@ for family in llama qwen2 gpt2 phi; do
     done
 done
 
-run_ort() {
-    node scripts/ort_generate.js "$1" --prompt-ids "$PROMPT" --max-new "$MAX_NEW" \
-        --logits-out "$2.ort.bin" >"$2.ort.tok" 2>"$2.ort.log"
+run_ort() {   # ONNX Runtime's reference, from the tests' cache (tests/cache.sh)
+    ort_generate "$1" "$2.ort.bin" --prompt-ids "$PROMPT" --max-new "$MAX_NEW" \
+        >"$2.ort.tok" 2>"$2.ort.log"
 }
 
 run_llmc() {
@@ -113,11 +106,11 @@ no_factor_product() {
 }
 
 for family in llama qwen2 gpt2 phi; do
-    model=$MODELS/$family-op17-lora-s0.onnx
     base=$WORK/$family-op17-lora
     name="$family opset 17 LoRA"
-    if ! export_model "$family" 17 "$model" --lora; then
-        check "$name: export" cat "$model.log"
+    if ! model=$(zoo_export "$family-op17-lora-s0" --family "$family" --opset 17 --size tiny --seed 0 \
+            --lora 2>"$base.export.log"); then
+        check "$name: export" export_failed "$base.export.log"
         continue
     fi
     check "$name: compiles" compile_logged "$base.log" "$model" "$base.plan" "$base.dump"

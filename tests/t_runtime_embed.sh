@@ -7,8 +7,9 @@ set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 LIB=$BUILD/libllmcrt.a
-WORK=$BUILD/test-data/embed
+WORK=$BUILD/test-data/runtime_embed
 mkdir -p "$WORK"
+. tests/zoo.sh
 n=0 failures=0
 result() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else failures=$((failures + 1)); echo "not ok $n - $2"; fi; }
 
@@ -33,8 +34,7 @@ gcc -std=c99 -Wall -Wextra -Werror -O2 ${SAN_FLAGS:-} -Iruntime tests/embed/embe
     -o "$WORK/embed_example" 2>"$WORK/cc.log"
 result $? "the embedding example builds against llmc_rt.h and libllmcrt.a alone"
 
-MODEL=$WORK/qwen2.onnx
-/usr/bin/python3 scripts/export_llm.py --family qwen2 --opset 14 --size tiny --seed 5 --out "$MODEL" 2>/dev/null &&
+MODEL=$(zoo_export qwen2-op14-s5 --family qwen2 --opset 14 --size tiny --seed 5 2>/dev/null) &&
     "$BUILD/llmc" compile "$MODEL" -o "$WORK/qwen2.plan" --max-context 64 >/dev/null
 result $? "compile a model for the example"
 want=$("$BUILD/llmc" run "$WORK/qwen2.plan" --prompt-ids 3,1,4,1,5 --max-new 8)

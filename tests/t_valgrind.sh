@@ -6,6 +6,7 @@
 # in the log, not counted).  Under SAN=1 the binaries carry ASan, which
 # valgrind cannot run: the checks are skipped there (the plain build runs
 # them).
+# tier: plain-only (valgrind cannot run ASan binaries)
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

@@ -1,32 +1,49 @@
 # The test zoo's tiny exports (sourced).  `zoo_model FAMILY OPSET [OPTION]`
 # prints the path of scripts/export_llm.py's tiny model of that family and
-# opset with seed 0, exporting it into $BUILD/models unless a copy at least
-# as new as the exporter is cached there; every test shares that cache.
-# OPTION: plain (the default: our own torch modules), hf (--style hf:
+# opset with seed 0, exporting it into the tests' cache (tests/cache.sh:
+# ${LLMC_CACHE:-build/cache}/zoo, shared by every build folder) unless it is
+# there.  OPTION: plain (the default: our own torch modules), hf (--style hf:
 # transformers' modeling code and optimum's interface), triu /
 # where-additive (--mask: a torch.triu mask; GPT-2's Where(bias, 0, -1e9)
 # added to the scores), single / per-tensor (--external: the weights in one
 # data file with offsets, or one file per tensor, beside DIR/model.onnx).
 # Exports are byte-deterministic: same seed, same torch, same bytes.
+. tests/cache.sh
+
+# ZOO_ENV: the Debian packages an export depends on, with their versions.
+ZOO_ENV=${ZOO_ENV:-$(dpkg-query -W python3-torch python3-onnx python3-numpy python3-minimal 2>&1 | tr '\n\t' '  ')}
+
+# zoo_export NAME ARG...: prints the path of the model.onnx that
+# `scripts/export_llm.py ARG... --out DIR/model.onnx` writes (with its
+# external data files, if any, beside it in DIR), exported into the cache
+# unless there.  The key: ARG..., the exporter's sources and ZOO_ENV; NAME
+# is for people reading the cache.
+zoo_export() {
+    local name=$1 key dir
+    shift
+    key=$(cache_digest "export_llm $* | $ZOO_ENV" scripts/export_llm.py scripts/hf_models.py) || return 1
+    dir=$LLMC_CACHE/zoo/$name-$key
+    cache_fill "$dir" zoo_export_into "$@" || return 1
+    echo "$dir/model.onnx"
+}
+zoo_export_into() {   # zoo_export_into DIR ARG...
+    local dir=$1
+    shift
+    /usr/bin/python3 scripts/export_llm.py "$@" --out "$dir/model.onnx" >"$dir/export.log" 2>&1 ||
+        { cat "$dir/export.log" >&2; return 1; }
+}
+
 zoo_model() {
-    local family=$1 opset=$2 option=${3:-plain} models=${BUILD:-build}/models args=() out tmp
-    local tag=$family-op$opset$([ "$option" = plain ] || echo "-$option")
-    out=$models/$tag-s0.onnx tmp=$out.tmp.onnx
+    local family=$1 opset=$2 option=${3:-plain} args=()
     case $option in
         plain) ;;
         hf) args=(--style hf) ;;
         triu|where-additive) args=(--mask "$option") ;;
-        single|per-tensor)   # external data files are named after the .onnx: export in place
-            args=(--external "$option") out=$models/$tag/model.onnx tmp=$models/$tag/model.onnx ;;
+        single|per-tensor) args=(--external "$option") ;;
         *) echo "zoo_model: unknown option '$option'" >&2; return 1 ;;
     esac
-    mkdir -p "$(dirname "$out")"
-    if [ ! -s "$out" ] || [ ! "$out" -nt scripts/export_llm.py ]; then
-        /usr/bin/python3 scripts/export_llm.py --family "$family" --opset "$opset" --size tiny --seed 0 \
-            "${args[@]}" --out "$tmp" >"$out.log" 2>&1 && { [ "$tmp" = "$out" ] || mv "$tmp" "$out"; } \
-            || { cat "$out.log" >&2; return 1; }
-    fi
-    echo "$out"
+    zoo_export "$family-op$opset$([ "$option" = plain ] || echo "-$option")-s0" \
+        --family "$family" --opset "$opset" --size tiny --seed 0 "${args[@]}"
 }
 
 # The models tests/golden/ blesses: family@opset[:hf] (gpt2's older opset is
