@@ -1,5 +1,5 @@
 /* The enums of schemas/plan.fbs, once.  Every C table that depends on them
- * (plan_format.h's codes, codegen's CG_* codes, op names, the verifier's
+ * (the public LLMC_RT_* names, plan_format.h's codes, op names, the verifier's
  * arity table, the kernels' kind checks, dtype sizes) is generated from
  * these lists, and tests/t_plan_schema.sh checks that plan.fbs declares the
  * same names with the same values (`llmc ops --plan-enums` prints them).
