@@ -116,7 +116,9 @@ int main(void)
     sh_write0(", hashes verified\n");
     if (encode_prompt(&plan, &n_prompt, &err))
         return 1;
-    if (llmc_rt_session_init_ops(&session, &plan, plan.max_context, &plan_ops, arena,
+    llmc_rt_plan_info info;
+    if (llmc_rt_plan_info_of(&plan, &info) ||
+        llmc_rt_session_init_ops(&session, &plan, info.max_context, &plan_ops, arena,
                                  sizeof arena, &err))
         return fail("session", &err);
     if (generate(&plan, &session, n_prompt, &err))

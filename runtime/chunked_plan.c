@@ -7,6 +7,7 @@
 #include "chunked_internal.h"
 #include "rt_div64.h"
 #include "rt_msg.h"
+#include "llmc_rt_internal.h"
 
 static llmc_rt_status no_subgraphs(llmc_rt_error *err)
 {
@@ -18,10 +19,10 @@ static llmc_rt_status no_subgraphs(llmc_rt_error *err)
 static llmc_rt_status check_range(const llmc_rt_plan *p, const rt_subgraph_desc *d, uint32_t k,
                                   uint64_t after, llmc_rt_error *err)
 {
-    if (d->n_ops == 0 || d->first_op < after || (uint64_t)d->first_op + d->n_ops > p->n_ops)
+    if (d->n_ops == 0 || d->first_op < after || (uint64_t)d->first_op + d->n_ops > rt_plan_of(p)->n_ops)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "subgraph %u: ops [%u, +%u) are empty, overlap "
                        "the one before or pass the plan's %u", RT_N(k, d->first_op, d->n_ops,
-                       p->n_ops), NULL);
+                       rt_plan_of(p)->n_ops), NULL);
     return LLMC_RT_OK;
 }
 
@@ -91,9 +92,9 @@ llmc_rt_status rt_chunk_measure(const llmc_rt_plan *p, uint32_t context, rt_chun
         return st;
     if (npu.chunk == 0 || npu.subgraphs.len == 0)
         return no_subgraphs(err);
-    if (context < 1 || context > p->max_context || npu.chunk > context)
+    if (context < 1 || context > rt_plan_of(p)->max_context || npu.chunk > context)
         return rt_fail(err, LLMC_RT_E_ARG, "context %u: outside [chunk %u, max_context %u]",
-                       RT_N(context, npu.chunk, p->max_context), NULL);
+                       RT_N(context, npu.chunk, rt_plan_of(p)->max_context), NULL);
     z->chunk = npu.chunk;
     z->n_subgraphs = npu.subgraphs.len;
     z->max_nodes = 2 * npu.subgraphs.len + 1;
@@ -101,7 +102,7 @@ llmc_rt_status rt_chunk_measure(const llmc_rt_plan *p, uint32_t context, rt_chun
     uint64_t after = 0;
     for (uint32_t k = 0; !st && k < npu.subgraphs.len; k++)
         st = measure_subgraph(&r, p, &npu, k, &after, z, err);
-    for (uint32_t t = 0; !st && t < p->n_tensors; t++)
+    for (uint32_t t = 0; !st && t < rt_plan_of(p)->n_tensors; t++)
         st = lane_end(&r, p, t, npu.chunk, &z->lane_bytes, err);
     z->lane_bytes = (z->lane_bytes + 63) & ~(uint64_t)63;
     return st;
@@ -141,7 +142,7 @@ static bool reads(const rt_prepared *pr, const rt_prep_op *op, uint32_t t)
  * after the subgraph or a graph output. */
 static bool is_input(const llmc_rt_session *s, uint32_t first, uint32_t i, uint32_t t)
 {
-    const rt_prepared *pr = s->prepared;
+    const rt_prepared *pr = rt_state(s)->prepared;
     if (pr->tensors[t].kind != KIND_ARENA)
         return false;
     for (uint32_t j = first; j < i; j++)
@@ -152,11 +153,11 @@ static bool is_input(const llmc_rt_session *s, uint32_t first, uint32_t i, uint3
 
 static bool is_output(const llmc_rt_session *s, uint32_t end, uint32_t t)
 {
-    const rt_prepared *pr = s->prepared;
-    for (uint32_t i = 0; i < s->plan->n_outputs; i++)
+    const rt_prepared *pr = rt_state(s)->prepared;
+    for (uint32_t i = 0; i < rt_plan_of(rt_state(s)->plan)->n_outputs; i++)
         if (pr->outputs[i].tensor == t)
             return true;
-    for (uint32_t j = end; j < s->plan->n_ops; j++)
+    for (uint32_t j = end; j < rt_plan_of(rt_state(s)->plan)->n_ops; j++)
         if (reads(pr, &pr->ops[j], t))
             return true;
     return false;
@@ -177,7 +178,7 @@ static uint32_t find(const uint32_t *list, uint32_t n, uint32_t t)
 static bool boundary_matches(const llmc_rt_session *s, const rt_subgraph_desc *d, bool outputs,
                              const fb_reader *r, uint32_t *list, uint32_t cap)
 {
-    const rt_prepared *pr = s->prepared;
+    const rt_prepared *pr = rt_state(s)->prepared;
     fb_vector given = outputs ? d->outputs : d->inputs;
     uint32_t n = 0, end = d->first_op + d->n_ops;
     for (uint32_t i = d->first_op; i < end; i++) {
@@ -199,10 +200,10 @@ static bool boundary_matches(const llmc_rt_session *s, const rt_subgraph_desc *d
 /* No dim depends on P; S only as the first dim that is not 1 (c 0, s 1). */
 static bool row_form(const llmc_rt_session *s, uint32_t t)
 {
-    const rt_prep_tensor *d = &s->prepared->tensors[t];
+    const rt_prep_tensor *d = &rt_state(s)->prepared->tensors[t];
     bool leading = true;
     for (int k = 0; k < d->rank; k++) {
-        rt_affine a = s->prepared->affines[d->dims + k];
+        rt_affine a = rt_state(s)->prepared->affines[d->dims + k];
         if (a.p != 0 || (a.s != 0 && !(leading && a.s == 1 && a.c == 0)))
             return false;
         leading = leading && a.s == 0 && a.c == 1;
@@ -224,7 +225,7 @@ static llmc_rt_status describe_tensor(const llmc_rt_chunked *c, uint32_t t, llmc
                                       llmc_rt_error *err)
 {
     const llmc_rt_session *s = c->s;
-    const rt_prep_tensor *d = &s->prepared->tensors[t];
+    const rt_prep_tensor *d = &rt_state(s)->prepared->tensors[t];
     rt_view v;
     llmc_rt_status st = rt_session_view(s, NULL, t, c->chunk, 0, &v, err);
     if (st)
@@ -239,12 +240,12 @@ static llmc_rt_status describe_tensor(const llmc_rt_chunked *c, uint32_t t, llmc
     out->tile_rows = (uint32_t)d->format.tile_rows;
     out->tile_depth = (uint32_t)d->format.tile_depth;
     if (d->kind == KIND_WEIGHT) {
-        fb_reader r = rt_reader(s->plan);
+        fb_reader r = rt_reader(rt_state(s)->plan);
         rt_tensor_desc td;
         rt_segment_desc seg;
-        st = rt_read_tensor(&r, s->plan, t, &td, err);
+        st = rt_read_tensor(&r, rt_state(s)->plan, t, &td, err);
         if (!st)
-            st = rt_read_segment(&r, s->plan, td.segment, &seg, err);
+            st = rt_read_segment(&r, rt_state(s)->plan, td.segment, &seg, err);
         out->weight = d->data;
         out->bytes = seg.size;
         return st;
@@ -263,7 +264,7 @@ static llmc_rt_status tensor_index(const llmc_rt_chunked *c, llmc_rt_subgraph *s
     *at = find(ids, sg->n_tensors, t);
     if (*at < sg->n_tensors)
         return LLMC_RT_OK;
-    if (c->s->prepared->tensors[t].kind == KIND_ARENA && !row_form(c->s, t))
+    if (rt_state(c->s)->prepared->tensors[t].kind == KIND_ARENA && !row_form(c->s, t))
         return refuse(sg, "a tensor depends on P or has S after another dim: tensor", t, err);
     ids[sg->n_tensors] = t;
     return describe_tensor(c, t, &table[sg->n_tensors++], err);
@@ -273,7 +274,7 @@ static llmc_rt_status describe_op(const llmc_rt_chunked *c, llmc_rt_subgraph *sg
                                   llmc_rt_sg_tensor *table, uint32_t *ids, uint32_t i,
                                   llmc_rt_sg_op *out, llmc_rt_error *err)
 {
-    const rt_prepared *pr = c->s->prepared;
+    const rt_prepared *pr = rt_state(c->s)->prepared;
     const rt_prep_op *op = &pr->ops[i];
     if (!llmc_rt_op_npu(op->code))
         return refuse(sg, "a subgraph cannot hold the op code of op", i, err);
@@ -302,7 +303,7 @@ static llmc_rt_status describe_subgraph(llmc_rt_chunked *c, const rt_subgraph_de
                                         llmc_rt_subgraph *sg, llmc_rt_sg_tensor *table,
                                         uint32_t *ids, llmc_rt_sg_op *ops, llmc_rt_error *err)
 {
-    fb_reader r = rt_reader(c->s->plan);
+    fb_reader r = rt_reader(rt_state(c->s)->plan);
     uint32_t room = d->inputs.len + d->outputs.len;
     if (!boundary_matches(c->s, d, false, &r, ids, room) ||
         !boundary_matches(c->s, d, true, &r, ids + d->inputs.len, room - d->inputs.len))
@@ -312,7 +313,7 @@ static llmc_rt_status describe_subgraph(llmc_rt_chunked *c, const rt_subgraph_de
     sg->n_inputs = d->inputs.len;
     sg->n_outputs = d->outputs.len;
     for (uint32_t k = 0; !st && k < room; k++) {
-        if (c->s->prepared->tensors[ids[k]].format.layout == LLMC_RT_LAYOUT_QActTiles)
+        if (rt_state(c->s)->prepared->tensors[ids[k]].format.layout == LLMC_RT_LAYOUT_QActTiles)
             return refuse(sg, "int8 activations cross its boundary: tensor", ids[k], err);
         if (!row_form(c->s, ids[k]))
             return refuse(sg, "a tensor depends on P or has S after another dim: tensor", ids[k],
@@ -339,7 +340,7 @@ static uint64_t cost_mul(uint64_t a, uint64_t b)
 /* Multiply-adds (or elements) of op i at S = C: Eq. 6's T, relative. */
 static uint64_t op_cost(const llmc_rt_chunked *c, uint32_t i)
 {
-    const rt_prepared *pr = c->s->prepared;
+    const rt_prepared *pr = rt_state(c->s)->prepared;
     const rt_prep_op *op = &pr->ops[i];
     uint64_t rows = c->chunk;
     rt_view v;
@@ -368,7 +369,7 @@ static void add_node(llmc_rt_chunked *c, uint32_t first, uint32_t end, uint32_t 
     n->attention = false;
     n->cost = 0;
     for (uint32_t i = first; i < end; i++) {
-        n->attention = n->attention || c->s->prepared->ops[i].code == LLMC_RT_OP_Attention;
+        n->attention = n->attention || rt_state(c->s)->prepared->ops[i].code == LLMC_RT_OP_Attention;
         n->cost += op_cost(c, i); /* both <= the cap: no wrap */
         n->cost = n->cost > RT_CHUNK_COST_CAP ? RT_CHUNK_COST_CAP : n->cost;
     }
@@ -388,8 +389,8 @@ static void cut_nodes(llmc_rt_chunked *c, const rt_subgraph_desc *d)
         add_node(c, d[k].first_op, d[k].first_op + d[k].n_ops, k);
         at = d[k].first_op + d[k].n_ops;
     }
-    if (at < c->s->plan->n_ops)
-        add_node(c, at, c->s->plan->n_ops, NO_SUBGRAPH);
+    if (at < rt_plan_of(rt_state(c->s)->plan)->n_ops)
+        add_node(c, at, rt_plan_of(rt_state(c->s)->plan)->n_ops, NO_SUBGRAPH);
     if (c->body_nodes == 0)
         c->body_nodes = c->n_nodes;
 }
@@ -398,9 +399,9 @@ llmc_rt_status rt_chunk_describe(llmc_rt_chunked *c, const rt_chunk_sizes *z,
                                  llmc_rt_sg_tensor *tensors, uint32_t *ids, llmc_rt_sg_op *ops,
                                  rt_subgraph_desc *descs, llmc_rt_error *err)
 {
-    fb_reader r = rt_reader(c->s->plan);
+    fb_reader r = rt_reader(rt_state(c->s)->plan);
     rt_npu_desc npu;
-    llmc_rt_status st = rt_read_npu(&r, c->s->plan, &npu, err);
+    llmc_rt_status st = rt_read_npu(&r, rt_state(c->s)->plan, &npu, err);
     uint64_t used_tensors = 0, used_ops = 0;
     for (uint32_t k = 0; !st && k < c->n_subgraphs; k++) {
         llmc_rt_subgraph *sg = &c->subgraphs[k];

@@ -5,6 +5,7 @@
 
 #include "chunked_internal.h"
 #include "rt_msg.h"
+#include "llmc_rt_internal.h"
 
 enum { LANE_CPU, LANE_DELEGATE };
 
@@ -42,7 +43,7 @@ static chunk_layout layout_of(const rt_chunk_sizes *z, uint32_t lanes)
 size_t llmc_rt_chunked_memory(const llmc_rt_plan *plan, uint32_t context, uint32_t lanes)
 {
     rt_chunk_sizes z;
-    if (!plan || !plan->base || lanes < 1 || lanes > CHUNK_MAX_LANES ||
+    if (!plan || !rt_plan_of(plan)->base || lanes < 1 || lanes > CHUNK_MAX_LANES ||
         rt_chunk_measure(plan, context, &z, NULL))
         return SIZE_MAX;
     uint64_t total = layout_of(&z, lanes).total;
@@ -54,10 +55,10 @@ size_t llmc_rt_chunked_memory(const llmc_rt_plan *plan, uint32_t context, uint32
 static llmc_rt_status check_session_for_chunks(const llmc_rt_session *s, uint32_t lanes,
                                                llmc_rt_error *err)
 {
-    if (!s || !s->plan || !s->prepared || lanes < 1 || lanes > CHUNK_MAX_LANES)
+    if (!s || !rt_state(s)->plan || !rt_state(s)->prepared || lanes < 1 || lanes > CHUNK_MAX_LANES)
         return rt_fail(err, LLMC_RT_E_ARG, "chunked prefill: no session, or lanes %u outside "
                        "[1, %u]", RT_N(lanes, CHUNK_MAX_LANES), NULL);
-    if (!s->prepared->can_feed || s->plan->kv_bytes)
+    if (!rt_state(s)->prepared->can_feed || rt_plan_of(rt_state(s)->plan)->kv_bytes)
         return rt_fail(err, LLMC_RT_E_ARG, "chunked prefill needs InputIds and Logits bindings "
                        "and fused Attention caches (no past_key_values inputs)", NULL, NULL);
     return LLMC_RT_OK;
@@ -120,7 +121,7 @@ llmc_rt_status llmc_rt_chunked_init(llmc_rt_chunked **out, llmc_rt_session *s,
     if (!st && (!out || !memory))
         st = rt_fail(err, LLMC_RT_E_ARG, "chunked prefill: out or memory is NULL", NULL, NULL);
     if (!st)
-        st = rt_chunk_measure(s->plan, rt_state(s)->context, &z, err);
+        st = rt_chunk_measure(rt_state(s)->plan, rt_state(s)->context, &z, err);
     if (st)
         return st;
     chunk_layout l = layout_of(&z, lanes);
@@ -304,8 +305,8 @@ static llmc_rt_status begin_node(llmc_rt_chunked *c, uint32_t i, uint32_t j, llm
 /* Chunk i's Logits output, before another chunk takes its lane. */
 static llmc_rt_status hand_logits(llmc_rt_chunked *c, uint32_t i, llmc_rt_error *err)
 {
-    const rt_prepared *pr = c->s->prepared;
-    for (uint32_t k = 0; k < c->s->plan->n_outputs; k++) {
+    const rt_prepared *pr = rt_state(c->s)->prepared;
+    for (uint32_t k = 0; k < rt_plan_of(rt_state(c->s)->plan)->n_outputs; k++) {
         if (pr->outputs[k].role != ROLE_LOGITS)
             continue;
         rt_view v;

@@ -83,36 +83,23 @@ typedef struct {
     char msg[256];
 } llmc_rt_error;
 
-/* A verified plan: positions inside the caller's bytes.  Treat as opaque. */
-typedef struct {
-    const uint8_t *base;
-    size_t size;
-    uint32_t root;          /* position of the Plan table */
-    uint32_t tensors, ops, inputs, outputs, segments, passes;  /* vector positions */
-    uint32_t n_tensors, n_ops, n_inputs, n_outputs, n_segments, n_passes;
-    uint64_t arena_size;
-    uint64_t kv_bytes;      /* KV store the foundation path needs */
-    uint32_t max_context;
-    uint32_t vocab_size;
-    uint32_t n_layers;
-    uint32_t n_caches;      /* KV caches owned by Attention ops */
-    uint32_t kv_chunk;      /* cache positions per chunk */
-    uint64_t kv_slot_bytes; /* one pool chunk: K and V of the widest cache, 64-aligned */
-    uint64_t source_hash;
-    const char *target;     /* Plan.target, NUL-terminated inside the plan */
-    const struct rt_kernels *kernels; /* the target's kernels; NULL when this
-                               build or CPU cannot run it (OPEN_ANY_TARGET) */
-    uint32_t gemm_min_rows; /* Plan.gemm_min_rows, or the runtime's default */
-    /* Entries of the session's prepared pools (counted by the verifier;
-     * capped at 2^40, which no session can hold): */
-    uint64_t n_operands;    /* op inputs plus outputs, over every op */
-    uint64_t n_regions;     /* regions of Copy ops */
-    uint64_t n_affines;     /* tensor dims + Copy regions' Affines + Symbols values */
-    uint32_t prefill_kernel; /* Plan.prefill_kernel (0 int8, 1 f32-dequant) */
-    int kv_cache_dtype;     /* Plan.kv_cache_dtype: LLMC_RT_F32, F16 or I8 (K int8,
-                               V fp16); sizes in tensor_traits.h rt_kv_row_bytes */
-    uint32_t tokenizer_segment; /* Plan.tokenizer's segment, UINT32_MAX if none */
+/* A verified plan: the caller's bytes and what llmc_rt_plan_open proved
+ * about them, in storage the caller owns (on the stack, in a struct);
+ * llmc_rt_plan_info tells an application what it needs to know. */
+typedef struct llmc_rt_plan {
+    uint64_t opaque_[32];
 } llmc_rt_plan;
+
+/* What an application reads of an open plan. */
+typedef struct {
+    uint32_t vocab_size;    /* logits per token */
+    uint32_t max_context;   /* the most positions a session can hold */
+    uint32_t n_layers;
+    uint32_t n_inputs, n_outputs;
+    const char *target;     /* the kernels it was packed for ("avx2", ...) */
+    uint64_t source_hash;   /* XXH64 of the ONNX file it was compiled from */
+} llmc_rt_plan_info;
+
 
 enum {
     LLMC_RT_VERIFY_HASHES = 1u,  /* also hash every weight segment (reads all weights) */
@@ -134,6 +121,8 @@ enum {
 #define LLMC_RT_PLAN_ALIGN 8
 llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t size,
                                  unsigned flags, llmc_rt_error *err);
+/* The facts of an open plan an application sizes its buffers by. */
+llmc_rt_status llmc_rt_plan_info_of(const llmc_rt_plan *plan, llmc_rt_plan_info *info);
 
 /* Element types (ONNX numbering) the runtime handles. */
 typedef enum {
@@ -211,12 +200,10 @@ typedef void (*llmc_rt_task_fn)(void *ctx, uint32_t i);
 typedef void (*llmc_rt_parallel_fn)(void *pool, uint32_t n_tasks, llmc_rt_task_fn task,
                                     void *ctx);
 
-/* One sequence over a plan (its buffers are carved from the working memory
- * init is given): opaque but for its plan, which callers may read. */
-typedef struct {
-    const llmc_rt_plan *plan;         /* the plan it runs */
-    const struct rt_prepared *prepared; /* (runtime) the decoded plan, in working memory */
-    uint64_t state_[24];              /* the runtime's: buffers, position, hooks, stats */
+/* One sequence over a plan, in storage the caller owns; its buffers are
+ * carved from the working memory init is given. */
+typedef struct llmc_rt_session {
+    uint64_t state_[26];              /* the runtime's: its plan, buffers, position, hooks, stats */
 } llmc_rt_session;
 
 /* Bytes of working memory llmc_rt_session_init() needs (arena + KV store +

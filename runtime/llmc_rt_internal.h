@@ -7,6 +7,48 @@
 
 #include "llmc_rt_resolver.h"
 
+/* What llmc_rt_plan's storage holds: positions inside the caller's bytes
+ * and what the verifier counted.  The runtime, the llmc tools and the tests
+ * read it through rt_plan_of. */
+typedef struct {
+    const uint8_t *base;
+    size_t size;
+    uint32_t root;          /* position of the Plan table */
+    uint32_t tensors, ops, inputs, outputs, segments, passes;  /* vector positions */
+    uint32_t n_tensors, n_ops, n_inputs, n_outputs, n_segments, n_passes;
+    uint64_t arena_size;
+    uint64_t kv_bytes;      /* KV store the foundation path needs */
+    uint32_t max_context;
+    uint32_t vocab_size;
+    uint32_t n_layers;
+    uint32_t n_caches;      /* KV caches owned by Attention ops */
+    uint32_t kv_chunk;      /* cache positions per chunk */
+    uint64_t kv_slot_bytes; /* one pool chunk: K and V of the widest cache, 64-aligned */
+    uint64_t source_hash;
+    const char *target;     /* Plan.target, NUL-terminated inside the plan */
+    const struct rt_kernels *kernels; /* the target's kernels; NULL when this
+                               build or CPU cannot run it (OPEN_ANY_TARGET) */
+    uint32_t gemm_min_rows; /* Plan.gemm_min_rows, or the runtime's default */
+    /* Entries of the session's prepared pools (counted by the verifier;
+     * capped at 2^40, which no session can hold): */
+    uint64_t n_operands;    /* op inputs plus outputs, over every op */
+    uint64_t n_regions;     /* regions of Copy ops */
+    uint64_t n_affines;     /* tensor dims + Copy regions' Affines + Symbols values */
+    uint32_t prefill_kernel; /* Plan.prefill_kernel (0 int8, 1 f32-dequant) */
+    int kv_cache_dtype;     /* Plan.kv_cache_dtype: LLMC_RT_F32, F16 or I8 (K int8,
+                               V fp16); sizes in tensor_traits.h rt_kv_row_bytes */
+    uint32_t tokenizer_segment; /* Plan.tokenizer's segment, UINT32_MAX if none */
+} rt_plan;
+LLMC_STATIC_ASSERT(plan_fits, sizeof(rt_plan) <= sizeof(((llmc_rt_plan *)0)->opaque_));
+
+static inline rt_plan *rt_plan_of(const llmc_rt_plan *plan)
+{
+    return (rt_plan *)(void *)plan->opaque_;
+}
+
+/* The plan session s runs (set by init). */
+const llmc_rt_plan *llmc_rt_session_plan(const llmc_rt_session *s);
+
 /* An op, for tools (profilers, listings). */
 typedef struct {
     int code;                         /* its OpCode: LLMC_RT_OP_Linear, ...

@@ -378,7 +378,7 @@ llmc_rt_status rt_read_subgraph(fb_reader *r, const rt_npu_desc *npu, uint32_t i
 /* A reader over a verified plan. */
 static inline fb_reader rt_reader(const llmc_rt_plan *p)
 {
-    fb_reader r = {p->base, p->size, 0};
+    fb_reader r = {rt_plan_of(p)->base, rt_plan_of(p)->size, 0};
     return r;
 }
 

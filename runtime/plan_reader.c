@@ -249,9 +249,9 @@ static llmc_rt_status read_tensor_fields(fb_reader *r, const fb_table *t,
 llmc_rt_status rt_read_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
                               rt_tensor_desc *d, llmc_rt_error *err)
 {
-    fb_vector v = {p->tensors, p->n_tensors};
+    fb_vector v = {rt_plan_of(p)->tensors, rt_plan_of(p)->n_tensors};
     fb_table t;
-    llmc_rt_status st = index_in(i, p->n_tensors, "tensor", err);
+    llmc_rt_status st = index_in(i, rt_plan_of(p)->n_tensors, "tensor", err);
     if (!st)
         st = fb_vec_table(r, v, i, "Tensor", &t, err);
     if (!st)
@@ -266,10 +266,10 @@ llmc_rt_status rt_read_segment(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
 {
     static const fb_scalar_spec fields[3] = {
         {SEGMENT_OFFSET, 8, 0}, {SEGMENT_SIZE, 8, 0}, {SEGMENT_XXHASH64, 8, 0}};
-    fb_vector segments = {p->segments, p->n_segments};
+    fb_vector segments = {rt_plan_of(p)->segments, rt_plan_of(p)->n_segments};
     fb_table t;
     uint64_t v[3] = {0};
-    llmc_rt_status st = index_in(i, p->n_segments, "segment", err);
+    llmc_rt_status st = index_in(i, rt_plan_of(p)->n_segments, "segment", err);
     if (!st)
         st = fb_vec_table(r, segments, i, "Segment", &t, err);
     if (!st)
@@ -334,9 +334,9 @@ static llmc_rt_status read_op_scalars(fb_reader *r, const fb_table *t, rt_op_des
 llmc_rt_status rt_read_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i, rt_op_desc *d,
                           llmc_rt_error *err)
 {
-    fb_vector v = {p->ops, p->n_ops};
+    fb_vector v = {rt_plan_of(p)->ops, rt_plan_of(p)->n_ops};
     fb_table t;
-    llmc_rt_status st = index_in(i, p->n_ops, "op", err);
+    llmc_rt_status st = index_in(i, rt_plan_of(p)->n_ops, "op", err);
     if (!st)
         st = fb_vec_table(r, v, i, "Op", &t, err);
     if (!st)
@@ -389,8 +389,8 @@ llmc_rt_status rt_read_region(fb_reader *r, const rt_op_desc *op, uint32_t i,
 llmc_rt_status rt_read_io(fb_reader *r, const llmc_rt_plan *p, int is_output, uint32_t i,
                           rt_io_desc *d, llmc_rt_error *err)
 {
-    fb_vector v = is_output ? (fb_vector){p->outputs, p->n_outputs}
-                            : (fb_vector){p->inputs, p->n_inputs};
+    fb_vector v = is_output ? (fb_vector){rt_plan_of(p)->outputs, rt_plan_of(p)->n_outputs}
+                            : (fb_vector){rt_plan_of(p)->inputs, rt_plan_of(p)->n_inputs};
     static const fb_scalar_spec fields[3] = {
         {IO_TENSOR, 4, 0}, {IO_ROLE, 1, ROLE_GENERIC}, {IO_LAYER, 4, 0}};
     const char *what = is_output ? "output" : "input";
@@ -415,7 +415,7 @@ llmc_rt_status rt_read_npu(fb_reader *r, const llmc_rt_plan *p, rt_npu_desc *d,
     fb_table t;
     uint64_t chunk = 0;
     d->subgraphs = (fb_vector){0, 0};
-    llmc_rt_status st = fb_table_at(r, p->root, "Plan", &t, err);
+    llmc_rt_status st = fb_table_at(r, rt_plan_of(p)->root, "Plan", &t, err);
     if (!st)
         st = fb_scalar(r, &t, PLAN_NPU_CHUNK, 4, 0, &chunk, err);
     if (!st)
@@ -467,15 +467,30 @@ const char *llmc_rt_op_name(int code)
     return rt_op_code_name(code);
 }
 
+llmc_rt_status llmc_rt_plan_info_of(const llmc_rt_plan *plan, llmc_rt_plan_info *info)
+{
+    const rt_plan *p = plan ? rt_plan_of(plan) : NULL;
+    if (!p || !p->base || !info)
+        return LLMC_RT_E_ARG;
+    info->vocab_size = p->vocab_size;
+    info->max_context = p->max_context;
+    info->n_layers = p->n_layers;
+    info->n_inputs = p->n_inputs;
+    info->n_outputs = p->n_outputs;
+    info->target = p->target;
+    info->source_hash = p->source_hash;
+    return LLMC_RT_OK;
+}
+
 llmc_rt_status llmc_rt_plan_use_kernels(llmc_rt_plan *plan, const char *isa,
                                         llmc_rt_error *err)
 {
-    if (!plan || !plan->base || !isa)
+    if (!plan || !rt_plan_of(plan)->base || !isa)
         return rt_fail(err, LLMC_RT_E_ARG, "plan_use_kernels: plan or isa is NULL", NULL, NULL);
-    const rt_kernels *kernels = rt_kernels_for_isa(plan->target, isa, err);
+    const rt_kernels *kernels = rt_kernels_for_isa(rt_plan_of(plan)->target, isa, err);
     if (!kernels)
         return LLMC_RT_E_TARGET;
-    plan->kernels = kernels;
+    rt_plan_of(plan)->kernels = kernels;
     return LLMC_RT_OK;
 }
 

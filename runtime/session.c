@@ -5,18 +5,19 @@
 
 #include "rt_msg.h"
 #include "session.h"
+#include "llmc_rt_internal.h"
 
 /* ---- tensor views ------------------------------------------------------ */
 
 llmc_rt_status rt_session_view(const llmc_rt_session *s, uint8_t *arena, uint32_t t,
                                int64_t S, int64_t P, rt_view *v, llmc_rt_error *err)
 {
-    const rt_prep_tensor *d = &s->prepared->tensors[t];
+    const rt_prep_tensor *d = &rt_state(s)->prepared->tensors[t];
     uint64_t bytes;
     memset(v, 0, sizeof *v);
     v->dtype = d->format.dtype;
     v->rank = d->rank;
-    llmc_rt_status st = rt_dims_at(&s->prepared->affines[d->dims], d->rank, &d->format, S, P,
+    llmc_rt_status st = rt_dims_at(&rt_state(s)->prepared->affines[d->dims], d->rank, &d->format, S, P,
                                    v->dims, &bytes, LLMC_RT_E_EXEC, err);
     if (!st && d->kind == KIND_ARENA && bytes > d->max_bytes)
         st = rt_fail(err, LLMC_RT_E_EXEC, "needs %u bytes at S=%d P=%d; %u reserved",
@@ -34,7 +35,7 @@ static llmc_rt_status view_all(const rt_op_call *c, rt_prep_list tensors, rt_vie
                                llmc_rt_error *err)
 {
     for (uint32_t k = 0; k < tensors.len; k++) {
-        llmc_rt_status st = rt_call_view(c, prep_operand(c->s->prepared, tensors, k), &views[k], err);
+        llmc_rt_status st = rt_call_view(c, prep_operand(rt_state(c->s)->prepared, tensors, k), &views[k], err);
         if (st)
             return st;
     }
@@ -90,7 +91,7 @@ llmc_rt_status rt_session_run_ops(llmc_rt_session *s, uint32_t first, uint32_t n
                                   llmc_rt_error *err)
 {
     for (uint32_t i = first; i < first + n; i++) {
-        const rt_prep_op *op = &s->prepared->ops[i];
+        const rt_prep_op *op = &rt_state(s)->prepared->ops[i];
         if (rt_state(s)->observer)
             rt_state(s)->observer(rt_state(s)->observer_ctx, i, 0);
         llmc_rt_status st = exec_op(s, op, S, P, arena, moved, err);
@@ -107,7 +108,7 @@ llmc_rt_status rt_session_run_ops(llmc_rt_session *s, uint32_t first, uint32_t n
 static llmc_rt_status run_ops(llmc_rt_session *s, int64_t S, int64_t P, uint64_t *moved,
                               llmc_rt_error *err)
 {
-    return rt_session_run_ops(s, 0, s->plan->n_ops, S, P, NULL, moved, err);
+    return rt_session_run_ops(s, 0, rt_plan_of(rt_state(s)->plan)->n_ops, S, P, NULL, moved, err);
 }
 
 /* ---- bounds ------------------------------------------------------------ */
@@ -115,7 +116,7 @@ static llmc_rt_status run_ops(llmc_rt_session *s, int64_t S, int64_t P, uint64_t
 static llmc_rt_status check_bounds(const llmc_rt_session *s, uint32_t S, uint32_t P,
                                    bool allow_static_zero, llmc_rt_error *err)
 {
-    if ((S == 0 && !(allow_static_zero && s->prepared->is_static)) ||
+    if ((S == 0 && !(allow_static_zero && rt_state(s)->prepared->is_static)) ||
         (uint64_t)S + P > rt_state(s)->context)
         return rt_fail(err, LLMC_RT_E_BOUNDS, "S=%u P=%u outside 1 <= S, S + P <= "
                        "context %u", RT_N(S, P, rt_state(s)->context), NULL);
@@ -134,7 +135,7 @@ static void count_run(llmc_rt_session *s, uint64_t moved)
 
 static llmc_rt_status check_session(const llmc_rt_session *s, llmc_rt_error *err)
 {
-    if (!s || !s->plan || !rt_state(s)->arena || !s->prepared)
+    if (!s || !rt_state(s)->plan || !rt_state(s)->arena || !rt_state(s)->prepared)
         return rt_fail(err, LLMC_RT_E_ARG, "session not initialized", NULL, NULL);
     return LLMC_RT_OK;
 }
@@ -144,7 +145,7 @@ static llmc_rt_status place_input(const llmc_rt_session *s, uint32_t i,
                                   uint64_t *moved, llmc_rt_error *err)
 {
     rt_view v;
-    llmc_rt_status st = rt_session_view(s, NULL, s->prepared->inputs[i].tensor, S, P, &v, err);
+    llmc_rt_status st = rt_session_view(s, NULL, rt_state(s)->prepared->inputs[i].tensor, S, P, &v, err);
     if (st)
         return st;
     if (given->dtype != v.dtype || given->rank != v.rank ||
@@ -169,11 +170,11 @@ llmc_rt_status llmc_rt_session_run(llmc_rt_session *s, uint32_t S, uint32_t P,
     llmc_rt_status st = check_session(s, err);
     if (st)
         return st;
-    if (!inputs && s->plan->n_inputs)
+    if (!inputs && rt_plan_of(rt_state(s)->plan)->n_inputs)
         return rt_fail(err, LLMC_RT_E_ARG, "inputs is NULL", NULL, NULL);
     st = check_bounds(s, S, P, true, err);
     uint64_t moved = 0;
-    for (uint32_t i = 0; !st && i < s->plan->n_inputs; i++)
+    for (uint32_t i = 0; !st && i < rt_plan_of(rt_state(s)->plan)->n_inputs; i++)
         st = place_input(s, i, &inputs[i], S, P, &moved, err);
     if (!st)
         st = run_ops(s, S, P, &moved, err);
@@ -189,10 +190,10 @@ llmc_rt_status llmc_rt_session_output(const llmc_rt_session *s, uint32_t index,
     llmc_rt_status st = check_session(s, err);
     if (st)
         return st;
-    if (!out || index >= s->plan->n_outputs || rt_state(s)->last_S == NO_RUN)
+    if (!out || index >= rt_plan_of(rt_state(s)->plan)->n_outputs || rt_state(s)->last_S == NO_RUN)
         return rt_fail(err, LLMC_RT_E_ARG, "output %u of %u: no such output, or no "
-                       "successful run yet", RT_N(index, s->plan->n_outputs), NULL);
-    return rt_session_view(s, NULL, s->prepared->outputs[index].tensor, rt_state(s)->last_S, rt_state(s)->last_P, out,
+                       "successful run yet", RT_N(index, rt_plan_of(rt_state(s)->plan)->n_outputs), NULL);
+    return rt_session_view(s, NULL, rt_state(s)->prepared->outputs[index].tensor, rt_state(s)->last_S, rt_state(s)->last_P, out,
                            err);
 }
 
@@ -204,15 +205,15 @@ llmc_rt_status llmc_rt_session_op_input(const llmc_rt_session *s, uint32_t op_in
     llmc_rt_status st = check_session(s, err);
     if (st)
         return st;
-    if (!out || op_index >= s->plan->n_ops || slot >= s->prepared->ops[op_index].inputs.len)
+    if (!out || op_index >= rt_plan_of(rt_state(s)->plan)->n_ops || slot >= rt_state(s)->prepared->ops[op_index].inputs.len)
         return rt_fail(err, LLMC_RT_E_ARG, "op %u input %u: no such op or input",
                        RT_N(op_index, slot), NULL);
     st = check_bounds(s, S, P, false, err);
     if (st)
         return st;
-    uint32_t t = prep_operand(s->prepared, s->prepared->ops[op_index].inputs, slot);
+    uint32_t t = prep_operand(rt_state(s)->prepared, rt_state(s)->prepared->ops[op_index].inputs, slot);
     if (name)
-        *name = s->prepared->tensors[t].name;
+        *name = rt_state(s)->prepared->tensors[t].name;
     return rt_session_view(s, NULL, t, S, P, out, err);
 }
 
@@ -307,7 +308,7 @@ static llmc_rt_status take_output(const llmc_rt_session *s, const rt_prep_io *io
     if (st)
         return st;
     if (io->role == ROLE_LOGITS) {
-        int64_t vocab = s->plan->vocab_size;
+        int64_t vocab = rt_plan_of(rt_state(s)->plan)->vocab_size;
         /* every position's row, or the last one's (llmc compile --logits last) */
         if (v.dims[0] != 1 || (v.dims[1] != S && v.dims[1] != 1) || v.dims[1] < 1 ||
             v.dims[2] != vocab)
@@ -333,9 +334,9 @@ llmc_rt_status rt_session_feed_inputs(llmc_rt_session *s, const int64_t *tokens,
                                       int64_t P, uint8_t *arena, uint64_t *moved,
                                       llmc_rt_error *err)
 {
-    for (uint32_t i = 0; i < s->plan->n_inputs; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(rt_state(s)->plan)->n_inputs; i++) {
         llmc_rt_status st =
-            fill_input(s, &s->prepared->inputs[i], tokens, S, P, arena, moved, err);
+            fill_input(s, &rt_state(s)->prepared->inputs[i], tokens, S, P, arena, moved, err);
         if (st)
             return rt_prefix(err, st, "input %u: ", RT_N(i), NULL);
     }
@@ -346,9 +347,9 @@ llmc_rt_status rt_session_take_outputs(llmc_rt_session *s, int64_t S, int64_t P,
                                        uint8_t *arena, float *logits, uint64_t *moved,
                                        llmc_rt_error *err)
 {
-    for (uint32_t i = 0; i < s->plan->n_outputs; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(rt_state(s)->plan)->n_outputs; i++) {
         llmc_rt_status st =
-            take_output(s, &s->prepared->outputs[i], S, P, arena, logits, moved, err);
+            take_output(s, &rt_state(s)->prepared->outputs[i], S, P, arena, logits, moved, err);
         if (st)
             return rt_prefix(err, st, "output %u: ", RT_N(i), NULL);
     }
@@ -363,7 +364,7 @@ llmc_rt_status llmc_rt_session_feed(llmc_rt_session *s, const int64_t *tokens, u
         return st;
     if (!tokens && n)
         return rt_fail(err, LLMC_RT_E_ARG, "tokens is NULL", NULL, NULL);
-    if (!s->prepared->can_feed)
+    if (!rt_state(s)->prepared->can_feed)
         return rt_fail(err, LLMC_RT_E_ARG, "feed needs a plan with InputIds and Logits "
                        "bindings", NULL, NULL);
     st = check_bounds(s, n, rt_state(s)->position, false, err);

@@ -8,6 +8,7 @@
 #include "kernels/kernel_table.h"
 #include "rt_msg.h"
 #include "session.h"
+#include "llmc_rt_internal.h"
 
 /* ---- Copy ---------------------------------------------------------------- */
 
@@ -47,7 +48,7 @@ static uint64_t region_bytes(const rt_region *g, const rt_view *dst)
 
 llmc_rt_status llmc_rt_exec_Copy(rt_op_call *c, llmc_rt_error *err)
 {
-    const rt_prepared *pr = c->s->prepared;
+    const rt_prepared *pr = rt_state(c->s)->prepared;
     for (uint32_t i = 0; i < c->op->regions.len; i++) {
         const rt_prep_region *d = &pr->regions[c->op->regions.first + i];
         rt_region g;
@@ -81,7 +82,7 @@ llmc_rt_status llmc_rt_exec_Unary(rt_op_call *c, llmc_rt_error *err)
 llmc_rt_status llmc_rt_exec_Binary(rt_op_call *c, llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
-    return k_binary_kernels(c->s->plan->kernels, c->op->kind, &c->op->binary, &c->in[0],
+    return k_binary_kernels(rt_plan_of(rt_state(c->s)->plan)->kernels, c->op->kind, &c->op->binary, &c->in[0],
                             &c->in[1], &c->out[0], &par, err);
 }
 
@@ -108,7 +109,7 @@ llmc_rt_status llmc_rt_exec_Range(rt_op_call *c, llmc_rt_error *err)
 llmc_rt_status llmc_rt_exec_Symbols(rt_op_call *c, llmc_rt_error *err)
 {
     const rt_prep_op *op = c->op;
-    const rt_affine *values = &c->s->prepared->affines[op->values.first];
+    const rt_affine *values = &rt_state(c->s)->prepared->affines[op->values.first];
     rt_view *y = &c->out[0];
     if (k_count(y) != op->values.len)
         return rt_fail(err, LLMC_RT_E_EXEC, "%u values for %d output elements",
@@ -167,7 +168,7 @@ llmc_rt_status llmc_rt_exec_LayerNorm(rt_op_call *c, llmc_rt_error *err)
 llmc_rt_status llmc_rt_exec_RMSNorm(rt_op_call *c, llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
-    return k_rmsnorm(c->s->plan->kernels, &c->in[0], &c->in[1], c->op->epsilon, &c->out[0],
+    return k_rmsnorm(rt_plan_of(rt_state(c->s)->plan)->kernels, &c->in[0], &c->in[1], c->op->epsilon, &c->out[0],
                      &par, err);
 }
 
@@ -199,7 +200,7 @@ llmc_rt_status llmc_rt_gather_Dense(rt_op_call *c, llmc_rt_error *err)
 /* Rows of a packed weight (an embedding table) dequantized. */
 llmc_rt_status llmc_rt_gather_PackedRows(rt_op_call *c, llmc_rt_error *err)
 {
-    const rt_tensor_format *f = &input_tensor(c->s->prepared, c->op, 0)->format;
+    const rt_tensor_format *f = &input_tensor(rt_state(c->s)->prepared, c->op, 0)->format;
     return k_gather_rows(f, &c->in[0], &c->in[1], &c->out[0], err);
 }
 
@@ -233,7 +234,7 @@ llmc_rt_status llmc_rt_exec_Linear(rt_op_call *c, llmc_rt_error *err)
         uint32_t end = n_out - j0 < LLMC_RT_LINEAR_OUTPUTS ? n_out : j0 + LLMC_RT_LINEAR_OUTPUTS;
         int64_t cols = 0;
         for (uint32_t j = j0; j < end; j++) {
-            uint32_t t = prep_operand(c->s->prepared, c->op->outputs, j);
+            uint32_t t = prep_operand(rt_state(c->s)->prepared, c->op->outputs, j);
             llmc_rt_status st = rt_call_view(c, t, &ys[n], err);
             if (st)
                 return rt_prefix(err, st, "output %u: ", RT_N(j), NULL);
@@ -274,7 +275,7 @@ llmc_rt_status llmc_rt_linear_FWeightTiles(rt_op_call *c, int64_t col0, rt_view 
                                            uint32_t n_ys, llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
-    return k_linear_tiles(c->s->plan->kernels, &c->in[0], c->in[1].data, &c->op->w.f,
+    return k_linear_tiles(rt_plan_of(rt_state(c->s)->plan)->kernels, &c->in[0], c->in[1].data, &c->op->w.f,
                           linear_bias(c), linear_residual(c), col0, ys, n_ys, &par, err);
 }
 
@@ -282,7 +283,7 @@ llmc_rt_status llmc_rt_linear_FWeightTiles(rt_op_call *c, int64_t col0, rt_view 
 static llmc_rt_status qact_shape(const rt_op_call *c, rt_qact_shape *qx, llmc_rt_error *err)
 {
     const rt_view *x = &c->in[0];
-    if (!rt_qact_shape_of(&input_tensor(c->s->prepared, c->op, 0)->format, x->rank, x->dims, qx))
+    if (!rt_qact_shape_of(&input_tensor(rt_state(c->s)->prepared, c->op, 0)->format, x->rank, x->dims, qx))
         return rt_fail(err, LLMC_RT_E_EXEC, "x has an invalid packed format", NULL, NULL);
     return LLMC_RT_OK;
 }
@@ -291,10 +292,10 @@ static llmc_rt_status qact_shape(const rt_op_call *c, rt_qact_shape *qx, llmc_rt
 static llmc_rt_status qlinear_int8(rt_op_call *c, const rt_qact_shape *qx, int64_t col0,
                                    rt_view *ys, uint32_t n_ys, llmc_rt_error *err)
 {
-    const llmc_rt_plan *plan = c->s->plan;
+    const llmc_rt_plan *plan = rt_state(c->s)->plan;
     rt_parallel par = rt_session_parallel(c->s);
-    return k_qlinear(plan->kernels, &c->in[0], qx, c->in[1].data, &c->op->w.q, linear_bias(c),
-                     linear_residual(c), col0, ys, n_ys, plan->gemm_min_rows, &par, err);
+    return k_qlinear(rt_plan_of(plan)->kernels, &c->in[0], qx, c->in[1].data, &c->op->w.q, linear_bias(c),
+                     linear_residual(c), col0, ys, n_ys, rt_plan_of(plan)->gemm_min_rows, &par, err);
 }
 
 llmc_rt_status llmc_rt_linear_QWeightTiles(rt_op_call *c, int64_t col0, rt_view *ys,
@@ -311,16 +312,16 @@ llmc_rt_status llmc_rt_linear_QWeightTiles(rt_op_call *c, int64_t col0, rt_view 
 llmc_rt_status llmc_rt_linear_QWeightTilesF32Dequant(rt_op_call *c, int64_t col0, rt_view *ys,
                                                      uint32_t n_ys, llmc_rt_error *err)
 {
-    const llmc_rt_plan *plan = c->s->plan;
+    const llmc_rt_plan *plan = rt_state(c->s)->plan;
     rt_qact_shape qx;
     llmc_rt_status status = qact_shape(c, &qx, err);
     if (status)
         return status;
-    if (qx.m < plan->gemm_min_rows || !k_qlinear_dequant_runs(plan->kernels, &c->op->w.q))
+    if (qx.m < rt_plan_of(plan)->gemm_min_rows || !k_qlinear_dequant_runs(rt_plan_of(plan)->kernels, &c->op->w.q))
         return qlinear_int8(c, &qx, col0, ys, n_ys, err);
     rt_parallel par = rt_session_parallel(c->s);
     for (uint32_t j = 0; j < n_ys; col0 += ys[j].dims[ys[j].rank - 1], j++) {
-        status = k_qlinear_dequant(plan->kernels, &c->in[0], &qx, c->in[1].data, &c->op->w.q,
+        status = k_qlinear_dequant(rt_plan_of(plan)->kernels, &c->in[0], &qx, c->in[1].data, &c->op->w.q,
                                    linear_bias(c), linear_residual(c), col0, &ys[j], &par, err);
         if (status)
             return output_failed(err, status, j, n_ys);
@@ -332,14 +333,14 @@ llmc_rt_status llmc_rt_linear_QWeightTilesF32Dequant(rt_op_call *c, int64_t col0
  * sums counted); scale > 0: the op's static per-tensor scale. */
 llmc_rt_status llmc_rt_exec_QuantizeRows(rt_op_call *c, llmc_rt_error *err)
 {
-    uint32_t t = prep_operand(c->s->prepared, c->op->outputs, 0);
-    const rt_tensor_format *f = &c->s->prepared->tensors[t].format;
+    uint32_t t = prep_operand(rt_state(c->s)->prepared, c->op->outputs, 0);
+    const rt_tensor_format *f = &rt_state(c->s)->prepared->tensors[t].format;
     rt_view *xq = &c->out[0];
     rt_qact_shape qs;
     if (!rt_qact_shape_of(f, xq->rank, xq->dims, &qs))
         return rt_fail(err, LLMC_RT_E_EXEC, "output has an invalid QActTiles format", NULL, NULL);
     rt_parallel par = rt_session_parallel(c->s);
-    llmc_rt_status st = k_quantize_rows(c->s->plan->kernels, &c->in[0], &qs, c->op->scale, xq, &par,
+    llmc_rt_status st = k_quantize_rows(rt_plan_of(rt_state(c->s)->plan)->kernels, &c->in[0], &qs, c->op->scale, xq, &par,
                                         err);
     if (!st)
         c->moved += rt_qact_bytes(&qs);
@@ -362,7 +363,7 @@ llmc_rt_status llmc_rt_exec_ShadowLinear(rt_op_call *c, llmc_rt_error *err)
 static llmc_rt_status take_chunks(llmc_rt_session *s, uint32_t *slots, int64_t end,
                                   llmc_rt_error *err)
 {
-    int64_t need = rt_kv_chunks((uint32_t)end, s->plan->kv_chunk);
+    int64_t need = rt_kv_chunks((uint32_t)end, rt_plan_of(rt_state(s)->plan)->kv_chunk);
     if (need > rt_state(s)->chunks_per_cache)
         return rt_fail(err, LLMC_RT_E_BOUNDS, "%d positions exceed the session's %u chunks",
                        RT_N(end, rt_state(s)->chunks_per_cache), NULL);
@@ -385,20 +386,20 @@ llmc_rt_status llmc_rt_exec_Attention(rt_op_call *c, llmc_rt_error *err)
     const rt_prep_op *op = c->op;
     int64_t S = c->S, P = c->P;
     uint32_t *table = rt_state(s)->caches + (uint64_t)op->cache * (1u + rt_state(s)->chunks_per_cache);
-    if (op->cache >= s->plan->n_caches || P > table[0])
+    if (op->cache >= rt_plan_of(rt_state(s)->plan)->n_caches || P > table[0])
         return rt_fail(err, LLMC_RT_E_EXEC, "cache %u holds %u positions; the call starts at "
-                       "P=%d", RT_N(op->cache, op->cache < s->plan->n_caches ? table[0] : 0, P),
+                       "P=%d", RT_N(op->cache, op->cache < rt_plan_of(rt_state(s)->plan)->n_caches ? table[0] : 0, P),
                        NULL);
     llmc_rt_status st = take_chunks(s, table + 1, P + S, err);
     if (st)
         return st;
-    rt_kv_cache cache = {rt_state(s)->kv_pool, table + 1, s->plan->kv_slot_bytes, s->plan->kv_chunk,
-                         s->plan->kv_cache_dtype};
+    rt_kv_cache cache = {rt_state(s)->kv_pool, table + 1, rt_plan_of(rt_state(s)->plan)->kv_slot_bytes, rt_plan_of(rt_state(s)->plan)->kv_chunk,
+                         rt_plan_of(rt_state(s)->plan)->kv_cache_dtype};
     rt_attention_attrs a = {op->heads, op->kv_heads, op->head_dim, op->rotary_dim, op->scale};
     bool rope = op->rotary_dim > 0 && op->inputs.len == 5;
     rt_parallel par = rt_session_parallel(s);
     const rt_view *in = c->in;
-    st = k_attention_loops(s->plan->kernels, op->kv_cache, &a, &in[0], &in[1], &in[2],
+    st = k_attention_loops(rt_plan_of(rt_state(s)->plan)->kernels, op->kv_cache, &a, &in[0], &in[1], &in[2],
                            rope ? &in[3] : NULL, rope ? &in[4] : NULL, &cache, P, &c->out[0],
                            &par, err);
     if (st)

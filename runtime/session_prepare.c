@@ -8,6 +8,7 @@
 #include "rt_div64.h"
 #include "rt_msg.h"
 #include "session_prepared.h"
+#include "llmc_rt_internal.h"
 
 static uint64_t align64(uint64_t v)
 {
@@ -24,16 +25,16 @@ typedef struct {
 
 static bool prep_layout_of(const llmc_rt_plan *p, prep_layout *l)
 {
-    if (p->n_operands > UINT32_MAX || p->n_regions > UINT32_MAX || p->n_affines > UINT32_MAX)
+    if (rt_plan_of(p)->n_operands > UINT32_MAX || rt_plan_of(p)->n_regions > UINT32_MAX || rt_plan_of(p)->n_affines > UINT32_MAX)
         return false;
     l->tensors = align64(sizeof(rt_prepared));
-    l->ops = l->tensors + align64((uint64_t)p->n_tensors * sizeof(rt_prep_tensor));
-    l->inputs = l->ops + align64((uint64_t)p->n_ops * sizeof(rt_prep_op));
-    l->outputs = l->inputs + align64((uint64_t)p->n_inputs * sizeof(rt_prep_io));
-    l->regions = l->outputs + align64((uint64_t)p->n_outputs * sizeof(rt_prep_io));
-    l->affines = l->regions + align64(p->n_regions * sizeof(rt_prep_region));
-    l->operands = l->affines + align64(p->n_affines * sizeof(rt_affine));
-    l->end = l->operands + align64(p->n_operands * sizeof(uint32_t));
+    l->ops = l->tensors + align64((uint64_t)rt_plan_of(p)->n_tensors * sizeof(rt_prep_tensor));
+    l->inputs = l->ops + align64((uint64_t)rt_plan_of(p)->n_ops * sizeof(rt_prep_op));
+    l->outputs = l->inputs + align64((uint64_t)rt_plan_of(p)->n_inputs * sizeof(rt_prep_io));
+    l->regions = l->outputs + align64((uint64_t)rt_plan_of(p)->n_outputs * sizeof(rt_prep_io));
+    l->affines = l->regions + align64(rt_plan_of(p)->n_regions * sizeof(rt_prep_region));
+    l->operands = l->affines + align64(rt_plan_of(p)->n_affines * sizeof(rt_affine));
+    l->end = l->operands + align64(rt_plan_of(p)->n_operands * sizeof(uint32_t));
     return true;
 }
 
@@ -47,20 +48,20 @@ typedef struct {
 
 static bool layout_for(const llmc_rt_plan *p, uint32_t context, mem_layout *m)
 {
-    if (context < 1 || context > p->max_context || !prep_layout_of(p, &m->tables))
+    if (context < 1 || context > rt_plan_of(p)->max_context || !prep_layout_of(p, &m->tables))
         return false;
-    uint64_t arena = align64(p->arena_size);
-    m->chunks_per_cache = p->n_caches ? rt_kv_chunks(context, p->kv_chunk) : 0;
-    uint64_t pool_chunks = (uint64_t)p->n_caches * m->chunks_per_cache; /* n_caches <= n_ops */
-    uint64_t table = 4u * (uint64_t)p->n_caches * (1u + (uint64_t)m->chunks_per_cache);
-    if (arena < p->arena_size || pool_chunks > UINT32_MAX || p->kv_bytes > UINT64_MAX / 4 ||
-        (p->kv_slot_bytes && pool_chunks > rt_udiv64(UINT64_MAX / 4, p->kv_slot_bytes)))
+    uint64_t arena = align64(rt_plan_of(p)->arena_size);
+    m->chunks_per_cache = rt_plan_of(p)->n_caches ? rt_kv_chunks(context, rt_plan_of(p)->kv_chunk) : 0;
+    uint64_t pool_chunks = (uint64_t)rt_plan_of(p)->n_caches * m->chunks_per_cache; /* n_caches <= n_ops */
+    uint64_t table = 4u * (uint64_t)rt_plan_of(p)->n_caches * (1u + (uint64_t)m->chunks_per_cache);
+    if (arena < rt_plan_of(p)->arena_size || pool_chunks > UINT32_MAX || rt_plan_of(p)->kv_bytes > UINT64_MAX / 4 ||
+        (rt_plan_of(p)->kv_slot_bytes && pool_chunks > rt_udiv64(UINT64_MAX / 4, rt_plan_of(p)->kv_slot_bytes)))
         return false;
     m->pool_chunks = (uint32_t)pool_chunks;
     m->kv = arena;
-    m->table = m->kv + p->kv_bytes;
+    m->table = m->kv + rt_plan_of(p)->kv_bytes;
     m->pool = m->table + align64(table);
-    m->prep = m->pool + align64(pool_chunks * p->kv_slot_bytes);
+    m->prep = m->pool + align64(pool_chunks * rt_plan_of(p)->kv_slot_bytes);
     m->end = m->prep + m->tables.end; /* tables.end < 2^42 */
     return m->prep >= arena && m->end >= m->prep && m->end <= SIZE_MAX - 64;
 }
@@ -75,7 +76,7 @@ size_t llmc_rt_session_memory_for(const llmc_rt_plan *plan, uint32_t context)
 
 size_t llmc_rt_session_memory(const llmc_rt_plan *plan)
 {
-    return plan ? llmc_rt_session_memory_for(plan, plan->max_context) : 0;
+    return plan ? llmc_rt_session_memory_for(plan, rt_plan_of(plan)->max_context) : 0;
 }
 
 /* ---- decoding into the tables ------------------------------------------ */
@@ -105,7 +106,7 @@ static llmc_rt_status take(uint32_t *used, uint64_t count, uint32_t n, const cha
 static llmc_rt_status take_affines(fb_reader *r, prep_fill *f, fb_vector v, rt_prep_list *run,
                                    llmc_rt_error *err)
 {
-    llmc_rt_status st = take(&f->affines, f->plan->n_affines, v.len, "Affine", run, err);
+    llmc_rt_status st = take(&f->affines, rt_plan_of(f->plan)->n_affines, v.len, "Affine", run, err);
     for (uint32_t k = 0; !st && k < v.len; k++)
         f->pr->affines[run->first + k] = fb_affine(fb_vec_affine(r, v, k));
     return st;
@@ -118,9 +119,9 @@ static llmc_rt_status prepare_tensor(fb_reader *r, const llmc_rt_session *s, pre
     rt_tensor_desc d;
     rt_segment_desc seg;
     rt_prep_list dims;
-    llmc_rt_status st = rt_read_tensor(r, s->plan, i, &d, err);
+    llmc_rt_status st = rt_read_tensor(r, rt_state(s)->plan, i, &d, err);
     if (!st && d.kind == KIND_WEIGHT)
-        st = rt_read_segment(r, s->plan, d.segment, &seg, err);
+        st = rt_read_segment(r, rt_state(s)->plan, d.segment, &seg, err);
     if (!st)
         st = take_affines(r, f, d.dims, &dims, err);
     if (st)
@@ -129,7 +130,7 @@ static llmc_rt_status prepare_tensor(fb_reader *r, const llmc_rt_session *s, pre
     if (d.kind == KIND_ARENA)
         t->data = rt_state(s)->arena + d.arena_offset;
     else /* weights are only read: outputs are verified to be arena tensors */
-        t->data = (uint8_t *)(uintptr_t)(s->plan->base + seg.offset);
+        t->data = (uint8_t *)(uintptr_t)(rt_plan_of(rt_state(s)->plan)->base + seg.offset);
     t->max_bytes = d.max_bytes;
     t->format = rt_format_of(&d);
     t->dims = dims.first;
@@ -167,7 +168,7 @@ static llmc_rt_status prepare_region(fb_reader *r, prep_fill *f, const rt_op_des
 static llmc_rt_status prepare_regions(fb_reader *r, prep_fill *f, const rt_op_desc *d,
                                       rt_prep_op *o, llmc_rt_error *err)
 {
-    llmc_rt_status st = take(&f->regions, f->plan->n_regions, d->regions.len, "region",
+    llmc_rt_status st = take(&f->regions, rt_plan_of(f->plan)->n_regions, d->regions.len, "region",
                              &o->regions, err);
     for (uint32_t i = 0; !st && i < d->regions.len; i++) {
         st = prepare_region(r, f, d, i, &f->pr->regions[o->regions.first + i], err);
@@ -231,10 +232,10 @@ static llmc_rt_status prepare_operands(fb_reader *r, prep_fill *f, const rt_op_d
         (d->inputs.len > MAX_OP_INPUTS || d->outputs.len < 1 ||
          (d->outputs.len > MAX_OP_OUTPUTS && d->code != LLMC_RT_OP_Linear)))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "unexpected operand count", NULL, NULL);
-    llmc_rt_status st = take(&f->operands, f->plan->n_operands, d->inputs.len, "operand",
+    llmc_rt_status st = take(&f->operands, rt_plan_of(f->plan)->n_operands, d->inputs.len, "operand",
                              &o->inputs, err);
     if (!st)
-        st = take(&f->operands, f->plan->n_operands, d->outputs.len, "operand", &o->outputs, err);
+        st = take(&f->operands, rt_plan_of(f->plan)->n_operands, d->outputs.len, "operand", &o->outputs, err);
     for (uint32_t k = 0; !st && k < d->inputs.len; k++)
         f->pr->operands[o->inputs.first + k] = fb_vec_u32(r, d->inputs, k);
     for (uint32_t k = 0; !st && k < d->outputs.len; k++)
@@ -282,7 +283,7 @@ static rt_op_key op_key(const prep_fill *f, const rt_prep_op *o)
     const rt_tensor_format *in0 = input_format(f, o, 0), *in1 = input_format(f, o, 1);
     rt_op_key key = {o->code, o->kind, {in0 ? in0->dtype : -1, in1 ? in1->dtype : -1},
                      {in0 ? in0->layout : LLMC_RT_LAYOUT_Dense, in1 ? in1->layout : LLMC_RT_LAYOUT_Dense},
-                     f->plan->prefill_kernel, f->plan->kv_cache_dtype};
+                     rt_plan_of(f->plan)->prefill_kernel, rt_plan_of(f->plan)->kv_cache_dtype};
     return key;
 }
 
@@ -345,8 +346,8 @@ static llmc_rt_status kv_slot_at(const llmc_rt_session *s, const rt_prep_tensor 
                                  llmc_rt_error *err)
 {
     int64_t dims[LLMC_RT_MAX_RANK];
-    llmc_rt_status st = rt_dims_at(&s->prepared->affines[t->dims], t->rank, &t->format, 0,
-                                   s->plan->max_context, dims, bytes, LLMC_RT_E_CORRUPT, err);
+    llmc_rt_status st = rt_dims_at(&rt_state(s)->prepared->affines[t->dims], t->rank, &t->format, 0,
+                                   rt_plan_of(rt_state(s)->plan)->max_context, dims, bytes, LLMC_RT_E_CORRUPT, err);
     if (st)
         return st;
     slot->data = (float *)(void *)(rt_state(s)->kv + offset); /* verified: rank 4 */
@@ -370,10 +371,10 @@ static llmc_rt_status prepare_inputs(fb_reader *r, const llmc_rt_session *s, rt_
                                      llmc_rt_error *err)
 {
     uint64_t offset = 0, bytes;
-    for (uint32_t i = 0; i < s->plan->n_inputs; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(rt_state(s)->plan)->n_inputs; i++) {
         rt_io_desc d;
         rt_prep_io *io = &pr->inputs[i];
-        llmc_rt_status st = rt_read_io(r, s->plan, 0, i, &d, err);
+        llmc_rt_status st = rt_read_io(r, rt_state(s)->plan, 0, i, &d, err);
         if (st)
             return st;
         copy_binding(&d, io);
@@ -392,7 +393,7 @@ static llmc_rt_status prepare_inputs(fb_reader *r, const llmc_rt_session *s, rt_
 static const rt_prep_io *input_of(const llmc_rt_plan *p, const rt_prepared *pr, int role,
                                   int32_t layer)
 {
-    for (uint32_t i = 0; i < p->n_inputs; i++)
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_inputs; i++)
         if (pr->inputs[i].role == role && pr->inputs[i].layer == layer)
             return &pr->inputs[i];
     return NULL;
@@ -403,7 +404,7 @@ static const rt_prep_io *input_of(const llmc_rt_plan *p, const rt_prepared *pr, 
 static llmc_rt_status prepare_outputs(fb_reader *r, const llmc_rt_plan *p, rt_prepared *pr,
                                       llmc_rt_error *err)
 {
-    for (uint32_t i = 0; i < p->n_outputs; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_outputs; i++) {
         rt_io_desc d;
         rt_prep_io *io = &pr->outputs[i];
         llmc_rt_status st = rt_read_io(r, p, 1, i, &d, err);
@@ -461,20 +462,20 @@ static rt_prepared *tables_at(uint8_t *at, const prep_layout *l)
 static llmc_rt_status prepare_tables(llmc_rt_session *s, rt_prepared *pr,
                                      const llmc_rt_op_resolver *ops, llmc_rt_error *err)
 {
-    fb_reader r = rt_reader(s->plan);
-    prep_fill f = {pr, s->plan, ops, 0, 0, 0};
+    fb_reader r = rt_reader(rt_state(s)->plan);
+    prep_fill f = {pr, rt_state(s)->plan, ops, 0, 0, 0};
     llmc_rt_status st = LLMC_RT_OK;
-    s->prepared = pr;
-    for (uint32_t i = 0; !st && i < s->plan->n_tensors; i++)
+    rt_state(s)->prepared = pr;
+    for (uint32_t i = 0; !st && i < rt_plan_of(rt_state(s)->plan)->n_tensors; i++)
         st = prepare_tensor(&r, s, &f, i, err);
-    for (uint32_t i = 0; !st && i < s->plan->n_ops; i++)
+    for (uint32_t i = 0; !st && i < rt_plan_of(rt_state(s)->plan)->n_ops; i++)
         st = prepare_op(&r, &f, i, err);
     if (!st)
         st = prepare_inputs(&r, s, pr, err);
     if (!st)
-        st = prepare_outputs(&r, s->plan, pr, err);
-    pr->can_feed = has_role(pr->inputs, s->plan->n_inputs, ROLE_INPUT_IDS) &&
-                   has_role(pr->outputs, s->plan->n_outputs, ROLE_LOGITS);
+        st = prepare_outputs(&r, rt_state(s)->plan, pr, err);
+    pr->can_feed = has_role(pr->inputs, rt_plan_of(rt_state(s)->plan)->n_inputs, ROLE_INPUT_IDS) &&
+                   has_role(pr->outputs, rt_plan_of(rt_state(s)->plan)->n_outputs, ROLE_LOGITS);
     pr->is_static = pool_is_static(pr, f.affines);
     return st;
 }
@@ -483,7 +484,7 @@ static llmc_rt_status prepare_tables(llmc_rt_session *s, rt_prepared *pr,
 static void caches_clear(llmc_rt_session *s)
 {
     uint32_t stride = 1 + rt_state(s)->chunks_per_cache;
-    for (uint32_t c = 0; c < s->plan->n_caches; c++) {
+    for (uint32_t c = 0; c < rt_plan_of(rt_state(s)->plan)->n_caches; c++) {
         rt_state(s)->caches[c * stride] = 0;
         for (uint32_t k = 1; k < stride; k++)
             rt_state(s)->caches[c * stride + k] = NO_SLOT;
@@ -497,7 +498,7 @@ static void carve(llmc_rt_session *s, const llmc_rt_plan *plan, uint32_t context
                   const mem_layout *m)
 {
     memset(s, 0, sizeof *s);
-    s->plan = plan;
+    rt_state(s)->plan = plan;
     rt_state(s)->arena = base;
     rt_state(s)->kv = base + m->kv;
     rt_state(s)->caches = (uint32_t *)(void *)(base + m->table);
@@ -514,13 +515,13 @@ llmc_rt_status llmc_rt_session_init_ops(llmc_rt_session *s, const llmc_rt_plan *
                                         void *memory, size_t memory_size, llmc_rt_error *err)
 {
     mem_layout m;
-    if (!s || !plan || !plan->base || !ops || !memory)
+    if (!s || !plan || !rt_plan_of(plan)->base || !ops || !memory)
         return rt_fail(err, LLMC_RT_E_ARG, "session, plan, op resolver and memory must not be "
                        "NULL", NULL, NULL);
-    if (context < 1 || context > plan->max_context)
+    if (context < 1 || context > rt_plan_of(plan)->max_context)
         return rt_fail(err, LLMC_RT_E_ARG, "context %u outside [1, max_context %u]",
-                       RT_N(context, plan->max_context), NULL);
-    if (!plan->kernels && !rt_kernels_for_target(plan->target, err)) /* says why */
+                       RT_N(context, rt_plan_of(plan)->max_context), NULL);
+    if (!rt_plan_of(plan)->kernels && !rt_kernels_for_target(rt_plan_of(plan)->target, err)) /* says why */
         return LLMC_RT_E_TARGET;
     size_t need = llmc_rt_session_memory_for(plan, context);
     if (need == SIZE_MAX || memory_size < need || !layout_for(plan, context, &m))
@@ -549,13 +550,13 @@ llmc_rt_status llmc_rt_session_init_for(llmc_rt_session *s, const llmc_rt_plan *
 llmc_rt_status llmc_rt_session_init(llmc_rt_session *s, const llmc_rt_plan *plan,
                                     void *memory, size_t memory_size, llmc_rt_error *err)
 {
-    return llmc_rt_session_init_for(s, plan, plan ? plan->max_context : 0, memory,
+    return llmc_rt_session_init_for(s, plan, plan ? rt_plan_of(plan)->max_context : 0, memory,
                                     memory_size, err);
 }
 
 void llmc_rt_session_reset(llmc_rt_session *s)
 {
-    if (!s || !s->plan || !rt_state(s)->caches)
+    if (!s || !rt_state(s)->plan || !rt_state(s)->caches)
         return;
     rt_state(s)->position = 0;
     caches_clear(s);
@@ -577,9 +578,14 @@ void llmc_rt_session_set_observer(llmc_rt_session *s, llmc_rt_op_observer fn, vo
     rt_state(s)->observer_ctx = fn ? ctx : NULL;
 }
 
+const llmc_rt_plan *llmc_rt_session_plan(const llmc_rt_session *s)
+{
+    return s ? rt_state(s)->plan : NULL;
+}
+
 llmc_rt_status llmc_rt_session_stats(const llmc_rt_session *s, llmc_rt_stats *out)
 {
-    if (!s || !s->plan || !out)
+    if (!s || !rt_state(s)->plan || !out)
         return LLMC_RT_E_ARG;
     *out = rt_state(s)->stats;
     out->position = rt_state(s)->position;

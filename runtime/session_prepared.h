@@ -112,6 +112,8 @@ static inline uint32_t prep_operand(const rt_prepared *pr, rt_prep_list l, uint3
 
 /* What llmc_rt_session.state_ holds. */
 typedef struct {
+    const llmc_rt_plan *plan;         /* the plan it runs */
+    const rt_prepared *prepared;      /* the decoded plan, in working memory */
     llmc_rt_parallel_fn parallel;     /* NULL: serial (the default after init) */
     void *parallel_pool;              /* passed to parallel as `pool` */
     uint8_t *arena;                   /* plan->arena_size bytes */

@@ -141,13 +141,13 @@ llmc_rt_status llmc_rt_plan_tokenizer(const llmc_rt_plan *plan, llmc_rt_tokenize
 {
     rt_tokenizer *tok = rt_tok(tokenizer);
     rt_segment_desc s;
-    if (!plan || !plan->base || !tok) return rt_fail(err, LLMC_RT_E_ARG, "tokenizer: null argument", NULL, NULL);
-    if (plan->tokenizer_segment == UINT32_MAX)
+    if (!plan || !rt_plan_of(plan)->base || !tok) return rt_fail(err, LLMC_RT_E_ARG, "tokenizer: null argument", NULL, NULL);
+    if (rt_plan_of(plan)->tokenizer_segment == UINT32_MAX)
         return rt_fail(err, LLMC_RT_E_ARG, "the plan has no tokenizer (compile with --tokenizer)", NULL, NULL);
     fb_reader r = rt_reader(plan);
-    llmc_rt_status st = rt_read_segment(&r, plan, plan->tokenizer_segment, &s, err);
+    llmc_rt_status st = rt_read_segment(&r, plan, rt_plan_of(plan)->tokenizer_segment, &s, err);
     if (st) return st;
-    tok->base = plan->base + s.offset;
+    tok->base = rt_plan_of(plan)->base + s.offset;
     tok->size = (size_t)s.size;
     read_header(tok);
     return LLMC_RT_OK;

@@ -5,6 +5,7 @@
 
 #include "tensor_traits.h"
 #include "verify.h"
+#include "llmc_rt_internal.h"
 
 /* ---- IO bindings ------------------------------------------------------- */
 
@@ -16,9 +17,9 @@ static bool role_is_input(int role)
 static llmc_rt_status verify_binding(fb_reader *r, const llmc_rt_plan *p, const rt_io_desc *io,
                                      int is_output, llmc_rt_error *err)
 {
-    if (io->tensor >= p->n_tensors)
+    if (io->tensor >= rt_plan_of(p)->n_tensors)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "tensor %u >= %u tensors",
-                       RT_N(io->tensor, p->n_tensors), NULL);
+                       RT_N(io->tensor, rt_plan_of(p)->n_tensors), NULL);
     if (io->role < 0 || io->role >= ROLE_COUNT ||
         (io->role != ROLE_GENERIC && role_is_input(io->role) == (is_output != 0)))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "role %d is not an %s role",
@@ -33,16 +34,16 @@ static llmc_rt_status verify_binding(fb_reader *r, const llmc_rt_plan *p, const 
                        "has dtype %d rank %d",
                        RT_N(io->role, role_dtype(io->role), role_rank(io->role), io->tensor,
                             m.dtype, m.rank), NULL);
-    if (role_is_kv(io->role) && (io->layer < 0 || (uint32_t)io->layer >= p->n_layers))
+    if (role_is_kv(io->role) && (io->layer < 0 || (uint32_t)io->layer >= rt_plan_of(p)->n_layers))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "layer %d outside [0, n_layers %u)",
-                       RT_N(io->layer, p->n_layers), NULL);
+                       RT_N(io->layer, rt_plan_of(p)->n_layers), NULL);
     return LLMC_RT_OK;
 }
 
 static llmc_rt_status verify_io(fb_reader *r, const llmc_rt_plan *p, int is_output,
                                 llmc_rt_error *err)
 {
-    uint32_t n = is_output ? p->n_outputs : p->n_inputs;
+    uint32_t n = is_output ? rt_plan_of(p)->n_outputs : rt_plan_of(p)->n_inputs;
     for (uint32_t i = 0; i < n; i++) {
         rt_io_desc io;
         llmc_rt_status st = rt_read_io(r, p, is_output, i, &io, err);
@@ -57,8 +58,8 @@ static llmc_rt_status verify_io(fb_reader *r, const llmc_rt_plan *p, int is_outp
 
 static llmc_rt_status verify_passes(fb_reader *r, const llmc_rt_plan *p, llmc_rt_error *err)
 {
-    fb_vector v = {p->passes, p->n_passes};
-    for (uint32_t i = 0; i < p->n_passes; i++) {
+    fb_vector v = {rt_plan_of(p)->passes, rt_plan_of(p)->n_passes};
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_passes; i++) {
         static const fb_scalar_spec fields[2] = {{PASS_NODES, 4, 0}, {PASS_DIGEST, 8, 0}};
         fb_table t;
         const char *name;
@@ -105,15 +106,15 @@ static llmc_rt_status verify_no_overlap(fb_reader *r, const llmc_rt_plan *p,
     rt_segment_desc a, b;
     uint64_t prev_end = 0;
     bool sorted = true;
-    for (uint32_t i = 0; i < p->n_segments && sorted; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_segments && sorted; i++) {
         rt_read_segment(r, p, i, &a, NULL); /* read before: cannot fail */
         sorted = !a.size || a.offset >= prev_end;
         if (a.size)
             prev_end = a.offset + a.size;
     }
-    for (uint32_t i = 0; i < p->n_segments && !sorted; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_segments && !sorted; i++) {
         rt_read_segment(r, p, i, &a, NULL);
-        for (uint32_t j = i + 1; j < p->n_segments; j++) {
+        for (uint32_t j = i + 1; j < rt_plan_of(p)->n_segments; j++) {
             rt_read_segment(r, p, j, &b, NULL);
             if (segments_overlap(&a, &b))
                 return rt_fail(err, LLMC_RT_E_CORRUPT, "segments %u and %u overlap",
@@ -127,7 +128,7 @@ static llmc_rt_status verify_segments(fb_reader *r, const llmc_rt_plan *p, unsig
                                       llmc_rt_error *err)
 {
     uint64_t fb_end = r->end; /* every table, vector and string is verified by now */
-    for (uint32_t i = 0; i < p->n_segments; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_segments; i++) {
         rt_segment_desc s;
         llmc_rt_status st = rt_read_segment(r, p, i, &s, err);
         if (!st)
@@ -138,7 +139,7 @@ static llmc_rt_status verify_segments(fb_reader *r, const llmc_rt_plan *p, unsig
     /* Placement before hashes: a misplaced segment is reported as such,
      * not as the hash mismatch that reading the wrong bytes gives. */
     llmc_rt_status st = verify_no_overlap(r, p, err);
-    for (uint32_t i = 0; !st && (flags & LLMC_RT_VERIFY_HASHES) && i < p->n_segments; i++) {
+    for (uint32_t i = 0; !st && (flags & LLMC_RT_VERIFY_HASHES) && i < rt_plan_of(p)->n_segments; i++) {
         rt_segment_desc s;
         rt_read_segment(r, p, i, &s, NULL); /* read above: cannot fail */
         if (llmc_rt_xxh64(r->base + s.offset, (size_t)s.size, 0) != s.xxhash64)
@@ -153,8 +154,8 @@ static llmc_rt_status verify_segments(fb_reader *r, const llmc_rt_plan *p, unsig
 
 static llmc_rt_status compute_kv_bytes(fb_reader *r, llmc_rt_plan *p, llmc_rt_error *err)
 {
-    p->kv_bytes = 0;
-    for (uint32_t i = 0; i < p->n_inputs; i++) {
+    rt_plan_of(p)->kv_bytes = 0;
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_inputs; i++) {
         rt_io_desc io;
         rt_tensor_desc d;
         int64_t dims[LLMC_RT_MAX_RANK];
@@ -166,14 +167,14 @@ static llmc_rt_status compute_kv_bytes(fb_reader *r, llmc_rt_plan *p, llmc_rt_er
             continue;
         st = rt_read_tensor(r, p, io.tensor, &d, err);
         if (!st)
-            st = rt_eval_dims(r, &d, 0, p->max_context, dims, &bytes, LLMC_RT_E_CORRUPT, err);
+            st = rt_eval_dims(r, &d, 0, rt_plan_of(p)->max_context, dims, &bytes, LLMC_RT_E_CORRUPT, err);
         if (!st && rt_qalign64(bytes) < bytes)
             st = rt_fail(err, LLMC_RT_E_CORRUPT, "size overflows", NULL, NULL);
-        if (!st && p->kv_bytes + rt_qalign64(bytes) < p->kv_bytes)
+        if (!st && rt_plan_of(p)->kv_bytes + rt_qalign64(bytes) < rt_plan_of(p)->kv_bytes)
             st = rt_fail(err, LLMC_RT_E_CORRUPT, "KV store size overflows", NULL, NULL);
         if (st)
             return rt_prefix(err, st, "input %u (KV store at P=max_context): ", RT_N(i), NULL);
-        p->kv_bytes += rt_qalign64(bytes);
+        rt_plan_of(p)->kv_bytes += rt_qalign64(bytes);
     }
     return LLMC_RT_OK;
 }
@@ -188,22 +189,22 @@ static llmc_rt_status verify_tokenizer(fb_reader *r, llmc_rt_plan *p, llmc_rt_er
     uint64_t segment = 0;
     rt_segment_desc s;
     llmc_rt_tokenizer tok;
-    p->tokenizer_segment = UINT32_MAX;
-    llmc_rt_status st = fb_table_at(r, p->root, "Plan", &root, err);
+    rt_plan_of(p)->tokenizer_segment = UINT32_MAX;
+    llmc_rt_status st = fb_table_at(r, rt_plan_of(p)->root, "Plan", &root, err);
     if (!st)
         st = fb_table_field(r, &root, PLAN_TOKENIZER, "Tokenizer", &t, err);
     if (st || !t.pos)
         return st;
     st = fb_scalar(r, &t, TOKENIZER_SEGMENT, 4, 0, &segment, err);
     if (!st)
-        st = rt_read_segment(r, p, (uint32_t)(segment < p->n_segments ? segment : p->n_segments), &s, err);
+        st = rt_read_segment(r, p, (uint32_t)(segment < rt_plan_of(p)->n_segments ? segment : rt_plan_of(p)->n_segments), &s, err);
     if (!st && (s.offset > SIZE_MAX || s.size > SIZE_MAX))
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "segment too large", NULL, NULL);
     if (!st)
         st = llmc_rt_tokenizer_open(&tok, r->base + s.offset, (size_t)s.size, err);
     if (st)
         return rt_prefix(err, st, "tokenizer: ", NULL, NULL);
-    p->tokenizer_segment = (uint32_t)segment;
+    rt_plan_of(p)->tokenizer_segment = (uint32_t)segment;
     return LLMC_RT_OK;
 }
 

@@ -5,6 +5,7 @@
 
 #include "kernels/kernel_table.h"
 #include "verify.h"
+#include "llmc_rt_internal.h"
 
 #define ANY LLMC_ANY_COUNT
 
@@ -61,9 +62,9 @@ static llmc_rt_status verify_op_tensors(fb_reader *r, const llmc_rt_plan *p,
         bool is_in = k < op->inputs.len;
         uint32_t slot = is_in ? k : k - op->inputs.len;
         uint32_t t = fb_vec_u32(r, is_in ? op->inputs : op->outputs, slot);
-        if (t >= p->n_tensors)
+        if (t >= rt_plan_of(p)->n_tensors)
             return rt_fail(err, LLMC_RT_E_CORRUPT, "%s %u: tensor %u >= %u tensors",
-                           RT_N(slot, t, p->n_tensors), RT_S(is_in ? "input" : "output"));
+                           RT_N(slot, t, rt_plan_of(p)->n_tensors), RT_S(is_in ? "input" : "output"));
         tensor_meta m = rt_meta_of(r, p, t);
         if (!is_in && m.kind != KIND_ARENA)
             return rt_fail(err, LLMC_RT_E_CORRUPT, "output %u: tensor %u is a weight",
@@ -92,9 +93,9 @@ static llmc_rt_status verify_region(fb_reader *r, const llmc_rt_plan *p, const r
     llmc_rt_status st = rt_read_region(r, op, i, &g, err);
     if (st)
         return st;
-    if (g.src >= p->n_tensors)
+    if (g.src >= rt_plan_of(p)->n_tensors)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u src tensor %u >= %u tensors",
-                       RT_N(i, g.src, p->n_tensors), NULL);
+                       RT_N(i, g.src, rt_plan_of(p)->n_tensors), NULL);
     if (!is_output_of(r, op, g.dst))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u dst tensor %u is not an output "
                        "of the op", RT_N(i, g.dst), NULL);
@@ -290,7 +291,7 @@ llmc_rt_status rt_verify_ops(fb_reader *r, const llmc_rt_plan *p, const llmc_rt_
                              llmc_rt_error *err)
 {
     llmc_rt_status st = LLMC_RT_OK;
-    for (uint32_t i = 0; !st && i < p->n_ops; i++)
+    for (uint32_t i = 0; !st && i < rt_plan_of(p)->n_ops; i++)
         st = verify_op(r, p, i, verify, err);
     return st;
 }

@@ -9,6 +9,7 @@
 #include "kernels/kernel_table.h"
 #include "rt_div64.h"
 #include "verify.h"
+#include "llmc_rt_internal.h"
 
 /* Dim `axis` (negative: from the end) of tensor t, when it is a constant. */
 static bool const_dim(fb_reader *r, const llmc_rt_plan *p, uint32_t t, int axis, int64_t *out)
@@ -297,9 +298,9 @@ static llmc_rt_status verify_rope(fb_reader *r, const llmc_rt_plan *p, const rt_
     for (uint32_t k = 1; k <= 2; k++) {
         uint32_t t = op_in(r, op, k);
         if (rt_meta_of(r, p, t).rank != 2 || !const_dim(r, p, t, 0, &rows) ||
-            !const_dim(r, p, t, 1, &cols) || rows != p->max_context || cols != op->rotary_dim)
+            !const_dim(r, p, t, 1, &cols) || rows != rt_plan_of(p)->max_context || cols != op->rotary_dim)
             return bad_shape("cos and sin must be [max_context %u, rotary_dim %d]",
-                             RT_N(p->max_context, op->rotary_dim), err);
+                             RT_N(rt_plan_of(p)->max_context, op->rotary_dim), err);
     }
     return LLMC_RT_OK;
 }
@@ -326,17 +327,17 @@ static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
     if (y.dtype != LLMC_RT_F32 || y.rank != 3)
         return rt_bad_dtypes("Attention -> float32 [1, S, heads*head_dim]", err);
     const int64_t q_dims[3] = {1, -1, H * D}, kv_dims[3] = {1, -1, G * D};
-    const int64_t table[2] = {p->max_context, R};
+    const int64_t table[2] = {rt_plan_of(p)->max_context, R};
     if (!dims_match(r, p, op, 0, q_dims, 3) || !dims_match(r, p, op, op->inputs.len, q_dims, 3) ||
         !dims_match(r, p, op, 1, kv_dims, 3) || !dims_match(r, p, op, 2, kv_dims, 3))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "q and the output must be [1, S, %d], k and v "
                        "[1, S, %d]", RT_N(H * D, G * D), NULL);
     if (R && (!dims_match(r, p, op, 3, table, 2) || !dims_match(r, p, op, 4, table, 2)))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "cos and sin must be [max_context %u, "
-                       "rotary_dim %d]", RT_N(p->max_context, R), NULL);
-    if (op->cache >= p->n_caches)
+                       "rotary_dim %d]", RT_N(rt_plan_of(p)->max_context, R), NULL);
+    if (op->cache >= rt_plan_of(p)->n_caches)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "cache %u >= n_caches %u",
-                       RT_N(op->cache, p->n_caches), NULL);
+                       RT_N(op->cache, rt_plan_of(p)->n_caches), NULL);
     return LLMC_RT_OK;
 }
 

@@ -10,6 +10,7 @@
 #include "rt_div64.h"
 #include "tensor_traits.h"
 #include "verify.h"
+#include "llmc_rt_internal.h"
 
 /* ---- header ------------------------------------------------------------ */
 
@@ -21,12 +22,12 @@ static llmc_rt_status read_plan_vectors(fb_reader *r, const fb_table *t, llmc_rt
         {PLAN_OUTPUTS, 4, 4}, {PLAN_SEGMENTS, 4, 4}, {PLAN_PASSES, 4, 4}};
     fb_vector v[6] = {{0, 0}};
     llmc_rt_status st = fb_vectors(r, t, fields, 6, v, err);
-    p->tensors = v[0].pos, p->n_tensors = v[0].len;
-    p->ops = v[1].pos, p->n_ops = v[1].len;
-    p->inputs = v[2].pos, p->n_inputs = v[2].len;
-    p->outputs = v[3].pos, p->n_outputs = v[3].len;
-    p->segments = v[4].pos, p->n_segments = v[4].len;
-    p->passes = v[5].pos, p->n_passes = v[5].len;
+    rt_plan_of(p)->tensors = v[0].pos, rt_plan_of(p)->n_tensors = v[0].len;
+    rt_plan_of(p)->ops = v[1].pos, rt_plan_of(p)->n_ops = v[1].len;
+    rt_plan_of(p)->inputs = v[2].pos, rt_plan_of(p)->n_inputs = v[2].len;
+    rt_plan_of(p)->outputs = v[3].pos, rt_plan_of(p)->n_outputs = v[3].len;
+    rt_plan_of(p)->segments = v[4].pos, rt_plan_of(p)->n_segments = v[4].len;
+    rt_plan_of(p)->passes = v[5].pos, rt_plan_of(p)->n_passes = v[5].len;
     return st;
 }
 
@@ -46,16 +47,16 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
     if (!st && v[8] >= PREFILL_KERNEL_COUNT)
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.prefill_kernel %d is not a known kernel",
                      RT_N((int64_t)v[8]), NULL);
-    p->source_hash = v[0];
-    p->max_context = (uint32_t)v[1];
-    p->arena_size = v[2];
-    p->vocab_size = (uint32_t)v[3];
-    p->n_layers = (uint32_t)v[4];
-    p->n_caches = (uint32_t)v[5];
-    p->kv_chunk = (uint32_t)v[6];
-    p->gemm_min_rows = v[7] ? (uint32_t)v[7] : RT_DEFAULT_GEMM_MIN_ROWS;
-    p->prefill_kernel = (uint32_t)v[8];
-    p->kv_cache_dtype = v[9] <= INT32_MAX ? (int)v[9] : -1;
+    rt_plan_of(p)->source_hash = v[0];
+    rt_plan_of(p)->max_context = (uint32_t)v[1];
+    rt_plan_of(p)->arena_size = v[2];
+    rt_plan_of(p)->vocab_size = (uint32_t)v[3];
+    rt_plan_of(p)->n_layers = (uint32_t)v[4];
+    rt_plan_of(p)->n_caches = (uint32_t)v[5];
+    rt_plan_of(p)->kv_chunk = (uint32_t)v[6];
+    rt_plan_of(p)->gemm_min_rows = v[7] ? (uint32_t)v[7] : RT_DEFAULT_GEMM_MIN_ROWS;
+    rt_plan_of(p)->prefill_kernel = (uint32_t)v[8];
+    rt_plan_of(p)->kv_cache_dtype = v[9] <= INT32_MAX ? (int)v[9] : -1;
     return st;
 }
 
@@ -65,9 +66,9 @@ static llmc_rt_status choose_target(const char *target, unsigned flags, llmc_rt_
                                     llmc_rt_error *err)
 {
     bool any = (flags & LLMC_RT_OPEN_ANY_TARGET) && rt_target_index(target) >= 0;
-    p->target = target;
-    p->kernels = rt_kernels_for_target(target, any ? NULL : err); /* says why not */
-    return p->kernels || any ? LLMC_RT_OK : LLMC_RT_E_TARGET;
+    rt_plan_of(p)->target = target;
+    rt_plan_of(p)->kernels = rt_kernels_for_target(target, any ? NULL : err); /* says why not */
+    return rt_plan_of(p)->kernels || any ? LLMC_RT_OK : LLMC_RT_E_TARGET;
 }
 
 static llmc_rt_status verify_header(fb_reader *r, llmc_rt_plan *p, unsigned flags,
@@ -96,7 +97,7 @@ static llmc_rt_status verify_header(fb_reader *r, llmc_rt_plan *p, unsigned flag
         st = read_plan_scalars(r, &t, p, err);
     if (!st)
         st = read_plan_vectors(r, &t, p, err);
-    p->root = t.pos;
+    rt_plan_of(p)->root = t.pos;
     return st;
 }
 
@@ -129,11 +130,11 @@ static llmc_rt_status verify_arena_tensor(const llmc_rt_plan *p, const rt_tensor
     if (d->arena_offset % 64)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "arena_offset %u is not 64-byte aligned",
                        RT_N((int64_t)d->arena_offset), NULL);
-    if (d->arena_offset > p->arena_size || d->max_bytes > p->arena_size - d->arena_offset)
+    if (d->arena_offset > rt_plan_of(p)->arena_size || d->max_bytes > rt_plan_of(p)->arena_size - d->arena_offset)
         return rt_fail(err, LLMC_RT_E_CORRUPT,
                        "arena bytes [%u, %u + %u) exceed arena_size %u",
                        RT_N((int64_t)d->arena_offset, (int64_t)d->arena_offset,
-                            (int64_t)d->max_bytes, (int64_t)p->arena_size), NULL);
+                            (int64_t)d->max_bytes, (int64_t)rt_plan_of(p)->arena_size), NULL);
     return LLMC_RT_OK;
 }
 
@@ -142,7 +143,7 @@ static llmc_rt_status verify_arena_tensor(const llmc_rt_plan *p, const rt_tensor
 static llmc_rt_status verify_layout(const llmc_rt_plan *p, const rt_tensor_desc *d,
                                     llmc_rt_error *err)
 {
-    const rt_target_info *t = rt_target_info_of(rt_target_index(p->target));
+    const rt_target_info *t = rt_target_info_of(rt_target_index(rt_plan_of(p)->target));
     int rows = 0, depth = 0, kind = KIND_WEIGHT;
     switch (d->layout) {
     case LLMC_RT_LAYOUT_Dense:
@@ -203,14 +204,14 @@ static llmc_rt_status verify_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_
 static llmc_rt_status verify_caches(fb_reader *r, llmc_rt_plan *p, llmc_rt_error *err)
 {
     uint32_t seen = 0;
-    p->kv_slot_bytes = 0;
-    if (!rt_kv_dtype_known(p->kv_cache_dtype))
+    rt_plan_of(p)->kv_slot_bytes = 0;
+    if (!rt_kv_dtype_known(rt_plan_of(p)->kv_cache_dtype))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "kv_cache_dtype %d is not Float32, Float16 or "
-                       "Int8", RT_N(p->kv_cache_dtype), NULL);
-    if (p->n_caches && (p->kv_chunk < 1 || p->n_caches > p->n_ops))
+                       "Int8", RT_N(rt_plan_of(p)->kv_cache_dtype), NULL);
+    if (rt_plan_of(p)->n_caches && (rt_plan_of(p)->kv_chunk < 1 || rt_plan_of(p)->n_caches > rt_plan_of(p)->n_ops))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "n_caches %u needs kv_chunk >= 1 (has %u) and "
-                       "at most one cache per op", RT_N(p->n_caches, p->kv_chunk), NULL);
-    for (uint32_t i = 0; i < p->n_ops; i++) {
+                       "at most one cache per op", RT_N(rt_plan_of(p)->n_caches, rt_plan_of(p)->kv_chunk), NULL);
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_ops; i++) {
         rt_op_desc op, other;
         rt_read_op(r, p, i, &op, NULL); /* verified: cannot fail */
         if (op.code != LLMC_RT_OP_Attention)
@@ -222,16 +223,16 @@ static llmc_rt_status verify_caches(fb_reader *r, llmc_rt_plan *p, llmc_rt_error
                                RT_N(j, i, op.cache), NULL);
         seen++;
         /* kv_heads < 2^31 rows of head_dim <= RT_ATTN_MAX_HEAD_DIM elements */
-        uint64_t row = rt_kv_position_bytes(p->kv_cache_dtype, op.kv_heads, op.head_dim);
-        if (row > rt_udiv64(UINT64_MAX - 64, p->kv_chunk))
+        uint64_t row = rt_kv_position_bytes(rt_plan_of(p)->kv_cache_dtype, op.kv_heads, op.head_dim);
+        if (row > rt_udiv64(UINT64_MAX - 64, rt_plan_of(p)->kv_chunk))
             return rt_fail(err, LLMC_RT_E_CORRUPT, "op %u: cache chunk size overflows",
                            RT_N(i), NULL);
-        if (rt_qalign64(row * p->kv_chunk) > p->kv_slot_bytes)
-            p->kv_slot_bytes = rt_qalign64(row * p->kv_chunk);
+        if (rt_qalign64(row * rt_plan_of(p)->kv_chunk) > rt_plan_of(p)->kv_slot_bytes)
+            rt_plan_of(p)->kv_slot_bytes = rt_qalign64(row * rt_plan_of(p)->kv_chunk);
     }
-    if (seen != p->n_caches)
+    if (seen != rt_plan_of(p)->n_caches)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "n_caches %u but %u Attention ops",
-                       RT_N(p->n_caches, seen), NULL);
+                       RT_N(rt_plan_of(p)->n_caches, seen), NULL);
     return LLMC_RT_OK;
 }
 
@@ -262,21 +263,21 @@ static uint64_t region_affines(fb_reader *r, const rt_op_desc *op)
  * fills them in this order of ops). */
 static void count_pools(fb_reader *r, llmc_rt_plan *p)
 {
-    p->n_operands = p->n_regions = p->n_affines = 0;
-    for (uint32_t i = 0; i < p->n_tensors; i++) {
+    rt_plan_of(p)->n_operands = rt_plan_of(p)->n_regions = rt_plan_of(p)->n_affines = 0;
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_tensors; i++) {
         rt_tensor_desc d;
         rt_read_tensor(r, p, i, &d, NULL); /* verified: cannot fail */
-        p->n_affines += d.dims.len;         /* rank <= 8 */
+        rt_plan_of(p)->n_affines += d.dims.len;         /* rank <= 8 */
     }
-    for (uint32_t i = 0; i < p->n_ops; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_ops; i++) {
         rt_op_desc op;
         rt_read_op(r, p, i, &op, NULL);
-        p->n_operands = add_capped(p->n_operands, (uint64_t)op.inputs.len + op.outputs.len);
+        rt_plan_of(p)->n_operands = add_capped(rt_plan_of(p)->n_operands, (uint64_t)op.inputs.len + op.outputs.len);
         if (op.code == LLMC_RT_OP_Copy) {
-            p->n_regions = add_capped(p->n_regions, op.regions.len);
-            p->n_affines = add_capped(p->n_affines, region_affines(r, &op));
+            rt_plan_of(p)->n_regions = add_capped(rt_plan_of(p)->n_regions, op.regions.len);
+            rt_plan_of(p)->n_affines = add_capped(rt_plan_of(p)->n_affines, region_affines(r, &op));
         } else if (op.code == LLMC_RT_OP_Symbols) {
-            p->n_affines = add_capped(p->n_affines, op.values.len);
+            rt_plan_of(p)->n_affines = add_capped(rt_plan_of(p)->n_affines, op.values.len);
         }
     }
 }
@@ -287,11 +288,11 @@ static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
                                  const llmc_rt_verify_fn *verify, llmc_rt_error *err)
 {
     llmc_rt_status st = verify_header(r, p, flags, err);
-    for (uint32_t i = 0; !st && i < p->n_segments; i++) {
+    for (uint32_t i = 0; !st && i < rt_plan_of(p)->n_segments; i++) {
         rt_segment_desc s;
         st = rt_read_segment(r, p, i, &s, err);
     }
-    for (uint32_t i = 0; !st && i < p->n_tensors; i++)
+    for (uint32_t i = 0; !st && i < rt_plan_of(p)->n_tensors; i++)
         st = verify_tensor(r, p, i, err);
     if (!st)
         st = rt_verify_ops(r, p, verify, err);
@@ -327,8 +328,8 @@ static llmc_rt_status open_plan(llmc_rt_plan *plan, const void *bytes, size_t si
     memset(plan, 0, sizeof *plan);
     llmc_rt_plan p;
     memset(&p, 0, sizeof p);
-    p.base = bytes;
-    p.size = size;
+    rt_plan_of(&p)->base = bytes;
+    rt_plan_of(&p)->size = size;
     fb_reader r = {bytes, size, LLMC_RT_PLAN_ALIGN};
     llmc_rt_status st = verify_all(&r, &p, flags, verify, err);
     if (st)
@@ -357,10 +358,10 @@ llmc_rt_status llmc_rt_plan_io(const llmc_rt_plan *plan, int is_output, uint32_t
 {
     rt_io_desc d;
     rt_tensor_desc t;
-    if (!plan || !plan->base || !io)
+    if (!plan || !rt_plan_of(plan)->base || !io)
         return LLMC_RT_E_ARG;
     fb_reader r = rt_reader(plan);
-    if (index >= (is_output ? plan->n_outputs : plan->n_inputs))
+    if (index >= (is_output ? rt_plan_of(plan)->n_outputs : rt_plan_of(plan)->n_inputs))
         return LLMC_RT_E_ARG;
     llmc_rt_status st = rt_read_io(&r, plan, is_output, index, &d, NULL);
     if (!st)
@@ -379,7 +380,7 @@ llmc_rt_status llmc_rt_plan_op(const llmc_rt_plan *plan, uint32_t index, llmc_rt
 {
     rt_op_desc op;
     rt_tensor_desc w;
-    if (!plan || !plan->base || !info || index >= plan->n_ops)
+    if (!plan || !rt_plan_of(plan)->base || !info || index >= rt_plan_of(plan)->n_ops)
         return LLMC_RT_E_ARG;
     fb_reader r = rt_reader(plan);
     llmc_rt_status st = rt_read_op(&r, plan, index, &op, NULL);

@@ -20,6 +20,7 @@
 #include "support/file_map.h"
 #include "kernels/kernel_table.h"
 #include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "llmc_threads.h"
 #include "tools/roofline.h"
 
@@ -223,16 +224,16 @@ static int bench_context(const bench_args *a, const llmc_rt_plan *plan, uint32_t
     uint32_t pp = max_of(&a->pp), tg = max_of(&a->tg);
     if (!pp && !tg)
         return llmc_fail(err, LLMC_E_USAGE, "nothing to run: -p and -n are both 0");
-    if (pp > plan->max_context)
+    if (pp > rt_plan_of(plan)->max_context)
         return llmc_fail(err, LLMC_E_USAGE,
                          "pp%u needs %u positions but '%s' has max_context %u: pass a smaller -p or "
                          "recompile with `llmc compile MODEL -o PLAN --max-context %u`",
-                         pp, pp, a->plan, plan->max_context, pp);
-    if (tg && TG_PROMPT + tg > plan->max_context)
+                         pp, pp, a->plan, rt_plan_of(plan)->max_context, pp);
+    if (tg && TG_PROMPT + tg > rt_plan_of(plan)->max_context)
         return llmc_fail(err, LLMC_E_USAGE,
                          "tg%u needs %u positions (a %u-token prompt + %u) but '%s' has max_context %u: "
                          "pass a smaller -n or recompile with `llmc compile MODEL -o PLAN --max-context %u`",
-                         tg, TG_PROMPT + tg, TG_PROMPT, tg, a->plan, plan->max_context, TG_PROMPT + tg);
+                         tg, TG_PROMPT + tg, TG_PROMPT, tg, a->plan, rt_plan_of(plan)->max_context, TG_PROMPT + tg);
     uint32_t tg_context = tg ? TG_PROMPT + tg : 0;
     *context = pp > tg_context ? pp : tg_context;
     return LLMC_OK;
@@ -252,7 +253,7 @@ static void fill_tokens(int64_t *tokens, uint32_t n, uint32_t vocab)
 static int bench_prepare(bench_state *b, llmc_error *err)
 {
     const llmc_rt_plan *plan = b->plan;
-    if (!plan->vocab_size)
+    if (!rt_plan_of(plan)->vocab_size)
         return llmc_fail(err, LLMC_E_RUNTIME, "'%s' has no logits output: it is not a language model plan",
                          b->a->plan);
     int rc = bench_context(b->a, plan, &b->context, err);
@@ -261,10 +262,10 @@ static int bench_prepare(bench_state *b, llmc_error *err)
     b->mem_size = llmc_rt_session_memory_for(plan, b->context);
     b->mem = llmc_alloc_huge(b->mem_size);
     b->tokens = malloc(sizeof(int64_t) * b->context);
-    b->logits = malloc(sizeof(float) * plan->vocab_size);
+    b->logits = malloc(sizeof(float) * rt_plan_of(plan)->vocab_size);
     if (!b->mem || !b->tokens || !b->logits || (b->a->profile && bench_profile_init(&b->profile, plan)))
         return llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes of working memory", b->mem_size);
-    fill_tokens(b->tokens, b->context, plan->vocab_size);
+    fill_tokens(b->tokens, b->context, rt_plan_of(plan)->vocab_size);
     return LLMC_OK;
 }
 
@@ -313,7 +314,7 @@ static int run_test(bench_state *b, bool prefill, uint32_t n, uint32_t threads, 
     r->tokens = n;
     r->threads = threads;
     if (!(r->samples = malloc(sizeof(double) * 2 * reps)) || /* samples, then sorted */
-        (b->a->profile && !(r->op_ns = calloc(b->plan->n_ops + 1u, sizeof *r->op_ns))))
+        (b->a->profile && !(r->op_ns = calloc(rt_plan_of(b->plan)->n_ops + 1u, sizeof *r->op_ns))))
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
     for (uint32_t k = 0; k <= reps; k++) {
         double seconds;
@@ -565,7 +566,7 @@ static int roofline(bench_state *b, llmc_error *err)
     const bench_args *a = b->a;
     llmc_roofline_peaks pk[MAX_LIST];
     for (uint32_t i = 0; i < a->threads.n; i++)
-        if (llmc_roofline_measure(a->threads.v[i], b->plan ? b->plan->kernels->isa : a->isa, &pk[i]))
+        if (llmc_roofline_measure(a->threads.v[i], b->plan ? rt_plan_of(b->plan)->kernels->isa : a->isa, &pk[i]))
             return llmc_fail(err, LLMC_E_NOMEM, "roofline: cannot allocate the read buffer or start %u threads",
                              a->threads.v[i]);
     print_peaks(a, pk, a->threads.n);

@@ -17,6 +17,7 @@
 #include "support/file_map.h"
 #include "ir/io_roles.h"
 #include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "llmc_threads.h"
 #include "npu_options.h"
 #include "tools/roofline.h"
@@ -172,24 +173,24 @@ static int check_ids(const id_list *ids, const llmc_rt_plan *plan, const char *p
         return llmc_fail(err, LLMC_E_INPUT, "'%s': %zu token ids; perplexity needs at least 2",
                          path, ids->n);
     for (size_t i = 0; i < ids->n; i++)
-        if (ids->ids[i] >= plan->vocab_size)
+        if (ids->ids[i] >= rt_plan_of(plan)->vocab_size)
             return llmc_fail(err, LLMC_E_INPUT, "'%s': id %lld (token %zu) is outside the "
                              "vocabulary [0, %u)", path, (long long)ids->ids[i], i,
-                             plan->vocab_size);
+                             rt_plan_of(plan)->vocab_size);
     return LLMC_OK;
 }
 
 /* --context defaults to the plan's max context, --stride to half the window. */
 static int resolve_windows(eval_args *a, const llmc_rt_plan *plan, llmc_error *err)
 {
-    if (!plan->vocab_size)
+    if (!rt_plan_of(plan)->vocab_size)
         return llmc_fail(err, LLMC_E_RUNTIME, "'%s' has no logits output: it is not a "
                          "language model plan", a->plan);
     if (!a->context)
-        a->context = plan->max_context;
-    if (a->context < 2 || a->context > plan->max_context)
+        a->context = rt_plan_of(plan)->max_context;
+    if (a->context < 2 || a->context > rt_plan_of(plan)->max_context)
         return llmc_fail(err, LLMC_E_USAGE, "--context %u: the window must hold 2..%u tokens "
-                         "(the plan's max context)", a->context, plan->max_context);
+                         "(the plan's max context)", a->context, rt_plan_of(plan)->max_context);
     if (!a->stride)
         a->stride = a->context / 2;
     if (a->stride > a->context)
@@ -219,7 +220,7 @@ static int runtime_error(llmc_error *err, const char *what, const llmc_rt_error 
 /* The plan's logits output index. */
 static int logits_output(const llmc_rt_plan *plan, uint32_t *index, llmc_error *err)
 {
-    for (uint32_t i = 0; i < plan->n_outputs; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(plan)->n_outputs; i++) {
         llmc_rt_io io;
         if (llmc_rt_plan_io(plan, 1, i, &io) == LLMC_RT_OK && io.role == LLMC_ROLE_LOGITS) {
             *index = i;
@@ -258,7 +259,7 @@ static int score_window_chunked(llmc_npu *npu, llmc_rt_session *s, const int64_t
                                 size_t begin, size_t end, size_t first, eval_totals *t,
                                 llmc_error *err)
 {
-    window_scorer w = {ids, begin, first, end, s->plan->vocab_size, t};
+    window_scorer w = {ids, begin, first, end, rt_plan_of(llmc_rt_session_plan(s))->vocab_size, t};
     uint32_t n = (uint32_t)(end - begin);
     llmc_rt_session_reset(s);
     llmc_npu_set_logits(npu, score_chunk, &w);
@@ -280,7 +281,7 @@ static int score_window(llmc_rt_session *s, llmc_npu *npu, uint32_t logits_index
         return score_window_chunked(npu, s, ids, begin, end, first, t, err);
     llmc_rt_error rt = {0};
     llmc_rt_tensor logits;
-    uint32_t n = (uint32_t)(end - begin), vocab = s->plan->vocab_size;
+    uint32_t n = (uint32_t)(end - begin), vocab = rt_plan_of(llmc_rt_session_plan(s))->vocab_size;
     llmc_rt_session_reset(s);
     double t0 = llmc_seconds_now();
     if (llmc_rt_session_feed(s, ids + begin, n, NULL, &rt) != LLMC_RT_OK)

@@ -55,30 +55,30 @@ static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
     fb_reader r = rt_reader(p);
     fb_table root;
     memset(s, 0, sizeof *s);
-    if (fb_table_at(&r, p->root, "Plan", &root, rt) || fb_string_field(&r, &root, PLAN_TARGET, &s->target, rt) ||
+    if (fb_table_at(&r, rt_plan_of(p)->root, "Plan", &root, rt) || fb_string_field(&r, &root, PLAN_TARGET, &s->target, rt) ||
         fb_string_field(&r, &root, PLAN_COMPILER_VERSION, &s->compiler_version, rt))
         return -1;
-    for (uint32_t i = 0; i < p->n_tensors; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_tensors; i++) {
         rt_tensor_desc t;
         if (rt_read_tensor(&r, p, i, &t, rt))
             return -1;
         s->arena_tensors += t.kind == KIND_ARENA;
         s->weight_tensors += t.kind == KIND_WEIGHT;
     }
-    for (uint32_t i = 0; i < p->n_segments; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_segments; i++) {
         rt_segment_desc seg;
         if (rt_read_segment(&r, p, i, &seg, rt))
             return -1;
         s->weight_bytes += seg.size;
     }
     llmc_layer_tally tally = {{0}, 0};
-    for (uint32_t i = 0; i < p->n_ops; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_ops; i++) {
         rt_op_desc op;
         if (rt_read_op(&r, p, i, &op, rt))
             return -1;
         s->op_counts[op.code]++;
         if (op.code == LLMC_RT_OP_Attention)
-            s->kv_position_bytes += rt_kv_position_bytes(p->kv_cache_dtype, op.kv_heads, op.head_dim);
+            s->kv_position_bytes += rt_kv_position_bytes(rt_plan_of(p)->kv_cache_dtype, op.kv_heads, op.head_dim);
         llmc_layer_tally_add(&tally, op.name);
     }
     llmc_layer_tally_range(&tally, &s->layer_ops_min, &s->layer_ops_max);
@@ -88,7 +88,7 @@ static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
 static int read_pass(const llmc_rt_plan *p, uint32_t i, pass_row *row, llmc_rt_error *rt)
 {
     fb_reader r = rt_reader(p);
-    fb_vector passes = {p->passes, p->n_passes};
+    fb_vector passes = {rt_plan_of(p)->passes, rt_plan_of(p)->n_passes};
     fb_table t;
     uint64_t nodes, digest;
     if (fb_vec_table(&r, passes, i, "PassRecord", &t, rt) || fb_string_field(&r, &t, PASS_NAME, &row->name, rt) ||
@@ -135,7 +135,7 @@ static void json_tokenizer(const llmc_rt_plan *p)
     }
     const rt_tokenizer *t = rt_tok_const(&tok);
     printf(", \"tokenizer\": {\"kind\": \"%s\", \"ids\": %u, \"bos\": %lld, \"eos\": %lld, \"segment\": %u, \"bytes\": %zu}",
-           tokenizer_kind(t), t->n_ids, id_or_minus_one(t->bos), id_or_minus_one(t->eos), p->tokenizer_segment, t->size);
+           tokenizer_kind(t), t->n_ids, id_or_minus_one(t->bos), id_or_minus_one(t->eos), rt_plan_of(p)->tokenizer_segment, t->size);
 }
 
 static void print_tokenizer_text(const llmc_rt_plan *p)
@@ -147,14 +147,14 @@ static void print_tokenizer_text(const llmc_rt_plan *p)
     }
     const rt_tokenizer *t = rt_tok_const(&tok);
     printf("tokenizer   %s, %u ids, bos %lld, eos %lld, segment %u (%zu bytes)\n", tokenizer_kind(t), t->n_ids,
-           id_or_minus_one(t->bos), id_or_minus_one(t->eos), p->tokenizer_segment, t->size);
+           id_or_minus_one(t->bos), id_or_minus_one(t->eos), rt_plan_of(p)->tokenizer_segment, t->size);
 }
 
 static int print_json(const char *path, const llmc_rt_plan *p, const plan_summary *s, llmc_rt_error *rt)
 {
     printf("{\"file\": ");
     llmc_cli_json_string(path);
-    printf(", \"file_bytes\": %zu, \"format_version\": %u, \"target\": ", p->size, LLMC_RT_FORMAT_VERSION);
+    printf(", \"file_bytes\": %zu, \"format_version\": %u, \"target\": ", rt_plan_of(p)->size, LLMC_RT_FORMAT_VERSION);
     llmc_cli_json_string(s->target);
     printf(", \"compiler_version\": ");
     llmc_cli_json_string(s->compiler_version);
@@ -164,11 +164,11 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
            "\"prefill_kernel\": \"%s\", \"ops_total\": %u, \"ops_per_layer\": %u, "
            "\"kv_cache_dtype\": \"%s\", \"kv_bytes_per_position\": %llu, \"session_bytes\": %llu, "
            "\"op_counts\": {",
-           (unsigned long long)p->source_hash, p->max_context, (unsigned long long)p->arena_size,
-           (unsigned long long)p->kv_bytes, (unsigned long long)s->weight_bytes, p->n_segments, p->n_tensors,
-           s->arena_tensors, s->weight_tensors, p->n_layers, p->vocab_size, p->gemm_min_rows,
-           rt_prefill_kernel_name(p->prefill_kernel), p->n_ops, s->layer_ops_max,
-           kv_dtype_name(p->kv_cache_dtype), (unsigned long long)s->kv_position_bytes,
+           (unsigned long long)rt_plan_of(p)->source_hash, rt_plan_of(p)->max_context, (unsigned long long)rt_plan_of(p)->arena_size,
+           (unsigned long long)rt_plan_of(p)->kv_bytes, (unsigned long long)s->weight_bytes, rt_plan_of(p)->n_segments, rt_plan_of(p)->n_tensors,
+           s->arena_tensors, s->weight_tensors, rt_plan_of(p)->n_layers, rt_plan_of(p)->vocab_size, rt_plan_of(p)->gemm_min_rows,
+           rt_prefill_kernel_name(rt_plan_of(p)->prefill_kernel), rt_plan_of(p)->n_ops, s->layer_ops_max,
+           kv_dtype_name(rt_plan_of(p)->kv_cache_dtype), (unsigned long long)s->kv_position_bytes,
            (unsigned long long)llmc_rt_session_memory(p));
     const char *sep = "";
     for (int c = 0; c < LLMC_RT_OP_COUNT; c++) {
@@ -180,11 +180,11 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
     printf("}");
     json_tokenizer(p);
     printf(", ");
-    json_io(p, 0, p->n_inputs);
+    json_io(p, 0, rt_plan_of(p)->n_inputs);
     printf(", ");
-    json_io(p, 1, p->n_outputs);
+    json_io(p, 1, rt_plan_of(p)->n_outputs);
     printf(", \"passes\": [");
-    for (uint32_t i = 0; i < p->n_passes; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_passes; i++) {
         pass_row row;
         if (read_pass(p, i, &row, rt))
             return -1;
@@ -213,32 +213,32 @@ static void print_io_text(const llmc_rt_plan *p, int is_output, uint32_t n)
 
 static int print_text(const char *path, const llmc_rt_plan *p, const plan_summary *s, llmc_rt_error *rt)
 {
-    printf("plan        %s (%zu bytes), format %u, target %s, %s\n", path, p->size, LLMC_RT_FORMAT_VERSION,
+    printf("plan        %s (%zu bytes), format %u, target %s, %s\n", path, rt_plan_of(p)->size, LLMC_RT_FORMAT_VERSION,
            s->target, s->compiler_version);
-    printf("source      xxh64 %016llx\n", (unsigned long long)p->source_hash);
-    printf("max context %u tokens\n", p->max_context);
-    printf("arena       %llu bytes\n", (unsigned long long)p->arena_size);
-    printf("kv store    %llu bytes\n", (unsigned long long)p->kv_bytes);
+    printf("source      xxh64 %016llx\n", (unsigned long long)rt_plan_of(p)->source_hash);
+    printf("max context %u tokens\n", rt_plan_of(p)->max_context);
+    printf("arena       %llu bytes\n", (unsigned long long)rt_plan_of(p)->arena_size);
+    printf("kv store    %llu bytes\n", (unsigned long long)rt_plan_of(p)->kv_bytes);
     printf("session     %llu bytes of caller memory at max context (llmc_rt_session_memory: "
            "arena, KV store, caches)\n", (unsigned long long)llmc_rt_session_memory(p));
-    if (p->n_caches)
+    if (rt_plan_of(p)->n_caches)
         printf("kv cache    %s, %llu bytes per position (%u caches, %u positions per chunk)\n",
-               kv_dtype_name(p->kv_cache_dtype), (unsigned long long)s->kv_position_bytes, p->n_caches,
-               p->kv_chunk);
-    printf("weights     %llu bytes in %u segments\n", (unsigned long long)s->weight_bytes, p->n_segments);
-    printf("tensors     %u (%u arena, %u weights)\n", p->n_tensors, s->arena_tensors, s->weight_tensors);
-    printf("layers      %u, vocab %u\n", p->n_layers, p->vocab_size);
-    printf("prefill     quantized Linears of >= %u rows on the %s kernel\n", p->gemm_min_rows,
-           rt_prefill_kernel_name(p->prefill_kernel));
-    printf("ops         %u, %u per decoder layer\n", p->n_ops, s->layer_ops_max);
+               kv_dtype_name(rt_plan_of(p)->kv_cache_dtype), (unsigned long long)s->kv_position_bytes, rt_plan_of(p)->n_caches,
+               rt_plan_of(p)->kv_chunk);
+    printf("weights     %llu bytes in %u segments\n", (unsigned long long)s->weight_bytes, rt_plan_of(p)->n_segments);
+    printf("tensors     %u (%u arena, %u weights)\n", rt_plan_of(p)->n_tensors, s->arena_tensors, s->weight_tensors);
+    printf("layers      %u, vocab %u\n", rt_plan_of(p)->n_layers, rt_plan_of(p)->vocab_size);
+    printf("prefill     quantized Linears of >= %u rows on the %s kernel\n", rt_plan_of(p)->gemm_min_rows,
+           rt_prefill_kernel_name(rt_plan_of(p)->prefill_kernel));
+    printf("ops         %u, %u per decoder layer\n", rt_plan_of(p)->n_ops, s->layer_ops_max);
     print_tokenizer_text(p);
     for (int c = 0; c < LLMC_RT_OP_COUNT; c++)
         if (s->op_counts[c])
             printf("  %-12s %u\n", rt_op_code_name(c), s->op_counts[c]);
-    print_io_text(p, 0, p->n_inputs);
-    print_io_text(p, 1, p->n_outputs);
+    print_io_text(p, 0, rt_plan_of(p)->n_inputs);
+    print_io_text(p, 1, rt_plan_of(p)->n_outputs);
     printf("passes:\n");
-    for (uint32_t i = 0; i < p->n_passes; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_passes; i++) {
         pass_row row;
         if (read_pass(p, i, &row, rt))
             return -1;
@@ -265,7 +265,7 @@ static int op_key_of(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op, 
         if (rt_read_tensor(r, p, fb_vec_u32(r, op->inputs, k), &in[k], rt))
             return -1;
     *key = (rt_op_key){op->code, op->kind, {in[0].dtype, in[1].dtype},
-                       {in[0].layout, in[1].layout}, p->prefill_kernel, p->kv_cache_dtype};
+                       {in[0].layout, in[1].layout}, rt_plan_of(p)->prefill_kernel, rt_plan_of(p)->kv_cache_dtype};
     return 0;
 }
 
@@ -273,7 +273,7 @@ static int collect_resolver(const llmc_rt_plan *p, resolver_use *u, llmc_rt_erro
 {
     fb_reader r = rt_reader(p);
     memset(u, 0, sizeof *u);
-    for (uint32_t i = 0; i < p->n_ops; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_ops; i++) {
         rt_op_desc op;
         rt_op_key key;
         if (rt_read_op(&r, p, i, &op, rt) || op_key_of(&r, p, &op, &key, rt))

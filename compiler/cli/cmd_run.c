@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "support/file_map.h"
 #include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "llmc_threads.h"
 #include "npu_options.h"
 
@@ -303,20 +304,20 @@ static int prefill(llmc_rt_session *s, const run_args *a, llmc_npu **npu, float 
 static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *tp, FILE *logits_file,
                     llmc_error *err)
 {
-    if (!plan->vocab_size)
+    if (!rt_plan_of(plan)->vocab_size)
         return llmc_fail(err, LLMC_E_RUNTIME, "'%s' has no logits output: it is not a language model plan", a->plan);
-    if ((uint64_t)a->n_prompt + a->max_new - 1 > plan->max_context)
+    if ((uint64_t)a->n_prompt + a->max_new - 1 > rt_plan_of(plan)->max_context)
         return llmc_fail(err, LLMC_E_USAGE, "prompt (%u) + generated tokens (%u) exceed the plan's max context %u",
-                         a->n_prompt, a->max_new, plan->max_context);
+                         a->n_prompt, a->max_new, rt_plan_of(plan)->max_context);
     for (uint32_t i = 0; i < a->n_prompt; i++)
-        if (a->prompt[i] >= plan->vocab_size)
+        if (a->prompt[i] >= rt_plan_of(plan)->vocab_size)
             return llmc_fail(err, LLMC_E_USAGE, "prompt id %lld (position %u) is outside the vocabulary [0, %u) of '%s'",
-                             (long long)a->prompt[i], i, plan->vocab_size, a->plan);
+                             (long long)a->prompt[i], i, rt_plan_of(plan)->vocab_size, a->plan);
     size_t mem_size = llmc_rt_session_memory(plan);
-    size_t scratch_size = LLMC_SAMPLER_SCRATCH_BYTES(plan->vocab_size);
+    size_t scratch_size = LLMC_SAMPLER_SCRATCH_BYTES(rt_plan_of(plan)->vocab_size);
     void *mem = llmc_alloc_huge(mem_size), *scratch = malloc(scratch_size);
     llmc_threads *pool = a->threads > 1 ? llmc_threads_create(a->threads) : NULL;
-    float *logits = malloc(sizeof(float) * plan->vocab_size);
+    float *logits = malloc(sizeof(float) * rt_plan_of(plan)->vocab_size);
     int rc = LLMC_OK;
     llmc_rt_session s;
     llmc_rt_error rt = {0};
@@ -334,12 +335,12 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
     }
     for (uint32_t k = 0; !rc && k < a->max_new; k++) {
         int64_t token = 0;
-        if (llmc_sample(&sm, logits, plan->vocab_size, scratch, scratch_size, &token, &rt) != LLMC_RT_OK) {
+        if (llmc_sample(&sm, logits, rt_plan_of(plan)->vocab_size, scratch, scratch_size, &token, &rt) != LLMC_RT_OK) {
             rc = runtime_error(err, "sampling", &rt);
             break;
         }
         rc = print_token(tp, token, err);
-        if (!rc && logits_file && fwrite(logits, sizeof(float), plan->vocab_size, logits_file) != plan->vocab_size)
+        if (!rc && logits_file && fwrite(logits, sizeof(float), rt_plan_of(plan)->vocab_size, logits_file) != rt_plan_of(plan)->vocab_size)
             rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", a->logits_out, strerror(errno));
         if (llmc_sampler_is_stop(&sm, token))
             break;

@@ -150,9 +150,9 @@ static int measure_crossover(llmc_rt_session *s, llmc_rt_plan *plan, const tune_
     printf("%6s %14s %14s\n", "rows", "gemv ms", "gemm ms");
     for (uint32_t m = 2; m <= a->max_rows; m++) {
         double gemv, gemm;
-        plan->gemm_min_rows = m + 1;
+        rt_plan_of(plan)->gemm_min_rows = m + 1;
         if (time_prefill(s, tokens, m, a->repeats, &gemv, rt) == 0) {
-            plan->gemm_min_rows = m;
+            rt_plan_of(plan)->gemm_min_rows = m;
             if (time_prefill(s, tokens, m, a->repeats, &gemm, rt) == 0) {
                 printf("%6u %14.3f %14.3f\n", m, 1e3 * gemv, 1e3 * gemm);
                 if (gemm >= gemv)
@@ -180,13 +180,13 @@ static int measure_prefill_kernel(llmc_rt_session *s, llmc_rt_plan *plan, const 
         *kernel = (uint32_t)a->pinned_kernel;
         return LLMC_OK;
     }
-    const rt_target_info *info = rt_target_info_of(rt_target_index(plan->target));
+    const rt_target_info *info = rt_target_info_of(rt_target_index(rt_plan_of(plan)->target));
     if (!info || !info->f_hp) {
-        printf("target %s has no fp32 tiles: prefill stays on the int8 kernel\n", plan->target);
+        printf("target %s has no fp32 tiles: prefill stays on the int8 kernel\n", rt_plan_of(plan)->target);
         return LLMC_OK;
     }
     for (uint32_t k = 0; k < PREFILL_KERNEL_COUNT; k++) {
-        plan->prefill_kernel = k;
+        rt_plan_of(plan)->prefill_kernel = k;
         if (time_prefill(s, tokens, rows, a->repeats, &ms[k], rt))
             return llmc_fail(err, LLMC_E_RUNTIME, "'%s': prefill of %u tokens on the %s kernel: "
                              "%s", a->plan, rows, rt_prefill_kernel_name(k), rt->msg);
@@ -203,7 +203,7 @@ static int measure(llmc_rt_plan *plan, const tune_args *a, tune_result *out, llm
 {
     llmc_rt_error rt = {0};
     llmc_rt_session s;
-    uint32_t prefill_rows = a->prefill_rows < plan->max_context ? a->prefill_rows : plan->max_context;
+    uint32_t prefill_rows = a->prefill_rows < rt_plan_of(plan)->max_context ? a->prefill_rows : rt_plan_of(plan)->max_context;
     uint32_t rows = prefill_rows > a->max_rows ? prefill_rows : a->max_rows;
     size_t size = llmc_rt_session_memory_for(plan, rows);
     void *mem = llmc_alloc_huge(size);
@@ -217,11 +217,11 @@ static int measure(llmc_rt_plan *plan, const tune_args *a, tune_result *out, llm
     if (!rc) {
         llmc_rt_session_set_parallel(&s, pool ? llmc_threads_parallel : NULL, pool);
         for (uint32_t i = 0; i < rows; i++)
-            tokens[i] = (int64_t)((i * 7919u + 13u) % (plan->vocab_size ? plan->vocab_size : 1));
+            tokens[i] = (int64_t)((i * 7919u + 13u) % (rt_plan_of(plan)->vocab_size ? rt_plan_of(plan)->vocab_size : 1));
         rc = measure_crossover(&s, plan, a, tokens, &out->gemm_min_rows, &rt, err);
     }
     if (!rc) {
-        plan->gemm_min_rows = out->gemm_min_rows;
+        rt_plan_of(plan)->gemm_min_rows = out->gemm_min_rows;
         rc = measure_prefill_kernel(&s, plan, a, tokens, prefill_rows, &out->prefill_kernel, &rt,
                                     err);
     }
@@ -237,9 +237,9 @@ static uint32_t field_pos(const llmc_rt_plan *plan, int field)
 {
     fb_reader r = rt_reader(plan);
     fb_table t;
-    if (fb_table_at(&r, plan->root, "Plan", &t, NULL) || field >= (int)t.n_fields)
+    if (fb_table_at(&r, rt_plan_of(plan)->root, "Plan", &t, NULL) || field >= (int)t.n_fields)
         return 0;
-    const uint8_t *slot = plan->base + t.vtable + 4 + 2 * field;
+    const uint8_t *slot = rt_plan_of(plan)->base + t.vtable + 4 + 2 * field;
     uint16_t off = (uint16_t)(slot[0] | slot[1] << 8);
     return off ? t.pos + off : 0;
 }
@@ -258,15 +258,15 @@ static int write_plan(const tune_args *a, const llmc_rt_plan *plan, const tune_r
     if (!gemm || !kernel)
         return llmc_fail(err, LLMC_E_INPUT, "'%s' has no %s field to rewrite; recompile it "
                          "with this llmc", a->plan, gemm ? "prefill_kernel" : "gemm_min_rows");
-    uint8_t *copy = malloc(plan->size);
+    uint8_t *copy = malloc(rt_plan_of(plan)->size);
     if (!copy)
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory copying the plan");
-    memcpy(copy, plan->base, plan->size);
+    memcpy(copy, rt_plan_of(plan)->base, rt_plan_of(plan)->size);
     put_u32(copy + gemm, res->gemm_min_rows);
     put_u32(copy + kernel, res->prefill_kernel);
     llmc_output out = {0};
     int rc = llmc_out_create(a->plan, &out, err) ? LLMC_OK : err->code;
-    if (!rc && fwrite(copy, 1, plan->size, out.file) != plan->size)
+    if (!rc && fwrite(copy, 1, rt_plan_of(plan)->size, out.file) != rt_plan_of(plan)->size)
         rc = llmc_fail(err, LLMC_E_OUTPUT, "'%s': %s", a->plan, strerror(errno));
     rc = llmc_out_finish(&out, rc, err);
     free(copy);
@@ -296,9 +296,9 @@ int llmc_cmd_tune(int argc, char **argv)
         llmc_unmap_file(&file);
         return rc ? llmc_cli_report(&err) : 0;
     }
-    if (!rc && a.max_rows > plan.max_context)
+    if (!rc && a.max_rows > rt_plan_of(&plan)->max_context)
         rc = llmc_fail(&err, LLMC_E_USAGE, "--max-rows %u exceeds the plan's max_context %u",
-                       a.max_rows, plan.max_context);
+                       a.max_rows, rt_plan_of(&plan)->max_context);
     if (!rc)
         rc = measure(&plan, &a, &res, &err);
     if (!rc)

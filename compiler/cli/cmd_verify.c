@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "kernels/kernel_table.h"
 #include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 
 int llmc_cmd_verify(int argc, char **argv)
 {
@@ -27,11 +28,11 @@ int llmc_cmd_verify(int argc, char **argv)
         llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s: %s", argv[1], llmc_rt_status_text(st), rt.msg);
     } else {
         printf("%s: ok (%u tensors, %u ops, %u weight segments hashed, arena %llu bytes)\n", argv[1],
-               plan.n_tensors, plan.n_ops, plan.n_segments, (unsigned long long)plan.arena_size);
-        if (plan.kernels || rt_kernels_for_target(plan.target, &rt))
-            printf("target %s: runs on this machine\n", plan.target);
+               rt_plan_of(&plan)->n_tensors, rt_plan_of(&plan)->n_ops, rt_plan_of(&plan)->n_segments, (unsigned long long)rt_plan_of(&plan)->arena_size);
+        if (rt_plan_of(&plan)->kernels || rt_kernels_for_target(rt_plan_of(&plan)->target, &rt))
+            printf("target %s: runs on this machine\n", rt_plan_of(&plan)->target);
         else
-            printf("target %s: verified, but cannot run here: %s\n", plan.target, rt.msg);
+            printf("target %s: verified, but cannot run here: %s\n", rt_plan_of(&plan)->target, rt.msg);
     }
     llmc_unmap_file(&file);
     return err.code ? llmc_cli_report(&err) : 0;

@@ -7,6 +7,7 @@
 #include "codegen/codegen.h"
 #include "ir/const_view.h"
 #include "ir/io_roles.h"
+#include "llmc_rt_internal.h"
 
 static int rt_error(llmc_error *err, const char *step, const llmc_rt_error *e)
 {
@@ -54,9 +55,9 @@ static int run_plan(const uint8_t *plan, size_t size, uint32_t S, uint32_t P, co
         rc = rt_error(err, "initializing a session", &e);
     else if (llmc_rt_session_run(&s, S, P, inputs, &e))
         rc = rt_error(err, "running", &e);
-    for (uint32_t k = 0; rc == LLMC_OK && k < p.n_outputs; k++)
+    for (uint32_t k = 0; rc == LLMC_OK && k < rt_plan_of(&p)->n_outputs; k++)
         rc = copy_output(&s, k, &outputs[k], err);
-    for (uint32_t k = 0; rc != LLMC_OK && k < p.n_outputs; k++)
+    for (uint32_t k = 0; rc != LLMC_OK && k < rt_plan_of(&p)->n_outputs; k++)
         llmc_eval_tensor_free(&outputs[k]);
     free(memory);
     return rc;

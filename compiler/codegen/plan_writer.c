@@ -593,7 +593,7 @@ static void readback_task(void *ctx, uint32_t s)
  * go: reading a 2.5 GB plan back must not make it resident. */
 static int check_segment_hashes(const llmc_rt_plan *plan, uint32_t threads, llmc_rt_error *rt)
 {
-    uint32_t n = plan->n_segments;
+    uint32_t n = rt_plan_of(plan)->n_segments;
     rt_segment_desc *seg = malloc(sizeof *seg * ((size_t)n + 1));
     uint64_t *hash = malloc(sizeof *hash * ((size_t)n + 1));
     int rc = seg && hash ? 0 : -1;
@@ -601,7 +601,7 @@ static int check_segment_hashes(const llmc_rt_plan *plan, uint32_t threads, llmc
     for (uint32_t i = 0; !rc && i < n; i++)
         rc = rt_read_segment(&r, plan, i, &seg[i], rt) ? -1 : 0;
     if (!rc) {
-        readback rb = {plan->base, seg, hash};
+        readback rb = {rt_plan_of(plan)->base, seg, hash};
         llmc_threads *pool = threads > 1 && n > 1 ? llmc_threads_create(threads) : NULL;
         llmc_threads_parallel(pool, n, readback_task, &rb);
         llmc_threads_destroy(pool);

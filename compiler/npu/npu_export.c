@@ -19,6 +19,7 @@
 #include "support/file_map.h"
 #include "llmc_ref_delegate.h"
 #include "npu_manifest.h"
+#include "llmc_rt_internal.h"
 
 /* ---- files ------------------------------------------------------------------ */
 
@@ -70,13 +71,13 @@ static int open_session(export_run *r, const char *plan_path, llmc_error *err)
     if (!rc && llmc_rt_plan_open(&r->plan, r->file.map, r->file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_RUNTIME, "--npu-export: '%s': %s (the export reads the plan "
                        "through this machine's runtime)", plan_path, rt.msg);
-    if (!rc && llmc_rt_chunked_memory(&r->plan, r->plan.max_context, 1) == SIZE_MAX)
+    if (!rc && llmc_rt_chunked_memory(&r->plan, rt_plan_of(&r->plan)->max_context, 1) == SIZE_MAX)
         rc = llmc_fail(err, LLMC_E_INPUT, "--npu-export: '%s' has no NPU subgraphs (compile "
                        "it with --npu-chunk C)", plan_path);
     size_t size = rc ? 0 : llmc_rt_session_memory(&r->plan);
     if (!rc && !(r->session_memory = aligned_alloc(64, (size + 63) / 64 * 64)))
         rc = llmc_fail(err, LLMC_E_NOMEM, "--npu-export: no memory for a session of %u "
-                       "positions", r->plan.max_context);
+                       "positions", rt_plan_of(&r->plan)->max_context);
     if (!rc && llmc_rt_session_init(&r->session, &r->plan, r->session_memory, size, &rt) !=
                    LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_RUNTIME, "--npu-export: '%s': %s", plan_path, rt.msg);
@@ -89,7 +90,7 @@ static int export_all(export_run *r, llmc_error *err)
     llmc_rt_delegate table;
     npx_exporter_table(&r->ex, &table);
     llmc_rt_error rt = {0};
-    size_t size = llmc_rt_chunked_memory(&r->plan, r->plan.max_context, 1);
+    size_t size = llmc_rt_chunked_memory(&r->plan, rt_plan_of(&r->plan)->max_context, 1);
     int rc = LLMC_OK;
     if (size == SIZE_MAX || !(r->chunked_memory = malloc(size)))
         rc = llmc_fail(err, LLMC_E_NOMEM, "--npu-export: no memory for the chunked prefill");

@@ -84,7 +84,7 @@ int llmc_npu_start(llmc_npu **out, llmc_rt_session *s, const llmc_npu_options *o
     uint32_t lanes = o->lanes ? o->lanes : DEFAULT_LANES;
     llmc_rt_stats stats = {0};
     llmc_rt_session_stats(s, &stats); /* the session's context bounds the chunks */
-    size_t size = llmc_rt_chunked_memory(s->plan, stats.context, lanes);
+    size_t size = llmc_rt_chunked_memory(llmc_rt_session_plan(s), stats.context, lanes);
     llmc_rt_error rt = {0};
     int rc = LLMC_OK;
     if (size == SIZE_MAX)

@@ -24,16 +24,16 @@ static int write_costs(const char *path, const llmc_rt_plan *plan, const uint64_
     if (rt_read_npu(&r, plan, &npu, NULL) || npu.costs.len != nodes)
         return llmc_fail(err, LLMC_E_INPUT, "'%s' has no npu_costs of %u nodes to rewrite; "
                          "recompile it with this llmc", path, nodes);
-    uint8_t *copy = malloc(plan->size);
+    uint8_t *copy = malloc(rt_plan_of(plan)->size);
     if (!copy)
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory copying the plan");
-    memcpy(copy, plan->base, plan->size);
+    memcpy(copy, rt_plan_of(plan)->base, rt_plan_of(plan)->size);
     for (uint32_t j = 0; j < nodes; j++)
         for (int b = 0; b < 8; b++)
             copy[npu.costs.pos + 8u * j + (uint32_t)b] = (uint8_t)(ns[j] >> (8 * b));
     llmc_output out = {0};
     int rc = llmc_out_create(path, &out, err) ? LLMC_OK : err->code;
-    if (!rc && fwrite(copy, 1, plan->size, out.file) != plan->size)
+    if (!rc && fwrite(copy, 1, rt_plan_of(plan)->size, out.file) != rt_plan_of(plan)->size)
         rc = llmc_fail(err, LLMC_E_OUTPUT, "'%s': %s", path, strerror(errno));
     rc = llmc_out_finish(&out, rc, err);
     free(copy);
@@ -46,7 +46,7 @@ static int time_nodes(llmc_npu *npu, const llmc_rt_plan *plan, uint32_t rows, ui
     int64_t *tokens = malloc(sizeof *tokens * rows);
     int rc = tokens ? LLMC_OK : llmc_fail(err, LLMC_E_NOMEM, "out of memory");
     for (uint32_t i = 0; !rc && i < rows; i++)
-        tokens[i] = (int64_t)((i * 7919u + 13u) % (plan->vocab_size ? plan->vocab_size : 1));
+        tokens[i] = (int64_t)((i * 7919u + 13u) % (rt_plan_of(plan)->vocab_size ? rt_plan_of(plan)->vocab_size : 1));
     for (uint32_t k = 0; !rc && k <= repeats; k++) { /* the first warms caches up */
         llmc_rt_session_reset(s);
         rc = llmc_npu_prefill(npu, tokens, rows, NULL, err);
@@ -62,7 +62,7 @@ static int time_nodes(llmc_npu *npu, const llmc_rt_plan *plan, uint32_t rows, ui
 int llmc_tune_npu(const char *path, const llmc_rt_plan *plan, const llmc_tune_npu_options *o,
                   llmc_error *err)
 {
-    uint32_t rows = o->rows < plan->max_context ? o->rows : plan->max_context;
+    uint32_t rows = o->rows < rt_plan_of(plan)->max_context ? o->rows : rt_plan_of(plan)->max_context;
     size_t size = llmc_rt_session_memory_for(plan, rows);
     void *mem = malloc(size);
     llmc_rt_session s;

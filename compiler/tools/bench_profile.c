@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "plan_enums.h"
+#include "llmc_rt_internal.h"
 
 static const char *layout_name(int layout)
 {
@@ -46,12 +47,12 @@ static uint32_t group_index(bench_profile *p, const char *name)
 int bench_profile_init(bench_profile *p, const llmc_rt_plan *plan)
 {
     memset(p, 0, sizeof *p);
-    p->n_ops = plan->n_ops;
-    p->groups = calloc(plan->n_ops ? plan->n_ops : 1, sizeof *p->groups);
-    p->group_of = calloc(plan->n_ops ? plan->n_ops : 1, sizeof *p->group_of);
+    p->n_ops = rt_plan_of(plan)->n_ops;
+    p->groups = calloc(rt_plan_of(plan)->n_ops ? rt_plan_of(plan)->n_ops : 1, sizeof *p->groups);
+    p->group_of = calloc(rt_plan_of(plan)->n_ops ? rt_plan_of(plan)->n_ops : 1, sizeof *p->group_of);
     if (!p->groups || !p->group_of)
         return -1;
-    for (uint32_t i = 0; i < plan->n_ops; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(plan)->n_ops; i++) {
         char name[sizeof p->groups[0].name];
         group_name(plan, i, name, sizeof name);
         p->group_of[i] = group_index(p, name);

@@ -140,8 +140,8 @@ static void observe(void *ctx, uint32_t op, int end)
 
 static uint8_t *linear_ops(const llmc_rt_plan *plan)
 {
-    uint8_t *is_linear = calloc(plan->n_ops ? plan->n_ops : 1, 1);
-    for (uint32_t i = 0; is_linear && i < plan->n_ops; i++) {
+    uint8_t *is_linear = calloc(rt_plan_of(plan)->n_ops ? rt_plan_of(plan)->n_ops : 1, 1);
+    for (uint32_t i = 0; is_linear && i < rt_plan_of(plan)->n_ops; i++) {
         llmc_rt_op_info info;
         is_linear[i] = llmc_rt_plan_op(plan, i, &info) == LLMC_RT_OK &&
                        info.code == LLMC_RT_OP_Linear;

@@ -130,7 +130,7 @@ static llmc_rt_status cost_of_gather(fb_reader *r, const llmc_rt_plan *p, const 
 static llmc_rt_status cost_of_past_inputs(fb_reader *r, const llmc_rt_plan *p, llmc_plan_cost *c,
                                           llmc_rt_error *err)
 {
-    for (uint32_t i = 0; i < p->n_inputs; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_inputs; i++) {
         rt_io_desc io;
         rt_tensor_desc t;
         uint64_t at0, at1;
@@ -152,7 +152,7 @@ llmc_rt_status llmc_plan_cost_of(const llmc_rt_plan *p, llmc_plan_cost *c, llmc_
 {
     fb_reader r = rt_reader(p);
     memset(c, 0, sizeof *c);
-    for (uint32_t i = 0; i < p->n_ops; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_ops; i++) {
         rt_op_desc op;
         llmc_rt_status st = rt_read_op(&r, p, i, &op, err);
         if (!st && (op.code == LLMC_RT_OP_Linear || op.code == LLMC_RT_OP_MatMul))
@@ -161,7 +161,7 @@ llmc_rt_status llmc_plan_cost_of(const llmc_rt_plan *p, llmc_plan_cost *c, llmc_
             st = cost_of_gather(&r, p, &op, c, err);
         else if (!st && op.code == LLMC_RT_OP_Attention) {
             /* K and V rows of the plan's KV dtype */
-            c->kv_bytes_per_pos += rt_kv_position_bytes(p->kv_cache_dtype, op.kv_heads, op.head_dim);
+            c->kv_bytes_per_pos += rt_kv_position_bytes(rt_plan_of(p)->kv_cache_dtype, op.kv_heads, op.head_dim);
             c->attn_ops_per_pos += 4u * (uint64_t)op.heads * (uint64_t)op.head_dim;
             c->attentions++;
         }

@@ -15,7 +15,9 @@ int main(int argc, char **argv)
     if (llmc_rt_plan_open(&plan, bytes, (size_t)size, 0, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
     size_t mem_size = llmc_rt_session_memory(&plan);    /* arena + KV store */
     void *mem = malloc(mem_size);
-    float *logits = malloc(plan.vocab_size * sizeof(float));
+    llmc_rt_plan_info info;                              /* vocabulary, context, ... */
+    llmc_rt_plan_info_of(&plan, &info);
+    float *logits = malloc(info.vocab_size * sizeof(float));
     if (llmc_rt_session_init(&s, &plan, mem, mem_size, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
     int n_new = atoi(argv[2]), n_prompt = argc - 3;
     int64_t token, prompt[256];
@@ -23,7 +25,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < n_new; k++) {
         if (llmc_rt_session_feed(&s, k ? &token : prompt, k ? 1 : (uint32_t)n_prompt, logits, &err)) return 1;
         token = 0;                                        /* greedy: argmax */
-        for (uint32_t v = 1; v < plan.vocab_size; v++) if (logits[v] > logits[token]) token = v;
+        for (uint32_t v = 1; v < info.vocab_size; v++) if (logits[v] > logits[token]) token = v;
         printf(k ? " %lld" : "%lld", (long long)token);
     }
     printf("\n");

@@ -98,13 +98,13 @@ static int fail(const char *what, const llmc_rt_error *err)
 
 /* Prefill in chunks through the delegate, then n_new greedy ids. */
 static int generate(llmc_rt_session *s, llmc_rt_chunked *chunked, const int64_t *prompt,
-                    uint32_t n, int n_new, float *logits)
+                    uint32_t n, int n_new, float *logits, uint32_t vocab_size)
 {
     llmc_rt_error err;
     if (llmc_rt_chunked_prefill(chunked, prompt, n, logits, &err))
         return fail("prefill", &err);
     for (int k = 0; k < n_new; k++) {
-        int64_t token = argmax(logits, s->plan->vocab_size);
+        int64_t token = argmax(logits, vocab_size);
         printf(k ? " %lld" : "%lld", (long long)token);
         if (k + 1 < n_new && llmc_rt_session_feed(s, &token, 1, logits, &err)) /* decode: on the CPU */
             return fail("decode", &err);
@@ -136,17 +136,19 @@ int main(int argc, char **argv)
     llmc_ref_delegate_table(ref, &npu.inner);
     llmc_rt_delegate table = {&npu, my_prepare, my_execute, my_wait, my_release};
     uint32_t lanes = 2; /* chunks in flight: each has its own copy of the arena */
-    size_t chunked_size = llmc_rt_chunked_memory(&plan, plan.max_context, lanes);
+    llmc_rt_plan_info info;
+    llmc_rt_plan_info_of(&plan, &info);
+    size_t chunked_size = llmc_rt_chunked_memory(&plan, info.max_context, lanes);
     void *chunked_mem = chunked_size != SIZE_MAX ? malloc(chunked_size) : NULL;
     llmc_rt_chunked *chunked = NULL;
-    float *logits = malloc(sizeof(float) * plan.vocab_size);
+    float *logits = malloc(sizeof(float) * info.vocab_size);
     int rc = 1;
     if (!chunked_mem || !logits)
         fprintf(stderr, "npu_example: no NPU subgraphs in the plan, or out of memory\n");
     else if (llmc_rt_chunked_init(&chunked, &s, &table, lanes, chunked_mem, chunked_size, &err))
         fail("chunked init", &err);
     else
-        rc = generate(&s, chunked, prompt, n, atoi(argv[3]), logits);
+        rc = generate(&s, chunked, prompt, n, atoi(argv[3]), logits, info.vocab_size);
     fprintf(stderr, "%u subgraphs prepared, %u executions\n", npu.prepared, npu.executed);
     llmc_rt_chunked_release(chunked);
     llmc_ref_delegate_destroy(ref);

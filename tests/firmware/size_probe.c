@@ -60,7 +60,10 @@ static llmc_rt_status init_session(llmc_rt_session *s, const llmc_rt_plan *plan,
                                    llmc_rt_error *err)
 {
 #ifdef SIZE_PROBE_RESOLVER
-    return llmc_rt_session_init_ops(s, plan, plan->max_context, &plan_ops, probe_arena,
+    llmc_rt_plan_info info;
+    if (llmc_rt_plan_info_of(plan, &info))
+        return LLMC_RT_E_ARG;
+    return llmc_rt_session_init_ops(s, plan, info.max_context, &plan_ops, probe_arena,
                                     probe_arena_size, err);
 #else
     return llmc_rt_session_init(s, plan, probe_arena, probe_arena_size, err);

@@ -3,6 +3,7 @@
  * bindings read. */
 #include "fuzz_common.h"
 #include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -16,9 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (llmc_rt_plan_open(&plan, bytes, size, flags[f], &err) != LLMC_RT_OK)
             continue;
         llmc_rt_io io;
-        for (uint32_t i = 0; i < plan.n_inputs; i++)
+        for (uint32_t i = 0; i < rt_plan_of(&plan)->n_inputs; i++)
             llmc_rt_plan_io(&plan, 0, i, &io);
-        for (uint32_t i = 0; i < plan.n_outputs; i++)
+        for (uint32_t i = 0; i < rt_plan_of(&plan)->n_outputs; i++)
             llmc_rt_plan_io(&plan, 1, i, &io);
         (void)llmc_rt_session_memory(&plan);
     }

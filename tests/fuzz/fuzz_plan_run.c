@@ -21,7 +21,7 @@
 
 static int has_role(const llmc_rt_plan *p, int is_output, int role)
 {
-    uint32_t n = is_output ? p->n_outputs : p->n_inputs;
+    uint32_t n = is_output ? rt_plan_of(p)->n_outputs : rt_plan_of(p)->n_inputs;
     llmc_rt_io io;
     for (uint32_t i = 0; i < n; i++)
         if (llmc_rt_plan_io(p, is_output, i, &io) == LLMC_RT_OK && io.role == role)
@@ -31,7 +31,7 @@ static int has_role(const llmc_rt_plan *p, int is_output, int role)
 
 static void run_llm(llmc_rt_session *s, uint64_t *rng)
 {
-    float *logits = malloc((size_t)s->plan->vocab_size * sizeof(float) + 1);
+    float *logits = malloc((size_t)rt_plan_of(llmc_rt_session_plan(s))->vocab_size * sizeof(float) + 1);
     if (!logits)
         return;
     int64_t tokens[4];
@@ -39,7 +39,7 @@ static void run_llm(llmc_rt_session *s, uint64_t *rng)
     llmc_rt_error err;
     for (int step = 0; step <= STEPS; step++, n = 1) {
         for (uint32_t i = 0; i < n; i++)
-            tokens[i] = (int64_t)(fuzz_next(rng) % ((uint64_t)s->plan->vocab_size + 2)) - 1;
+            tokens[i] = (int64_t)(fuzz_next(rng) % ((uint64_t)rt_plan_of(llmc_rt_session_plan(s))->vocab_size + 2)) - 1;
         if (llmc_rt_session_feed(s, tokens, n, logits, &err) != LLMC_RT_OK)
             break;
     }
@@ -76,7 +76,7 @@ static int make_inputs(const llmc_rt_plan *p, uint32_t S, uint32_t P, llmc_rt_te
 {
     fb_reader r = rt_reader(p);
     uint64_t total = 0;
-    for (uint32_t i = 0; i < p->n_inputs; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_inputs; i++) {
         rt_io_desc io;
         rt_tensor_desc d;
         uint64_t bytes;
@@ -100,10 +100,10 @@ static int make_inputs(const llmc_rt_plan *p, uint32_t S, uint32_t P, llmc_rt_te
 
 static void run_generic(llmc_rt_session *s, uint64_t *rng)
 {
-    const llmc_rt_plan *p = s->plan;
-    if (p->n_inputs > 4096)
+    const llmc_rt_plan *p = llmc_rt_session_plan(s);
+    if (rt_plan_of(p)->n_inputs > 4096)
         return;
-    llmc_rt_tensor *in = calloc(p->n_inputs + 1, sizeof *in);
+    llmc_rt_tensor *in = calloc(rt_plan_of(p)->n_inputs + 1, sizeof *in);
     if (!in)
         return;
     for (int step = 0; step < STEPS; step++) {
@@ -111,12 +111,12 @@ static void run_generic(llmc_rt_session *s, uint64_t *rng)
         llmc_rt_error err;
         int ok = make_inputs(p, S, P, in, rng) == 0 &&
                  llmc_rt_session_run(s, S, P, in, &err) == LLMC_RT_OK;
-        for (uint32_t i = 0; i < p->n_inputs; i++) {
+        for (uint32_t i = 0; i < rt_plan_of(p)->n_inputs; i++) {
             free(in[i].data);
             in[i].data = NULL;
         }
         llmc_rt_tensor out;
-        for (uint32_t i = 0; ok && i < p->n_outputs; i++)
+        for (uint32_t i = 0; ok && i < rt_plan_of(p)->n_outputs; i++)
             llmc_rt_session_output(s, i, &out, &err);
     }
     free(in);

@@ -55,7 +55,7 @@ static bool open_copy(const char *path, copy *c)
         return false;
     size_t need = llmc_rt_session_memory_for(&c->plan, CONTEXT);
     c->mem = malloc(need);
-    c->logits = malloc(sizeof(float) * c->plan.vocab_size);
+    c->logits = malloc(sizeof(float) * rt_plan_of(&c->plan)->vocab_size);
     return c->mem && c->logits &&
            llmc_rt_session_init_for(&c->s, &c->plan, CONTEXT, c->mem, need, &err) == LLMC_RT_OK;
 }
@@ -71,8 +71,8 @@ static void close_copy(copy *c)
 static uint64_t flatbuffer_end(const llmc_rt_plan *p)
 {
     fb_reader r = rt_reader(p);
-    uint64_t end = p->size;
-    for (uint32_t i = 0; i < p->n_segments; i++) {
+    uint64_t end = rt_plan_of(p)->size;
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_segments; i++) {
         rt_segment_desc seg;
         if (rt_read_segment(&r, p, i, &seg, NULL) == LLMC_RT_OK && seg.size && seg.offset < end)
             end = seg.offset;
@@ -131,10 +131,10 @@ static void check_garbled(const char *path)
           (unsigned long long)fb_end);
     int equal = 0;
     for (int k = 0; ok && k < DECODE; k++) {
-        int64_t token = argmax(b.logits, b.plan.vocab_size);
+        int64_t token = argmax(b.logits, rt_plan_of(&b.plan)->vocab_size);
         ok = !llmc_rt_session_feed(&a.s, &token, 1, a.logits, &err) &&
              !llmc_rt_session_feed(&b.s, &token, 1, b.logits, &err);
-        equal += ok && !memcmp(a.logits, b.logits, sizeof(float) * b.plan.vocab_size);
+        equal += ok && !memcmp(a.logits, b.logits, sizeof(float) * rt_plan_of(&b.plan)->vocab_size);
     }
     CHECK(ok && equal == DECODE, "%s: %d of %d decode steps on the garbled copy give bitwise the "
           "logits of the untouched one (%s)", path, equal, DECODE, ok ? "ok" : err.msg);
@@ -174,7 +174,7 @@ static bool in_plan_order(const observed *o, uint32_t n_ops)
 static bool ops_named(const llmc_rt_plan *p, uint32_t *linears)
 {
     *linears = 0;
-    for (uint32_t i = 0; i < p->n_ops; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_ops; i++) {
         llmc_rt_op_info info;
         const char *code = llmc_rt_plan_op(p, i, &info) ? "" : llmc_rt_op_name(info.code);
         if (!code[0] || !strcmp(code, "?") || !info.name)
@@ -182,7 +182,7 @@ static bool ops_named(const llmc_rt_plan *p, uint32_t *linears)
         *linears += info.code == LLMC_RT_OP_Linear && info.weight_dtype != 0;
     }
     llmc_rt_op_info info;
-    return llmc_rt_plan_op(p, p->n_ops, &info) == LLMC_RT_E_ARG;
+    return llmc_rt_plan_op(p, rt_plan_of(p)->n_ops, &info) == LLMC_RT_E_ARG;
 }
 
 static void check_observer(const char *path)
@@ -194,15 +194,15 @@ static void check_observer(const char *path)
         CHECK(0, "%s: opened", path);
         return;
     }
-    uint32_t cap = 2 * c.plan.n_ops + 8, linears;
+    uint32_t cap = 2 * rt_plan_of(&c.plan)->n_ops + 8, linears;
     observed o = {0, cap, malloc(sizeof(uint32_t) * cap), malloc(sizeof(int) * cap)};
     llmc_rt_session_set_observer(&c.s, observe, &o);
     bool ok = o.op && o.end && !llmc_rt_session_feed(&c.s, prompt, PROMPT, c.logits, &err);
-    CHECK(ok && in_plan_order(&o, c.plan.n_ops), "%s: a prefill: each of the %u ops observed "
-          "once, begin then end, in plan order (%u calls)", path, c.plan.n_ops, o.n);
+    CHECK(ok && in_plan_order(&o, rt_plan_of(&c.plan)->n_ops), "%s: a prefill: each of the %u ops observed "
+          "once, begin then end, in plan order (%u calls)", path, rt_plan_of(&c.plan)->n_ops, o.n);
     o.n = 0;
     ok = ok && !llmc_rt_session_feed(&c.s, &(int64_t){6}, 1, c.logits, &err);
-    CHECK(ok && in_plan_order(&o, c.plan.n_ops), "%s: a decode step likewise (%u calls)", path, o.n);
+    CHECK(ok && in_plan_order(&o, rt_plan_of(&c.plan)->n_ops), "%s: a decode step likewise (%u calls)", path, o.n);
     llmc_rt_session_set_observer(&c.s, NULL, &o);
     o.n = 0;
     ok = ok && !llmc_rt_session_feed(&c.s, &(int64_t){6}, 1, c.logits, &err);

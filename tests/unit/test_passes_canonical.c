@@ -687,15 +687,15 @@ static int inspect(compiled *c)
         printf("# plan_open: %s\n", e.msg);
         return -1;
     }
-    c->segments = plan.n_segments;
+    c->segments = rt_plan_of(&plan)->n_segments;
     fb_reader r = rt_reader(&plan);
-    for (uint32_t t = 0; t < plan.n_tensors; t++) {
+    for (uint32_t t = 0; t < rt_plan_of(&plan)->n_tensors; t++) {
         rt_tensor_desc d;
         if (rt_read_tensor(&r, &plan, t, &d, &e))
             return -1;
         c->weight_tensors += d.kind == KIND_WEIGHT;
     }
-    for (uint32_t i = 0; i < plan.n_ops; i++) {
+    for (uint32_t i = 0; i < rt_plan_of(&plan)->n_ops; i++) {
         rt_op_desc op;
         rt_tensor_desc d;
         if (rt_read_op(&r, &plan, i, &op, &e))
@@ -877,7 +877,7 @@ static void test_weight_groups(void)
     if (ok && !llmc_rt_plan_open(&plan, c1.bytes, c1.size, LLMC_RT_VERIFY_HASHES, NULL)) {
         fb_reader r = rt_reader(&plan);
         int k = 0;
-        for (uint32_t t = 0; t < plan.n_tensors && k < 6; t++) {
+        for (uint32_t t = 0; t < rt_plan_of(&plan)->n_tensors && k < 6; t++) {
             rt_tensor_desc d;
             if (!rt_read_tensor(&r, &plan, t, &d, NULL) && d.kind == KIND_WEIGHT)
                 seg[k++] = d.segment;

@@ -17,6 +17,7 @@
 #include "codegen/codegen.h"
 #include "graph_util.h"
 #include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "passes/pipeline.h"
 #include "rt_testplan.h"
 #include "tap.h"
@@ -256,10 +257,10 @@ static void test_op(const attn_cfg *c, const char *what)
         runner_close(&r);
         return;
     }
-    CHECK(r.plan.n_caches == 1 && r.plan.kv_chunk == 64 && r.plan.n_layers == 1 &&
-              r.plan.kv_slot_bytes == (uint64_t)2 * c->G * 64 * c->D * 4,
+    CHECK(rt_plan_of(&r.plan)->n_caches == 1 && rt_plan_of(&r.plan)->kv_chunk == 64 && rt_plan_of(&r.plan)->n_layers == 1 &&
+              rt_plan_of(&r.plan)->kv_slot_bytes == (uint64_t)2 * c->G * 64 * c->D * 4,
           "%s: n_caches 1, kv_chunk 64, a chunk slot holds K and V (%llu bytes)", what,
-          (unsigned long long)r.plan.kv_slot_bytes);
+          (unsigned long long)rt_plan_of(&r.plan)->kv_slot_bytes);
     static const int prompts[3] = {1, 7, 64};
     for (int i = 0; i < 3; i++) {
         llmc_rt_status st = LLMC_RT_OK;
@@ -297,7 +298,7 @@ static void test_op(const attn_cfg *c, const char *what)
             worst = fmax(worst, op_step(&r, &a, 1, P, &st, &err));
         CHECK(!st && worst < 2e-5 && tp_stats(&r.s).kv_chunks == 2 &&
                   tp_stats(&r.s).kv_chunks_used == 2 &&
-                  full - part == r.plan.kv_slot_bytes,
+                  full - part == rt_plan_of(&r.plan)->kv_slot_bytes,
               "%s: context 70 uses 2 chunks, one chunk less memory, matches (%g)", what, worst);
         op_step(&r, &a, 1, 70, &st, &err);
         CHECK(st == LLMC_RT_E_BOUNDS, "%s: position 70 outside the session context", what);
@@ -531,9 +532,9 @@ static void test_model(void)
             return;
         }
     }
-    CHECK(r[0].plan.n_caches == 2 && r[0].plan.kv_bytes == 0 && r[1].plan.n_caches == 0 &&
-              r[1].plan.kv_bytes > 0 && r[2].plan.n_caches == 1 && r[2].plan.kv_bytes > 0 &&
-              r[0].plan.n_layers == 2 && r[2].plan.n_layers == 2,
+    CHECK(rt_plan_of(&r[0].plan)->n_caches == 2 && rt_plan_of(&r[0].plan)->kv_bytes == 0 && rt_plan_of(&r[1].plan)->n_caches == 0 &&
+              rt_plan_of(&r[1].plan)->kv_bytes > 0 && rt_plan_of(&r[2].plan)->n_caches == 1 && rt_plan_of(&r[2].plan)->kv_bytes > 0 &&
+              rt_plan_of(&r[0].plan)->n_layers == 2 && rt_plan_of(&r[2].plan)->n_layers == 2,
           "fused plan: 2 caches, no KV store; unfused: KV store; mixed: both");
 
     int64_t tokens[CTX];
@@ -671,7 +672,7 @@ static void test_verifier(void)
         llmc_rt_error err = {0};
         llmc_rt_status st = bytes ? llmc_rt_plan_open(&plan, bytes, size, 0, &err) : LLMC_RT_E_ARG;
         if (!cases[i].msg)
-            CHECK(st == LLMC_RT_OK && plan.n_caches == 1 && plan.kv_slot_bytes == 2 * 64 * 8 * 4,
+            CHECK(st == LLMC_RT_OK && rt_plan_of(&plan)->n_caches == 1 && rt_plan_of(&plan)->kv_slot_bytes == 2 * 64 * 8 * 4,
                   "%s (%s)", cases[i].what, err.msg);
         else
             CHECK(st == LLMC_RT_E_CORRUPT && strstr(err.msg, cases[i].msg),

@@ -9,6 +9,7 @@
 
 #include "kernels/kernels.h"
 #include "llmc_rt_resolver.h"
+#include "llmc_rt_internal.h"
 #include "rt_testplan.h"
 #include "tap.h"
 
@@ -161,7 +162,7 @@ int main(void)
 
     llmc_rt_plan opened;
     st = llmc_rt_plan_open_ops(&opened, bytes, size, 0, &plan_ops, &err);
-    CHECK(st == LLMC_RT_OK && opened.n_ops == plan.n_ops && opened.n_affines == plan.n_affines,
+    CHECK(st == LLMC_RT_OK && rt_plan_of(&opened)->n_ops == rt_plan_of(&plan)->n_ops && rt_plan_of(&opened)->n_affines == rt_plan_of(&plan)->n_affines,
           "llmc_rt_plan_open_ops with the plan's entries opens it: %s", st ? err.msg : "ok");
     st = llmc_rt_plan_open_ops(&opened, bytes, size, 0, &without_linear, &err);
     CHECK(st == LLMC_RT_E_RESOLVER &&

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "rt_testplan.h"
 #include "tap.h"
 
@@ -79,10 +80,10 @@ static void test_mlp(void)
     CHECK(st == LLMC_RT_OK, "mlp plan opens: %s", err.msg);
     if (st)
         return;
-    CHECK(plan.n_ops == 4 && plan.n_tensors == 7 && plan.max_context == 8 && plan.kv_bytes == 0,
+    CHECK(rt_plan_of(&plan)->n_ops == 4 && rt_plan_of(&plan)->n_tensors == 7 && rt_plan_of(&plan)->max_context == 8 && rt_plan_of(&plan)->kv_bytes == 0,
           "plan fields filled");
     size_t mem_size = llmc_rt_session_memory(&plan);
-    CHECK(mem_size >= plan.arena_size, "session memory %zu covers the arena", mem_size);
+    CHECK(mem_size >= rt_plan_of(&plan)->arena_size, "session memory %zu covers the arena", mem_size);
     void *mem = malloc(mem_size);
     llmc_rt_session s;
     CHECK(llmc_rt_session_init(&s, &plan, mem, mem_size - 1, &err) == LLMC_RT_E_MEMORY,
@@ -275,8 +276,8 @@ static void test_llm(void)
     CHECK(st == LLMC_RT_OK, "llm plan opens: %s", st ? err.msg : "ok");
     if (st)
         return;
-    CHECK(plan.kv_bytes == 2 * CTX * D * sizeof(float), "kv_bytes = 2 slots of [1,1,%d,%d] "
-          "floats (%llu)", CTX, D, (unsigned long long)plan.kv_bytes);
+    CHECK(rt_plan_of(&plan)->kv_bytes == 2 * CTX * D * sizeof(float), "kv_bytes = 2 slots of [1,1,%d,%d] "
+          "floats (%llu)", CTX, D, (unsigned long long)rt_plan_of(&plan)->kv_bytes);
     llmc_rt_io io;
     CHECK(llmc_rt_plan_io(&plan, 0, 3, &io) == LLMC_RT_OK && io.role == 4 && io.layer == 0 &&
           !strcmp(io.name, "past_key_values.0.key") && io.dtype == LLMC_RT_F32,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "llmc_rt.h"
+#include "llmc_rt_internal.h"
 #include "rt_testplan.h"
 #include "tap.h"
 
@@ -89,8 +90,8 @@ static void test_valid(const uint8_t *bytes, size_t size)
     llmc_rt_error err;
     CHECK(llmc_rt_plan_open(&plan, bytes, size, LLMC_RT_VERIFY_HASHES, &err) == LLMC_RT_OK,
           "valid plan opens with hashes: %s", err.msg);
-    CHECK(plan.n_tensors == 7 && plan.n_ops == 4 && plan.n_segments == 2 &&
-          plan.n_inputs == 1 && plan.n_outputs == 1 && plan.arena_size > 0,
+    CHECK(rt_plan_of(&plan)->n_tensors == 7 && rt_plan_of(&plan)->n_ops == 4 && rt_plan_of(&plan)->n_segments == 2 &&
+          rt_plan_of(&plan)->n_inputs == 1 && rt_plan_of(&plan)->n_outputs == 1 && rt_plan_of(&plan)->arena_size > 0,
           "plan counts");
     CHECK(llmc_rt_plan_open(&plan, NULL, size, 0, &err) == LLMC_RT_E_ARG, "NULL bytes");
     uint8_t *shifted = aligned_alloc(64, (size + 64 + 63) / 64 * 64);
@@ -133,7 +134,7 @@ static llmc_rt_status open_and_run(uint8_t *bytes, size_t size, unsigned flags)
             llmc_rt_io io;
             if (llmc_rt_plan_io(&plan, 0, 0, &io) == LLMC_RT_OK)
                 in.dtype = io.dtype;
-            llmc_rt_session_run(&s, S, 0, plan.n_inputs ? &in : NULL, &err);
+            llmc_rt_session_run(&s, S, 0, rt_plan_of(&plan)->n_inputs ? &in : NULL, &err);
         }
     free(mem);
     return st;
@@ -245,7 +246,7 @@ static void test_arena_overflow(const uint8_t *bytes, size_t size)
     llmc_rt_plan plan;
     llmc_rt_error err;
     llmc_rt_plan_open(&plan, bytes, size, 0, &err);
-    expect_patched(bytes, size, plan.arena_size, plan.arena_size - 64, 0, LLMC_RT_E_CORRUPT,
+    expect_patched(bytes, size, rt_plan_of(&plan)->arena_size, rt_plan_of(&plan)->arena_size - 64, 0, LLMC_RT_E_CORRUPT,
                    "exceed arena_size", "arena tensor past arena_size");
 }
 
