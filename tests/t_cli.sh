@@ -124,9 +124,11 @@ int main(int argc, char **argv)
     int64_t token = 1;
     if (llmc_rt_plan_open(&plan, bytes, size, 0, &err))
         return puts(err.msg), 1;
+    llmc_rt_plan_info info;
+    llmc_rt_plan_info_of(&plan, &info);
     size_t n = llmc_rt_session_memory(&plan);
     void *mem = malloc(n);
-    int failed = llmc_rt_session_init_ops(&s, &plan, plan.max_context, &plan_ops, mem, n, &err) ||
+    int failed = llmc_rt_session_init_ops(&s, &plan, info.max_context, &plan_ops, mem, n, &err) ||
                  llmc_rt_session_feed(&s, &token, 1, NULL, &err);
     if (failed)
         puts(err.msg);
