@@ -1,10 +1,13 @@
-/* llmc ops: the ONNX operators the compiler claims, one per line, then the
- * llmc-domain ops its passes produce, as "llmc.Name". */
+/* llmc ops: the ONNX operators the compiler claims, one per line, then
+ * ONNX Runtime's contrib ops it imports (as "Name" in the default domain,
+ * "domain.Name" in another), then the llmc-domain ops its passes produce,
+ * as "llmc.Name". */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "codegen/plan_model.h"
+#include "onnx/contrib_ops.h"
 #include "onnx/onnx_ops.h"
 #include "plan_format.h"
 
@@ -43,7 +46,9 @@ int llmc_cmd_ops(int argc, char **argv)
 {
     if (llmc_cli_wants_help(argc, argv)) {
         printf("usage: llmc ops [--plan-enums | --plan-fields]\n\nPrints the ONNX operators (default domain, opsets %d..%d) llmc compiles,\n"
-               "one per line, then the fused ops of the llmc domain that its passes produce\n"
+               "one per line, then ONNX Runtime's contrib ops it imports (domain.Name outside\n"
+               "the default domain), then the fused ops of the llmc domain that its passes\n"
+               "produce "
                "and codegen lowers (llmc.Name, compiler/ir/llmc_ops.h).\n"
                "With --plan-enums: every enum of the plan format as \"Enum Name value\"\n"
                "(runtime/plan_enums.h, the source of the C tables).\n"
@@ -65,6 +70,10 @@ int llmc_cmd_ops(int argc, char **argv)
 #define PRINT_OP(name, ...) puts(#name);
     LLMC_ONNX_OP_LIST(PRINT_OP)
 #undef PRINT_OP
+    for (int i = 0; llmc_contrib_op_at(i); i++) {
+        const llmc_contrib_op_info *c = llmc_contrib_op_at(i);
+        printf("%s%s%s\n", c->domain, c->domain[0] ? "." : "", c->name);
+    }
     for (int i = 0; cg_llmc_op(i); i++)
         printf("llmc.%s\n", cg_llmc_op(i));
     return 0;

@@ -8,6 +8,8 @@
 
 #include "onnx_import.h"
 #include "onnx_import_priv.h"
+#include "contrib_expand.h"
+#include "contrib_ops.h"
 #include "onnx_ops.h"
 #include "pb_diagnose.h"
 
@@ -214,9 +216,13 @@ static int refuse_subgraphs(importer *imp)
     return LLMC_OK;
 }
 
-static bool node_supported(const Onnx__NodeProto *n)
+/* An ONNX op llmc compiles, or a contrib op (contrib_ops.h) of a domain
+ * the model imports. */
+static bool node_supported(const importer *imp, const Onnx__NodeProto *n)
 {
-    return is_default_domain(n->domain) && llmc_onnx_op_supported(n->op_type);
+    if (is_default_domain(n->domain) && llmc_onnx_op_supported(n->op_type))
+        return true;
+    return llmc_contrib_op_find(n->domain, n->op_type) && domain_opset(imp, n->domain) >= 0;
 }
 
 /* "node 'a' (#4) com.microsoft::FusedMatMul opset 1" */
@@ -239,7 +245,7 @@ static int refuse_unsupported_ops(importer *imp)
 {
     size_t total = 0;
     for (size_t i = 0; i < imp->gp->n_node; i++)
-        total += !node_supported(imp->gp->node[i]);
+        total += !node_supported(imp, imp->gp->node[i]);
     if (!total && !imp->opset_problem[0])
         return LLMC_OK;
     if (!total)
@@ -249,7 +255,7 @@ static int refuse_unsupported_ops(importer *imp)
     size_t used = (size_t)snprintf(msg, sizeof msg, "%s%sunsupported operators (%zu): ", imp->opset_problem,
                                    imp->opset_problem[0] ? "; " : "", total), listed = 0;
     for (size_t i = 0; i < imp->gp->n_node; i++) {
-        if (node_supported(imp->gp->node[i]))
+        if (node_supported(imp, imp->gp->node[i]))
             continue;
         size_t n = (size_t)describe_unsupported(imp, i, listed ? "; " : "", item, sizeof item);
         if (n >= sizeof item || used + n + tail_room >= sizeof msg)
@@ -263,6 +269,16 @@ static int refuse_unsupported_ops(importer *imp)
     return llmc_fail(imp->err, LLMC_E_UNSUPPORTED, "%s", msg);
 }
 
+/* The counts of a supported node's op: its ONNX row, else its contrib row. */
+static llmc_onnx_op_info op_info(const Onnx__NodeProto *n)
+{
+    const llmc_onnx_op_info *onnx = is_default_domain(n->domain) ? llmc_onnx_op_find(n->op_type) : NULL;
+    if (onnx)
+        return *onnx;
+    const llmc_contrib_op_info *c = llmc_contrib_op_find(n->domain, n->op_type);
+    return (llmc_onnx_op_info){c->name, c->min_inputs, c->max_inputs, c->min_outputs, c->max_outputs};
+}
+
 /* Input and output counts against the operator's schema (onnx_ops.h), so
  * that no later step sees a Less with one input or a Where with two. */
 static int check_arity(importer *imp)
@@ -270,14 +286,14 @@ static int check_arity(importer *imp)
     char node[512];
     for (size_t i = 0; i < imp->gp->n_node; i++) {
         const Onnx__NodeProto *n = imp->gp->node[i];
-        const llmc_onnx_op_info *op = llmc_onnx_op_find(n->op_type);
+        llmc_onnx_op_info op = op_info(n);
         const char *what = NULL;
         int lo = 0, hi = 0;
         size_t count = 0;
-        if (n->n_input < (size_t)op->min_inputs || n->n_input > (size_t)op->max_inputs)
-            what = "input", lo = op->min_inputs, hi = op->max_inputs, count = n->n_input;
-        else if (n->n_output < (size_t)op->min_outputs || n->n_output > (size_t)op->max_outputs)
-            what = "output", lo = op->min_outputs, hi = op->max_outputs, count = n->n_output;
+        if (n->n_input < (size_t)op.min_inputs || n->n_input > (size_t)op.max_inputs)
+            what = "input", lo = op.min_inputs, hi = op.max_inputs, count = n->n_input;
+        else if (n->n_output < (size_t)op.min_outputs || n->n_output > (size_t)op.max_outputs)
+            what = "output", lo = op.min_outputs, hi = op.max_outputs, count = n->n_output;
         if (!what)
             continue;
         char range[48];
@@ -664,8 +680,15 @@ static int add_node(importer *imp, size_t idx, const int *ins, const int *outs)
     int id = llmc_graph_add_node(imp->g, n->op_type, n->name, ins, (int)n->n_input, outs, (int)n->n_output);
     if (id < 0)
         return out_of_memory(imp);
-    /* Only default-domain nodes get here (refuse_unsupported_ops), so the
-     * domain stays "" as llmc_graph_add_node set it. */
+    /* Other domains than the default one are contrib ops, expanded later
+     * (expand_contrib). */
+    if (!is_default_domain(n->domain)) {
+        char *domain = strdup(n->domain);
+        if (!domain)
+            return out_of_memory(imp);
+        free(imp->g->nodes[id].domain);
+        imp->g->nodes[id].domain = domain;
+    }
     imp->g->nodes[id].opset = (int)domain_opset(imp, n->domain);
     for (size_t k = 0; k < n->n_attribute; k++) {
         int rc = import_attr(imp, id, idx, n->attribute[k]);
@@ -760,6 +783,12 @@ static int import_value_info(importer *imp)
     return LLMC_OK;
 }
 
+/* ONNX Runtime's contrib ops become default-domain nodes (contrib_ops.h). */
+static int expand_contrib(importer *imp)
+{
+    return llmc_expand_contrib(imp->g, imp->path, imp->err);
+}
+
 static int check_acyclic(importer *imp)
 {
     llmc_graph *g = imp->g;
@@ -783,7 +812,7 @@ static int import_model(importer *imp)
         start_import, check_required_names, check_opset, refuse_subgraphs, refuse_unsupported_ops,
         check_arity,
         names_init, import_initializers, collect_inputs, bind_dims, import_inputs,
-        define_node_outputs, import_nodes, import_outputs, import_value_info, check_acyclic,
+        define_node_outputs, import_nodes, import_outputs, import_value_info, expand_contrib, check_acyclic,
     };
     llmc_graph_init(imp->g);
     int rc = LLMC_OK;
