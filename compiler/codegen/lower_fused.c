@@ -44,8 +44,9 @@ static int check_linear(lower_ctx *L, int wv)
 {
     const llmc_value *w = &L->g->values[wv];
     const llmc_shape *x = &node_in_value(L, 0)->shape;
-    if (!w->is_const || w->dtype != LLMC_DT_FLOAT || w->shape.rank != 2 ||
-        !shape_is_const(&w->shape) || const_elems(&w->shape) * sizeof(float) != w->konst.nbytes)
+    bool from_file = lower_file_dequantize(L->g, wv) >= 0 && w->shape.rank == 2 && shape_is_const(&w->shape);
+    if (!from_file && (!w->is_const || w->dtype != LLMC_DT_FLOAT || w->shape.rank != 2 ||
+                       !shape_is_const(&w->shape) || const_elems(&w->shape) * sizeof(float) != w->konst.nbytes))
         return lower_fail(L, LLMC_E_UNSUPPORTED, wv, "W must be a float32 constant [K, N]");
     if (x->rank < 1 || !llmc_aff_eq(x->dims[x->rank - 1], w->shape.dims[0]))
         return lower_fail(L, LLMC_E_UNSUPPORTED, node_in(L, 0), "must be [..., K] with K = %lld",

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/llmc_ops.h"
 #include "lower_ops.h"
 #include "segment_writer.h"
 #include "weight_pack.h"
@@ -166,10 +167,120 @@ static int fp32_tiled_weight(lower_ctx *L, weight_source src, uint32_t *t)
     return lazy_weight(L, src, "/packed", &f, rt_ftile_bytes(&fs), produce_fweight, t);
 }
 
+/* ---- a pre-quantized file's weight ---- */
+
+int lower_file_dequantize(const llmc_graph *g, int wv)
+{
+    int p = wv >= 0 ? g->values[wv].producer : -1;
+    if (p < 0 || g->nodes[p].dead || !llmc_is_onnx_op(&g->nodes[p], "DequantizeLinear") || g->nodes[p].n_inputs != 3)
+        return -1;
+    for (int k = 0; k < 3; k++)
+        if (g->nodes[p].inputs[k] < 0 || !g->values[g->nodes[p].inputs[k]].is_const)
+            return -1;
+    return g->values[g->nodes[p].inputs[1]].shape.rank == 2 ? p : -1;
+}
+
+/* DequantizeLinear(Wq [K, N], scale [G, N], zp [G, N], axis 0, block B):
+ * what the tiles of W^T [N, K] are packed from. */
+typedef struct {
+    rt_qweight_shape q;
+    const uint8_t *wq, *zp;   /* bytes of uint8 or int8 */
+    const float *scale;
+    int64_t groups;           /* G: 1, or one per tile group */
+    bool signed_q;            /* int8 values (else uint8) */
+} file_weight_spec;
+
+/* The tile's stored value of (n, k): bits 4 q itself (w = scale * q + min,
+ * min = -scale * zp), bits 8 the int8 q - zp (w = scale * (q - zp)). */
+static uint8_t stored_value(const file_weight_spec *f, int64_t n, int64_t k, bool signed_q)
+{
+    int64_t g = f->groups == 1 ? 0 : k / f->q.group;
+    int q = signed_q ? (int8_t)f->wq[k * f->q.n + n] : f->wq[k * f->q.n + n];
+    int z = signed_q ? (int8_t)f->zp[g * f->q.n + n] : f->zp[g * f->q.n + n];
+    return f->q.bits == 4 ? (uint8_t)q : (uint8_t)(int8_t)(q - z);
+}
+
+static int produce_file_weight(const cg_tensor *t, cg_sink *sink)
+{
+    const file_weight_spec *f = t->produce_arg;
+    const rt_qweight_shape *s = &f->q;
+    int64_t tile_groups = s->kp / s->group;
+    uint64_t tile_bytes = rt_qweight_tile_bytes(s);
+    bool signed_q = f->signed_q;
+    uint8_t *q = malloc((size_t)(s->hp * s->k));
+    uint16_t *scale = malloc(sizeof *scale * (size_t)(s->hp * tile_groups));
+    uint16_t *min = malloc(sizeof *min * (size_t)(s->hp * tile_groups));
+    int rc = q && scale && min ? 0 : -1;
+    for (int64_t n0 = 0; !rc && n0 < s->n; n0 += s->hp) {
+        int64_t rows = s->n - n0 < s->hp ? s->n - n0 : s->hp;
+        for (int64_t r = 0; r < rows; r++) {
+            for (int64_t k = 0; k < s->k; k++)
+                q[r * s->k + k] = stored_value(f, n0 + r, k, signed_q);
+            for (int64_t g = 0; g < tile_groups; g++) {
+                int64_t at = (f->groups == 1 ? 0 : g) * s->n + n0 + r;
+                int z = signed_q ? (int8_t)f->zp[at] : f->zp[at];
+                scale[r * tile_groups + g] = rt_float_to_half(f->scale[at]);
+                min[r * tile_groups + g] = rt_float_to_half(-f->scale[at] * (float)z);
+            }
+        }
+        void *out = cg_sink_reserve(sink, (size_t)tile_bytes);
+        if (!out)
+            rc = -1;
+        else {
+            cg_qpack_row_tile_values(q, scale, min, rows, s, out);
+            rc = cg_sink_commit(sink, (size_t)tile_bytes);
+        }
+    }
+    free(q);
+    free(scale);
+    free(min);
+    return rc;
+}
+
+/* W = DequantizeLinear node `dq`, packed in the node's quant_bits and
+ * quant_group (the quantize pass took them from the file and checked that
+ * the tiles hold its values). */
+static int file_weight(lower_ctx *L, int wv, int dq, int bits, int64_t group, uint32_t *t)
+{
+    const llmc_node *d = &L->g->nodes[dq];
+    const llmc_value *wq = &L->g->values[d->inputs[0]], *sc = &L->g->values[d->inputs[1]];
+    file_weight_spec *f = calloc(1, sizeof *f);
+    if (!f)
+        return lower_fail(L, LLMC_E_NOMEM, wv, "out of memory");
+    int64_t k = wq->shape.dims[0].c, n = wq->shape.dims[1].c;
+    f->wq = llmc_const_bytes(&wq->konst);
+    f->scale = llmc_const_bytes(&sc->konst);
+    f->zp = llmc_const_bytes(&L->g->values[d->inputs[2]].konst);
+    f->groups = sc->shape.dims[0].c;
+    f->signed_q = wq->dtype == LLMC_DT_INT8;
+    if (!f->wq || !f->scale || !f->zp || !rt_qweight_shape_init(&f->q, bits, L->target->q_hp, L->target->q_lp, n, k, group)) {
+        free(f);
+        return lower_fail(L, LLMC_E_UNSUPPORTED, wv, "cannot pack the file's [%lld, %lld] %d-bit weight in "
+                          "groups of %lld (a multiple of %d)", (long long)k, (long long)n, bits, (long long)group,
+                          2 * L->target->q_lp);
+    }
+    weight_source src = {wv, llmc_const_share_view(&sc->konst, sc->shape.dims[0].c, n), n, k};
+    rt_tensor_format fmt = {bits == 8 ? LLMC_DT_INT8 : LLMC_RT_U4, LLMC_RT_LAYOUT_QWeightTiles, (uint32_t)group,
+                            f->q.hp, f->q.lp};
+    int rc = lazy_weight(L, src, "/packed", &fmt, rt_qweight_bytes(&f->q), produce_file_weight, t);
+    if (rc) {
+        free(f);
+        return rc;
+    }
+    cg_tensor *x = &L->p->tensors[*t];
+    x->produce_arg = f;
+    x->owned = f; /* freed with the plan */
+    return LLMC_OK;
+}
+
 int lower_linear_weight(lower_ctx *L, int wv, uint32_t *t)
 {
     int64_t bits = llmc_node_attr_int(L->g, L->node, "quant_bits", 0);
     int64_t group = llmc_node_attr_int(L->g, L->node, "quant_group", 0);
+    int dq = lower_file_dequantize(L->g, wv);
+    if (dq >= 0)
+        return bits ? file_weight(L, wv, dq, (int)bits, group, t)
+                    : lower_fail(L, LLMC_E_INTERNAL, wv, "a file-quantized W without quant_bits");
     const llmc_value *w = &L->g->values[wv];
     int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
     weight_source src = {wv, llmc_view_transpose(llmc_const_share_view(&w->konst, k, n)), n, k};
@@ -362,4 +473,34 @@ int lower_quantize_rows(lower_ctx *L, int unused)
     op->scale = llmc_node_attr_float(L->g, L->node, "scale", 0.0f);
     rc = op_add_input(L, op, x);
     return rc ? rc : op_add_output(L, op, y);
+}
+
+/* DequantizeLinear in canonical form: packed with the Linears reading it
+ * (file_weight), so nothing of its own; any other reader is a bug of the
+ * passes before (quant_canonical.c rewrites every other DequantizeLinear).
+ * UNSUPPORTED, so constant folding's evaluator leaves it alone. */
+int lower_dequantize_linear(lower_ctx *L, int unused)
+{
+    (void)unused;
+    const llmc_graph *g = L->g;
+    int out = node_out(L, 0);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const llmc_node *n = &g->nodes[i];
+        for (int k = 0; !n->dead && k < n->n_inputs; k++)
+            if (n->inputs[k] == out && !((llmc_is_op(n, "Linear") || llmc_is_op(n, "ShadowLinear")) && k == 1))
+                return lower_fail(L, LLMC_E_UNSUPPORTED, out, "a dequantized weight is lowered with the Linear "
+                                  "reading it, and node '%s' (%s) reads it otherwise", n->name, n->op_type);
+    }
+    return g->values[out].is_graph_output
+               ? lower_fail(L, LLMC_E_UNSUPPORTED, out, "a dequantized weight cannot be a graph output")
+               : LLMC_OK;
+}
+
+/* QuantizeLinear, DynamicQuantizeLinear, MatMulInteger: the quant-canonical
+ * pass rewrites them into float ops or the canonical weight form. */
+int lower_quant_rewritten(lower_ctx *L, int unused)
+{
+    (void)unused;
+    return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "%s is rewritten by the quant-canonical pass before lowering",
+                      cur_node(L)->op_type);
 }

@@ -47,5 +47,7 @@ int lower_attention(lower_ctx *L, int kind);
 /* lower_linear_weights.c */
 int lower_quantize_rows(lower_ctx *L, int kind);
 int lower_shadow_linear(lower_ctx *L, int kind);
+int lower_dequantize_linear(lower_ctx *L, int kind);
+int lower_quant_rewritten(lower_ctx *L, int kind);
 
 #endif

@@ -65,6 +65,17 @@ static uint8_t *value_byte(uint8_t *block, const rt_qweight_shape *s, int r, int
     return block + (s->bits == 4 ? t / 2 : t) * tile_bytes + at;
 }
 
+/* Stores value q (a nibble or an int8's byte) at (r, j) of a block. */
+static void put_value(uint8_t *block, const rt_qweight_shape *s, int r, int64_t j, int q)
+{
+    int high;
+    uint8_t *b = value_byte(block, s, r, j, &high);
+    if (s->bits == 8)
+        *b = (uint8_t)q;
+    else
+        *b = (uint8_t)(high ? (*b & 0x0f) | q << 4 : (*b & 0xf0) | q);
+}
+
 /* Row r's values of group g: w[0, len), len <= group (the rest padding). */
 static void pack_row_group(const float *w, int64_t len, const rt_qweight_shape *s, int r,
                            uint8_t *block)
@@ -93,15 +104,11 @@ static void pack_row_group(const float *w, int64_t len, const rt_qweight_shape *
         put_half(scales + 2 * s->hp + 2 * r, min_h);
     }
     for (int64_t j = 0; j < len; j++) {
-        int q = 0, high;
+        int q = 0;
         if (scale > 0)
             q = s->bits == 8 ? round_clamped(w[j] / scale, -127, 127)
                              : round_clamped((w[j] - min) / scale, 0, 15);
-        uint8_t *b = value_byte(block, s, r, j, &high);
-        if (s->bits == 8)
-            *b = (uint8_t)(int8_t)q;
-        else
-            *b = (uint8_t)(high ? (*b & 0x0f) | q << 4 : (*b & 0xf0) | q);
+        put_value(block, s, r, j, s->bits == 8 ? (uint8_t)(int8_t)q : q);
     }
 }
 
@@ -116,6 +123,25 @@ void cg_qpack_row_tile(const float *rows, int64_t row_stride, int64_t n_rows,
         int64_t c0 = g * s->group, len = s->k - c0 < s->group ? s->k - c0 : s->group;
         for (int r = 0; r < n_rows && r < s->hp; r++)
             pack_row_group(rows + r * row_stride + c0, len, s, r, out + g * block_bytes);
+    }
+}
+
+void cg_qpack_row_tile_values(const uint8_t *q, const uint16_t *scale, const uint16_t *min, int64_t n_rows,
+                              const rt_qweight_shape *s, uint8_t *out)
+{
+    uint64_t block_bytes = rt_qweight_block_bytes(s);
+    int64_t groups = s->kp / s->group;
+    memset(out, 0, (size_t)rt_qweight_tile_bytes(s));
+    for (int64_t g = 0; g < groups; g++) {
+        uint8_t *block = out + g * block_bytes, *coef = block + rt_qweight_data_bytes(s);
+        int64_t c0 = g * s->group, len = s->k - c0 < s->group ? s->k - c0 : s->group;
+        for (int r = 0; r < n_rows && r < s->hp; r++) {
+            put_half(coef + 2 * r, scale[r * groups + g]);
+            if (s->bits == 4)
+                put_half(coef + 2 * s->hp + 2 * r, min[r * groups + g]);
+            for (int64_t j = 0; j < len; j++)
+                put_value(block, s, r, j, q[r * s->k + c0 + j] & (s->bits == 4 ? 0x0f : 0xff));
+        }
     }
 }
 

@@ -23,6 +23,14 @@
 void cg_qpack_row_tile(const float *rows, int64_t row_stride, int64_t n_rows,
                        const rt_qweight_shape *s, uint8_t *out);
 
+/* Row tile ht of W [n, k] from values quantized already (a pre-quantized
+ * file's): row r's value j is q[r * k + j] (bits 4: 0..15, bits 8: an
+ * int8 as a byte), its group g's coefficients the binary16 bits
+ * scale[r * groups + g] and, for bits 4, min[r * groups + g] (w = scale *
+ * q + min); groups = kp / group.  Same output as cg_qpack_row_tile. */
+void cg_qpack_row_tile_values(const uint8_t *q, const uint16_t *scale, const uint16_t *min, int64_t n_rows,
+                              const rt_qweight_shape *s, uint8_t *out);
+
 /* Row tile of W [n, k] in the fp32 tile layout: out[c * hp + r] = row r's
  * column c for c < k (k * hp floats, padding rows 0). */
 void cg_fpack_row_tile(const float *rows, int64_t row_stride, int64_t n_rows,

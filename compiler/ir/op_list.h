@@ -86,7 +86,14 @@
     /* index-dependent */                                                                      \
     X(Trilu, 1, 2, 1, 1, lower_trilu, 0, infer_trilu)                                           \
     X(ScatterND, 3, 3, 1, 1, lower_scatter_nd, 0, infer_scatter_nd)                             \
-    X(CumSum, 2, 2, 1, 1, lower_cumsum, 0, infer_cumsum)
+    X(CumSum, 2, 2, 1, 1, lower_cumsum, 0, infer_cumsum)                                     \
+    /* quantization: DequantizeLinear of a constant integer weight read by a      \
+     * Linear is packed with it (lower_linear_weights.c); every other use is      \
+     * rewritten into float ops by the quant-canonical pass */                     \
+    X(DequantizeLinear, 2, 3, 1, 1, lower_dequantize_linear, 0, infer_dequantize_linear)     \
+    X(QuantizeLinear, 2, 3, 1, 1, lower_quant_rewritten, 0, infer_quantize_linear)           \
+    X(DynamicQuantizeLinear, 1, 1, 3, 3, lower_quant_rewritten, 0, infer_dynamic_quantize_linear) \
+    X(MatMulInteger, 2, 4, 1, 1, lower_quant_rewritten, 0, infer_matmul_integer)
 
 #define LLMC_OP_ID_ONNX_(op, ...) LLMC_ONNX_##op,
 #define LLMC_OP_ID_FUSED_(op, ...) LLMC_FUSED_##op,

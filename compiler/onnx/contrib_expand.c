@@ -105,6 +105,11 @@ static int new_const(llmc_expand *e, int dtype, const llmc_shape *shape, const v
     return id;
 }
 
+int ex_const(llmc_expand *e, int dtype, const llmc_shape *shape, const void *data, uint64_t bytes)
+{
+    return new_const(e, dtype, shape, data, bytes);
+}
+
 int ex_const_float(llmc_expand *e, float v)
 {
     llmc_shape scalar = {.rank = 0};

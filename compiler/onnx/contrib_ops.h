@@ -33,7 +33,10 @@
     X(ONNX, SimplifiedLayerNormalization, 2, 2, 1, 2, expand_simplified_layer_norm,             \
       "axis epsilon stash_type")                                                                \
     X(MS, SkipSimplifiedLayerNormalization, 3, 4, 1, 4, expand_skip_simplified_layer_norm,      \
-      "epsilon")
+      "epsilon")                                                                                \
+    X(MS, MatMulNBits, 3, 6, 1, 1, expand_matmul_nbits, "K N bits block_size accuracy_level")   \
+    X(MS, GatherBlockQuantized, 3, 4, 1, 1, expand_gather_block_quantized,                      \
+      "gather_axis quantize_axis block_size bits")
 
 typedef struct {
     const char *domain, *name;

@@ -205,6 +205,10 @@ static bool worth_evaluating(const folder *f, int node)
     bool pending = false;
     if (!is_default_domain(n) || f->not_evaluable[node] || !inputs_all_const(g, n, &in_bytes))
         return false;
+    /* a weight's DequantizeLinear stays: linear fusion keeps the file's
+     * quantization (quant_canonical.c left only those) */
+    if (strcmp(n->op_type, "DequantizeLinear") == 0)
+        return false;
     for (int k = 0; k < n->n_outputs; k++) {
         int v = n->outputs[k];
         if (!defines(g, node, v))

@@ -1,7 +1,9 @@
 /* linear-fusion: projections by constant weights -> llmc.Linear, in four
  * steps, each over the result of the one before:
  *
- *  1. formation: MatMul(x, W), W a float constant [K, N] and x float
+ *  1. formation: MatMul(x, W), W a float constant [K, N] (or a weight of a
+ *     pre-quantized file, DequantizeLinear of constants in the canonical
+ *     form of quant_canonical.c, which stays the Linear's W) and x float
  *     [..., K], with a following Add of a float constant bias [N] (either
  *     operand order, nothing broadcast past the MatMul's shape) when there
  *     is one and the MatMul's output has no other reader -> Linear(x, W,
@@ -10,7 +12,9 @@
  *     must be a constant [N] or [1, N].
  *  2. merging: Linears reading the same x (q/k/v; gate/up) become one whose
  *     W is theirs concatenated along N (a new constant) and whose outputs
- *     are theirs in node-id order; biases are concatenated, zeros standing
+ *     are theirs in node-id order (file-quantized weights merge with each
+ *     other when block size and integer type agree: their Wq, scales and
+ *     zero points concatenated under one new DequantizeLinear); biases are concatenated, zeros standing
  *     in for a missing one only when some sibling has a bias.
  *  3. splits: a Split along the last axis that is the only reader of a
  *     Linear output (GPT-2's c_attn) becomes outputs of the Linear.
@@ -35,6 +39,7 @@
 #include "fusion_match.h"
 #include "ir/llmc_ops.h"
 #include "pass.h"
+#include "quant_weight.h"
 
 #define PASS_NAME "linear-fusion"
 /* Linear(x, W, bias, residual): input positions */
@@ -95,9 +100,10 @@ static int form_from_matmul(llmc_graph *g, const llmc_pass_ctx *ctx, int mm)
     llmc_match_init(&m, g, ctx, PASS_NAME);
     llmc_match_add(&m, mm);
     int x = g->nodes[mm].inputs[0], w = g->nodes[mm].inputs[1];
-    if (!g->values[w].is_const)
+    bool from_file = llmc_quant_weight(g, w) >= 0;   /* pre-quantized: kept as it is */
+    if (!g->values[w].is_const && !from_file)
         return 0;   /* activation times activation (attention): not a projection */
-    if (!llmc_const_matrix(g, w))
+    if (!from_file && !llmc_const_matrix(g, w))
         return give_up(&m, mm, "the weight is not a 2-D float constant");
     if (!is_input_of_width(g, x, dim(g, w, 0)))
         return give_up(&m, mm, "x is not float [..., K] with K the weight's rows");
@@ -143,6 +149,72 @@ static bool is_plain_linear(const llmc_node *n)
 static int bias_of(const llmc_node *n)
 {
     return n->n_inputs > LIN_BIAS ? n->inputs[LIN_BIAS] : -1;
+}
+
+/* What must agree for Linears to merge: their weights are float constants
+ * (0) or file-quantized with the same block size and integer type. */
+static int64_t weight_kind(const llmc_graph *g, int node)
+{
+    int dq = llmc_quant_weight(g, g->nodes[node].inputs[LIN_W]);
+    if (dq < 0)
+        return 0;
+    int64_t block = llmc_node_attr_int(g, dq, "block_size", 0);
+    return block * 64 + g->values[llmc_quant_weight_input(g, dq, 0)].dtype;
+}
+
+/* values[0..n) ([rows, cols_i] constants of one dtype) side by side: a new
+ * constant [rows, sum cols_i]; -1 on OOM. */
+static int concat_columns(llmc_graph *g, const int *values, int n)
+{
+    const llmc_value *first = &g->values[values[0]];
+    int64_t rows = first->shape.dims[0].c, total = 0;
+    size_t esize = llmc_dtype_size(first->dtype);
+    for (int i = 0; i < n; i++)
+        total += g->values[values[i]].shape.dims[1].c;
+    uint8_t *cat = malloc((size_t)(rows * total) * esize + 1);
+    int64_t col = 0;
+    for (int i = 0; cat && i < n; i++) {
+        const uint8_t *src = llmc_const_bytes(&g->values[values[i]].konst);
+        int64_t cols = g->values[values[i]].shape.dims[1].c;
+        if (!src) {
+            free(cat);
+            return -1;
+        }
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(cat + ((size_t)(r * total + col)) * esize, src + (size_t)(r * cols) * esize, (size_t)cols * esize);
+        col += cols;
+    }
+    llmc_shape shape = {.rank = 2, .dims = {llmc_aff_const(rows), llmc_aff_const(total)}};
+    int v = cat ? llmc_add_const(g, first->name, ".merged", first->dtype, &shape, cat, (size_t)(rows * total) * esize)
+                : -1;
+    free(cat);
+    return v;
+}
+
+/* The members' file-quantized weights side by side: Wq, scales and zero
+ * points concatenated along N, dequantized by a new DequantizeLinear of the
+ * same block size; its output value, -1 on OOM. */
+static int concat_file_weights(llmc_graph *g, const int *members, int n)
+{
+    int parts[3][LLMC_MATCH_MAX_NODES], ins[3];
+    int dq0 = llmc_quant_weight(g, g->nodes[members[0]].inputs[LIN_W]);
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < n; i++)
+            parts[k][i] = llmc_quant_weight_input(g, llmc_quant_weight(g, g->nodes[members[i]].inputs[LIN_W]), k);
+        if ((ins[k] = concat_columns(g, parts[k], n)) < 0)
+            return -1;
+    }
+    const llmc_value *wq = &g->values[ins[0]];
+    char *name = llmc_graph_unique_name(g, g->values[g->nodes[members[0]].inputs[LIN_W]].name, ".merged");
+    int out = name ? llmc_graph_add_value(g, name, LLMC_DT_FLOAT) : -1;
+    int node = out >= 0 ? llmc_graph_add_node(g, "DequantizeLinear", name, ins, 3, &out, 1) : -1;
+    free(name);
+    if (node < 0 || llmc_node_set_int(g, node, "axis", 0) ||
+        llmc_node_set_int(g, node, "block_size", llmc_node_attr_int(g, dq0, "block_size", 0)))
+        return -1;
+    g->nodes[node].opset = g->nodes[dq0].opset;
+    g->values[out].shape = wq->shape;
+    return out;
 }
 
 /* The members' weights [K, N_i] side by side: a new constant [K, sum N_i],
@@ -193,16 +265,23 @@ static int merge_group(llmc_graph *g, const llmc_pass_ctx *ctx, const int *membe
         total += dim(g, g->nodes[members[i]].inputs[LIN_W], 1);
         n_out += g->nodes[members[i]].n_outputs;
     }
-    int w = concat_weights(g, members, n), bias = concat_biases(g, members, n, total);
+    int w = weight_kind(g, members[0]) ? concat_file_weights(g, members, n) : concat_weights(g, members, n);
+    int bias = concat_biases(g, members, n, total);
     if (w >= 0 && bias != -2 && (outputs = malloc(sizeof(int) * (size_t)n_out))) {
         n_out = 0;
         for (int i = 0; i < n; i++)
             for (int k = 0; k < g->nodes[members[i]].n_outputs; k++)
                 outputs[n_out++] = g->nodes[members[i]].outputs[k];
         int inputs[3] = {g->nodes[members[0]].inputs[LIN_X], w, bias};
+        int old_w[LLMC_MATCH_MAX_NODES];
+        for (int i = 0; i < n; i++)
+            old_w[i] = g->nodes[members[i]].inputs[LIN_W];
         rc = llmc_match_replace_outputs(&m, members[0], "Linear", false, inputs, bias >= 0 ? 3 : 2, outputs, n_out) < 0
                  ? -1
                  : 1;
+        for (int i = 0; rc == 1 && i < n; i++) /* the members' own DequantizeLinears, now unread */
+            if (llmc_quant_weight(g, old_w[i]) >= 0 && llmc_graph_use_count(g, old_w[i]) == 0)
+                llmc_graph_erase_node(g, g->values[old_w[i]].producer);
     }
     free(outputs);
     return rc;
@@ -215,9 +294,11 @@ static int visit_merge(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
     if (!is_plain_linear(&g->nodes[node]) || g->nodes[node].n_outputs < 1)
         return 0;
     int x = g->nodes[node].inputs[LIN_X], n = 0, rc = 0;
+    int64_t kind = weight_kind(g, node);
     int *members = malloc(sizeof(int) * (size_t)g->n_nodes);
     for (int i = 0; members && i < g->n_nodes; i++)
-        if (is_plain_linear(&g->nodes[i]) && g->nodes[i].inputs[LIN_X] == x && n < LLMC_MATCH_MAX_NODES)
+        if (is_plain_linear(&g->nodes[i]) && g->nodes[i].inputs[LIN_X] == x && weight_kind(g, i) == kind &&
+            n < LLMC_MATCH_MAX_NODES)
             members[n++] = i;
     if (!members)
         rc = -1;

@@ -24,5 +24,6 @@ extern const llmc_pass llmc_pass_activation_fusion;
 extern const llmc_pass llmc_pass_rope_fusion;
 extern const llmc_pass llmc_pass_attention_fusion;
 extern const llmc_pass llmc_pass_linear_fusion;
+extern const llmc_pass llmc_pass_quant_canonical;
 
 #endif

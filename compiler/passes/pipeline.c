@@ -12,6 +12,10 @@
 static const llmc_pass *const pipeline[] = {
     /* dtypes, affine shapes in (S, P), contents of small int tensors */
     &llmc_pass_shape_inference,
+    /* quantized weights (dynamic int8 MatMulInteger, DequantizeLinear) ->
+     * MatMul(x, DequantizeLinear(Wq)) in one blocked form; other
+     * quantization ops -> float ops (before folding, which folds those) */
+    &llmc_pass_quant_canonical,
     /* x (B A)^T -> (x A^T) B^T; before folding turns B A into the dense delta */
     &llmc_pass_lora_reorder,
     /* Shape chains -> constants or llmc.Symbols; constant subgraphs evaluated */

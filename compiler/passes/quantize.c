@@ -28,6 +28,7 @@
 #include "ir/llmc_ops.h"
 #include "pass.h"
 #include "pass_list.h"
+#include "quant_weight.h"
 
 static const char PASS[] = "quantize";
 
@@ -36,6 +37,63 @@ static const char PASS[] = "quantize";
 typedef struct {
     int x, group, xq;
 } shared_input;
+
+/* ---- weights of a pre-quantized file ---- */
+
+typedef struct {
+    int linears, eight, file4, file8, requantized, made;
+} quant_counts;
+
+/* The tile format that holds the file's values exactly (passes/quant_weight.h
+ * form): bits 4 for uint8 values and zero points within 0..15 (stored as
+ * they are, w = scale * q + min with min = -scale * zp), bits 8 when every
+ * q - zp lies in -127..127 (the int8 tiles are symmetric); 0 when neither. */
+static int file_bits(const llmc_graph *g, int dq)
+{
+    const llmc_value *wq = &g->values[llmc_quant_weight_input(g, dq, 0)];
+    const llmc_value *sv = &g->values[llmc_quant_weight_input(g, dq, 1)];
+    const uint8_t *q = llmc_const_bytes(&wq->konst);
+    const uint8_t *zp = llmc_const_bytes(&g->values[llmc_quant_weight_input(g, dq, 2)].konst);
+    int64_t k = wq->shape.dims[0].c, n = wq->shape.dims[1].c, groups = sv->shape.dims[0].c;
+    int64_t block = llmc_node_attr_int(g, dq, "block_size", k);
+    bool is_signed = wq->dtype == LLMC_DT_INT8, nibbles = !is_signed, bytes = true;
+    if (!q || !zp)
+        return -1;
+    for (int64_t i = 0; i < groups * n; i++)
+        nibbles = nibbles && zp[i] <= 15;
+    for (int64_t i = 0; i < k * n; i++) {
+        int64_t at = i / n / block * n + i % n;
+        int d = is_signed ? (int8_t)q[i] - (int8_t)zp[at] : q[i] - zp[at];
+        nibbles = nibbles && q[i] <= 15;
+        bytes = bytes && d >= -127 && d <= 127;
+    }
+    return nibbles ? 4 : bytes ? 8 : 0;
+}
+
+/* W's DequantizeLinear replaced by its float32 values (a new constant):
+ * for a file's weights no tile layout holds. */
+static int dequantize_in_place(llmc_graph *g, int node, int dq, llmc_error *err)
+{
+    int w = g->nodes[node].inputs[1];
+    const llmc_shape shape = g->values[w].shape;
+    int64_t count = shape.dims[0].c * shape.dims[1].c;
+    float *values = malloc(sizeof *values * (size_t)count);
+    int v = -1;
+    if (values && !llmc_quant_weight_dequantize(g, dq, values)) {
+        char *name = llmc_graph_unique_name(g, g->values[w].name, "/dequantized");
+        v = name ? llmc_graph_add_value(g, name, LLMC_DT_FLOAT) : -1;
+        free(name);
+        if (v >= 0 && llmc_graph_set_const(g, v, LLMC_DT_FLOAT, &shape, values, sizeof *values * (uint64_t)count))
+            v = -1;
+    }
+    free(values);
+    if (v < 0)
+        return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
+    g->nodes[node].inputs[1] = v;
+    if (llmc_graph_use_count(g, w) == 0)
+        llmc_graph_erase_node(g, dq);
+    return LLMC_OK;
+}
 
 static bool quantizable(const llmc_graph *g, const llmc_pass_ctx *ctx, int node)
 {
@@ -102,45 +160,104 @@ static int quantized_input(llmc_graph *g, const llmc_pass_ctx *ctx, shared_input
     return xq;
 }
 
-static int quantize_linear(llmc_graph *g, const llmc_pass_ctx *ctx, int node, shared_input *made,
-                           int *n_made, llmc_error *err)
+static int64_t per_channel_group(int64_t k)
 {
-    int64_t k = g->values[g->nodes[node].inputs[1]].shape.dims[0].c;
-    int bits = feeds_graph_output(g, node) ? ctx->lm_head_bits : ctx->quant_bits;
-    int64_t group = ctx->quant_group ? ctx->quant_group
-                                     : (k + PER_CHANNEL_ALIGN - 1) / PER_CHANNEL_ALIGN * PER_CHANNEL_ALIGN;
+    return (k + PER_CHANNEL_ALIGN - 1) / PER_CHANNEL_ALIGN * PER_CHANNEL_ALIGN;
+}
+
+static int quantize_linear(llmc_graph *g, const llmc_pass_ctx *ctx, int node, int bits, int64_t group,
+                           shared_input *made, int *n_made, llmc_error *err)
+{
     int xq = quantized_input(g, ctx, made, n_made, g->nodes[node].inputs[0], (int)group, err);
     if (xq < 0)
         return err->code;
-    if (llmc_node_set_int(g, node, "quant_bits", bits) ||
-        llmc_node_set_int(g, node, "quant_group", group))
+    if (llmc_node_set_int(g, node, "quant_bits", bits) || llmc_node_set_int(g, node, "quant_group", group))
         return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
     g->nodes[node].inputs[0] = xq;
     return 0;
 }
 
+/* The bits and group --quant gives the float Linear `node`. */
+static void flag_quantization(const llmc_graph *g, const llmc_pass_ctx *ctx, int node, int *bits, int64_t *group)
+{
+    int64_t k = g->values[g->nodes[node].inputs[1]].shape.dims[0].c;
+    *bits = feeds_graph_output(g, node) ? ctx->lm_head_bits : ctx->quant_bits;
+    *group = ctx->quant_group ? ctx->quant_group : per_channel_group(k);
+}
+
+/* A file-quantized Linear: the file's bits and group (its block size, or
+ * one group over K for a scale per column), or, when no tile holds its
+ * values, its float32 values quantized to 8 bits per channel (or as --quant
+ * says).  *bits 0: the Linear stays float32. */
+static int file_quantization(llmc_graph *g, const llmc_pass_ctx *ctx, int node, int dq, int *bits,
+                             int64_t *group, quant_counts *c, llmc_error *err)
+{
+    int w = g->nodes[node].inputs[1];
+    int64_t k = g->values[w].shape.dims[0].c, groups = g->values[llmc_quant_weight_input(g, dq, 1)].shape.dims[0].c;
+    *bits = file_bits(g, dq);
+    *group = groups == 1 ? per_channel_group(k) : llmc_node_attr_int(g, dq, "block_size", 0);
+    if (*bits < 0)
+        return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
+    if (*bits) {
+        c->file4 += *bits == 4;
+        c->file8 += *bits == 8;
+        return LLMC_OK;
+    }
+    llmc_pass_explain(ctx, PASS, g, node, "the file's 8-bit values have q - zero_point outside -127..127, which "
+                      "llmc's symmetric int8 tiles do not hold: re-quantized from their float32 values");
+    c->requantized++;
+    int rc = dequantize_in_place(g, node, dq, err);
+    if (!rc && ctx->quant_bits)
+        flag_quantization(g, ctx, node, bits, group);
+    else if (!rc)
+        *bits = 8, *group = per_channel_group(k);
+    return rc;
+}
+
+static int visit_linear(llmc_graph *g, const llmc_pass_ctx *ctx, int node, shared_input *made, quant_counts *c,
+                        llmc_error *err)
+{
+    int dq = llmc_quant_weight(g, g->nodes[node].inputs[1]), bits = 0;
+    int64_t group = 0;
+    int rc = LLMC_OK;
+    if (dq >= 0)
+        rc = file_quantization(g, ctx, node, dq, &bits, &group, c, err);
+    else if (ctx->quant_bits && quantizable(g, ctx, node))
+        flag_quantization(g, ctx, node, &bits, &group);
+    if (rc || !bits)
+        return rc;
+    c->linears++;
+    c->eight += bits == 8;
+    return quantize_linear(g, ctx, node, bits, group, made, &c->made, err);
+}
+
 static int run_quantize(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
 {
-    if (!ctx->quant_bits)
-        return LLMC_OK;
-    int n_nodes = g->n_nodes, n_made = 0, linears = 0, eight = 0;
+    int n_nodes = g->n_nodes;
+    quant_counts c = {0};
     shared_input *made = malloc(sizeof *made * (size_t)(n_nodes > 0 ? n_nodes : 1));
     if (!made)
         return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
     for (int i = 0; i < n_nodes; i++) {
-        if (g->nodes[i].dead || !llmc_is_op(&g->nodes[i], "Linear") || !quantizable(g, ctx, i))
+        if (g->nodes[i].dead || !llmc_is_op(&g->nodes[i], "Linear"))
             continue;
-        if (quantize_linear(g, ctx, i, made, &n_made, err)) {
+        int rc = visit_linear(g, ctx, i, made, &c, err);
+        if (rc) {
             free(made);
-            return err->code;
+            return rc;
         }
-        linears++;
-        eight += llmc_node_attr_int(g, i, "quant_bits", 0) == 8;
     }
     free(made);
-    llmc_pass_detail(ctx, "%d Linears quantized (%d to 8 bits, %d to 4), %d QuantizeRows%s",
-                     linears, eight, linears - eight, n_made,
-                     ctx->calibration ? " with static scales from calibration" : "");
+    int from_file = c.file4 + c.file8, by_flag = c.linears - from_file;
+    if (c.linears == 0 && !ctx->quant_bits)
+        return LLMC_OK;
+    if (from_file + c.requantized)
+        llmc_pass_detail(ctx, "%d Linears keep the file's quantization (%d 4-bit, %d 8-bit), %d re-quantized "
+                         "(file values no tile holds), %d quantized by --quant; %d QuantizeRows",
+                         from_file, c.file4, c.file8, c.requantized, by_flag - c.requantized, c.made);
+    else
+        llmc_pass_detail(ctx, "%d Linears quantized (%d to 8 bits, %d to 4), %d QuantizeRows%s", c.linears, c.eight,
+                         c.linears - c.eight, c.made, ctx->calibration ? " with static scales from calibration" : "");
     return LLMC_OK;
 }
 

@@ -14,6 +14,8 @@ int infer_cast(infer *c);
 
 /* shape_ops_compute.c */
 int infer_matmul(infer *c);
+/* MatMul's output shape of inputs 0 and 1 (numpy rules), for MatMulInteger too. */
+int infer_matmul_shape(const infer *c, llmc_shape *out);
 int infer_gemm(infer *c);
 int infer_reduce(infer *c);
 int infer_softmax(infer *c);
@@ -44,5 +46,11 @@ int infer_symbols(infer *c);
 int infer_trilu(infer *c);
 int infer_scatter_nd(infer *c);
 int infer_cumsum(infer *c);
+
+/* shape_ops_quant.c */
+int infer_dequantize_linear(infer *c);
+int infer_quantize_linear(infer *c);
+int infer_dynamic_quantize_linear(infer *c);
+int infer_matmul_integer(infer *c);
 
 #endif

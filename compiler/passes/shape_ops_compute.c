@@ -4,16 +4,14 @@
 
 #include "shape_infer.h"
 
-int infer_matmul(infer *c)
+int infer_matmul_shape(const infer *c, llmc_shape *out)
 {
     const llmc_value *a = input(c, 0), *b = input(c, 1);
     if (!b || a->shape.rank < 1 || b->shape.rank < 1)
-        return infer_fail(c, LLMC_E_INPUT, "MatMul needs two operands of rank >= 1");
-    if (a->dtype != b->dtype)
-        return infer_fail(c, LLMC_E_INPUT, "operand types differ");
+        return infer_fail(c, LLMC_E_INPUT, "%s needs two operands of rank >= 1", c->n->op_type);
     /* numpy: a 1-D left operand gets a leading 1, a 1-D right operand a
      * trailing 1, and those dims are removed from the result. */
-    llmc_shape sa = a->shape, sb = b->shape, batch_a = sa, batch_b = sb, out;
+    llmc_shape sa = a->shape, sb = b->shape, batch_a = sa, batch_b = sb;
     if (sa.rank == 1)
         sa = make_shape(2, (llmc_affine[]){llmc_aff_const(1), a->shape.dims[0]});
     if (sb.rank == 1)
@@ -23,16 +21,27 @@ int infer_matmul(infer *c)
         return rc;
     batch_a = make_shape(sa.rank - 2, sa.dims);
     batch_b = make_shape(sb.rank - 2, sb.dims);
-    if ((rc = infer_broadcast_shapes(c, &batch_a, &batch_b, &out)))
+    if ((rc = infer_broadcast_shapes(c, &batch_a, &batch_b, out)))
         return rc;
     if (a->shape.rank > 1)
-        out.dims[out.rank++] = sa.dims[sa.rank - 2];
+        out->dims[out->rank++] = sa.dims[sa.rank - 2];
     if (b->shape.rank > 1)
-        out.dims[out.rank++] = sb.dims[sb.rank - 1];
-    if (out.rank > LLMC_MAX_RANK)
+        out->dims[out->rank++] = sb.dims[sb.rank - 1];
+    if (out->rank > LLMC_MAX_RANK)
         return infer_fail(c, LLMC_E_UNSUPPORTED, "rank above %d", LLMC_MAX_RANK);
-    infer_set_output(c, 0, a->dtype, &out);
     return LLMC_OK;
+}
+
+int infer_matmul(infer *c)
+{
+    const llmc_value *a = input(c, 0), *b = input(c, 1);
+    if (b && a->dtype != b->dtype)
+        return infer_fail(c, LLMC_E_INPUT, "operand types differ");
+    llmc_shape out;
+    int rc = infer_matmul_shape(c, &out);
+    if (!rc)
+        infer_set_output(c, 0, a->dtype, &out);
+    return rc;
 }
 
 int infer_gemm(infer *c)
