@@ -1,7 +1,8 @@
-/* llmc inspect PLAN [--json | --resolver]: ops by type, tensors, weight and
+/* llmc inspect PLAN [--json | --resolver | --dump-weights DIR]: ops by type, tensors, weight and
  * arena bytes, inputs/outputs, and the passes that produced the plan with
  * their digests; or the op resolver entries its ops need, as C. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "support/layer_name.h"
@@ -14,9 +15,11 @@
 #include "op_resolver.h"
 #include "plan_format.h"
 #include "tensor_traits.h"
+#include "kernels/kernel_table.h"
+#include "quant_format.h"
 
 static const char inspect_help[] =
-    "usage: llmc inspect PLAN [--json | --resolver]\n"
+    "usage: llmc inspect PLAN [--json | --resolver | --dump-weights DIR]\n"
     "\n"
     "Describes a plan: format, target, source model hash, arena bytes, weight bytes,\n"
     "tensors, ops by type, inputs/outputs with their roles, and the passes that ran\n"
@@ -26,7 +29,9 @@ static const char inspect_help[] =
     "resolver entries the plan's ops need (op codes, Unary and Binary kinds, Binary's\n"
     "any-dtype path, Gather and Linear kernels), for a firmware build that links only\n"
     "those kernels: static LLMC_RT_RESOLVER(name, LLMC_RESOLVER_ENTRIES); then\n"
-    "llmc_rt_session_init_ops (runtime/llmc_rt.h).\n";
+    "llmc_rt_session_init_ops (runtime/llmc_rt.h).  --dump-weights writes each weight matrix\n"
+    "(dense float32, or quantized tiles dequantized as the kernels do: scale * q, + min for\n"
+    "4 bits) to DIR/INDEX.bin as float32 [rows, cols] and prints INDEX NAME ROWS COLS FORMAT.\n";
 
 typedef struct {
     const char *compiler_version, *target;
@@ -211,6 +216,17 @@ static void print_io_text(const llmc_rt_plan *p, int is_output, uint32_t n)
     }
 }
 
+/* Where the Linears' quantization came from: the quantize pass's report
+ * (the file's own quantization, or --quant's). */
+static void print_quantization(const llmc_rt_plan *p)
+{
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_passes; i++) {
+        pass_row row;
+        if (read_pass(p, i, &row, NULL) == 0 && !strcmp(row.name, "quantize"))
+            printf("quantized   %s\n", row.detail[0] ? row.detail : "nothing: float32 Linears");
+    }
+}
+
 static int print_text(const char *path, const llmc_rt_plan *p, const plan_summary *s, llmc_rt_error *rt)
 {
     printf("plan        %s (%zu bytes), format %u, target %s, %s\n", path, rt_plan_of(p)->size, LLMC_RT_FORMAT_VERSION,
@@ -230,6 +246,7 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
     printf("layers      %u, vocab %u\n", rt_plan_of(p)->n_layers, rt_plan_of(p)->vocab_size);
     printf("prefill     quantized Linears of >= %u rows on the %s kernel\n", rt_plan_of(p)->gemm_min_rows,
            rt_prefill_kernel_name(rt_plan_of(p)->prefill_kernel));
+    print_quantization(p);
     printf("ops         %u, %u per decoder layer\n", rt_plan_of(p)->n_ops, s->layer_ops_max);
     print_tokenizer_text(p);
     for (int c = 0; c < LLMC_RT_OP_COUNT; c++)
@@ -343,6 +360,73 @@ static int inspect_resolver(const char *path, const llmc_rt_plan *p, llmc_rt_err
     return 0;
 }
 
+/* ---- --dump-weights DIR ---- */
+
+/* W [n, k] of QWeightTiles as the kernels dequantize it (scale * q, + min
+ * for uint4: rt_dequant_block_generic), row-major into w. */
+static void dequantize_tiles(const rt_qweight_shape *s, const uint8_t *bytes, float *w)
+{
+    float panel[64 * 256];
+    for (int64_t ht = 0; ht < s->np / s->hp; ht++)
+        for (int64_t g = 0; g < s->kp / s->group; g++)
+            for (int64_t i0 = 0; i0 < s->group; i0 += 256) {
+                int64_t i1 = s->group - i0 < 256 ? s->group : i0 + 256;
+                rt_dequant_block_generic(bytes + rt_qweight_block_offset(s, ht, g), s, i0, i1, panel, s->hp);
+                for (int64_t i = i0; i < i1 && g * s->group + i < s->k; i++)
+                    for (int r = 0; r < s->hp && ht * s->hp + r < s->n; r++)
+                        w[(ht * s->hp + r) * s->k + g * s->group + i] = panel[(i - i0) * s->hp + r];
+            }
+}
+
+/* Weight tensor t as float32 [n, k], row-major, into DIR/<t>.bin, and a
+ * line "t name n k layout" on stdout; matrices of other formats are
+ * skipped. */
+static int dump_weight(const llmc_rt_plan *p, uint32_t t, const char *dir, llmc_error *err)
+{
+    fb_reader r = rt_reader(p);
+    llmc_rt_error rt = {0};
+    rt_tensor_desc d;
+    rt_segment_desc seg;
+    if (rt_read_tensor(&r, p, t, &d, &rt) || (d.kind == KIND_WEIGHT && rt_read_segment(&r, p, d.segment, &seg, &rt)))
+        return llmc_fail(err, LLMC_E_RUNTIME, "%s", rt.msg);
+    bool tiles = d.layout == LLMC_RT_LAYOUT_QWeightTiles;
+    if (d.kind != KIND_WEIGHT || d.dims.len != 2 || !(tiles || (d.layout == LLMC_RT_LAYOUT_Dense && d.dtype == LLMC_RT_F32)))
+        return LLMC_OK;
+    const uint8_t *bytes = rt_plan_of(p)->base + seg.offset;
+    int64_t n = fb_affine(fb_vec_affine(&r, d.dims, 0)).c, k = fb_affine(fb_vec_affine(&r, d.dims, 1)).c;
+    rt_qweight_shape s;
+    if (tiles && !rt_qweight_shape_init(&s, d.dtype == LLMC_RT_I8 ? 8 : 4, d.tile_rows, d.tile_depth, n, k, d.group))
+        return llmc_fail(err, LLMC_E_INPUT, "weight '%s': bad tile shape", d.name);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%u.bin", dir, t);
+    float *w = malloc(sizeof *w * (size_t)(n * k > 0 ? n * k : 1));
+    FILE *f = w ? fopen(path, "wb") : NULL;
+    if (!f) {
+        free(w);
+        return llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path);
+    }
+    if (tiles)
+        dequantize_tiles(&s, bytes, w);
+    else
+        memcpy(w, bytes, sizeof *w * (size_t)(n * k));
+    bool ok = fwrite(w, sizeof *w, (size_t)(n * k), f) == (size_t)(n * k);
+    ok = fclose(f) == 0 && ok;
+    free(w);
+    if (!ok)
+        return llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path);
+    printf("%u %s %lld %lld %s\n", t, d.name, (long long)n, (long long)k,
+           tiles ? (s.bits == 4 ? "uint4-tiles" : "int8-tiles") : "dense");
+    return LLMC_OK;
+}
+
+static int dump_weights(const llmc_rt_plan *p, const char *dir, llmc_error *err)
+{
+    for (uint32_t t = 0; t < rt_plan_of(p)->n_tensors; t++)
+        if (dump_weight(p, t, dir, err))
+            return err->code;
+    return LLMC_OK;
+}
+
 static int inspect_summary(const char *path, const llmc_rt_plan *p, int json, llmc_rt_error *rt)
 {
     plan_summary s;
@@ -357,10 +441,12 @@ int llmc_cmd_inspect(int argc, char **argv)
         fputs(inspect_help, stdout);
         return 0;
     }
-    const char *path = NULL;
+    const char *path = NULL, *weights = NULL;
     int json = 0, resolver = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
+        if (!strcmp(argv[i], "--dump-weights") && i + 1 < argc)
+            weights = argv[++i];
+        else if (!strcmp(argv[i], "--json"))
             json = 1;
         else if (!strcmp(argv[i], "--resolver"))
             resolver = 1;
@@ -380,8 +466,10 @@ int llmc_cmd_inspect(int argc, char **argv)
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
     if (llmc_rt_plan_open(&plan, file.map, file.size, LLMC_RT_OPEN_ANY_TARGET, &rt) ||
-        (resolver ? inspect_resolver(path, &plan, &rt) : inspect_summary(path, &plan, json, &rt)))
+        (!weights && (resolver ? inspect_resolver(path, &plan, &rt) : inspect_summary(path, &plan, json, &rt))))
         llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", path, rt.msg);
+    else if (weights)
+        dump_weights(&plan, weights, &err);
     llmc_unmap_file(&file);
     return err.code ? llmc_cli_report(&err) : 0;
 }

@@ -204,7 +204,7 @@ static int concat_file_weights(llmc_graph *g, const int *members, int n)
         if ((ins[k] = concat_columns(g, parts[k], n)) < 0)
             return -1;
     }
-    const llmc_value *wq = &g->values[ins[0]];
+    llmc_shape shape = g->values[ins[0]].shape;   /* (adding values moves g->values) */
     char *name = llmc_graph_unique_name(g, g->values[g->nodes[members[0]].inputs[LIN_W]].name, ".merged");
     int out = name ? llmc_graph_add_value(g, name, LLMC_DT_FLOAT) : -1;
     int node = out >= 0 ? llmc_graph_add_node(g, "DequantizeLinear", name, ins, 3, &out, 1) : -1;
@@ -213,7 +213,7 @@ static int concat_file_weights(llmc_graph *g, const int *members, int n)
         llmc_node_set_int(g, node, "block_size", llmc_node_attr_int(g, dq0, "block_size", 0)))
         return -1;
     g->nodes[node].opset = g->nodes[dq0].opset;
-    g->values[out].shape = wq->shape;
+    g->values[out].shape = shape;
     return out;
 }
 

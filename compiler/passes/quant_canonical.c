@@ -316,6 +316,7 @@ static int canonical_dequantize(rewriter *r, int wq, const float *scales, const 
 {
     const llmc_value *w = &r->g->values[wq];
     int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
+    int dtype = w->dtype;   /* w moves as values are added */
     int64_t groups = l.mode == BLOCKED ? (k + l.block - 1) / l.block : 1;
     int64_t count = groups * n, block = l.mode == BLOCKED ? l.block : k;
     float *s = malloc(sizeof *s * (size_t)count);
@@ -328,7 +329,7 @@ static int canonical_dequantize(rewriter *r, int wq, const float *scales, const 
     }
     llmc_shape shape = {.rank = 2, .dims = {llmc_aff_const(groups), llmc_aff_const(n)}};
     int ins[3] = {wq, rc ? -1 : new_const(r, LLMC_DT_FLOAT, &shape, s, sizeof *s * (uint64_t)count),
-                  rc ? -1 : new_const(r, w->dtype, &shape, z, (uint64_t)count)};
+                  rc ? -1 : new_const(r, dtype, &shape, z, (uint64_t)count)};
     free(s);
     free(z);
     if (ins[1] < 0 || ins[2] < 0)
@@ -574,6 +575,13 @@ static int visit(rewriter *r, counts *c, bool weights_only)
                                                                                : NULL;
     if (!rewrite)
         return LLMC_OK;
+    bool read = false;
+    for (int k = 0; k < n->n_outputs; k++)
+        read = read || (n->outputs[k] >= 0 && llmc_graph_use_count(g, n->outputs[k]) > 0);
+    if (!read) { /* e.g. a DynamicQuantizeLinear whose MatMuls step 1 rewrote */
+        llmc_graph_erase_node(g, r->node);
+        return LLMC_OK;
+    }
     c->float_ops++;
     return rewrite(r);
 }

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Pre-quantized ONNX files compile with their own quantization.  For each
+# family's tiny opset-17 export (tests/zoo.sh), scripts/quantize_onnx.py
+# writes the forms people download, by ONNX Runtime's quantizers'
+# algorithms: q4 and q4f16 (MatMulNBits, transformers.js model_q4.onnx /
+# model_q4f16.onnx) and int8 / uint8 (dynamic quantization: MatMulInteger,
+# model_int8.onnx / model_uint8.onnx), and a reference: the fp32 graph with
+# the dequantized weights.  For each form:
+#   - ONNX Runtime runs the file; llmc compiles it without --quant, to a plan
+#     about the file's size (the ratio is reported and bounded)
+#   - the plan's weights, dequantized as its kernels do (`llmc inspect
+#     --dump-weights`), against the file's dequantized by ONNX Runtime's
+#     formula (scripts/prequant_weights.py): equal values for q4f16 (fp16
+#     scales, zero point 8: the binary16 scale and min hold them exactly),
+#     and within 2^-10 relative where the scales are float32 (q4, int8);
+#     uint8 weights (q - zero point beyond int8) are re-quantized: reported
+#   - greedy ids for prompts of 1, 7 and 64 tokens + 32 steps on llmc, on
+#     ONNX Runtime with the file (its int8 / accuracy-level-4 arithmetic) and
+#     on the reference: llmc's logits stay within twice the distance between
+#     ONNX Runtime's own two runs (the figures are reported)
+#     (uint8: llmc's logits within t_quant's w8a8 bound of the reference)
+#   - ops per decoder layer equal those of the float export under --quant
+#     w4a8 (`llmc inspect`'s count: the fused layer and one QuantizeRows per
+#     distinct Linear input; q4f16 against the float16 export)
+# and --quant w4a8 / w8a8 keep a 4-bit file's weights; malformed
+# MatMulNBits nodes are refused naming the node and input, no plan written.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+LLMC=$BUILD/llmc
+PY=/usr/bin/python3
+WORK=$BUILD/test-data/prequant
+rm -rf "$WORK" && mkdir -p "$WORK"
+. tests/tap.sh
+. tests/zoo.sh
+. tests/logits_err.sh
+
+MAX_RATIO=1.5   # plan bytes / file bytes
+W8_RTOL=0.05    # t_quant.sh's w8a8 bound
+FP32_SCALE_RTOL=0.0009765625   # 2^-10: a float32 scale rounded to binary16 (2^-11), and its min
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+weight_err() { sed -n 's/.*max relative error \([^;]*\);.*/\1/p' "$1"; }
+
+ort() {   # ort MODEL BASE PROMPT: ids in BASE.tok, logits in BASE.bin
+    node scripts/ort_generate.js "$1" --prompt-ids "$3" --max-new "$MAX_NEW" --logits-out "$2.bin" >"$2.tok" 2>"$2.log"
+}
+
+ops_per_layer() { "$LLMC" inspect "$1" --json | $PY -c 'import json, sys; print(json.load(sys.stdin)["ops_per_layer"])'; }
+
+check_form() {   # check_form FAMILY FORM MODEL
+    local family=$1 form=$2 base=$WORK/$1-$2
+    check "$family $form: quantize_onnx.py writes the file" \
+        $PY scripts/quantize_onnx.py "$3" "$base.onnx" --form "$form" --reference "$base-ref.onnx" || return
+    check "$family $form: compiles without --quant" \
+        "$LLMC" compile "$base.onnx" -o "$base.plan" --max-context 128 || return
+    local r
+    r=$(ratio "$(stat -c %s "$base.plan")" "$(stat -c %s "$base.onnx")")
+    check "$family $form: plan / file size $r <= $MAX_RATIO" below "$r" "$MAX_RATIO"
+    mkdir -p "$base.weights"
+    "$LLMC" inspect "$base.plan" --dump-weights "$base.weights" >"$base.weights.txt"
+    $PY scripts/prequant_weights.py "$base.onnx" "$base.weights" "$base.weights.txt" >"$base.weights.log"
+    check "$family $form: every file weight is in the plan ($(cat "$base.weights.log"))" test $? -eq 0
+    case $form in
+        q4f16) check "$family $form: the plan's weights equal the file's" grep -q "max relative error 0;" "$base.weights.log" ;;
+        q4|int8) check "$family $form: weights within $FP32_SCALE_RTOL of the file's" \
+                     below "$(weight_err "$base.weights.log")" "$FP32_SCALE_RTOL" ;;
+    esac
+    local i=0 e_llmc=0 e_ref=0 e_lr=0 same=0
+    for prompt in $PROMPTS; do
+        i=$((i + 1))
+        ort "$base.onnx" "$base-ort-p$i" "$prompt" &&
+            ort "$base-ref.onnx" "$base-ref-p$i" "$prompt" &&
+            "$LLMC" run "$base.plan" --prompt-ids "$prompt" --max-new "$MAX_NEW" \
+                --logits-out "$base-llmc-p$i.bin" >"$base-llmc-p$i.tok" 2>"$base-llmc-p$i.log" ||
+            { check "$family $form prompt $i: ONNX Runtime and llmc run" false; continue; }
+        local a b c
+        a=$(rel_err "$base-ort-p$i" "$base-llmc-p$i")
+        b=$(rel_err "$base-ort-p$i" "$base-ref-p$i")
+        c=$(rel_err "$base-ref-p$i" "$base-llmc-p$i")
+        below "$a" "$e_llmc" || e_llmc=$a
+        below "$b" "$e_ref" || e_ref=$b
+        below "$c" "$e_lr" || e_lr=$c
+        cmp -s "$base-ort-p$i.tok" "$base-llmc-p$i.tok" && same=$((same + 1))
+    done
+    echo "# $family $form: plan/file $r; weights: $(cat "$base.weights.log");" \
+         "logits vs ONNX Runtime on the file: llmc $e_llmc, ONNX Runtime's fp32-dequantized run $e_ref;" \
+         "llmc vs that run $e_lr; ids equal on $same of 3 prompts"
+    if [ "$form" = uint8 ]; then   # re-quantized to int8: t_quant's w8a8 bound against the float run
+        check "$family $form: llmc's logits within $W8_RTOL of the fp32-dequantized run ($e_lr)" below "$e_lr" "$W8_RTOL"
+    else
+        check "$family $form: llmc's logits error $e_llmc <= 2 x ONNX Runtime's own $e_ref" \
+            below "$e_llmc" "$(awk -v x="$e_ref" 'BEGIN { print 2 * x }')"
+    fi
+    local want=$W4A8_OPS got
+    [ "$form" = q4f16 ] && want=$W4A8_OPS16
+    got=$(ops_per_layer "$base.plan")
+    check "$family $form: $got ops per decoder layer, as --quant w4a8 of the float export ($want)" test "$got" = "$want"
+}
+
+for family in llama qwen2 phi gpt2; do
+    model=$(zoo_model "$family" 17) || { check "$family@17 exports" false; continue; }
+    # the float exports' op counts under --quant w4a8: fp32, and fp16 for q4f16
+    # (its graph computes in float16: more Casts around the fused ops)
+    $PY scripts/make_fp16.py "$model" "$WORK/$family-f16.onnx" --form compute16 >/dev/null
+    "$LLMC" compile "$model" -o "$WORK/$family-w4a8.plan" --max-context 128 --quant w4a8 >/dev/null 2>&1
+    "$LLMC" compile "$WORK/$family-f16.onnx" -o "$WORK/$family-f16-w4a8.plan" --max-context 128 --quant w4a8 \
+        >/dev/null 2>&1
+    W4A8_OPS=$(ops_per_layer "$WORK/$family-w4a8.plan")
+    W4A8_OPS16=$(ops_per_layer "$WORK/$family-f16-w4a8.plan")
+    for form in q4 q4f16 int8 uint8; do
+        check_form "$family" "$form" "$model"
+    done
+done
+
+# --quant on a 4-bit file: w4a8 and w8a8 both keep the file's weights (the
+# same plan as without --quant, but for the options the plan records).
+for mode in w4a8 w8a8; do
+    check "--quant $mode on a q4 file keeps its 4-bit weights" sh -c \
+        "'$LLMC' compile '$WORK/llama-q4.onnx' -o '$WORK/llama-q4-$mode.plan' --max-context 128 --quant $mode >/dev/null &&
+         '$LLMC' inspect '$WORK/llama-q4-$mode.plan' | grep -q \"quantized   9 Linears keep the file's quantization (9 4-bit\""
+done
+
+# Malformed MatMulNBits nodes: refused, naming the node (and the input), no plan.
+$PY - "$WORK/llama-q4.onnx" "$WORK" <<'EOF'
+import sys
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+src, out = sys.argv[1], sys.argv[2]
+
+def first(model):
+    node = next(n for n in model.graph.node if n.op_type == "MatMulNBits")
+    return node, {a.name: a for a in node.attribute}
+
+def init(model, name):
+    return next(t for t in model.graph.initializer if t.name == name)
+
+def case(name, edit):
+    m = onnx.load(src)
+    node, attrs = first(m)
+    edit(m, node, attrs)
+    onnx.save(m, "%s/bad-%s.onnx" % (out, name))
+
+def set_attr(a, v):
+    a.i = v
+
+def resize(m, name, count):
+    t = init(m, name)
+    a = numpy_helper.to_array(t).reshape(-1)
+    t.CopyFrom(numpy_helper.from_array(np.resize(a, count).astype(a.dtype), name))
+
+case("block", lambda m, n, a: set_attr(a["block_size"], 24))
+case("bits", lambda m, n, a: set_attr(a["bits"], 8))
+case("scales", lambda m, n, a: resize(m, n.input[2], numpy_helper.to_array(init(m, n.input[2])).size - 1))
+def zero_points(m, n, a):
+    count = a["N"].i * ((a["K"].i // a["block_size"].i + 1) // 2) - 1
+    m.graph.initializer.append(numpy_helper.from_array(np.full(count, 0x88, np.uint8), "bad_zp"))
+    n.input.append("bad_zp")
+case("zero_points", zero_points)
+def k_mismatch(m, n, a):   # K 96 with B and scales of K 96: A's 64 columns do not match
+    k, nn, block = 96, a["N"].i, a["block_size"].i
+    a["K"].i = k
+    t = init(m, n.input[1])
+    t.CopyFrom(numpy_helper.from_array(np.full((nn, k // block, block // 2), 0x88, np.uint8), t.name))
+    resize(m, n.input[2], nn * k // block)
+case("K", k_mismatch)
+print(first(onnx.load(src))[0].name)
+EOF
+refused() {   # refused CASE PATTERN: compile fails, the message matches, no plan
+    local out=$WORK/bad-$1.plan
+    ! "$LLMC" compile "$WORK/bad-$1.onnx" -o "$out" --max-context 128 2>"$WORK/bad-$1.log" &&
+        grep -q -- "$2" "$WORK/bad-$1.log" && [ ! -e "$out" ]
+}
+node_name=/layers.0/self_attn/q_proj/MatMul_Q4
+check "block_size 24 refused naming the node" refused block "node '$node_name' (com.microsoft::MatMulNBits): block_size 24 is not a power of 2"
+check "bits 8 refused naming the node" refused bits "node '$node_name' (com.microsoft::MatMulNBits): bits 8"
+check "scales of the wrong count refused naming input 2" refused scales "node '$node_name' (com.microsoft::MatMulNBits) input 2 .*has 127 elements"
+check "zero points of the wrong length refused naming input 3" refused zero_points "node '$node_name' (com.microsoft::MatMulNBits) input 3 'bad_zp'"
+check "K not matching A's last dim refused naming the node" refused K "node '$node_name/MatMul"
+
+tap_done
