@@ -12,8 +12,13 @@ and Gather's weights: (q - zero_point) * scale), transposed to the plan's
 [N, K].  Each quantized plan weight [N, K] is matched, rows in order, with
 the file weights of the same K (linear fusion stacks q/k/v and gate/up).
 
-Prints "matched M of F file weights; max relative error E; bitwise B" where
-E is max |plan - file| / |file| over the elements with file != 0 and B
+A GatherBlockQuantized table is matched like a weight (the plan keeps it
+in tiles [V, H]), or, dequantized at compile time, must equal one of the
+plan's dense weights.
+
+Prints "matched M of F file weights; max relative error E; of the weight's
+max A; bitwise B" where E is max |plan - file| / |file| over the elements
+with file != 0, A the largest max |plan - file| / max |file| of a weight, and B
 counts the weights whose every value is equal (a zero's sign aside: the
 plan's scale * q + min gives +0 where (q - zp) * scale gives -0 for a
 negative scale).  Exits 1 if a file weight
@@ -35,6 +40,8 @@ def file_weights(path):
     """{name: W^T [N, K] float32} of the quantized weights of the file."""
     model = onnx.load(path)
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    # dynamic quantization's Gather of an 8-bit table, dequantized after
+    gathered = {n.output[0]: n.input[0] for n in model.graph.node if n.op_type == "Gather" and n.input[0] in inits}
     out = {}
     for node in model.graph.node:
         if node.op_type == "MatMulNBits":
@@ -53,6 +60,23 @@ def file_weights(path):
             zp = inits[node.input[3]].astype(np.int32) if len(node.input) > 3 else 0
             scale = scale_of(model, inits, node)
             out[node.name] = ((q - zp).astype(np.float32) * scale).T.astype(np.float32)
+        elif node.op_type == "DequantizeLinear" and node.input[0] in gathered:
+            q = inits[gathered[node.input[0]]].astype(np.int32)
+            zp = inits[node.input[2]].astype(np.int32) if len(node.input) > 2 else 0
+            out["table:" + node.name] = ((q - zp).astype(np.float32) * inits[node.input[1]].astype(np.float32))
+        elif node.op_type == "GatherBlockQuantized":
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            block = attrs.get("block_size", 128)
+            data = inits[node.input[0]]
+            v, h = data.shape[0], data.shape[1] * 2
+            blocks = (h + block - 1) // block
+            q = unpack_nibbles(data, h).astype(np.float32)
+            scale = inits[node.input[2]].reshape(v, blocks).astype(np.float32)
+            zp = np.full((v, blocks), 8.0, np.float32)
+            if len(node.input) > 3 and node.input[3]:
+                zp = unpack_nibbles(inits[node.input[3]].reshape(v, -1), blocks).astype(np.float32)
+            idx = np.arange(h) // block
+            out["table:" + node.name] = ((q - zp[:, idx]) * scale[:, idx]).astype(np.float32)
     return out
 
 
@@ -71,14 +95,21 @@ def scale_of(model, inits, mmi):
 def main():
     path, dump, listing = sys.argv[1:4]
     files = file_weights(path)
-    plans = []
+    plans, dense = [], []
     for line in open(listing):
         idx, name, rows, cols, fmt = line.split()
-        if fmt != "dense":
-            w = np.fromfile("%s/%s.bin" % (dump, idx), "<f4").reshape(int(rows), int(cols))
-            plans.append((name, w))
+        w = np.fromfile("%s/%s.bin" % (dump, idx), "<f4").reshape(int(rows), int(cols))
+        (dense if fmt == "dense" else plans).append((name, w))
     unmatched = dict(files)
-    worst, bitwise = 0.0, 0
+    worst, worst_abs, bitwise = 0.0, 0.0, 0
+    # a quantized embedding table is dequantized at compile time: a dense weight
+    for fname in [f for f in unmatched if f.startswith("table:")]:
+        f = unmatched[fname]
+        for name, w in dense:
+            if w.shape == f.shape and np.array_equal(w, f):
+                unmatched.pop(fname)
+                bitwise += 1
+                break
     for name, w in plans:
         row = 0
         while row < w.shape[0]:
@@ -95,10 +126,12 @@ def main():
             part = w[row:row + f.shape[0]]
             nz = f != 0
             worst = max(worst, float((np.abs(part - f)[nz] / np.abs(f[nz])).max()) if nz.any() else 0.0)
+            worst_abs = max(worst_abs, float(np.abs(part - f).max() / max(np.abs(f).max(), 1e-30)))
             bitwise += int(np.array_equal(part, f))   # equal values (+0 and -0 alike)
             row += f.shape[0]
     matched = len(files) - len(unmatched)
-    print("matched %d of %d file weights; max relative error %.3g; bitwise %d" % (matched, len(files), worst, bitwise))
+    print("matched %d of %d file weights; max relative error %.3g; of the weight's max %.3g; bitwise %d"
+          % (matched, len(files), worst, worst_abs, bitwise))
     sys.exit(0 if not unmatched else 1)
 
 

@@ -25,6 +25,12 @@ quantizers (onnxruntime/python/tools/quantization):
   uint8   model_uint8.onnx: the same with QUInt8 weights: rmin = min(0,
           min W), rmax = max(0, max W), scale = (rmax - rmin) / 255, zero
           point round(-rmin / scale)
+  int4    an onnxruntime-genai int4 folder's model.onnx: MatMulNBits as q4
+          but asymmetric (MLAS range2scalezp: min = min(0, block min), max =
+          max(0, block max), scale = (max - min) / 15, zero point
+          roundf(-min / scale) clamped to 0..15, packed two a byte like B),
+          and the token embedding a GatherBlockQuantized (uint8 data [V, H /
+          2], the same per-row blocks of 32 along H, zero points packed)
 
 --reference writes the fp32 graph with every quantized weight replaced by
 its float32 dequantization (q - zero_point) * scale, ONNX Runtime's own
@@ -58,36 +64,76 @@ def matmul_weights(graph):
                 yield node, w
 
 
-def quantize_blocks_q4(w, block, scale_type):
-    """MatMulNBits' (B, scales) and the dequantized W of w [K, N]."""
-    k, n = w.shape
-    blocks = (k + block - 1) // block
-    padded = np.zeros((blocks * block, n), np.float32)
-    padded[:k] = w.astype(np.float32)
-    v = padded.T.reshape(n, blocks, block)                      # column n's blocks
+def roundf(x):
+    """C's roundf: half away from zero."""
+    return np.sign(x) * np.floor(np.abs(x) + np.float32(0.5))
+
+
+def pack_nibbles(q):
+    """Pairs along the last axis, low nibble first (an odd count padded)."""
+    if q.shape[-1] % 2:
+        q = np.concatenate([q, np.zeros(q.shape[:-1] + (1,), q.dtype)], axis=-1)
+    return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
+
+
+def quantize_rows_q4(rows, block, scale_type, symmetric):
+    """Blocks of `block` along each row of rows [R, L]: (q [R, blocks,
+    block], scale [R, blocks], zero point [R, blocks]) as MLAS computes them."""
+    r, length = rows.shape
+    blocks = (length + block - 1) // block
+    padded = np.zeros((r, blocks * block), np.float32)
+    padded[:, :length] = rows.astype(np.float32)
+    v = padded.reshape(r, blocks, block)
     lo, hi = v.min(axis=2), v.max(axis=2)
-    m = np.where(np.abs(hi) > np.abs(lo), hi, lo).astype(np.float32)
-    scale = (m / np.float32(-8)).astype(scale_type)
+    if symmetric:   # range2scale
+        m = np.where(np.abs(hi) > np.abs(lo), hi, lo).astype(np.float32)
+        scale = (m / np.float32(-8)).astype(scale_type)
+        zp = np.full((r, blocks), 8, np.uint8)
+    else:           # range2scalezp
+        lo, hi = np.minimum(lo, np.float32(0)), np.maximum(hi, np.float32(0))
+        s = ((hi - lo) / np.float32(15)).astype(np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            zf = np.where(s != 0, np.float32(0) - lo / s, lo).astype(np.float32)
+        zp = np.where(zf < 0, 0, np.where(zf > 15, 15, roundf(zf))).astype(np.uint8)
+        scale = s.astype(scale_type)
     s32 = scale.astype(np.float32)
     with np.errstate(divide="ignore"):
         recip = np.where(s32 != 0, np.float32(1) / s32, np.float32(0)).astype(np.float32)
-    x = (v * recip[:, :, None]).astype(np.float32) + np.float32(8)
-    q = np.clip(np.sign(x) * np.floor(np.abs(x) + np.float32(0.5)), 0, 15).astype(np.uint8)  # roundf
-    packed = (q[:, :, 0::2] | (q[:, :, 1::2] << 4)).astype(np.uint8)
-    deq = ((q.astype(np.float32) - np.float32(8)) * s32[:, :, None]).reshape(n, -1)[:, :k].T
-    return packed, scale.reshape(-1), np.ascontiguousarray(deq, np.float32)
+    x = (v * recip[:, :, None]).astype(np.float32) + zp[:, :, None].astype(np.float32)
+    q = np.clip(roundf(x), 0, 15).astype(np.uint8)
+    return q, scale, zp
 
 
-def to_q4(model, block, scale_type):
+def dequantize_rows(q, scale, zp, length):
+    """(q - zp) * scale in float32, as ONNX Runtime computes it: [R, length]."""
+    d = (q.astype(np.float32) - zp[:, :, None].astype(np.float32)) * scale.astype(np.float32)[:, :, None]
+    return np.ascontiguousarray(d.reshape(q.shape[0], -1)[:, :length], np.float32)
+
+
+def quantize_blocks_q4(w, block, scale_type, symmetric=True):
+    """MatMulNBits' (B, scales, zero points or None) and the dequantized W
+    of w [K, N]: column n's blocks along K."""
+    k, n = w.shape
+    q, scale, zp = quantize_rows_q4(w.T, block, scale_type, symmetric)
+    deq = dequantize_rows(q, scale, zp, k).T
+    return pack_nibbles(q), scale.reshape(-1), None if symmetric else pack_nibbles(zp).reshape(-1), \
+        np.ascontiguousarray(deq)
+
+
+def to_q4(model, block, scale_type, symmetric=True):
     graph = model.graph
     inits = initializers(graph)
     deq, count = {}, 0
     for node, w in list(matmul_weights(graph)):
         k, n = w.shape
-        packed, scales, deq[node.input[1]] = quantize_blocks_q4(w, block, scale_type)
+        packed, scales, zps, deq[node.input[1]] = quantize_blocks_q4(w, block, scale_type, symmetric)
         b_name, s_name = node.input[1] + "_Q4", node.input[1] + "_scales"
         graph.initializer.extend([numpy_helper.from_array(packed, b_name), numpy_helper.from_array(scales, s_name)])
-        new = helper.make_node("MatMulNBits", [node.input[0], b_name, s_name], list(node.output),
+        inputs = [node.input[0], b_name, s_name]
+        if zps is not None:
+            graph.initializer.append(numpy_helper.from_array(zps, node.input[1] + "_zp"))
+            inputs.append(node.input[1] + "_zp")
+        new = helper.make_node("MatMulNBits", inputs, list(node.output),
                                name=(node.name or node.output[0]) + "_Q4", domain="com.microsoft",
                                K=k, N=n, bits=4, block_size=block, accuracy_level=4)
         graph.node.insert(list(graph.node).index(node), new)
@@ -96,6 +142,32 @@ def to_q4(model, block, scale_type):
     drop_unused(graph, inits)
     model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     return count, deq
+
+
+def to_gather_block_quantized(model, block):
+    """The embedding Gather of a float table [V, H] -> GatherBlockQuantized
+    with the table's rows in asymmetric 4-bit blocks along H."""
+    graph = model.graph
+    inits = initializers(graph)
+    deq = {}
+    for i, node in enumerate(graph.node):
+        if node.op_type != "Gather" or node.input[0] not in inits:
+            continue
+        table = numpy_helper.to_array(inits[node.input[0]])
+        q, scale, zp = quantize_rows_q4(table, block, np.float32, False)
+        deq[node.input[0]] = dequantize_rows(q, scale, zp, table.shape[1])
+        name = node.input[0]
+        graph.initializer.extend([
+            numpy_helper.from_array(pack_nibbles(q.reshape(table.shape[0], -1)[:, :table.shape[1]]), name + "_Q4"),
+            numpy_helper.from_array(scale, name + "_scales"),
+            numpy_helper.from_array(pack_nibbles(zp), name + "_zp")])
+        new = helper.make_node("GatherBlockQuantized", [name + "_Q4", node.input[1], name + "_scales", name + "_zp"],
+                               list(node.output), name=node.name + "_Q4", domain="com.microsoft",
+                               bits=4, block_size=block, gather_axis=0, quantize_axis=1)
+        graph.node.insert(i, new)
+        graph.node.remove(node)
+    drop_unused(graph, inits)
+    return len(deq), deq
 
 
 def weight_params(w, signed):
@@ -189,7 +261,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("input")
     ap.add_argument("output")
-    ap.add_argument("--form", required=True, choices=("q4", "q4f16", "int8", "uint8"))
+    ap.add_argument("--form", required=True, choices=("q4", "q4f16", "int4", "int8", "uint8"))
     ap.add_argument("--reference")
     ap.add_argument("--block-size", type=int, default=32)
     args = ap.parse_args(argv)
@@ -199,6 +271,11 @@ def main(argv=None):
         count, deq = to_q4(model, args.block_size, np.float16)
     elif args.form == "q4":
         count, deq = to_q4(model, args.block_size, np.float32)
+    elif args.form == "int4":
+        count, deq = to_q4(model, args.block_size, np.float32, symmetric=False)
+        tables, table_deq = to_gather_block_quantized(model, args.block_size)
+        count += tables
+        deq.update(table_deq)
     else:
         count, deq = to_dynamic(model, args.form == "int8")
     onnx.checker.check_model(model)

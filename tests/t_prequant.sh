@@ -3,17 +3,20 @@
 # family's tiny opset-17 export (tests/zoo.sh), scripts/quantize_onnx.py
 # writes the forms people download, by ONNX Runtime's quantizers'
 # algorithms: q4 and q4f16 (MatMulNBits, transformers.js model_q4.onnx /
-# model_q4f16.onnx) and int8 / uint8 (dynamic quantization: MatMulInteger,
-# model_int8.onnx / model_uint8.onnx), and a reference: the fp32 graph with
-# the dequantized weights.  For each form:
+# model_q4f16.onnx), int4 (onnxruntime-genai: MatMulNBits with zero points,
+# the embedding a GatherBlockQuantized) and int8 / uint8 (dynamic
+# quantization: MatMulInteger, model_int8.onnx / model_uint8.onnx), and a
+# reference: the fp32 graph with the dequantized weights.  For each form:
 #   - ONNX Runtime runs the file; llmc compiles it without --quant, to a plan
 #     about the file's size (the ratio is reported and bounded)
 #   - the plan's weights, dequantized as its kernels do (`llmc inspect
 #     --dump-weights`), against the file's dequantized by ONNX Runtime's
 #     formula (scripts/prequant_weights.py): equal values for q4f16 (fp16
 #     scales, zero point 8: the binary16 scale and min hold them exactly),
-#     and within 2^-10 relative where the scales are float32 (q4, int8);
-#     uint8 weights (q - zero point beyond int8) are re-quantized: reported
+#     within 2^-10 relative where the scales are float32 (q4, int8), within
+#     2^-9 of each weight's max with zero points (int4; its embedding table,
+#     dequantized at compile time, equal); uint8 weights (q - zero point
+#     beyond int8) are re-quantized: reported
 #   - greedy ids for prompts of 1, 7 and 64 tokens + 32 steps on llmc, on
 #     ONNX Runtime with the file (its int8 / accuracy-level-4 arithmetic) and
 #     on the reference: llmc's logits stay within twice the distance between
@@ -37,10 +40,12 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 
 MAX_RATIO=1.5   # plan bytes / file bytes
 W8_RTOL=0.05    # t_quant.sh's w8a8 bound
-FP32_SCALE_RTOL=0.0009765625   # 2^-10: a float32 scale rounded to binary16 (2^-11), and its min
+FP32_SCALE_RTOL=0.0009765625   # 2^-10: a float32 scale rounded to binary16 (2^-11)
+INT4_RTOL=0.001953125          # 2^-9 (below)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 weight_err() { sed -n 's/.*max relative error \([^;]*\);.*/\1/p' "$1"; }
+weight_max_err() { sed -n "s/.*of the weight's max \([^;]*\);.*/\1/p" "$1"; }
 
 ort() {   # ort MODEL BASE PROMPT: ids in BASE.tok, logits in BASE.bin
     node scripts/ort_generate.js "$1" --prompt-ids "$3" --max-new "$MAX_NEW" --logits-out "$2.bin" >"$2.tok" 2>"$2.log"
@@ -65,6 +70,11 @@ check_form() {   # check_form FAMILY FORM MODEL
         q4f16) check "$family $form: the plan's weights equal the file's" grep -q "max relative error 0;" "$base.weights.log" ;;
         q4|int8) check "$family $form: weights within $FP32_SCALE_RTOL of the file's" \
                      below "$(weight_err "$base.weights.log")" "$FP32_SCALE_RTOL" ;;
+        # zero points: min = -scale * zp rounded to binary16 too; each error is
+        # at most 2^-11 of |scale * q| + |scale * zp| <= 30 |scale|, and the
+        # weight's max is at least 7.5 |scale| (its blocks span 15 |scale|)
+        int4) check "$family $form: weights within $INT4_RTOL of the weight's max" \
+                  below "$(weight_max_err "$base.weights.log")" "$INT4_RTOL" ;;
     esac
     local i=0 e_llmc=0 e_ref=0 e_lr=0 same=0
     for prompt in $PROMPTS; do
@@ -108,7 +118,7 @@ for family in llama qwen2 phi gpt2; do
         >/dev/null 2>&1
     W4A8_OPS=$(ops_per_layer "$WORK/$family-w4a8.plan")
     W4A8_OPS16=$(ops_per_layer "$WORK/$family-f16-w4a8.plan")
-    for form in q4 q4f16 int8 uint8; do
+    for form in q4 q4f16 int4 int8 uint8; do
         check_form "$family" "$form" "$model"
     done
 done

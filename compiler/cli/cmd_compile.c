@@ -438,6 +438,9 @@ int llmc_cmd_compile(int argc, char **argv)
     if (!rc) {
         printf("target %s, %s weights\n", a.target,
                a.quant_bits == 8 ? "w8a8" : a.quant_bits == 4 ? "w4a8" : "f32");
+        for (int i = 0; i < n_records; i++) /* a pre-quantized file's weights */
+            if (!strcmp(records[i].name, "quantize") && strstr(records[i].detail, "the file's"))
+                printf("quantized: %s\n", records[i].detail);
         print_stats(a.output, &stats);
         if (tokenizer)
             printf("tokenizer %s: %zu bytes\n", a.tokenizer, tokenizer_size);

@@ -177,26 +177,45 @@ int lower_file_dequantize(const llmc_graph *g, int wv)
     for (int k = 0; k < 3; k++)
         if (g->nodes[p].inputs[k] < 0 || !g->values[g->nodes[p].inputs[k]].is_const)
             return -1;
-    return g->values[g->nodes[p].inputs[1]].shape.rank == 2 ? p : -1;
+    int64_t axis = llmc_node_attr_int(g, p, "axis", 1);
+    return g->values[g->nodes[p].inputs[1]].shape.rank == 2 && (axis == 0 || axis == 1) ? p : -1;
 }
 
-/* DequantizeLinear(Wq [K, N], scale [G, N], zp [G, N], axis 0, block B):
- * what the tiles of W^T [N, K] are packed from. */
+/* DequantizeLinear(Wq, scale, zp, axis, block B) in the canonical forms:
+ * axis 0, Wq [K, N] with scale and zp [G, N] (a Linear's W, packed as
+ * W^T [N, K]), or axis 1, Wq [N, K] with [N, G] (an embedding table, packed
+ * as it is): what the tiles are packed from. */
 typedef struct {
     rt_qweight_shape q;
     const uint8_t *wq, *zp;   /* bytes of uint8 or int8 */
     const float *scale;
     int64_t groups;           /* G: 1, or one per tile group */
     bool signed_q;            /* int8 values (else uint8) */
+    bool transposed;          /* axis 0: Wq is W^T's transpose */
 } file_weight_spec;
+
+/* Offsets of W^T's (n, k) value and of its group g's coefficients. */
+static int64_t value_at(const file_weight_spec *f, int64_t n, int64_t k)
+{
+    return f->transposed ? k * f->q.n + n : n * f->q.k + k;
+}
+
+static int64_t coef_at(const file_weight_spec *f, int64_t n, int64_t g)
+{
+    g = f->groups == 1 ? 0 : g;
+    return f->transposed ? g * f->q.n + n : n * f->groups + g;
+}
+
+static int byte_value(const file_weight_spec *f, const uint8_t *p, int64_t at)
+{
+    return f->signed_q ? (int8_t)p[at] : p[at];
+}
 
 /* The tile's stored value of (n, k): bits 4 q itself (w = scale * q + min,
  * min = -scale * zp), bits 8 the int8 q - zp (w = scale * (q - zp)). */
-static uint8_t stored_value(const file_weight_spec *f, int64_t n, int64_t k, bool signed_q)
+static uint8_t stored_value(const file_weight_spec *f, int64_t n, int64_t k)
 {
-    int64_t g = f->groups == 1 ? 0 : k / f->q.group;
-    int q = signed_q ? (int8_t)f->wq[k * f->q.n + n] : f->wq[k * f->q.n + n];
-    int z = signed_q ? (int8_t)f->zp[g * f->q.n + n] : f->zp[g * f->q.n + n];
+    int q = byte_value(f, f->wq, value_at(f, n, k)), z = byte_value(f, f->zp, coef_at(f, n, k / f->q.group));
     return f->q.bits == 4 ? (uint8_t)q : (uint8_t)(int8_t)(q - z);
 }
 
@@ -206,7 +225,6 @@ static int produce_file_weight(const cg_tensor *t, cg_sink *sink)
     const rt_qweight_shape *s = &f->q;
     int64_t tile_groups = s->kp / s->group;
     uint64_t tile_bytes = rt_qweight_tile_bytes(s);
-    bool signed_q = f->signed_q;
     uint8_t *q = malloc((size_t)(s->hp * s->k));
     uint16_t *scale = malloc(sizeof *scale * (size_t)(s->hp * tile_groups));
     uint16_t *min = malloc(sizeof *min * (size_t)(s->hp * tile_groups));
@@ -215,10 +233,10 @@ static int produce_file_weight(const cg_tensor *t, cg_sink *sink)
         int64_t rows = s->n - n0 < s->hp ? s->n - n0 : s->hp;
         for (int64_t r = 0; r < rows; r++) {
             for (int64_t k = 0; k < s->k; k++)
-                q[r * s->k + k] = stored_value(f, n0 + r, k, signed_q);
+                q[r * s->k + k] = stored_value(f, n0 + r, k);
             for (int64_t g = 0; g < tile_groups; g++) {
-                int64_t at = (f->groups == 1 ? 0 : g) * s->n + n0 + r;
-                int z = signed_q ? (int8_t)f->zp[at] : f->zp[at];
+                int64_t at = coef_at(f, n0 + r, g);
+                int z = byte_value(f, f->zp, at);
                 scale[r * tile_groups + g] = rt_float_to_half(f->scale[at]);
                 min[r * tile_groups + g] = rt_float_to_half(-f->scale[at] * (float)z);
             }
@@ -237,9 +255,9 @@ static int produce_file_weight(const cg_tensor *t, cg_sink *sink)
     return rc;
 }
 
-/* W = DequantizeLinear node `dq`, packed in the node's quant_bits and
- * quant_group (the quantize pass took them from the file and checked that
- * the tiles hold its values). */
+/* W = DequantizeLinear node `dq`, packed in `bits` and `group` (the
+ * quantize passes took them from the file and checked that the tiles hold
+ * its values). */
 static int file_weight(lower_ctx *L, int wv, int dq, int bits, int64_t group, uint32_t *t)
 {
     const llmc_node *d = &L->g->nodes[dq];
@@ -247,11 +265,12 @@ static int file_weight(lower_ctx *L, int wv, int dq, int bits, int64_t group, ui
     file_weight_spec *f = calloc(1, sizeof *f);
     if (!f)
         return lower_fail(L, LLMC_E_NOMEM, wv, "out of memory");
-    int64_t k = wq->shape.dims[0].c, n = wq->shape.dims[1].c;
+    f->transposed = llmc_node_attr_int(L->g, dq, "axis", 1) == 0;
+    int64_t k = wq->shape.dims[f->transposed ? 0 : 1].c, n = wq->shape.dims[f->transposed ? 1 : 0].c;
     f->wq = llmc_const_bytes(&wq->konst);
     f->scale = llmc_const_bytes(&sc->konst);
     f->zp = llmc_const_bytes(&L->g->values[d->inputs[2]].konst);
-    f->groups = sc->shape.dims[0].c;
+    f->groups = sc->shape.dims[f->transposed ? 0 : 1].c;
     f->signed_q = wq->dtype == LLMC_DT_INT8;
     if (!f->wq || !f->scale || !f->zp || !rt_qweight_shape_init(&f->q, bits, L->target->q_hp, L->target->q_lp, n, k, group)) {
         free(f);
@@ -259,7 +278,7 @@ static int file_weight(lower_ctx *L, int wv, int dq, int bits, int64_t group, ui
                           "groups of %lld (a multiple of %d)", (long long)k, (long long)n, bits, (long long)group,
                           2 * L->target->q_lp);
     }
-    weight_source src = {wv, llmc_const_share_view(&sc->konst, sc->shape.dims[0].c, n), n, k};
+    weight_source src = {wv, llmc_const_share_view(&sc->konst, sc->shape.dims[0].c, sc->shape.dims[1].c), n, k};
     rt_tensor_format fmt = {bits == 8 ? LLMC_DT_INT8 : LLMC_RT_U4, LLMC_RT_LAYOUT_QWeightTiles, (uint32_t)group,
                             f->q.hp, f->q.lp};
     int rc = lazy_weight(L, src, "/packed", &fmt, rt_qweight_bytes(&f->q), produce_file_weight, t);
@@ -294,6 +313,9 @@ int lower_linear_weight(lower_ctx *L, int wv, uint32_t *t)
 
 int lower_embedding_table(lower_ctx *L, int ev, int bits, int64_t group, uint32_t *t)
 {
+    int dq = lower_file_dequantize(L->g, ev);
+    if (dq >= 0)
+        return file_weight(L, ev, dq, bits, group, t);
     const llmc_value *e = &L->g->values[ev];
     int64_t n = e->shape.dims[0].c, k = e->shape.dims[1].c;
     weight_source src = {ev, llmc_const_share_view(&e->konst, n, k), n, k};
@@ -475,8 +497,8 @@ int lower_quantize_rows(lower_ctx *L, int unused)
     return rc ? rc : op_add_output(L, op, y);
 }
 
-/* DequantizeLinear in canonical form: packed with the Linears reading it
- * (file_weight), so nothing of its own; any other reader is a bug of the
+/* DequantizeLinear in canonical form: packed with the Linears or the
+ * embedding Gathers reading it (file_weight), so nothing of its own; any other reader is a bug of the
  * passes before (quant_canonical.c rewrites every other DequantizeLinear).
  * UNSUPPORTED, so constant folding's evaluator leaves it alone. */
 int lower_dequantize_linear(lower_ctx *L, int unused)
@@ -487,9 +509,11 @@ int lower_dequantize_linear(lower_ctx *L, int unused)
     for (int i = 0; i < g->n_nodes; i++) {
         const llmc_node *n = &g->nodes[i];
         for (int k = 0; !n->dead && k < n->n_inputs; k++)
-            if (n->inputs[k] == out && !((llmc_is_op(n, "Linear") || llmc_is_op(n, "ShadowLinear")) && k == 1))
-                return lower_fail(L, LLMC_E_UNSUPPORTED, out, "a dequantized weight is lowered with the Linear "
-                                  "reading it, and node '%s' (%s) reads it otherwise", n->name, n->op_type);
+            if (n->inputs[k] == out && !((llmc_is_op(n, "Linear") || llmc_is_op(n, "ShadowLinear")) && k == 1) &&
+                !(llmc_is_onnx_op(n, "Gather") && k == 0 && llmc_node_attr_int(g, i, "embed_bits", 0)))
+                return lower_fail(L, LLMC_E_UNSUPPORTED, out, "a dequantized weight is lowered with the Linear or "
+                                  "embedding Gather reading it, and node '%s' (%s) reads it otherwise", n->name,
+                                  n->op_type);
     }
     return g->values[out].is_graph_output
                ? lower_fail(L, LLMC_E_UNSUPPORTED, out, "a dequantized weight cannot be a graph output")

@@ -295,39 +295,80 @@ static bool read_as_matmul_weight(const llmc_graph *g, int v, int64_t k)
     return readers > 0 && !g->values[v].is_graph_output;
 }
 
+/* A DequantizeLinear of constants whose x is an 8-bit integer matrix. */
+static bool of_int_matrix(const llmc_graph *g, int node)
+{
+    int xv = input_of(g, node, 0), sv = input_of(g, node, 1), zv = input_of(g, node, 2);
+    const llmc_value *x = &g->values[xv];
+    return is_const(g, xv) && is_const(g, sv) && (zv < 0 || is_const(g, zv)) && x->shape.rank == 2 &&
+           const_dims(&x->shape) && (x->dtype == LLMC_DT_UINT8 || x->dtype == LLMC_DT_INT8);
+}
+
+/* Every reader of v is a Gather taking it as its data, on axis 0. */
+static bool read_as_table(const llmc_graph *g, int v)
+{
+    int readers = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const llmc_node *n = &g->nodes[i];
+        for (int j = 0; !n->dead && j < n->n_inputs; j++) {
+            if (n->inputs[j] != v)
+                continue;
+            if (!llmc_is_onnx_op(n, "Gather") || j != 0 || llmc_node_attr_int(g, i, "axis", 0) != 0)
+                return false;
+            readers++;
+        }
+    }
+    return readers > 0 && !g->values[v].is_graph_output;
+}
+
+/* An embedding table [V, H] with one scale per tensor, per row, or per
+ * block of H columns of a row, read by Gathers. */
+static bool is_table_form(const llmc_graph *g, int node)
+{
+    if (!of_int_matrix(g, node))
+        return false;
+    scale_layout l = layout_of(g, node);
+    bool along_h = l.mode == PER_TENSOR || (l.mode == PER_AXIS && l.axis == 0) || (l.mode == BLOCKED && l.axis == 1);
+    return along_h && read_as_table(g, g->nodes[node].outputs[0]);
+}
+
 /* A DequantizeLinear of constants that dequantizes a weight [K, N] with
  * one scale per column, per block of K rows of a column, or per tensor. */
 static bool is_weight_form(const llmc_graph *g, int node)
 {
-    int xv = input_of(g, node, 0), sv = input_of(g, node, 1), zv = input_of(g, node, 2);
-    const llmc_value *x = &g->values[xv];
-    if (!is_const(g, xv) || !is_const(g, sv) || (zv >= 0 && !is_const(g, zv)) || x->shape.rank != 2 ||
-        !const_dims(&x->shape) || (x->dtype != LLMC_DT_UINT8 && x->dtype != LLMC_DT_INT8))
+    if (!of_int_matrix(g, node))
         return false;
+    const llmc_value *x = &g->values[input_of(g, node, 0)];
     scale_layout l = layout_of(g, node);
     bool along_k = l.mode == PER_TENSOR || (l.mode == PER_AXIS && l.axis == 1) || (l.mode == BLOCKED && l.axis == 0);
     return along_k && read_as_matmul_weight(g, g->nodes[node].outputs[0], x->shape.dims[0].c);
 }
 
-/* DequantizeLinear(wq [K, N], scale [G, N], zp [G, N], axis 0, block_size
- * ceil(K / G)) writing `out`, from a per-tensor or per-column scale and zero
- * point (zps NULL: none). */
-static int canonical_dequantize(rewriter *r, int wq, const float *scales, const void *zps, scale_layout l, int out)
+/* The canonical DequantizeLinear of wq writing `out`, from a scale and
+ * zero point (zps NULL: none) of layout l: axis 0 (a weight [K, N]: scale
+ * [G, N], blocks along K) or axis 1 (a table [V, H]: scale [V, G], blocks
+ * along H); a scale per tensor, or per column of a weight / row of a
+ * table, is one block over the whole axis. */
+static int canonical_dequantize(rewriter *r, int wq, const float *scales, const void *zps, scale_layout l, int axis,
+                                int out)
 {
     const llmc_value *w = &r->g->values[wq];
-    int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
+    int64_t along = w->shape.dims[axis].c, across = w->shape.dims[1 - axis].c;
     int dtype = w->dtype;   /* w moves as values are added */
-    int64_t groups = l.mode == BLOCKED ? (k + l.block - 1) / l.block : 1;
-    int64_t count = groups * n, block = l.mode == BLOCKED ? l.block : k;
+    int64_t groups = l.mode == BLOCKED ? (along + l.block - 1) / l.block : 1;
+    int64_t count = groups * across, block = l.mode == BLOCKED ? l.block : along;
     float *s = malloc(sizeof *s * (size_t)count);
     uint8_t *z = calloc((size_t)count, 1);
     int rc = s && z ? LLMC_OK : oom(r);
     for (int64_t i = 0; !rc && i < count; i++) {
-        int64_t src = l.mode == PER_TENSOR ? 0 : l.mode == PER_AXIS ? i % n : i;
+        /* element i of [G, N] (axis 0) or [V, G] (axis 1); a per-axis
+         * scale runs along `across` */
+        int64_t src = l.mode == PER_TENSOR ? 0 : l.mode == PER_AXIS ? (axis == 0 ? i % across : i / groups) : i;
         s[i] = scales[src];
         z[i] = zps ? ((const uint8_t *)zps)[src] : 0;
     }
-    llmc_shape shape = {.rank = 2, .dims = {llmc_aff_const(groups), llmc_aff_const(n)}};
+    llmc_affine g = llmc_aff_const(groups), a = llmc_aff_const(across);
+    llmc_shape shape = {.rank = 2, .dims = {axis == 0 ? g : a, axis == 0 ? a : g}};
     int ins[3] = {wq, rc ? -1 : new_const(r, LLMC_DT_FLOAT, &shape, s, sizeof *s * (uint64_t)count),
                   rc ? -1 : new_const(r, dtype, &shape, z, (uint64_t)count)};
     free(s);
@@ -335,23 +376,24 @@ static int canonical_dequantize(rewriter *r, int wq, const float *scales, const 
     if (ins[1] < 0 || ins[2] < 0)
         return r->err->code ? r->err->code : oom(r);
     int node = node_into(r, "DequantizeLinear", ins, 3, out);
-    if (node < 0 || llmc_node_set_int(r->g, node, "axis", 0) || llmc_node_set_int(r->g, node, "block_size", block))
+    if (node < 0 || llmc_node_set_int(r->g, node, "axis", axis) || llmc_node_set_int(r->g, node, "block_size", block))
         return oom(r);
     return LLMC_OK;
 }
 
-/* A weight DequantizeLinear in canonical form already. */
-static bool is_canonical(const llmc_graph *g, int node)
+/* A DequantizeLinear in canonical form along `axis` already. */
+static bool is_canonical(const llmc_graph *g, int node, int axis)
 {
     scale_layout l = layout_of(g, node);
-    return l.mode == BLOCKED && l.axis == 0 && input_of(g, node, 2) >= 0 && g->values[input_of(g, node, 1)].shape.rank == 2;
+    return l.mode == BLOCKED && l.axis == axis && input_of(g, node, 2) >= 0 &&
+           g->values[input_of(g, node, 1)].shape.rank == 2;
 }
 
-static int canonicalize_weight(rewriter *r)
+static int to_canonical(rewriter *r, int axis)
 {
     llmc_graph *g = r->g;
     int node = r->node;
-    if (is_canonical(g, node))
+    if (is_canonical(g, node, axis))
         return LLMC_OK;
     int wq = input_of(g, node, 0), sv = input_of(g, node, 1), zv = input_of(g, node, 2);
     const float *scales = llmc_const_bytes(&g->values[sv].konst);
@@ -361,7 +403,7 @@ static int canonicalize_weight(rewriter *r)
     scale_layout l = layout_of(g, node);
     int out = g->nodes[node].outputs[0];
     llmc_graph_erase_node(g, node);
-    return canonical_dequantize(r, wq, scales, zps, l, out);
+    return canonical_dequantize(r, wq, scales, zps, l, axis, out);
 }
 
 /* ---- 1. dynamic quantization -> canonical form ---- */
@@ -434,9 +476,48 @@ static int rewrite_dynamic(rewriter *r, const dynamic_matmul *d)
     if (llmc_graph_use_count(g, g->nodes[d->scale_mul].outputs[0]) == 0)
         llmc_graph_erase_node(g, d->scale_mul);
     int w = fresh_value(r, "weight", LLMC_DT_FLOAT);
-    int rc = w < 0 ? r->err->code : canonical_dequantize(r, d->wq, scales, zps, l, w);
+    int rc = w < 0 ? r->err->code : canonical_dequantize(r, d->wq, scales, zps, l, 0, w);
     int ins[2] = {d->x, w};
     return rc ? rc : node_into(r, "MatMul", ins, 2, d->y) < 0 ? r->err->code : LLMC_OK;
+}
+
+/* ---- dynamic quantization's Gather -> a table in canonical form ---- */
+
+/* DequantizeLinear(Gather(Tq, ids), scale, zp) with Tq an 8-bit constant
+ * [V, H], the Gather on axis 0 read by the DequantizeLinear alone and one
+ * constant scale (and zero point) for the tensor: Gather(T, ids), T the
+ * table dequantized in canonical form (the same values: a per-tensor scale
+ * commutes with the row selection). */
+static int gather_of_table(const llmc_graph *g, int node)
+{
+    int x = input_of(g, node, 0), sv = input_of(g, node, 1), zv = input_of(g, node, 2);
+    if (!producer_is(g, x, "Gather") || sole_reader(g, x) != node || !is_const(g, sv) ||
+        (zv >= 0 && !is_const(g, zv)) || elements(&g->values[sv].shape) != 1)
+        return -1;
+    int gather = g->values[x].producer, table = g->nodes[gather].inputs[0];
+    const llmc_value *t = &g->values[table];
+    bool fits = is_const(g, table) && t->shape.rank == 2 && const_dims(&t->shape) &&
+                (t->dtype == LLMC_DT_UINT8 || t->dtype == LLMC_DT_INT8) &&
+                llmc_node_attr_int(g, gather, "axis", 0) == 0;
+    return fits ? gather : -1;
+}
+
+static int rewrite_gather_of_table(rewriter *r, int gather)
+{
+    llmc_graph *g = r->g;
+    int sv = input_of(g, r->node, 1), zv = input_of(g, r->node, 2), out = g->nodes[r->node].outputs[0];
+    int table = g->nodes[gather].inputs[0], ids = g->nodes[gather].inputs[1];
+    const float *scales = llmc_const_bytes(&g->values[sv].konst);
+    const void *zps = zv >= 0 ? llmc_const_bytes(&g->values[zv].konst) : NULL;
+    if (!scales || (zv >= 0 && !zps))
+        return oom(r);
+    llmc_graph_erase_node(g, r->node);
+    llmc_graph_erase_node(g, gather);
+    scale_layout l = {.mode = PER_TENSOR};
+    int t = fresh_value(r, "table", LLMC_DT_FLOAT);
+    int rc = t < 0 ? r->err->code : canonical_dequantize(r, table, scales, zps, l, 1, t);
+    int ins[2] = {t, ids};
+    return rc ? rc : node_into(r, "Gather", ins, 2, out) < 0 ? r->err->code : LLMC_OK;
 }
 
 /* ---- 4. float ops for what is left ---- */
@@ -556,13 +637,19 @@ static int visit(rewriter *r, counts *c, bool weights_only)
     if (llmc_is_onnx_op(n, "DequantizeLinear")) {
         bool all_const = is_const(g, n->inputs[0]) && is_const(g, n->inputs[1]) &&
                          (input_of(g, r->node, 2) < 0 || is_const(g, input_of(g, r->node, 2)));
-        if (is_weight_form(g, r->node)) {
+        int gather = gather_of_table(g, r->node);
+        if (is_weight_form(g, r->node) || is_table_form(g, r->node)) {
             c->weights++;
-            return canonicalize_weight(r);
+            return to_canonical(r, is_weight_form(g, r->node) ? 0 : 1);
+        }
+        if (gather >= 0) {
+            c->weights++;
+            return rewrite_gather_of_table(r, gather);
         }
         if (all_const && const_dims(&g->values[n->inputs[0]].shape)) {
             llmc_pass_explain(r->ctx, PASS_NAME, g, r->node, "not read as a MatMul weight [K, N] with scales "
-                              "along K: dequantized to float32 at compile time");
+                              "along K, nor as a Gather's table [V, H] with scales along H: dequantized to "
+                              "float32 at compile time");
             c->folded++;
             return fold_dequantize(r);
         }

@@ -44,32 +44,6 @@ typedef struct {
     int linears, eight, file4, file8, requantized, made;
 } quant_counts;
 
-/* The tile format that holds the file's values exactly (passes/quant_weight.h
- * form): bits 4 for uint8 values and zero points within 0..15 (stored as
- * they are, w = scale * q + min with min = -scale * zp), bits 8 when every
- * q - zp lies in -127..127 (the int8 tiles are symmetric); 0 when neither. */
-static int file_bits(const llmc_graph *g, int dq)
-{
-    const llmc_value *wq = &g->values[llmc_quant_weight_input(g, dq, 0)];
-    const llmc_value *sv = &g->values[llmc_quant_weight_input(g, dq, 1)];
-    const uint8_t *q = llmc_const_bytes(&wq->konst);
-    const uint8_t *zp = llmc_const_bytes(&g->values[llmc_quant_weight_input(g, dq, 2)].konst);
-    int64_t k = wq->shape.dims[0].c, n = wq->shape.dims[1].c, groups = sv->shape.dims[0].c;
-    int64_t block = llmc_node_attr_int(g, dq, "block_size", k);
-    bool is_signed = wq->dtype == LLMC_DT_INT8, nibbles = !is_signed, bytes = true;
-    if (!q || !zp)
-        return -1;
-    for (int64_t i = 0; i < groups * n; i++)
-        nibbles = nibbles && zp[i] <= 15;
-    for (int64_t i = 0; i < k * n; i++) {
-        int64_t at = i / n / block * n + i % n;
-        int d = is_signed ? (int8_t)q[i] - (int8_t)zp[at] : q[i] - zp[at];
-        nibbles = nibbles && q[i] <= 15;
-        bytes = bytes && d >= -127 && d <= 127;
-    }
-    return nibbles ? 4 : bytes ? 8 : 0;
-}
-
 /* W's DequantizeLinear replaced by its float32 values (a new constant):
  * for a file's weights no tile layout holds. */
 static int dequantize_in_place(llmc_graph *g, int node, int dq, llmc_error *err)
@@ -194,7 +168,7 @@ static int file_quantization(llmc_graph *g, const llmc_pass_ctx *ctx, int node, 
 {
     int w = g->nodes[node].inputs[1];
     int64_t k = g->values[w].shape.dims[0].c, groups = g->values[llmc_quant_weight_input(g, dq, 1)].shape.dims[0].c;
-    *bits = file_bits(g, dq);
+    *bits = llmc_quant_weight_bits(g, dq);
     *group = groups == 1 ? per_channel_group(k) : llmc_node_attr_int(g, dq, "block_size", 0);
     if (*bits < 0)
         return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);

@@ -21,15 +21,24 @@
  * compares cached hashes first and then the bytes chunk by chunk (an untied
  * head differs in its first chunk, so no whole transposed matrix is read).
  *
+ * A table of a pre-quantized file (a DequantizeLinear in quant_weight.h's
+ * table form) keeps the file's 4 or 8 bits, its block size the group, and
+ * codegen packs its q values, scales and zero points as they are (none of
+ * the above applies); one whose 8-bit values no tile holds is dequantized
+ * to float32 here and treated as a float table.
+ *
  * Runs after quantize (it reads the Linears' quant_bits).  Preconditions: E
- * a float32 constant of rank 2 with constant dims; the Gather's axis 0. */
+ * a float32 constant of rank 2 with constant dims, or a file's table; the
+ * Gather's axis 0. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ir/const_view.h"
 #include "ir/io_roles.h"
 #include "ir/llmc_ops.h"
 #include "pass.h"
 #include "pass_list.h"
+#include "quant_weight.h"
 
 static const char PASS[] = "quantize-embedding";
 
@@ -63,7 +72,8 @@ static bool is_const_matrix(const llmc_graph *g, int v)
 static bool is_embedding(const llmc_graph *g, const llmc_pass_ctx *ctx, int node)
 {
     const llmc_node *n = &g->nodes[node];
-    if (n->dead || !llmc_is_onnx_op(n, "Gather") || n->n_inputs != 2 || !is_const_matrix(g, n->inputs[0]))
+    if (n->dead || !llmc_is_onnx_op(n, "Gather") || n->n_inputs != 2 ||
+        !(is_const_matrix(g, n->inputs[0]) || llmc_quant_table(g, n->inputs[0]) >= 0))
         return false;
     if (llmc_node_attr_int(g, node, "axis", 0) != 0 || !is_input_ids(g, n->inputs[1])) {
         llmc_pass_explain(ctx, PASS, g, node, "a table [V, H] gathered on axis %lld by '%s', not "
@@ -106,9 +116,70 @@ static int64_t untied_group(const llmc_pass_ctx *ctx, int64_t h)
                             : (h + PER_CHANNEL_ALIGN - 1) / PER_CHANNEL_ALIGN * PER_CHANNEL_ALIGN;
 }
 
+/* Gather `node`'s file table (DequantizeLinear `dq`) replaced by its
+ * float32 values; -1 on OOM. */
+static int dequantize_table(llmc_graph *g, int node, int dq)
+{
+    int e = g->nodes[node].inputs[0];
+    llmc_shape shape = g->values[e].shape;
+    int64_t count = shape.dims[0].c * shape.dims[1].c;
+    float *values = malloc(sizeof *values * (size_t)count);
+    char *name = values ? llmc_graph_unique_name(g, g->values[e].name, "/dequantized") : NULL;
+    int v = name ? llmc_graph_add_value(g, name, LLMC_DT_FLOAT) : -1;
+    int rc = v < 0 || llmc_quant_weight_dequantize(g, dq, values) ||
+                     llmc_graph_set_const(g, v, LLMC_DT_FLOAT, &shape, values, sizeof *values * (uint64_t)count)
+                 ? -1
+                 : 0;
+    free(values);
+    free(name);
+    if (!rc) {
+        g->nodes[node].inputs[0] = v;
+        if (llmc_graph_use_count(g, e) == 0)
+            llmc_graph_erase_node(g, dq);
+    }
+    return rc;
+}
+
+/* The table of a pre-quantized file (quant_weight.h): kept in the file's
+ * 4 or 8 bits (its block size the group; one group over H for a scale per
+ * row), *done; or, when no tile holds its values, replaced by its float32
+ * values, marked as a float table then.  -1 on OOM. */
+static int mark_file_table(llmc_graph *g, int node, int dq, bool *done, char *what, size_t cap)
+{
+    int e = g->nodes[node].inputs[0], bits = llmc_quant_weight_bits(g, dq);
+    int64_t h = g->values[e].shape.dims[1].c, groups = g->values[llmc_quant_weight_input(g, dq, 1)].shape.dims[1].c;
+    *done = bits > 0;
+    if (bits < 0)
+        return -1;
+    if (bits == 0)
+        return dequantize_table(g, node, dq);
+    int64_t group = groups == 1 ? (h + PER_CHANNEL_ALIGN - 1) / PER_CHANNEL_ALIGN * PER_CHANNEL_ALIGN
+                                : llmc_node_attr_int(g, dq, "block_size", 0);
+    if (llmc_node_set_int(g, node, "embed_bits", bits) || llmc_node_set_int(g, node, "embed_group", group))
+        return -1;
+    return snprintf(what, cap, "'%s' the file's %d-bit", g->values[e].name, bits) < 0;
+}
+
+/* Other Gathers of a file's table (GPT-2's position table, read by
+ * position_ids): its float32 values. */
+static int dequantize_other_tables(llmc_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const llmc_node *n = &g->nodes[i];
+        int dq = !n->dead && llmc_is_onnx_op(n, "Gather") && n->n_inputs == 2 ? llmc_quant_table(g, n->inputs[0]) : -1;
+        if (dq >= 0 && !llmc_node_attr(g, i, "embed_bits") && dequantize_table(g, i, dq))
+            return -1;
+    }
+    return 0;
+}
+
 /* Marks one embedding Gather; appends what it chose to `what`. */
 static int mark_table(llmc_graph *g, const llmc_pass_ctx *ctx, int node, char *what, size_t cap)
 {
+    int dq = llmc_quant_table(g, g->nodes[node].inputs[0]);
+    bool done = false;
+    if (dq >= 0 && (mark_file_table(g, node, dq, &done, what, cap) || done))
+        return done ? 0 : -1;
     int e = g->nodes[node].inputs[0], head = tied_linear(g, e);
     int64_t h = g->values[e].shape.dims[1].c;
     int bits = head >= 0 ? (int)llmc_node_attr_int(g, head, "quant_bits", 32)
@@ -137,6 +208,8 @@ static int run_quantize_embedding(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_
             return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
         tables++;
     }
+    if (dequantize_other_tables(g))
+        return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
     if (tables == 1)
         llmc_pass_detail(ctx, "embedding %s", what);
     else if (tables > 1)
