@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "ir/llmc_ops.h"
+#include "ir/quant_form.h"
 #include "lower_ops.h"
 #include "segment_writer.h"
 #include "weight_pack.h"
@@ -171,14 +172,7 @@ static int fp32_tiled_weight(lower_ctx *L, weight_source src, uint32_t *t)
 
 int lower_file_dequantize(const llmc_graph *g, int wv)
 {
-    int p = wv >= 0 ? g->values[wv].producer : -1;
-    if (p < 0 || g->nodes[p].dead || !llmc_is_onnx_op(&g->nodes[p], "DequantizeLinear") || g->nodes[p].n_inputs != 3)
-        return -1;
-    for (int k = 0; k < 3; k++)
-        if (g->nodes[p].inputs[k] < 0 || !g->values[g->nodes[p].inputs[k]].is_const)
-            return -1;
-    int64_t axis = llmc_node_attr_int(g, p, "axis", 1);
-    return g->values[g->nodes[p].inputs[1]].shape.rank == 2 && (axis == 0 || axis == 1) ? p : -1;
+    return llmc_quant_dequantize_of(g, wv, -1);
 }
 
 /* DequantizeLinear(Wq, scale, zp, axis, block B) in the canonical forms:

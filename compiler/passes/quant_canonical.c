@@ -5,8 +5,8 @@
  * with Wq an integer constant [K, N] (uint8 or int8, one value per byte:
  * MatMulNBits' nibbles are unpacked at import, contrib_quant.c), scale a
  * float constant [G, N] and zero_point a constant [G, N] of Wq's type,
- * axis 0 and block_size B = ceil(K / G): the blocked layout of ONNX opset
- * 21, one scale per B rows of a column.  Linear fusion turns it into a
+ * axis 0 and block_size B, G = ceil(K / B): the blocked layout of ONNX
+ * opset 21, one scale per B rows of a column (ir/quant_form.h).  Linear fusion turns it into a
  * Linear that keeps the file's q values, scales and zero points, and
  * codegen packs them as they are (lower_linear_weights.c).
  *
@@ -19,10 +19,14 @@
  *     to int8 (quantize.c), when it runs the Linear.
  *  2. A DequantizeLinear of constants read only as the right operand of
  *     MatMuls whose left operand is float [..., K] (per tensor, per output
- *     channel, or blocked along K) is put in canonical form.
+ *     channel, or blocked along K) is put in canonical form; one read only
+ *     as the table of Gathers on axis 0 (per tensor, per row, or blocked
+ *     along a row) in the table form (ir/quant_form.h), and dynamic
+ *     quantization's DequantizeLinear(Gather(Tq, ids)) with one scale
+ *     becomes Gather(DequantizeLinear(Tq), ids).
  *  3. Any other DequantizeLinear of constants becomes a float32 constant
- *     here (e.g. an 8-bit embedding table, or a scale per row of K that no
- *     tile layout holds): the quantization ends at compile time.
+ *     here (e.g. a scale per row of K that no tile layout holds): the
+ *     quantization ends at compile time.
  *  4. What is left (QuantizeLinear, DynamicQuantizeLinear, MatMulInteger,
  *     DequantizeLinear of run-time values) becomes float ops computing the
  *     ONNX semantics: integers are exact in float32 up to 2^24, rounding
@@ -39,6 +43,7 @@
 
 #include "ir/llmc_ops.h"
 #include "pass.h"
+#include "match.h"
 #include "pass_list.h"
 
 #define PASS_NAME "quant-canonical"
@@ -159,18 +164,6 @@ static bool is_const(const llmc_graph *g, int v)
     return v >= 0 && g->values[v].is_const && !g->values[v].is_graph_input;
 }
 
-/* The one live node reading v (v no graph output), -1 otherwise. */
-static int sole_reader(const llmc_graph *g, int v)
-{
-    if (v < 0 || g->values[v].is_graph_output || llmc_graph_use_count(g, v) != 1)
-        return -1;
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; !g->nodes[i].dead && k < g->nodes[i].n_inputs; k++)
-            if (g->nodes[i].inputs[k] == v)
-                return i;
-    return -1;
-}
-
 static bool producer_is(const llmc_graph *g, int v, const char *op)
 {
     int p = v >= 0 ? g->values[v].producer : -1;
@@ -275,24 +268,38 @@ static int fold_dequantize(rewriter *r)
 
 /* ---- 2. canonical form of a weight ---- */
 
-/* Every reader of v is a MatMul taking it as B [K, N] with a float
- * A [..., K]. */
-static bool read_as_matmul_weight(const llmc_graph *g, int v, int64_t k)
+/* How node i reads a candidate value as its input j (k: the value's rows). */
+typedef bool (*reader_fits)(const llmc_graph *g, int i, int j, int64_t k);
+
+/* v has readers, is no graph output, and every reader fits. */
+static bool every_reader(const llmc_graph *g, int v, reader_fits fits, int64_t k)
 {
     int readers = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const llmc_node *n = &g->nodes[i];
-        for (int j = 0; !n->dead && j < n->n_inputs; j++) {
-            if (n->inputs[j] != v)
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int j = 0; !g->nodes[i].dead && j < g->nodes[i].n_inputs; j++) {
+            if (g->nodes[i].inputs[j] != v)
                 continue;
-            const llmc_value *a = n->n_inputs == 2 ? &g->values[n->inputs[0]] : NULL;
-            if (!llmc_is_onnx_op(n, "MatMul") || j != 1 || !a || a->dtype != LLMC_DT_FLOAT || a->shape.rank < 1 ||
-                !llmc_aff_eq(a->shape.dims[a->shape.rank - 1], llmc_aff_const(k)))
+            if (!fits(g, i, j, k))
                 return false;
             readers++;
         }
-    }
     return readers > 0 && !g->values[v].is_graph_output;
+}
+
+/* A MatMul taking it as B [K, N] with a float A [..., K]. */
+static bool matmul_weight(const llmc_graph *g, int i, int j, int64_t k)
+{
+    const llmc_node *n = &g->nodes[i];
+    const llmc_value *a = n->n_inputs == 2 ? &g->values[n->inputs[0]] : NULL;
+    return llmc_is_onnx_op(n, "MatMul") && j == 1 && a && a->dtype == LLMC_DT_FLOAT && a->shape.rank >= 1 &&
+           llmc_aff_eq(a->shape.dims[a->shape.rank - 1], llmc_aff_const(k));
+}
+
+/* A Gather taking it as its data, on axis 0. */
+static bool gather_table(const llmc_graph *g, int i, int j, int64_t k)
+{
+    (void)k;
+    return llmc_is_onnx_op(&g->nodes[i], "Gather") && j == 0 && llmc_node_attr_int(g, i, "axis", 0) == 0;
 }
 
 /* A DequantizeLinear of constants whose x is an 8-bit integer matrix. */
@@ -304,23 +311,6 @@ static bool of_int_matrix(const llmc_graph *g, int node)
            const_dims(&x->shape) && (x->dtype == LLMC_DT_UINT8 || x->dtype == LLMC_DT_INT8);
 }
 
-/* Every reader of v is a Gather taking it as its data, on axis 0. */
-static bool read_as_table(const llmc_graph *g, int v)
-{
-    int readers = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const llmc_node *n = &g->nodes[i];
-        for (int j = 0; !n->dead && j < n->n_inputs; j++) {
-            if (n->inputs[j] != v)
-                continue;
-            if (!llmc_is_onnx_op(n, "Gather") || j != 0 || llmc_node_attr_int(g, i, "axis", 0) != 0)
-                return false;
-            readers++;
-        }
-    }
-    return readers > 0 && !g->values[v].is_graph_output;
-}
-
 /* An embedding table [V, H] with one scale per tensor, per row, or per
  * block of H columns of a row, read by Gathers. */
 static bool is_table_form(const llmc_graph *g, int node)
@@ -329,7 +319,7 @@ static bool is_table_form(const llmc_graph *g, int node)
         return false;
     scale_layout l = layout_of(g, node);
     bool along_h = l.mode == PER_TENSOR || (l.mode == PER_AXIS && l.axis == 0) || (l.mode == BLOCKED && l.axis == 1);
-    return along_h && read_as_table(g, g->nodes[node].outputs[0]);
+    return along_h && every_reader(g, g->nodes[node].outputs[0], gather_table, 0);
 }
 
 /* A DequantizeLinear of constants that dequantizes a weight [K, N] with
@@ -341,7 +331,7 @@ static bool is_weight_form(const llmc_graph *g, int node)
     const llmc_value *x = &g->values[input_of(g, node, 0)];
     scale_layout l = layout_of(g, node);
     bool along_k = l.mode == PER_TENSOR || (l.mode == PER_AXIS && l.axis == 1) || (l.mode == BLOCKED && l.axis == 0);
-    return along_k && read_as_matmul_weight(g, g->nodes[node].outputs[0], x->shape.dims[0].c);
+    return along_k && every_reader(g, g->nodes[node].outputs[0], matmul_weight, x->shape.dims[0].c);
 }
 
 /* The canonical DequantizeLinear of wq writing `out`, from a scale and
@@ -441,12 +431,12 @@ static bool match_dynamic(const llmc_graph *g, int mmi, dynamic_matmul *d)
     if (dql->outputs[0] != a || dql->n_outputs < 3 || (azp >= 0 && azp != dql->outputs[2]))
         return false;
     d->x = dql->inputs[0];
-    d->cast = sole_reader(g, n->outputs[0]);
+    d->cast = llmc_match_sole_reader(g, n->outputs[0]);
     if (d->cast < 0 || !llmc_is_onnx_op(&g->nodes[d->cast], "Cast") ||
         llmc_node_attr_int(g, d->cast, "to", 0) != LLMC_DT_FLOAT)
         return false;
     int c = g->nodes[d->cast].outputs[0];
-    d->mul = sole_reader(g, c);
+    d->mul = llmc_match_sole_reader(g, c);
     if (d->mul < 0 || !llmc_is_onnx_op(&g->nodes[d->mul], "Mul"))
         return false;
     int s = g->nodes[d->mul].inputs[0] == c ? g->nodes[d->mul].inputs[1] : g->nodes[d->mul].inputs[0];
@@ -491,7 +481,7 @@ static int rewrite_dynamic(rewriter *r, const dynamic_matmul *d)
 static int gather_of_table(const llmc_graph *g, int node)
 {
     int x = input_of(g, node, 0), sv = input_of(g, node, 1), zv = input_of(g, node, 2);
-    if (!producer_is(g, x, "Gather") || sole_reader(g, x) != node || !is_const(g, sv) ||
+    if (!producer_is(g, x, "Gather") || llmc_match_sole_reader(g, x) != node || !is_const(g, sv) ||
         (zv >= 0 && !is_const(g, zv)) || elements(&g->values[sv].shape) != 1)
         return -1;
     int gather = g->values[x].producer, table = g->nodes[gather].inputs[0];
@@ -522,15 +512,25 @@ static int rewrite_gather_of_table(rewriter *r, int gather)
 
 /* ---- 4. float ops for what is left ---- */
 
+/* The axes after a per-axis scale's axis (0 per tensor), for along_axis;
+ * blocked scales of run-time values are refused. */
+static int trailing_axes(rewriter *r, int *trailing)
+{
+    const llmc_node *n = &r->g->nodes[r->node];
+    scale_layout l = layout_of(r->g, r->node);
+    *trailing = l.mode == PER_AXIS ? l.rank - l.axis - 1 : 0;
+    return l.mode != BLOCKED ? LLMC_OK
+                             : llmc_fail(r->err, LLMC_E_UNSUPPORTED, "node '%s' (#%d, %s): blocked scales are "
+                                         "compiled for constant weights only", n->name, r->node, n->op_type);
+}
+
 /* DequantizeLinear(x, scale, zp) = (float(x) - float(zp)) * scale */
 static int float_dequantize(rewriter *r)
 {
     const llmc_graph *g = r->g;
-    scale_layout l = layout_of(g, r->node);
-    if (l.mode == BLOCKED)
-        return llmc_fail(r->err, LLMC_E_UNSUPPORTED, "node '%s' (#%d, DequantizeLinear): a blocked scale of a "
-                         "run-time x is not compiled (only constant weights)", g->nodes[r->node].name, r->node);
-    int trailing = l.mode == PER_AXIS ? l.rank - l.axis - 1 : 0;
+    int trailing, rc = trailing_axes(r, &trailing);
+    if (rc)
+        return rc;
     int x = cast_to(r, input_of(g, r->node, 0), LLMC_DT_FLOAT), zp = input_of(g, r->node, 2);
     if (zp >= 0)
         x = binary(r, "Sub", x, cast_to(r, along_axis(r, zp, trailing), LLMC_DT_FLOAT));
@@ -554,11 +554,9 @@ static int saturate_into(rewriter *r, int v, int to, int out)
 static int float_quantize(rewriter *r)
 {
     const llmc_graph *g = r->g;
-    scale_layout l = layout_of(g, r->node);
-    if (l.mode == BLOCKED)
-        return llmc_fail(r->err, LLMC_E_UNSUPPORTED, "node '%s' (#%d, QuantizeLinear): blocked scales are not "
-                         "compiled", g->nodes[r->node].name, r->node);
-    int trailing = l.mode == PER_AXIS ? l.rank - l.axis - 1 : 0, zp = input_of(g, r->node, 2);
+    int trailing, rc = trailing_axes(r, &trailing), zp = input_of(g, r->node, 2);
+    if (rc)
+        return rc;
     int out = g->nodes[r->node].outputs[0], to = g->values[out].dtype;
     int v = round_even(r, binary(r, "Div", input_of(g, r->node, 0), along_axis(r, input_of(g, r->node, 1), trailing)));
     if (zp >= 0)

@@ -1,6 +1,8 @@
 /* The canonicalizing rewrites on hand-built graphs: identity-cast (Casts to
  * the dtype the input already has), gemm-unflatten (Reshape -> Gemm ->
- * Reshape as MatMul over the last axis) and codegen's weight sharing
+ * Reshape as MatMul over the last axis), quant-canonical (dynamic int8
+ * MatMuls to MatMul(x, DequantizeLinear(Wq)); QuantizeLinear as float ops)
+ * and codegen's weight sharing
  * (identical weights in one segment: tied embeddings).  Each rewrite is
  * checked for what it changes, what it must leave alone (with the --explain
  * text), and that the graph computes the same values before and after
@@ -970,6 +972,80 @@ static void test_gemm_in_pipeline(void)
     llmc_graph_free(&g);
 }
 
+
+/* ---- quant-canonical ---- */
+
+/* ONNX Runtime's dynamic quantization of y = x W (x [1, S, 4], W [4, 3]):
+ * the MatMul becomes MatMul(x, DequantizeLinear(Wq, [1, 3] scales, [1, 3]
+ * zero points, axis 0, block 4)) writing y; the activation's
+ * DynamicQuantizeLinear goes. */
+static void test_dynamic_int8(void)
+{
+    llmc_graph g;
+    new_graph(&g);
+    static const int8_t wq[12] = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -127};
+    float ws = 0.25f;
+    int8_t wzp = 0;
+    int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(4)));
+    int w = g_const(&g, "W_quantized", LLMC_DT_INT8, SHAPE(K(4), K(3)), wq);
+    int s = g_const(&g, "W_scale", LLMC_DT_FLOAT, SCALAR, &ws);
+    int z = g_const(&g, "W_zero_point", LLMC_DT_INT8, SCALAR, &wzp);
+    int outs[3] = {llmc_graph_add_value(&g, "xq", 0), llmc_graph_add_value(&g, "xs", 0),
+                   llmc_graph_add_value(&g, "xzp", 0)};
+    llmc_graph_add_node(&g, "DynamicQuantizeLinear", "dql", &x, 1, outs, 3);
+    int mi = OP(&g, "MatMulInteger", "mi", outs[0], w, outs[2], z);
+    int cast_value, cast = g_node(&g, "Cast", "c", &cast_value, 1, mi);
+    attr_int(&g, cast, "to", LLMC_DT_FLOAT);
+    int y = OP(&g, "Mul", "y", cast_value, OP(&g, "Mul", "sm", outs[1], s));
+    g_output(&g, y);
+    pass_report rep = {0};
+    CHECK(infer(&g) == 0 && run_pass(&llmc_pass_quant_canonical, &g, &rep) == 0, "dynamic int8: pass runs");
+    int mm = producer_of(&g, y), dq = mm >= 0 ? producer_of(&g, g.nodes[mm].inputs[1]) : -1;
+    CHECK(mm >= 0 && strcmp(g.nodes[mm].op_type, "MatMul") == 0 && g.nodes[mm].inputs[0] == x && dq >= 0 &&
+              strcmp(g.nodes[dq].op_type, "DequantizeLinear") == 0 && g.nodes[dq].inputs[0] == w,
+          "dynamic int8: y = MatMul(x, DequantizeLinear(W_quantized))");
+    bool form = dq >= 0 && llmc_node_attr_int(&g, dq, "axis", 1) == 0 &&
+                llmc_node_attr_int(&g, dq, "block_size", 0) == 4 && g.nodes[dq].n_inputs == 3;
+    const llmc_value *sv = form ? &g.values[g.nodes[dq].inputs[1]] : NULL, *zv = form ? &g.values[g.nodes[dq].inputs[2]] : NULL;
+    const float *sc = sv ? llmc_const_bytes(&sv->konst) : NULL;
+    const int8_t *zs = zv ? llmc_const_bytes(&zv->konst) : NULL;
+    CHECK(sc && zs && shape_eq(sv->shape, SHAPE(K(1), K(3))) && zv->dtype == LLMC_DT_INT8 && sc[0] == 0.25f &&
+              sc[1] == 0.25f && sc[2] == 0.25f && zs[0] == 0 && zs[1] == 0 && zs[2] == 0,
+          "dynamic int8: blocked form, axis 0, block K, scale [1, N] of the tensor's scale, zero points 0");
+    CHECK(count_op(&g, "MatMulInteger") == 0 && count_op(&g, "DynamicQuantizeLinear") == 0 &&
+              count_op(&g, "Cast") == 0 && strstr(rep.detail, "1 dynamic int8 MatMuls") != NULL,
+          "dynamic int8: MatMulInteger, Cast and the activation's DynamicQuantizeLinear gone (%s)", rep.detail);
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
+/* QuantizeLinear(x, 2, 128) as float ops: round half to even, saturate to
+ * uint8; the values ONNX's reference computes. */
+static void test_quantize_linear(void)
+{
+    llmc_graph g;
+    new_graph(&g);
+    float scale = 2.0f;
+    uint8_t zp = 128;
+    int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(8)));
+    int y = OP(&g, "QuantizeLinear", "y", x, g_const(&g, "s", LLMC_DT_FLOAT, SCALAR, &scale),
+               g_const(&g, "zp", LLMC_DT_UINT8, SCALAR, &zp));
+    g_output(&g, y);
+    pass_report rep = {0};
+    CHECK(infer(&g) == 0 && run_pass(&llmc_pass_quant_canonical, &g, &rep) == 0 && count_op(&g, "QuantizeLinear") == 0,
+          "QuantizeLinear: rewritten into float ops");
+    float xs[8] = {0, 3, 5, 7, -3, -5, 1000, -1000};        /* x / 2: 1.5, 2.5, 3.5, -1.5, -2.5 */
+    static const uint8_t want[8] = {128, 130, 130, 132, 126, 126, 255, 0};
+    llmc_rt_tensor in[1] = {{LLMC_RT_F32, 1, {8}, xs}};
+    results r = {0};
+    bool ok = infer(&g) == 0 && evaluate(&g, 1, 0, in, &r) == 0 && r.out[0].dtype == LLMC_DT_UINT8 &&
+              memcmp(r.out[0].data, want, sizeof want) == 0;
+    CHECK(ok, "QuantizeLinear: half to even (1.5 -> 2, 2.5 -> 2, -2.5 -> -2) and saturation");
+    results_free(&r);
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
 int main(void)
 {
     test_identity_chains();
@@ -983,5 +1059,7 @@ int main(void)
     test_weight_sharing();
     test_weight_groups();
     test_weight_views();
+    test_dynamic_int8();
+    test_quantize_linear();
     return TAP_DONE();
 }
