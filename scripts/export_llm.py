@@ -61,6 +61,10 @@ class Config:
     # for gpt2 "where-additive" adds Where(bias slice, 0, -1e9) to the
     # scores instead of Where(bias slice, scores, min).
     mask: str = "range"
+    # --style hf attention of llama/qwen2 (--attn): "eager", or "sdpa" as
+    # optimum exports it today (transformers' sdpa mask and torch's SDPA
+    # decomposition).
+    attn: str = "eager"
 
     @property
     def head_dim(self):
@@ -635,6 +639,8 @@ def parse_args(argv):
                          "(llama, qwen2, phi), or Where(bias, 0, -1e9) added to the scores (gpt2)")
     ap.add_argument("--style", choices=("plain", "hf"), default="plain",
                     help="plain: this file's models; hf: Hugging Face-shaped graphs (hf_models.py)")
+    ap.add_argument("--attn", choices=("eager", "sdpa"), default="eager",
+                    help="--style hf attention of llama and qwen2: eager (default) or sdpa")
     ap.add_argument("--torch-logits-out", metavar="FILE",
                     help="also decode greedily in PyTorch and write the logits rows as "
                          "scripts/ort_generate.js --logits-out does (needs --prompt-ids)")
@@ -645,6 +651,8 @@ def parse_args(argv):
         ap.error("--lora and --mask are only available with --style plain")
     if (args.mask == "where-additive") != (args.family == "gpt2" and args.mask != "range"):
         ap.error(f"--mask {args.mask} does not apply to family {args.family}")
+    if args.attn == "sdpa" and (args.style != "hf" or args.family not in ("llama", "qwen2")):
+        ap.error("--attn sdpa applies to --style hf llama and qwen2")
     if args.torch_logits_out and not args.prompt_ids:
         ap.error("--torch-logits-out needs --prompt-ids")
     return args
@@ -716,6 +724,7 @@ def main(argv=None):
     if args.layers is not None:
         cfg.layers = args.layers
     cfg.mask = args.mask
+    cfg.attn = args.attn
     if args.style == "hf":
         model = hf_models.build_hf_model(args.family, cfg).eval()
         randomize_weights(model, args.seed, **hf_models.init_options(args.family))

@@ -3,7 +3,8 @@
 # opset with seed 0, exporting it into the tests' cache (tests/cache.sh:
 # ${LLMC_CACHE:-build/cache}/zoo, shared by every build folder) unless it is
 # there.  OPTION: plain (the default: our own torch modules), hf (--style hf:
-# transformers' modeling code and optimum's interface), triu /
+# transformers' modeling code and optimum's interface), sdpa (hf with the
+# SDPA attention and bool mask optimum's current exports have), triu /
 # where-additive (--mask: a torch.triu mask; GPT-2's Where(bias, 0, -1e9)
 # added to the scores), single / per-tensor (--external: the weights in one
 # data file with offsets, or one file per tensor, beside DIR/model.onnx).
@@ -38,6 +39,7 @@ zoo_model() {
     case $option in
         plain) ;;
         hf) args=(--style hf) ;;
+        sdpa) args=(--style hf --attn sdpa) ;;
         triu|where-additive) args=(--mask "$option") ;;
         single|per-tensor) args=(--external "$option") ;;
         *) echo "zoo_model: unknown option '$option'" >&2; return 1 ;;
