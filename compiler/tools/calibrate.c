@@ -184,10 +184,9 @@ static int run_windows(const llmc_rt_plan *plan, const llmc_id_list *ids,
     observer_ctx o = {&s, c, is_linear, 0, err, LLMC_OK};
     if (!rc)
         llmc_rt_session_set_observer(&s, observe, &o);
-    size_t at = 0;
-    for (size_t k = 0; !rc && k < ends->n; k++)
-        for (size_t end = (size_t)ends->ids[k]; !rc && at < end; at += opt->context) {
-            size_t n = end - at < opt->context ? end - at : opt->context;
+    for (size_t k = 0, at = 0; !rc && k < ends->n; k++)
+        for (size_t end = (size_t)ends->ids[k], n; !rc && at < end; at += n) {
+            n = end - at < opt->context ? end - at : opt->context;
             rc = run_window(&s, &o, ids->ids + at, (uint32_t)n, c, err);
         }
     free(is_linear);
