@@ -13,7 +13,8 @@
 # the split external data runs to the logits of the inline model, bit for
 # bit; ambiguous folders, unknown --variant values and folders without a
 # model are refused with the candidates or the layouts searched, and
-# nothing is written; the candidates are listed sorted whatever order the
+# nothing is written (a folder's tokenizer llmc refuses, with a pointer to
+# --no-tokenizer); the candidates are listed sorted whatever order the
 # directory holds them in.
 set -u
 cd "$(dirname "$0")/.."
@@ -206,6 +207,14 @@ hub_files "$AMB" && ln -s "$(realpath "$LLAMA")" "$AMB/model.onnx" &&
     ln -s "$(realpath "$QWEN")" "$AMB/decoder_model_merged.onnx"
 check "optimum with model.onnx and decoder_model_merged.onnx: refused, listing both" \
     refused 2 "holds 2 ONNX models; choose one with --variant: merged (decoder_model_merged.onnx), fp32 (model.onnx)" "$AMB"
+
+# a folder's tokenizer.json llmc cannot compile: refused with the way round
+UNI=$WORK/unigram
+hub_files "$UNI" && ln -s "$(realpath "$LLAMA")" "$UNI/model.onnx" &&
+    sed -i 's/"type": *"BPE"/"type": "Unigram"/' "$UNI/tokenizer.json"
+check "a folder's tokenizer llmc refuses: refused, pointing to --no-tokenizer" \
+    refused 4 "only BPE models are supported; it came with the folder: --no-tokenizer" "$UNI"
+check "...and --no-tokenizer compiles the model" picks "$UNI" model.onnx --no-tokenizer
 
 # ---- no model
 hub_files "$WORK/empty"

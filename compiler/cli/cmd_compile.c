@@ -346,6 +346,17 @@ static int resolve_model(compile_args *a, llmc_error *err)
     return LLMC_OK;
 }
 
+/* A folder's tokenizer.json that llmc refuses need not stop the model. */
+static int compile_tokenizer(const compile_args *a, uint8_t **bytes, size_t *size,
+                             llmc_error *err)
+{
+    int rc = llmc_tokenizer_compile(a->tokenizer, bytes, size, err);
+    if (rc && a->tokenizer == a->folder.tokenizer)
+        llmc_fail(err, rc, "it came with the folder: --no-tokenizer compiles the model "
+                  "without it");
+    return rc;
+}
+
 /* ---- the progress line ---- */
 
 /* A compile quicker than this shows no progress at all. */
@@ -468,7 +479,7 @@ int llmc_cmd_compile(int argc, char **argv)
     uint8_t *tokenizer = NULL;
     size_t tokenizer_size = 0;
     if (a.tokenizer)   /* first: a refused tokenizer.json costs no import */
-        rc = llmc_tokenizer_compile(a.tokenizer, &tokenizer, &tokenizer_size, &err);
+        rc = compile_tokenizer(&a, &tokenizer, &tokenizer_size, &err);
     llmc_calibration calibration = {0};
     if (!rc && calibrating(&a)) {
         llmc_calibrate_options copt = {
