@@ -1,5 +1,6 @@
-/* llmc compile MODEL.onnx|FOLDER -o OUT.plan [--variant NAME] [--max-context N] [--dump-passes DIR [--dot]] [--dim NAME=N]
- *              [--threads N] [--quiet] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
+/* llmc compile MODEL.onnx|FOLDER -o OUT.plan [--variant NAME] [--max-context N]
+ *              [--dump-passes DIR [--dot]] [--dim NAME=N] [--threads N] [--quiet]
+ *              [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
  *              [--embed-bits 32|16|8] [--logits last|all] [--target generic|avx2|neon-dot|neon-i8mm]
  *              [--kv-cache f32|f16|int8] [--tokenizer tokenizer.json | --no-tokenizer]
  *              [--calibrate TEXT | --calibrate-ids FILE [--calib-percentile P] [--shadow-layers F]]
