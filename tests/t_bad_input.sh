@@ -175,7 +175,9 @@ row "two inputs for one cache layer" 4 \
     "inputs 'past_key_values.0.key' and 'past.0.key' are both the past_key of cache layer 0" \
     -- compile "$CASES/kv_two_keys.onnx"
 row "missing model file" 3 "cannot open '$CASES/nope.onnx': No such file or directory" -- compile "$CASES/nope.onnx"
-row "model path is a folder" 3 "cannot open '$CASES/ext': Is a directory" -- compile "$CASES/ext"
+mkdir -p "$WORK/no_model"
+row "model folder without an ONNX model" 3 "'$WORK/no_model' holds no ONNX model: looked for genai_config.json" \
+    -- compile "$WORK/no_model"
 truncate -s $(((2 << 30) + 1)) "$WORK/big.onnx"   # sparse: no disk space
 row "ONNX file over 2 GiB" 3 "big.onnx' is 2147483649 bytes, over the 2 GiB protobuf limit" -- compile "$WORK/big.onnx"
 rm -f "$WORK/big.onnx"
