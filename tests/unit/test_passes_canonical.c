@@ -19,6 +19,7 @@
 #include "llmc_rt.h"
 #include "codegen/evaluate.h"
 #include "passes/pipeline.h"
+#include "passes/position_tables.h"
 #include "plan_format.h"
 #include "tap.h"
 
@@ -1041,6 +1042,45 @@ static void test_gemm_in_pipeline(void)
     llmc_graph_free(&g);
 }
 
+/* ---- position tables ---- */
+
+/* wte [32, 4] read by input_ids, wpe [128, 4] by position_ids, a cos table
+ * [64, 4] (through a Cast and a Slice) by position_ids + 1, a [16, 4]
+ * table by input_ids + 1 (token-derived: not a position table). */
+static void test_position_tables(void)
+{
+    static float data[128 * 4];
+    llmc_graph g;
+    new_graph(&g);
+    int ids = g_input(&g, "input_ids", LLMC_DT_INT64, SHAPE(K(1), SYM_S));
+    int pos = g_input(&g, "position_ids", LLMC_DT_INT64, SHAPE(K(1), SYM_S));
+    int wte = g_const_f32(&g, "wte", SHAPE(K(32), K(4)), data), wpe = g_const_f32(&g, "wpe", SHAPE(K(128), K(4)), data);
+    int cos = g_const_f32(&g, "cos_cached", SHAPE(K(64), K(4)), data);
+    int other = g_const_f32(&g, "by_token", SHAPE(K(16), K(4)), data);
+    llmc_position_limit lim;
+    int h = OP(&g, "Add", "h", OP(&g, "Gather", "tok", wte, ids), OP(&g, "Gather", "pe", wpe, pos));
+    int by_token = OP(&g, "Gather", "by_token_rows", other, OP(&g, "Add", "ids1", ids, CI64(&g, "one", 1)));
+    g_output(&g, OP(&g, "Add", "y", h, by_token));
+    llmc_position_tables(&g, &lim);
+    CHECK(lim.rows == 128 && lim.table == wpe && strcmp(g.nodes[lim.gather].name, "pe") == 0,
+          "position tables: wpe [128, 4] read by position_ids (rows %lld), not wte nor the token-indexed table",
+          (long long)lim.rows);
+    int sliced = slice_of(&g, "cos_head", cast_to(&g, "cos_f", cos, LLMC_DT_FLOAT), 0, 64, 0);
+    int pos1 = OP(&g, "Add", "pos1", pos, CI64(&g, "one_p", 1));
+    g_output(&g, OP(&g, "Gather", "cos_rows", sliced, pos1));
+    llmc_position_tables(&g, &lim);
+    CHECK(lim.rows == 64 && lim.table == cos, "position tables: the smallest, cos_cached [64, 4] through "
+          "Cast and Slice by position_ids + 1 (rows %lld)", (long long)lim.rows);
+    llmc_graph_free(&g);
+
+    new_graph(&g);
+    ids = g_input(&g, "input_ids", LLMC_DT_INT64, SHAPE(K(1), SYM_S));
+    g_output(&g, OP(&g, "Gather", "tok", g_const_f32(&g, "wte", SHAPE(K(32), K(4)), data), ids));
+    llmc_position_tables(&g, &lim);
+    CHECK(lim.rows == 0 && lim.table == -1, "position tables: none in a model with only a token embedding");
+    llmc_graph_free(&g);
+}
+
 int main(void)
 {
     test_identity_chains();
@@ -1048,6 +1088,7 @@ int main(void)
     test_identity_of_input();
     test_identity_two_outputs();
     test_identity_slices();
+    test_position_tables();
     test_gemm_forms();
     test_gemm_refusals();
     test_gemm_then_linear();
