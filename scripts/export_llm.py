@@ -65,6 +65,16 @@ class Config:
     # optimum exports it today (transformers' sdpa mask and torch's SDPA
     # decomposition).
     attn: str = "eager"
+    # --rotary-slice: llama/qwen2 rotate q[..., :head_dim], as partial-rotary
+    # code does at rotary fraction 1.0, and concatenate the empty
+    # q[..., head_dim:] back ("cat") or not ("only", code that skips an
+    # empty rest).
+    rotary_slice: str = "none"
+    # --act gelu_tanh: the gpt2/phi MLP uses F.gelu(approximate="tanh")
+    # (torch exports it decomposed below opset 20), not the family's own.
+    act: str = "default"
+    # --rotary-fraction (hf phi): the share of each head that rotates.
+    rotary_fraction: float = 0.5
 
     @property
     def head_dim(self):
@@ -109,6 +119,16 @@ def apply_rope(q, k, cos, sin):
     cos = cos.unsqueeze(1)
     sin = sin.unsqueeze(1)
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+def sliced_rope(q, k, cos, sin, r, cat=True):
+    """Partial-rotary code (transformers' Phi): rotate x[..., :r], keep x[..., r:]
+    (concatenated back unless `cat` is off and it is empty)."""
+    q_rot, k_rot = apply_rope(q[..., :r], k[..., :r], cos, sin)
+    if not cat and r == q.shape[-1]:
+        return q_rot, k_rot
+    return (torch.cat((q_rot, q[..., r:]), dim=-1),
+            torch.cat((k_rot, k[..., r:]), dim=-1))
 
 
 def rope_inv_freq(rot_dim, theta):
@@ -219,7 +239,10 @@ class LlamaAttention(nn.Module):
         q = split_heads(self.q_proj(x), c.heads, c.head_dim)
         k = split_heads(self.k_proj(x), c.kv_heads, c.head_dim)
         v = split_heads(self.v_proj(x), c.kv_heads, c.head_dim)
-        q, k = apply_rope(q, k, cos, sin)
+        if c.rotary_slice != "none":
+            q, k = sliced_rope(q, k, cos, sin, c.head_dim, c.rotary_slice == "cat")
+        else:
+            q, k = apply_rope(q, k, cos, sin)
         k, v = append_past(past_k, past_v, k, v)
         out = attend(q, k, v, mask, c.heads // c.kv_heads, c.head_dim)
         return self.o_proj(merge_heads(out)), k, v
@@ -282,6 +305,11 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
+def torch_gelu_tanh(x):
+    """Gemma's GeGLU activation: torch's own tanh GELU."""
+    return F.gelu(x, approximate="tanh")
+
+
 class GPT2Attention(nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -318,9 +346,10 @@ class GPT2MLP(nn.Module):
         super().__init__()
         self.c_fc = nn.Linear(cfg.hidden, cfg.intermediate)
         self.c_proj = nn.Linear(cfg.intermediate, cfg.hidden)
+        self.act = torch_gelu_tanh if cfg.act == "gelu_tanh" else gelu_tanh
 
     def forward(self, x):
-        return self.c_proj(gelu_tanh(self.c_fc(x)))
+        return self.c_proj(self.act(self.c_fc(x)))
 
 
 class GPT2Block(nn.Module):
@@ -374,10 +403,7 @@ class PhiAttention(nn.Module):
         self.dense = nn.Linear(cfg.hidden, cfg.hidden)
 
     def partial_rope(self, q, k, cos, sin):
-        r = self.rot_dim
-        q_rot, k_rot = apply_rope(q[..., :r], k[..., :r], cos, sin)
-        return (torch.cat((q_rot, q[..., r:]), dim=-1),
-                torch.cat((k_rot, k[..., r:]), dim=-1))
+        return sliced_rope(q, k, cos, sin, self.rot_dim)
 
     def forward(self, x, cos, sin, mask, past_k, past_v):
         c = self.cfg
@@ -394,7 +420,7 @@ class PhiMLP(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.fc1 = nn.Linear(cfg.hidden, cfg.intermediate)
-        self.act = nn.GELU()  # erf form
+        self.act = nn.GELU(approximate="tanh" if cfg.act == "gelu_tanh" else "none")  # erf by default
         self.fc2 = nn.Linear(cfg.intermediate, cfg.hidden)
 
     def forward(self, x):
@@ -641,6 +667,18 @@ def parse_args(argv):
                     help="plain: this file's models; hf: Hugging Face-shaped graphs (hf_models.py)")
     ap.add_argument("--attn", choices=("eager", "sdpa"), default="eager",
                     help="--style hf attention of llama and qwen2: eager (default) or sdpa")
+    ap.add_argument("--rotary-slice", choices=("none", "cat", "only"), default="none",
+                    help="llama/qwen2: rotate q[..., :head_dim] as partial-rotary code writes "
+                         "rotary fraction 1.0, and concatenate the empty q[..., head_dim:] back "
+                         "(cat) or not (only)")
+    ap.add_argument("--act", choices=("default", "gelu_tanh"), default="default",
+                    help="gpt2/phi plain MLP activation: the family's own (default) or "
+                         "F.gelu(approximate='tanh')")
+    ap.add_argument("--rotary-fraction", type=float,
+                    help="hf phi: the share of each head that rotates (default 0.5, PhiConfig's)")
+    ap.add_argument("--max-positions", type=int,
+                    help="rows of the position tables (learned positions, cached RoPE; "
+                         "default: the size's)")
     ap.add_argument("--torch-logits-out", metavar="FILE",
                     help="also decode greedily in PyTorch and write the logits rows as "
                          "scripts/ort_generate.js --logits-out does (needs --prompt-ids)")
@@ -653,6 +691,12 @@ def parse_args(argv):
         ap.error(f"--mask {args.mask} does not apply to family {args.family}")
     if args.attn == "sdpa" and (args.style != "hf" or args.family not in ("llama", "qwen2")):
         ap.error("--attn sdpa applies to --style hf llama and qwen2")
+    if args.rotary_slice != "none" and (args.style != "plain" or args.family not in ("llama", "qwen2")):
+        ap.error("--rotary-slice applies to --style plain llama and qwen2")
+    if args.act != "default" and (args.style != "plain" or args.family not in ("gpt2", "phi")):
+        ap.error("--act applies to --style plain gpt2 and phi")
+    if args.rotary_fraction is not None and (args.style != "hf" or args.family != "phi"):
+        ap.error("--rotary-fraction applies to --style hf phi")
     if args.torch_logits_out and not args.prompt_ids:
         ap.error("--torch-logits-out needs --prompt-ids")
     return args
@@ -725,6 +769,12 @@ def main(argv=None):
         cfg.layers = args.layers
     cfg.mask = args.mask
     cfg.attn = args.attn
+    cfg.rotary_slice = args.rotary_slice
+    cfg.act = args.act
+    if args.rotary_fraction is not None:
+        cfg.rotary_fraction = args.rotary_fraction
+    if args.max_positions is not None:
+        cfg.max_pos = args.max_positions
     if args.style == "hf":
         model = hf_models.build_hf_model(args.family, cfg).eval()
         randomize_weights(model, args.seed, **hf_models.init_options(args.family))

@@ -22,8 +22,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# PhiConfig defaults (phi-2 uses them): half of each head is rotated.
-PHI_PARTIAL_ROTARY_FACTOR = 0.5
 # LlamaForCausalLM/Qwen2ForCausalLM.forward's default: 0 keeps every position.
 NUM_LOGITS_TO_KEEP = 0
 
@@ -335,7 +333,8 @@ class PhiAttention(nn.Module):
         self.head_dim = cfg.head_dim
         self.num_key_value_heads = cfg.kv_heads
         self.num_key_value_groups = cfg.heads // cfg.kv_heads
-        self.rotary_ndims = int(self.head_dim * PHI_PARTIAL_ROTARY_FACTOR)
+        # PhiConfig.partial_rotary_factor: 0.5 by default (phi-2)
+        self.rotary_ndims = int(self.head_dim * cfg.rotary_fraction)
         self.q_proj = nn.Linear(cfg.hidden, cfg.heads * cfg.head_dim, bias=True)
         self.k_proj = nn.Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, bias=True)
         self.v_proj = nn.Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, bias=True)
@@ -407,7 +406,7 @@ class PhiModel(nn.Module):
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
         self.layers = nn.ModuleList(PhiDecoderLayer(cfg) for _ in range(cfg.layers))
         self.final_layernorm = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
-        self.rotary_emb = LlamaRotaryEmbedding(cfg, PHI_PARTIAL_ROTARY_FACTOR)
+        self.rotary_emb = LlamaRotaryEmbedding(cfg, cfg.rotary_fraction)
 
     def forward(self, input_ids, attention_mask, position_ids, past_key_values):
         inputs_embeds = self.embed_tokens(input_ids)

@@ -21,6 +21,7 @@
 #include "npu/npu_export.h"
 #include "onnx/onnx_import.h"
 #include "passes/pipeline.h"
+#include "passes/position_tables.h"
 #include "codegen/evaluate.h"
 
 #define MAX_DIM_BINDINGS 16
@@ -52,7 +53,9 @@ static const char compile_help[] =
     "                        model_X.onnx (fp16, q4, q4f16, quantized, ...), with_past,\n"
     "                        merged or no_past (decoder_with_past_model.onnx, ...), or the\n"
     "                        file's name\n"
-    "  --max-context N       bound on past + new tokens the arena is sized for (default 2048)\n"
+    "  --max-context N       bound on past + new tokens the arena is sized for (default: the\n"
+    "                        rows of the model's position tables, learned positions or\n"
+    "                        RoPE cos/sin, else 2048; more than those rows is refused)\n"
     "  --dump-passes DIR     write DIR/NN-<pass>.txt, the canonical IR after every pass\n"
     "  --dot                 with --dump-passes, also DIR/NN-<pass>.dot: a Graphviz picture\n"
     "                        per pass (layers clustered, fused ops filled, the pass's new\n"
@@ -175,7 +178,7 @@ static bool calibrating(const compile_args *a)
 static int parse_args(int argc, char **argv, compile_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->max_context = 2048;
+    a->max_context = 0; /* not given: the model's (resolve_max_context) */
     a->threads = 1;
     a->group = -1; /* not given: default_group */
     a->lm_head_bits = 8;
@@ -293,7 +296,7 @@ static int parse_args(int argc, char **argv, compile_args *a)
     if (a->npu_export && !a->npu_chunk)
         return llmc_cli_usage("compile", "--npu-export needs --npu-chunk C: it exports the "
                               "plan's NPU subgraphs");
-    if (a->npu_chunk > a->max_context)
+    if (a->max_context && a->npu_chunk > a->max_context)
         return llmc_cli_usage("compile", "--npu-chunk %u is longer than --max-context %u",
                               a->npu_chunk, a->max_context);
     if (a->group < 0) /* NPUs take one weight scale per output channel */
@@ -445,6 +448,32 @@ static void print_stats(const char *path, const llmc_codegen_stats *st)
                st->subgraph_ops, st->n_ops, (unsigned long long)st->subgraph_weight_bytes);
 }
 
+/* Without position tables, the context a plan is sized for by default;
+ * the most --max-context takes. */
+#define DEFAULT_MAX_CONTEXT 2048u
+#define MAX_CONTEXT_LIMIT (1u << 24)
+
+/* The max context from the model: a position table's rows bound it (the
+ * model computes nothing past them), by default and against an explicit
+ * --max-context. */
+static int resolve_max_context(compile_args *a, const llmc_graph *g, llmc_error *err)
+{
+    llmc_position_limit lim;
+    llmc_position_tables(g, &lim);
+    if (lim.rows && a->max_context > lim.rows)
+        return llmc_fail(err, LLMC_E_USAGE, "--max-context %u is more than the %lld rows of position table '%s' "
+                         "(read by node '%s'): the model has no position past %lld; pass at most %lld or leave "
+                         "--max-context out", a->max_context, (long long)lim.rows, g->values[lim.table].name,
+                         g->nodes[lim.gather].name, (long long)lim.rows - 1, (long long)lim.rows);
+    if (!a->max_context)
+        a->max_context = !lim.rows ? DEFAULT_MAX_CONTEXT : lim.rows < MAX_CONTEXT_LIMIT ? (uint32_t)lim.rows
+                                                                                        : MAX_CONTEXT_LIMIT;
+    if (a->npu_chunk > a->max_context)
+        return llmc_fail(err, LLMC_E_USAGE, "--npu-chunk %u is longer than the max context %u", a->npu_chunk,
+                         a->max_context);
+    return LLMC_OK;
+}
+
 int llmc_cmd_compile(int argc, char **argv)
 {
     if (llmc_cli_wants_help(argc, argv)) {
@@ -481,6 +510,16 @@ int llmc_cmd_compile(int argc, char **argv)
     size_t tokenizer_size = 0;
     if (a.tokenizer)   /* first: a refused tokenizer.json costs no import */
         rc = compile_tokenizer(&a, &tokenizer, &tokenizer_size, &err);
+    if (!rc)
+        rc = llmc_import_onnx(a.model, &io, &g, &err);
+    if (!rc) {
+        char widened[512];
+        llmc_import_report_line(&report, widened, sizeof widened);
+        if (widened[0])
+            printf("%s\n", widened);
+    }
+    if (!rc && !(rc = resolve_max_context(&a, &g, &err)))
+        ctx.max_context = a.max_context;
     llmc_calibration calibration = {0};
     if (!rc && calibrating(&a)) {
         llmc_calibrate_options copt = {
@@ -494,14 +533,6 @@ int llmc_cmd_compile(int argc, char **argv)
         ctx.calibration = &calibration;
         ctx.shadow_fraction = a.shadow_fraction;
         ctx.npu_chunk = a.npu_chunk;
-    }
-    if (!rc)
-        rc = llmc_import_onnx(a.model, &io, &g, &err);
-    if (!rc) {
-        char widened[512];
-        llmc_import_report_line(&report, widened, sizeof widened);
-        if (widened[0])
-            printf("%s\n", widened);
     }
     if (!rc)
         rc = llmc_pipeline_run_dumps(&g, &ctx, &dumps, records, &n_records, &err);
