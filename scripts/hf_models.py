@@ -216,11 +216,12 @@ class LlamaAttention(nn.Module):
 
         key_states = repeat_kv(key_states, self.num_key_value_groups)
         value_states = repeat_kv(value_states, self.num_key_value_groups)
-        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
         if self.sdpa:  # integrations/sdpa_attention.py: scale = head_dim**-0.5
+            causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
             attn_output = sdpa(query_states, key_states, value_states, causal_mask, self.head_dim ** -0.5)
         else:
             attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) / math.sqrt(self.head_dim)
+            causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
             attn_weights = attn_weights + causal_mask
             # upcast attention to fp32
             attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
