@@ -111,6 +111,12 @@ int ex_const_float(llmc_expand *e, float v)
     return new_const(e, LLMC_DT_FLOAT, &scalar, &v, sizeof v);
 }
 
+int ex_const_int(llmc_expand *e, int64_t v)
+{
+    llmc_shape scalar = {.rank = 0};
+    return new_const(e, LLMC_DT_INT64, &scalar, &v, sizeof v);
+}
+
 int ex_const_ints(llmc_expand *e, const int64_t *v, int n)
 {
     llmc_shape vec = {.rank = 1, .dims = {llmc_aff_const(n)}};
