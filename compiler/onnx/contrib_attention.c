@@ -353,9 +353,9 @@ static int gqa_head_size(llmc_expand *e, gqa_shape *a)
     else if (past->rank == 4 && llmc_aff_is_const(past->dims[3]) && past->dims[3].c > 0)
         a->dim = past->dims[3].c;
     else
-        return ex_fail_input(e, LLMC_E_UNSUPPORTED, GQA_QUERY, "the head size is not known: the query's width "
-                             "(its declared shape or the weight of its MatMul) is not %lld heads wide and the "
-                             "past key's last dim is not a number", (long long)heads);
+        return ex_fail_input(e, LLMC_E_UNSUPPORTED, GQA_QUERY, "the head size is not known: neither the query's "
+                             "width (declared, or the weight of its MatMul) over its %lld heads nor the past "
+                             "key's last dim is a number", (long long)heads);
     if (a->scale == 0.0f)
         a->scale = 1.0f / sqrtf((float)a->dim);
     return LLMC_OK;
