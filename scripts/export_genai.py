@@ -30,7 +30,9 @@ Graph interface (the builder's names):
            past_key_values.{i}.key/.value [batch_size, kv_heads, past_sequence_length, head_size] f32
   outputs: logits [batch_size, sequence_length, vocab] f32,
            present.{i}.key/.value [batch_size, kv_heads, total_sequence_length, head_size] f32
-No position_ids: GroupQueryAttention rotates q and k itself.
+No position_ids: GroupQueryAttention rotates q and k itself (with --rotary
+separate, RotaryEmbedding nodes do, reading position_ids [batch_size,
+sequence_length] i64).
 
 --opset 17 writes the same nodes under opset 17 (ReduceSum takes its axes as
 an input from opset 13, and no other op used here changed meaning up to 21).
@@ -167,23 +169,48 @@ def rotary_caches(b):
     return "cos_cache", "sin_cache"
 
 
-def attention(b, sd, i, x, mask_info, caches):
-    cfg, p = b.cfg, f"model.layers.{i}.self_attn"
+def packed_qkv(b, sd, i, x):
+    """One MatMul (and bias Add) for q, k and v: GroupQueryAttention splits it."""
+    p = f"model.layers.{i}.self_attn"
     w = torch.cat([sd[f"{p}.{k}_proj.weight"] for k in "qkv"], dim=0)
     qkv = b.matmul(w, f"/model/layers.{i}/attn/qkv_proj/MatMul", x)
     if f"{p}.q_proj.bias" in sd:
         bias = torch.cat([sd[f"{p}.{k}_proj.bias"] for k in "qkv"], dim=0)
         qkv = b.add_bias(bias, f"/model/layers.{i}/attn/qkv_proj/Add", qkv)
+    return [qkv, "", ""]
+
+
+def rotated_qkv(b, sd, i, x, caches):
+    """q, k, v MatMuls [+ Adds], q and k through RotaryEmbedding nodes (the
+    builder's form where the attention op does not rotate)."""
+    cfg, p, paths = b.cfg, f"model.layers.{i}.self_attn", []
+    for k in "qkv":
+        path = b.matmul(sd[f"{p}.{k}_proj.weight"], f"/model/layers.{i}/attn/{k}_proj/MatMul", x)
+        if f"{p}.{k}_proj.bias" in sd:
+            path = b.add_bias(sd[f"{p}.{k}_proj.bias"], f"/model/layers.{i}/attn/{k}_proj/Add", path)
+        if k != "v":
+            name = f"/model/layers.{i}/attn/{k}_rotary/RotaryEmbedding"
+            path = b.node("RotaryEmbedding", [path, "position_ids", *caches], [f"{name}/output_0"], name,
+                          domain="com.microsoft", interleaved=0, num_heads=0, rotary_embedding_dim=0)
+            b.value(path, TensorProto.FLOAT, b.hidden((cfg.heads if k == "q" else cfg.kv_heads) * cfg.head_dim))
+        paths.append(path)
+    return paths
+
+
+def attention(b, sd, i, x, mask_info, caches, rotary):
+    cfg = b.cfg
+    in_attention = rotary == "attention"
+    qkv = packed_qkv(b, sd, i, x) if in_attention else rotated_qkv(b, sd, i, x, caches)
     name = f"/model/layers.{i}/attn/GroupQueryAttention"
     seqlens, total = mask_info
-    inputs = [qkv, "", "", f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens, total, *caches,
-              "", "", ""]
+    inputs = [*qkv, f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens, total,
+              *(caches if in_attention else ("", "")), "", "", ""]
     out = b.node("GroupQueryAttention", inputs, [f"{name}/output_0", f"present.{i}.key", f"present.{i}.value"], name,
                  domain="com.microsoft", num_heads=cfg.heads, kv_num_heads=cfg.kv_heads,
-                 scale=1.0 / math.sqrt(cfg.head_dim), local_window_size=-1, softcap=0.0, do_rotary=1,
-                 rotary_interleaved=0)
+                 scale=1.0 / math.sqrt(cfg.head_dim), local_window_size=-1, softcap=0.0,
+                 do_rotary=int(in_attention), rotary_interleaved=0)
     b.value(out, TensorProto.FLOAT, b.hidden(cfg.heads * cfg.head_dim))
-    return b.matmul(sd[f"{p}.o_proj.weight"], f"/model/layers.{i}/attn/o_proj/MatMul", out)
+    return b.matmul(sd[f"model.layers.{i}.self_attn.o_proj.weight"], f"/model/layers.{i}/attn/o_proj/MatMul", out)
 
 
 def mlp(b, sd, i, x):
@@ -198,10 +225,12 @@ def mlp(b, sd, i, x):
     return b.matmul(sd[f"{p}.down_proj.weight"], f"{base}/down_proj/MatMul", prod)
 
 
-def graph_io(cfg):
+def graph_io(cfg, rotary):
     f32, i64 = TensorProto.FLOAT, TensorProto.INT64
     inputs = [helper.make_tensor_value_info("input_ids", i64, ["batch_size", "sequence_length"]),
               helper.make_tensor_value_info("attention_mask", i64, ["batch_size", "total_sequence_length"])]
+    if rotary == "separate":
+        inputs.append(helper.make_tensor_value_info("position_ids", i64, ["batch_size", "sequence_length"]))
     outputs = [helper.make_tensor_value_info("logits", f32, ["batch_size", "sequence_length", cfg.vocab])]
     for i in range(cfg.layers):
         for kind in ("key", "value"):
@@ -212,7 +241,7 @@ def graph_io(cfg):
     return inputs, outputs
 
 
-def build(cfg, sd, opset):
+def build(cfg, sd, opset, rotary):
     b = Builder(cfg)
     mask_info = attention_mask_reformat(b)
     caches = rotary_caches(b)
@@ -223,12 +252,12 @@ def build(cfg, sd, opset):
     norm = Norms(b, cfg.norm_eps, emb)
     for i in range(cfg.layers):
         x = norm(i, "input", sd[f"model.layers.{i}.input_layernorm.weight"])
-        norm.skip = attention(b, sd, i, x, mask_info, caches)
+        norm.skip = attention(b, sd, i, x, mask_info, caches, rotary)
         x = norm(i, "post_attention", sd[f"model.layers.{i}.post_attention_layernorm.weight"])
         norm.skip = mlp(b, sd, i, x)
     x = norm(cfg.layers, "final_norm", sd["model.norm.weight"], last=True)
     b.matmul(sd["lm_head.weight"], "/lm_head/MatMul", x, out="logits")
-    inputs, outputs = graph_io(cfg)
+    inputs, outputs = graph_io(cfg, rotary)
     graph = helper.make_graph(b.nodes, "main_graph", inputs, outputs, initializer=b.inits,
                               value_info=[v for v in b.infos if v.name != "logits"])
     model = helper.make_model(graph, producer_name="onnxruntime-genai",
@@ -245,6 +274,10 @@ def parse_args(argv):
     ap.add_argument("--opset", type=int, default=21,
                     help="default-domain opset: the builder's 21, or 17 (the same nodes; none of them "
                          "changed meaning between the two)")
+    ap.add_argument("--rotary", choices=("attention", "separate"), default="attention",
+                    help="attention: GroupQueryAttention rotates (do_rotary=1, the CPU form); separate: "
+                         "RotaryEmbedding nodes on unpacked q and k read position_ids (the builder's form "
+                         "for execution providers without rotary in the attention op)")
     ap.add_argument("--out", required=True)
     return ap.parse_args(argv)
 
@@ -260,7 +293,7 @@ def main(argv=None):
     sd = {k: v.detach() for k, v in model.state_dict().items()}
     if "lm_head.weight" not in sd:   # tied: the builder writes the embedding again
         sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
-    onnx_model = build(cfg, sd, args.opset)
+    onnx_model = build(cfg, sd, args.opset, args.rotary)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     onnx.save(onnx_model, args.out)
     print(f"wrote {args.out}: {args.family}, {cfg.layers} layers, {len(onnx_model.graph.node)} nodes")

@@ -8,7 +8,8 @@
 # added to the scores), single / per-tensor (--external: the weights in one
 # data file with offsets, or one file per tensor, beside DIR/model.onnx),
 # genai (scripts/export_genai.py: onnxruntime-genai's model-builder graph,
-# GroupQueryAttention and the RMS norm contrib ops).
+# GroupQueryAttention and the RMS norm contrib ops), genai-rotary (the same
+# with RotaryEmbedding nodes: --rotary separate).
 # Exports are byte-deterministic: same seed, same torch, same bytes.
 . tests/cache.sh
 
@@ -51,6 +52,9 @@ zoo_model() {
         genai) zoo_export_with export_genai "$family-op$opset-genai-s0" --family "$family" --opset "$opset" \
                    --seed 0
                return ;;
+        genai-rotary) zoo_export_with export_genai "$family-op$opset-genai-rotary-s0" --family "$family" \
+                          --opset "$opset" --rotary separate --seed 0
+                      return ;;
         *) echo "zoo_model: unknown option '$option'" >&2; return 1 ;;
     esac
     zoo_export "$family-op$opset$([ "$option" = plain ] || echo "-$option")-s0" \
