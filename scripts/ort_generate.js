@@ -136,6 +136,8 @@ async function runStep(ort, session, tokens, pastLen, pastFeeds) {
     position_ids: int64Tensor(ort, positions, [1, seq]),
     ...pastFeeds,
   };
+  // Feed only what the model reads: onnxruntime-genai's files have no position_ids.
+  for (const name of Object.keys(feeds)) if (!session.inputNames.includes(name)) delete feeds[name];
   return session.run(feeds);
 }
 

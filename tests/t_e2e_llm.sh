@@ -22,11 +22,14 @@ MAX_NEW=32
 VOCAB=512                    # tiny size vocabulary
 # family@opset[:option], the options of tests/zoo.sh's zoo_model: hf
 # (transformers' modeling code), triu / where-additive (other causal masks),
-# single / per-tensor (external weight files).
+# single / per-tensor (external weight files), genai (onnxruntime-genai's
+# model-builder graph: GroupQueryAttention, SkipSimplifiedLayerNormalization;
+# genai-rotary with RotaryEmbedding nodes).
 VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor
     llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
     llama@14:triu phi@17:triu gpt2@17:where-additive
-    llama@17:sdpa qwen2@14:sdpa"}
+    llama@17:sdpa qwen2@14:sdpa
+    llama@17:genai qwen2@17:genai llama@17:genai-rotary qwen2@17:genai-rotary"}
 
 WORK=$BUILD/e2e_llm
 mkdir -p "$WORK"
@@ -108,6 +111,8 @@ test_variant() {
         hf) name="$name, transformers style" ;;
         sdpa) name="$name, transformers style with SDPA attention" ;;
         triu|where-additive) name="$name, $option mask" ;;
+        genai) name="$name, onnxruntime-genai builder form" ;;
+        genai-rotary) name="$name, onnxruntime-genai builder form with RotaryEmbedding" ;;
         ?*) name="$name, $option external data" ;;
     esac
     local model plan=$WORK/$tag.plan why=""

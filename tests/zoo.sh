@@ -7,7 +7,10 @@
 # SDPA attention and bool mask optimum's current exports have), triu /
 # where-additive (--mask: a torch.triu mask; GPT-2's Where(bias, 0, -1e9)
 # added to the scores), single / per-tensor (--external: the weights in one
-# data file with offsets, or one file per tensor, beside DIR/model.onnx).
+# data file with offsets, or one file per tensor, beside DIR/model.onnx),
+# genai (scripts/export_genai.py: onnxruntime-genai's model-builder graph,
+# GroupQueryAttention and the RMS norm contrib ops), genai-rotary (the same
+# with RotaryEmbedding nodes: --rotary separate).
 # Exports are byte-deterministic: same seed, same torch, same bytes.
 . tests/cache.sh
 
@@ -20,17 +23,23 @@ ZOO_ENV=${ZOO_ENV:-$(dpkg-query -W python3-torch python3-onnx python3-numpy pyth
 # unless there.  The key: ARG..., the exporter's sources and ZOO_ENV; NAME
 # is for people reading the cache.
 zoo_export() {
-    local name=$1 key dir
-    shift
-    key=$(cache_digest "export_llm $* | $ZOO_ENV" scripts/export_llm.py scripts/hf_models.py) || return 1
+    zoo_export_with export_llm "$@"
+}
+# zoo_export_with EXPORTER NAME ARG...: the same with scripts/EXPORTER.py
+# (export_llm or export_genai, which reads export_llm's models).
+zoo_export_with() {
+    local exporter=$1 name=$2 key dir sources=(scripts/export_llm.py scripts/hf_models.py)
+    shift 2
+    [ "$exporter" = export_llm ] || sources+=("scripts/$exporter.py")
+    key=$(cache_digest "$exporter $* | $ZOO_ENV" "${sources[@]}") || return 1
     dir=$LLMC_CACHE/zoo/$name-$key
-    cache_fill "$dir" zoo_export_into "$@" || return 1
+    cache_fill "$dir" zoo_export_into "$exporter" "$@" || return 1
     echo "$dir/model.onnx"
 }
-zoo_export_into() {   # zoo_export_into DIR ARG...
-    local dir=$1
-    shift
-    /usr/bin/python3 scripts/export_llm.py "$@" --out "$dir/model.onnx" >"$dir/export.log" 2>&1 ||
+zoo_export_into() {   # zoo_export_into DIR EXPORTER ARG...
+    local dir=$1 exporter=$2
+    shift 2
+    /usr/bin/python3 "scripts/$exporter.py" "$@" --out "$dir/model.onnx" >"$dir/export.log" 2>&1 ||
         { cat "$dir/export.log" >&2; return 1; }
 }
 
@@ -42,6 +51,12 @@ zoo_model() {
         sdpa) args=(--style hf --attn sdpa) ;;
         triu|where-additive) args=(--mask "$option") ;;
         single|per-tensor) args=(--external "$option") ;;
+        genai) zoo_export_with export_genai "$family-op$opset-genai-s0" --family "$family" --opset "$opset" \
+                   --seed 0
+               return ;;
+        genai-rotary) zoo_export_with export_genai "$family-op$opset-genai-rotary-s0" --family "$family" \
+                          --opset "$opset" --rotary separate --seed 0
+                      return ;;
         *) echo "zoo_model: unknown option '$option'" >&2; return 1 ;;
     esac
     zoo_export "$family-op$opset$([ "$option" = plain ] || echo "-$option")-s0" \

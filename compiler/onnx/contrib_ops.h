@@ -33,7 +33,12 @@
     X(ONNX, SimplifiedLayerNormalization, 2, 2, 1, 2, expand_simplified_layer_norm,             \
       "axis epsilon stash_type")                                                                \
     X(MS, SkipSimplifiedLayerNormalization, 3, 4, 1, 4, expand_skip_simplified_layer_norm,      \
-      "epsilon")
+      "epsilon")                                                                                \
+    X(MS, RotaryEmbedding, 4, 4, 1, 1, expand_rotary_embedding,                                 \
+      "interleaved num_heads rotary_embedding_dim scale is_packed_batching")                    \
+    X(MS, GroupQueryAttention, 7, 16, 3, 4, expand_group_query_attention,                       \
+      "num_heads kv_num_heads scale do_rotary rotary_interleaved local_window_size softcap "    \
+      "smooth_softmax qk_output")
 
 typedef struct {
     const char *domain, *name;
