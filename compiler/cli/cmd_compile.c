@@ -420,6 +420,8 @@ int llmc_cmd_compile(int argc, char **argv)
         llmc_import_report_line(&report, widened, sizeof widened);
         if (widened[0])
             printf("%s\n", widened);
+        if (report.inlined_if[0])
+            printf("%s\n", report.inlined_if);
     }
     if (!rc)
         rc = llmc_pipeline_run_dumps(&g, &ctx, &dumps, records, &n_records, &err);
