@@ -85,12 +85,11 @@ static int find_branches(if_ctx *c)
 
 /* ---- the branches' outputs must agree ---- */
 
-/* "float[batch,4]", "float[?]" (a dim with no value), "float" (no shape) */
+/* A tensor's type: "float[batch,4]", "float[?]" (a dim with no value),
+ * "float" (no shape). */
 static const char *describe_type(const Onnx__ValueInfoProto *vi, char *buf, size_t size)
 {
     const Onnx__TypeProto__Tensor *tt = llmc_onnx_tensor_type(vi);
-    if (!tt)
-        return snprintf(buf, size, "not a tensor"), buf;
     size_t used = (size_t)snprintf(buf, size, "%s", llmc_dtype_name(tt->elem_type));
     for (size_t i = 0; tt->shape && i < tt->shape->n_dim && used < size; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
@@ -133,10 +132,12 @@ static int check_output(const if_ctx *c, size_t k)
 {
     const Onnx__ValueInfoProto *o[2] = {c->branch[0]->output[k], c->branch[1]->output[k]};
     const Onnx__TypeProto__Tensor *t[2] = {llmc_onnx_tensor_type(o[0]), llmc_onnx_tensor_type(o[1])};
+    for (int b = 0; b < 2; b++)
+        if (!t[b])
+            return if_fail(c, LLMC_E_UNSUPPORTED, "output %zu " LLMC_NAME_FMT " of %s is not a tensor", k,
+                           or_empty(c->node->output[k]), branch_names[b]);
     const char *what = NULL;
-    if (!t[0] || !t[1])
-        what = "types";
-    else if (t[0]->elem_type != t[1]->elem_type)
+    if (t[0]->elem_type != t[1]->elem_type)
         what = "element types";
     else if (!same_shape(t[0]->shape, t[1]->shape))
         what = "shapes";
