@@ -160,6 +160,9 @@ static int check_outputs(const if_ctx *c)
                        "and the If %zu",
                        n_then, n_else, c->node->n_output);
     for (size_t k = 0; k < n_then; k++) {
+        for (int b = 0; b < 2; b++)
+            if (!c->branch[b]->output[k]->name || !*c->branch[b]->output[k]->name)
+                return if_fail(c, LLMC_E_INPUT, "output %zu of %s has no name", k, branch_names[b]);
         int rc = check_output(c, k);
         if (rc)
             return rc;
