@@ -392,14 +392,14 @@ static int output_copies(const if_ctx *c, const Onnx__GraphProto *b, Onnx__NodeP
 }
 
 /* The branch's nodes (then the output copies) take the If's place in the
- * node list; the If and the other branch are freed. */
+ * node list; the If, out of the list, is the caller's to free. */
 static int splice(if_ctx *c, int chosen)
 {
     Onnx__GraphProto *b = c->branch[chosen];
     Onnx__NodeProto **copies = malloc(sizeof *copies * (b->n_output + 1));
     size_t n_copies = 0, tail = c->gp->n_node - c->idx - 1, added = b->n_node;
     int rc = copies ? output_copies(c, b, copies, &n_copies) : oom(c);
-    Onnx__NodeProto **nodes = rc ? NULL : malloc(sizeof *nodes * (c->gp->n_node - 1 + added + n_copies));
+    Onnx__NodeProto **nodes = rc ? NULL : malloc(sizeof *nodes * (c->gp->n_node + added + n_copies));
     if (!rc && (!nodes || !move_items((void ***)&c->gp->initializer, &c->gp->n_initializer,
                                       (void ***)&b->initializer, &b->n_initializer) ||
                 !move_items((void ***)&c->gp->value_info, &c->gp->n_value_info, (void ***)&b->value_info,
