@@ -679,6 +679,9 @@ def parse_args(argv):
     ap.add_argument("--max-positions", type=int,
                     help="rows of the position tables (learned positions, cached RoPE; "
                          "default: the size's)")
+    ap.add_argument("--no-past", action="store_true",
+                    help="no past_key_values inputs: the graph appends to an empty cache "
+                         "(optimum's decoder_model.onnx, the else branch of a merged decoder)")
     ap.add_argument("--torch-logits-out", metavar="FILE",
                     help="also decode greedily in PyTorch and write the logits rows as "
                          "scripts/ort_generate.js --logits-out does (needs --prompt-ids)")
@@ -723,6 +726,38 @@ def export_hf(model, cfg, args):
     with torch.no_grad():
         torch.onnx.export(model, dummy, args.out,
                           input_names=inputs, output_names=outputs, dynamic_axes=dyn,
+                          opset_version=args.opset, do_constant_folding=True)
+
+
+class NoPast(torch.nn.Module):
+    """The model on (input_ids, attention_mask, position_ids) alone: its past
+    is an empty cache made in the graph, so the presents hold the prompt."""
+
+    def __init__(self, model, cfg, family, style):
+        super().__init__()
+        self.model, self.cfg, self.family, self.style = model, cfg, family, style
+
+    def forward(self, input_ids, attention_mask, position_ids):
+        # [batch, kv_heads, 0, head_dim] by broadcasting, so that ONNX shape
+        # inference keeps kv_heads and head_dim static in the present outputs
+        empty = input_ids[:, None, :0, None].float().expand(-1, self.cfg.kv_heads, -1, self.cfg.head_dim)
+        logits, presents = forward_step(self.model, self.family, self.style, input_ids, attention_mask,
+                                        position_ids, [empty] * (2 * self.cfg.layers))
+        return (logits, *presents)
+
+
+def export_no_past(model, cfg, args):
+    """--no-past: the interface of the style's export without the past inputs."""
+    if args.style == "hf":
+        inputs, outputs, dyn = hf_models.hf_io_names(args.family, cfg)
+    else:
+        inputs, outputs, dyn = io_names(cfg)
+    inputs = [name for name in inputs if not name.startswith("past_key_values.")]
+    input_ids, attention_mask, position_ids, *_ = example_inputs(cfg, past=0)
+    with torch.no_grad():
+        torch.onnx.export(NoPast(model, cfg, args.family, args.style), (input_ids, attention_mask, position_ids),
+                          args.out, input_names=inputs, output_names=outputs,
+                          dynamic_axes={k: v for k, v in dyn.items() if k in inputs + outputs},
                           opset_version=args.opset, do_constant_folding=True)
 
 
@@ -785,7 +820,10 @@ def main(argv=None):
         add_lora(model, args.seed)
     out_dir = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(out_dir, exist_ok=True)
-    (export_hf if args.style == "hf" else export_plain)(model, cfg, args)
+    if args.no_past:
+        export_no_past(model, cfg, args)
+    else:
+        (export_hf if args.style == "hf" else export_plain)(model, cfg, args)
     if args.external != "none":
         resave_external(args.out, args.external)
     summarize(args.out, args.family, args.opset, model)

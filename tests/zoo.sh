@@ -11,6 +11,7 @@
 # genai (scripts/export_genai.py: onnxruntime-genai's model-builder graph,
 # GroupQueryAttention and the RMS norm contrib ops), genai-rotary (the same
 # with RotaryEmbedding nodes: --rotary separate).
+# hf-no-past (--style hf --no-past: no past inputs, optimum's decoder_model).
 # Exports are byte-deterministic: same seed, same torch, same bytes.
 . tests/cache.sh
 
@@ -57,10 +58,26 @@ zoo_model() {
         genai-rotary) zoo_export_with export_genai "$family-op$opset-genai-rotary-s0" --family "$family" \
                           --opset "$opset" --rotary separate --seed 0
                       return ;;
+        hf-no-past) args=(--style hf --no-past) ;;
         *) echo "zoo_model: unknown option '$option'" >&2; return 1 ;;
     esac
     zoo_export "$family-op$opset$([ "$option" = plain ] || echo "-$option")-s0" \
         --family "$family" --opset "$opset" --size tiny --seed 0 "${args[@]}"
+}
+
+# zoo_merged FAMILY OPSET: optimum's decoder_model_merged.onnx of the
+# family (scripts/merge_decoders.py on the hf-no-past and hf exports).
+zoo_merged() {
+    local no_past with_past key dir
+    no_past=$(zoo_model "$1" "$2" hf-no-past) && with_past=$(zoo_model "$1" "$2" hf) || return 1
+    key=$(cache_digest "merge_decoders | $ZOO_ENV" scripts/merge_decoders.py "$no_past" "$with_past") || return 1
+    dir=$LLMC_CACHE/zoo/$1-op$2-merged-$key
+    cache_fill "$dir" zoo_merge_into "$no_past" "$with_past" || return 1
+    echo "$dir/model.onnx"
+}
+zoo_merge_into() {   # zoo_merge_into DIR NO_PAST WITH_PAST
+    /usr/bin/python3 scripts/merge_decoders.py "$2" "$3" --out "$1/model.onnx" >"$1/merge.log" 2>&1 ||
+        { cat "$1/merge.log" >&2; return 1; }
 }
 
 # The models tests/golden/ blesses: family@opset[:hf] (gpt2's older opset is

@@ -517,6 +517,8 @@ int llmc_cmd_compile(int argc, char **argv)
         llmc_import_report_line(&report, widened, sizeof widened);
         if (widened[0])
             printf("%s\n", widened);
+        if (report.inlined_if[0])
+            printf("%s\n", report.inlined_if);
     }
     if (!rc && !(rc = resolve_max_context(&a, &g, &err)))
         ctx.max_context = a.max_context;
