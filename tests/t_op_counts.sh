@@ -4,6 +4,8 @@
 # most 8 plan ops per layer for LLaMA, Qwen2 and GPT-2 and 6 for Phi (its
 # attention and MLP read one LayerNorm), measured by scripts/op_counts.py
 # (3-layer minus 2-layer export) beside ONNX Runtime's own optimized graph.
+# Exports at opsets 18 and 21 (torch's opset 17 raised by
+# scripts/onnx_opset_upgrade.py) fuse to the same ops per layer as opset 17.
 set -u
 cd "$(dirname "$0")/.."
 . tests/tap.sh
@@ -18,23 +20,33 @@ mkdir -p "$WORK"
 . tests/zoo.sh
 rm -f "$WORK"/*.onnx
 EXPORTS=$LLMC_CACHE/op_counts/exports-$(cache_digest "op_counts | $ZOO_ENV" scripts/op_counts.py \
-    scripts/export_llm.py scripts/hf_models.py)
+    scripts/export_llm.py scripts/hf_models.py scripts/onnx_opset_upgrade.py)
 keep_exports() {   # keep_exports DIR: the exports of $WORK (not ONNX Runtime's optimized models)
     find "$WORK" -maxdepth 1 -name '*.onnx' ! -name '*.ort.onnx' -exec cp {} "$1/" \;
 }
 [ -d "$EXPORTS" ] && cp "$EXPORTS"/*.onnx "$WORK/"
-/usr/bin/python3 scripts/op_counts.py --llmc "$BUILD/llmc" --work "$WORK" >"$WORK/table.txt" 2>&1
+VARIANTS="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17
+    llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
+    llama@18 qwen2@18 gpt2@18 phi@18 llama@18:hf qwen2@18:hf gpt2@18:hf phi@18:hf llama@21 qwen2@21:hf"
+/usr/bin/python3 scripts/op_counts.py --llmc "$BUILD/llmc" --work "$WORK" --variants "$(echo $VARIANTS | tr ' ' ,)" \
+    >"$WORK/table.txt" 2>&1
 rc=$?
 [ "$rc" -eq 0 ] && cache_fill "$EXPORTS" keep_exports
 sed 's/^/# /' "$WORK/table.txt"
 check "op_counts.py ran on every family, opset and style" test "$rc" -eq 0 -a -s "$WORK/table.txt"
 per_layer() { awk -v m="$1" '$1 == m {print $8}' "$WORK/table.txt"; }
-for m in llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17 \
-         llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf; do
+layer_ops() { awk -v m="$1" '$1 == m {$1 = $2 = $3 = $4 = $5 = $6 = $7 = $8 = ""; print}' "$WORK/table.txt"; }
+for m in $VARIANTS; do
     limit=8
     [ "${m%%@*}" = phi ] && limit=6
     count=$(per_layer "$m")
     check "$m: ${count:-?} plan ops per decoder layer (<= $limit)" test -n "$count" -a "${count:-99}" -le "$limit"
+    opset=${m#*@} opset=${opset%%:*}
+    if [ "$opset" -gt 17 ]; then
+        base=${m/@$opset/@17}
+        check "$m: the same plan ops per layer as $base ($(layer_ops "$m" | xargs))" \
+            test -n "$(layer_ops "$m" | xargs)" -a "$(layer_ops "$m")" = "$(layer_ops "$base")"
+    fi
 done
 echo "# summary: ops per layer $(awk '$5 == "|" {printf "%s=%s ", $1, $8}' "$WORK/table.txt")"
 tap_done

@@ -21,7 +21,8 @@ ZOO_ENV=${ZOO_ENV:-$(dpkg-query -W python3-torch python3-onnx python3-numpy pyth
 zoo_export() {
     local name=$1 key dir
     shift
-    key=$(cache_digest "export_llm $* | $ZOO_ENV" scripts/export_llm.py scripts/hf_models.py) || return 1
+    key=$(cache_digest "export_llm $* | $ZOO_ENV" scripts/export_llm.py scripts/hf_models.py \
+                       scripts/onnx_opset_upgrade.py) || return 1
     dir=$LLMC_CACHE/zoo/$name-$key
     cache_fill "$dir" zoo_export_into "$@" || return 1
     echo "$dir/model.onnx"
