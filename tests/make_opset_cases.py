@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Writes ONNX backend-style node cases for what opsets 18..21 changed in the
-ops llmc compiles: Reduce* axes as input 1 (18), Split num_outputs (18),
-ScatterND max/min (18), Cast saturate (19), Gelu (20), ConstantOfShape and
-the layout ops at 21.  Each case is OUT_DIR/<name>/model.onnx with
+ops llmc compiles: Reduce* axes as input 1 (18), bool ReduceMax/Min (20),
+Split num_outputs (18), ScatterND max/min (18), Cast saturate (19), Gelu
+(20), ConstantOfShape and the layout ops at 21.  Each case is OUT_DIR/<name>/model.onnx with
 test_data_set_0/input_K.pb; the expected outputs are not written here:
 scripts/ort_case_outputs.js computes them with ONNX Runtime.  The cases
 Debian's libonnx-testdata (ONNX 1.12, opsets up to 17) cannot hold.
@@ -66,6 +66,12 @@ def reduce_cases(out):
             ins = [("data", data)] + ([("axes", axes)] if axes is not None else [])
             node = helper.make_node(op, [n for n, _ in ins], ["reduced"], **attrs)
             save_case(out, "test_%s_%s_opset18" % (stem, suffix), 18, [node], ins, [("reduced", F, None)])
+    # opset 20 adds bool to ReduceMax and ReduceMin
+    for op, stem in [("ReduceMax", "reduce_max"), ("ReduceMin", "reduce_min")]:
+        node = helper.make_node(op, ["data", "axes"], ["reduced"], keepdims=1)
+        save_case(out, "test_%s_bool_inputs_opset20" % stem, 20, [node],
+                  [("data", rng.uniform(0, 1, (4, 3)) > 0.5), ("axes", i64(1))],
+                  [("reduced", TensorProto.BOOL, None)])
     # axes as a constant, with keepdims 0 over the last axis: the form
     # exporters write for norms
     for op, stem in REDUCE_OPS.items():
