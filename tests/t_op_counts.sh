@@ -27,7 +27,7 @@ keep_exports() {   # keep_exports DIR: the exports of $WORK (not ONNX Runtime's 
 [ -d "$EXPORTS" ] && cp "$EXPORTS"/*.onnx "$WORK/"
 VARIANTS="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17
     llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
-    llama@18 qwen2@18 gpt2@18 phi@18 llama@18:hf qwen2@18:hf gpt2@18:hf phi@18:hf llama@21 qwen2@21:hf"
+    llama@18 qwen2@18:hf gpt2@18 phi@18:hf llama@21 qwen2@21:hf"
 /usr/bin/python3 scripts/op_counts.py --llmc "$BUILD/llmc" --work "$WORK" --variants "$(echo $VARIANTS | tr ' ' ,)" \
     >"$WORK/table.txt" 2>&1
 rc=$?
