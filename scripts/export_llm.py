@@ -22,6 +22,9 @@ Graph interface (names are a contract with llmc and scripts/ort_generate.js):
 sequence_length, past_sequence_length, ...) and, for gpt2, optimum's input
 order (input_ids, past_key_values.*, attention_mask, position_ids).
 
+--opset N above torch's newest (17 for Debian's torch 1.13) exports at that
+opset and raises the file to N with scripts/onnx_opset_upgrade.py.
+
 --torch-logits-out FILE --prompt-ids 5,17,42 [--max-new N] also decodes in
 PyTorch eager and writes logits rows as ort_generate.js --logits-out does:
   scripts/compare_logits.py ORT.bin FILE --vocab 512
@@ -38,6 +41,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import hf_models
+import onnx_opset_upgrade
 
 # Used for every masked attention score (additive masks and torch.where masks).
 MASK_VALUE = torch.finfo(torch.float32).min
@@ -705,13 +709,26 @@ def parse_args(argv):
     return args
 
 
+def torch_opset(opset):
+    """The opset torch.onnx.export writes for --opset: at most its newest."""
+    from torch.onnx import _constants
+    return min(opset, _constants.ONNX_MAX_OPSET)
+
+
+def raise_opset(path, opset):
+    """Raises the export to --opset when torch wrote an older one."""
+    import onnx
+    proto = onnx.load(path, load_external_data=False)
+    onnx.save(onnx_opset_upgrade.upgrade(proto, opset), path)
+
+
 def export_plain(model, cfg, args):
     inputs, outputs, dyn = io_names(cfg)
     with torch.no_grad():
         # Models > 2 GiB are written by torch with one external file per tensor.
         torch.onnx.export(model, example_inputs(cfg), args.out,
                           input_names=inputs, output_names=outputs, dynamic_axes=dyn,
-                          opset_version=args.opset,
+                          opset_version=torch_opset(args.opset),
                           # torch's folding would replace B @ A by the dense
                           # delta; LoRA exports keep it for lora-reorder.
                           do_constant_folding=not args.lora)
@@ -726,7 +743,7 @@ def export_hf(model, cfg, args):
     with torch.no_grad():
         torch.onnx.export(model, dummy, args.out,
                           input_names=inputs, output_names=outputs, dynamic_axes=dyn,
-                          opset_version=args.opset, do_constant_folding=True)
+                          opset_version=torch_opset(args.opset), do_constant_folding=True)
 
 
 class NoPast(torch.nn.Module):
@@ -824,6 +841,8 @@ def main(argv=None):
         export_no_past(model, cfg, args)
     else:
         (export_hf if args.style == "hf" else export_plain)(model, cfg, args)
+    if torch_opset(args.opset) < args.opset:
+        raise_opset(args.out, args.opset)
     if args.external != "none":
         resave_external(args.out, args.external)
     summarize(args.out, args.family, args.opset, model)

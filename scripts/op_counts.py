@@ -39,8 +39,8 @@ VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
             "gpt2@13", "gpt2@14", "gpt2@17", "phi@14", "phi@17",
             "llama@14:hf", "llama@17:hf", "qwen2@14:hf", "qwen2@17:hf",
             "gpt2@14:hf", "gpt2@17:hf", "phi@14:hf", "phi@17:hf",
-            "llama@17:sdpa", "qwen2@17:sdpa",
-            "llama@17:fp16", "qwen2@17:fp16", "gpt2@17:fp16", "phi@17:fp16")
+            "llama@18", "qwen2@18:hf", "gpt2@18", "phi@18:hf", "llama@21", "qwen2@21:hf",
+            "llama@17:sdpa", "llama@17:fp16", "gpt2@17:fp16")
 
 
 def run(cmd):
@@ -59,7 +59,7 @@ def export(family, opset, kind, layers, out):
     args, transform = KINDS[kind]
     exporter = "scripts/export_llm.py"
     source = out[:-len(".onnx")] + ".src.onnx" if transform else out
-    if stale(source, exporter, "scripts/hf_models.py"):
+    if stale(source, exporter, "scripts/hf_models.py", "scripts/onnx_opset_upgrade.py"):
         run([sys.executable, os.path.join(ROOT, exporter), "--family", family, "--opset", str(opset),
              *args, "--size", "tiny", "--layers", str(layers), "--out", source])
     if transform and (stale(out, transform[0]) or os.path.getmtime(out) < os.path.getmtime(source)):

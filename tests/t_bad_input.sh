@@ -149,10 +149,10 @@ row "output declared with another element type" 3 \
     -- compile "$CASES/output_wrong_type.onnx"
 row "unsupported ops, all listed" 4 "unsupported operators (3): node 'modder' (#0) Mod opset 17; node 'nz' (#2) NonZero opset 17; node 'fused' (#3) com.microsoft::FusedMatMul opset 1" \
     -- compile "$CASES/unsupported_ops.onnx"
-row "opset 12" 4 "opset 12 of domain '' is outside the supported range 13..17" -- compile "$CASES/opset12.onnx"
-row "opset 18" 4 "opset 18 of domain '' is outside the supported range 13..17" -- compile "$CASES/opset18.onnx"
-row "opset 19 and unsupported ops, in one message" 4 \
-    "opset 19 of domain '' is outside the supported range 13..17; unsupported operators (2): node 'modder' (#0) Mod opset 19; node 'frob' (#1) x.custom::Frob opset 3" \
+row "opset 12" 4 "opset 12 of domain '' is outside the supported range 13..21" -- compile "$CASES/opset12.onnx"
+row "opset 22" 4 "opset 22 of domain '' is outside the supported range 13..21" -- compile "$CASES/opset22.onnx"
+row "opset 22 and unsupported ops, in one message" 4 \
+    "opset 22 of domain '' is outside the supported range 13..21; unsupported operators (2): node 'modder' (#0) Mod opset 22; node 'frob' (#1) x.custom::Frob opset 3" \
     -- compile "$CASES/opset_and_ops.onnx"
 row "If on a graph input, no branch reading the past" 4 "node 'branchy' (#0, If): the condition is graph input 'cond'" \
     "neither branch reads the past key/values" \

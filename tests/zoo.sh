@@ -29,7 +29,7 @@ zoo_export() {
 # zoo_export_with EXPORTER NAME ARG...: the same with scripts/EXPORTER.py
 # (export_llm or export_genai, which reads export_llm's models).
 zoo_export_with() {
-    local exporter=$1 name=$2 key dir sources=(scripts/export_llm.py scripts/hf_models.py)
+    local exporter=$1 name=$2 key dir sources=(scripts/export_llm.py scripts/hf_models.py scripts/onnx_opset_upgrade.py)
     shift 2
     [ "$exporter" = export_llm ] || sources+=("scripts/$exporter.py")
     key=$(cache_digest "$exporter $* | $ZOO_ENV" "${sources[@]}") || return 1

@@ -425,8 +425,8 @@ static void test_bad_files(void)
 
 static void test_model_errors(void)
 {
-    EXPECT_FAILURE("opset12.onnx", LLMC_E_UNSUPPORTED, "opset 12 of domain '' is outside the supported range 13..17");
-    EXPECT_FAILURE("opset18.onnx", LLMC_E_UNSUPPORTED, "opset 18 of domain '' is outside the supported range 13..17");
+    EXPECT_FAILURE("opset12.onnx", LLMC_E_UNSUPPORTED, "opset 12 of domain '' is outside the supported range 13..21");
+    EXPECT_FAILURE("opset22.onnx", LLMC_E_UNSUPPORTED, "opset 22 of domain '' is outside the supported range 13..21");
     EXPECT_FAILURE("unsupported.onnx", LLMC_E_UNSUPPORTED, "unsupported operators (4): ",
                    "node 'fused' (#0) com.microsoft::FusedMatMul opset 1", "node 'modder' (#1) Mod opset 17",
                    "node 'nz' (#3) NonZero opset 17", "node 'frob' (#4) x.custom::Frobnicate opset (domain not imported)");
