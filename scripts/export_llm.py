@@ -22,6 +22,9 @@ Graph interface (names are a contract with llmc and scripts/ort_generate.js):
 sequence_length, past_sequence_length, ...) and, for gpt2, optimum's input
 order (input_ids, past_key_values.*, attention_mask, position_ids).
 
+--opset N above torch's newest (17 for Debian's torch 1.13) exports at that
+opset and raises the file to N with scripts/onnx_opset_upgrade.py.
+
 --torch-logits-out FILE --prompt-ids 5,17,42 [--max-new N] also decodes in
 PyTorch eager and writes logits rows as ort_generate.js --logits-out does:
   scripts/compare_logits.py ORT.bin FILE --vocab 512
@@ -38,6 +41,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import hf_models
+import onnx_opset_upgrade
 
 # Used for every masked attention score (additive masks and torch.where masks).
 MASK_VALUE = torch.finfo(torch.float32).min
@@ -61,6 +65,20 @@ class Config:
     # for gpt2 "where-additive" adds Where(bias slice, 0, -1e9) to the
     # scores instead of Where(bias slice, scores, min).
     mask: str = "range"
+    # --style hf attention of llama/qwen2 (--attn): "eager", or "sdpa" as
+    # optimum exports it today (transformers' sdpa mask and torch's SDPA
+    # decomposition).
+    attn: str = "eager"
+    # --rotary-slice: llama/qwen2 rotate q[..., :head_dim], as partial-rotary
+    # code does at rotary fraction 1.0, and concatenate the empty
+    # q[..., head_dim:] back ("cat") or not ("only", code that skips an
+    # empty rest).
+    rotary_slice: str = "none"
+    # --act gelu_tanh: the gpt2/phi MLP uses F.gelu(approximate="tanh")
+    # (torch exports it decomposed below opset 20), not the family's own.
+    act: str = "default"
+    # --rotary-fraction (hf phi): the share of each head that rotates.
+    rotary_fraction: float = 0.5
 
     @property
     def head_dim(self):
@@ -105,6 +123,16 @@ def apply_rope(q, k, cos, sin):
     cos = cos.unsqueeze(1)
     sin = sin.unsqueeze(1)
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+def sliced_rope(q, k, cos, sin, r, cat=True):
+    """Partial-rotary code (transformers' Phi): rotate x[..., :r], keep x[..., r:]
+    (concatenated back unless `cat` is off and it is empty)."""
+    q_rot, k_rot = apply_rope(q[..., :r], k[..., :r], cos, sin)
+    if not cat and r == q.shape[-1]:
+        return q_rot, k_rot
+    return (torch.cat((q_rot, q[..., r:]), dim=-1),
+            torch.cat((k_rot, k[..., r:]), dim=-1))
 
 
 def rope_inv_freq(rot_dim, theta):
@@ -215,7 +243,10 @@ class LlamaAttention(nn.Module):
         q = split_heads(self.q_proj(x), c.heads, c.head_dim)
         k = split_heads(self.k_proj(x), c.kv_heads, c.head_dim)
         v = split_heads(self.v_proj(x), c.kv_heads, c.head_dim)
-        q, k = apply_rope(q, k, cos, sin)
+        if c.rotary_slice != "none":
+            q, k = sliced_rope(q, k, cos, sin, c.head_dim, c.rotary_slice == "cat")
+        else:
+            q, k = apply_rope(q, k, cos, sin)
         k, v = append_past(past_k, past_v, k, v)
         out = attend(q, k, v, mask, c.heads // c.kv_heads, c.head_dim)
         return self.o_proj(merge_heads(out)), k, v
@@ -278,6 +309,11 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
+def torch_gelu_tanh(x):
+    """Gemma's GeGLU activation: torch's own tanh GELU."""
+    return F.gelu(x, approximate="tanh")
+
+
 class GPT2Attention(nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -314,9 +350,10 @@ class GPT2MLP(nn.Module):
         super().__init__()
         self.c_fc = nn.Linear(cfg.hidden, cfg.intermediate)
         self.c_proj = nn.Linear(cfg.intermediate, cfg.hidden)
+        self.act = torch_gelu_tanh if cfg.act == "gelu_tanh" else gelu_tanh
 
     def forward(self, x):
-        return self.c_proj(gelu_tanh(self.c_fc(x)))
+        return self.c_proj(self.act(self.c_fc(x)))
 
 
 class GPT2Block(nn.Module):
@@ -370,10 +407,7 @@ class PhiAttention(nn.Module):
         self.dense = nn.Linear(cfg.hidden, cfg.hidden)
 
     def partial_rope(self, q, k, cos, sin):
-        r = self.rot_dim
-        q_rot, k_rot = apply_rope(q[..., :r], k[..., :r], cos, sin)
-        return (torch.cat((q_rot, q[..., r:]), dim=-1),
-                torch.cat((k_rot, k[..., r:]), dim=-1))
+        return sliced_rope(q, k, cos, sin, self.rot_dim)
 
     def forward(self, x, cos, sin, mask, past_k, past_v):
         c = self.cfg
@@ -390,7 +424,7 @@ class PhiMLP(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.fc1 = nn.Linear(cfg.hidden, cfg.intermediate)
-        self.act = nn.GELU()  # erf form
+        self.act = nn.GELU(approximate="tanh" if cfg.act == "gelu_tanh" else "none")  # erf by default
         self.fc2 = nn.Linear(cfg.intermediate, cfg.hidden)
 
     def forward(self, x):
@@ -635,6 +669,23 @@ def parse_args(argv):
                          "(llama, qwen2, phi), or Where(bias, 0, -1e9) added to the scores (gpt2)")
     ap.add_argument("--style", choices=("plain", "hf"), default="plain",
                     help="plain: this file's models; hf: Hugging Face-shaped graphs (hf_models.py)")
+    ap.add_argument("--attn", choices=("eager", "sdpa"), default="eager",
+                    help="--style hf attention of llama and qwen2: eager (default) or sdpa")
+    ap.add_argument("--rotary-slice", choices=("none", "cat", "only"), default="none",
+                    help="llama/qwen2: rotate q[..., :head_dim] as partial-rotary code writes "
+                         "rotary fraction 1.0, and concatenate the empty q[..., head_dim:] back "
+                         "(cat) or not (only)")
+    ap.add_argument("--act", choices=("default", "gelu_tanh"), default="default",
+                    help="gpt2/phi plain MLP activation: the family's own (default) or "
+                         "F.gelu(approximate='tanh')")
+    ap.add_argument("--rotary-fraction", type=float,
+                    help="hf phi: the share of each head that rotates (default 0.5, PhiConfig's)")
+    ap.add_argument("--max-positions", type=int,
+                    help="rows of the position tables (learned positions, cached RoPE; "
+                         "default: the size's)")
+    ap.add_argument("--no-past", action="store_true",
+                    help="no past_key_values inputs: the graph appends to an empty cache "
+                         "(optimum's decoder_model.onnx, the else branch of a merged decoder)")
     ap.add_argument("--torch-logits-out", metavar="FILE",
                     help="also decode greedily in PyTorch and write the logits rows as "
                          "scripts/ort_generate.js --logits-out does (needs --prompt-ids)")
@@ -645,9 +696,30 @@ def parse_args(argv):
         ap.error("--lora and --mask are only available with --style plain")
     if (args.mask == "where-additive") != (args.family == "gpt2" and args.mask != "range"):
         ap.error(f"--mask {args.mask} does not apply to family {args.family}")
+    if args.attn == "sdpa" and (args.style != "hf" or args.family not in ("llama", "qwen2")):
+        ap.error("--attn sdpa applies to --style hf llama and qwen2")
+    if args.rotary_slice != "none" and (args.style != "plain" or args.family not in ("llama", "qwen2")):
+        ap.error("--rotary-slice applies to --style plain llama and qwen2")
+    if args.act != "default" and (args.style != "plain" or args.family not in ("gpt2", "phi")):
+        ap.error("--act applies to --style plain gpt2 and phi")
+    if args.rotary_fraction is not None and (args.style != "hf" or args.family != "phi"):
+        ap.error("--rotary-fraction applies to --style hf phi")
     if args.torch_logits_out and not args.prompt_ids:
         ap.error("--torch-logits-out needs --prompt-ids")
     return args
+
+
+def torch_opset(opset):
+    """The opset torch.onnx.export writes for --opset: at most its newest."""
+    from torch.onnx import _constants
+    return min(opset, _constants.ONNX_MAX_OPSET)
+
+
+def raise_opset(path, opset):
+    """Raises the export to --opset when torch wrote an older one."""
+    import onnx
+    proto = onnx.load(path, load_external_data=False)
+    onnx.save(onnx_opset_upgrade.upgrade(proto, opset), path)
 
 
 def export_plain(model, cfg, args):
@@ -656,7 +728,7 @@ def export_plain(model, cfg, args):
         # Models > 2 GiB are written by torch with one external file per tensor.
         torch.onnx.export(model, example_inputs(cfg), args.out,
                           input_names=inputs, output_names=outputs, dynamic_axes=dyn,
-                          opset_version=args.opset,
+                          opset_version=torch_opset(args.opset),
                           # torch's folding would replace B @ A by the dense
                           # delta; LoRA exports keep it for lora-reorder.
                           do_constant_folding=not args.lora)
@@ -671,6 +743,38 @@ def export_hf(model, cfg, args):
     with torch.no_grad():
         torch.onnx.export(model, dummy, args.out,
                           input_names=inputs, output_names=outputs, dynamic_axes=dyn,
+                          opset_version=torch_opset(args.opset), do_constant_folding=True)
+
+
+class NoPast(torch.nn.Module):
+    """The model on (input_ids, attention_mask, position_ids) alone: its past
+    is an empty cache made in the graph, so the presents hold the prompt."""
+
+    def __init__(self, model, cfg, family, style):
+        super().__init__()
+        self.model, self.cfg, self.family, self.style = model, cfg, family, style
+
+    def forward(self, input_ids, attention_mask, position_ids):
+        # [batch, kv_heads, 0, head_dim] by broadcasting, so that ONNX shape
+        # inference keeps kv_heads and head_dim static in the present outputs
+        empty = input_ids[:, None, :0, None].float().expand(-1, self.cfg.kv_heads, -1, self.cfg.head_dim)
+        logits, presents = forward_step(self.model, self.family, self.style, input_ids, attention_mask,
+                                        position_ids, [empty] * (2 * self.cfg.layers))
+        return (logits, *presents)
+
+
+def export_no_past(model, cfg, args):
+    """--no-past: the interface of the style's export without the past inputs."""
+    if args.style == "hf":
+        inputs, outputs, dyn = hf_models.hf_io_names(args.family, cfg)
+    else:
+        inputs, outputs, dyn = io_names(cfg)
+    inputs = [name for name in inputs if not name.startswith("past_key_values.")]
+    input_ids, attention_mask, position_ids, *_ = example_inputs(cfg, past=0)
+    with torch.no_grad():
+        torch.onnx.export(NoPast(model, cfg, args.family, args.style), (input_ids, attention_mask, position_ids),
+                          args.out, input_names=inputs, output_names=outputs,
+                          dynamic_axes={k: v for k, v in dyn.items() if k in inputs + outputs},
                           opset_version=args.opset, do_constant_folding=True)
 
 
@@ -716,6 +820,13 @@ def main(argv=None):
     if args.layers is not None:
         cfg.layers = args.layers
     cfg.mask = args.mask
+    cfg.attn = args.attn
+    cfg.rotary_slice = args.rotary_slice
+    cfg.act = args.act
+    if args.rotary_fraction is not None:
+        cfg.rotary_fraction = args.rotary_fraction
+    if args.max_positions is not None:
+        cfg.max_pos = args.max_positions
     if args.style == "hf":
         model = hf_models.build_hf_model(args.family, cfg).eval()
         randomize_weights(model, args.seed, **hf_models.init_options(args.family))
@@ -726,7 +837,12 @@ def main(argv=None):
         add_lora(model, args.seed)
     out_dir = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(out_dir, exist_ok=True)
-    (export_hf if args.style == "hf" else export_plain)(model, cfg, args)
+    if args.no_past:
+        export_no_past(model, cfg, args)
+    else:
+        (export_hf if args.style == "hf" else export_plain)(model, cfg, args)
+    if torch_opset(args.opset) < args.opset:
+        raise_opset(args.out, args.opset)
     if args.external != "none":
         resave_external(args.out, args.external)
     summarize(args.out, args.family, args.opset, model)

@@ -22,8 +22,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# PhiConfig defaults (phi-2 uses them): half of each head is rotated.
-PHI_PARTIAL_ROTARY_FACTOR = 0.5
 # LlamaForCausalLM/Qwen2ForCausalLM.forward's default: 0 keeps every position.
 NUM_LOGITS_TO_KEEP = 0
 
@@ -136,6 +134,34 @@ def update_causal_mask(attention_mask, input_tensor, cache_position):
         batch_size=input_tensor.shape[0])
 
 
+def sdpa_causal_mask(attention_mask, cache_position, batch_size):
+    """masking_utils.sdpa_mask_older_torch (transformers >= 4.53) for a
+    DynamicCache (kv_offset 0): bool [B, 1, S, T], True where the key takes
+    part.  The 2-D mask arrives as bool (_preprocess_mask_arguments)."""
+    attention_mask = attention_mask.bool()
+    kv_length = attention_mask.shape[-1]
+    # prepare_padding_mask(_slice=True): the arange gather, not a Slice
+    mask_indices = torch.arange(kv_length)
+    padding_mask = attention_mask[:, mask_indices]
+    kv_arange = torch.arange(kv_length)
+    causal_mask = kv_arange[None, :] <= cache_position[:, None]   # causal_mask_function
+    causal_mask = causal_mask[None, None, :, :].expand(batch_size, -1, -1, -1)
+    causal_mask = causal_mask * padding_mask[:, None, None, :]
+    # allow_torch_fix: a row with no key at all attends to every key (no nan)
+    return causal_mask | torch.all(~causal_mask, dim=-1, keepdim=True)
+
+
+def sdpa(query, key, value, attn_mask, scale):
+    """F.scaled_dot_product_attention as torch.onnx exports it (the opset-14
+    symbolic of torch >= 2.1), written with torch 1.13 ops so that tracing
+    gives the same graph: sqrt(scale) multiplied into q and into k^T, the
+    bool mask turned into Where(mask, 0, -inf) and added."""
+    sqrt_scale = torch.sqrt(torch.tensor(scale, dtype=query.dtype))
+    scores = torch.matmul(query * sqrt_scale, key.transpose(-2, -1) * sqrt_scale)
+    scores = scores + torch.where(attn_mask, torch.tensor([0.0]), torch.tensor([-math.inf]))
+    return torch.matmul(torch.softmax(scores, dim=-1), value)
+
+
 def cache_position_for(past_key_values, inputs_embeds):
     # DynamicCache.get_seq_length(): layer 0's cached length.
     past_seen_tokens = past_key_values[0][0].shape[-2]
@@ -163,6 +189,7 @@ class LlamaAttention(nn.Module):
 
     def __init__(self, cfg, qkv_bias):
         super().__init__()
+        self.sdpa = cfg.attn == "sdpa"
         self.num_heads = cfg.heads
         self.head_dim = cfg.head_dim
         self.num_key_value_heads = cfg.kv_heads
@@ -189,12 +216,16 @@ class LlamaAttention(nn.Module):
 
         key_states = repeat_kv(key_states, self.num_key_value_groups)
         value_states = repeat_kv(value_states, self.num_key_value_groups)
-        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) / math.sqrt(self.head_dim)
-        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
-        attn_weights = attn_weights + causal_mask
-        # upcast attention to fp32
-        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
-        attn_output = torch.matmul(attn_weights, value_states)
+        if self.sdpa:  # integrations/sdpa_attention.py: scale = head_dim**-0.5
+            causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+            attn_output = sdpa(query_states, key_states, value_states, causal_mask, self.head_dim ** -0.5)
+        else:
+            attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) / math.sqrt(self.head_dim)
+            causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+            attn_weights = attn_weights + causal_mask
+            # upcast attention to fp32
+            attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
+            attn_output = torch.matmul(attn_weights, value_states)
         attn_output = attn_output.transpose(1, 2).contiguous()
         attn_output = attn_output.reshape(bsz, q_len, -1)
         return self.o_proj(attn_output), present
@@ -229,11 +260,15 @@ class LlamaModel(nn.Module):
         self.layers = nn.ModuleList(LlamaDecoderLayer(cfg, qkv_bias) for _ in range(cfg.layers))
         self.norm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
         self.rotary_emb = LlamaRotaryEmbedding(cfg)
+        self.sdpa = cfg.attn == "sdpa"
 
     def forward(self, input_ids, attention_mask, position_ids, past_key_values):
         inputs_embeds = self.embed_tokens(input_ids)
         cache_position = cache_position_for(past_key_values, inputs_embeds)
-        causal_mask = update_causal_mask(attention_mask, inputs_embeds, cache_position)
+        if self.sdpa:
+            causal_mask = sdpa_causal_mask(attention_mask, cache_position, inputs_embeds.shape[0])
+        else:
+            causal_mask = update_causal_mask(attention_mask, inputs_embeds, cache_position)
         hidden_states = inputs_embeds
         # create position embeddings to be shared across the decoder layers
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
@@ -299,7 +334,8 @@ class PhiAttention(nn.Module):
         self.head_dim = cfg.head_dim
         self.num_key_value_heads = cfg.kv_heads
         self.num_key_value_groups = cfg.heads // cfg.kv_heads
-        self.rotary_ndims = int(self.head_dim * PHI_PARTIAL_ROTARY_FACTOR)
+        # PhiConfig.partial_rotary_factor: 0.5 by default (phi-2)
+        self.rotary_ndims = int(self.head_dim * cfg.rotary_fraction)
         self.q_proj = nn.Linear(cfg.hidden, cfg.heads * cfg.head_dim, bias=True)
         self.k_proj = nn.Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, bias=True)
         self.v_proj = nn.Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, bias=True)
@@ -371,7 +407,7 @@ class PhiModel(nn.Module):
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
         self.layers = nn.ModuleList(PhiDecoderLayer(cfg) for _ in range(cfg.layers))
         self.final_layernorm = nn.LayerNorm(cfg.hidden, eps=cfg.norm_eps)
-        self.rotary_emb = LlamaRotaryEmbedding(cfg, PHI_PARTIAL_ROTARY_FACTOR)
+        self.rotary_emb = LlamaRotaryEmbedding(cfg, cfg.rotary_fraction)
 
     def forward(self, input_ids, attention_mask, position_ids, past_key_values):
         inputs_embeds = self.embed_tokens(input_ids)

@@ -26,6 +26,11 @@ available).  Forms:
                clamped to the finite float16 range (+-65504), as an fp16
                export uses finfo(float16).min for its masks where the fp32
                one uses finfo(float32).min.
+  keepio16     compute16 with the graph's float inputs and outputs kept
+               float32, as transformers.js' fp16 files are (onnxconverter-
+               common's keep_io_types): each float input is read through a
+               Cast(to=FLOAT16), each float output written by a
+               Cast(to=FLOAT) of the float16 value.
 
 Prints one line: what was converted.
 """
@@ -182,15 +187,42 @@ def compute_form(model):
             "{fp32_islands} Softmax/LayerNormalization/ReduceMean nodes run in float32 between Casts").format(**stats)
 
 
+def keep_io_types(model):
+    """Float32 graph inputs and outputs around a float16 graph, with Casts at the edges."""
+    g = model.graph
+    names = all_names(g)
+    inputs = {vi.name for vi in g.input if vi.type.tensor_type.elem_type == TensorProto.FLOAT16}
+    outputs = {vi.name for vi in g.output if vi.type.tensor_type.elem_type == TensorProto.FLOAT16}
+    renamed = {x: unique(names, x + ".f16") for x in inputs | outputs}
+    for n in g.node:
+        n.input[:] = [renamed.get(x, x) if x in inputs else x for x in n.input]
+        n.output[:] = [renamed.get(y, y) if y in outputs else y for y in n.output]
+        # a graph output another node reads keeps its float16 value under the new name
+        n.input[:] = [renamed[x] if x in outputs else x for x in n.input]
+    edges = [helper.make_node("Cast", [x], [renamed[x]], name=unique(names, x + ".to_f16"), to=TensorProto.FLOAT16)
+             for x in sorted(inputs)]
+    tail = [helper.make_node("Cast", [renamed[y]], [y], name=unique(names, y + ".to_f32"), to=TensorProto.FLOAT)
+            for y in sorted(outputs)]
+    nodes = edges + list(g.node) + tail
+    del g.node[:]
+    g.node.extend(nodes)
+    for vi in list(g.input) + list(g.output):
+        if vi.name in renamed:
+            vi.type.tensor_type.elem_type = TensorProto.FLOAT
+    return f"; {len(inputs)} float inputs and {len(outputs)} outputs kept float32 behind Casts"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("input")
     ap.add_argument("output")
-    ap.add_argument("--form", required=True, choices=("weights16", "compute16", "weightsbf16"))
+    ap.add_argument("--form", required=True, choices=("weights16", "compute16", "keepio16", "weightsbf16"))
     args = ap.parse_args(argv)
     model = onnx.load(args.input)
-    if args.form == "compute16":
+    if args.form in ("compute16", "keepio16"):
         what = compute_form(model)
+        if args.form == "keepio16":
+            what += keep_io_types(model)
     else:
         what = weights_form(model, bf16=args.form == "weightsbf16")
     big = model.ByteSize() > 2**31 - 2**20

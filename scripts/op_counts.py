@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Ops per decoder layer: llmc's plan beside ONNX Runtime's optimized graph.
 
-For each family@opset the tiny model is exported twice, with 2 and with 3
-decoder layers (same seed).  The difference between the two counts is the
+For each family@opset[:kind] the tiny model is exported twice, with 2 and
+with 3 decoder layers (same seed), in the file kind KINDS names.  The difference between the two counts is the
 exact number of ops one layer costs, so the embedding, the final norm, the
 lm_head and the mask/position preamble do not blur the figure.
 
@@ -25,12 +25,22 @@ import sys
 import onnx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# family@opset[:style]; style "hf" is export_llm.py --style hf (transformers'
-# eager modeling code), the default "plain" our own torch modules.
+# The file kinds: kind -> (export_llm.py arguments, the script and arguments
+# that turn that export SRC into the kind's file DST, or None).
+KINDS = {
+    "plain": ([], None),                       # our own torch modules
+    "hf": (["--style", "hf"], None),           # transformers' eager modeling code
+    "sdpa": (["--style", "hf", "--attn", "sdpa"], None),   # optimum's current SDPA export
+    # transformers.js' model_fp16.onnx: float16 compute, float32 graph I/O
+    "fp16": (["--style", "hf"], ["scripts/make_fp16.py", "SRC", "DST", "--form", "keepio16"]),
+}
+# family@opset[:kind] (default kind plain)
 VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
             "gpt2@13", "gpt2@14", "gpt2@17", "phi@14", "phi@17",
             "llama@14:hf", "llama@17:hf", "qwen2@14:hf", "qwen2@17:hf",
-            "gpt2@14:hf", "gpt2@17:hf", "phi@14:hf", "phi@17:hf")
+            "gpt2@14:hf", "gpt2@17:hf", "phi@14:hf", "phi@17:hf",
+            "llama@18", "qwen2@18:hf", "gpt2@18", "phi@18:hf", "llama@21", "qwen2@21:hf",
+            "llama@17:sdpa", "llama@17:fp16", "gpt2@17:fp16")
 
 
 def run(cmd):
@@ -40,12 +50,22 @@ def run(cmd):
     return proc.stdout
 
 
-def export(family, opset, style, layers, out):
-    exporter = os.path.join(ROOT, "scripts/export_llm.py")
-    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(exporter):
-        run([sys.executable, exporter, "--family", family,
-             "--opset", str(opset), "--style", style, "--size", "tiny", "--layers", str(layers),
-             "--out", out])
+def stale(out, *scripts):
+    return not os.path.exists(out) or any(
+        os.path.getmtime(out) < os.path.getmtime(os.path.join(ROOT, s)) for s in scripts)
+
+
+def export(family, opset, kind, layers, out):
+    args, transform = KINDS[kind]
+    exporter = "scripts/export_llm.py"
+    source = out[:-len(".onnx")] + ".src.onnx" if transform else out
+    if stale(source, exporter, "scripts/hf_models.py", "scripts/onnx_opset_upgrade.py"):
+        run([sys.executable, os.path.join(ROOT, exporter), "--family", family, "--opset", str(opset),
+             *args, "--size", "tiny", "--layers", str(layers), "--out", source])
+    if transform and (stale(out, transform[0]) or os.path.getmtime(out) < os.path.getmtime(source)):
+        script, *rest = transform
+        run([sys.executable, os.path.join(ROOT, script),
+             *[source if a == "SRC" else out if a == "DST" else a for a in rest]])
     return len(onnx.load(out, load_external_data=False).graph.node)
 
 
@@ -63,13 +83,13 @@ def ort_nodes(model):
 
 
 def measure(variant, llmc, work):
-    spec, _, style = variant.partition(":")
+    spec, _, kind = variant.partition(":")
     family, opset = spec.split("@")
-    style = style or "plain"
+    kind = kind or "plain"
     row = {"model": variant}
     for layers in (2, 3):
-        model = os.path.join(work, f"{family}_op{opset}_{style}_L{layers}.onnx")
-        row[f"onnx{layers}"] = export(family, int(opset), style, layers, model)
+        model = os.path.join(work, f"{family}_op{opset}_{kind}_L{layers}.onnx")
+        row[f"onnx{layers}"] = export(family, int(opset), kind, layers, model)
         row[f"llmc{layers}"], row[f"op_counts{layers}"] = llmc_ops(llmc, model, work)
         row[f"ort{layers}"] = ort_nodes(model)
     for key in ("onnx", "llmc", "ort"):
@@ -85,14 +105,14 @@ def main():
     ap.add_argument("--max-per-layer", type=int)
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    print(f"{'model':12} {'ONNX nodes':>10} {'ORT nodes':>10} {'llmc ops':>9}"
+    print(f"{'model':14} {'ONNX nodes':>10} {'ORT nodes':>10} {'llmc ops':>9}"
           f" | per layer: {'ONNX':>5} {'ORT':>5} {'llmc':>5}   llmc ops of one layer")
     worst = 0
     for variant in args.variants.split(","):
         r = measure(variant, args.llmc, args.work)
         layer_ops = {k: r["op_counts3"][k] - r["op_counts2"].get(k, 0) for k in r["op_counts3"]}
         layer_ops = ", ".join(f"{k} {v}" for k, v in sorted(layer_ops.items()) if v)
-        print(f"{r['model']:12} {r['onnx2']:>10} {r['ort2']:>10} {r['llmc2']:>9}"
+        print(f"{r['model']:14} {r['onnx2']:>10} {r['ort2']:>10} {r['llmc2']:>9}"
               f" | {'':10} {r['onnx_per_layer']:>5} {r['ort_per_layer']:>5}"
               f" {r['llmc_per_layer']:>5}   {layer_ops}")
         worst = max(worst, r["llmc_per_layer"])

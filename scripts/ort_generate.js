@@ -6,6 +6,9 @@
 //
 // Step 0 feeds the whole prompt with empty past (past_sequence = 0); every
 // later step feeds one generated token with the previous present.* as past.
+// A merged decoder (optimum's decoder_model_merged.onnx, an input
+// use_cache_branch) is fed as optimum feeds it: use_cache_branch = false
+// with the empty past at step 0 (its no-past branch), true afterwards.
 // Prints the generated ids space-separated on one stdout line. FILE receives
 // one raw little-endian float32 row of `vocab` logits per generated token
 // (row 0 = last prompt position, row k = after feeding generated token k-1).
@@ -136,6 +139,11 @@ async function runStep(ort, session, tokens, pastLen, pastFeeds) {
     position_ids: int64Tensor(ort, positions, [1, seq]),
     ...pastFeeds,
   };
+  if (session.inputNames.includes('use_cache_branch')) {
+    feeds.use_cache_branch = new ort.Tensor('bool', Uint8Array.from([pastLen > 0 ? 1 : 0]), [1]);
+  }
+  // Feed only what the model reads: onnxruntime-genai's files have no position_ids.
+  for (const name of Object.keys(feeds)) if (!session.inputNames.includes(name)) delete feeds[name];
   return session.run(feeds);
 }
 

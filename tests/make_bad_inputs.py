@@ -118,10 +118,10 @@ def unsupported(out):
     ]
     save(model(nodes, X2, Y, extra_opsets=[("com.microsoft", 1)]), out, "unsupported_ops.onnx")
     save(model(RELU, X2, Y, opset=12), out, "opset12.onnx")
-    save(model(RELU, X2, Y, opset=18), out, "opset18.onnx")
+    save(model(RELU, X2, Y, opset=22), out, "opset22.onnx")
     nodes = [helper.make_node("Mod", ["x", "x"], ["a"], name="modder"),
              helper.make_node("Frob", ["a"], ["y"], name="frob", domain="x.custom")]
-    save(model(nodes, X2, Y, opset=19, extra_opsets=[("x.custom", 3)]), out, "opset_and_ops.onnx")
+    save(model(nodes, X2, Y, opset=22, extra_opsets=[("x.custom", 3)]), out, "opset_and_ops.onnx")
 
 
 def subgraphs(out):

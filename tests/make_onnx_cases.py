@@ -269,7 +269,7 @@ def write_dim_errors(out):
 
 def write_misc(out):
     save(identity_model(12), out, "opset12.onnx")
-    save(identity_model(18), out, "opset18.onnx")
+    save(identity_model(22), out, "opset22.onnx")
     no_default = identity_model()
     del no_default.opset_import[:]
     no_default.opset_import.append(helper.make_opsetid("com.microsoft", 1))

@@ -149,12 +149,13 @@ row "output declared with another element type" 3 \
     -- compile "$CASES/output_wrong_type.onnx"
 row "unsupported ops, all listed" 4 "unsupported operators (3): node 'modder' (#0) Mod opset 17; node 'nz' (#2) NonZero opset 17; node 'fused' (#3) com.microsoft::FusedMatMul opset 1" \
     -- compile "$CASES/unsupported_ops.onnx"
-row "opset 12" 4 "opset 12 of domain '' is outside the supported range 13..17" -- compile "$CASES/opset12.onnx"
-row "opset 18" 4 "opset 18 of domain '' is outside the supported range 13..17" -- compile "$CASES/opset18.onnx"
-row "opset 19 and unsupported ops, in one message" 4 \
-    "opset 19 of domain '' is outside the supported range 13..17; unsupported operators (2): node 'modder' (#0) Mod opset 19; node 'frob' (#1) x.custom::Frob opset 3" \
+row "opset 12" 4 "opset 12 of domain '' is outside the supported range 13..21" -- compile "$CASES/opset12.onnx"
+row "opset 22" 4 "opset 22 of domain '' is outside the supported range 13..21" -- compile "$CASES/opset22.onnx"
+row "opset 22 and unsupported ops, in one message" 4 \
+    "opset 22 of domain '' is outside the supported range 13..21; unsupported operators (2): node 'modder' (#0) Mod opset 22; node 'frob' (#1) x.custom::Frob opset 3" \
     -- compile "$CASES/opset_and_ops.onnx"
-row "If (subgraph)" 4 "node 'branchy' (#0, If) has a subgraph attribute" "subgraphs are not supported" \
+row "If on a graph input, no branch reading the past" 4 "node 'branchy' (#0, If): the condition is graph input 'cond'" \
+    "neither branch reads the past key/values" \
     -- compile "$CASES/subgraph_if.onnx"
 row "Loop (subgraph)" 4 "node 'looper' (#0, Loop) has a subgraph attribute 'body': subgraphs are not supported" \
     -- compile "$CASES/subgraph_loop.onnx"
@@ -175,7 +176,9 @@ row "two inputs for one cache layer" 4 \
     "inputs 'past_key_values.0.key' and 'past.0.key' are both the past_key of cache layer 0" \
     -- compile "$CASES/kv_two_keys.onnx"
 row "missing model file" 3 "cannot open '$CASES/nope.onnx': No such file or directory" -- compile "$CASES/nope.onnx"
-row "model path is a folder" 3 "cannot open '$CASES/ext': Is a directory" -- compile "$CASES/ext"
+mkdir -p "$WORK/no_model"
+row "model folder without an ONNX model" 3 "'$WORK/no_model' holds no ONNX model: looked for genai_config.json" \
+    -- compile "$WORK/no_model"
 truncate -s $(((2 << 30) + 1)) "$WORK/big.onnx"   # sparse: no disk space
 row "ONNX file over 2 GiB" 3 "big.onnx' is 2147483649 bytes, over the 2 GiB protobuf limit" -- compile "$WORK/big.onnx"
 rm -f "$WORK/big.onnx"

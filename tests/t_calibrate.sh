@@ -14,7 +14,11 @@
 # clip at the 99th percentile (1% outliers, so the shadow path always
 # runs) the shadow on every Linear brings perplexity within 0.5% of f32's
 # and none is worse; misuse is refused with a message and nothing is
-# written.
+# written.  --calibrate-ids: the text's ids from the JS reference tokenizer
+# (scripts/ort_eval.js --dump-ids), one line per window of 128 tokens or
+# all on one line, give the plan --calibrate gives, byte for byte, without
+# a tokenizer in the calibration; lines of 100 ids are windows of 100;
+# ids outside the vocabulary are refused naming their line and column.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -43,6 +47,35 @@ check "a second compile gives the same bytes" sh -c \
     "'$LLMC' compile '$MODEL' --max-context $CONTEXT --tokenizer '$TOKENIZER' --quiet \
      --quant w8a8 --calibrate '$CALIB' -o '$WORK/again.plan' >/dev/null && \
      cmp '$WORK/static.plan' '$WORK/again.plan'"
+
+# --calibrate-ids: the same ids in the same windows give the same plan.
+node scripts/ort_eval.js --text "$CALIB" --tokenizer "$TOKENIZER" --dump-ids "$WORK/calib.ids" \
+    >"$WORK/calib-ids.log" 2>&1 || cat "$WORK/calib-ids.log"
+N_IDS=$(tr ',' '\n' <"$WORK/calib.ids" | grep -c .)
+windows_of() {   # windows_of N: the ids of calib.ids, N a line, separated by ", "
+    tr ',' '\n' <"$WORK/calib.ids" | grep . | awk -v n="$1" \
+        '{ printf "%s%s", $0, NR % n == 0 ? "\n" : ", " } END { if (NR % n) printf "\n" }'
+}
+windows_of 128 >"$WORK/w128.ids" && windows_of 100 >"$WORK/w100.ids"
+for w in w128 calib w100; do
+    compile "$WORK/ids-$w.plan" "$WORK/ids-$w.log" --quant w8a8 --calibrate-ids "$WORK/$w.ids"
+done
+check "--calibrate-ids with the text's $N_IDS ids, 128 a line: the plan --calibrate gives" \
+    cmp "$WORK/static.plan" "$WORK/ids-w128.plan"
+check "--calibrate-ids with the ids on one line: cut into the same windows, the same plan" \
+    cmp "$WORK/static.plan" "$WORK/ids-calib.plan"
+check "--calibrate-ids with 100 ids a line: $(( (N_IDS + 99) / 100 )) windows of $N_IDS tokens" \
+    grep -q "^calibration: $N_IDS tokens in $(( (N_IDS + 99) / 100 )) windows of up to 128;" \
+    "$WORK/ids-w100.log"
+check "the --calibrate run had $(( (N_IDS + 127) / 128 )) windows of the same $N_IDS tokens" \
+    grep -q "^calibration: $N_IDS tokens in $(( (N_IDS + 127) / 128 )) windows of up to 128;" \
+    "$WORK/static.log"
+check "--calibrate-ids needs no tokenizer" sh -c \
+    "'$LLMC' compile '$MODEL' --max-context $CONTEXT --quiet --quant w8a8 \
+     --calibrate-ids '$WORK/w128.ids' -o '$WORK/ids-no-tok.plan' >'$WORK/ids-no-tok.log' && \
+     sed -n '/^calibration:/,/^#/p' '$WORK/ids-no-tok.log' >'$WORK/a.table' && \
+     sed -n '/^calibration:/,/^#/p' '$WORK/static.log' >'$WORK/b.table' && \
+     cmp '$WORK/a.table' '$WORK/b.table'"
 
 decode() {    # decode PLAN -> PLAN.json (flatc, schemas/plan.fbs)
     flatc --json --raw-binary --strict-json --defaults-json -o "$WORK" schemas/plan.fbs -- "$1"
@@ -167,6 +200,9 @@ refused() {   # refused CODE PATTERN options...: exit code, message, no plan wri
     [ "$got" -eq "$want" ] && grep -q -- "$pattern" "$WORK/bad.out" && [ ! -e "$WORK/bad.plan" ]
 }
 : >"$WORK/empty.txt"
+printf ' \n\n' >"$WORK/blank.ids"
+printf '1, 2, 3\n4 5 2048 6\n' >"$WORK/vocab.ids"
+printf '1, 2, x\n' >"$WORK/char.ids"
 check "--calibrate with w4a8 is a usage error" refused 2 "use it with --quant w8a8" \
     --tokenizer "$TOKENIZER" --quant w4a8 --calibrate "$CALIB"
 check "--calibrate without --tokenizer is a usage error" refused 2 "needs --tokenizer" \
@@ -183,4 +219,17 @@ check "an empty calibration text is refused" refused 3 "is empty" \
     --tokenizer "$TOKENIZER" --quant w8a8 --calibrate "$WORK/empty.txt"
 check "a missing calibration text is refused with its path" refused 3 "$WORK/nothing.txt" \
     --tokenizer "$TOKENIZER" --quant w8a8 --calibrate "$WORK/nothing.txt"
+check "--calibrate and --calibrate-ids together is a usage error" refused 2 "one of --calibrate TEXT or --calibrate-ids" \
+    --tokenizer "$TOKENIZER" --quant w8a8 --calibrate "$CALIB" --calibrate-ids "$WORK/w128.ids"
+check "--calibrate-ids with w4a8 is a usage error" refused 2 "use it with --quant w8a8" \
+    --quant w4a8 --calibrate-ids "$WORK/w128.ids"
+check "an empty --calibrate-ids file is refused" refused 3 "is empty" \
+    --quant w8a8 --calibrate-ids "$WORK/empty.txt"
+check "a --calibrate-ids file of blank lines is refused" refused 3 "has no token ids" \
+    --quant w8a8 --calibrate-ids "$WORK/blank.ids"
+check "an id outside the vocabulary is refused with its line and column" refused 3 \
+    "line 2, column 5 (byte 12): id 2048 (token 5) is outside the vocabulary \[0, 2048)" \
+    --quant w8a8 --calibrate-ids "$WORK/vocab.ids"
+check "a non-digit is refused with its line and column" refused 3 "line 1, column 7" \
+    --quant w8a8 --calibrate-ids "$WORK/char.ids"
 tap_done

@@ -10,6 +10,9 @@
 # tests/cache.sh) and `llmc run`, and check (TAP):
 #   - the generated token ids are identical
 #   - every logits row is within 1e-4 * max|ref logit| (scripts/compare_logits.py)
+# and, once per variant, that attention fusion took every decoder layer (the
+# compile log's attention-fusion line), so no export shape loses its fusion
+# silently.
 # If $BUILD/llmc does not exist the llmc checks are reported as `not ok`.
 set -u
 cd "$(dirname "$0")/.."
@@ -19,10 +22,16 @@ MAX_NEW=32
 VOCAB=512                    # tiny size vocabulary
 # family@opset[:option], the options of tests/zoo.sh's zoo_model: hf
 # (transformers' modeling code), triu / where-additive (other causal masks),
-# single / per-tensor (external weight files).
+# single / per-tensor (external weight files), genai (onnxruntime-genai's
+# model-builder graph: GroupQueryAttention, SkipSimplifiedLayerNormalization;
+# genai-rotary with RotaryEmbedding nodes).  Opsets above 17 are torch's opset 17
+# export raised by scripts/onnx_opset_upgrade.py.
 VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor
     llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
-    llama@14:triu phi@17:triu gpt2@17:where-additive"}
+    llama@14:triu phi@17:triu gpt2@17:where-additive
+    llama@17:sdpa qwen2@14:sdpa
+    llama@17:genai qwen2@17:genai llama@17:genai-rotary qwen2@17:genai-rotary
+    llama@18 qwen2@18:hf gpt2@18 phi@18:hf qwen2@21 gpt2@21:hf"}
 
 WORK=$BUILD/e2e_llm
 mkdir -p "$WORK"
@@ -83,6 +92,18 @@ test_prompt() {
     diag "$base.cmp.log"
 }
 
+# check_fused NAME LOG WHY: the log's "attention-fusion ... K of N layers fused" has K = N > 0.
+check_fused() {
+    local line
+    line=$(grep -oE 'attention-fusion .* [0-9]+ of [0-9]+ layers fused' "$2" 2>/dev/null | grep -oE '[0-9]+ of [0-9]+ layers')
+    if [ -z "$3" ] && [ -n "$line" ] && [ "${line%% of *}" = "$(echo "${line#* of }" | cut -d' ' -f1)" ] &&
+       [ "${line%% of *}" -gt 0 ]; then
+        ok "$1: attention fused in $line"
+    else
+        not_ok "$1: attention fused in every layer (${3:-${line:-no attention-fusion line}})"
+    fi
+}
+
 test_variant() {
     local spec=${1%:*} option=""
     [ "$spec" != "$1" ] && option=${1#*:}
@@ -90,7 +111,10 @@ test_variant() {
     local name="$family opset $opset" tag=$family-op$opset${option:+-$option}
     case $option in
         hf) name="$name, transformers style" ;;
+        sdpa) name="$name, transformers style with SDPA attention" ;;
         triu|where-additive) name="$name, $option mask" ;;
+        genai) name="$name, onnxruntime-genai builder form" ;;
+        genai-rotary) name="$name, onnxruntime-genai builder form with RotaryEmbedding" ;;
         ?*) name="$name, $option external data" ;;
     esac
     local model plan=$WORK/$tag.plan why=""
@@ -100,6 +124,7 @@ test_variant() {
     elif ! compile_llmc "$model" "$plan"; then
         why="llmc compile failed"; [ -f "$plan.log" ] && diag "$plan.log"
     fi
+    check_fused "$name" "$plan.log" "$why"
     local prompt
     for prompt in $PROMPTS; do
         local n=$(echo "$prompt" | tr , '\n' | wc -l)
@@ -108,7 +133,7 @@ test_variant() {
 }
 
 set -- $VARIANTS
-echo "1..$(($# * 6))"
+echo "1..$(($# * 7))"
 for variant in "$@"; do
     test_variant "$variant"
 done

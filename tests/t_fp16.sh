@@ -12,7 +12,10 @@
 #     for prompts of 1, 7 and 64 tokens + 32 greedy steps the ids equal ONNX
 #     Runtime's on the same file and every logits row is within
 #     1e-4 * max|logit|.
-#   compute16 (every family): every float tensor float16, graph I/O too.
+#   compute16 (every family): every float tensor float16, graph I/O too;
+#   keepio16 (every family): the same with float32 graph I/O behind Casts,
+#     as transformers.js' model_fp16.onnx files are.  Both fuse to the fp32
+#     plan's ops per layer.
 #     ONNX Runtime computes in float16 there and llmc in float32, so the
 #     bound is measured, not assumed: per prompt, B = max row ratio
 #     max|ort16 - ort32| / max|ort32| between ONNX Runtime on the fp16 file
@@ -106,14 +109,18 @@ test_weights() {
     done
 }
 
-test_compute16() {
-    local family=$1 fp32=$2
-    local model=$WORK/$family-compute16.onnx plan=$WORK/$family-compute16.plan name="$family compute16"
-    prepare "$fp32" compute16 "$model" "$plan" "$name" || return
+test_compute() {
+    local family=$1 form=$2 fp32=$3 fp32_plan=$4
+    local model=$WORK/$family-$form.onnx plan=$WORK/$family-$form.plan name="$family $form"
+    prepare "$fp32" "$form" "$model" "$plan" "$name" || return
     diag <(grep -E '^(wrote|ops per)|attention-fusion' "$plan.log")
+    local want got
+    want=$(json_field "$fp32_plan" ops_per_layer) got=$(json_field "$plan" ops_per_layer)
+    [ -n "$got" ] && [ "$got" = "$want" ]
+    check $? "$name: $got plan ops per layer, as the fp32 model's $want"
     local prompt n base bound r_llmc same
     for prompt in $PROMPTS; do
-        n=$(echo "$prompt" | tr , '\n' | wc -l) base=$WORK/$family-compute16-p$n
+        n=$(echo "$prompt" | tr , '\n' | wc -l) base=$WORK/$family-$form-p$n
         if ! ort "$fp32" "$base.ort32" "$prompt" || ! ort "$model" "$base.ort16" "$prompt" ||
            ! llmc_run "$plan" "$base.llmc" "$prompt"; then
             not_ok "$name, $n-token prompt + $MAX_NEW: runs (a run failed)"
@@ -138,8 +145,8 @@ test_compute16() {
 
 set -- $FAMILIES
 # weights form: 3 prepare + 2 plan + 3 prompts x 2 (plain and hf style);
-# compute16: 3 + 3 prompts
-plan_count=$(( $# * (2 * 11 + 6) ))
+# compute16 and keepio16: 3 prepare + 1 plan + 3 prompts each
+plan_count=$(( $# * (2 * 11 + 2 * 7) ))
 case " $* " in *" llama "*) plan_count=$((plan_count + 11)) ;; esac
 echo "1..$plan_count"
 for family in "$@"; do
@@ -148,7 +155,8 @@ for family in "$@"; do
     compile "$fp32" "$fp32_plan" || { not_ok "$family: fp32 compile"; diag "$fp32_plan.log"; continue; }
     test_weights "$family" weights16 "$fp32" "$fp32_plan"
     [ "$family" = llama ] && test_weights "$family" weightsbf16 "$fp32" "$fp32_plan"
-    test_compute16 "$family" "$fp32"
+    test_compute "$family" compute16 "$fp32" "$fp32_plan"
+    test_compute "$family" keepio16 "$fp32" "$fp32_plan"
     # transformers-style export (tests/zoo.sh), as Hub checkpoints stored in float16 are
     hf=$(zoo_model "$family" 17 hf) || { not_ok "$family hf: export"; continue; }
     compile "$hf" "$WORK/$family-hf-fp32.plan" || { not_ok "$family hf: fp32 compile"; continue; }

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The op budget of a fused decoder layer, for both export styles (our own
-# torch modules and transformers' eager modeling code, `--style hf`): at
+# The op budget of a fused decoder layer, for every file kind of
+# scripts/op_counts.py (our own torch modules, transformers' eager and SDPA
+# modeling code, transformers.js' fp16 files, ...): at
 # most 8 plan ops per layer for LLaMA, Qwen2 and GPT-2 and 6 for Phi (its
 # attention and MLP read one LayerNorm), measured by scripts/op_counts.py
 # (3-layer minus 2-layer export) beside ONNX Runtime's own optimized graph.
+# Exports at opsets 18 and 21 (torch's opset 17 raised by
+# scripts/onnx_opset_upgrade.py) fuse to the same ops per layer as opset 17,
+# and every other kind to the same ops as the transformers-style export.
 set -u
 cd "$(dirname "$0")/.."
 . tests/tap.sh
@@ -18,7 +22,7 @@ mkdir -p "$WORK"
 . tests/zoo.sh
 rm -f "$WORK"/*.onnx
 EXPORTS=$LLMC_CACHE/op_counts/exports-$(cache_digest "op_counts | $ZOO_ENV" scripts/op_counts.py \
-    scripts/export_llm.py scripts/hf_models.py)
+    scripts/export_llm.py scripts/hf_models.py scripts/onnx_opset_upgrade.py)
 keep_exports() {   # keep_exports DIR: the exports of $WORK (not ONNX Runtime's optimized models)
     find "$WORK" -maxdepth 1 -name '*.onnx' ! -name '*.ort.onnx' -exec cp {} "$1/" \;
 }
@@ -27,14 +31,28 @@ keep_exports() {   # keep_exports DIR: the exports of $WORK (not ONNX Runtime's 
 rc=$?
 [ "$rc" -eq 0 ] && cache_fill "$EXPORTS" keep_exports
 sed 's/^/# /' "$WORK/table.txt"
-check "op_counts.py ran on every family, opset and style" test "$rc" -eq 0 -a -s "$WORK/table.txt"
+check "op_counts.py ran on every family, opset and kind" test "$rc" -eq 0 -a -s "$WORK/table.txt"
 per_layer() { awk -v m="$1" '$1 == m {print $8}' "$WORK/table.txt"; }
-for m in llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17 \
-         llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf; do
+layer_ops() { awk -v m="$1" '$1 == m {$1 = $2 = $3 = $4 = $5 = $6 = $7 = $8 = ""; print}' "$WORK/table.txt"; }
+# base_of M: the row M must equal op for op: the opset-17 export of the same
+# kind for a higher opset, the transformers-style export for another kind.
+base_of() {
+    local family=${1%%@*} rest=${1#*@} kind=plain
+    local opset=${rest%%:*}
+    [ "$rest" != "$opset" ] && kind=${rest#*:}
+    if [ "$opset" -gt 17 ]; then echo "${1/@$opset/@17}"
+    elif [ "$kind" != plain ] && [ "$kind" != hf ]; then echo "$family@$opset:hf"
+    fi
+}
+# every row of the table (op_counts.py's VARIANTS: family@opset[:kind])
+for m in $(awk '$5 == "|" {print $1}' "$WORK/table.txt"); do
     limit=8
     [ "${m%%@*}" = phi ] && limit=6
     count=$(per_layer "$m")
     check "$m: ${count:-?} plan ops per decoder layer (<= $limit)" test -n "$count" -a "${count:-99}" -le "$limit"
+    base=$(base_of "$m")
+    [ -n "$base" ] && check "$m: the same plan ops per layer as $base ($(layer_ops "$m" | xargs))" \
+        test -n "$(layer_ops "$m" | xargs)" -a "$(layer_ops "$m")" = "$(layer_ops "$base")"
 done
 echo "# summary: ops per layer $(awk '$5 == "|" {printf "%s=%s ", $1, $8}' "$WORK/table.txt")"
 tap_done

@@ -3,10 +3,15 @@
 # opset with seed 0, exporting it into the tests' cache (tests/cache.sh:
 # ${LLMC_CACHE:-build/cache}/zoo, shared by every build folder) unless it is
 # there.  OPTION: plain (the default: our own torch modules), hf (--style hf:
-# transformers' modeling code and optimum's interface), triu /
+# transformers' modeling code and optimum's interface), sdpa (hf with the
+# SDPA attention and bool mask optimum's current exports have), triu /
 # where-additive (--mask: a torch.triu mask; GPT-2's Where(bias, 0, -1e9)
 # added to the scores), single / per-tensor (--external: the weights in one
-# data file with offsets, or one file per tensor, beside DIR/model.onnx).
+# data file with offsets, or one file per tensor, beside DIR/model.onnx),
+# genai (scripts/export_genai.py: onnxruntime-genai's model-builder graph,
+# GroupQueryAttention and the RMS norm contrib ops), genai-rotary (the same
+# with RotaryEmbedding nodes: --rotary separate).
+# hf-no-past (--style hf --no-past: no past inputs, optimum's decoder_model).
 # Exports are byte-deterministic: same seed, same torch, same bytes.
 . tests/cache.sh
 
@@ -19,17 +24,23 @@ ZOO_ENV=${ZOO_ENV:-$(dpkg-query -W python3-torch python3-onnx python3-numpy pyth
 # unless there.  The key: ARG..., the exporter's sources and ZOO_ENV; NAME
 # is for people reading the cache.
 zoo_export() {
-    local name=$1 key dir
-    shift
-    key=$(cache_digest "export_llm $* | $ZOO_ENV" scripts/export_llm.py scripts/hf_models.py) || return 1
+    zoo_export_with export_llm "$@"
+}
+# zoo_export_with EXPORTER NAME ARG...: the same with scripts/EXPORTER.py
+# (export_llm or export_genai, which reads export_llm's models).
+zoo_export_with() {
+    local exporter=$1 name=$2 key dir sources=(scripts/export_llm.py scripts/hf_models.py scripts/onnx_opset_upgrade.py)
+    shift 2
+    [ "$exporter" = export_llm ] || sources+=("scripts/$exporter.py")
+    key=$(cache_digest "$exporter $* | $ZOO_ENV" "${sources[@]}") || return 1
     dir=$LLMC_CACHE/zoo/$name-$key
-    cache_fill "$dir" zoo_export_into "$@" || return 1
+    cache_fill "$dir" zoo_export_into "$exporter" "$@" || return 1
     echo "$dir/model.onnx"
 }
-zoo_export_into() {   # zoo_export_into DIR ARG...
-    local dir=$1
-    shift
-    /usr/bin/python3 scripts/export_llm.py "$@" --out "$dir/model.onnx" >"$dir/export.log" 2>&1 ||
+zoo_export_into() {   # zoo_export_into DIR EXPORTER ARG...
+    local dir=$1 exporter=$2
+    shift 2
+    /usr/bin/python3 "scripts/$exporter.py" "$@" --out "$dir/model.onnx" >"$dir/export.log" 2>&1 ||
         { cat "$dir/export.log" >&2; return 1; }
 }
 
@@ -38,12 +49,35 @@ zoo_model() {
     case $option in
         plain) ;;
         hf) args=(--style hf) ;;
+        sdpa) args=(--style hf --attn sdpa) ;;
         triu|where-additive) args=(--mask "$option") ;;
         single|per-tensor) args=(--external "$option") ;;
+        genai) zoo_export_with export_genai "$family-op$opset-genai-s0" --family "$family" --opset "$opset" \
+                   --seed 0
+               return ;;
+        genai-rotary) zoo_export_with export_genai "$family-op$opset-genai-rotary-s0" --family "$family" \
+                          --opset "$opset" --rotary separate --seed 0
+                      return ;;
+        hf-no-past) args=(--style hf --no-past) ;;
         *) echo "zoo_model: unknown option '$option'" >&2; return 1 ;;
     esac
     zoo_export "$family-op$opset$([ "$option" = plain ] || echo "-$option")-s0" \
         --family "$family" --opset "$opset" --size tiny --seed 0 "${args[@]}"
+}
+
+# zoo_merged FAMILY OPSET: optimum's decoder_model_merged.onnx of the
+# family (scripts/merge_decoders.py on the hf-no-past and hf exports).
+zoo_merged() {
+    local no_past with_past key dir
+    no_past=$(zoo_model "$1" "$2" hf-no-past) && with_past=$(zoo_model "$1" "$2" hf) || return 1
+    key=$(cache_digest "merge_decoders | $ZOO_ENV" scripts/merge_decoders.py "$no_past" "$with_past") || return 1
+    dir=$LLMC_CACHE/zoo/$1-op$2-merged-$key
+    cache_fill "$dir" zoo_merge_into "$no_past" "$with_past" || return 1
+    echo "$dir/model.onnx"
+}
+zoo_merge_into() {   # zoo_merge_into DIR NO_PAST WITH_PAST
+    /usr/bin/python3 scripts/merge_decoders.py "$2" "$3" --out "$1/model.onnx" >"$1/merge.log" 2>&1 ||
+        { cat "$1/merge.log" >&2; return 1; }
 }
 
 # The models tests/golden/ blesses: family@opset[:hf] (gpt2's older opset is

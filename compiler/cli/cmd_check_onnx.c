@@ -103,7 +103,8 @@ static int is_shape_operand(const char *op, int k)
 {
     static const struct { const char *op; unsigned mask; } table[] = {
         {"Reshape", 1u << 1}, {"Expand", 1u << 1}, {"Squeeze", 1u << 1}, {"Unsqueeze", 1u << 1},
-        {"ReduceSum", 1u << 1}, {"Split", 1u << 1}, {"Slice", 0x1eu}, {"ConstantOfShape", 1u << 0},
+        {"ReduceSum", 1u << 1}, {"ReduceMean", 1u << 1}, {"ReduceMax", 1u << 1}, {"ReduceMin", 1u << 1},
+        {"ReduceProd", 1u << 1}, {"Split", 1u << 1}, {"Slice", 0x1eu}, {"ConstantOfShape", 1u << 0},
         {"Range", 0x7u}, {"CumSum", 1u << 1},
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)

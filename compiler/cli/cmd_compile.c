@@ -1,8 +1,9 @@
-/* llmc compile MODEL.onnx -o OUT.plan [--max-context N] [--dump-passes DIR [--dot]] [--dim NAME=N]
- *              [--threads N] [--quiet] [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
+/* llmc compile MODEL.onnx|FOLDER -o OUT.plan [--variant NAME] [--max-context N]
+ *              [--dump-passes DIR [--dot]] [--dim NAME=N] [--threads N] [--quiet]
+ *              [--quant f32|w8a8|w4a8] [--group-size N] [--lm-head-bits 8|4]
  *              [--embed-bits 32|16|8] [--logits last|all] [--target generic|avx2|neon-dot|neon-i8mm]
- *              [--kv-cache f32|f16|int8] [--tokenizer tokenizer.json]
- *              [--calibrate TEXT [--calib-percentile P] [--shadow-layers F]]
+ *              [--kv-cache f32|f16|int8] [--tokenizer tokenizer.json | --no-tokenizer]
+ *              [--calibrate TEXT | --calibrate-ids FILE [--calib-percentile P] [--shadow-layers F]]
  *              [--npu-chunk C [--npu-export DIR]] */
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,12 +14,14 @@
 
 #include "tools/calibrate.h"
 #include "cli.h"
+#include "model_folder.h"
 #include "codegen/codegen.h"
 #include "tokenizer/tokenizer_json.h"
 #include "codegen/plan_model.h"
 #include "npu/npu_export.h"
 #include "onnx/onnx_import.h"
 #include "passes/pipeline.h"
+#include "passes/position_tables.h"
 #include "codegen/evaluate.h"
 
 #define MAX_DIM_BINDINGS 16
@@ -32,14 +35,27 @@
 #define SHADOW_FRACTION 0.15
 
 static const char compile_help[] =
-    "usage: llmc compile MODEL.onnx -o OUT.plan [options]\n"
+    "usage: llmc compile MODEL.onnx|FOLDER -o OUT.plan [options]\n"
     "\n"
     "Imports MODEL.onnx (external data next to it), runs the pass pipeline and\n"
     "writes OUT.plan atomically: on failure nothing is written.\n"
     "\n"
+    "FOLDER is a model as downloaded from the Hugging Face Hub: the ONNX file named by\n"
+    "genai_config.json (onnxruntime-genai), or the *.onnx of FOLDER (optimum: model.onnx,\n"
+    "decoder_with_past_model.onnx, ...) and FOLDER/onnx (transformers.js: model.onnx,\n"
+    "model_fp16.onnx, model_q4.onnx, ...); its tokenizer.json is compiled in.  What\n"
+    "was picked is said on stderr; several models and no --variant is an error that\n"
+    "lists them.\n"
+    "\n"
     "options:\n"
     "  -o, --output PATH     the plan to write (required)\n"
-    "  --max-context N       bound on past + new tokens the arena is sized for (default 2048)\n"
+    "  --variant NAME        with FOLDER: the model to compile: fp32 (model.onnx), the X of\n"
+    "                        model_X.onnx (fp16, q4, q4f16, quantized, ...), with_past,\n"
+    "                        merged or no_past (decoder_with_past_model.onnx, ...), or the\n"
+    "                        file's name\n"
+    "  --max-context N       bound on past + new tokens the arena is sized for (default: the\n"
+    "                        rows of the model's position tables, learned positions or\n"
+    "                        RoPE cos/sin, else 2048; more than those rows is refused)\n"
     "  --dump-passes DIR     write DIR/NN-<pass>.txt, the canonical IR after every pass\n"
     "  --dot                 with --dump-passes, also DIR/NN-<pass>.dot: a Graphviz picture\n"
     "                        per pass (layers clustered, fused ops filled, the pass's new\n"
@@ -69,12 +85,18 @@ static const char compile_help[] =
     "                        or int8 (keys int8 with a scale per row, values f16)\n"
     "  --tokenizer PATH      a Hugging Face tokenizer.json (tokenizer_config.json beside it\n"
     "                        is read for bos/eos) compiled into the plan: llmc tokenize,\n"
-    "                        llmc run --prompt and llmc_rt_encode use it\n"
+    "                        llmc run --prompt and llmc_rt_encode use it (default with\n"
+    "                        FOLDER: the tokenizer.json there)\n"
+    "  --no-tokenizer        with FOLDER: no tokenizer in the plan\n"
     "  --calibrate TEXT      w8a8 with per-tensor activations, as an NPU runs them: the\n"
     "                        model (unquantized) runs over TEXT (tokenized by --tokenizer)\n"
     "                        in windows of up to %u tokens, and every QuantizeRows gets one\n"
     "                        static scale, the clip of its x's range / 127; prints each\n"
     "                        tensor's range, outliers and importance (max |x| / clip)\n"
+    "  --calibrate-ids FILE  as --calibrate, over token ids instead of a text (no tokenizer\n"
+    "                        needed): one window per line, ids separated by commas or\n"
+    "                        spaces (llmc eval --ids's format); a line of more than %u\n"
+    "                        tokens is cut into windows as --calibrate cuts its text\n"
     "  --calib-percentile P  the clip: this percentile of |x| over the text (default %g);\n"
     "                        values beyond it are clamped, unless shadowed\n"
     "  --shadow-layers F     with --calibrate: the share, in [0, 1], of the Linears whose\n"
@@ -108,7 +130,11 @@ typedef struct {
     const char *target;
     int kv_cache_dtype;             /* Plan.kv_cache_dtype */
     const char *tokenizer;
+    const char *variant;            /* --variant NAME (with a folder) */
+    int no_tokenizer;               /* --no-tokenizer */
+    llmc_model_folder folder;       /* what a folder given as the model holds */
     const char *calibrate;          /* --calibrate TEXT */
+    const char *calibrate_ids;      /* --calibrate-ids FILE */
     double calib_percentile;
     double shadow_fraction;         /* < 0: not given */
     uint32_t npu_chunk;             /* --npu-chunk C; 0: no subgraphs */
@@ -144,10 +170,15 @@ static int64_t default_group(int quant_bits)
     return quant_bits == 4 ? 64 : 32;
 }
 
+static bool calibrating(const compile_args *a)
+{
+    return a->calibrate || a->calibrate_ids;
+}
+
 static int parse_args(int argc, char **argv, compile_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->max_context = 2048;
+    a->max_context = 0; /* not given: the model's (resolve_max_context) */
     a->threads = 1;
     a->group = -1; /* not given: default_group */
     a->lm_head_bits = 8;
@@ -213,6 +244,12 @@ static int parse_args(int argc, char **argv, compile_args *a)
             a->tokenizer = argv[++i];
         } else if (!strcmp(arg, "--calibrate") && has_value) {
             a->calibrate = argv[++i];
+        } else if (!strcmp(arg, "--calibrate-ids") && has_value) {
+            a->calibrate_ids = argv[++i];
+        } else if (!strcmp(arg, "--variant") && has_value) {
+            a->variant = argv[++i];
+        } else if (!strcmp(arg, "--no-tokenizer")) {
+            a->no_tokenizer = 1;
         } else if (!strcmp(arg, "--shadow-layers") && has_value) {
             char *end;
             a->shadow_fraction = strtod(argv[++i], &end);
@@ -253,32 +290,75 @@ static int parse_args(int argc, char **argv, compile_args *a)
         return llmc_cli_usage("compile", "missing -o OUT.plan");
     if (a->dot && !a->dump_dir)
         return llmc_cli_usage("compile", "--dot needs --dump-passes DIR (the pictures go beside the dumps)");
-    if (a->npu_chunk && !a->calibrate)
-        return llmc_cli_usage("compile", "--npu-chunk needs --calibrate TEXT: NPU subgraphs "
-                              "take per-tensor activation scales");
+    if (a->npu_chunk && !calibrating(a))
+        return llmc_cli_usage("compile", "--npu-chunk needs --calibrate TEXT (or --calibrate-ids "
+                              "FILE): NPU subgraphs take per-tensor activation scales");
     if (a->npu_export && !a->npu_chunk)
         return llmc_cli_usage("compile", "--npu-export needs --npu-chunk C: it exports the "
                               "plan's NPU subgraphs");
-    if (a->npu_chunk > a->max_context)
+    if (a->max_context && a->npu_chunk > a->max_context)
         return llmc_cli_usage("compile", "--npu-chunk %u is longer than --max-context %u",
                               a->npu_chunk, a->max_context);
     if (a->group < 0) /* NPUs take one weight scale per output channel */
         a->group = a->npu_chunk ? 0 : default_group(a->quant_bits);
-    if (a->calibrate && a->quant_bits != 8)
+    if (calibrating(a) && a->quant_bits != 8)
         return llmc_cli_usage("compile", "--calibrate makes per-tensor int8 activations for "
                               "W8A8 (NPU) plans: use it with --quant w8a8");
-    if (a->calibrate && !a->tokenizer)
-        return llmc_cli_usage("compile", "--calibrate needs --tokenizer tokenizer.json to "
-                              "tokenize '%s'", a->calibrate);
-    if (a->calib_percentile && !a->calibrate)
+    if (a->calibrate && a->calibrate_ids)
+        return llmc_cli_usage("compile", "give one of --calibrate TEXT or --calibrate-ids FILE");
+    if (a->tokenizer && a->no_tokenizer)
+        return llmc_cli_usage("compile", "--tokenizer and --no-tokenizer contradict each other");
+    if (a->calib_percentile && !calibrating(a))
         return llmc_cli_usage("compile", "--calib-percentile needs --calibrate TEXT");
     if (!a->calib_percentile)
         a->calib_percentile = CALIB_PERCENTILE;
-    if (a->shadow_fraction >= 0 && !a->calibrate)
+    if (a->shadow_fraction >= 0 && !calibrating(a))
         return llmc_cli_usage("compile", "--shadow-layers needs --calibrate TEXT");
     if (a->shadow_fraction < 0)
         a->shadow_fraction = SHADOW_FRACTION;
     return LLMC_OK;
+}
+
+/* A folder given as the model: the ONNX file and tokenizer.json in it, said
+ * on stderr (model_folder.h).  Then the tokenizer --calibrate needs. */
+static int resolve_model(compile_args *a, llmc_error *err)
+{
+    bool folder = llmc_is_folder(a->model);
+    if (a->variant && !folder)
+        return llmc_cli_usage("compile", "--variant picks a model in a folder; '%s' is a file",
+                              a->model);
+    int rc = folder ? llmc_model_folder_find(a->model, a->variant, &a->folder, err) : LLMC_OK;
+    if (rc)
+        return rc;
+    if (folder) {
+        const char *found = a->folder.tokenizer;
+        if (!a->tokenizer && !a->no_tokenizer && found[0])
+            a->tokenizer = found;
+        fprintf(stderr, "llmc compile: %s: model %s (%s, variant %s), tokenizer %s%s\n",
+                a->model, a->folder.model, a->folder.layout, a->folder.variant,
+                a->tokenizer ? a->tokenizer : "none",
+                a->tokenizer && a->tokenizer != found ? " (--tokenizer)"
+                : a->no_tokenizer && found[0]     ? " (--no-tokenizer)"
+                : !found[0]                       ? " (no tokenizer.json in the folder)"
+                                                  : "");
+        a->model = a->folder.model;
+    }
+    if (a->calibrate && !a->tokenizer)
+        return llmc_cli_usage("compile", "--calibrate needs --tokenizer tokenizer.json to "
+                              "tokenize '%s' (or --calibrate-ids FILE of token ids)",
+                              a->calibrate);
+    return LLMC_OK;
+}
+
+/* A folder's tokenizer.json that llmc refuses need not stop the model. */
+static int compile_tokenizer(const compile_args *a, uint8_t **bytes, size_t *size,
+                             llmc_error *err)
+{
+    int rc = llmc_tokenizer_compile(a->tokenizer, bytes, size, err);
+    if (rc && a->tokenizer == a->folder.tokenizer)
+        llmc_fail(err, rc, "it came with the folder: --no-tokenizer compiles the model "
+                  "without it");
+    return rc;
 }
 
 /* ---- the progress line ---- */
@@ -368,17 +448,47 @@ static void print_stats(const char *path, const llmc_codegen_stats *st)
                st->subgraph_ops, st->n_ops, (unsigned long long)st->subgraph_weight_bytes);
 }
 
+/* Without position tables, the context a plan is sized for by default;
+ * the most --max-context takes. */
+#define DEFAULT_MAX_CONTEXT 2048u
+#define MAX_CONTEXT_LIMIT (1u << 24)
+
+/* The max context from the model: a position table's rows bound it (the
+ * model computes nothing past them), by default and against an explicit
+ * --max-context. */
+static int resolve_max_context(compile_args *a, const llmc_graph *g, llmc_error *err)
+{
+    llmc_position_limit lim;
+    llmc_position_tables(g, &lim);
+    if (lim.rows && a->max_context > lim.rows)
+        return llmc_fail(err, LLMC_E_USAGE, "--max-context %u is more than the %lld rows of position table '%s' "
+                         "(read by node '%s'): the model has no position past %lld; pass at most %lld or leave "
+                         "--max-context out", a->max_context, (long long)lim.rows, g->values[lim.table].name,
+                         g->nodes[lim.gather].name, (long long)lim.rows - 1, (long long)lim.rows);
+    if (!a->max_context)
+        a->max_context = !lim.rows ? DEFAULT_MAX_CONTEXT : lim.rows < MAX_CONTEXT_LIMIT ? (uint32_t)lim.rows
+                                                                                        : MAX_CONTEXT_LIMIT;
+    if (a->npu_chunk > a->max_context)
+        return llmc_fail(err, LLMC_E_USAGE, "--npu-chunk %u is longer than the max context %u", a->npu_chunk,
+                         a->max_context);
+    return LLMC_OK;
+}
+
 int llmc_cmd_compile(int argc, char **argv)
 {
     if (llmc_cli_wants_help(argc, argv)) {
-        printf(compile_help, CALIB_CONTEXT, CALIB_PERCENTILE, SHADOW_FRACTION);
+        printf(compile_help, CALIB_CONTEXT, CALIB_CONTEXT, CALIB_PERCENTILE, SHADOW_FRACTION);
         return 0;
     }
     compile_args a;
-    int rc = parse_args(argc, argv, &a);
-    if (rc)
-        return rc;
     llmc_error err = {0};
+    int rc = parse_args(argc, argv, &a);
+    if (!rc)
+        rc = resolve_model(&a, &err);
+    if (rc == LLMC_E_USAGE && !err.msg[0])
+        return rc;
+    if (rc)
+        return llmc_cli_report(&err);
     llmc_graph g;
     llmc_graph_init(&g);
     llmc_import_report report;
@@ -399,20 +509,7 @@ int llmc_cmd_compile(int argc, char **argv)
     uint8_t *tokenizer = NULL;
     size_t tokenizer_size = 0;
     if (a.tokenizer)   /* first: a refused tokenizer.json costs no import */
-        rc = llmc_tokenizer_compile(a.tokenizer, &tokenizer, &tokenizer_size, &err);
-    llmc_calibration calibration = {0};
-    if (!rc && a.calibrate) {
-        llmc_calibrate_options copt = {a.calibrate, a.calib_percentile,
-                                       a.max_context < CALIB_CONTEXT ? a.max_context : CALIB_CONTEXT,
-                                       llmc_cli_host_target()};
-        rc = llmc_calibrate(a.model, &io, &ctx, tokenizer, tokenizer_size, &copt, &calibration,
-                            &err);
-        if (!rc)
-            llmc_calibration_print(&calibration, stdout);
-        ctx.calibration = &calibration;
-        ctx.shadow_fraction = a.shadow_fraction;
-        ctx.npu_chunk = a.npu_chunk;
-    }
+        rc = compile_tokenizer(&a, &tokenizer, &tokenizer_size, &err);
     if (!rc)
         rc = llmc_import_onnx(a.model, &io, &g, &err);
     if (!rc) {
@@ -420,6 +517,24 @@ int llmc_cmd_compile(int argc, char **argv)
         llmc_import_report_line(&report, widened, sizeof widened);
         if (widened[0])
             printf("%s\n", widened);
+        if (report.inlined_if[0])
+            printf("%s\n", report.inlined_if);
+    }
+    if (!rc && !(rc = resolve_max_context(&a, &g, &err)))
+        ctx.max_context = a.max_context;
+    llmc_calibration calibration = {0};
+    if (!rc && calibrating(&a)) {
+        llmc_calibrate_options copt = {
+            .text = a.calibrate, .ids = a.calibrate_ids, .percentile = a.calib_percentile,
+            .context = a.max_context < CALIB_CONTEXT ? a.max_context : CALIB_CONTEXT,
+            .target = llmc_cli_host_target()};
+        rc = llmc_calibrate(a.model, &io, &ctx, tokenizer, tokenizer_size, &copt, &calibration,
+                            &err);
+        if (!rc)
+            llmc_calibration_print(&calibration, stdout);
+        ctx.calibration = &calibration;
+        ctx.shadow_fraction = a.shadow_fraction;
+        ctx.npu_chunk = a.npu_chunk;
     }
     if (!rc)
         rc = llmc_pipeline_run_dumps(&g, &ctx, &dumps, records, &n_records, &err);

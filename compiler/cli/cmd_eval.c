@@ -112,59 +112,6 @@ static int parse_args(int argc, char **argv, eval_args *a)
     return LLMC_OK;
 }
 
-static bool id_list_push(id_list *l, int64_t id)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 4096;
-        int64_t *grown = realloc(l->ids, cap * sizeof *grown);
-        if (!grown)
-            return false;
-        l->ids = grown;
-        l->cap = cap;
-    }
-    l->ids[l->n++] = id;
-    return true;
-}
-
-static bool is_separator(uint8_t c)
-{
-    return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* Decimal ids separated by commas and/or whitespace; an error names the
- * byte offset of anything else. */
-static int parse_id_bytes(const uint8_t *text, uint64_t size, const char *path, id_list *out,
-                          llmc_error *err)
-{
-    uint64_t i = 0;
-    while (i < size) {
-        if (is_separator(text[i])) {
-            i++;
-            continue;
-        }
-        uint64_t start = i;
-        int64_t v = 0;
-        while (i < size && text[i] >= '0' && text[i] <= '9' && v <= (INT64_MAX - 9) / 10)
-            v = v * 10 + (text[i++] - '0');
-        if (i == start || (i < size && !is_separator(text[i])))
-            return llmc_fail(err, LLMC_E_INPUT, "'%s': byte %llu: expected a token id "
-                             "(digits) or a separator", path, (unsigned long long)i);
-        if (!id_list_push(out, v))
-            return llmc_fail(err, LLMC_E_NOMEM, "'%s': cannot hold %zu ids", path, out->n + 1);
-    }
-    return LLMC_OK;
-}
-
-static int read_ids(const char *path, id_list *out, llmc_error *err)
-{
-    llmc_mapped_file f = {0};
-    int rc = llmc_open_input(path, false, &f, err);
-    if (!rc)
-        rc = parse_id_bytes(f.map, f.size, path, out, err);
-    llmc_unmap_file(&f);
-    return rc;
-}
-
 /* The ids must be in the vocabulary, and a window needs two tokens. */
 static int check_ids(const id_list *ids, const llmc_rt_plan *plan, const char *path,
                      llmc_error *err)
@@ -378,7 +325,8 @@ int llmc_cmd_eval(int argc, char **argv)
         rc = resolve_windows(&a, &plan, &err);
     if (!rc)
         rc = a.text_file ? llmc_encode_text_file(&plan, a.text_file, &ids, &err)
-                         : read_ids(a.ids_file, &ids, &err);
+                         : llmc_read_ids(a.ids_file, rt_plan_of(&plan)->vocab_size, &ids,
+                                         NULL, &err);
     if (!rc)
         rc = check_ids(&ids, &plan, a.text_file ? a.text_file : a.ids_file, &err);
     if (!rc)

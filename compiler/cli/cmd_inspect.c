@@ -86,6 +86,7 @@ static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
             s->kv_position_bytes += rt_kv_position_bytes(rt_plan_of(p)->kv_cache_dtype, op.kv_heads, op.head_dim);
         llmc_layer_tally_add(&tally, op.name);
     }
+    llmc_layer_tally_limit(&tally, rt_plan_of(p)->n_layers);
     llmc_layer_tally_range(&tally, &s->layer_ops_min, &s->layer_ops_max);
     return 0;
 }

@@ -1,8 +1,9 @@
 /* Lowerers of the llmc-domain fused ops (compiler/ir/llmc_ops.h) but
- * Symbols, QuantizeRows and ShadowLinear. */
+ * Symbols, QuantizeRows and ShadowLinear, and of ONNX Gelu. */
 #include "lower_ops.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "ir/llmc_ops.h"
 #include "lower_ctx.h"
@@ -14,6 +15,23 @@ int lower_gelu(lower_ctx *L, int kind)
     (void)kind;
     bool tanh_form = llmc_node_attr_int(L->g, L->node, "tanh", 0) != 0;
     return lower_unary(L, tanh_form ? LLMC_RT_UNARY_GeluTanh : LLMC_RT_UNARY_Gelu);
+}
+
+/* ONNX Gelu (opset 20): STRING approximate "none" (erf) or "tanh", the same
+ * two kernels as llmc.Gelu. */
+int lower_onnx_gelu(lower_ctx *L, int kind)
+{
+    (void)kind;
+    if (cur_node(L)->opset < 20)
+        return lower_fail(L, LLMC_E_INPUT, -1, "Gelu is an operator of opset 20 and later, the node's is %d",
+                          cur_node(L)->opset);
+    const llmc_attr *a = llmc_node_attr(L->g, L->node, "approximate");
+    const char *form = a && a->type == LLMC_ATTR_STRING && a->s ? a->s : "none";
+    if (strcmp(form, "none") == 0)
+        return lower_unary(L, LLMC_RT_UNARY_Gelu);
+    if (strcmp(form, "tanh") == 0)
+        return lower_unary(L, LLMC_RT_UNARY_GeluTanh);
+    return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "approximate '%.64s' is not 'none' or 'tanh'", form);
 }
 
 int lower_rmsnorm(lower_ctx *L, int kind)

@@ -39,6 +39,7 @@ int lower_constant_of_shape(lower_ctx *L, int kind);
 
 /* lower_fused.c */
 int lower_gelu(lower_ctx *L, int kind);
+int lower_onnx_gelu(lower_ctx *L, int kind);
 int lower_rmsnorm(lower_ctx *L, int kind);
 int lower_rope(lower_ctx *L, int kind);
 int lower_linear(lower_ctx *L, int kind);

@@ -484,6 +484,7 @@ static void fill_stats(const plan_image *img, llmc_codegen_stats *stats)
         stats->op_counts[p->ops[i].code]++;
         llmc_layer_tally_add(&tally, p->ops[i].name);
     }
+    llmc_layer_tally_limit(&tally, cg_layer_count(p));
     stats->layers = (uint32_t)tally.n_layers;
     llmc_layer_tally_range(&tally, &stats->layer_ops_min, &stats->layer_ops_max);
     stats->n_tensors = (uint32_t)p->n_tensors;

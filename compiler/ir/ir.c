@@ -35,6 +35,12 @@ const char *llmc_dtype_name(int dtype)
     case LLMC_DT_UINT32: return "uint32";
     case LLMC_DT_UINT64: return "uint64";
     case LLMC_DT_BFLOAT16: return "bfloat16";
+    case LLMC_DT_FLOAT8E4M3FN: return "float8e4m3fn";
+    case LLMC_DT_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
+    case LLMC_DT_FLOAT8E5M2: return "float8e5m2";
+    case LLMC_DT_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
+    case LLMC_DT_UINT4: return "uint4";
+    case LLMC_DT_INT4: return "int4";
     default: return "undefined";
     }
 }

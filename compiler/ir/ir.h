@@ -43,6 +43,14 @@ typedef enum {
     LLMC_DT_UINT32 = 12,
     LLMC_DT_UINT64 = 13,
     LLMC_DT_BFLOAT16 = 16,
+    /* opset 19 (Cast, Constant, Reshape ...) and 21 (int4, uint4): named in
+     * messages, never computed */
+    LLMC_DT_FLOAT8E4M3FN = 17,
+    LLMC_DT_FLOAT8E4M3FNUZ = 18,
+    LLMC_DT_FLOAT8E5M2 = 19,
+    LLMC_DT_FLOAT8E5M2FNUZ = 20,
+    LLMC_DT_UINT4 = 21,
+    LLMC_DT_INT4 = 22,
 } llmc_dtype;
 
 size_t llmc_dtype_size(int dtype);        /* 0 for unsupported/strings */

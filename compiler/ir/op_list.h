@@ -1,5 +1,5 @@
 /* The ops llmc compiles, one row each: the ONNX operators of the default
- * domain (opsets 13..17) and the llmc-domain fused ops (llmc_ops.h).
+ * domain (opsets 13..21) and the llmc-domain fused ops (llmc_ops.h).
  *
  * Each row carries every per-op fact the compiler needs, so adding an op
  * is one row: the importer's arity check reads the counts, compiler/codegen/lower.c
@@ -9,9 +9,11 @@
  *
  * LLMC_ONNX_OP_LIST: X(op, min inputs, max inputs, min outputs, max outputs,
  *                      lowerer, kind, shape handler)
- *   counts    as the ONNX operator schemas of opsets 13..17 state them
- *             (LLMC_ONNX_N: variadic); inputs count empty names (an omitted
- *             optional input before a present one);
+ *   counts    as the ONNX operator schemas of opsets 13..21 state them, the
+ *             widest over those versions (LLMC_ONNX_N: variadic; the shape
+ *             handler refuses an input the node's own opset does not have);
+ *             inputs count empty names (an omitted optional input before a
+ *             present one);
  *   lowerer   the codegen function that turns the node into plan ops, and
  *   kind      its argument (a compiler/codegen/plan_model.h op kind, or 0);
  *   shape     the shape-inference function (compiler/passes/shape_ops.h).
@@ -54,16 +56,17 @@
     X(Not, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Not, infer_unary)                                    \
     X(Floor, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Floor, infer_unary)                                \
     X(Ceil, 1, 1, 1, 1, lower_unary, LLMC_RT_UNARY_Ceil, infer_unary)                                  \
+    X(Gelu, 1, 1, 1, 1, lower_onnx_gelu, 0, infer_unary)                                        \
     X(Where, 3, 3, 1, 1, lower_where, 0, infer_where)                                           \
     X(Cast, 1, 1, 1, 1, lower_cast, 0, infer_cast)                                              \
     /* compute */                                                                              \
     X(MatMul, 2, 2, 1, 1, lower_matmul, 0, infer_matmul)                                        \
     X(Gemm, 2, 3, 1, 1, lower_gemm, 0, infer_gemm)                                              \
-    X(ReduceMean, 1, 1, 1, 1, lower_reduce, REDUCE_MEAN, infer_reduce)                         \
+    X(ReduceMean, 1, 2, 1, 1, lower_reduce, REDUCE_MEAN, infer_reduce)                         \
     X(ReduceSum, 1, 2, 1, 1, lower_reduce, REDUCE_SUM, infer_reduce)                           \
-    X(ReduceMax, 1, 1, 1, 1, lower_reduce, REDUCE_MAX, infer_reduce)                           \
-    X(ReduceMin, 1, 1, 1, 1, lower_reduce, REDUCE_MIN, infer_reduce)                           \
-    X(ReduceProd, 1, 1, 1, 1, lower_reduce, REDUCE_PROD, infer_reduce)                         \
+    X(ReduceMax, 1, 2, 1, 1, lower_reduce, REDUCE_MAX, infer_reduce)                           \
+    X(ReduceMin, 1, 2, 1, 1, lower_reduce, REDUCE_MIN, infer_reduce)                           \
+    X(ReduceProd, 1, 2, 1, 1, lower_reduce, REDUCE_PROD, infer_reduce)                         \
     X(Softmax, 1, 1, 1, 1, lower_softmax, 0, infer_softmax)                                     \
     X(LayerNormalization, 2, 3, 1, 3, lower_layernorm, 0, infer_layer_norm)                     \
     X(Gather, 2, 2, 1, 1, lower_gather, 0, infer_gather)                                        \

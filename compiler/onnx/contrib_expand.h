@@ -59,9 +59,13 @@ int ex_set_ints(llmc_expand *e, int node, const char *name, const int64_t *v, in
 /* The expanders (one row each in LLMC_CONTRIB_OP_LIST). */
 int expand_simplified_layer_norm(llmc_expand *e);
 int expand_skip_simplified_layer_norm(llmc_expand *e);
+int expand_rotary_embedding(llmc_expand *e);
+int expand_group_query_attention(llmc_expand *e);
 int expand_matmul_nbits(llmc_expand *e);
 int expand_gather_block_quantized(llmc_expand *e);
 
+/* A new int64 scalar constant; its value id, -1 on OOM (err set). */
+int ex_const_int(llmc_expand *e, int64_t v);
 /* A new constant of any dtype and shape owning a copy of data; its value
  * id, -1 on OOM (err set). */
 int ex_const(llmc_expand *e, int dtype, const llmc_shape *shape, const void *data, uint64_t bytes);

@@ -34,6 +34,11 @@
       "axis epsilon stash_type")                                                                \
     X(MS, SkipSimplifiedLayerNormalization, 3, 4, 1, 4, expand_skip_simplified_layer_norm,      \
       "epsilon")                                                                                \
+    X(MS, RotaryEmbedding, 4, 4, 1, 1, expand_rotary_embedding,                                 \
+      "interleaved num_heads rotary_embedding_dim scale is_packed_batching")                    \
+    X(MS, GroupQueryAttention, 7, 16, 3, 4, expand_group_query_attention,                       \
+      "num_heads kv_num_heads scale do_rotary rotary_interleaved local_window_size softcap "    \
+      "smooth_softmax qk_output")                                                               \
     X(MS, MatMulNBits, 3, 6, 1, 1, expand_matmul_nbits, "K N bits block_size accuracy_level")   \
     X(MS, GatherBlockQuantized, 3, 4, 1, 1, expand_gather_block_quantized,                      \
       "gather_axis quantize_axis block_size bits")

@@ -10,6 +10,7 @@
 #include "onnx_import_priv.h"
 #include "contrib_expand.h"
 #include "contrib_ops.h"
+#include "onnx_if.h"
 #include "onnx_ops.h"
 #include "pb_diagnose.h"
 
@@ -127,6 +128,12 @@ static int start_import(importer *imp)
     if (!rc)
         imp->gp = imp->state->model->graph;
     return rc;
+}
+
+/* If nodes become their branch's nodes (onnx_if.h). */
+static int inline_ifs(importer *imp)
+{
+    return llmc_onnx_inline_ifs(imp->state->model->graph, imp->path, &imp->report, imp->err);
 }
 
 /* Op types, attribute names and graph input/output names are required;
@@ -809,7 +816,7 @@ static int check_acyclic(importer *imp)
 static int import_model(importer *imp)
 {
     static int (*const steps[])(importer *) = {
-        start_import, check_required_names, check_opset, refuse_subgraphs, refuse_unsupported_ops,
+        start_import, inline_ifs, check_required_names, check_opset, refuse_subgraphs, refuse_unsupported_ops,
         check_arity,
         names_init, import_initializers, collect_inputs, bind_dims, import_inputs,
         define_node_outputs, import_nodes, import_outputs, import_value_info, expand_contrib, check_acyclic,

@@ -45,6 +45,7 @@ typedef struct {
     uint32_t value_infos[2];            /* value_info entries declared 16-bit */
     uint32_t casts[2];                  /* Cast(to = float16 / bfloat16) nodes */
     uint64_t const_bytes;
+    char inlined_if[512];               /* the If nodes inlined and why (onnx_if.h), "" if none */
 } llmc_import_report;
 
 typedef struct {

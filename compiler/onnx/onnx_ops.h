@@ -1,4 +1,4 @@
-/* The ONNX operators llmc compiles (default domain, opsets 13..17): the
+/* The ONNX operators llmc compiles (default domain, opsets 13..21): the
  * rows of LLMC_ONNX_OP_LIST (ir/op_list.h).  `llmc ops` prints them; the
  * importer rejects everything else and checks each node's input and output
  * counts against its row. */
@@ -10,7 +10,7 @@
 #include "ir/op_list.h"
 
 #define LLMC_MIN_OPSET 13
-#define LLMC_MAX_OPSET 17
+#define LLMC_MAX_OPSET 21
 
 typedef struct {
     const char *name;

@@ -1,20 +1,29 @@
 /* activation-fusion: GELU, SiLU and SwiGLU spelled out in elementwise ops.
  *
- *   erf GELU  (nn.GELU):  x * 0.5 * (1 + Erf(x / 1.4142135))   -> llmc.Gelu
- *   tanh GELU (GPT-2):    0.5 * x * (1 + Tanh(0.7978846 *
- *                         (x + 0.044715 * Pow(x, 3))))          -> llmc.Gelu{tanh=1}
- *   SiLU:                 x * Sigmoid(x)                        -> llmc.Silu
- *   SwiGLU:               Mul(llmc.Silu(gate), up)              -> llmc.SwiGLU(gate, up)
+ *   erf GELU  (nn.GELU):  0.5 * x * (1 + Erf(x / sqrt 2))            -> llmc.Gelu
+ *   tanh GELU (GPT-2, F.gelu(approximate="tanh") below opset 20):
+ *                         0.5 * x * (1 + Tanh(sqrt(2/pi) *
+ *                                    (x + 0.044715 * x^3)))            -> llmc.Gelu{tanh=1}
+ *   SiLU:                 x * Sigmoid(x)                                -> llmc.Silu
+ *   SwiGLU:               Mul(llmc.Silu(gate), up)                      -> llmc.SwiGLU(gate, up)
  *
- * The erf argument may be Div(x, sqrt 2) or Mul(x, 1/sqrt 2); the final
- * product may group as (x * (1 + e)) * 0.5, x * ((1 + e) * 0.5) or
- * (x * 0.5) * (1 + e), every Add and Mul in either operand order.  The exponent must
- * be exactly 3 and every other constant (0.5, 1, sqrt 2, 0.044715,
- * sqrt(2/pi)) within 1e-6 relative of its value, the result must have x's shape, and no
- * intermediate may be read outside the pattern (the Silu feeding a SwiGLU
- * included).  Erf, Tanh and Sigmoid are the anchors: a failure at one of
- * them is what --explain reports. */
+ * Exporters associate these products and sums in many orders (x*x*x or
+ * Pow(x, 3); 0.5*(x*(1+e)), (x*0.5)*(1+e), x*((1+e)*0.5); x / sqrt 2 or
+ * x * (1/sqrt 2); sqrt(2/pi)*x*(1 + 0.044715*x*x)), so GELU is matched as
+ * algebra, not as a tree: the Erf/Tanh argument and the product around it
+ * are read as polynomials in x and e = Erf/Tanh(...) built from Mul, Add,
+ * Sub, Neg, Div by a constant and Pow by 1..3, and compared with
+ *   Erf argument   (1/sqrt 2) x
+ *   Tanh argument  s x + s k x^3,  s = sqrt(2/pi), k = 0.044715
+ *   result         0.5 x + 0.5 x e
+ * each coefficient as llmc_value_near (fusion_match.h) takes a constant:
+ * the value within 1e-6 relative or its float16 rounding (a float16 export
+ * widened at import), compared directly or as a reciprocal (Div by sqrt 2).
+ * The result must have x's shape, and no intermediate may be read outside
+ * the pattern (the Silu feeding a SwiGLU included).  Erf, Tanh and Sigmoid
+ * are the anchors: a failure at one of them is what --explain reports. */
 #include <math.h>
+#include <string.h>
 
 #include "fusion_match.h"
 #include "ir/llmc_ops.h"
@@ -22,49 +31,210 @@
 
 #define PASS_NAME "activation-fusion"
 
-/* Mul(a, b) with one operand a constant near `want`: the other, else -1. */
-static int times_const(const llmc_graph *g, int mul, double want)
+/* A polynomial in x (degree <= 3) and the anchor's output e (degree <= 1):
+ * c[a][b] is the coefficient of x^a e^b. */
+#define POLY_X 4
+#define POLY_E 2
+typedef struct {
+    double c[POLY_X][POLY_E];
+} poly;
+
+/* What a walk reads as variables: x and e, stripped of identity Casts
+ * (e = -1 when there is none yet). */
+typedef struct {
+    llmc_match *m;
+    int x, e;
+} poly_vars;
+
+/* Enough nodes for every spelling above: Tanh's argument is at most
+ * Mul(Add(x, Mul(Mul(x, Mul(x, x)), k)), s), four deep. */
+#define POLY_DEPTH 6
+
+static bool poly_mul(const poly *a, const poly *b, poly *r)
 {
-    const llmc_node *n = &g->nodes[mul];
-    for (int k = 0; k < 2 && n->n_inputs == 2; k++)
-        if (llmc_const_near(g, n->inputs[k], want))
-            return n->inputs[1 - k];
-    return -1;
+    poly out = {0};
+    for (int i = 0; i < POLY_X; i++)
+        for (int j = 0; j < POLY_E; j++)
+            for (int k = 0; a->c[i][j] != 0 && k < POLY_X; k++)
+                for (int l = 0; l < POLY_E; l++) {
+                    if (b->c[k][l] == 0)
+                        continue;
+                    if (i + k >= POLY_X || j + l >= POLY_E)
+                        return false;
+                    out.c[i + k][j + l] += a->c[i][j] * b->c[k][l];
+                }
+    *r = out;
+    return true;
 }
 
-/* 0.5 * x * (1 + act) after the Erf/Tanh output `act`: the root node, or
- * -1 with the reason recorded. */
-static int match_half_x_one_plus(llmc_match *m, int act_node, int x)
+/* r = a + sign * b */
+static void poly_add(const poly *a, const poly *b, double sign, poly *r)
+{
+    for (int i = 0; i < POLY_X; i++)
+        for (int j = 0; j < POLY_E; j++)
+            r->c[i][j] = a->c[i][j] + sign * b->c[i][j];
+}
+
+/* Only the coefficients in `keep` (a bit per x^a e^b, bit 2a + b) may be nonzero. */
+static bool poly_only(const poly *p, unsigned keep)
+{
+    for (int i = 0; i < POLY_X; i++)
+        for (int j = 0; j < POLY_E; j++)
+            if (p->c[i][j] != 0 && !(keep & 1u << (2 * i + j)))
+                return false;
+    return true;
+}
+#define TERM(a, b) (1u << (2 * (a) + (b)))
+
+static bool poly_of(const poly_vars *pv, int v, int depth, poly *p);
+
+/* The polynomial node `node` computes from its operands' polynomials. */
+static bool poly_of_node(const poly_vars *pv, int node, int depth, poly *p)
+{
+    const llmc_node *n = &pv->m->g->nodes[node];
+    poly a, b;
+    if (n->n_inputs < 1 || n->n_inputs > 2 || !poly_of(pv, n->inputs[0], depth - 1, &a))
+        return false;
+    if (n->n_inputs == 1) {
+        poly_add(&(poly){0}, &a, -1, p);
+        return llmc_is_onnx_op(n, "Neg");
+    }
+    if (!poly_of(pv, n->inputs[1], depth - 1, &b))
+        return false;
+    double k = b.c[0][0];
+    bool constant = poly_only(&b, TERM(0, 0));
+    if (llmc_is_onnx_op(n, "Add") || llmc_is_onnx_op(n, "Sub")) {
+        poly_add(&a, &b, llmc_is_onnx_op(n, "Add") ? 1 : -1, p);
+        return true;
+    }
+    if (llmc_is_onnx_op(n, "Mul"))
+        return poly_mul(&a, &b, p);
+    if (llmc_is_onnx_op(n, "Div"))
+        return constant && k != 0 && poly_mul(&a, &(poly){.c[0][0] = 1 / k}, p);
+    if (!llmc_is_onnx_op(n, "Pow") || !constant || !(k == 1 || k == 2 || k == 3))
+        return false;
+    *p = a;
+    for (int i = 1; i < (int)k; i++)
+        if (!poly_mul(p, &a, p))
+            return false;
+    return true;
+}
+
+/* The polynomial value v computes in pv's variables; its nodes (and the
+ * identity Casts stepped over) are collected into the match. */
+static bool poly_of(const poly_vars *pv, int v, int depth, poly *p)
+{
+    const llmc_graph *g = pv->m->g;
+    int s = llmc_strip_casts(g, v);
+    double k;
+    *p = (poly){0};
+    if (s < 0 || depth < 0 || !llmc_match_add_casts(pv->m, v))
+        return false;
+    if (s == pv->x || s == pv->e) {
+        p->c[s == pv->x][s == pv->e] = 1;
+        return true;
+    }
+    if (llmc_match_const_scalar(g, s, &k)) {
+        p->c[0][0] = k;
+        return true;
+    }
+    int node = g->values[s].producer;
+    return node >= 0 && g->nodes[node].n_outputs == 1 && llmc_match_add(pv->m, node) &&
+           poly_of_node(pv, node, depth, p);
+}
+
+/* A coefficient that stands for the constant `want`: it or its reciprocal
+ * (a Div by the constant) within llmc_value_near of want or 1/want. */
+static bool coef_is(double got, double want)
+{
+    return llmc_value_near(got, want) || (got != 0 && llmc_value_near(1 / got, 1 / want));
+}
+
+/* Is the anchor's argument, read as a polynomial in x, the one GELU's
+ * erf form (tanh_form 0) or tanh form takes? */
+static bool gelu_argument_is(const poly *p, int tanh_form)
+{
+    double s = p->c[1][0];
+    if (!tanh_form)
+        return poly_only(p, TERM(1, 0)) && coef_is(s, sqrt(0.5));
+    return poly_only(p, TERM(1, 0) | TERM(3, 0)) && coef_is(s, sqrt(2.0 / M_PI)) &&
+           s != 0 && coef_is(p->c[3][0] / s, 0.044715);
+}
+
+/* The values inside the argument subtree of v that may be x: every
+ * non-constant operand of its Mul/Add/Sub/Div/Pow/Neg nodes (and v itself),
+ * Casts stepped over, each once, in walk order. */
+#define MAX_CANDIDATES 16
+static void x_candidates(const llmc_graph *g, int v, int depth, int *out, int *n)
+{
+    static const char *const ops[] = {"Mul", "Add", "Sub", "Div", "Pow", "Neg"};
+    v = llmc_strip_casts(g, v);
+    double k;
+    if (v < 0 || llmc_match_const_scalar(g, v, &k))
+        return;
+    for (int i = 0; i < *n; i++)
+        if (out[i] == v)
+            return;
+    if (*n == MAX_CANDIDATES)
+        return;
+    out[(*n)++] = v;
+    int p = g->values[v].producer;
+    for (int i = 0; p >= 0 && depth > 0 && i < (int)(sizeof ops / sizeof ops[0]); i++)
+        for (int k = 0; llmc_is_onnx_op(&g->nodes[p], ops[i]) && k < g->nodes[p].n_inputs; k++)
+            x_candidates(g, g->nodes[p].inputs[k], depth - 1, out, n);
+}
+
+/* x of GELU's anchor (Erf or Tanh), the candidate for which the argument
+ * is GELU's; its nodes collected.  -1 (rejected) when none is. */
+static int gelu_x(llmc_match *m, int anchor, int tanh_form)
 {
     const llmc_graph *g = m->g;
-    int act = g->nodes[act_node].outputs[0];
-    int one_plus = llmc_match_consumer(m, act, "Add");
-    if (one_plus < 0 || !llmc_const_near(g, llmc_other_input(g, one_plus, act), 1.0))
-        return llmc_match_reject(m, act_node, "not read by exactly one Add(., 1)"), -1;
-    int sum = g->nodes[one_plus].outputs[0];
-    int mul = llmc_match_consumer(m, sum, "Mul");
-    int other = mul >= 0 ? llmc_other_input(g, mul, sum) : -1;
-    if (other < 0)
-        return llmc_match_reject(m, one_plus, "not read by exactly one Mul"), -1;
-    int root = -1;
-    if (llmc_const_near(g, other, 0.5)) {                      /* x * ((1 + e) * 0.5) */
-        root = llmc_match_consumer(m, g->nodes[mul].outputs[0], "Mul");
-        if (root >= 0 && llmc_strip_casts(g, llmc_other_input(g, root, g->nodes[mul].outputs[0])) !=
-                             llmc_strip_casts(g, x))
-            root = -1;
-    } else if (llmc_strip_casts(g, other) == llmc_strip_casts(g, x)) {   /* (x * (1 + e)) * 0.5 */
-        root = llmc_match_consumer(m, g->nodes[mul].outputs[0], "Mul");
-        if (root >= 0 && !llmc_const_near(g, llmc_other_input(g, root, g->nodes[mul].outputs[0]), 0.5))
-            root = -1;
-    } else {                                                     /* (x * 0.5) * (1 + e) */
-        int half = llmc_fusion_producer(m, other, "Mul");
-        root = half >= 0 && llmc_strip_casts(g, times_const(g, half, 0.5)) == llmc_strip_casts(g, x) ? mul : -1;
+    int arg = g->nodes[anchor].inputs[0], cand[MAX_CANDIDATES], n = 0, n_before = m->n_nodes;
+    x_candidates(g, arg, POLY_DEPTH, cand, &n);
+    for (int i = 1; i < n; i++) {   /* cand[0] is the argument itself */
+        poly p;
+        poly_vars pv = {m, cand[i], -1};
+        if (poly_of(&pv, arg, POLY_DEPTH, &p) && gelu_argument_is(&p, tanh_form))
+            return cand[i];
+        m->n_nodes = n_before;
     }
-    if (root < 0)
-        return llmc_match_reject(m, mul, "(1 + %s) is not multiplied by 0.5 * x", g->nodes[act_node].op_type), -1;
-    if (!llmc_shape_eq(&g->values[g->nodes[root].outputs[0]].shape, &g->values[x].shape))
-        return llmc_match_reject(m, root, "the result is broadcast to another shape than x's"), -1;
-    return root;
+    return llmc_match_reject(m, anchor, "its input is not %s in x in any association order",
+                             tanh_form ? "sqrt(2/pi) * (x + 0.044715 * x^3)" : "x / sqrt(2)"), -1;
+}
+
+/* The sole Mul/Add/Sub/Div reading v (identity Casts in between
+ * collected), or -1. */
+static int poly_reader(llmc_match *m, int v)
+{
+    static const char *const ops[] = {"Mul", "Add", "Sub", "Div"};
+    int r = -1;
+    for (int i = 0; r < 0 && i < (int)(sizeof ops / sizeof ops[0]); i++)
+        r = llmc_match_consumer(m, v, ops[i]);
+    return r;
+}
+
+/* Up to this many nodes between the anchor and the root: 0.5 * (x * (1 + e)). */
+#define MAX_OUTER 4
+
+/* The root of 0.5 * x * (1 + e) above the anchor's output e: the first
+ * node up the chain of sole readers whose output is that polynomial; -1
+ * with the reason recorded. */
+static int gelu_root(llmc_match *m, int anchor, int x)
+{
+    const llmc_graph *g = m->g;
+    poly_vars pv = {m, llmc_strip_casts(g, x), g->nodes[anchor].outputs[0]};
+    int v = pv.e;
+    for (int step = 0, node; step < MAX_OUTER && (node = poly_reader(m, v)) >= 0; step++) {
+        int n_before = m->n_nodes;
+        poly p;
+        v = g->nodes[node].outputs[0];
+        if (poly_of(&pv, v, POLY_DEPTH, &p) && poly_only(&p, TERM(1, 0) | TERM(1, 1)) && coef_is(p.c[1][0], 0.5) &&
+            coef_is(p.c[1][1], 0.5))
+            return node;
+        m->n_nodes = n_before;
+    }
+    return llmc_match_reject(m, anchor, "its output is not read by one chain computing 0.5 * x * (1 + %s)",
+                             g->nodes[anchor].op_type), -1;
 }
 
 /* Replaces the closed match rooted at `root` by llmc.op_type(x); 1 fused,
@@ -81,53 +251,18 @@ static int replace_unary(llmc_match *m, int root, const char *op_type, int x, in
     return 1;
 }
 
-/* Erf(x / sqrt 2) or Erf(x * (1 / sqrt 2)) -> x, else -1. */
-static int erf_argument(llmc_match *m, int erf)
-{
-    const llmc_graph *g = m->g;
-    int arg = g->nodes[erf].inputs[0];
-    int div = llmc_fusion_producer(m, arg, "Div");
-    if (div >= 0 && llmc_const_near(g, g->nodes[div].inputs[1], sqrt(2.0)))
-        return g->nodes[div].inputs[0];
-    int mul = div < 0 ? llmc_fusion_producer(m, arg, "Mul") : -1;
-    int x = mul >= 0 ? times_const(g, mul, sqrt(0.5)) : -1;
-    if (x < 0)
-        llmc_match_reject(m, erf, "its input is not x / sqrt(2) or x * (1 / sqrt(2))");
-    return x;
-}
-
-/* Tanh(sqrt(2/pi) * (x + 0.044715 * Pow(x, 3))) -> x, else -1. */
-static int tanh_argument(llmc_match *m, int tanh_node)
-{
-    const llmc_graph *g = m->g;
-    int scaled = llmc_fusion_producer(m, g->nodes[tanh_node].inputs[0], "Mul");
-    int inner = scaled >= 0 ? times_const(g, scaled, sqrt(2.0 / M_PI)) : -1;
-    int add = inner >= 0 ? llmc_fusion_producer(m, inner, "Add") : -1;
-    if (add < 0)
-        return llmc_match_reject(m, tanh_node, "its input is not sqrt(2/pi) * Add(x, c * x^3)"), -1;
-    for (int k = 0; k < 2; k++) {
-        int x = g->nodes[add].inputs[1 - k], n_before = m->n_nodes;
-        int cubic = llmc_fusion_producer(m, g->nodes[add].inputs[k], "Mul");
-        int cube = cubic >= 0 ? times_const(g, cubic, 0.044715) : -1;
-        int pow = cube >= 0 ? llmc_fusion_producer(m, cube, "Pow") : -1;
-        double exponent;
-        if (pow >= 0 && llmc_match_const_scalar(g, g->nodes[pow].inputs[1], &exponent) && exponent == 3.0 &&
-            llmc_strip_casts(g, g->nodes[pow].inputs[0]) == llmc_strip_casts(g, x))
-            return x;
-        m->n_nodes = n_before;
-    }
-    return llmc_match_reject(m, add, "not x + 0.044715 * Pow(x, 3)"), -1;
-}
-
-/* GELU from its Erf or Tanh node: `argument` finds x inside it. */
-static int fuse_gelu(llmc_graph *g, const llmc_pass_ctx *ctx, int anchor, int (*argument)(llmc_match *, int),
-                     int tanh_form)
+/* GELU from its Erf or Tanh node. */
+static int fuse_gelu(llmc_graph *g, const llmc_pass_ctx *ctx, int anchor, int tanh_form)
 {
     llmc_match m;
     llmc_match_init(&m, g, ctx, PASS_NAME);
     llmc_match_add(&m, anchor);
-    int x = argument(&m, anchor);
-    int root = x >= 0 ? match_half_x_one_plus(&m, anchor, x) : -1;
+    int x = gelu_x(&m, anchor, tanh_form);
+    int root = x >= 0 ? gelu_root(&m, anchor, x) : -1;
+    if (root >= 0 && !llmc_shape_eq(&g->values[g->nodes[root].outputs[0]].shape, &g->values[x].shape)) {
+        llmc_match_reject(&m, root, "the result is broadcast to another shape than x's");
+        root = -1;
+    }
     return replace_unary(&m, root, "Gelu", x, tanh_form);
 }
 
@@ -165,12 +300,12 @@ static int fuse_swiglu(llmc_graph *g, const llmc_pass_ctx *ctx, int silu)
 
 static int visit_erf(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
 {
-    return llmc_is_onnx_op(&g->nodes[node], "Erf") ? fuse_gelu(g, ctx, node, erf_argument, 0) : 0;
+    return llmc_is_onnx_op(&g->nodes[node], "Erf") ? fuse_gelu(g, ctx, node, 0) : 0;
 }
 
 static int visit_tanh(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
 {
-    return llmc_is_onnx_op(&g->nodes[node], "Tanh") ? fuse_gelu(g, ctx, node, tanh_argument, 1) : 0;
+    return llmc_is_onnx_op(&g->nodes[node], "Tanh") ? fuse_gelu(g, ctx, node, 1) : 0;
 }
 
 static int visit_sigmoid(llmc_graph *g, const llmc_pass_ctx *ctx, int node)

@@ -11,7 +11,7 @@
  * op's scale), repeat_kv is torch's Unsqueeze(2)/Expand/Reshape chain of
  * GQA, and mask ops are Add(scores, mask) and Where(cond, scores,
  * fill <= -1e4).  Identity Casts (transformers' float32 softmax and
- * upcasts) are gone by now: the identity-cast pass runs first.
+ * upcasts) are gone by now: the identity pass runs first.
  *
  * The mask ops are dropped only once proven causal: each mask and
  * condition is evaluated (the context's evaluator, position_ids = P..,

@@ -115,10 +115,28 @@ int llmc_other_input(const llmc_graph *g, int node, int v)
     return -1;
 }
 
+/* w rounded to the nearest float16 (ties to even; subnormals below 2^-14,
+ * magnitudes past 65504 left as they are: no pattern constant is there). */
+static double round_to_f16(double w)
+{
+    if (w == 0 || !isfinite(w) || fabs(w) > 65504)
+        return w;
+    int e;
+    frexp(w, &e);                                 /* |w| in [2^(e-1), 2^e) */
+    double ulp = ldexp(1.0, (e - 1 < -14 ? -14 : e - 1) - 10);   /* 10 mantissa bits */
+    return nearbyint(w / ulp) * ulp;
+}
+
+bool llmc_value_near(double x, double want)
+{
+    double tol = CONST_REL_TOL * fabs(want);
+    return fabs(x - want) <= tol || fabs(x - round_to_f16(want)) <= tol;
+}
+
 bool llmc_const_near(const llmc_graph *g, int v, double want)
 {
     double x;
-    return llmc_match_const_scalar(g, v, &x) && fabs(x - want) <= CONST_REL_TOL * fabs(want);
+    return llmc_match_const_scalar(g, v, &x) && llmc_value_near(x, want);
 }
 
 /* Bytes to read, in place or lazily (an empty constant may have neither). */

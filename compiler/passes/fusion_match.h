@@ -55,7 +55,12 @@ int llmc_strip_casts(const llmc_graph *g, int v);
 /* The input of binary node `node` other than `v`; -1 if v is not an input. */
 int llmc_other_input(const llmc_graph *g, int node, int v);
 
-/* llmc_match_const_scalar (match.h) and |x - want| <= 1e-6 |want| (exactly 0 when want is 0). */
+/* Does x stand for the constant `want`?  |x - w| <= 1e-6 |want| for w = want
+ * or w = want rounded to float16 (the importer widens a float16 model's
+ * constants exactly, so 0.044715 arrives as 0.044708251953125): the one
+ * rule every pattern constant is compared by.  Exactly 0 when want is 0. */
+bool llmc_value_near(double x, double want);
+/* llmc_match_const_scalar (match.h) and llmc_value_near. */
 bool llmc_const_near(const llmc_graph *g, int v, double want);
 /* v is a float constant of shape [len]. */
 bool llmc_const_vector(const llmc_graph *g, int v, llmc_affine len);

@@ -14,7 +14,7 @@ extern const llmc_pass llmc_pass_logits_last;
 extern const llmc_pass llmc_pass_lora_reorder;
 extern const llmc_pass llmc_pass_constant_folding;
 extern const llmc_pass llmc_pass_dead_code;
-extern const llmc_pass llmc_pass_identity_cast;
+extern const llmc_pass llmc_pass_identity;
 extern const llmc_pass llmc_pass_cse;
 extern const llmc_pass llmc_pass_gemm_unflatten;
 extern const llmc_pass llmc_pass_slice_fusion;

@@ -22,8 +22,9 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_constant_folding,
     /* what folding left unread */
     &llmc_pass_dead_code,
-    /* Cast to the dtype the input has -> its readers read the input */
-    &llmc_pass_identity_cast,
+    /* nodes that compute nothing (Casts to the dtype the input has, Slices to
+     * the input's shape, empty Concat inputs) -> their readers read the input */
+    &llmc_pass_identity,
     /* equal constants, then equal nodes (e.g. the per-layer Symbols) */
     &llmc_pass_cse,
     /* Reshape -> Gemm -> Reshape (HF Conv1D) -> MatMul over the last axis */

@@ -2,7 +2,7 @@
  *
  * torch exports LLaMA's `x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) +
  * eps) * weight` as Pow(x, 2) -> ReduceMean -> Add(eps) -> Sqrt ->
- * Div(1, .) (opsets 13..17) -> Mul(x, .) -> Mul(., weight).  Every spelling
+ * Div(1, .) (opsets 13..21) -> Mul(x, .) -> Mul(., weight).  Every spelling
  * norm_match.h accepts is fused: the square as Pow(x, 2) or Mul(x, x), the
  * division as Div(x, sqrt) or a product with Reciprocal / Div(1, .), with
  * identity Casts anywhere, provided the mean is over the last axis only

@@ -6,7 +6,7 @@
  * as affine values, so Shape -> Gather -> Unsqueeze -> Concat -> Reshape
  * chains resolve to targets like [1, S, 16, 2, 64] that constant folding can
  * turn into constants.  Semantics follow the ONNX operator specs for opsets
- * 13..17; anything not representable (a dim S*P, an unknown shape operand)
+ * 13..21; anything not representable (a dim S*P, an unknown shape operand)
  * is an LLMC_E_UNSUPPORTED error naming the node, and inconsistent inputs
  * (broadcast or MatMul dims that differ) are LLMC_E_INPUT.
  *

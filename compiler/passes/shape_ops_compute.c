@@ -69,18 +69,28 @@ int infer_gemm(infer *c)
     return LLMC_OK;
 }
 
+/* Opset at which each Reduce* op takes axes as its input 1 rather than as an
+ * attribute: 13 for ReduceSum, 18 for the others. */
+static int reduce_axes_input_opset(llmc_op op)
+{
+    return op == LLMC_ONNX_ReduceSum ? 13 : 18;
+}
+
 /* Marks the axes a Reduce* node reduces; *identity when it reduces none. */
 static int reduce_axes(const infer *c, int rank, bool *reduced, bool *identity)
 {
     int64_t axes[LLMC_MAX_RANK];
     int n = 0, rc;
-    /* Opsets 13..17: ReduceSum takes axes as input 1, the others as an
-     * attribute (they move to an input in opset 18). */
-    if (c->op == LLMC_ONNX_ReduceSum && input(c, 1)) {
-        if ((rc = infer_const_ints(c, 1, axes, LLMC_MAX_RANK, &n, "axes")))
+    const llmc_attr *a = llmc_node_attr(c->g, c->id, "axes");
+    if (c->n->opset >= reduce_axes_input_opset(c->op)) {
+        if (a)
+            return infer_fail(c, LLMC_E_INPUT, "at opset %d axes is input 1, not an attribute", c->n->opset);
+        if (input(c, 1) && (rc = infer_const_ints(c, 1, axes, LLMC_MAX_RANK, &n, "axes")))
             return rc;
-    } else if (c->op != LLMC_ONNX_ReduceSum) {
-        const llmc_attr *a = llmc_node_attr(c->g, c->id, "axes");
+    } else {
+        if (input(c, 1))
+            return infer_fail(c, LLMC_E_INPUT, "axes is an attribute before opset %d, not input 1",
+                              reduce_axes_input_opset(c->op));
         if (a && a->n_ints > LLMC_MAX_RANK)
             return infer_fail(c, LLMC_E_INPUT, "%d axes for rank %d", a->n_ints, rank);
         for (n = 0; a && n < a->n_ints; n++)

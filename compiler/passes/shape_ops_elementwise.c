@@ -239,12 +239,16 @@ int infer_where(infer *c)
     return LLMC_OK;
 }
 
+/* Cast: `saturate` (opset 19) only changes casts to the float8 types, which
+ * llmc refuses with the other types it has no tensors of (opset 19's float8,
+ * opset 21's int4 and uint4), so it is accepted and has no effect. */
 int infer_cast(infer *c)
 {
     const llmc_value *x = input(c, 0);
     int to = (int)llmc_node_attr_int(c->g, c->id, "to", LLMC_DT_UNDEFINED);
     if (llmc_dtype_size(to) == 0)
-        return infer_fail(c, LLMC_E_UNSUPPORTED, "Cast to %s", llmc_dtype_name(to));
+        return infer_fail(c, LLMC_E_UNSUPPORTED, "Cast to %s (%d), which llmc does not support",
+                          llmc_dtype_name(to), to);
     infer_set_output(c, 0, to, &x->shape);
     llmc_affine vals[LLMC_MAX_SYM_ELEMS];
     int n = llmc_is_int_dtype(x->dtype) ? llmc_value_ints(c->g, input_id(c, 0), vals, LLMC_MAX_SYM_ELEMS)

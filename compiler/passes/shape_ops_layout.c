@@ -260,6 +260,8 @@ static int split_sizes(const infer *c, llmc_affine dim, llmc_affine *sizes)
     int n = c->n->n_outputs, cnt, rc;
     char b[96];
     if (input(c, 1)) {
+        if (llmc_node_attr(c->g, c->id, "num_outputs"))
+            return infer_fail(c, LLMC_E_INPUT, "both the split input and num_outputs are given");
         if ((rc = infer_known_ints(c, 1, sizes, &cnt, "split")))
             return rc;
         if (cnt != n)
@@ -270,11 +272,27 @@ static int split_sizes(const infer *c, llmc_affine dim, llmc_affine *sizes)
                 return infer_fail(c, LLMC_E_UNSUPPORTED, "dim overflow");
         return infer_require_equal_dims(c, sum, dim, "sum of split sizes and the dim");
     }
-    /* Opset 13: no split input means equal parts. */
-    if (dim.c % n || dim.s % n || dim.p % n)
+    const llmc_attr *parts = llmc_node_attr(c->g, c->id, "num_outputs");   /* opset 18 */
+    if (parts && parts->i != n)
+        return infer_fail(c, LLMC_E_INPUT, "num_outputs %lld for %d outputs", (long long)parts->i, n);
+    /* No split input: equal parts; with num_outputs (opset 18) a constant
+     * dim that does not divide takes ceil(dim / n) per part, the last part
+     * what remains. */
+    if (dim.c % n == 0 && dim.s % n == 0 && dim.p % n == 0) {
+        for (int i = 0; i < n; i++)
+            sizes[i] = (llmc_affine){dim.c / n, dim.s / n, dim.p / n};
+        return LLMC_OK;
+    }
+    if (!parts)
         return infer_fail(c, LLMC_E_INPUT, "dim %s does not split into %d equal parts", aff_str(dim, b), n);
+    if (!llmc_aff_is_const(dim))
+        return infer_fail(c, LLMC_E_UNSUPPORTED, "dim %s: unequal parts of a dim that depends on S or P",
+                          aff_str(dim, b));
+    int64_t chunk = (dim.c + n - 1) / n;
+    if (dim.c <= chunk * (n - 1))
+        return infer_fail(c, LLMC_E_INPUT, "dim %s leaves no last part for num_outputs %d", aff_str(dim, b), n);
     for (int i = 0; i < n; i++)
-        sizes[i] = (llmc_affine){dim.c / n, dim.s / n, dim.p / n};
+        sizes[i] = llmc_aff_const(i < n - 1 ? chunk : dim.c - chunk * (n - 1));
     return LLMC_OK;
 }
 

@@ -49,6 +49,12 @@ void llmc_layer_tally_add(llmc_layer_tally *t, const char *op_name)
         t->n_layers = layer + 1;
 }
 
+void llmc_layer_tally_limit(llmc_layer_tally *t, int64_t n_layers)
+{
+    if (n_layers > 0 && t->n_layers > n_layers)
+        t->n_layers = n_layers;
+}
+
 void llmc_layer_tally_range(const llmc_layer_tally *t, uint32_t *min, uint32_t *max)
 {
     *min = *max = 0;

@@ -19,6 +19,10 @@ typedef struct {
 } llmc_layer_tally;
 
 void llmc_layer_tally_add(llmc_layer_tally *t, const char *op_name);
+/* A model's decoder layers are its KV-cache layers (n_layers > 0): ops
+ * named past them are not a layer of their own (onnxruntime-genai's builder
+ * names the final norm /model/layers.<n_layers>/final_norm_layernorm). */
+void llmc_layer_tally_limit(llmc_layer_tally *t, int64_t n_layers);
 /* Largest and smallest op count over layers 0 .. n_layers-1 (0, 0 if none). */
 void llmc_layer_tally_range(const llmc_layer_tally *t, uint32_t *min, uint32_t *max);
 

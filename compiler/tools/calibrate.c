@@ -149,9 +149,26 @@ static uint8_t *linear_ops(const llmc_rt_plan *plan)
     return is_linear;
 }
 
-/* Non-overlapping windows of opt->context tokens, each from position 0. */
+/* Runs one window (from position 0) under the observer. */
+static int run_window(llmc_rt_session *s, observer_ctx *o, const int64_t *ids, uint32_t n,
+                      llmc_calibration *c, llmc_error *err)
+{
+    llmc_rt_error rt = {0};
+    int rc = LLMC_OK;
+    o->S = n;
+    llmc_rt_session_reset(s);
+    if (llmc_rt_session_feed(s, ids, n, NULL, &rt) != LLMC_RT_OK)
+        rc = o->rc ? o->rc : llmc_fail(err, LLMC_E_RUNTIME, "calibration: %s", rt.msg);
+    c->tokens += n;
+    c->windows++;
+    return rc ? rc : o->rc;
+}
+
+/* Each segment of ids (segment k ends at ends[k]) cut into non-overlapping
+ * windows of opt->context tokens, each from position 0. */
 static int run_windows(const llmc_rt_plan *plan, const llmc_id_list *ids,
-                       const llmc_calibrate_options *opt, llmc_calibration *c, llmc_error *err)
+                       const llmc_id_list *ends, const llmc_calibrate_options *opt,
+                       llmc_calibration *c, llmc_error *err)
 {
     size_t memory = llmc_rt_session_memory_for(plan, opt->context);
     void *mem = memory != SIZE_MAX ? aligned_alloc(64, (memory + 63) / 64 * 64) : NULL;
@@ -167,16 +184,11 @@ static int run_windows(const llmc_rt_plan *plan, const llmc_id_list *ids,
     observer_ctx o = {&s, c, is_linear, 0, err, LLMC_OK};
     if (!rc)
         llmc_rt_session_set_observer(&s, observe, &o);
-    for (size_t at = 0; !rc && at < ids->n; at += opt->context) {
-        size_t n = ids->n - at < opt->context ? ids->n - at : opt->context;
-        o.S = (uint32_t)n;
-        llmc_rt_session_reset(&s);
-        if (llmc_rt_session_feed(&s, ids->ids + at, (uint32_t)n, NULL, &rt) != LLMC_RT_OK)
-            rc = o.rc ? o.rc : llmc_fail(err, LLMC_E_RUNTIME, "calibration: %s", rt.msg);
-        rc = rc ? rc : o.rc;
-        c->tokens += n;
-        c->windows++;
-    }
+    for (size_t k = 0, at = 0; !rc && k < ends->n; k++)
+        for (size_t end = (size_t)ends->ids[k], n; !rc && at < end; at += n) {
+            n = end - at < opt->context ? end - at : opt->context;
+            rc = run_window(&s, &o, ids->ids + at, (uint32_t)n, c, err);
+        }
     free(is_linear);
     free(mem);
     return rc;
@@ -209,6 +221,23 @@ static int calibration_plan(const char *model, const llmc_import_options *io,
     return rc;
 }
 
+/* The calibration tokens: the text tokenized whole (one segment), or the
+ * ids file's lines (a segment each), ids checked against the vocabulary. */
+static int calibration_ids(const llmc_rt_plan *plan, const llmc_calibrate_options *opt,
+                           llmc_id_list *ids, llmc_id_list *ends, llmc_error *err)
+{
+    const char *path = opt->text ? opt->text : opt->ids;
+    int rc = opt->text ? llmc_encode_text_file(plan, path, ids, err)
+                       : llmc_read_ids(path, rt_plan_of(plan)->vocab_size, ids, ends, err);
+    if (!rc && !ids->n)
+        return llmc_fail(err, LLMC_E_INPUT, opt->text ? "--calibrate '%s': the text has no tokens"
+                         : "--calibrate-ids '%s': the file has no token ids", path);
+    if (!rc && opt->text && !ends->n)
+        rc = llmc_id_list_push(ends, (int64_t)ids->n) ? LLMC_OK
+             : llmc_fail(err, LLMC_E_NOMEM, "calibration: out of memory");
+    return rc;
+}
+
 int llmc_calibrate(const char *model, const llmc_import_options *io, const llmc_pass_ctx *ctx,
                    const uint8_t *tokenizer, size_t tokenizer_size,
                    const llmc_calibrate_options *opt, llmc_calibration *out, llmc_error *err)
@@ -220,20 +249,19 @@ int llmc_calibrate(const char *model, const llmc_import_options *io, const llmc_
     size_t size = 0;
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
-    llmc_id_list ids = {0};
+    llmc_id_list ids = {0}, ends = {0};
     int rc = calibration_plan(model, io, ctx, tokenizer, tokenizer_size, opt->target, &bytes,
                               &size, err);
     if (!rc && llmc_rt_plan_open(&plan, bytes, size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_RUNTIME, "calibration plan: %s", rt.msg);
     if (!rc)
-        rc = llmc_encode_text_file(&plan, opt->text, &ids, err);
-    if (!rc && !ids.n)
-        rc = llmc_fail(err, LLMC_E_INPUT, "--calibrate '%s': the text has no tokens", opt->text);
+        rc = calibration_ids(&plan, opt, &ids, &ends, err);
     if (!rc)
-        rc = run_windows(&plan, &ids, opt, out, err);
+        rc = run_windows(&plan, &ids, &ends, opt, out, err);
     for (int i = 0; !rc && i < out->n; i++)
         finish_range(&out->ranges[i], opt->percentile);
     free(ids.ids);
+    free(ends.ids);
     free(bytes);
     if (rc)
         llmc_calibration_free(out);

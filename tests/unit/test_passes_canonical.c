@@ -1,9 +1,10 @@
-/* The canonicalizing rewrites on hand-built graphs: identity-cast (Casts to
- * the dtype the input already has), gemm-unflatten (Reshape -> Gemm ->
+/* The canonicalizing rewrites on hand-built graphs: identity (Casts to
+ * the dtype the input already has, Slices to the input's own shape, empty
+ * Concat inputs), gemm-unflatten (Reshape -> Gemm ->
  * Reshape as MatMul over the last axis), quant-canonical (dynamic int8
  * MatMuls to MatMul(x, DequantizeLinear(Wq)); QuantizeLinear as float ops)
- * and codegen's weight sharing
- * (identical weights in one segment: tied embeddings).  Each rewrite is
+ * and codegen's weight sharing (identical weights in one segment: tied
+ * embeddings).  Each rewrite is
  * checked for what it changes, what it must leave alone (with the --explain
  * text), and that the graph computes the same values before and after
  * (llmc_evaluate_graph runs the runtime's kernels). */
@@ -20,10 +21,11 @@
 #include "llmc_rt.h"
 #include "codegen/evaluate.h"
 #include "passes/pipeline.h"
+#include "passes/position_tables.h"
 #include "plan_format.h"
 #include "tap.h"
 
-#define MAX_OUTPUTS 4
+#define MAX_OUTPUTS 5
 #define MAX_CONTEXT 64
 
 /* A pass run with --explain on: explanations land in `log`. */
@@ -188,7 +190,7 @@ static const char *producer_op(const llmc_graph *g, int v)
     return p >= 0 && !g->nodes[p].dead ? g->nodes[p].op_type : "(none)";
 }
 
-/* ---- identity-cast ---- */
+/* ---- identity ---- */
 
 /* y = Abs(Cast_f(Cast_f(Neg(x)))), z = Mul(Cast_i64(Cast_i64(ids + 1)), 3),
  * w = Cast_i32(y): four identity Casts between real ops, one real Cast. */
@@ -223,7 +225,7 @@ static void test_identity_chains(void)
         eval_ok &= evaluate(&g, Ss[k], 0, in, &before[k]) == 0;
     }
     CHECK(eval_ok, "identity chains: evaluates before the pass at S = 1 and 5");
-    CHECK(run_pass(&llmc_pass_identity_cast, &g, &rep) == 0, "identity chains: pass runs");
+    CHECK(run_pass(&llmc_pass_identity, &g, &rep) == 0, "identity chains: pass runs");
     CHECK(count_op(&g, "Cast") == 1 && producer_of(&g, w) >= 0 &&
               strcmp(g.nodes[producer_of(&g, w)].op_type, "Cast") == 0,
           "identity chains: 4 identity Casts gone, the float->int32 Cast stays (%d Casts)", count_op(&g, "Cast"));
@@ -248,6 +250,76 @@ static void test_identity_chains(void)
                 vals &= ww[i * 4 + j] == (int32_t)(fabsf(-xs[i * 4 + j]) * 10.0f);
         }
         CHECK(vals, "identity chains: S = %u: z = (ids + 1) * 3 and w = int32(10 |x|) as computed by hand", Ss[k]);
+        results_free(&before[k]);
+        results_free(&after[k]);
+    }
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
+/* Slice(x, starts, ends, axes) */
+static int slice_of(llmc_graph *g, const char *out, int x, int64_t start, int64_t end, int64_t axis)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s_start", out);
+    int s = CI64(g, name, start);
+    snprintf(name, sizeof name, "%s_end", out);
+    int e = CI64(g, name, end);
+    snprintf(name, sizeof name, "%s_axis", out);
+    return OP(g, "Slice", out, x, s, e, CI64(g, name, axis));
+}
+
+/* Partial-rotary code at rotary fraction 1.0 over x [1, 2, S, 8]:
+ * y = Concat(Neg(x[..., :8]), x[..., 8:]) and z = x[..., -8:INT64_MAX] * 2
+ * and w = x[:, :, 0:INT64_MAX] + 1 are x's own values; x[..., 1:] and
+ * x[..., :4] are real Slices. */
+static void test_identity_slices(void)
+{
+    llmc_graph g;
+    pass_report rep = {0};
+    new_graph(&g);
+    int x = g_input(&g, "x", LLMC_DT_FLOAT, SHAPE(K(1), K(2), SYM_S, K(8)));
+    int rot = OP(&g, "Neg", "rot", slice_of(&g, "q_rot", x, 0, 8, -1));
+    int y = OP(&g, "Concat", "y", rot, slice_of(&g, "q_pass", x, 8, INT64_MAX, -1));
+    attr_int(&g, producer_of(&g, y), "axis", -1);
+    int z = OP(&g, "Mul", "z", slice_of(&g, "tail", x, -8, INT64_MAX, 3),
+               g_const_f32(&g, "two", SCALAR, (float[]){2.0f}));
+    int w = OP(&g, "Add", "w", slice_of(&g, "rows", x, 0, INT64_MAX, 2),
+               g_const_f32(&g, "one", SCALAR, (float[]){1.0f}));
+    int from1 = slice_of(&g, "from1", x, 1, INT64_MAX, -1), head = slice_of(&g, "head", x, 0, 4, -1);
+    int outs[] = {y, z, w, from1, head};
+    for (int i = 0; i < 5; i++)
+        g_output(&g, outs[i]);
+    CHECK(infer(&g) == 0, "identity slices: shapes inferred");
+
+    float xs[5 * 16];
+    fill(xs, 5 * 16, 31);
+    results before[2], after[2];
+    uint32_t Ss[2] = {1, 5};
+    bool eval_ok = true;
+    for (int k = 0; k < 2; k++) {
+        llmc_rt_tensor in = {LLMC_RT_F32, 4, {1, 2, Ss[k], 8}, xs};
+        eval_ok &= evaluate(&g, Ss[k], 0, &in, &before[k]) == 0;
+    }
+    CHECK(eval_ok, "identity slices: evaluates before the pass at S = 1 and 5");
+    CHECK(run_pass(&llmc_pass_identity, &g, &rep) == 0, "identity slices: pass runs");
+    CHECK(count_op(&g, "Slice") == 2 && count_op(&g, "Concat") == 0 && strcmp(producer_op(&g, from1), "Slice") == 0 &&
+              strcmp(producer_op(&g, head), "Slice") == 0,
+          "identity slices: x[..., :8], x[..., -8:], x[:, :, 0:] and the empty x[..., 8:] gone with the Concat; "
+          "x[..., 1:] and x[..., :4] stay (%d Slices, %d Concats)", count_op(&g, "Slice"), count_op(&g, "Concat"));
+    int neg = producer_of(&g, g.outputs[0]);
+    CHECK(neg >= 0 && strcmp(g.nodes[neg].op_type, "Neg") == 0 && g.nodes[neg].inputs[0] == x &&
+              strcmp(g.values[g.outputs[0]].name, "y") == 0 && all_names_unique(&g),
+          "identity slices: output 'y' is Neg(x) itself, names unique");
+    CHECK(g.nodes[producer_of(&g, z)].inputs[0] == x && g.nodes[producer_of(&g, w)].inputs[0] == x,
+          "identity slices: Mul and Add read x directly");
+    CHECK(strcmp(rep.detail, "0 casts, 3 slices, 1 concats removed; 1 empty concat inputs dropped") == 0,
+          "identity slices: detail '%s'", rep.detail);
+    CHECK(infer(&g) == 0, "identity slices: shapes inferred again");
+    for (int k = 0; k < 2; k++) {
+        llmc_rt_tensor in = {LLMC_RT_F32, 4, {1, 2, Ss[k], 8}, xs};
+        CHECK(eval_ok && evaluate(&g, Ss[k], 0, &in, &after[k]) == 0 && same_bits(&before[k], &after[k]),
+              "identity slices: S = %u: all five outputs bit-identical", Ss[k]);
         results_free(&before[k]);
         results_free(&after[k]);
     }
@@ -295,7 +367,7 @@ static void test_identity_present(void)
         eval_ok &= evaluate(&g, Ss[i], Ps[i], in, &before[i]) == 0;
     }
     CHECK(eval_ok, "present through a Cast: evaluates before the pass at (S, P) = (2, 3) and (1, 0)");
-    CHECK(run_pass(&llmc_pass_identity_cast, &g, &rep) == 0, "present through a Cast: pass runs");
+    CHECK(run_pass(&llmc_pass_identity, &g, &rep) == 0, "present through a Cast: pass runs");
     CHECK(count_op(&g, "Cast") == 0 && strcmp(rep.detail, "2 removed") == 0,
           "present through a Cast: both Casts removed (detail '%s')", rep.detail);
     int found_k = llmc_graph_find_value(&g, "present.0.key"), found_v = llmc_graph_find_value(&g, "present.0.value");
@@ -365,7 +437,7 @@ static void test_identity_of_input(void)
     llmc_rt_tensor in = {LLMC_RT_F32, 3, {1, 2, 3}, xs};
     results before, after;
     bool ok = evaluate(&g, 2, 0, &in, &before) == 0;
-    CHECK(run_pass(&llmc_pass_identity_cast, &g, &rep) == 0, "Cast of a graph input: pass runs");
+    CHECK(run_pass(&llmc_pass_identity, &g, &rep) == 0, "Cast of a graph input: pass runs");
     CHECK(count_op(&g, "Cast") == 1 && g.outputs[0] == y && strcmp(producer_op(&g, y), "Cast") == 0 &&
               g.nodes[producer_of(&g, y)].inputs[0] == x,
           "Cast of a graph input: that Cast stays, reading x");
@@ -374,7 +446,7 @@ static void test_identity_of_input(void)
           "Cast of a graph input: names and flags unchanged");
     CHECK(g.outputs[1] == neg && strcmp(g.values[neg].name, "z") == 0, "Cast of a graph input: the other one is removed");
     CHECK(strcmp(rep.detail, "1 removed") == 0, "Cast of a graph input: detail '%s'", rep.detail);
-    CHECK(rep.log && strstr(rep.log, "identity-cast: node 'y_copy' (#0, Cast) not rewritten: ") &&
+    CHECK(rep.log && strstr(rep.log, "identity: node 'y_copy' (#0, Cast) not rewritten: ") &&
               strstr(rep.log, "its input 'x' is a graph input, output or constant, and output 'y_copy' keeps its name"),
           "Cast of a graph input: explained, naming the output (log '%s')", one_line(rep.log));
     ok = ok && infer(&g) == 0 && evaluate(&g, 2, 0, &in, &after) == 0 && same_bits(&before, &after);
@@ -395,7 +467,7 @@ static void test_identity_of_input(void)
     g_output(&g, sum);
     g_output(&g, cast_to(&g, "sum_again", sum, LLMC_DT_FLOAT));
     g_output(&g, cast_to(&g, "c_out", c, LLMC_DT_FLOAT));
-    CHECK(infer(&g) == 0 && run_pass(&llmc_pass_identity_cast, &g, &rep) == 0, "Cast of an output / constant: runs");
+    CHECK(infer(&g) == 0 && run_pass(&llmc_pass_identity, &g, &rep) == 0, "Cast of an output / constant: runs");
     CHECK(count_op(&g, "Cast") == 2 && strcmp(rep.detail, "0 removed") == 0 && count_named(&g, "sum") == 1 &&
               count_named(&g, "sum_again") == 1 && strcmp(g.values[sum].name, "sum") == 0,
           "Cast of an output / constant: both stay, names unchanged (detail '%s')", rep.detail);
@@ -422,14 +494,14 @@ static void test_identity_two_outputs(void)
     llmc_rt_tensor in = {LLMC_RT_F32, 2, {2, 3}, xs};
     results before = {0}, after = {0};
     bool ok = infer(&g) == 0 && evaluate(&g, 2, 0, &in, &before) == 0;
-    CHECK(ok && run_pass(&llmc_pass_identity_cast, &g, &rep) == 0, "two outputs from one value: pass runs");
+    CHECK(ok && run_pass(&llmc_pass_identity, &g, &rep) == 0, "two outputs from one value: pass runs");
     CHECK(count_op(&g, "Cast") == 1 && strcmp(rep.detail, "1 removed") == 0 && g.outputs[0] == t &&
               strcmp(g.values[t].name, "out_a") == 0 && g.outputs[1] == b && strcmp(producer_op(&g, b), "Cast") == 0 &&
               g.nodes[producer_of(&g, b)].inputs[0] == t,
           "two outputs from one value: out_a is the Tanh, out_b = Cast(out_a) (detail '%s')", rep.detail);
     CHECK(count_named(&g, "out_a") == 1 && count_named(&g, "out_b") == 1 && all_names_unique(&g),
           "two outputs from one value: names unique");
-    CHECK(rep.log && strstr(rep.log, "identity-cast: node 'out_b' (#2, Cast) not rewritten: its input 'out_a'"),
+    CHECK(rep.log && strstr(rep.log, "identity: node 'out_b' (#2, Cast) not rewritten: its input 'out_a'"),
           "two outputs from one value: the second Cast explained (log '%s')", one_line(rep.log));
     ok = ok && infer(&g) == 0 && evaluate(&g, 2, 0, &in, &after) == 0 && same_bits(&before, &after);
     CHECK(ok, "two outputs from one value: values bit-identical");
@@ -972,6 +1044,44 @@ static void test_gemm_in_pipeline(void)
     llmc_graph_free(&g);
 }
 
+/* ---- position tables ---- */
+
+/* wte [32, 4] read by input_ids, wpe [128, 4] by position_ids, a cos table
+ * [64, 4] (through a Cast and a Slice) by position_ids + 1, a [16, 4]
+ * table by input_ids + 1 (token-derived: not a position table). */
+static void test_position_tables(void)
+{
+    static float data[128 * 4];
+    llmc_graph g;
+    new_graph(&g);
+    int ids = g_input(&g, "input_ids", LLMC_DT_INT64, SHAPE(K(1), SYM_S));
+    int pos = g_input(&g, "position_ids", LLMC_DT_INT64, SHAPE(K(1), SYM_S));
+    int wte = g_const_f32(&g, "wte", SHAPE(K(32), K(4)), data), wpe = g_const_f32(&g, "wpe", SHAPE(K(128), K(4)), data);
+    int cos = g_const_f32(&g, "cos_cached", SHAPE(K(64), K(4)), data);
+    int other = g_const_f32(&g, "by_token", SHAPE(K(16), K(4)), data);
+    llmc_position_limit lim;
+    int h = OP(&g, "Add", "h", OP(&g, "Gather", "tok", wte, ids), OP(&g, "Gather", "pe", wpe, pos));
+    int by_token = OP(&g, "Gather", "by_token_rows", other, OP(&g, "Add", "ids1", ids, CI64(&g, "one", 1)));
+    g_output(&g, OP(&g, "Add", "y", h, by_token));
+    llmc_position_tables(&g, &lim);
+    CHECK(lim.rows == 128 && lim.table == wpe && strcmp(g.nodes[lim.gather].name, "pe") == 0,
+          "position tables: wpe [128, 4] read by position_ids (rows %lld), not wte nor the token-indexed table",
+          (long long)lim.rows);
+    int sliced = slice_of(&g, "cos_head", cast_to(&g, "cos_f", cos, LLMC_DT_FLOAT), 0, 64, 0);
+    int pos1 = OP(&g, "Add", "pos1", pos, CI64(&g, "one_p", 1));
+    g_output(&g, OP(&g, "Gather", "cos_rows", sliced, pos1));
+    llmc_position_tables(&g, &lim);
+    CHECK(lim.rows == 64 && lim.table == cos, "position tables: the smallest, cos_cached [64, 4] through "
+          "Cast and Slice by position_ids + 1 (rows %lld)", (long long)lim.rows);
+    llmc_graph_free(&g);
+
+    new_graph(&g);
+    ids = g_input(&g, "input_ids", LLMC_DT_INT64, SHAPE(K(1), SYM_S));
+    g_output(&g, OP(&g, "Gather", "tok", g_const_f32(&g, "wte", SHAPE(K(32), K(4)), data), ids));
+    llmc_position_tables(&g, &lim);
+    CHECK(lim.rows == 0 && lim.table == -1, "position tables: none in a model with only a token embedding");
+    llmc_graph_free(&g);
+}
 
 /* ---- quant-canonical ---- */
 
@@ -1052,6 +1162,8 @@ int main(void)
     test_identity_present();
     test_identity_of_input();
     test_identity_two_outputs();
+    test_identity_slices();
+    test_position_tables();
     test_gemm_forms();
     test_gemm_refusals();
     test_gemm_then_linear();

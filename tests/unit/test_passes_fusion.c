@@ -192,13 +192,6 @@ static void layernorm_ref(const float *x, const float *scale, const float *bias,
     }
 }
 
-static double gelu_ref(double x, bool tanh_form)
-{
-    if (tanh_form)
-        return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-}
-
 static double silu_ref(double x)
 {
     return x / (1 + exp(-x));
@@ -474,23 +467,79 @@ static void test_layernorm_rejections(void)
 
 /* ---- activation-fusion ---- */
 
-typedef enum { GELU_PHI, GELU_HALF_FIRST, GELU_HALF_LAST, GELU_TANH } gelu_form;
+typedef enum {
+    GELU_PHI, GELU_HALF_FIRST, GELU_HALF_LAST, GELU_TANH, GELU_TANH_TORCH, GELU_TANH_FAST, GELU_TANH_F16,
+    GELU_ERF_F16, GELU_FORMS
+} gelu_form;
 
-/* GELU_PHI:        Mul(Mul(x, Add(Erf(Div(x, 1.4142135)), 1)), 0.5)   (nn.GELU, opset 14)
+static bool gelu_is_tanh(gelu_form form)
+{
+    return form >= GELU_TANH && form <= GELU_TANH_F16;
+}
+
+/* The constants a form is written with: sqrt(2/pi), 0.044715 and sqrt 2
+ * as float32, or rounded to float16 as a float16 export stores them. */
+typedef struct {
+    float s, k, r;
+} gelu_consts;
+static const gelu_consts GELU_F32 = {0.7978845608f, 0.044715f, 1.4142135f};
+static const gelu_consts GELU_F16 = {0.7978515625f, 0.044708251953125f, 1.4140625f};
+
+static gelu_consts gelu_consts_of(gelu_form form)
+{
+    return form == GELU_TANH_F16 || form == GELU_ERF_F16 ? GELU_F16 : GELU_F32;
+}
+
+/* GELU as the original graph computes it, with the form's constants. */
+static double gelu_of(double x, gelu_form form)
+{
+    gelu_consts c = gelu_consts_of(form);
+    if (gelu_is_tanh(form))
+        return 0.5 * x * (1 + tanh((double)c.s * (x + (double)c.k * x * x * x)));
+    return 0.5 * x * (1 + erf(x / (double)c.r));
+}
+
+/* The tanh forms:
+ * GELU_TANH:       scripts/export_llm.py gelu_tanh as torch exports it
+ *                  (Pow(x, 3), 0.5 * x first);
+ * GELU_TANH_TORCH: F.gelu(approximate="tanh") as torch exports it below
+ *                  opset 20: Mul(0.5, Mul(x, Add(1, Tanh(Mul(s, Add(x,
+ *                  Mul(k, Mul(x, Mul(x, x))))))))), constants first;
+ * GELU_TANH_FAST:  (x * 0.5) * (1 + Tanh((x * s) * (1 + (k * x) * x)));
+ * GELU_TANH_F16:   GELU_TANH_TORCH with float16-rounded constants. */
+static int build_gelu_tanh(llmc_graph *g, gelu_form form, int x)
+{
+    gelu_consts c = gelu_consts_of(form);
+    int s = fconst(g, "c_s", c.s), k = fconst(g, "c_k", c.k), one = fconst(g, "c_one", 1.0f);
+    int half = fconst(g, "c_half", 0.5f);
+    if (form == GELU_TANH) {
+        int cube = OP(g, "Pow", "cube", x, fconst(g, "c_three", 3.0f));
+        int inner = OP(g, "Add", "inner", x, OP(g, "Mul", "cubic", cube, k));
+        int t = OP(g, "Tanh", "t", OP(g, "Mul", "scaled", inner, s));
+        return OP(g, "Mul", "gelu", OP(g, "Mul", "half", x, half), OP(g, "Add", "one_plus", t, one));
+    }
+    if (form == GELU_TANH_FAST) {
+        int poly = OP(g, "Add", "inner", one, OP(g, "Mul", "kxx", OP(g, "Mul", "kx", k, x), x));
+        int t = OP(g, "Tanh", "t", OP(g, "Mul", "scaled", OP(g, "Mul", "xs", x, s), poly));
+        return OP(g, "Mul", "gelu", OP(g, "Mul", "half", x, half), OP(g, "Add", "one_plus", one, t));
+    }
+    int cube = OP(g, "Mul", "cube", x, OP(g, "Mul", "square", x, x));
+    int inner = OP(g, "Add", "inner", x, OP(g, "Mul", "cubic", k, cube));
+    int t = OP(g, "Tanh", "t", OP(g, "Mul", "scaled", s, inner));
+    return OP(g, "Mul", "gelu", half, OP(g, "Mul", "xe", x, OP(g, "Add", "one_plus", one, t)));
+}
+
+/* The erf forms:
+ * GELU_PHI:        Mul(Mul(x, Add(Erf(Div(x, 1.4142135)), 1)), 0.5)   (nn.GELU, opset 14)
  * GELU_HALF_FIRST: Mul(Mul(x, 0.5), Add(1, Erf(Mul(x, 0.70710678))))
  * GELU_HALF_LAST:  Mul(x, Mul(Add(Erf(x / sqrt 2), 1), 0.5))
- * GELU_TANH:       scripts/export_llm.py gelu_tanh as torch exports it. */
+ * GELU_ERF_F16:    GELU_PHI dividing by float16's sqrt 2, 1.4140625. */
 static int build_gelu(llmc_graph *g, gelu_form form, int x)
 {
-    if (form == GELU_TANH) {
-        int half = OP(g, "Mul", "half", x, fconst(g, "c_half", 0.5f));
-        int cube = OP(g, "Pow", "cube", x, fconst(g, "c_three", 3.0f));
-        int inner = OP(g, "Add", "inner", x, OP(g, "Mul", "cubic", cube, fconst(g, "c_k", 0.044715f)));
-        int t = OP(g, "Tanh", "t", OP(g, "Mul", "scaled", inner, fconst(g, "c_s", 0.7978845608f)));
-        return OP(g, "Mul", "gelu", half, OP(g, "Add", "one_plus", t, fconst(g, "c_one", 1.0f)));
-    }
+    if (gelu_is_tanh(form))
+        return build_gelu_tanh(g, form, x);
     int arg = form == GELU_HALF_FIRST ? OP(g, "Mul", "arg", x, fconst(g, "c_r", 0.70710678f))
-                                      : OP(g, "Div", "arg", x, fconst(g, "c_r", 1.4142135f));
+                                      : OP(g, "Div", "arg", x, fconst(g, "c_r", gelu_consts_of(form).r));
     int e = OP(g, "Erf", "e", arg);
     int one = fconst(g, "c_one", 1.0f), half = fconst(g, "c_half", 0.5f);
     int one_plus = form == GELU_HALF_FIRST ? OP(g, "Add", "one_plus", one, e) : OP(g, "Add", "one_plus", e, one);
@@ -504,28 +553,37 @@ static int build_gelu(llmc_graph *g, gelu_form form, int x)
 static void test_gelu(void)
 {
     static const char *names[] = {"erf GELU as nn.GELU exports it", "erf GELU, (x*0.5)*(1+erf(x*0.7071))",
-                                  "erf GELU, x*((erf+1)*0.5)", "tanh GELU as GPT-2 exports it"};
+                                  "erf GELU, x*((erf+1)*0.5)", "tanh GELU as GPT-2 exports it",
+                                  "tanh GELU as torch exports F.gelu(approximate='tanh')",
+                                  "tanh GELU, (x*0.5)*(1+tanh((x*s)*(1+(k*x)*x)))",
+                                  "tanh GELU with float16 constants", "erf GELU with float16 sqrt 2"};
     float x[ROWS * D], got[ROWS * D];
     double want[ROWS * D];
     fill(x, ROWS * D, 6);
-    for (int form = GELU_PHI; form <= GELU_TANH; form++) {
+    for (int form = GELU_PHI; form < GELU_FORMS; form++) {
         llmc_graph g;
         pass_run r = {0};
+        int tanh_form = gelu_is_tanh((gelu_form)form);
         new_graph(&g);
         int xv = x_input(&g, "x", D), y = build_gelu(&g, (gelu_form)form, xv);
         g_output(&g, y);
         CHECK(infer(&g) == LLMC_OK, "%s: shapes infer", names[form]);
         for (int i = 0; i < ROWS * D; i++)
-            want[i] = gelu_ref(x[i], form == GELU_TANH);
+            want[i] = gelu_of(x[i], (gelu_form)form);
         CHECK(evaluate(&g, (float *[]){x}, (float *[]){got}) == LLMC_OK && close_to(got, want, ROWS * D),
-              "%s: the original graph computes Gelu{tanh=%d}", names[form], form == GELU_TANH);
+              "%s: the original graph computes GELU with its constants", names[form]);
         CHECK(run_pass(&llmc_pass_activation_fusion, &g, &r) == LLMC_OK, "%s: pass runs", names[form]);
         int node = only_node(&g);
         char want_detail[64];
-        snprintf(want_detail, sizeof want_detail, "1 gelu (%d tanh form), 0 silu (0 into swiglu)", form == GELU_TANH);
-        CHECK(node >= 0 && IS_FUSED(&g, y, "Gelu", xv) &&
-                  llmc_node_attr_int(&g, node, "tanh", 0) == (form == GELU_TANH) && strcmp(r.detail, want_detail) == 0,
-              "%s: one llmc.Gelu{tanh=%d}(x) writing y; detail '%s'", names[form], form == GELU_TANH, r.detail);
+        snprintf(want_detail, sizeof want_detail, "1 gelu (%d tanh form), 0 silu (0 into swiglu)", tanh_form);
+        CHECK(node >= 0 && IS_FUSED(&g, y, "Gelu", xv) && llmc_node_attr_int(&g, node, "tanh", 0) == tanh_form &&
+                  strcmp(r.detail, want_detail) == 0,
+              "%s: one llmc.Gelu{tanh=%d}(x) writing y; detail '%s'", names[form], tanh_form, r.detail);
+        /* the fused node computes exact GELU: within 2e-4 of the float16 constants' */
+        for (int i = 0; i < ROWS * D; i++)
+            want[i] = gelu_of(x[i], tanh_form ? GELU_TANH : GELU_PHI);
+        CHECK(evaluate(&g, (float *[]){x}, (float *[]){got}) == LLMC_OK && close_to(got, want, ROWS * D),
+              "%s: the fused graph computes GELU", names[form]);
         pass_run_free(&r);
         llmc_graph_free(&g);
     }
@@ -539,8 +597,24 @@ static void test_gelu_rejections(void)
     g_output(&g, build_gelu(&g, GELU_TANH, xv));
     float *k = (float *)g.values[g.nodes[node_named(&g, "cubic")].inputs[1]].konst.data;
     *k = 0.0447f;
-    expect_unfused(&g, &llmc_pass_activation_fusion, "Gelu", "node 'inner' (#3, Add) not fused: not x + 0.044715",
+    expect_unfused(&g, &llmc_pass_activation_fusion, "Gelu",
+                   "node 't' (#4, Tanh) not fused: its input is not sqrt(2/pi) * (x + 0.044715 * x^3) in x",
                    "tanh GELU with 0.0447 for 0.044715");
+
+    new_graph(&g);
+    xv = x_input(&g, "x", D);
+    g_output(&g, build_gelu(&g, GELU_TANH_TORCH, xv));
+    *(float *)g.values[llmc_graph_find_value(&g, "c_half")].konst.data = 0.25f;
+    expect_unfused(&g, &llmc_pass_activation_fusion, "Gelu",
+                   "node 't' (#5, Tanh) not fused: its output is not read by one chain computing 0.5 * x * (1 + Tanh)",
+                   "F.gelu tanh form with 0.25 for 0.5");
+
+    new_graph(&g);
+    xv = x_input(&g, "x", D);
+    g_output(&g, build_gelu(&g, GELU_TANH_F16, xv));
+    *(float *)g.values[llmc_graph_find_value(&g, "c_s")].konst.data = 0.798f;   /* neither value nor float16's */
+    expect_unfused(&g, &llmc_pass_activation_fusion, "Gelu", "node 't' (#5, Tanh) not fused: its input is not",
+                   "tanh GELU with 0.798 for sqrt(2/pi)");
 
     new_graph(&g);
     xv = x_input(&g, "x", D);

@@ -1,0 +1,159 @@
+/* identity: nodes that compute nothing are removed and their readers
+ * read the input, so the fusions after it match one form.  Exporters leave
+ * many:
+ *   - a Cast to the dtype its input already has: transformers'
+ *     `softmax(dtype=torch.float32).to(query.dtype)`, Phi's
+ *     `.to(torch.float32)` on q and k, RMSNorm's float32 round trip, and
+ *     every `.to(dtype)` of a model exported in float32 (or widened to it
+ *     from float16 at import);
+ *   - a Slice whose output has its input's shape (affine dims in S and P,
+ *     after shape inference), with every start resolving to 0 and every
+ *     step 1: partial-rotary code at rotary fraction 1.0 (`q[..., :d]` over
+ *     a dim of size d; ends of INT64_MAX; starts of -d);
+ *   - a Concat input whose concat-axis dim is 0 (that code's `q[..., d:]`,
+ *     the part that does not rotate) is dropped, and a Concat left with one
+ *     input of its output's shape is removed like the rest.
+ *
+ * When the removed node's output is a graph output (transformers'
+ * `present.N.key` produced through a Cast), the input takes over the
+ * output's ONNX name, because roles are bound by name; that needs an input
+ * that is not itself a graph input, graph output or constant (those keep
+ * their names), else the node stays. */
+#include <stdlib.h>
+
+#include "ir/llmc_ops.h"
+#include "match.h"
+#include "pass.h"
+#include "pass_list.h"
+
+static const char PASS[] = "identity";
+
+/* Node `node` has one data input x and one output y of x's dtype and shape. */
+static bool keeps_type(const llmc_graph *g, int node)
+{
+    const llmc_node *n = &g->nodes[node];
+    if (n->n_inputs < 1 || n->n_outputs != 1 || n->inputs[0] < 0 || n->outputs[0] < 0)
+        return false;
+    const llmc_value *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
+    return x->dtype != LLMC_DT_UNDEFINED && y->dtype == x->dtype && llmc_shape_eq(&x->shape, &y->shape);
+}
+
+static bool is_identity_cast(const llmc_graph *g, int node)
+{
+    const llmc_node *n = &g->nodes[node];
+    return llmc_is_onnx_op(n, "Cast") && n->n_inputs == 1 && keeps_type(g, node) &&
+           llmc_node_attr_int(g, node, "to", 0) == g->values[n->inputs[0]].dtype;
+}
+
+/* Constant ints of optional Slice input k into out[n]; `dflt(i)` when omitted. */
+static bool slice_ints(const llmc_graph *g, const llmc_node *n, int k, int64_t *out, int want, bool is_axes)
+{
+    int count;
+    if (k >= n->n_inputs || n->inputs[k] < 0) {
+        for (int i = 0; i < want; i++)
+            out[i] = is_axes ? i : 1;
+        return true;
+    }
+    return llmc_match_const_ints(g, n->inputs[k], out, LLMC_MAX_RANK, &count) && count == want;
+}
+
+/* A Slice of x to x's own shape with starts that resolve to 0 and steps 1:
+ * the output is x (ends of any size clamp to the dim). */
+static bool is_identity_slice(const llmc_graph *g, int node)
+{
+    const llmc_node *n = &g->nodes[node];
+    int64_t starts[LLMC_MAX_RANK], axes[LLMC_MAX_RANK], steps[LLMC_MAX_RANK];
+    int count;
+    if (!llmc_is_onnx_op(n, "Slice") || n->n_inputs < 3 || !keeps_type(g, node) ||
+        !llmc_match_const_ints(g, n->inputs[1], starts, LLMC_MAX_RANK, &count) ||
+        !slice_ints(g, n, 3, axes, count, true) || !slice_ints(g, n, 4, steps, count, false))
+        return false;
+    const llmc_shape *x = &g->values[n->inputs[0]].shape;
+    for (int i = 0; i < count; i++) {
+        int64_t axis = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+        if (axis < 0 || axis >= x->rank || steps[i] != 1)
+            return false;
+        llmc_affine dim = x->dims[axis];
+        if (starts[i] != 0 && !(starts[i] < 0 && llmc_aff_is_const(dim) && starts[i] + dim.c <= 0))
+            return false;
+    }
+    return true;
+}
+
+/* Drops the inputs of Concat `node` that are empty along its axis (while
+ * another input is left); the number dropped. */
+static int drop_empty_inputs(llmc_graph *g, int node)
+{
+    llmc_node *n = &g->nodes[node];
+    if (!llmc_is_onnx_op(n, "Concat") || n->n_outputs != 1 || n->outputs[0] < 0)
+        return 0;
+    int rank = g->values[n->outputs[0]].shape.rank;
+    int axis = llmc_match_axis_attr(g, node, "axis", 0, rank), dropped = 0;
+    for (int k = n->n_inputs - 1; axis >= 0 && k >= 0 && n->n_inputs > 1; k--) {
+        int v = n->inputs[k];
+        llmc_affine d = v >= 0 && g->values[v].shape.rank == rank ? g->values[v].shape.dims[axis] : (llmc_affine){1, 0, 0};
+        if (!llmc_aff_is_const(d) || d.c != 0)
+            continue;
+        for (int j = k; j + 1 < n->n_inputs; j++)
+            n->inputs[j] = n->inputs[j + 1];
+        n->n_inputs--;
+        dropped++;
+    }
+    return dropped;
+}
+
+static bool is_identity_concat(const llmc_graph *g, int node)
+{
+    return llmc_is_onnx_op(&g->nodes[node], "Concat") && g->nodes[node].n_inputs == 1 && keeps_type(g, node);
+}
+
+/* The graph output y is computed by an identity of x: x gets y's name
+ * (the names swap, so every name stays unique). */
+static bool take_output_name(llmc_graph *g, int x, int y)
+{
+    llmc_value *in = &g->values[x];
+    if (in->is_graph_input || in->is_graph_output || in->is_const)
+        return false;
+    char *name = in->name;
+    in->name = g->values[y].name;
+    g->values[y].name = name;
+    return true;
+}
+
+static int remove_identity(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
+{
+    int x = g->nodes[node].inputs[0], y = g->nodes[node].outputs[0];
+    if (g->values[y].is_graph_output && !take_output_name(g, x, y)) {
+        llmc_pass_explain(ctx, PASS, g, node, "its input '%s' is a graph input, output or constant, and "
+                          "output '%s' keeps its name", g->values[x].name, g->values[y].name);
+        return 0;
+    }
+    llmc_graph_replace_value(g, y, x);
+    llmc_graph_erase_node(g, node);
+    return 1;
+}
+
+static int run_identity(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
+{
+    int casts = 0, slices = 0, empties = 0, concats = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].dead)
+            continue;
+        if (is_identity_cast(g, i))
+            casts += remove_identity(g, ctx, i);
+        else if (is_identity_slice(g, i))
+            slices += remove_identity(g, ctx, i);
+        else if ((empties += drop_empty_inputs(g, i), is_identity_concat(g, i)))
+            concats += remove_identity(g, ctx, i);
+    }
+    /* the Slices that made the dropped inputs are unread now */
+    int rc = empties ? llmc_match_sweep(g, err) : LLMC_OK;
+    if (slices + empties + concats == 0)
+        llmc_pass_detail(ctx, "%d removed", casts);
+    else
+        llmc_pass_detail(ctx, "%d casts, %d slices, %d concats removed; %d empty concat inputs dropped", casts,
+                         slices, concats, empties);
+    return rc;
+}
+
+const llmc_pass llmc_pass_identity = {"identity", run_identity};

@@ -1,0 +1,303 @@
+#!/usr/bin/python3
+"""Export tiny random-weight LLMs in the graph form of onnxruntime-genai's model builder.
+
+Run with Debian's python (/usr/bin/python3: python3-torch, python3-onnx).
+
+The builder (onnxruntime-genai, src/python/py/models/builder.py and
+builders/base.py) writes its `cpu-fp32` and `cpu-int4-rtn-block-32-acc-level-4`
+models with opset 21 and ONNX Runtime's contrib ops (com.microsoft).  This
+script writes the same graph, node by node, from the weights of the tiny
+Hugging Face-shaped models of scripts/hf_models.py (same state dict names,
+seeded as scripts/export_llm.py seeds them), without the builder itself:
+
+  attention_mask -> ReduceSum(axis 1) - 1 -> Cast int32       seqlens_k
+                 -> Shape -> Gather(1) -> Cast int32          total_sequence_length
+  input_ids -> Gather(model.embed_tokens.weight)
+  per layer:
+    SimplifiedLayerNormalization (layer 0) or SkipSimplifiedLayerNormalization
+        (residual sum = output 3, chained into the next norm)
+    qkv_proj MatMul (q, k, v packed into one weight) [+ packed bias Add]
+    GroupQueryAttention(qkv, -, -, past_key, past_value, seqlens_k,
+        total_sequence_length, cos_cache, sin_cache){do_rotary=1}
+    o_proj MatMul
+    SkipSimplifiedLayerNormalization
+    gate/up MatMuls, Sigmoid, Mul (SiLU), Mul, down MatMul
+  final SkipSimplifiedLayerNormalization (output 0 only), lm_head MatMul -> logits
+
+Graph interface (the builder's names):
+  inputs : input_ids [batch_size, sequence_length] i64,
+           attention_mask [batch_size, total_sequence_length] i64,
+           past_key_values.{i}.key/.value [batch_size, kv_heads, past_sequence_length, head_size] f32
+  outputs: logits [batch_size, sequence_length, vocab] f32,
+           present.{i}.key/.value [batch_size, kv_heads, total_sequence_length, head_size] f32
+No position_ids: GroupQueryAttention rotates q and k itself (with --rotary
+separate, RotaryEmbedding nodes do, reading position_ids [batch_size,
+sequence_length] i64).
+
+--opset 17 writes the same nodes under opset 17 (ReduceSum takes its axes as
+an input from opset 13, and no other op used here changed meaning up to 21).
+
+Weights are float32 MatMul initializers (the builder's cpu-fp32 form).
+Every projection goes through Builder.matmul, the one place the int4 form
+(MatMulNBits with block-32 weights) replaces the MatMul.
+
+Families: llama and qwen2 (q/k/v biases: one packed Add).  Our phi family
+is Phi-2 shaped (LayerNorm, GELU, parallel attention and MLP), which the
+builder writes with SkipLayerNormalization and FastGelu, not this form.
+"""
+import argparse
+import math
+import os
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+import export_llm
+import hf_models
+
+FAMILIES = ("llama", "qwen2")
+CONST = "/model/constants"
+
+
+class Builder:
+    """Accumulates nodes, initializers and value_info as the builder's make_* do."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.nodes, self.inits, self.infos = [], [], []
+        self.names = set()
+
+    def hidden(self, last):
+        return ["batch_size", "sequence_length", last]
+
+    def value(self, name, dtype, shape):
+        self.infos.append(helper.make_tensor_value_info(name, dtype, shape))
+
+    def init(self, name, array):
+        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(array, dtype=array.dtype), name))
+
+    def const(self, dtype, value):
+        """/model/constants/INT64/[1]: a Constant node, made once."""
+        name = f"{CONST}/{dtype}/{value}"
+        if name not in self.names:
+            self.names.add(name)
+            elem = TensorProto.INT64 if dtype == "INT64" else TensorProto.FLOAT
+            dims = [len(value)] if isinstance(value, list) else []
+            vals = value if isinstance(value, list) else [value]
+            tensor = helper.make_tensor(name, elem, dims, vals)
+            self.nodes.append(helper.make_node("Constant", [], [name], name=name.replace("constants", "constant_nodes"),
+                                               value=tensor))
+        return name
+
+    def node(self, op, inputs, outputs, name, domain="", **attrs):
+        self.nodes.append(helper.make_node(op, inputs, outputs, name=name, domain=domain or None, **attrs))
+        return outputs[0]
+
+    def matmul(self, weight, name, x, out=None):
+        """MatMul(x, W^T) with W [out, in] as the builder stores it (weight.T)."""
+        wname = name[1:].replace("/", ".") + ".weight"
+        self.init(wname, weight.T.numpy().astype(np.float32))
+        out = out or f"{name}/output_0"
+        self.node("MatMul", [x, wname], [out], name)
+        self.value(out, TensorProto.FLOAT, self.hidden(weight.shape[0]))
+        return out
+
+    def add_bias(self, bias, name, x):
+        bname = name[1:].replace("/", ".") + ".bias"
+        self.init(bname, bias.numpy().astype(np.float32))
+        out = self.node("Add", [x, bname], [f"{name}/output_0"], name)
+        self.value(out, TensorProto.FLOAT, self.hidden(bias.shape[0]))
+        return out
+
+
+def attention_mask_reformat(b):
+    base = "/model/attn_mask_reformat/attn_mask_subgraph"
+    one_v, one = b.const("INT64", [1]), b.const("INT64", 1)
+    rs = b.node("ReduceSum", ["attention_mask", one_v], [f"{base}/ReduceSum/output_0"], f"{base}/ReduceSum",
+                keepdims=0)
+    sub = b.node("Sub", [rs, one_v], [f"{base}/Sub/output_0"], f"{base}/Sub")
+    seqlens = b.node("Cast", [sub], [f"{base}/Sub/Cast/output_0"], f"{base}/Sub/Cast", to=TensorProto.INT32)
+    shape = b.node("Shape", ["attention_mask"], [f"{base}/Shape/output_0"], f"{base}/Shape")
+    gather = b.node("Gather", [shape, one], [f"{base}/Gather/output_0"], f"{base}/Gather", axis=0)
+    total = b.node("Cast", [gather], [f"{base}/Gather/Cast/output_0"], f"{base}/Gather/Cast", to=TensorProto.INT32)
+    b.value(seqlens, TensorProto.INT32, ["batch_size"])
+    b.value(total, TensorProto.INT32, [])
+    return seqlens, total
+
+
+class Norms:
+    """The builder's chain of RMS norms: SimplifiedLayerNormalization first,
+    then SkipSimplifiedLayerNormalization whose output 3 (the residual sum) is
+    the next norm's root input; the final norm writes output 0 only."""
+
+    def __init__(self, b, eps, root):
+        self.b, self.eps = b, eps
+        self.root = self.skip = root
+        self.first = True
+
+    def __call__(self, layer, location, weight, last=False):
+        b = self.b
+        wname = f"model.layers.{layer}.{location}_layernorm.weight"
+        b.init(wname, weight.numpy().astype(np.float32))
+        base = f"/model/layers.{layer}/{location}_layernorm"
+        out0, out3 = f"{base}/output_0", f"{base}/output_3"
+        if self.first:
+            b.node("SimplifiedLayerNormalization", [self.root, wname], [out0], f"{base}/LayerNorm",
+                   epsilon=self.eps, axis=-1, stash_type=1)
+            self.first = False
+        else:
+            outputs = [out0] if last else [out0, "", "", out3]
+            b.node("SkipSimplifiedLayerNormalization", [self.root, self.skip, wname], outputs,
+                   f"{base}/SkipLayerNorm", domain="com.microsoft", epsilon=self.eps)
+            if not last:
+                b.value(out3, TensorProto.FLOAT, b.hidden(b.cfg.hidden))
+                self.root = out3
+        b.value(out0, TensorProto.FLOAT, b.hidden(b.cfg.hidden))
+        return out0
+
+
+def rotary_caches(b):
+    """cos_cache / sin_cache [max_position, head_size/2] (the builder's caches
+    from scratch, halved)."""
+    cfg = b.cfg
+    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.int64).float() / cfg.head_dim))
+    freqs = torch.outer(torch.arange(cfg.max_pos, dtype=torch.int64).type_as(inv_freq), inv_freq)
+    b.init("cos_cache", freqs.cos().numpy().astype(np.float32))
+    b.init("sin_cache", freqs.sin().numpy().astype(np.float32))
+    return "cos_cache", "sin_cache"
+
+
+def packed_qkv(b, sd, i, x):
+    """One MatMul (and bias Add) for q, k and v: GroupQueryAttention splits it."""
+    p = f"model.layers.{i}.self_attn"
+    w = torch.cat([sd[f"{p}.{k}_proj.weight"] for k in "qkv"], dim=0)
+    qkv = b.matmul(w, f"/model/layers.{i}/attn/qkv_proj/MatMul", x)
+    if f"{p}.q_proj.bias" in sd:
+        bias = torch.cat([sd[f"{p}.{k}_proj.bias"] for k in "qkv"], dim=0)
+        qkv = b.add_bias(bias, f"/model/layers.{i}/attn/qkv_proj/Add", qkv)
+    return [qkv, "", ""]
+
+
+def rotated_qkv(b, sd, i, x, caches):
+    """q, k, v MatMuls [+ Adds], q and k through RotaryEmbedding nodes (the
+    builder's form where the attention op does not rotate)."""
+    cfg, p, paths = b.cfg, f"model.layers.{i}.self_attn", []
+    for k in "qkv":
+        path = b.matmul(sd[f"{p}.{k}_proj.weight"], f"/model/layers.{i}/attn/{k}_proj/MatMul", x)
+        if f"{p}.{k}_proj.bias" in sd:
+            path = b.add_bias(sd[f"{p}.{k}_proj.bias"], f"/model/layers.{i}/attn/{k}_proj/Add", path)
+        if k != "v":
+            name = f"/model/layers.{i}/attn/{k}_rotary/RotaryEmbedding"
+            path = b.node("RotaryEmbedding", [path, "position_ids", *caches], [f"{name}/output_0"], name,
+                          domain="com.microsoft", interleaved=0, num_heads=0, rotary_embedding_dim=0)
+            b.value(path, TensorProto.FLOAT, b.hidden((cfg.heads if k == "q" else cfg.kv_heads) * cfg.head_dim))
+        paths.append(path)
+    return paths
+
+
+def attention(b, sd, i, x, mask_info, caches, rotary):
+    cfg = b.cfg
+    in_attention = rotary == "attention"
+    qkv = packed_qkv(b, sd, i, x) if in_attention else rotated_qkv(b, sd, i, x, caches)
+    name = f"/model/layers.{i}/attn/GroupQueryAttention"
+    seqlens, total = mask_info
+    inputs = [*qkv, f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens, total,
+              *(caches if in_attention else ("", "")), "", "", ""]
+    out = b.node("GroupQueryAttention", inputs, [f"{name}/output_0", f"present.{i}.key", f"present.{i}.value"], name,
+                 domain="com.microsoft", num_heads=cfg.heads, kv_num_heads=cfg.kv_heads,
+                 scale=1.0 / math.sqrt(cfg.head_dim), local_window_size=-1, softcap=0.0,
+                 do_rotary=int(in_attention), rotary_interleaved=0)
+    b.value(out, TensorProto.FLOAT, b.hidden(cfg.heads * cfg.head_dim))
+    return b.matmul(sd[f"model.layers.{i}.self_attn.o_proj.weight"], f"/model/layers.{i}/attn/o_proj/MatMul", out)
+
+
+def mlp(b, sd, i, x):
+    cfg, p, base = b.cfg, f"model.layers.{i}.mlp", f"/model/layers.{i}/mlp"
+    gate = b.matmul(sd[f"{p}.gate_proj.weight"], f"{base}/gate_proj/MatMul", x)
+    up = b.matmul(sd[f"{p}.up_proj.weight"], f"{base}/up_proj/MatMul", x)
+    sig = b.node("Sigmoid", [gate], [f"{base}/act_fn/Sigmoid/output_0"], f"{base}/act_fn/Sigmoid")
+    act = b.node("Mul", [gate, sig], [f"{base}/act_fn/Mul/output_0"], f"{base}/act_fn/Mul")
+    prod = b.node("Mul", [act, up], [f"{base}/Mul/output_0"], f"{base}/Mul")
+    for v in (sig, act, prod):
+        b.value(v, TensorProto.FLOAT, b.hidden(cfg.intermediate))
+    return b.matmul(sd[f"{p}.down_proj.weight"], f"{base}/down_proj/MatMul", prod)
+
+
+def graph_io(cfg, rotary):
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    inputs = [helper.make_tensor_value_info("input_ids", i64, ["batch_size", "sequence_length"]),
+              helper.make_tensor_value_info("attention_mask", i64, ["batch_size", "total_sequence_length"])]
+    if rotary == "separate":
+        inputs.append(helper.make_tensor_value_info("position_ids", i64, ["batch_size", "sequence_length"]))
+    outputs = [helper.make_tensor_value_info("logits", f32, ["batch_size", "sequence_length", cfg.vocab])]
+    for i in range(cfg.layers):
+        for kind in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(
+                f"past_key_values.{i}.{kind}", f32, ["batch_size", cfg.kv_heads, "past_sequence_length", cfg.head_dim]))
+            outputs.append(helper.make_tensor_value_info(
+                f"present.{i}.{kind}", f32, ["batch_size", cfg.kv_heads, "total_sequence_length", cfg.head_dim]))
+    return inputs, outputs
+
+
+def build(cfg, sd, opset, rotary):
+    b = Builder(cfg)
+    mask_info = attention_mask_reformat(b)
+    caches = rotary_caches(b)
+    b.init("model.embed_tokens.weight", sd["model.embed_tokens.weight"].numpy().astype(np.float32))
+    emb = b.node("Gather", ["model.embed_tokens.weight", "input_ids"], ["/model/embed_tokens/Gather/output_0"],
+                 "/model/embed_tokens/Gather")
+    b.value(emb, TensorProto.FLOAT, b.hidden(cfg.hidden))
+    norm = Norms(b, cfg.norm_eps, emb)
+    for i in range(cfg.layers):
+        x = norm(i, "input", sd[f"model.layers.{i}.input_layernorm.weight"])
+        norm.skip = attention(b, sd, i, x, mask_info, caches, rotary)
+        x = norm(i, "post_attention", sd[f"model.layers.{i}.post_attention_layernorm.weight"])
+        norm.skip = mlp(b, sd, i, x)
+    x = norm(cfg.layers, "final_norm", sd["model.norm.weight"], last=True)
+    b.matmul(sd["lm_head.weight"], "/lm_head/MatMul", x, out="logits")
+    inputs, outputs = graph_io(cfg, rotary)
+    graph = helper.make_graph(b.nodes, "main_graph", inputs, outputs, initializer=b.inits,
+                              value_info=[v for v in b.infos if v.name != "logits"])
+    model = helper.make_model(graph, producer_name="onnxruntime-genai",
+                              opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 10   # the builder's; newer than Debian's onnx checker knows (ONNX Runtime loads it)
+    return model
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--family", choices=FAMILIES, required=True)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--layers", type=int, help="number of decoder layers (default: the tiny size's)")
+    ap.add_argument("--opset", type=int, default=21,
+                    help="default-domain opset: the builder's 21, or 17 (the same nodes; none of them "
+                         "changed meaning between the two)")
+    ap.add_argument("--rotary", choices=("attention", "separate"), default="attention",
+                    help="attention: GroupQueryAttention rotates (do_rotary=1, the CPU form); separate: "
+                         "RotaryEmbedding nodes on unpacked q and k read position_ids (the builder's form "
+                         "for execution providers without rotary in the attention op)")
+    ap.add_argument("--out", required=True)
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.manual_seed(args.seed)
+    cfg = export_llm.make_config(args.family, "tiny")
+    if args.layers is not None:
+        cfg.layers = args.layers
+    model = hf_models.build_hf_model(args.family, cfg).eval()
+    export_llm.randomize_weights(model, args.seed, **hf_models.init_options(args.family))
+    sd = {k: v.detach() for k, v in model.state_dict().items()}
+    if "lm_head.weight" not in sd:   # tied: the builder writes the embedding again
+        sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
+    onnx_model = build(cfg, sd, args.opset, args.rotary)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    onnx.save(onnx_model, args.out)
+    print(f"wrote {args.out}: {args.family}, {cfg.layers} layers, {len(onnx_model.graph.node)} nodes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# onnxruntime-genai's model-builder graphs (scripts/export_genai.py; TAP).
+#
+# For llama and qwen2 (tests/zoo.sh's `genai` option, from the tests' cache):
+#   - the builder's own opset 21 and opset 17 files give ONNX Runtime the
+#     same tokens and logits (the nodes are the same; llmc compiles opsets
+#     up to 17, tests/t_e2e_llm.sh checks its parity on the opset-17 file)
+#   - `llmc compile` fuses attention in every layer and a decoder layer
+#     costs at most 8 plan ops (`llmc inspect` ops_total of a 3-layer export
+#     minus a 2-layer one, as tests/t_op_counts.sh counts)
+#   - the form with RotaryEmbedding nodes on q and k (--rotary separate)
+#     fuses its RoPE and every layer's attention too
+# Then GroupQueryAttention nodes llmc does not compile are refused at
+# import, naming the node and the attribute or input, with no plan written:
+# a sliding window (local_window_size), an attribute llmc does not read
+# (kv_cache_bit_width, the builder's quantized cache) and a head size no
+# shape states.
+set -u
+cd "$(dirname "$0")/.."
+. tests/tap.sh
+BUILD=${BUILD:-build}
+PY=/usr/bin/python3
+WORK=$BUILD/genai
+mkdir -p "$WORK"
+rm -f "$WORK"/*
+. tests/zoo.sh
+PROMPT=5,17,42,7,99,3,250
+
+genai_model() {   # genai_model FAMILY OPSET LAYERS
+    zoo_export_with export_genai "$1-op$2-genai-L$3-s0" --family "$1" --opset "$2" --layers "$3" --seed 0
+}
+
+same_ort() {   # same_ort A B: equal ids and identical logits bytes
+    local a b
+    a=$(ort_generate "$1" "$WORK/a.bin" --prompt-ids "$PROMPT" --max-new 8) &&
+        b=$(ort_generate "$2" "$WORK/b.bin" --prompt-ids "$PROMPT" --max-new 8) || return 1
+    echo "opset 21: $a"; echo "opset 17: $b"
+    [ "$a" = "$b" ] && cmp "$WORK/a.bin" "$WORK/b.bin"
+}
+
+ops_total() {   # ops_total MODEL PLAN: compiles, prints the plan's op count
+    "$BUILD/llmc" compile "$1" -o "$2" --max-context 256 >"$2.log" 2>&1 || { cat "$2.log"; return 1; }
+    "$BUILD/llmc" inspect "$2" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["ops_total"])'
+}
+
+per_layer() {   # per_layer FAMILY: every layer fused, <= 8 ops per layer
+    local m2 m3 n2 n3
+    m2=$(genai_model "$1" 17 2) && m3=$(genai_model "$1" 17 3) || return 1
+    n2=$(ops_total "$m2" "$WORK/$1-L2.plan") && n3=$(ops_total "$m3" "$WORK/$1-L3.plan") || return 1
+    echo "plan ops: $n2 with 2 layers, $n3 with 3: $((n3 - n2)) per layer"
+    grep -E "attention-fusion .*(2 of 2|3 of 3) layers fused" "$WORK/$1-L2.plan.log" "$WORK/$1-L3.plan.log" &&
+        [ "$(grep -cE "attention-fusion .*(2 of 2|3 of 3) layers fused" "$WORK/$1-L2.plan.log" \
+            "$WORK/$1-L3.plan.log" | awk -F: '{s += $2} END {print s}')" -eq 2 ] && [ $((n3 - n2)) -le 8 ]
+}
+
+fused_rotary() {   # fused_rotary FAMILY: the RotaryEmbedding form fuses every layer's attention and RoPE
+    local model plan=$WORK/$1-rotary.plan
+    model=$(zoo_model "$1" 17 genai-rotary) || return 1
+    "$BUILD/llmc" compile "$model" -o "$plan" --max-context 256 >"$plan.log" 2>&1 || { cat "$plan.log"; return 1; }
+    grep -E "(rope|attention)-fusion" "$plan.log"
+    grep -qE "rope-fusion .* 4 fused" "$plan.log" && grep -qE "attention-fusion .*2 of 2 layers fused" "$plan.log"
+}
+
+for family in llama qwen2; do
+    check "$family: RotaryEmbedding nodes (--rotary separate) fuse into llmc.Rope and every layer's attention" \
+        fused_rotary "$family"
+    m21=$(genai_model "$family" 21 2) && m17=$(genai_model "$family" 17 2)
+    check "$family: export_genai.py wrote the builder's graph at opsets 21 and 17" test -s "$m21" -a -s "$m17"
+    check "$family: opsets 21 and 17 give onnxruntime the same tokens and logits" same_ort "$m21" "$m17"
+    check "$family: attention fused in every layer, <= 8 plan ops per decoder layer" per_layer "$family"
+done
+
+# bad_gqa CASE OUT: the 2-layer llama file with layer 0's GroupQueryAttention
+# changed as CASE says.
+bad_gqa() {
+    "$PY" - "$1" "$2" "$(genai_model llama 17 2)" <<'EOF'
+import sys
+import onnx
+from onnx import helper, TensorProto
+case, out, src = sys.argv[1:]
+m = onnx.load(src)
+g = m.graph
+gqa = next(n for n in g.node if n.op_type == "GroupQueryAttention")
+if case == "window":
+    next(a for a in gqa.attribute if a.name == "local_window_size").i = 4
+elif case == "attribute":
+    gqa.attribute.append(helper.make_attribute("kv_cache_bit_width", 8))
+elif case == "head-size":
+    # the query's weight is a graph input, nothing declares the query's
+    # shape and the past key reaches the node through an Identity
+    mm = next(n for n in g.node if n.output[0] == gqa.input[0])
+    w = next(i for i in g.initializer if i.name == mm.input[1])
+    g.initializer.remove(w)
+    g.input.append(helper.make_tensor_value_info(w.name, TensorProto.FLOAT, list(w.dims)))
+    for vi in [v for v in g.value_info if v.name == gqa.input[0]]:
+        g.value_info.remove(vi)
+    g.node.insert(0, helper.make_node("Identity", [gqa.input[3]], ["past_key_copy"], name="past_key_copy"))
+    gqa.input[3] = "past_key_copy"
+onnx.save(m, out)
+EOF
+}
+
+refused() {   # refused CASE WORD...: compile fails naming the node and each WORD, no plan
+    local case=$1 model=$WORK/bad-$1.onnx plan=$WORK/bad-$1.plan word
+    shift
+    bad_gqa "$case" "$model" || return 1
+    if "$BUILD/llmc" compile "$model" -o "$plan" --max-context 256 >"$plan.log" 2>&1; then
+        echo "compiled"; return 1
+    fi
+    cat "$plan.log"
+    [ ! -e "$plan" ] || { echo "a plan was written"; return 1; }
+    for word in "/model/layers.0/attn/GroupQueryAttention" "$@"; do
+        grep -qF -- "$word" "$plan.log" || { echo "the message does not name $word"; return 1; }
+    done
+}
+
+check "GroupQueryAttention with local_window_size = 4 is refused naming the node and attribute" \
+    refused window "'local_window_size'"
+check "GroupQueryAttention with an attribute llmc does not read is refused naming it" \
+    refused attribute "'kv_cache_bit_width'"
+check "GroupQueryAttention whose head size no shape states is refused naming the node and query" \
+    refused head-size "input 0" "head size"
+tap_done
