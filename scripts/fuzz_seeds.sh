@@ -2,7 +2,14 @@
 # Seed corpora of the fuzz targets (tests/fuzz/), generated into
 # $BUILD/fuzz/seeds/<target>/ (binary, not committed):
 #   fuzz_onnx_import, fuzz_compile   every model.onnx of Debian's ONNX backend
-#                                    node cases + tiny LLM exports (torch)
+#                                    node cases + tiny LLM exports (torch) in
+#                                    every file kind llmc takes: SDPA
+#                                    attention, float16 with float32 I/O,
+#                                    optimum's merged decoder (If),
+#                                    onnxruntime-genai's builder form
+#                                    (contrib ops), q4 (MatMulNBits), int4
+#                                    (GatherBlockQuantized), int8 (dynamic
+#                                    quantization)
 #   fuzz_onnx_tensor                 every test_data_set_*/*.pb of those cases
 #   fuzz_plan_open                   plans `llmc compile` writes for all of them
 #   fuzz_plan_run                    the same plans + an 8-byte seed each
@@ -49,6 +56,31 @@ for spec in llama:14 qwen2:17 gpt2:14 phi:17; do
     cp "$out" "$SEEDS/fuzz_compile/llm-$family-$opset.onnx"
     "$LLMC" compile "$out" -o "$SEEDS/fuzz_plan_open/llm-$family-$opset.plan" \
         --max-context 32 >/dev/null
+done
+
+# The other file kinds, from llama exports (each seeds both ONNX targets).
+kind_seed() {   # kind_seed NAME COMMAND...: COMMAND writes $models/NAME.onnx
+    local name=$1 out=$models/$1.onnx
+    shift
+    if [ ! -s "$out" ] || [ "$0" -nt "$out" ]; then
+        "$@" >"$out.log" 2>&1 || { echo "fuzz_seeds: $name failed (see $out.log)" >&2; exit 1; }
+    fi
+    cp "$out" "$SEEDS/fuzz_onnx_import/llm-$name.onnx"
+    cp "$out" "$SEEDS/fuzz_compile/llm-$name.onnx"
+}
+hf() { "$PY" scripts/export_llm.py --family llama --opset 17 --size tiny --seed 1 --style hf "$@"; }
+kind_seed llama-sdpa hf --attn sdpa --out "$models/llama-sdpa.onnx"
+kind_seed llama-hf hf --out "$models/llama-hf.onnx"
+kind_seed llama-no-past hf --no-past --out "$models/llama-no-past.onnx"
+kind_seed llama-merged "$PY" scripts/merge_decoders.py "$models/llama-no-past.onnx" "$models/llama-hf.onnx" \
+    --out "$models/llama-merged.onnx"
+kind_seed llama-keepio16 "$PY" scripts/make_fp16.py "$models/llama-hf.onnx" "$models/llama-keepio16.onnx" \
+    --form keepio16
+kind_seed llama-genai "$PY" scripts/export_genai.py --family llama --opset 21 --seed 1 \
+    --out "$models/llama-genai.onnx"
+for form in q4 int4 int8; do
+    kind_seed "llama-$form" "$PY" scripts/quantize_onnx.py --form "$form" "$models/llama-14.onnx" \
+        "$models/llama-$form.onnx"
 done
 
 # Tokenizers: tokenizer.json files, the compiled form (cut from a plan's
