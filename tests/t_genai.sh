@@ -61,7 +61,42 @@ fused_rotary() {   # fused_rotary FAMILY: the RotaryEmbedding form fuses every l
     grep -qE "rope-fusion .* 4 fused" "$plan.log" && grep -qE "attention-fusion .*2 of 2 layers fused" "$plan.log"
 }
 
+# int4_form FAMILY: the builder's cpu-int4 file (scripts/quantize_onnx.py
+# --form int4 of its fp32 graph: MatMulNBits with zero points,
+# GatherBlockQuantized) keeps the file's 4-bit weights, fuses every layer's
+# attention, and for a 7-token prompt + 8 steps llmc's logits are within
+# twice the error ONNX Runtime's own float32 dequantization of the file
+# makes (both against ONNX Runtime on the file; rows up to the first step
+# where the three runs' tokens differ).
+int4_form() {
+    local src model=$WORK/$1-int4.onnx ref=$WORK/$1-int4-ref.onnx plan=$WORK/$1-int4.plan
+    src=$(genai_model "$1" 21 2) || return 1
+    "$PY" scripts/quantize_onnx.py --form int4 "$src" "$model" --reference "$ref" || return 1
+    "$BUILD/llmc" compile "$model" -o "$plan" --max-context 256 >"$plan.log" 2>&1 || { cat "$plan.log"; return 1; }
+    grep -E "^quantized:|attention-fusion|ops per" "$plan.log"
+    grep -qE "^quantized: [0-9]+ Linears keep the file's quantization \([0-9]+ 4-bit" "$plan.log" &&
+        grep -qE "attention-fusion .*2 of 2 layers fused" "$plan.log" || return 1
+    ort_generate "$model" "$WORK/ort.bin" --prompt-ids "$PROMPT" --max-new 8 >"$WORK/ort.tok" &&
+        ort_generate "$ref" "$WORK/ref.bin" --prompt-ids "$PROMPT" --max-new 8 >"$WORK/ref.tok" &&
+        "$BUILD/llmc" run "$plan" --prompt-ids "$PROMPT" --max-new 8 --logits-out "$WORK/llmc.bin" \
+            >"$WORK/llmc.tok" || return 1
+    "$PY" - "$WORK" <<'EOF'
+import sys, numpy as np
+w = sys.argv[1]
+runs = {k: np.fromfile(f"{w}/{k}.bin", dtype="<f4").astype(np.float64).reshape(-1, 512) for k in ("ort", "ref", "llmc")}
+ids = {k: open(f"{w}/{k}.tok").read().split() for k in runs}
+rows = next((i + 1 for i in range(len(ids["ort"])) if len({t[i] for t in ids.values()}) > 1), len(ids["ort"]))
+err = {k: (np.abs(runs[k][:rows] - runs["ort"][:rows]).max(axis=1) / np.abs(runs["ort"][:rows]).max(axis=1)).max()
+       for k in ("ref", "llmc")}
+print(f"tokens: ort {' '.join(ids['ort'])} | llmc {' '.join(ids['llmc'])}; rows 0..{rows - 1}: "
+      f"llmc {err['llmc']:.3e}, ONNX Runtime float32-dequantized {err['ref']:.3e}")
+sys.exit(not err["llmc"] <= 2 * err["ref"])
+EOF
+}
+
 for family in llama qwen2; do
+    check "$family: the builder's int4 form keeps its 4-bit weights, fuses, and stays within 2x ONNX Runtime's own dequantization error" \
+        int4_form "$family"
     check "$family: RotaryEmbedding nodes (--rotary separate) fuse into llmc.Rope and every layer's attention" \
         fused_rotary "$family"
     m21=$(genai_model "$family" 21 2) && m17=$(genai_model "$family" 17 2)
