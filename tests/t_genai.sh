@@ -24,6 +24,7 @@ WORK=$BUILD/genai
 mkdir -p "$WORK"
 rm -f "$WORK"/*
 . tests/zoo.sh
+. tests/logits_err.sh
 PROMPT=5,17,42,7,99,3,250
 
 genai_model() {   # genai_model FAMILY OPSET LAYERS
@@ -66,8 +67,8 @@ fused_rotary() {   # fused_rotary FAMILY: the RotaryEmbedding form fuses every l
 # GatherBlockQuantized) keeps the file's 4-bit weights, fuses every layer's
 # attention, and for a 7-token prompt + 8 steps llmc's logits are within
 # twice the error ONNX Runtime's own float32 dequantization of the file
-# makes (both against ONNX Runtime on the file; rows up to the first step
-# where the three runs' tokens differ).
+# makes (both against ONNX Runtime on the file: tests/logits_err.sh's
+# rel_err).
 int4_form() {
     local src model=$WORK/$1-int4.onnx ref=$WORK/$1-int4-ref.onnx plan=$WORK/$1-int4.plan
     src=$(genai_model "$1" 21 2) || return 1
@@ -80,18 +81,11 @@ int4_form() {
         ort_generate "$ref" "$WORK/ref.bin" --prompt-ids "$PROMPT" --max-new 8 >"$WORK/ref.tok" &&
         "$BUILD/llmc" run "$plan" --prompt-ids "$PROMPT" --max-new 8 --logits-out "$WORK/llmc.bin" \
             >"$WORK/llmc.tok" || return 1
-    "$PY" - "$WORK" <<'EOF'
-import sys, numpy as np
-w = sys.argv[1]
-runs = {k: np.fromfile(f"{w}/{k}.bin", dtype="<f4").astype(np.float64).reshape(-1, 512) for k in ("ort", "ref", "llmc")}
-ids = {k: open(f"{w}/{k}.tok").read().split() for k in runs}
-rows = next((i + 1 for i in range(len(ids["ort"])) if len({t[i] for t in ids.values()}) > 1), len(ids["ort"]))
-err = {k: (np.abs(runs[k][:rows] - runs["ort"][:rows]).max(axis=1) / np.abs(runs["ort"][:rows]).max(axis=1)).max()
-       for k in ("ref", "llmc")}
-print(f"tokens: ort {' '.join(ids['ort'])} | llmc {' '.join(ids['llmc'])}; rows 0..{rows - 1}: "
-      f"llmc {err['llmc']:.3e}, ONNX Runtime float32-dequantized {err['ref']:.3e}")
-sys.exit(not err["llmc"] <= 2 * err["ref"])
-EOF
+    local e_llmc e_ref
+    e_llmc=$(rel_err "$WORK/ort" "$WORK/llmc") && e_ref=$(rel_err "$WORK/ort" "$WORK/ref") || return 1
+    echo "tokens: ort $(cat "$WORK/ort.tok") | llmc $(cat "$WORK/llmc.tok"); logits error: llmc $e_llmc," \
+         "ONNX Runtime float32-dequantized $e_ref"
+    below "$e_llmc" "$(awk -v r="$e_ref" 'BEGIN { print 2 * r }')"
 }
 
 for family in llama qwen2; do

@@ -89,7 +89,7 @@ static int new_value(llmc_expand *e, const char *what, int dtype)
     return id < 0 ? (oom(e), -1) : id;
 }
 
-static int new_const(llmc_expand *e, int dtype, const llmc_shape *shape, const void *data, uint64_t bytes)
+int ex_const(llmc_expand *e, int dtype, const llmc_shape *shape, const void *data, uint64_t bytes)
 {
     int id = new_value(e, "const", dtype);
     e->added++;
@@ -98,27 +98,22 @@ static int new_const(llmc_expand *e, int dtype, const llmc_shape *shape, const v
     return id;
 }
 
-int ex_const(llmc_expand *e, int dtype, const llmc_shape *shape, const void *data, uint64_t bytes)
-{
-    return new_const(e, dtype, shape, data, bytes);
-}
-
 int ex_const_float(llmc_expand *e, float v)
 {
     llmc_shape scalar = {.rank = 0};
-    return new_const(e, LLMC_DT_FLOAT, &scalar, &v, sizeof v);
+    return ex_const(e, LLMC_DT_FLOAT, &scalar, &v, sizeof v);
 }
 
 int ex_const_int(llmc_expand *e, int64_t v)
 {
     llmc_shape scalar = {.rank = 0};
-    return new_const(e, LLMC_DT_INT64, &scalar, &v, sizeof v);
+    return ex_const(e, LLMC_DT_INT64, &scalar, &v, sizeof v);
 }
 
 int ex_const_ints(llmc_expand *e, const int64_t *v, int n)
 {
     llmc_shape vec = {.rank = 1, .dims = {llmc_aff_const(n)}};
-    return new_const(e, LLMC_DT_INT64, &vec, v, sizeof *v * (uint64_t)n);
+    return ex_const(e, LLMC_DT_INT64, &vec, v, sizeof *v * (uint64_t)n);
 }
 
 static int add_node(llmc_expand *e, const char *op, const int *ins, int n_ins, const int *outs, int n_outs)

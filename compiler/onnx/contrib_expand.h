@@ -39,9 +39,12 @@ int ex_fail_input(llmc_expand *e, int code, int i, const char *fmt, ...)
 /* Output i must have no reader: the expansion does not compute it. */
 int ex_refuse_read_output(llmc_expand *e, int i, const char *what);
 
-/* A new float32 scalar / int64 vector constant; its value id, -1 on OOM
- * (err set). */
+/* A new constant owning a copy of data, of any dtype and shape, or a
+ * float32 scalar, an int64 scalar, an int64 vector; its value id, -1 on
+ * OOM (err set). */
+int ex_const(llmc_expand *e, int dtype, const llmc_shape *shape, const void *data, uint64_t bytes);
 int ex_const_float(llmc_expand *e, float v);
+int ex_const_int(llmc_expand *e, int64_t v);
 int ex_const_ints(llmc_expand *e, const int64_t *v, int n);
 /* A new default-domain node at opset LLMC_EXPAND_OPSET writing fresh
  * values of dtype `dtype` (n_outputs of them, ids into outs): returns its
@@ -63,11 +66,5 @@ int expand_rotary_embedding(llmc_expand *e);
 int expand_group_query_attention(llmc_expand *e);
 int expand_matmul_nbits(llmc_expand *e);
 int expand_gather_block_quantized(llmc_expand *e);
-
-/* A new int64 scalar constant; its value id, -1 on OOM (err set). */
-int ex_const_int(llmc_expand *e, int64_t v);
-/* A new constant of any dtype and shape owning a copy of data; its value
- * id, -1 on OOM (err set). */
-int ex_const(llmc_expand *e, int dtype, const llmc_shape *shape, const void *data, uint64_t bytes);
 
 #endif
