@@ -42,7 +42,8 @@
 #define LLMC_PLAN_TENSOR_FIELDS(X)                                                \
     X(NAME, name) X(DTYPE, dtype) X(DIMS, dims) X(KIND, kind)                     \
     X(ARENA_OFFSET, arena_offset) X(MAX_BYTES, max_bytes) X(SEGMENT, segment)     \
-    X(LAYOUT, layout) X(GROUP, group) X(TILE_ROWS, tile_rows) X(TILE_DEPTH, tile_depth)
+    X(LAYOUT, layout) X(GROUP, group) X(TILE_ROWS, tile_rows) X(TILE_DEPTH, tile_depth)   \
+    X(COEF, coef)
 #define LLMC_PLAN_SEGMENT_FIELDS(X) X(OFFSET, offset) X(SIZE, size) X(XXHASH64, xxhash64)
 #define LLMC_PLAN_OP_FIELDS(X)                                                        \
     X(CODE, code) X(NAME, name) X(INPUTS, inputs) X(OUTPUTS, outputs) X(KIND, kind)   \
@@ -309,6 +310,7 @@ typedef struct {
     int layout;                 /* LAYOUT_* */
     uint32_t group;             /* QWeightTiles, QActTiles */
     int tile_rows, tile_depth;  /* QWeightTiles, QActTiles, FWeightTiles */
+    int coef;                   /* QWeightTiles: LLMC_RT_F16 or LLMC_RT_F32 */
 } rt_tensor_desc;
 
 typedef struct {

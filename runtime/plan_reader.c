@@ -222,18 +222,18 @@ static int32_t as_i32(uint64_t v)
 static llmc_rt_status read_tensor_fields(fb_reader *r, const fb_table *t,
                                          rt_tensor_desc *d, llmc_rt_error *err)
 {
-    static const fb_scalar_spec fields[9] = {
+    static const fb_scalar_spec fields[10] = {
         {TENSOR_DTYPE, 4, LLMC_RT_F32}, {TENSOR_KIND, 1, KIND_ARENA},
         {TENSOR_ARENA_OFFSET, 8, 0},    {TENSOR_MAX_BYTES, 8, 0},
         {TENSOR_SEGMENT, 4, 0},         {TENSOR_LAYOUT, 1, LLMC_RT_LAYOUT_Dense},
         {TENSOR_GROUP, 4, 0},           {TENSOR_TILE_ROWS, 1, 0},
-        {TENSOR_TILE_DEPTH, 1, 0}};
-    uint64_t v[9] = {0};
+        {TENSOR_TILE_DEPTH, 1, 0},      {TENSOR_COEF, 4, LLMC_RT_F16}};
+    uint64_t v[10] = {0};
     llmc_rt_status st = fb_string_field(r, t, TENSOR_NAME, &d->name, err);
     if (!st)
         st = fb_vector_field(r, t, TENSOR_DIMS, AFFINE_BYTES, 8, &d->dims, err);
     if (!st)
-        st = fb_scalars(r, t, fields, 9, v, err);
+        st = fb_scalars(r, t, fields, 10, v, err);
     d->dtype = as_i32(v[0]);
     d->kind = (int)v[1];
     d->arena_offset = v[2];
@@ -243,6 +243,7 @@ static llmc_rt_status read_tensor_fields(fb_reader *r, const fb_table *t,
     d->group = (uint32_t)v[6];
     d->tile_rows = (int)v[7];
     d->tile_depth = (int)v[8];
+    d->coef = as_i32(v[9]);
     return st;
 }
 

@@ -16,11 +16,22 @@
  *                       2u in its low nibble and of tile 2u+1 in its high
  *                       nibble, so `& 15` and `>> 4` unpack two whole tiles
  *                       with no shuffle (paper 000 §IV.D)
- *     scales  hp IEEE binary16, one per row
- *     mins    bits 4 only: hp binary16, one per row
- *   Dequantized: w = scale * q (bits 8, symmetric), w = scale * q + min
- *   (bits 4, asymmetric: min = -scale * zero_point).  Padding rows and
- *   columns have q = 0 and scale = min = 0.
+ *     coefficients, by the tensor's coef dtype (plan.fbs Tensor.coef):
+ *       Float16 (the packer's own quantization, and files whose values it
+ *       holds exactly):
+ *         scales  hp IEEE binary16, one per row
+ *         mins    bits 4 only: hp binary16, one per row
+ *         Dequantized: w = scale * q (bits 8, symmetric, q in [-127, 127]),
+ *         w = scale * q + min (bits 4, asymmetric: min = -scale * zero_point)
+ *       Float32 (a pre-quantized file's float32 scales and zero points,
+ *       taken as they are; bits 8 values may be -128):
+ *         scales  hp float32, one per row
+ *         zeros   hp float32, one per row, integers (bits 4: 0..15,
+ *                 bits 8: -128..127; a uint8 file's q and zero point are
+ *                 both stored minus 128)
+ *         Dequantized: w = (float)(q - zero) * scale, a difference of
+ *         integers then one product: ONNX DequantizeLinear's bits.
+ *   Padding rows and columns have q = 0 and every coefficient 0.
  *
  * Activations: x [m, k] float rows quantized by QuantizeRows, per row
  * abs-max: sx = amax / 127, q = round-to-nearest-even(x * (127 / amax)) (0
@@ -67,11 +78,16 @@ LLMC_STATIC_ASSERT(qact_coef_is_float_and_int32,
 LLMC_STATIC_ASSERT(fweight_values_are_float, RT_FWEIGHT_VALUE_BITS == 8 * sizeof(float));
 LLMC_STATIC_ASSERT(half_values_are_binary16, RT_HALF_VALUE_BITS == 8 * sizeof(uint16_t));
 
+/* A weight block's coefficients: their bytes each (plan.fbs Tensor.coef
+ * Float16 or Float32). */
+typedef enum { RT_QCOEF_HALF = 2, RT_QCOEF_FLOAT = 4 } rt_qcoef;
+
 typedef struct {
     int bits;              /* 8 or 4 */
     int hp, lp;            /* tile: hp rows by lp reduction elements */
     int64_t n, k, group;   /* logical W [n, k]; group divides kp */
     int64_t np, kp;        /* n rounded up to hp, k rounded up to group */
+    rt_qcoef coef;         /* scales (and mins) binary16, or scales and zeros float32 */
 } rt_qweight_shape;
 
 typedef struct {
@@ -143,8 +159,8 @@ static inline uint64_t rt_qweight_data_bytes(const rt_qweight_shape *s)
 /* Bytes of one weight block (hp rows over one group). */
 static inline uint64_t rt_qweight_block_bytes(const rt_qweight_shape *s)
 {
-    return rt_qweight_data_bytes(s) +
-           RT_QWEIGHT_COEF_BYTES * (uint64_t)s->hp * (s->bits == 4 ? 2u : 1u);
+    unsigned per_row = s->coef == RT_QCOEF_FLOAT || s->bits == 4 ? 2u : 1u;
+    return rt_qweight_data_bytes(s) + (uint64_t)s->coef * (uint64_t)s->hp * per_row;
 }
 
 /* Bytes of one row tile: its kp / group blocks. */
@@ -186,12 +202,14 @@ static inline uint64_t rt_qact_bytes(const rt_qact_shape *s)
 
 /* Fills the derived fields; false if the parameters are not a valid format
  * (bits 4/8, hp, lp, ep in [1, 64], lp a power of two, group a positive
- * multiple of 2 * lp, n, k, m >= 0). */
-static inline bool rt_qweight_shape_init(rt_qweight_shape *s, int bits, int hp, int lp,
-                                         int64_t n, int64_t k, int64_t group)
+ * multiple of 2 * lp, n, k, m >= 0, coef half or float). */
+static inline bool rt_qweight_shape_init_coef(rt_qweight_shape *s, int bits, int hp, int lp,
+                                              int64_t n, int64_t k, int64_t group, rt_qcoef coef)
 {
-    if ((bits != 4 && bits != 8) || !rt_qtile_dims_ok(hp, n, k) || !rt_qdepth_ok(lp, group))
+    if ((bits != 4 && bits != 8) || !rt_qtile_dims_ok(hp, n, k) || !rt_qdepth_ok(lp, group) ||
+        (coef != RT_QCOEF_HALF && coef != RT_QCOEF_FLOAT))
         return false;
+    s->coef = coef;
     s->bits = bits;
     s->hp = hp;
     s->lp = lp;
@@ -201,6 +219,13 @@ static inline bool rt_qweight_shape_init(rt_qweight_shape *s, int bits, int hp, 
     s->np = rt_qround_up(n, hp);
     s->kp = rt_qround_up(k, group);
     return true;
+}
+
+/* The binary16-coefficient format (the packer's own quantization). */
+static inline bool rt_qweight_shape_init(rt_qweight_shape *s, int bits, int hp, int lp,
+                                         int64_t n, int64_t k, int64_t group)
+{
+    return rt_qweight_shape_init_coef(s, bits, hp, lp, n, k, group, RT_QCOEF_HALF);
 }
 
 static inline bool rt_qact_shape_init(rt_qact_shape *s, int ep, int lp, int64_t m, int64_t k,

@@ -16,7 +16,7 @@ static llmc_rt_status weight_shape(const llmc_rt_sg_tensor *w, rt_qweight_shape 
     /* tile sizes above 64 are refused before they are narrowed to int */
     rt_tensor_format f = {w->dtype, w->layout, w->group,
                           w->tile_rows <= 64 ? (int)w->tile_rows : 0,
-                          w->tile_depth <= 64 ? (int)w->tile_depth : 0};
+                          w->tile_depth <= 64 ? (int)w->tile_depth : 0, LLMC_RT_F16};
     if (!rt_qweight_shape_of(&f, w->rank, w->dims, s))
         return rt_fail(err, LLMC_RT_E_ARG, "tensor '%s': tile rows %u, tile depth %u and "
                        "group %u do not fit W [%d, %d]",

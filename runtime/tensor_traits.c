@@ -39,9 +39,11 @@ bool rt_qweight_shape_of(const rt_tensor_format *f, int rank, const int64_t *dim
                          rt_qweight_shape *s)
 {
     int bits = f->dtype == LLMC_RT_I8 ? 8 : f->dtype == LLMC_RT_U4 ? 4 : 0;
-    return f->layout == LLMC_RT_LAYOUT_QWeightTiles && rank == 2 && bits && elems_fit(dims[0], dims[1]) &&
-           rt_qweight_shape_init(s, bits, f->tile_rows, f->tile_depth, dims[0], dims[1],
-                                 (int64_t)f->group);
+    rt_qcoef coef = f->coef == LLMC_RT_F32 ? RT_QCOEF_FLOAT : RT_QCOEF_HALF;
+    return f->layout == LLMC_RT_LAYOUT_QWeightTiles && rank == 2 && bits &&
+           (f->coef == LLMC_RT_F16 || f->coef == LLMC_RT_F32) && elems_fit(dims[0], dims[1]) &&
+           rt_qweight_shape_init_coef(s, bits, f->tile_rows, f->tile_depth, dims[0], dims[1],
+                                      (int64_t)f->group, coef);
 }
 
 /* x [..., k] of a QActTiles tensor: m = product of the leading dims. */

@@ -39,11 +39,12 @@ typedef struct {
     int dtype, layout;
     uint32_t group;
     int tile_rows, tile_depth;
+    int coef; /* QWeightTiles: LLMC_RT_F16 or LLMC_RT_F32 */
 } rt_tensor_format;
 
 static inline rt_tensor_format rt_format_of(const rt_tensor_desc *d)
 {
-    rt_tensor_format f = {d->dtype, d->layout, d->group, d->tile_rows, d->tile_depth};
+    rt_tensor_format f = {d->dtype, d->layout, d->group, d->tile_rows, d->tile_depth, d->coef};
     return f;
 }
 

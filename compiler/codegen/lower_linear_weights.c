@@ -140,6 +140,7 @@ static int lazy_weight(lower_ctx *L, weight_source src, const char *suffix,
     x->group = f->group;
     x->tile_rows = f->tile_rows;
     x->tile_depth = f->tile_depth;
+    x->coef = f->coef;
     return LLMC_OK;
 }
 
@@ -153,7 +154,7 @@ static int quantized_weight(lower_ctx *L, weight_source src, int bits, int64_t g
                           (long long)src.n, bits, (long long)group, 2 * L->target->q_lp);
     }
     rt_tensor_format f = {bits == 8 ? LLMC_DT_INT8 : LLMC_RT_U4, LLMC_RT_LAYOUT_QWeightTiles,
-                          (uint32_t)group, q.hp, q.lp};
+                          (uint32_t)group, q.hp, q.lp, LLMC_RT_F16};
     return lazy_weight(L, src, "/packed", &f, rt_qweight_bytes(&q), produce_qweight, t);
 }
 
@@ -164,7 +165,7 @@ static int fp32_tiled_weight(lower_ctx *L, weight_source src, uint32_t *t)
         llmc_view_unref(src.view);
         return lower_fail(L, LLMC_E_UNSUPPORTED, src.wv, "W too large for fp32 tiles");
     }
-    rt_tensor_format f = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_FWeightTiles, 0, fs.hp, 0};
+    rt_tensor_format f = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_FWeightTiles, 0, fs.hp, 0, 0};
     return lazy_weight(L, src, "/packed", &f, rt_ftile_bytes(&fs), produce_fweight, t);
 }
 
@@ -274,7 +275,7 @@ static int file_weight(lower_ctx *L, int wv, int dq, int bits, int64_t group, ui
     }
     weight_source src = {wv, llmc_const_share_view(&sc->konst, sc->shape.dims[0].c, sc->shape.dims[1].c), n, k};
     rt_tensor_format fmt = {bits == 8 ? LLMC_DT_INT8 : LLMC_RT_U4, LLMC_RT_LAYOUT_QWeightTiles, (uint32_t)group,
-                            f->q.hp, f->q.lp};
+                            f->q.hp, f->q.lp, LLMC_RT_F16};
     int rc = lazy_weight(L, src, "/packed", &fmt, rt_qweight_bytes(&f->q), produce_file_weight, t);
     if (rc) {
         free(f);
@@ -301,7 +302,7 @@ int lower_linear_weight(lower_ctx *L, int wv, uint32_t *t)
         return quantized_weight(L, src, (int)bits, group, t);
     if (L->target->f_hp)
         return fp32_tiled_weight(L, src, t);
-    rt_tensor_format dense = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_Dense, 0, 0, 0};
+    rt_tensor_format dense = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_Dense, 0, 0, 0, 0};
     return lazy_weight(L, src, "/transposed", &dense, sizeof(float) * (uint64_t)(n * k), NULL, t);
 }
 
@@ -314,7 +315,7 @@ int lower_embedding_table(lower_ctx *L, int ev, int bits, int64_t group, uint32_
     int64_t n = e->shape.dims[0].c, k = e->shape.dims[1].c;
     weight_source src = {ev, llmc_const_share_view(&e->konst, n, k), n, k};
     if (bits == 16) {
-        rt_tensor_format half = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_Half, 0, 0, 0};
+        rt_tensor_format half = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_Half, 0, 0, 0, 0};
         return lazy_weight(L, src, "/half", &half, RT_HALF_VALUE_BITS / 8u * (uint64_t)n * (uint64_t)k,
                            produce_half, t);
     }
@@ -401,7 +402,7 @@ static int hot_table(lower_ctx *L, int wv, const rt_qweight_shape *q, uint32_t *
     const llmc_value *w = &L->g->values[wv];
     weight_source src = {wv, llmc_view_transpose(llmc_const_share_view(&w->konst, q->k, q->n)),
                          q->n, q->k};
-    rt_tensor_format dense = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_Dense, 0, 0, 0};
+    rt_tensor_format dense = {LLMC_DT_FLOAT, LLMC_RT_LAYOUT_Dense, 0, 0, 0, 0};
     int rc = lazy_weight(L, src, "/hot", &dense, 4u * (uint64_t)(h->n_hot * (q->n + 1)),
                          produce_hot_table, t);
     if (rc) {

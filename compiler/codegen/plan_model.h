@@ -28,6 +28,7 @@ typedef struct cg_tensor {
     int layout;                         /* plan Layout (LAYOUT_*) */
     uint32_t group;                     /* QWeightTiles, QActTiles */
     int tile_rows, tile_depth;          /* QWeightTiles, QActTiles, FWeightTiles */
+    int coef;                           /* QWeightTiles: plan DType of the coefficients */
     int rank;
     llmc_affine dims[LLMC_MAX_RANK];
     bool is_weight;
@@ -53,7 +54,7 @@ typedef struct cg_tensor {
 
 static inline rt_tensor_format cg_tensor_format(const cg_tensor *t)
 {
-    rt_tensor_format f = {t->dtype, t->layout, t->group, t->tile_rows, t->tile_depth};
+    rt_tensor_format f = {t->dtype, t->layout, t->group, t->tile_rows, t->tile_depth, t->coef};
     return f;
 }
 

@@ -146,6 +146,8 @@ static fb_ref write_tensor(fb_builder *b, const cg_tensor *t)
     field_nonzero(b, TENSOR_GROUP, t->group, 4);
     field_nonzero(b, TENSOR_TILE_ROWS, (uint64_t)t->tile_rows, 1);
     field_nonzero(b, TENSOR_TILE_DEPTH, (uint64_t)t->tile_depth, 1);
+    if (t->layout == LLMC_RT_LAYOUT_QWeightTiles && t->coef != LLMC_RT_F16)
+        fb_field_scalar(b, TENSOR_COEF, (uint64_t)t->coef, 4);
     return fb_table_end(b);
 }
 

@@ -67,7 +67,7 @@ static void check_qweight(int bits, int hp, int lp, int64_t n, int64_t k, int64_
         cg_qpack_row_tile(w + ht * hp * k, k, n - ht * hp < hp ? n - ht * hp : hp, &s,
                           packed + rt_qweight_block_offset(&s, ht, 0));
     rt_tensor_format f = {bits == 8 ? LLMC_RT_I8 : LLMC_RT_U4, LLMC_RT_LAYOUT_QWeightTiles, (uint32_t)group, hp,
-                          lp};
+                          lp, LLMC_RT_F16};
     llmc_rt_tensor data = {f.dtype, 2, {n, k}, packed}, idx = {LLMC_RT_I64, 1, {N_IDX}, (void *)IDX};
     llmc_rt_tensor out = {LLMC_RT_F32, 2, {N_IDX, k}, y};
     llmc_rt_error e = {LLMC_RT_OK, ""};
@@ -89,7 +89,7 @@ static void check_ftiles(int hp, int64_t n, int64_t k)
     for (int64_t ht = 0; ht < s.np / hp; ht++)
         cg_fpack_row_tile(w + ht * hp * k, k, n - ht * hp < hp ? n - ht * hp : hp, &s,
                           packed + ht * hp * k);
-    rt_tensor_format f = {LLMC_RT_F32, LLMC_RT_LAYOUT_FWeightTiles, 0, hp, 0};
+    rt_tensor_format f = {LLMC_RT_F32, LLMC_RT_LAYOUT_FWeightTiles, 0, hp, 0, 0};
     llmc_rt_tensor data = {LLMC_RT_F32, 2, {n, k}, packed}, idx = {LLMC_RT_I64, 1, {N_IDX}, (void *)IDX};
     llmc_rt_tensor out = {LLMC_RT_F32, 2, {N_IDX, k}, y};
     llmc_rt_error e = {LLMC_RT_OK, ""};
@@ -113,7 +113,7 @@ static void check_half(void)
         bytes[2 * i] = (uint8_t)(h & 255u);
         bytes[2 * i + 1] = (uint8_t)(h >> 8);
     }
-    rt_tensor_format f = {LLMC_RT_F32, LLMC_RT_LAYOUT_Half, 0, 0, 0};
+    rt_tensor_format f = {LLMC_RT_F32, LLMC_RT_LAYOUT_Half, 0, 0, 0, 0};
     llmc_rt_tensor data = {LLMC_RT_F32, 2, {N, K}, bytes}, idx = {LLMC_RT_I64, 1, {N_IDX}, (void *)IDX};
     llmc_rt_tensor out = {LLMC_RT_F32, 2, {N_IDX, K}, y};
     llmc_rt_error e = {LLMC_RT_OK, ""};
