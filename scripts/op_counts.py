@@ -25,14 +25,24 @@ import sys
 import onnx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The file kinds: kind -> (export_llm.py arguments, the script and arguments
-# that turn that export SRC into the kind's file DST, or None).
+# The file kinds: kind -> (exporter and its arguments, the script and
+# arguments that turn that export SRC into the kind's file DST (NOPAST: the
+# same exporter's file without past), or None).
+HF = ["scripts/export_llm.py", "--style", "hf"]
 KINDS = {
-    "plain": ([], None),                       # our own torch modules
-    "hf": (["--style", "hf"], None),           # transformers' eager modeling code
-    "sdpa": (["--style", "hf", "--attn", "sdpa"], None),   # optimum's current SDPA export
+    "plain": (["scripts/export_llm.py"], None),          # our own torch modules
+    "hf": (HF, None),                                    # transformers' eager modeling code
+    "sdpa": (HF + ["--attn", "sdpa"], None),             # optimum's current SDPA export
     # transformers.js' model_fp16.onnx: float16 compute, float32 graph I/O
-    "fp16": (["--style", "hf"], ["scripts/make_fp16.py", "SRC", "DST", "--form", "keepio16"]),
+    "fp16": (HF, ["scripts/make_fp16.py", "SRC", "DST", "--form", "keepio16"]),
+    # optimum 1.x's decoder_model_merged.onnx
+    "merged": (HF, ["scripts/merge_decoders.py", "NOPAST", "SRC", "--out", "DST"]),
+    # onnxruntime-genai's builder: cpu-fp32 and cpu-int4
+    "genai": (["scripts/export_genai.py"], None),
+    "genai-int4": (["scripts/export_genai.py"], ["scripts/quantize_onnx.py", "SRC", "DST", "--form", "int4"]),
+    # transformers.js' model_q4.onnx and model_int8.onnx (ONNX Runtime's quantizers)
+    "q4": (HF, ["scripts/quantize_onnx.py", "SRC", "DST", "--form", "q4"]),
+    "int8": (HF, ["scripts/quantize_onnx.py", "SRC", "DST", "--form", "int8"]),
 }
 # family@opset[:kind] (default kind plain)
 VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
@@ -40,7 +50,19 @@ VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
             "llama@14:hf", "llama@17:hf", "qwen2@14:hf", "qwen2@17:hf",
             "gpt2@14:hf", "gpt2@17:hf", "phi@14:hf", "phi@17:hf",
             "llama@18", "qwen2@18:hf", "gpt2@18", "phi@18:hf", "llama@21", "qwen2@21:hf",
-            "llama@17:sdpa", "llama@17:fp16", "gpt2@17:fp16")
+            "llama@17:sdpa", "llama@17:fp16", "gpt2@17:fp16",
+            "llama@17:merged", "qwen2@17:merged", "gpt2@17:merged", "phi@17:merged",
+            "llama@21:genai", "qwen2@21:genai", "phi@21:genai")
+
+
+def node_count(graph):
+    """Nodes one run executes: an If counts as its larger branch (a merged
+    decoder's with-past graph)."""
+    total = 0
+    for node in graph.node:
+        branches = [a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
+        total += max(node_count(b) for b in branches) if branches else 1
+    return total
 
 
 def run(cmd):
@@ -55,18 +77,28 @@ def stale(out, *scripts):
         os.path.getmtime(out) < os.path.getmtime(os.path.join(ROOT, s)) for s in scripts)
 
 
+def run_exporter(exporter, family, opset, layers, out, extra=()):
+    script, *args = exporter
+    if stale(out, script, "scripts/export_llm.py", "scripts/hf_models.py", "scripts/onnx_opset_upgrade.py"):
+        size = [] if script.endswith("export_genai.py") else ["--size", "tiny"]
+        run([sys.executable, os.path.join(ROOT, script), "--family", family, "--opset", str(opset),
+             *args, *extra, *size, "--layers", str(layers), "--out", out])
+
+
 def export(family, opset, kind, layers, out):
-    args, transform = KINDS[kind]
-    exporter = "scripts/export_llm.py"
-    source = out[:-len(".onnx")] + ".src.onnx" if transform else out
-    if stale(source, exporter, "scripts/hf_models.py", "scripts/onnx_opset_upgrade.py"):
-        run([sys.executable, os.path.join(ROOT, exporter), "--family", family, "--opset", str(opset),
-             *args, "--size", "tiny", "--layers", str(layers), "--out", source])
-    if transform and (stale(out, transform[0]) or os.path.getmtime(out) < os.path.getmtime(source)):
+    exporter, transform = KINDS[kind]
+    if not transform:
+        run_exporter(exporter, family, opset, layers, out)
+    elif stale(out, transform[0], exporter[0], "scripts/hf_models.py", "scripts/onnx_opset_upgrade.py"):
+        base = out[:-len(".onnx")]
+        source = base + ".src/model.onnx"   # a folder of its own (export_genai.py's genai_config.json)
+        run_exporter(exporter, family, opset, layers, source)
+        if "NOPAST" in transform:
+            run_exporter(exporter, family, opset, layers, base + ".nopast.onnx", ["--no-past"])
         script, *rest = transform
-        run([sys.executable, os.path.join(ROOT, script),
-             *[source if a == "SRC" else out if a == "DST" else a for a in rest]])
-    return len(onnx.load(out, load_external_data=False).graph.node)
+        names = {"SRC": source, "DST": out, "NOPAST": base + ".nopast.onnx"}
+        run([sys.executable, os.path.join(ROOT, script), *[names.get(a, a) for a in rest]])
+    return node_count(onnx.load(out, load_external_data=False).graph)
 
 
 def llmc_ops(llmc, model, work):
@@ -79,7 +111,7 @@ def llmc_ops(llmc, model, work):
 def ort_nodes(model):
     optimized = model[:-len(".onnx")] + ".ort.onnx"
     run(["node", os.path.join(ROOT, "scripts/ort_optimize.js"), model, optimized])
-    return len(onnx.load(optimized, load_external_data=False).graph.node)
+    return node_count(onnx.load(optimized, load_external_data=False).graph)
 
 
 def measure(variant, llmc, work):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The op budget of a fused decoder layer, for every file kind of
 # scripts/op_counts.py (our own torch modules, transformers' eager and SDPA
-# modeling code, transformers.js' fp16 files, ...): at
+# modeling code, transformers.js' fp16 files, optimum's merged decoders,
+# onnxruntime-genai's builder files, ...): at
 # most 8 plan ops per layer for LLaMA, Qwen2 and GPT-2 and 6 for Phi (its
 # attention and MLP read one LayerNorm), measured by scripts/op_counts.py
 # (3-layer minus 2-layer export) beside ONNX Runtime's own optimized graph.
@@ -22,7 +23,8 @@ mkdir -p "$WORK"
 . tests/zoo.sh
 rm -f "$WORK"/*.onnx
 EXPORTS=$LLMC_CACHE/op_counts/exports-$(cache_digest "op_counts | $ZOO_ENV" scripts/op_counts.py \
-    scripts/export_llm.py scripts/hf_models.py scripts/onnx_opset_upgrade.py)
+    scripts/export_llm.py scripts/hf_models.py scripts/onnx_opset_upgrade.py scripts/export_genai.py \
+    scripts/make_fp16.py scripts/merge_decoders.py scripts/quantize_onnx.py)
 keep_exports() {   # keep_exports DIR: the exports of $WORK (not ONNX Runtime's optimized models)
     find "$WORK" -maxdepth 1 -name '*.onnx' ! -name '*.ort.onnx' -exec cp {} "$1/" \;
 }
@@ -35,12 +37,14 @@ check "op_counts.py ran on every family, opset and kind" test "$rc" -eq 0 -a -s 
 per_layer() { awk -v m="$1" '$1 == m {print $8}' "$WORK/table.txt"; }
 layer_ops() { awk -v m="$1" '$1 == m {$1 = $2 = $3 = $4 = $5 = $6 = $7 = $8 = ""; print}' "$WORK/table.txt"; }
 # base_of M: the row M must equal op for op: the opset-17 export of the same
-# kind for a higher opset, the transformers-style export for another kind.
+# kind for a higher opset, the transformers-style export for another kind
+# (at opset 17 for onnxruntime-genai's builder, which writes opset 21).
 base_of() {
     local family=${1%%@*} rest=${1#*@} kind=plain
     local opset=${rest%%:*}
     [ "$rest" != "$opset" ] && kind=${rest#*:}
-    if [ "$opset" -gt 17 ]; then echo "${1/@$opset/@17}"
+    if [ "${kind%%-*}" = genai ]; then echo "$family@17:hf"
+    elif [ "$opset" -gt 17 ]; then echo "${1/@$opset/@17}"
     elif [ "$kind" != plain ] && [ "$kind" != hf ]; then echo "$family@$opset:hf"
     fi
 }
