@@ -6,8 +6,9 @@
 #                                    every file kind llmc takes: SDPA
 #                                    attention, float16 with float32 I/O,
 #                                    optimum's merged decoder (If),
-#                                    onnxruntime-genai's builder form
-#                                    (contrib ops), q4 (MatMulNBits), int4
+#                                    onnxruntime-genai's builder forms of
+#                                    LLaMA and Phi-2 (contrib ops), q4
+#                                    (MatMulNBits), int4
 #                                    (GatherBlockQuantized), int8 (dynamic
 #                                    quantization)
 #   fuzz_onnx_tensor                 every test_data_set_*/*.pb of those cases
@@ -78,6 +79,9 @@ kind_seed llama-keepio16 "$PY" scripts/make_fp16.py "$models/llama-hf.onnx" "$mo
     --form keepio16
 kind_seed llama-genai "$PY" scripts/export_genai.py --family llama --opset 21 --seed 1 \
     --out "$models/llama-genai.onnx"
+# Phi-2's builder form at opset 17: SkipLayerNormalization and FastGelu
+kind_seed phi-genai "$PY" scripts/export_genai.py --family phi --opset 17 --seed 1 \
+    --out "$models/phi-genai.onnx"
 for form in q4 int4 int8; do
     kind_seed "llama-$form" "$PY" scripts/quantize_onnx.py --form "$form" "$models/llama-14.onnx" \
         "$models/llama-$form.onnx"
