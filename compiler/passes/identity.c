@@ -185,14 +185,14 @@ static bool take_output_name(llmc_graph *g, int x, int y)
     return true;
 }
 
-/* Node `node`'s output equals x (its input, or the input of the node it
- * undoes): its readers read x and the node goes. */
-static int remove_node(llmc_graph *g, const llmc_pass_ctx *ctx, int node, int x)
+/* Node `node`'s output equals x (`what`: its input, or the input of the
+ * node it undoes): its readers read x and the node goes. */
+static int remove_node(llmc_graph *g, const llmc_pass_ctx *ctx, int node, int x, const char *what)
 {
     int y = g->nodes[node].outputs[0];
     if (g->values[y].is_graph_output && !take_output_name(g, x, y)) {
-        llmc_pass_explain(ctx, PASS, g, node, "its output equals '%s', a graph input, output or constant, and "
-                          "output '%s' keeps its name", g->values[x].name, g->values[y].name);
+        llmc_pass_explain(ctx, PASS, g, node, "%s '%s' is a graph input, output or constant, and output '%s' "
+                          "keeps its name", what, g->values[x].name, g->values[y].name);
         return 0;
     }
     llmc_graph_replace_value(g, y, x);
@@ -202,7 +202,7 @@ static int remove_node(llmc_graph *g, const llmc_pass_ctx *ctx, int node, int x)
 
 static int remove_identity(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
 {
-    return remove_node(g, ctx, node, g->nodes[node].inputs[0]);
+    return remove_node(g, ctx, node, g->nodes[node].inputs[0], "its input");
 }
 
 typedef struct {
@@ -219,9 +219,9 @@ static void remove_node_identities(llmc_graph *g, const llmc_pass_ctx *ctx, int 
     else if (is_identity_reshape(g, i))
         c->reshapes += remove_identity(g, ctx, i);
     else if (is_reshape_round_trip(g, i, &x))
-        c->reshapes += remove_node(g, ctx, i, x);
+        c->reshapes += remove_node(g, ctx, i, x, "the value it restores");
     else if (is_transpose_round_trip(g, i, &x))
-        c->transposes += remove_node(g, ctx, i, x);
+        c->transposes += remove_node(g, ctx, i, x, "the value it restores");
     else if ((c->empties += drop_empty_inputs(g, i), is_identity_concat(g, i)))
         c->concats += remove_identity(g, ctx, i);
 }
@@ -237,6 +237,9 @@ static int run_identity(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err
     int rc = c.empties + c.reshapes + c.transposes ? llmc_match_sweep(g, err) : LLMC_OK;
     if (c.slices + c.empties + c.concats + c.reshapes + c.transposes == 0)
         llmc_pass_detail(ctx, "%d removed", c.casts);
+    else if (c.reshapes + c.transposes == 0)
+        llmc_pass_detail(ctx, "%d casts, %d slices, %d concats removed; %d empty concat inputs dropped", c.casts,
+                         c.slices, c.concats, c.empties);
     else
         llmc_pass_detail(ctx, "%d casts, %d slices, %d concats removed; %d empty concat inputs dropped; "
                          "%d reshapes and %d transposes undone", c.casts, c.slices, c.concats, c.empties,

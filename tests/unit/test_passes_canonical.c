@@ -327,6 +327,62 @@ static void test_identity_slices(void)
     llmc_graph_free(&g);
 }
 
+/* onnxruntime-genai's RotaryEmbedding form over q [1, S, 16], 4 heads of 4:
+ * split heads (Reshape to [1, S, 4, 4], Transpose 0,2,1,3), Neg as the
+ * rotation, merge heads (Transpose back, Reshape to [1, S, 16]), then the
+ * attention's split again: the merge-split pair goes, so the second split
+ * reads the Neg.  A Reshape to its own shape goes too; a Transpose pair
+ * that does not compose to the identity, and a Reshape pair to another
+ * shape, stay. */
+static void test_identity_round_trips(void)
+{
+    llmc_graph g;
+    pass_report rep = {0};
+    new_graph(&g);
+    int q = g_input(&g, "q", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(16)));
+    int heads_shape = CI64(&g, "heads_shape", 1, -1, 4, 4), flat_shape = CI64(&g, "flat_shape", 1, -1, 16);
+    int split = OP(&g, "Reshape", "split", q, heads_shape);
+    int t1 = OP(&g, "Transpose", "t1", split);
+    ATTR_INTS(&g, producer_of(&g, t1), "perm", 0, 2, 1, 3);
+    int rot = OP(&g, "Neg", "rot", t1);
+    int t2 = OP(&g, "Transpose", "t2", rot);
+    ATTR_INTS(&g, producer_of(&g, t2), "perm", 0, 2, 1, 3);
+    int merged = OP(&g, "Reshape", "merged", t2, flat_shape);
+    int again = OP(&g, "Reshape", "again", merged, heads_shape);
+    int same = OP(&g, "Reshape", "same", again, heads_shape);
+    int t3 = OP(&g, "Transpose", "t3", same);
+    ATTR_INTS(&g, producer_of(&g, t3), "perm", 0, 2, 1, 3);
+    int y = OP(&g, "Relu", "y", t3);
+    int other = OP(&g, "Transpose", "other", t1);
+    ATTR_INTS(&g, producer_of(&g, other), "perm", 0, 1, 3, 2);
+    int w = OP(&g, "Reshape", "w", OP(&g, "Reshape", "w8", q, CI64(&g, "w8_shape", 1, -1, 8)),
+               CI64(&g, "w_shape", 1, -1, 2, 8));
+    int outs[] = {y, other, w};
+    for (int i = 0; i < 3; i++)
+        g_output(&g, outs[i]);
+    CHECK(infer(&g) == 0, "identity round trips: shapes inferred");
+    float xs[3 * 16];
+    fill(xs, 3 * 16, 7);
+    results before, after;
+    llmc_rt_tensor in = {LLMC_RT_F32, 3, {1, 3, 16}, xs};
+    bool eval_ok = evaluate(&g, 3, 0, &in, &before) == 0;
+    CHECK(run_pass(&llmc_pass_identity, &g, &rep) == 0, "identity round trips: pass runs");
+    int y_in = g.nodes[producer_of(&g, y)].inputs[0];
+    CHECK(producer_of(&g, y_in) >= 0 && strcmp(producer_op(&g, y_in), "Neg") == 0,
+          "identity round trips: the second split reads the rotation itself (%s)", producer_op(&g, y_in));
+    CHECK(count_op(&g, "Transpose") == 2 && count_op(&g, "Reshape") == 3,
+          "identity round trips: the first split and the other perm stay, the reshape pair to [1, S, 2, 8] "
+          "stays (%d Transposes, %d Reshapes)", count_op(&g, "Transpose"), count_op(&g, "Reshape"));
+    CHECK(strstr(rep.detail, "2 reshapes and 1 transposes undone") != NULL, "identity round trips: detail '%s'",
+          rep.detail);
+    CHECK(infer(&g) == 0 && eval_ok && evaluate(&g, 3, 0, &in, &after) == 0 && same_bits(&before, &after),
+          "identity round trips: all three outputs bit-identical at S = 3");
+    results_free(&before);
+    results_free(&after);
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
 /* transformers: present.0.key = Cast(Concat(past, k)) with the Cast an
  * identity; the same for the value.  The Concat must take the name. */
 static void test_identity_present(void)
@@ -1163,6 +1219,7 @@ int main(void)
     test_identity_of_input();
     test_identity_two_outputs();
     test_identity_slices();
+    test_identity_round_trips();
     test_position_tables();
     test_gemm_forms();
     test_gemm_refusals();
