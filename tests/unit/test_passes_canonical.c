@@ -334,27 +334,30 @@ static void test_identity_slices(void)
  * reads the Neg.  A Reshape to its own shape goes too; a Transpose pair
  * that does not compose to the identity, and a Reshape pair to another
  * shape, stay. */
+static int transpose_of(llmc_graph *g, const char *out, int x, const int64_t perm[4])
+{
+    int t = OP(g, "Transpose", out, x);
+    attr_ints(g, producer_of(g, t), "perm", 4, perm);
+    return t;
+}
+
 static void test_identity_round_trips(void)
 {
+    static const int64_t heads_perm[4] = {0, 2, 1, 3}, last_two[4] = {0, 1, 3, 2};
     llmc_graph g;
     pass_report rep = {0};
     new_graph(&g);
     int q = g_input(&g, "q", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(16)));
     int heads_shape = CI64(&g, "heads_shape", 1, -1, 4, 4), flat_shape = CI64(&g, "flat_shape", 1, -1, 16);
     int split = OP(&g, "Reshape", "split", q, heads_shape);
-    int t1 = OP(&g, "Transpose", "t1", split);
-    ATTR_INTS(&g, producer_of(&g, t1), "perm", 0, 2, 1, 3);
+    int t1 = transpose_of(&g, "t1", split, heads_perm);
     int rot = OP(&g, "Neg", "rot", t1);
-    int t2 = OP(&g, "Transpose", "t2", rot);
-    ATTR_INTS(&g, producer_of(&g, t2), "perm", 0, 2, 1, 3);
+    int t2 = transpose_of(&g, "t2", rot, heads_perm);
     int merged = OP(&g, "Reshape", "merged", t2, flat_shape);
     int again = OP(&g, "Reshape", "again", merged, heads_shape);
     int same = OP(&g, "Reshape", "same", again, heads_shape);
-    int t3 = OP(&g, "Transpose", "t3", same);
-    ATTR_INTS(&g, producer_of(&g, t3), "perm", 0, 2, 1, 3);
-    int y = OP(&g, "Relu", "y", t3);
-    int other = OP(&g, "Transpose", "other", t1);
-    ATTR_INTS(&g, producer_of(&g, other), "perm", 0, 1, 3, 2);
+    int y = OP(&g, "Relu", "y", transpose_of(&g, "t3", same, heads_perm));
+    int other = transpose_of(&g, "other", t1, last_two);
     int w = OP(&g, "Reshape", "w", OP(&g, "Reshape", "w8", q, CI64(&g, "w8_shape", 1, -1, 8)),
                CI64(&g, "w_shape", 1, -1, 2, 8));
     int outs[] = {y, other, w};
