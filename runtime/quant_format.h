@@ -289,14 +289,6 @@ static inline float rt_float_at(const uint8_t *p)
     return v.f;
 }
 
-/* Coefficient i of a weight block: i < hp the scale of row i, hp + r the
- * min (Float16, bits 4) or zero point (Float32) of row r. */
-static inline float rt_qweight_coef(const uint8_t *block, const rt_qweight_shape *s, int i)
-{
-    const uint8_t *p = block + rt_qweight_data_bytes(s) + (size_t)s->coef * (size_t)i;
-    return s->coef == RT_QCOEF_FLOAT ? rt_float_at(p) : rt_half_at(p);
-}
-
 /* q of row h, element j of a block's group: tile t = j / lp; bits 4 pairs
  * tiles 2u (low nibble) and 2u + 1 (high). */
 static inline int rt_qweight_q(const uint8_t *block, const rt_qweight_shape *s, int h, size_t j)
@@ -307,18 +299,6 @@ static inline int rt_qweight_q(const uint8_t *block, const rt_qweight_shape *s, 
         return (int8_t)block[t * tile_bytes + in_tile];
     uint8_t b = block[(t / 2) * tile_bytes + in_tile];
     return t % 2 ? b >> 4 : b & 15;
-}
-
-/* The weight q of row h dequantized: scale * q (+ min: Float16), or
- * (float)(q - zero) * scale (Float32: ONNX DequantizeLinear's bits). */
-static inline float rt_qweight_value(const uint8_t *block, const rt_qweight_shape *s, int h,
-                                     int q)
-{
-    float scale = rt_qweight_coef(block, s, h);
-    if (s->coef == RT_QCOEF_FLOAT)
-        return (float)(q - (int)rt_qweight_coef(block, s, s->hp + h)) * scale;
-    float v = scale * (float)q; /* its own statement: never contracted into an FMA */
-    return s->bits == 4 ? v + rt_qweight_coef(block, s, s->hp + h) : v;
 }
 
 static inline uint16_t rt_float_to_half(float f)

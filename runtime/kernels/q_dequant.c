@@ -18,7 +18,7 @@
  * count.  Stack: 28 KiB at f_hp 16. */
 #include <string.h>
 
-#include "kernel_table.h"
+#include "q_generic.h"
 #include "rt_div64.h"
 #include "rt_msg.h"
 

@@ -57,6 +57,21 @@ void rt_q_generic_quantize_rows(const float *x, int64_t x_stride, const rt_qact_
         quantize_row(x + e * (ptrdiff_t)x_stride, s, e, scale, xq);
 }
 
+float rt_qweight_coef(const uint8_t *block, const rt_qweight_shape *s, int i)
+{
+    const uint8_t *p = block + rt_qweight_data_bytes(s) + (size_t)s->coef * (size_t)i;
+    return s->coef == RT_QCOEF_FLOAT ? rt_float_at(p) : rt_half_at(p);
+}
+
+float rt_qweight_value(const uint8_t *block, const rt_qweight_shape *s, int h, int q)
+{
+    float scale = rt_qweight_coef(block, s, h);
+    if (s->coef == RT_QCOEF_FLOAT)
+        return (float)(q - (int)rt_qweight_coef(block, s, s->hp + h)) * scale;
+    float v = scale * (float)q; /* its own statement: never contracted into an FMA */
+    return s->bits == 4 ? v + rt_qweight_coef(block, s, s->hp + h) : v;
+}
+
 /* The exact int32 dot product of activation row e with weight row h over
  * group g (|x q| <= 127, |w q| <= 128 and group <= 2^17 keep it below 2^31). */
 static int32_t group_dot(const rt_qtile_args *a, ptrdiff_t e, const uint8_t *block, int h,

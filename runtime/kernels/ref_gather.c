@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "q_generic.h"
 #include "rt_msg.h"
 
 static bool gather_dims_ok(const rt_view *data, const rt_view *idx, int axis, const rt_view *y)
