@@ -5,14 +5,29 @@
 #ifndef LLMC_RT_Q_GENERIC_H
 #define LLMC_RT_Q_GENERIC_H
 
+#include <float.h>
+
 #include "kernel_table.h"
 
-/* 127 / amax, or 0 when the row quantizes to zeros: amax 0 (or NaN), or so
- * small that 127 / amax overflows (x = 0 would become 0 * inf). */
-float rt_q_row_inverse(float amax);
+/* 127 / amax, or 0 when the (row, group) quantizes to zeros: amax 0 (or
+ * NaN), or so small that 127 / amax overflows (x = 0 would become 0 * inf).
+ * Inline: the NEON tables' test links no portable kernel. */
+static inline float rt_q_row_inverse(float amax)
+{
+    float inv = 127.0f / amax;
+    return amax > 0.0f && inv <= FLT_MAX ? inv : 0.0f;
+}
 /* round half to even of x * inv clamped to [-127, 127]; a NaN product gives
  * 127, as the x86 min/max instructions do. */
 int rt_q_value(float x, float inv);
+
+/* Coefficient i of a weight block (quant_format.h): i < hp the scale of
+ * row i, hp + r the min (Float16, bits 4) or zero point (Float32) of row r. */
+float rt_qweight_coef(const uint8_t *block, const rt_qweight_shape *s, int i);
+/* The weight q of row h dequantized: scale * q (+ min: Float16), or
+ * (float)(q - zero) * scale (Float32: ONNX DequantizeLinear's bits).  One
+ * copy for every portable reader (kernels, Gather rows, ShadowLinear). */
+float rt_qweight_value(const uint8_t *block, const rt_qweight_shape *s, int h, int q);
 
 /* rt_kernels.quantize_rows and rt_kernels.qtile (kernel_table.h). */
 void rt_q_generic_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,

@@ -21,7 +21,8 @@
  * bytes of both tiles), and the two halves are added at the group's end.
  *
  * Bits 8 weights are signed and AVX-512 has no vpsignb, so the kernels
- * multiply the unsigned w + 128 (w ^ 0x80) and subtract 128 * sum(x) per
+ * multiply the unsigned w + 128 (w ^ 0x80: 0 for a Float32-coefficient
+ * block's -128, exact like every other w) and subtract 128 * sum(x) per
  * group: the activation tiles carry that sum.  The int32 arithmetic wraps,
  * and the true dot product fits in int32 (group * 127 * 127 < 2^31), so
  * the wrapped result is exact.
@@ -197,8 +198,8 @@ void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_
  * registers: 8 rows x 2 int32 accumulators (even and odd tiles, two
  * vpdpbusd chains per row in flight) + 8 float sums + 2 weight registers +
  * the nibble mask and a broadcast = 28.  The float steps per group are
- * qtile's (scale x sum, then min x activation sum, each an FMA in that
- * order), lane by lane, so the outputs are its bits. */
+ * qtile's (group_floats: scale x dot, an FMA of min x activation sum, an
+ * FMA of the activation scale), lane by lane, so the outputs are its bits. */
 #define ROWS2 (2 * EP)
 #define EACH_ROW2 _Pragma("GCC unroll 8")
 
@@ -213,6 +214,14 @@ static inline __m512 join_halves(const uint8_t *a, const uint8_t *b)
 {
     __m128i lo = _mm_loadu_si128((const __m128i *)a), hi = _mm_loadu_si128((const __m128i *)b);
     return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+/* 8 floats at a and 8 at b (AVX512F inserts 256 bits as 4 doubles). */
+static inline __m512 join_floats(const uint8_t *a, const uint8_t *b)
+{
+    __m256d lo = _mm256_castps_pd(_mm256_loadu_ps((const float *)a));
+    __m256d hi = _mm256_castps_pd(_mm256_loadu_ps((const float *)b));
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(lo), hi, 1));
 }
 
 /* acc + the products of u8 w by the 4 s8 activation bytes at p, in every
@@ -276,30 +285,38 @@ static inline void w8_group_2x2(const uint8_t *wa, const uint8_t *wb, const uint
     }
 }
 
-/* Per chunk of SUM_CHUNK groups, the rows' activation sums in the form
- * the group steps use them: bits 4 as floats (vcvtdq2ps rounds as the
- * (float) cast does) for the min term's FMA, bits 8 as -128 * sum (the
- * wrapping int32 of offset_of) to start the accumulators from; one vector
- * conversion per row and chunk instead of scalar ones per row and group. */
+/* Per chunk of SUM_CHUNK groups, the rows' activation scales, and their
+ * sums in the form the group steps use them: bits 4 as floats (vcvtdq2ps
+ * rounds as the (float) cast does) for the min term's FMA, bits 8 as -128
+ * * sum (the wrapping int32 of offset_of) to start the accumulators from;
+ * one vector load per row and chunk instead of scalar ones per row and
+ * group. */
 #define SUM_CHUNK 16
 
-typedef union {
-    float f[ROWS2][SUM_CHUNK];
-    int32_t start[ROWS2][SUM_CHUNK];
+typedef struct {
+    union {
+        float f[ROWS2][SUM_CHUNK];
+        int32_t start[ROWS2][SUM_CHUNK];
+    } sum;
+    int32_t raw[ROWS2][SUM_CHUNK]; /* the sums as they are (Float32 coefficients) */
+    float sx[ROWS2][SUM_CHUNK];
 } chunk_sums;
 
-static inline void convert_sums(const int32_t *sums, int64_t groups, int64_t g0, int64_t n,
-                                int bits, chunk_sums *c)
+static inline void convert_sums(const operands *o, int64_t g0, int64_t n, int bits,
+                                rt_qcoef coef, chunk_sums *c)
 {
     __mmask16 live = (__mmask16)((1u << n) - 1u);
     EACH_ROW2
     for (int r = 0; r < ROWS2; r++) {
-        __m512i v = _mm512_maskz_loadu_epi32(live, sums + r * groups + g0);
+        __m512i v = _mm512_maskz_loadu_epi32(live, o->sums + r * o->groups + g0);
+        _mm512_storeu_ps(c->sx[r], _mm512_maskz_loadu_ps(live, o->sx + r * o->groups + g0));
+        if (coef == RT_QCOEF_FLOAT)
+            _mm512_storeu_si512(c->raw[r], v);
         if (bits == 4)
-            _mm512_storeu_ps(c->f[r], _mm512_cvtepi32_ps(v));
+            _mm512_storeu_ps(c->sum.f[r], _mm512_cvtepi32_ps(v));
         else
-            _mm512_storeu_si512(c->start[r], _mm512_sub_epi32(_mm512_setzero_si512(),
-                                                              _mm512_slli_epi32(v, 7)));
+            _mm512_storeu_si512(c->sum.start[r], _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                                  _mm512_slli_epi32(v, 7)));
     }
 }
 
@@ -312,7 +329,8 @@ static inline void store_row16(float *out, int r, __m512 v)
     _mm256_storeu_ps(tile + EP * HP, _mm256_castpd_ps(high));
 }
 
-INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits)
+INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits,
+                     rt_qcoef coef)
 {
     operands o = operands_of(a, et, ht);
     const uint8_t *wa = o.w, *wb = a->w + rt_qweight_block_offset(&a->ws, ht + 1, 0);
@@ -324,23 +342,32 @@ INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out,
     chunk_sums c;
     for (int64_t g = 0; g < o.groups; g++) {
         int64_t i = g % SUM_CHUNK;
-        if (!i) /* o.sums: row r, group g at o.sums[r * groups + g] */
-            convert_sums(o.sums, o.groups, g,
-                         o.groups - g < SUM_CHUNK ? o.groups - g : SUM_CHUNK, bits, &c);
+        if (!i) /* o.sums, o.sx: row r, group g at [r * groups + g] */
+            convert_sums(&o, g, o.groups - g < SUM_CHUNK ? o.groups - g : SUM_CHUNK, bits, coef,
+                         &c);
         __m512i s32[ROWS2];
         if (bits == 4)
             w4_group_2x2(wa, wb, x, o.pairs, s32);
         else
-            w8_group_2x2(wa, wb, x, o.tiles, &c.start[0][i], SUM_CHUNK, s32);
-        __m512 scale = join_halves(wa + o.data, wb + o.data);
+            w8_group_2x2(wa, wb, x, o.tiles, &c.sum.start[0][i], SUM_CHUNK, s32);
+        /* group_floats' steps (q_x86_qtile.h), lane by lane */
+        bool half = coef == RT_QCOEF_HALF;
+        __m512 scale = half ? join_halves(wa + o.data, wb + o.data)
+                            : join_floats(wa + o.data, wb + o.data);
+        __m512 min = half && bits == 4 ? join_halves(wa + o.data + 2 * HP, wb + o.data + 2 * HP)
+                                       : _mm512_setzero_ps();
+        __m512i zero = half ? _mm512_setzero_si512()
+                            : _mm512_cvttps_epi32(join_floats(wa + o.data + 4 * HP,
+                                                              wb + o.data + 4 * HP));
         EACH_ROW2
-        for (int r = 0; r < ROWS2; r++)
-            acc[r] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(s32[r]), acc[r]);
-        if (bits == 4) {
-            __m512 min = join_halves(wa + o.data + 2 * HP, wb + o.data + 2 * HP);
-            EACH_ROW2
-            for (int r = 0; r < ROWS2; r++)
-                acc[r] = _mm512_fmadd_ps(min, _mm512_set1_ps(c.f[r][i]), acc[r]);
+        for (int r = 0; r < ROWS2; r++) {
+            if (!half)
+                s32[r] = _mm512_sub_epi32(s32[r], _mm512_mullo_epi32(
+                                                      zero, _mm512_set1_epi32(c.raw[r][i])));
+            __m512 t = _mm512_mul_ps(scale, _mm512_cvtepi32_ps(s32[r]));
+            if (half && bits == 4)
+                t = _mm512_fmadd_ps(min, _mm512_set1_ps(c.sum.f[r][i]), t);
+            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(c.sx[r][i]), t, acc[r]);
         }
         wa += o.block;
         wb += o.block;
@@ -361,8 +388,13 @@ void rt_q_avx512_vnni_qtile_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, 
                 rt_q_generic_qtile(a, et + i, ep, ht + j, out + (2 * i + j) * tile);
         return;
     }
-    if (a->ws.bits == 4)
-        gemm_2x2(a, et, ht, out, 4);
+    bool half = a->ws.coef == RT_QCOEF_HALF;
+    if (a->ws.bits == 4 && half)
+        gemm_2x2(a, et, ht, out, 4, RT_QCOEF_HALF);
+    else if (a->ws.bits == 4)
+        gemm_2x2(a, et, ht, out, 4, RT_QCOEF_FLOAT);
+    else if (half)
+        gemm_2x2(a, et, ht, out, 8, RT_QCOEF_HALF);
     else
-        gemm_2x2(a, et, ht, out, 8);
+        gemm_2x2(a, et, ht, out, 8, RT_QCOEF_FLOAT);
 }
