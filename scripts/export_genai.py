@@ -41,9 +41,18 @@ Weights are float32 MatMul initializers (the builder's cpu-fp32 form).
 Every projection goes through Builder.matmul, the one place the int4 form
 (MatMulNBits with block-32 weights) replaces the MatMul.
 
-Families: llama and qwen2 (q/k/v biases: one packed Add).  Our phi family
-is Phi-2 shaped (LayerNorm, GELU, parallel attention and MLP), which the
-builder writes with SkipLayerNormalization and FastGelu, not this form.
+Families: llama and qwen2 (q/k/v biases: one packed Add), and phi, Phi-2
+shaped, which the builder (builders/phi.py PhiModel) writes with layer norms
+and one residual Add per layer for the parallel attention and MLP:
+  LayerNormalization (layer 0) or SkipLayerNormalization (com.microsoft,
+      with bias; output 3 chained as above)
+  packed qkv MatMul + Add, GroupQueryAttention rotating the first
+      rotary_dim = head_size * partial_rotary_factor dims (caches of
+      rotary_dim/2 columns), dense MatMul + Add
+  fc1 MatMul + Add, Gelu(approximate="tanh") (opset 20 on; below it the
+      builder's earlier com.microsoft FastGelu), fc2 MatMul + Add
+  residual_add: Add(attention, MLP), the next norm's skip input
+  final SkipLayerNormalization, lm_head MatMul + Add(bias) -> logits
 """
 import argparse
 import math
@@ -57,7 +66,7 @@ from onnx import TensorProto, helper, numpy_helper
 import export_llm
 import hf_models
 
-FAMILIES = ("llama", "qwen2")
+FAMILIES = ("llama", "qwen2", "phi")
 CONST = "/model/constants"
 
 
@@ -128,28 +137,34 @@ def attention_mask_reformat(b):
 
 
 class Norms:
-    """The builder's chain of RMS norms: SimplifiedLayerNormalization first,
-    then SkipSimplifiedLayerNormalization whose output 3 (the residual sum) is
-    the next norm's root input; the final norm writes output 0 only."""
+    """The builder's chain of norms: SimplifiedLayerNormalization first, then
+    SkipSimplifiedLayerNormalization whose output 3 (the residual sum) is the
+    next norm's root input; the final norm writes output 0 only.  With a bias
+    (simple=False: Phi) LayerNormalization and SkipLayerNormalization."""
 
     def __init__(self, b, eps, root):
         self.b, self.eps = b, eps
         self.root = self.skip = root
         self.first = True
 
-    def __call__(self, layer, location, weight, last=False):
+    def __call__(self, layer, location, weight, last=False, bias=None):
         b = self.b
         wname = f"model.layers.{layer}.{location}_layernorm.weight"
         b.init(wname, weight.numpy().astype(np.float32))
+        params = [wname]
+        if bias is not None:
+            b.init(wname[:-len("weight")] + "bias", bias.numpy().astype(np.float32))
+            params.append(wname[:-len("weight")] + "bias")
+        simple = "" if bias is not None else "Simplified"
         base = f"/model/layers.{layer}/{location}_layernorm"
         out0, out3 = f"{base}/output_0", f"{base}/output_3"
         if self.first:
-            b.node("SimplifiedLayerNormalization", [self.root, wname], [out0], f"{base}/LayerNorm",
+            b.node(f"{simple}LayerNormalization", [self.root, *params], [out0], f"{base}/LayerNorm",
                    epsilon=self.eps, axis=-1, stash_type=1)
             self.first = False
         else:
             outputs = [out0] if last else [out0, "", "", out3]
-            b.node("SkipSimplifiedLayerNormalization", [self.root, self.skip, wname], outputs,
+            b.node(f"Skip{simple}LayerNormalization", [self.root, self.skip, *params], outputs,
                    f"{base}/SkipLayerNorm", domain="com.microsoft", epsilon=self.eps)
             if not last:
                 b.value(out3, TensorProto.FLOAT, b.hidden(b.cfg.hidden))
@@ -158,11 +173,16 @@ class Norms:
         return out0
 
 
-def rotary_caches(b):
-    """cos_cache / sin_cache [max_position, head_size/2] (the builder's caches
-    from scratch, halved)."""
+def rotary_dim(cfg, family):
+    """Dims each head rotates: Phi's partial_rotary_factor of them, else all."""
+    return int(cfg.head_dim * cfg.rotary_fraction) if family == "phi" else cfg.head_dim
+
+
+def rotary_caches(b, rot):
+    """cos_cache / sin_cache [max_position, rot/2] (the builder's caches from
+    scratch, halved; partial rotary keeps the first rot/2 columns)."""
     cfg = b.cfg
-    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.int64).float() / cfg.head_dim))
+    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, rot, 2, dtype=torch.int64).float() / rot))
     freqs = torch.outer(torch.arange(cfg.max_pos, dtype=torch.int64).type_as(inv_freq), inv_freq)
     b.init("cos_cache", freqs.cos().numpy().astype(np.float32))
     b.init("sin_cache", freqs.sin().numpy().astype(np.float32))
@@ -180,7 +200,7 @@ def packed_qkv(b, sd, i, x):
     return [qkv, "", ""]
 
 
-def rotated_qkv(b, sd, i, x, caches):
+def rotated_qkv(b, sd, i, x, caches, rot):
     """q, k, v MatMuls [+ Adds], q and k through RotaryEmbedding nodes (the
     builder's form where the attention op does not rotate)."""
     cfg, p, paths = b.cfg, f"model.layers.{i}.self_attn", []
@@ -190,17 +210,20 @@ def rotated_qkv(b, sd, i, x, caches):
             path = b.add_bias(sd[f"{p}.{k}_proj.bias"], f"/model/layers.{i}/attn/{k}_proj/Add", path)
         if k != "v":
             name = f"/model/layers.{i}/attn/{k}_rotary/RotaryEmbedding"
+            heads = cfg.heads if k == "q" else cfg.kv_heads
+            partial = rot != cfg.head_dim   # the builder states heads and dims only then
             path = b.node("RotaryEmbedding", [path, "position_ids", *caches], [f"{name}/output_0"], name,
-                          domain="com.microsoft", interleaved=0, num_heads=0, rotary_embedding_dim=0)
+                          domain="com.microsoft", interleaved=0, num_heads=heads if partial else 0,
+                          rotary_embedding_dim=rot if partial else 0)
             b.value(path, TensorProto.FLOAT, b.hidden((cfg.heads if k == "q" else cfg.kv_heads) * cfg.head_dim))
         paths.append(path)
     return paths
 
 
-def attention(b, sd, i, x, mask_info, caches, rotary):
+def attention(b, sd, i, x, mask_info, caches, rotary, rot):
     cfg = b.cfg
     in_attention = rotary == "attention"
-    qkv = packed_qkv(b, sd, i, x) if in_attention else rotated_qkv(b, sd, i, x, caches)
+    qkv = packed_qkv(b, sd, i, x) if in_attention else rotated_qkv(b, sd, i, x, caches, rot)
     name = f"/model/layers.{i}/attn/GroupQueryAttention"
     seqlens, total = mask_info
     inputs = [*qkv, f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens, total,
@@ -210,7 +233,11 @@ def attention(b, sd, i, x, mask_info, caches, rotary):
                  scale=1.0 / math.sqrt(cfg.head_dim), local_window_size=-1, softcap=0.0,
                  do_rotary=int(in_attention), rotary_interleaved=0)
     b.value(out, TensorProto.FLOAT, b.hidden(cfg.heads * cfg.head_dim))
-    return b.matmul(sd[f"model.layers.{i}.self_attn.o_proj.weight"], f"/model/layers.{i}/attn/o_proj/MatMul", out)
+    p = f"model.layers.{i}.self_attn"
+    if f"{p}.dense.weight" in sd:   # Phi: dense with a bias
+        out = b.matmul(sd[f"{p}.dense.weight"], f"/model/layers.{i}/attn/o_proj/MatMul", out)
+        return b.add_bias(sd[f"{p}.dense.bias"], f"/model/layers.{i}/attn/o_proj/Add", out)
+    return b.matmul(sd[f"{p}.o_proj.weight"], f"/model/layers.{i}/attn/o_proj/MatMul", out)
 
 
 def mlp(b, sd, i, x):
@@ -223,6 +250,51 @@ def mlp(b, sd, i, x):
     for v in (sig, act, prod):
         b.value(v, TensorProto.FLOAT, b.hidden(cfg.intermediate))
     return b.matmul(sd[f"{p}.down_proj.weight"], f"{base}/down_proj/MatMul", prod)
+
+
+def mlp_fc(b, sd, i, x, opset):
+    """Phi's fc1 -> tanh GELU -> fc2, each Linear with its bias Add."""
+    cfg, p, base = b.cfg, f"model.layers.{i}.mlp", f"/model/layers.{i}/mlp"
+    h = b.matmul(sd[f"{p}.fc1.weight"], f"{base}/fc1/MatMul", x)
+    h = b.add_bias(sd[f"{p}.fc1.bias"], f"{base}/fc1/Add", h)
+    name = f"{base}/act_fn/FastGelu"
+    if opset >= 20:
+        act = b.node("Gelu", [h], [f"{name}/output_0"], name, approximate="tanh")
+    else:
+        act = b.node("FastGelu", [h], [f"{name}/output_0"], name, domain="com.microsoft")
+    b.value(act, TensorProto.FLOAT, b.hidden(cfg.intermediate))
+    h = b.matmul(sd[f"{p}.fc2.weight"], f"{base}/fc2/MatMul", act)
+    return b.add_bias(sd[f"{p}.fc2.bias"], f"{base}/fc2/Add", h)
+
+
+def phi_layers(b, sd, norm, mask_info, caches, rotary, rot, opset):
+    """Phi-2's parallel block: one norm feeds attention and MLP, whose sum
+    is the next norm's skip input."""
+    cfg = b.cfg
+    for i in range(cfg.layers):
+        p = f"model.layers.{i}.input_layernorm"
+        x = norm(i, "input", sd[f"{p}.weight"], bias=sd[f"{p}.bias"])
+        a = attention(b, sd, i, x, mask_info, caches, rotary, rot)
+        m = mlp_fc(b, sd, i, x, opset)
+        name = f"/model/layers.{i}/residual_add/Add"
+        norm.skip = b.node("Add", [a, m], [f"{name}/output_0"], name)
+        b.value(norm.skip, TensorProto.FLOAT, b.hidden(cfg.hidden))
+    x = norm(cfg.layers, "final_norm", sd["model.final_layernorm.weight"], last=True,
+             bias=sd["model.final_layernorm.bias"])
+    h = b.matmul(sd["lm_head.weight"], "/lm_head/MatMul", x)
+    b.node("Add", [h, "lm_head.bias"], ["logits"], "/lm_head/Add")
+    b.init("lm_head.bias", sd["lm_head.bias"].numpy().astype(np.float32))
+
+
+def llama_layers(b, sd, norm, mask_info, caches, rotary, rot):
+    cfg = b.cfg
+    for i in range(cfg.layers):
+        x = norm(i, "input", sd[f"model.layers.{i}.input_layernorm.weight"])
+        norm.skip = attention(b, sd, i, x, mask_info, caches, rotary, rot)
+        x = norm(i, "post_attention", sd[f"model.layers.{i}.post_attention_layernorm.weight"])
+        norm.skip = mlp(b, sd, i, x)
+    x = norm(cfg.layers, "final_norm", sd["model.norm.weight"], last=True)
+    b.matmul(sd["lm_head.weight"], "/lm_head/MatMul", x, out="logits")
 
 
 def graph_io(cfg, rotary):
@@ -241,22 +313,20 @@ def graph_io(cfg, rotary):
     return inputs, outputs
 
 
-def build(cfg, sd, opset, rotary):
+def build(cfg, sd, opset, rotary, family):
     b = Builder(cfg)
     mask_info = attention_mask_reformat(b)
-    caches = rotary_caches(b)
+    rot = rotary_dim(cfg, family)
+    caches = rotary_caches(b, rot)
     b.init("model.embed_tokens.weight", sd["model.embed_tokens.weight"].numpy().astype(np.float32))
     emb = b.node("Gather", ["model.embed_tokens.weight", "input_ids"], ["/model/embed_tokens/Gather/output_0"],
                  "/model/embed_tokens/Gather")
     b.value(emb, TensorProto.FLOAT, b.hidden(cfg.hidden))
     norm = Norms(b, cfg.norm_eps, emb)
-    for i in range(cfg.layers):
-        x = norm(i, "input", sd[f"model.layers.{i}.input_layernorm.weight"])
-        norm.skip = attention(b, sd, i, x, mask_info, caches, rotary)
-        x = norm(i, "post_attention", sd[f"model.layers.{i}.post_attention_layernorm.weight"])
-        norm.skip = mlp(b, sd, i, x)
-    x = norm(cfg.layers, "final_norm", sd["model.norm.weight"], last=True)
-    b.matmul(sd["lm_head.weight"], "/lm_head/MatMul", x, out="logits")
+    if family == "phi":
+        phi_layers(b, sd, norm, mask_info, caches, rotary, rot, opset)
+    else:
+        llama_layers(b, sd, norm, mask_info, caches, rotary, rot)
     inputs, outputs = graph_io(cfg, rotary)
     graph = helper.make_graph(b.nodes, "main_graph", inputs, outputs, initializer=b.inits,
                               value_info=[v for v in b.infos if v.name != "logits"])
@@ -288,12 +358,17 @@ def main(argv=None):
     cfg = export_llm.make_config(args.family, "tiny")
     if args.layers is not None:
         cfg.layers = args.layers
+    if args.family == "phi":
+        # ONNX Runtime's GroupQueryAttention rotates only caches whose width
+        # (rotary_dim / 2) is a multiple of 8: the tiny size's 4 heads of 16
+        # rotate 8 dims, 2 heads of 32 rotate 16 (Phi-2: 32 of 80)
+        cfg.heads = cfg.kv_heads = 2
     model = hf_models.build_hf_model(args.family, cfg).eval()
     export_llm.randomize_weights(model, args.seed, **hf_models.init_options(args.family))
     sd = {k: v.detach() for k, v in model.state_dict().items()}
     if "lm_head.weight" not in sd:   # tied: the builder writes the embedding again
         sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
-    onnx_model = build(cfg, sd, args.opset, args.rotary)
+    onnx_model = build(cfg, sd, args.opset, args.rotary, args.family)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     onnx.save(onnx_model, args.out)
     print(f"wrote {args.out}: {args.family}, {cfg.layers} layers, {len(onnx_model.graph.node)} nodes")

@@ -23,14 +23,16 @@ VOCAB=512                    # tiny size vocabulary
 # family@opset[:option], the options of tests/zoo.sh's zoo_model: hf
 # (transformers' modeling code), triu / where-additive (other causal masks),
 # single / per-tensor (external weight files), genai (onnxruntime-genai's
-# model-builder graph: GroupQueryAttention, SkipSimplifiedLayerNormalization;
+# model-builder graph: GroupQueryAttention, SkipSimplifiedLayerNormalization,
+# Phi-2's SkipLayerNormalization and FastGelu;
 # genai-rotary with RotaryEmbedding nodes).  Opsets above 17 are torch's opset 17
 # export raised by scripts/onnx_opset_upgrade.py.
 VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor
     llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
     llama@14:triu phi@17:triu gpt2@17:where-additive
     llama@17:sdpa qwen2@14:sdpa
-    llama@17:genai qwen2@17:genai llama@17:genai-rotary qwen2@17:genai-rotary
+    llama@17:genai qwen2@17:genai phi@17:genai llama@17:genai-rotary qwen2@17:genai-rotary
+    phi@17:genai-rotary
     llama@18 qwen2@18:hf gpt2@18 phi@18:hf qwen2@21 gpt2@21:hf"}
 
 WORK=$BUILD/e2e_llm

@@ -1,4 +1,5 @@
-/* llmc ops: the ONNX operators the compiler claims, one per line, then
+/* llmc ops: the ONNX operators the compiler claims, one per line (If,
+ * inlined at import, after the ones the IR holds), then
  * ONNX Runtime's contrib ops it imports (as "Name" in the default domain,
  * "domain.Name" in another), then the llmc-domain ops its passes produce,
  * as "llmc.Name". */
@@ -8,6 +9,7 @@
 #include "cli.h"
 #include "codegen/plan_model.h"
 #include "onnx/contrib_ops.h"
+#include "onnx/onnx_if.h"
 #include "onnx/onnx_ops.h"
 #include "plan_format.h"
 
@@ -70,6 +72,7 @@ int llmc_cmd_ops(int argc, char **argv)
 #define PRINT_OP(name, ...) puts(#name);
     LLMC_ONNX_OP_LIST(PRINT_OP)
 #undef PRINT_OP
+    puts(LLMC_ONNX_IF_OP);
     for (int i = 0; llmc_contrib_op_at(i); i++) {
         const llmc_contrib_op_info *c = llmc_contrib_op_at(i);
         printf("%s%s%s\n", c->domain, c->domain[0] ? "." : "", c->name);

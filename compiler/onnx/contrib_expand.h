@@ -62,6 +62,8 @@ int ex_set_ints(llmc_expand *e, int node, const char *name, const int64_t *v, in
 /* The expanders (one row each in LLMC_CONTRIB_OP_LIST). */
 int expand_simplified_layer_norm(llmc_expand *e);
 int expand_skip_simplified_layer_norm(llmc_expand *e);
+int expand_skip_layer_norm(llmc_expand *e);
+int expand_fast_gelu(llmc_expand *e);
 int expand_rotary_embedding(llmc_expand *e);
 int expand_group_query_attention(llmc_expand *e);
 int expand_matmul_nbits(llmc_expand *e);

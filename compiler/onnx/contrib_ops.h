@@ -34,6 +34,8 @@
       "axis epsilon stash_type")                                                                \
     X(MS, SkipSimplifiedLayerNormalization, 3, 4, 1, 4, expand_skip_simplified_layer_norm,      \
       "epsilon")                                                                                \
+    X(MS, SkipLayerNormalization, 3, 5, 1, 4, expand_skip_layer_norm, "epsilon")                 \
+    X(MS, FastGelu, 1, 2, 1, 1, expand_fast_gelu, "")                                           \
     X(MS, RotaryEmbedding, 4, 4, 1, 1, expand_rotary_embedding,                                 \
       "interleaved num_heads rotary_embedding_dim scale is_packed_batching")                    \
     X(MS, GroupQueryAttention, 7, 16, 3, 4, expand_group_query_attention,                       \

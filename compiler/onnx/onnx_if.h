@@ -25,6 +25,9 @@
 
 #include "onnx_import_priv.h"
 
+/* The op this file takes (listed by `llmc ops` with the ONNX ops). */
+#define LLMC_ONNX_IF_OP "If"
+
 /* Inlines every If node of `gp` (a graph of an unpacked model, changed in
  * place); `path` names the model in errors.  report->inlined_if describes
  * what was done. */

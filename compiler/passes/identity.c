@@ -12,7 +12,15 @@
  *     a dim of size d; ends of INT64_MAX; starts of -d);
  *   - a Concat input whose concat-axis dim is 0 (that code's `q[..., d:]`,
  *     the part that does not rotate) is dropped, and a Concat left with one
- *     input of its output's shape is removed like the rest.
+ *     input of its output's shape is removed like the rest;
+ *   - layout round trips: a Reshape to its input's own shape is removed,
+ *     and so are a Reshape of a Reshape back to that one's input shape and
+ *     a Transpose of a Transpose whose perms compose to the identity (their
+ *     readers read the inner one's input).  onnxruntime-genai's
+ *     RotaryEmbedding on [B, S, N*D] expands to split heads, rotate, merge
+ *     heads; the GroupQueryAttention after it splits the heads again, and
+ *     only without the merge-split pair between them is the rotation on the
+ *     split heads, the form rope- and attention-fusion take.
  *
  * When the removed node's output is a graph output (transformers'
  * `present.N.key` produced through a Cast), the input takes over the
@@ -107,6 +115,63 @@ static bool is_identity_concat(const llmc_graph *g, int node)
     return llmc_is_onnx_op(&g->nodes[node], "Concat") && g->nodes[node].n_inputs == 1 && keeps_type(g, node);
 }
 
+/* Reshape `node` of a Reshape, back to that one's input shape: *x is
+ * that input (a reshape depends only on the element order). */
+static bool is_reshape_round_trip(const llmc_graph *g, int node, int *x)
+{
+    const llmc_node *n = &g->nodes[node];
+    if (!llmc_is_onnx_op(n, "Reshape") || n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1 ||
+        n->outputs[0] < 0)
+        return false;
+    int inner = g->values[n->inputs[0]].producer;
+    if (inner < 0 || g->nodes[inner].dead || !llmc_is_onnx_op(&g->nodes[inner], "Reshape") ||
+        g->nodes[inner].inputs[0] < 0)
+        return false;
+    const llmc_value *in = &g->values[g->nodes[inner].inputs[0]], *y = &g->values[n->outputs[0]];
+    *x = g->nodes[inner].inputs[0];
+    return in->dtype == y->dtype && llmc_shape_eq(&in->shape, &y->shape);
+}
+
+static bool is_identity_reshape(const llmc_graph *g, int node)
+{
+    return llmc_is_onnx_op(&g->nodes[node], "Reshape") && keeps_type(g, node);
+}
+
+/* The perm of Transpose `node` into p (its rank r entries); false when it
+ * has none of that rank (the default reverses: never an identity pair
+ * partner worth matching). */
+static bool transpose_perm(const llmc_graph *g, int node, int r, int64_t *p)
+{
+    const llmc_attr *a = llmc_node_attr(g, node, "perm");
+    if (!a || a->type != LLMC_ATTR_INTS || a->n_ints != r)
+        return false;
+    for (int i = 0; i < r; i++)
+        p[i] = a->ints[i];
+    return true;
+}
+
+/* Transpose `node` of a Transpose, the two perms composing to the identity
+ * (output axis i of the outer is axis inner[outer[i]] of the inner's
+ * input): *x is the inner one's input. */
+static bool is_transpose_round_trip(const llmc_graph *g, int node, int *x)
+{
+    const llmc_node *n = &g->nodes[node];
+    if (!llmc_is_onnx_op(n, "Transpose") || n->n_inputs != 1 || n->inputs[0] < 0 || n->n_outputs != 1 ||
+        n->outputs[0] < 0)
+        return false;
+    int inner = g->values[n->inputs[0]].producer, r = g->values[n->inputs[0]].shape.rank;
+    int64_t outer_p[LLMC_MAX_RANK], inner_p[LLMC_MAX_RANK];
+    if (inner < 0 || g->nodes[inner].dead || !llmc_is_onnx_op(&g->nodes[inner], "Transpose") ||
+        g->nodes[inner].inputs[0] < 0 || !transpose_perm(g, node, r, outer_p) ||
+        !transpose_perm(g, inner, r, inner_p))
+        return false;
+    for (int i = 0; i < r; i++)
+        if (outer_p[i] < 0 || outer_p[i] >= r || inner_p[outer_p[i]] != i)
+            return false;
+    *x = g->nodes[inner].inputs[0];
+    return true;
+}
+
 /* The graph output y is computed by an identity of x: x gets y's name
  * (the names swap, so every name stays unique). */
 static bool take_output_name(llmc_graph *g, int x, int y)
@@ -120,11 +185,13 @@ static bool take_output_name(llmc_graph *g, int x, int y)
     return true;
 }
 
-static int remove_identity(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
+/* Node `node`'s output equals x (its input, or the input of the node it
+ * undoes): its readers read x and the node goes. */
+static int remove_node(llmc_graph *g, const llmc_pass_ctx *ctx, int node, int x)
 {
-    int x = g->nodes[node].inputs[0], y = g->nodes[node].outputs[0];
+    int y = g->nodes[node].outputs[0];
     if (g->values[y].is_graph_output && !take_output_name(g, x, y)) {
-        llmc_pass_explain(ctx, PASS, g, node, "its input '%s' is a graph input, output or constant, and "
+        llmc_pass_explain(ctx, PASS, g, node, "its output equals '%s', a graph input, output or constant, and "
                           "output '%s' keeps its name", g->values[x].name, g->values[y].name);
         return 0;
     }
@@ -133,26 +200,47 @@ static int remove_identity(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
     return 1;
 }
 
+static int remove_identity(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
+{
+    return remove_node(g, ctx, node, g->nodes[node].inputs[0]);
+}
+
+typedef struct {
+    int casts, slices, empties, concats, reshapes, transposes;
+} identity_counts;
+
+static void remove_node_identities(llmc_graph *g, const llmc_pass_ctx *ctx, int i, identity_counts *c)
+{
+    int x;
+    if (is_identity_cast(g, i))
+        c->casts += remove_identity(g, ctx, i);
+    else if (is_identity_slice(g, i))
+        c->slices += remove_identity(g, ctx, i);
+    else if (is_identity_reshape(g, i))
+        c->reshapes += remove_identity(g, ctx, i);
+    else if (is_reshape_round_trip(g, i, &x))
+        c->reshapes += remove_node(g, ctx, i, x);
+    else if (is_transpose_round_trip(g, i, &x))
+        c->transposes += remove_node(g, ctx, i, x);
+    else if ((c->empties += drop_empty_inputs(g, i), is_identity_concat(g, i)))
+        c->concats += remove_identity(g, ctx, i);
+}
+
 static int run_identity(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
 {
-    int casts = 0, slices = 0, empties = 0, concats = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i].dead)
-            continue;
-        if (is_identity_cast(g, i))
-            casts += remove_identity(g, ctx, i);
-        else if (is_identity_slice(g, i))
-            slices += remove_identity(g, ctx, i);
-        else if ((empties += drop_empty_inputs(g, i), is_identity_concat(g, i)))
-            concats += remove_identity(g, ctx, i);
-    }
-    /* the Slices that made the dropped inputs are unread now */
-    int rc = empties ? llmc_match_sweep(g, err) : LLMC_OK;
-    if (slices + empties + concats == 0)
-        llmc_pass_detail(ctx, "%d removed", casts);
+    identity_counts c = {0};
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead)
+            remove_node_identities(g, ctx, i, &c);
+    /* the Slices that made the dropped inputs and the inner halves of
+     * round trips are unread now */
+    int rc = c.empties + c.reshapes + c.transposes ? llmc_match_sweep(g, err) : LLMC_OK;
+    if (c.slices + c.empties + c.concats + c.reshapes + c.transposes == 0)
+        llmc_pass_detail(ctx, "%d removed", c.casts);
     else
-        llmc_pass_detail(ctx, "%d casts, %d slices, %d concats removed; %d empty concat inputs dropped", casts,
-                         slices, concats, empties);
+        llmc_pass_detail(ctx, "%d casts, %d slices, %d concats removed; %d empty concat inputs dropped; "
+                         "%d reshapes and %d transposes undone", c.casts, c.slices, c.concats, c.empties,
+                         c.reshapes, c.transposes);
     return rc;
 }
 
