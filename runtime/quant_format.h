@@ -33,21 +33,28 @@
  *         integers then one product: ONNX DequantizeLinear's bits.
  *   Padding rows and columns have q = 0 and every coefficient 0.
  *
- * Activations: x [m, k] float rows quantized by QuantizeRows, per row
- * abs-max: sx = amax / 127, q = round-to-nearest-even(x * (127 / amax)) (0
- * when amax is 0), and per (row, group) the int32 sum of q, which lets the
- * bits-4 kernels add min * sx * sum(q) once per group instead of subtracting
- * a zero point in the inner loop (paper 000 §V.C).
- *   mp = m rounded up to ep; kp as for the weights it feeds.
+ * Activations: x [m, k] float rows quantized by QuantizeRows, per (row,
+ * group) abs-max, group the weights' (ONNX Runtime's MatMulNBits
+ * accuracy level 4 quantizes A per block of K the same way): sx = amax /
+ * 127, q = round-to-nearest-even(x * (127 / amax)) (0 when amax is 0), and
+ * per (row, group) the int32 sum of q, which lets the bits-4 kernels add
+ * min * sum(q) once per group instead of subtracting a zero point in the
+ * inner loop (paper 000 §V.C).  A static scale (calibrated per tensor):
+ * every (row, group) has sx = scale, q clamped to [-127, 127].
+ *   mp = m rounded up to ep; kp as for the weights it feeds; G = kp / group.
  *     data    [mp/ep][kp/lp][ep][lp] int8 at offset 0 (padding q = 0);
  *             one row tile is contiguous so the GEMM streams it
- *     scales  mp float32 at align64(mp * kp)            (padding rows 0)
- *     sums    [mp][kp/group] int32 at align64(scales + 4 * mp)
+ *     scales  [mp][G] float32 at align64(mp * kp)         (padding rows 0)
+ *     sums    [mp][G] int32 at align64(scales + 4 * mp * G)
  *
- * A Linear over them: for output row e and feature h,
- *   z[e][h] = sx[e] * sum over groups G of
- *             (scale[h][G] * acc(e, h, G) + min[h][G] * sums[e][G])
- * with acc the exact int32 dot product of the group's q values. */
+ * A Linear over them: for output row e and feature h, with acc(e, h, G)
+ * the exact int32 dot product of group G's q values,
+ *   z[e][h] = sum over groups G of sx[e][G] * c(e, h, G),
+ *   c = scale[h][G] * acc + min[h][G] * sums[e][G]     Float16, bits 4
+ *   c = scale[h][G] * acc                              Float16, bits 8
+ *   c = scale[h][G] * (acc - zero[h][G] * sums[e][G])  Float32 (the
+ *       bracket exact in int32: |q - zero| <= 255 and |x q| <= 127, so
+ *       it fits while 255 * 127 * group < 2^31, group <= 65536). */
 /* fp32 weight tiles (plans for SIMD targets): W [n, k] as np/hp row tiles,
  * each [k][hp] floats: value (r, c) of row tile ht at float index
  * (ht * k + c) * hp + r; padding rows 0.  One step of c reads hp
@@ -184,6 +191,12 @@ static inline uint64_t rt_qweight_block_offset(const rt_qweight_shape *s, int64_
     return ((uint64_t)ht * groups + (uint64_t)g) * rt_qweight_block_bytes(s);
 }
 
+/* The activation tiles' scales (and sums): one per (row, group). */
+static inline uint64_t rt_qact_coefs(const rt_qact_shape *s)
+{
+    return (uint64_t)s->mp * rt_udiv64((uint64_t)s->kp, (uint64_t)s->group);
+}
+
 static inline uint64_t rt_qact_scales_offset(const rt_qact_shape *s)
 {
     return rt_qalign64(RT_QACT_VALUE_BITS / 8u * (uint64_t)s->mp * (uint64_t)s->kp);
@@ -191,13 +204,12 @@ static inline uint64_t rt_qact_scales_offset(const rt_qact_shape *s)
 
 static inline uint64_t rt_qact_sums_offset(const rt_qact_shape *s)
 {
-    return rt_qalign64(rt_qact_scales_offset(s) + RT_QACT_COEF_BYTES * (uint64_t)s->mp);
+    return rt_qalign64(rt_qact_scales_offset(s) + RT_QACT_COEF_BYTES * rt_qact_coefs(s));
 }
 
 static inline uint64_t rt_qact_bytes(const rt_qact_shape *s)
 {
-    return rt_qact_sums_offset(s) + RT_QACT_COEF_BYTES * (uint64_t)s->mp *
-                                        rt_udiv64((uint64_t)s->kp, (uint64_t)s->group);
+    return rt_qact_sums_offset(s) + RT_QACT_COEF_BYTES * rt_qact_coefs(s);
 }
 
 /* Fills the derived fields; false if the parameters are not a valid format
@@ -271,6 +283,46 @@ static inline float rt_half_to_float(uint16_t h)
 static inline float rt_half_at(const uint8_t *p)
 {
     return rt_half_to_float((uint16_t)(p[0] | p[1] << 8));
+}
+
+/* The float32 stored little-endian at p (Float32 weight coefficients). */
+static inline float rt_float_at(const uint8_t *p)
+{
+    union { uint32_t u; float f; } v = {(uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                                        (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24};
+    return v.f;
+}
+
+/* Coefficient i of a weight block: i < hp the scale of row i, hp + r the
+ * min (Float16, bits 4) or zero point (Float32) of row r. */
+static inline float rt_qweight_coef(const uint8_t *block, const rt_qweight_shape *s, int i)
+{
+    const uint8_t *p = block + rt_qweight_data_bytes(s) + (size_t)s->coef * (size_t)i;
+    return s->coef == RT_QCOEF_FLOAT ? rt_float_at(p) : rt_half_at(p);
+}
+
+/* q of row h, element j of a block's group: tile t = j / lp; bits 4 pairs
+ * tiles 2u (low nibble) and 2u + 1 (high). */
+static inline int rt_qweight_q(const uint8_t *block, const rt_qweight_shape *s, int h, size_t j)
+{
+    size_t lp = (size_t)s->lp, t = j / lp, tile_bytes = (size_t)s->hp * lp;
+    size_t in_tile = (size_t)h * lp + j % lp;
+    if (s->bits == 8)
+        return (int8_t)block[t * tile_bytes + in_tile];
+    uint8_t b = block[(t / 2) * tile_bytes + in_tile];
+    return t % 2 ? b >> 4 : b & 15;
+}
+
+/* The weight q of row h dequantized: scale * q (+ min: Float16), or
+ * (float)(q - zero) * scale (Float32: ONNX DequantizeLinear's bits). */
+static inline float rt_qweight_value(const uint8_t *block, const rt_qweight_shape *s, int h,
+                                     int q)
+{
+    float scale = rt_qweight_coef(block, s, h);
+    if (s->coef == RT_QCOEF_FLOAT)
+        return (float)(q - (int)rt_qweight_coef(block, s, s->hp + h)) * scale;
+    float v = scale * (float)q; /* its own statement: never contracted into an FMA */
+    return s->bits == 4 ? v + rt_qweight_coef(block, s, s->hp + h) : v;
 }
 
 static inline uint16_t rt_float_to_half(float f)

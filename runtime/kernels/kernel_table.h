@@ -41,16 +41,17 @@ typedef struct rt_kernels {
     int f_hp, f_ep;         /* fp32 weight tile rows; rows per fp32 GEMM call
                                (f_hp 0: fp32 weights stay dense [n, k]) */
     /* Rows [r0, r1) of x [m, k] (row stride x_stride floats; r1 <= m) into
-     * the activation tiles xq: their int8 values, scales and group sums;
-     * scale 0: each row by its abs-max, scale > 0 (normal): that static
-     * scale for every row, q = x * (1 / scale) clamped to +-127.  Padding
-     * rows and columns are the driver's. */
+     * the activation tiles xq: their int8 values, (row, group) scales and
+     * group sums; scale 0: each (row, group) by its abs-max, scale > 0
+     * (normal): that static scale for every one, q = x * (1 / scale)
+     * clamped to +-127.  Padding rows and columns are the driver's. */
     void (*quantize_rows)(const float *x, int64_t x_stride, const rt_qact_shape *s,
                           int64_t r0, int64_t r1, float scale, uint8_t *xq);
     /* out[e * hp + h] for e < rows (1 <= rows <= ep: the rows of activation
-     * tile et that exist) and h < hp (row tile ht of W): the sum over groups
-     * of quant_format.h before the multiplication by sx.  rows == 1 is the
-     * decode GEMV and may take a path of its own. */
+     * tile et that exist) and h < hp (row tile ht of W): z of
+     * quant_format.h, the sum over groups of sx times the group term, for
+     * either coefficient dtype (Float16, Float32) and bits 4 or 8.  rows ==
+     * 1 is the decode GEMV and may take a path of its own. */
     void (*qtile)(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
     /* The GEMM of activation tiles et, et + 1 (all 2 * ep rows) by W row
      * tiles ht, ht + 1 in one call: out holds the [ep][hp] tiles (et, ht),
@@ -102,9 +103,11 @@ typedef struct rt_kernels {
     void (*swiglu)(const float *gate, const float *up, float *y, int64_t n);
     /* The f32-dequant prefill path's weight conversion (q_dequant.c; NULL:
      * rt_dequant_block_generic): steps [i0, i1) of the group that weight
-     * block `block` holds (ws->hp rows), out[(i - i0) * stride + r] =
-     * scale[r] * q + min[r] (min 0 for bits 8), a product then a sum, so
-     * the floats are the portable loop's bit for bit. */
+     * block `block` holds (ws->hp rows), out[(i - i0) * stride + r] the
+     * weight dequantized as rt_qweight_value does (Float16: scale[r] * q +
+     * min[r], min 0 for bits 8, a product then a sum; Float32: (float)(q -
+     * zero[r]) * scale[r]), so the floats are the portable loop's bit for
+     * bit. */
     void (*dequant_block)(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
                           int64_t i1, float *out, int64_t stride);
     /* One RMSNorm row (NULL: rt_rmsnorm_row_generic): y[j] = x[j] * inv *

@@ -347,10 +347,11 @@ static inline size_t rt_qact_index(const rt_qact_shape *s, ptrdiff_t e, ptrdiff_
  * table's).  xq is uint8 or int8 with x's dims: the logical shape, not the
  * byte count; its data must hold rt_qact_bytes(s) bytes (the plan sizes
  * packed activations with rt_qact_bytes), all of which are written,
- * padding rows and columns zero.  scale 0: each row by its abs-max (the
- * table's kernel); scale > 0 (normal and finite: the verifier's check of
- * the plan): one static scale for every row (calibrated per-tensor
- * activations, as an NPU runs them), values beyond 127 * scale clamped.
+ * padding rows and columns zero.  scale 0: each (row, group) by its
+ * abs-max (the table's kernel); scale > 0 (normal and finite: the
+ * verifier's check of the plan): one static scale for every (row, group)
+ * (calibrated per-tensor activations, as an NPU runs them), values beyond
+ * 127 * scale clamped.
  * Tasks: blocks of activation row tiles. */
 llmc_rt_status k_quantize_rows(const struct rt_kernels *kt, const rt_view *x,
                                const rt_qact_shape *s, float scale, rt_view *xq,
@@ -400,7 +401,8 @@ llmc_rt_status k_qlinear_check(const struct rt_kernels *kt, const rt_view *xq,
 
 /* q_dequant.c: k_qlinear's contract (any row count) on the target's fp32
  * micro-kernel: weight blocks dequantized to fp32 panels, the activation
- * tiles' int8 values converted to fp32, y = sx * sum + bias + residual; the
+ * tiles' int8 values times their (row, group) scales as fp32, y = sum +
+ * bias + residual; the
  * int8 path's result up to fp32 rounding, bitwise the same for any thread
  * count (Plan.prefill_kernel f32-dequant).  k_qlinear_dequant_runs: the
  * table has fp32 tiles that hold whole weight row tiles of ws. */

@@ -1,10 +1,11 @@
 /* QLinear's other prefill path (Plan.prefill_kernel f32-dequant): the same
  * operands and contract as k_qlinear, but the products run on the target's
  * fp32 micro-kernel (ftile) instead of its int8 one.  Weight blocks (int8,
- * or uint4 with mins; fp16 scales) are dequantized into [kc][f_hp] fp32
- * panels, the activation tiles' int8 values into fp32 rows (exact: no
- * scale), and y = sx * (q_x . w) + bias + residual.  So it computes the
- * int8 path's numbers up to fp32 rounding: which of the two runs is a
+ * or uint4 with mins, fp16 scales; or float32 scales and zero points) are
+ * dequantized into [kc][f_hp] fp32 panels, the activation tiles' int8
+ * values times their (row, group) scale into fp32 rows, and y = x . w +
+ * bias + residual.  So it computes the int8 path's numbers up to fp32
+ * rounding: which of the two runs is a
  * speed choice per target (`llmc tune` measures both), not an accuracy one.
  *
  * A task owns TASK_TILES fp32 tiles (f_hp output features each).  It takes
@@ -32,7 +33,7 @@ typedef struct {
     rt_qact_shape xs;
     const uint8_t *w;
     rt_qweight_shape ws;
-    const float *sx;               /* activation scales [mp] */
+    const float *sx;               /* activation scales [mp][kp / group] */
     const float *bias, *res;       /* bias [n] (absolute columns), residual [m, n_y] */
     float *y;                      /* [m, n_y] */
     int64_t m, n_y, col0;
@@ -42,33 +43,15 @@ typedef struct {
                           int64_t i1, float *out, int64_t stride);
 } dequant_job;
 
-/* Walks the block's [group/lp][hq][lp] tiles in order, so no division per
- * element; pointer-wide, as the block lies in memory. */
+/* Element by element through the format's readers (a table's loop does
+ * whole tiles); pointer-wide, as the block lies in memory. */
 void rt_dequant_block_generic(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
                               int64_t i1, float *out, int64_t stride)
 {
-    int hq = ws->hp, lp = ws->lp;
-    int64_t data_bytes = (int64_t)rt_qweight_data_bytes(ws);
-    float scale[64], min[64];
-    for (int r = 0; r < hq; r++) {
-        scale[r] = rt_half_at(block + data_bytes + 2 * r);
-        min[r] = ws->bits == 4 ? rt_half_at(block + data_bytes + 2 * hq + 2 * r) : 0.0f;
-    }
-    for (ptrdiff_t i = (ptrdiff_t)i0, last = (ptrdiff_t)i1; i < last;) {
-        ptrdiff_t t = i / lp, l = i % lp, end = (t + 1) * lp < last ? (t + 1) * lp : last;
-        for (; i < end; i++, l++) {
-            float *o = out + (i - i0) * stride;
-            if (ws->bits == 8) {
-                const int8_t *q = (const int8_t *)block + t * hq * lp + l;
-                for (int r = 0; r < hq; r++)
-                    o[r] = scale[r] * (float)q[r * lp];
-            } else {
-                const uint8_t *q = block + (t / 2) * hq * lp + l;
-                int shift = (int)(t & 1) * 4;
-                for (int r = 0; r < hq; r++)
-                    o[r] = scale[r] * (float)((q[r * lp] >> shift) & 15) + min[r];
-            }
-        }
+    for (ptrdiff_t i = (ptrdiff_t)i0, last = (ptrdiff_t)i1; i < last; i++) {
+        float *o = out + (i - i0) * stride;
+        for (int r = 0; r < ws->hp; r++)
+            o[r] = rt_qweight_value(block, ws, r, rt_qweight_q(block, ws, r, (size_t)i));
     }
 }
 
@@ -112,25 +95,27 @@ static void dequant_panel(const dequant_job *J, int64_t ft, int64_t c0, int64_t 
 }
 
 /* Activation rows [e0, e0 + rows), steps [c0, c0 + kc) as floats xf
- * [rows][kc]: a row's lp consecutive values sit together, ep * lp bytes
- * apart (quant_format.h). */
+ * [rows][kc], each q times its (row, group) scale: a row's lp consecutive
+ * values sit together, ep * lp bytes apart (quant_format.h). */
 static void convert_rows(const dequant_job *J, int64_t e0, int64_t rows, int64_t c0, int64_t kc,
                          float *xf)
 {
     ptrdiff_t lp = J->xs.lp, stride = J->xs.ep * lp, c1 = (ptrdiff_t)(c0 + kc);
+    ptrdiff_t group = (ptrdiff_t)J->xs.group, groups = (ptrdiff_t)J->xs.kp / group;
     for (int64_t e = 0; e < rows; e++) {
         const int8_t *row = (const int8_t *)J->xq + rt_qact_index(&J->xs, e0 + e, 0);
+        const float *sx = J->sx + (e0 + e) * groups;
         float *out = xf + e * kc;
         for (ptrdiff_t c = (ptrdiff_t)c0; c < c1;) {
             ptrdiff_t end = (c / lp + 1) * lp < c1 ? (c / lp + 1) * lp : c1;
             const int8_t *q = row + (c / lp) * (stride - lp); /* q[c]: value c */
             for (; c < end; c++)
-                out[c - c0] = (float)q[c];
+                out[c - c0] = sx[c / group] * (float)q[c];
         }
     }
 }
 
-/* y for rows [e0, e0 + rows) and the columns of tile ft: sx * z (+ bias)
+/* y for rows [e0, e0 + rows) and the columns of tile ft: z (+ bias)
  * (+ residual), in that order, as k_qlinear stores. */
 static void store_pass(const dequant_job *J, int64_t ft, int64_t e0, int64_t rows, const float *z)
 {
@@ -138,10 +123,9 @@ static void store_pass(const dequant_job *J, int64_t ft, int64_t e0, int64_t row
     int64_t j0 = ft * hp > J->col0 ? ft * hp : J->col0;
     int64_t j1 = (ft + 1) * hp < J->col0 + J->n_y ? (ft + 1) * hp : J->col0 + J->n_y;
     for (int64_t e = 0; e < rows; e++) {
-        float sx = J->sx[e0 + e];
         int64_t at = (e0 + e) * J->n_y - J->col0;
         for (int64_t j = j0; j < j1; j++) {
-            float v = sx * z[e * hp + (j - ft * hp)];
+            float v = z[e * hp + (j - ft * hp)];
             if (J->bias)
                 v += J->bias[j];
             if (J->res)

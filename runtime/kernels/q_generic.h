@@ -5,11 +5,18 @@
 #ifndef LLMC_RT_Q_GENERIC_H
 #define LLMC_RT_Q_GENERIC_H
 
+#include <float.h>
+
 #include "kernel_table.h"
 
-/* 127 / amax, or 0 when the row quantizes to zeros: amax 0 (or NaN), or so
- * small that 127 / amax overflows (x = 0 would become 0 * inf). */
-float rt_q_row_inverse(float amax);
+/* 127 / amax, or 0 when the (row, group) quantizes to zeros: amax 0 (or
+ * NaN), or so small that 127 / amax overflows (x = 0 would become 0 * inf).
+ * Inline: the NEON tables' test links no portable kernel. */
+static inline float rt_q_row_inverse(float amax)
+{
+    float inv = 127.0f / amax;
+    return amax > 0.0f && inv <= FLT_MAX ? inv : 0.0f;
+}
 /* round half to even of x * inv clamped to [-127, 127]; a NaN product gives
  * 127, as the x86 min/max instructions do. */
 int rt_q_value(float x, float inv);

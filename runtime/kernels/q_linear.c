@@ -24,7 +24,8 @@ static bool qact_shape_ok(const rt_qact_shape *s)
 static bool qweight_shape_ok(const rt_qweight_shape *s)
 {
     rt_qweight_shape t;
-    return rt_qweight_shape_init(&t, s->bits, s->hp, s->lp, s->n, s->k, s->group) &&
+    return rt_qweight_shape_init_coef(&t, s->bits, s->hp, s->lp, s->n, s->k, s->group,
+                                      s->coef) &&
            t.np == s->np && t.kp == s->kp;
 }
 
@@ -43,8 +44,10 @@ static bool is_bytes(const rt_view *t)
 }
 
 /* The exact int32 group products of quant_format.h stay below 2^31 while
- * group * 127 * 127 does. */
+ * group * 128 * 127 does, and the Float32 coefficients' bracket (acc - zero
+ * * sum) while group * 255 * 127 does. */
 #define MAX_GROUP 131072
+#define MAX_GROUP_FLOAT_COEF 65536
 
 /* The tiles' scales and sums are float32 and int32 at offsets that are
  * multiples of 64 from the data pointer. */
@@ -85,7 +88,7 @@ typedef struct {
     const float *x;          /* [m, k] */
     const rt_qact_shape *s;
     uint8_t *xq;             /* rt_qact_bytes(s) */
-    float scale;             /* > 0: every row's static scale; 0: each row's abs-max */
+    float scale;             /* > 0: the static scale; 0: each (row, group)'s abs-max */
     ptrdiff_t tiles_per_task;
 } quantize_job;
 
@@ -101,10 +104,9 @@ static void zero_tile_padding(const rt_qact_shape *s, ptrdiff_t et, uint8_t *xq)
         memset(xq + (size_t)e0 * (size_t)kp, 0, (size_t)(s->ep * kp));
         float *scales = (float *)(xq + rt_qact_scales_offset(s));
         int32_t *sums = (int32_t *)(xq + rt_qact_sums_offset(s));
-        for (ptrdiff_t e = m; e < e1; e++) {
-            scales[e] = 0.0f;
-            for (ptrdiff_t g = 0; g < groups; g++)
-                sums[e * groups + g] = 0;
+        for (ptrdiff_t i = m * groups; i < e1 * groups; i++) {
+            scales[i] = 0.0f;
+            sums[i] = 0;
         }
         return;
     }
@@ -118,7 +120,7 @@ static void zero_tile_padding(const rt_qact_shape *s, ptrdiff_t et, uint8_t *xq)
 static void zero_gaps(const rt_qact_shape *s, uint8_t *xq)
 {
     size_t data_end = (size_t)s->mp * (size_t)s->kp;
-    size_t scales_end = rt_qact_scales_offset(s) + 4u * (size_t)s->mp;
+    size_t scales_end = rt_qact_scales_offset(s) + 4u * (size_t)rt_qact_coefs(s);
     memset(xq + data_end, 0, (size_t)(rt_qact_scales_offset(s) - data_end));
     memset(xq + scales_end, 0, (size_t)(rt_qact_sums_offset(s) - scales_end));
 }
@@ -161,7 +163,7 @@ llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_
     int64_t tile_elems = s->ep * (s->k ? s->k : 1);
     if (tile_elems < QUANT_TASK_ELEMS)
         J.tiles_per_task = QUANT_TASK_ELEMS / (int32_t)tile_elems;
-    ptrdiff_t tiles = (ptrdiff_t)s->mp / s->ep; /* xq's scales hold mp floats */
+    ptrdiff_t tiles = (ptrdiff_t)s->mp / s->ep;
     int64_t tasks = (tiles + J.tiles_per_task - 1) / J.tiles_per_task;
     if (tasks > UINT32_MAX)
         return rt_fail(err, LLMC_RT_E_EXEC, "QuantizeRows has too many rows", NULL, NULL);
@@ -194,19 +196,19 @@ llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_
 #define GEMM_TASK_BYTES 32768
 #define ACT_BLOCK_BYTES 65536
 
-/* y[h] = sx * out[h] (+ bias[h]) (+ res[h]) for h < n, in that order on
- * every target; the branches are outside the loops, and the values go
+/* y[h] = out[h] (+ bias[h]) (+ res[h]) for h < n, in that order on
+ * every target (out has the activation scales: quant_format.h); the branches are outside the loops, and the values go
  * through a local array, which aliases nothing (res may be y), so that the
  * compiler vectorizes the loops of a whole tile of WHOLE_TILE columns:
  * a few vector stores instead of a scalar store per output, which filled
  * the store buffer while the rows' cache lines missed. */
 #define WHOLE_TILE 8 /* hp of every table today */
 
-static inline void tile_values(float *v, const float *out, float sx, const float *bias,
+static inline void tile_values(float *v, const float *out, const float *bias,
                                const float *res, ptrdiff_t n)
 {
     for (ptrdiff_t h = 0; h < n; h++)
-        v[h] = sx * out[h]; /* its own statement: never contracted into an FMA */
+        v[h] = out[h];
     if (bias)
         for (ptrdiff_t h = 0; h < n; h++)
             v[h] += bias[h];
@@ -215,16 +217,16 @@ static inline void tile_values(float *v, const float *out, float sx, const float
             v[h] += res[h];
 }
 
-static void store_row(float *y, const float *out, float sx, const float *bias,
-                      const float *res, ptrdiff_t n)
+static void store_row(float *y, const float *out, const float *bias, const float *res,
+                      ptrdiff_t n)
 {
     float v[RT_QTILE_MAX_OUT];
     if (n == WHOLE_TILE) {
-        tile_values(v, out, sx, bias, res, WHOLE_TILE);
+        tile_values(v, out, bias, res, WHOLE_TILE);
         memcpy(y, v, sizeof(float) * WHOLE_TILE);
         return;
     }
-    tile_values(v, out, sx, bias, res, n);
+    tile_values(v, out, bias, res, n);
     memcpy(y, v, sizeof(float) * (size_t)n);
 }
 
@@ -237,8 +239,7 @@ void rt_qlinear_store_tile(const rt_qlinear_job *J, ptrdiff_t et, int rows, ptrd
     const float *bias = J->bias ? J->bias + j0 + h0 : NULL;
     for (int e = 0; e < rows; e++) {
         ptrdiff_t row = et * J->a.xs.ep + e, at = row * J->n_y + j0 + h0;
-        store_row(J->y + at, out + e * hp + h0, J->sx[row], bias, J->res ? J->res + at : NULL,
-                  h1 - h0);
+        store_row(J->y + at, out + e * hp + h0, bias, J->res ? J->res + at : NULL, h1 - h0);
     }
 }
 
@@ -327,6 +328,10 @@ static llmc_rt_status check_qlinear_shapes(const rt_kernels *kt, const rt_qact_s
         return st;
     if (!ws || !qweight_shape_ok(ws))
         return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: invalid weight tile shape", NULL, NULL);
+    if (ws->coef == RT_QCOEF_FLOAT && ws->group > MAX_GROUP_FLOAT_COEF)
+        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: weights with float32 scales and zero "
+                       "points in groups of %d (at most %d)",
+                       RT_N(ws->group, MAX_GROUP_FLOAT_COEF), NULL);
     if (ws->hp != kt->q_hp || ws->lp != kt->q_lp)
         return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: weight tiles hp %d lp %d, but target "
                        "'%s' uses hp %d lp %d", RT_N(ws->hp, ws->lp, kt->q_hp, kt->q_lp),
@@ -449,7 +454,6 @@ static llmc_rt_status qlinear_output_job(void *ctx, uint32_t slot, int64_t col0,
     J->a.xs = *xs;
     J->a.w = o->w;
     J->a.ws = *ws;
-    J->sx = (const float *)((const uint8_t *)o->xq->data + rt_qact_scales_offset(xs));
     J->bias = o->bias ? (const float *)o->bias->data + col0 : NULL;
     J->res = o->residual ? o->residual->data : NULL;
     J->y = y->data;

@@ -15,7 +15,6 @@
 struct rt_qlinear_job {
     const rt_kernels *kt;
     rt_qtile_args a;
-    const float *sx;               /* activation scales [mp] */
     const float *bias;             /* bias from column col0, or NULL */
     const float *res;              /* residual [m, n_y], or NULL */
     float *y;                      /* [m, n_y] */
@@ -60,8 +59,7 @@ static inline __attribute__((always_inline)) void rt_qlinear_prefetch_outputs(
 }
 
 /* y for rows of activation tile et and W row tile ht from a micro-kernel's
- * out (only the columns y has), with the activation scale, bias and
- * residual. */
+ * out (only the columns y has), with the bias and residual. */
 void rt_qlinear_store_tile(const rt_qlinear_job *J, ptrdiff_t et, int rows, ptrdiff_t ht,
                            const float *out);
 /* Tile (et, ht) by the table's qtile, stored. */

@@ -9,7 +9,8 @@
  *       = sum over in-range c of s q_c W[:, c] + sum over outliers x_c W[:, c].
  * (The paper's Eq. 1 writes the excess as floor(x/s / 128) * 128, which is
  * not x/s - 128: for x/s = 200 it gives 256.)  W is the Linear's own int8
- * tiles: each outlier reads one column of them (scale * q per row), so
+ * tiles: each outlier reads one column of them (each row's dequantized
+ * weight, rt_qweight_value: either coefficient dtype), so
  * the rare outliers cost O(N) each.  Or, for the hot channels (§3.3: the
  * few channels where calibration saw outliers), a copy of just their
  * columns (the same values, so the same bits): a delegate may then own W,
@@ -96,17 +97,14 @@ static void add_column(const shadow_job *J, int64_t c, int64_t g, int64_t j, int
                        int64_t ht1)
 {
     const rt_qweight_shape *ws = J->ws;
-    int64_t lp = ws->lp, tile = (int64_t)rt_udiv64((uint64_t)j, (uint64_t)lp);
-    int64_t at_tile = tile * (int64_t)ws->hp * lp + (j - tile * lp);
-    uint64_t data = rt_qweight_data_bytes(ws);
     outlier_batch b;
     for (int64_t e = 0; next_outliers(J, c, &e, &b);)
         for (int64_t ht = ht0; ht < ht1; ht++) {
             const uint8_t *block = J->w + rt_qweight_block_offset(ws, ht, g);
             int64_t n0 = ht * ws->hp, rows = ws->n - n0 < ws->hp ? ws->n - n0 : ws->hp;
             for (int64_t h = 0; h < rows; h++) {
-                float weight = rt_half_at(block + data + 2u * (uint64_t)h) *
-                               (float)(int8_t)block[at_tile + h * lp];
+                float weight = rt_qweight_value(block, ws, (int)h,
+                                                rt_qweight_q(block, ws, (int)h, (size_t)j));
                 int64_t stride;
                 float *z = z_column(J, n0 + h, &stride);
                 for (int i = 0; i < b.n; i++)

@@ -71,30 +71,19 @@ llmc_rt_status k_gather(const rt_view *data, const rt_view *idx, int axis, rt_vi
 /* ---- rows of a packed weight (an embedding table) ---- */
 
 /* Row n of QWeightTiles W [n, k] dequantized into out[0, k): element c of
- * the row lies in group c / group, tile (c % group) / lp of the row tile
- * n / hp, at row n % hp of that tile (quant_format.h).  Index arithmetic is
- * pointer-wide (32-bit on a Cortex-M) here and below: W lies in memory. */
+ * the row is element c % group of block (n / hp, c / group), row n % hp
+ * (quant_format.h).  Index arithmetic is pointer-wide (32-bit on a
+ * Cortex-M) here and below: W lies in memory. */
 static void qweight_row(const rt_qweight_shape *s, const uint8_t *w, ptrdiff_t n, float *out)
 {
-    ptrdiff_t hp = s->hp, lp = s->lp, k = (ptrdiff_t)s->k, group = (ptrdiff_t)s->group;
-    ptrdiff_t r = n % hp, tile = hp * lp;
-    size_t data_bytes = (size_t)rt_qweight_data_bytes(s), block_bytes = (size_t)rt_qweight_block_bytes(s);
-    const uint8_t *block = w + (size_t)rt_qweight_block_offset(s, n / hp, 0);
+    ptrdiff_t k = (ptrdiff_t)s->k, group = (ptrdiff_t)s->group;
+    int r = (int)(n % s->hp);
+    size_t block_bytes = (size_t)rt_qweight_block_bytes(s);
+    const uint8_t *block = w + (size_t)rt_qweight_block_offset(s, n / s->hp, 0);
     for (ptrdiff_t g0 = 0; g0 < k; g0 += group, block += block_bytes) {
-        const uint8_t *halves = block + data_bytes;
-        float scale = rt_half_at(halves + 2 * r);
-        float min = 0.0f;
-        if (s->bits == 4) {
-            const uint8_t *mins = halves + 2 * hp;
-            min = rt_half_at(mins + 2 * r);
-        }
         ptrdiff_t end = k - g0 < group ? k - g0 : group;
-        for (ptrdiff_t c = 0; c < end; c++) {
-            ptrdiff_t t = c / lp, at = r * lp + c % lp;
-            float q = s->bits == 8 ? (float)(int8_t)block[t * tile + at]
-                                   : (float)(block[t / 2 * tile + at] >> (t & 1 ? 4 : 0) & 15);
-            out[g0 + c] = s->bits == 8 ? scale * q : scale * q + min;
-        }
+        for (ptrdiff_t c = 0; c < end; c++)
+            out[g0 + c] = rt_qweight_value(block, s, r, rt_qweight_q(block, s, r, (size_t)c));
     }
 }
 

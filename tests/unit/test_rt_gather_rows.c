@@ -80,6 +80,66 @@ static void check_qweight(int bits, int hp, int lp, int64_t n, int64_t k, int64_
     free(packed);
 }
 
+/* Float32 scales and zero points (a pre-quantized file's, stored as they
+ * are): q, scale and zero point of (r, c) from the indices alone, written
+ * at the places of quant_format.h's layout; rows must be (float)(q -
+ * zero) * scale bit for bit (ONNX DequantizeLinear). */
+static int q_at(int bits, int64_t r, int64_t c)
+{
+    return bits == 4 ? (int)((r * 7 + c * 3) % 16) : (int)((r * 37 + c * 11) % 256) - 128;
+}
+
+static float scale_at(int64_t r, int64_t g)
+{
+    return 0.001f * (float)(1 + (r * 5 + g) % 9) + 1e-7f * (float)r;
+}
+
+static int zero_at(int bits, int64_t r, int64_t g)
+{
+    return bits == 4 ? (int)((r + g) % 16) : (int)((r * 13 + g * 29) % 256) - 128;
+}
+
+static void check_qweight_float(int bits, int hp, int lp, int64_t n, int64_t k, int64_t group)
+{
+    rt_qweight_shape s;
+    rt_qweight_shape_init_coef(&s, bits, hp, lp, n, k, group, RT_QCOEF_FLOAT);
+    float *y = calloc((size_t)(N_IDX * k), sizeof *y);
+    uint8_t *packed = calloc(1, rt_qweight_bytes(&s));
+    int64_t data = hp * group * bits / 8, block = data + 8 * hp;
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < k; c++) {
+            int64_t g = c / group, j = c % group, t = j / lp, h = r % hp;
+            uint8_t *b = packed + ((r / hp) * (s.kp / group) + g) * block;
+            float scale = scale_at(r, g), zero = (float)zero_at(bits, r, g);
+            memcpy(b + data + 4 * h, &scale, 4);
+            memcpy(b + data + 4 * (hp + h), &zero, 4);
+            int q = q_at(bits, r, c);
+            if (bits == 8)
+                b[t * hp * lp + h * lp + j % lp] = (uint8_t)(int8_t)q;
+            else
+                b[(t / 2) * hp * lp + h * lp + j % lp] |= (uint8_t)(q << (t % 2 ? 4 : 0));
+        }
+    rt_tensor_format f = {bits == 8 ? LLMC_RT_I8 : LLMC_RT_U4, LLMC_RT_LAYOUT_QWeightTiles,
+                          (uint32_t)group, hp, lp, LLMC_RT_F32};
+    llmc_rt_tensor data_t = {f.dtype, 2, {n, k}, packed}, idx = {LLMC_RT_I64, 1, {N_IDX}, (void *)IDX};
+    llmc_rt_tensor out = {LLMC_RT_F32, 2, {N_IDX, k}, y};
+    llmc_rt_error e = {LLMC_RT_OK, ""};
+    bool ok = !k_gather_rows(&f, &data_t, &idx, &out, &e);
+    for (int i = 0; ok && i < N_IDX; i++) {
+        int64_t r = IDX[i] < 0 ? IDX[i] + n : IDX[i];
+        for (int64_t c = 0; c < k; c++) {
+            float want = (float)(q_at(bits, r, c) - zero_at(bits, r, c / group)) *
+                         scale_at(r, c / group);
+            ok &= !memcmp(&y[i * k + c], &want, sizeof want);
+        }
+    }
+    CHECK(ok, "QWeightTiles %d-bit float32 coefficients [%lld, %lld] hp %d lp %d group %lld: "
+          "rows (float)(q - zero) * scale bit for bit (%s)", bits, (long long)n, (long long)k,
+          hp, lp, (long long)group, e.msg);
+    free(y);
+    free(packed);
+}
+
 static void check_ftiles(int hp, int64_t n, int64_t k)
 {
     rt_ftile_shape s;
@@ -214,6 +274,9 @@ int main(void)
     check_qweight(4, 8, 4, 29, 77, 32);
     check_qweight(8, 12, 8, 29, 64, 64);
     check_qweight(4, 8, 8, 30, 130, 128);
+    check_qweight_float(8, 8, 4, 29, 77, 32);
+    check_qweight_float(4, 8, 4, 29, 77, 32);
+    check_qweight_float(8, 12, 8, 29, 130, 64);
     check_ftiles(16, 29, 13);
     check_ftiles(6, 30, 1);
     check_half();

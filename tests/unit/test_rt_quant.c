@@ -46,11 +46,17 @@ static rt_view view(int dtype, void *data, int rank, const int64_t *dims)
 
 /* ---- readers written from quant_format.h ---------------------------------- */
 
+static int64_t coef_bytes(const rt_qweight_shape *s)
+{
+    return s->coef == RT_QCOEF_FLOAT ? 4 : 2;
+}
+
 static const uint8_t *block_of(const uint8_t *w, const rt_qweight_shape *s, int64_t row,
                                int64_t c)
 {
     int64_t blocks_per_tile = s->kp / s->group;
-    int64_t block_bytes = s->hp * s->group * s->bits / 8 + 2 * s->hp * (s->bits == 4 ? 2 : 1);
+    int64_t per_row = s->coef == RT_QCOEF_FLOAT || s->bits == 4 ? 2 : 1;
+    int64_t block_bytes = s->hp * s->group * s->bits / 8 + coef_bytes(s) * s->hp * per_row;
     return w + ((row / s->hp) * blocks_per_tile + c / s->group) * block_bytes;
 }
 
@@ -65,21 +71,36 @@ static int weight_q(const uint8_t *w, const rt_qweight_shape *s, int64_t row, in
     return t % 2 ? byte >> 4 : byte & 15;
 }
 
-static double weight_scale(const uint8_t *w, const rt_qweight_shape *s, int64_t row, int64_t c)
+/* Coefficient i of the block holding (row, c): binary16 or float32. */
+static double weight_coef(const uint8_t *w, const rt_qweight_shape *s, int64_t row, int64_t c,
+                          int64_t i)
 {
-    return rt_half_at(block_of(w, s, row, c) + s->hp * s->group * s->bits / 8 + 2 * (row % s->hp));
+    const uint8_t *p = block_of(w, s, row, c) + s->hp * s->group * s->bits / 8 +
+                       coef_bytes(s) * i;
+    float f;
+    if (s->coef == RT_QCOEF_HALF)
+        return rt_half_at(p);
+    memcpy(&f, p, 4);
+    return f;
 }
 
+static double weight_scale(const uint8_t *w, const rt_qweight_shape *s, int64_t row, int64_t c)
+{
+    return weight_coef(w, s, row, c, row % s->hp);
+}
+
+/* The min (Float16 bits 4; 0 for bits 8) or the zero point (Float32). */
 static double weight_min(const uint8_t *w, const rt_qweight_shape *s, int64_t row, int64_t c)
 {
-    if (s->bits == 8)
+    if (s->bits == 8 && s->coef == RT_QCOEF_HALF)
         return 0;
-    return rt_half_at(block_of(w, s, row, c) + s->hp * s->group / 2 + 2 * s->hp +
-                   2 * (row % s->hp));
+    return weight_coef(w, s, row, c, s->hp + row % s->hp);
 }
 
 static double weight_value(const uint8_t *w, const rt_qweight_shape *s, int64_t row, int64_t c)
 {
+    if (s->coef == RT_QCOEF_FLOAT)
+        return (weight_q(w, s, row, c) - weight_min(w, s, row, c)) * weight_scale(w, s, row, c);
     return weight_scale(w, s, row, c) * weight_q(w, s, row, c) + weight_min(w, s, row, c);
 }
 
@@ -89,11 +110,46 @@ static int act_q(const uint8_t *xq, const rt_qact_shape *s, int64_t e, int64_t c
     return (int8_t)xq[(tile * s->ep + e % s->ep) * s->lp + c % s->lp];
 }
 
-static float act_scale(const uint8_t *xq, const rt_qact_shape *s, int64_t e)
+/* The scale of row e's group holding column c: [mp][kp / group] floats. */
+static float act_scale(const uint8_t *xq, const rt_qact_shape *s, int64_t e, int64_t c)
 {
     float v;
-    memcpy(&v, xq + ((s->mp * s->kp + 63) / 64 * 64) + 4 * e, 4);
+    memcpy(&v, xq + ((s->mp * s->kp + 63) / 64 * 64) + 4 * (e * (s->kp / s->group) + c / s->group),
+           4);
     return v;
+}
+
+/* Float32-coefficient weights (a pre-quantized file's): random q over the
+ * whole range (bits 8: -128 included), float32 scales with all their
+ * mantissa bits, integer zero points; padding rows' coefficients 0 and
+ * padding q 0.  extreme: every q -128 (bits 8) or 15, zero points 0. */
+static uint8_t *float_coef_weights(const rt_qweight_shape *s, bool extreme)
+{
+    uint64_t bytes = rt_qweight_bytes(s), block = rt_qweight_block_bytes(s);
+    uint64_t data = (uint64_t)s->hp * (uint64_t)s->group * (uint64_t)s->bits / 8;
+    uint8_t *w = calloc(bytes + 1, 1);
+    for (uint64_t b = 0, i = 0; b < bytes; b += block, i++) {
+        int64_t ht = (int64_t)(i / (uint64_t)(s->kp / s->group));
+        int64_t g = (int64_t)(i % (uint64_t)(s->kp / s->group));
+        for (int64_t r = 0; r < s->hp; r++) {
+            bool real = ht * s->hp + r < s->n;
+            float scale = real ? 0.003f * (1.0f + (float)rand() / (float)RAND_MAX) : 0.0f;
+            float zero = !real || extreme ? 0.0f
+                         : s->bits == 4 ? (float)(rand() % 16) : (float)(rand() % 256 - 128);
+            memcpy(w + b + data + 4 * r, &scale, 4);
+            memcpy(w + b + data + 4 * (s->hp + r), &zero, 4);
+            for (int64_t j = 0; real && j < s->group && g * s->group + j < s->k; j++) {
+                int q = extreme ? (s->bits == 8 ? -128 : 15)
+                        : s->bits == 4 ? rand() % 16 : rand() % 256 - 128;
+                int64_t t = j / s->lp, at = r * s->lp + j % s->lp;
+                if (s->bits == 8)
+                    w[b + t * s->hp * s->lp + at] = (uint8_t)(int8_t)q;
+                else
+                    w[b + (t / 2) * s->hp * s->lp + at] |= (uint8_t)(q << (t % 2 ? 4 : 0));
+            }
+        }
+    }
+    return w;
 }
 
 /* ---- packing ---------------------------------------------------------------- */
@@ -190,31 +246,34 @@ static void test_fpack(void)
 
 /* ---- QuantizeRows ------------------------------------------------------------ */
 
-/* The spec: sx = amax / 127, q = round-half-even(x * (127 / amax)) in
- * [-127, 127] (0 when amax is 0), group sums, padding zero. */
+/* The spec: per (row, group), sx = amax / 127, q = round-half-even(x *
+ * (127 / amax)) in [-127, 127] (0 when amax is 0), group sums, padding
+ * zero. */
 static uint8_t *quantize_reference(const float *x, const rt_qact_shape *s)
 {
     uint8_t *ref = calloc(rt_qact_bytes(s) + 1, 1);
     int64_t groups = s->kp / s->group;
-    for (int64_t e = 0; e < s->m; e++) {
-        const float *row = x + e * s->k;
-        float amax = 0.0f;
-        for (int64_t c = 0; c < s->k; c++)
-            amax = fmaxf(amax, fabsf(row[c]));
-        float sx = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
-        memcpy(ref + rt_qact_scales_offset(s) + 4 * e, amax > 0 ? &sx : &(float){0}, 4);
-        for (int64_t c = 0; c < s->k; c++) {
-            float q = nearbyintf(row[c] * inv);
-            q = fminf(fmaxf(q, -127.0f), 127.0f);
-            int64_t tile = (e / s->ep) * (s->kp / s->lp) + c / s->lp;
-            ref[(tile * s->ep + e % s->ep) * s->lp + c % s->lp] = (uint8_t)(int8_t)q;
-            int32_t sum;
-            uint8_t *at = ref + rt_qact_sums_offset(s) + 4 * (e * groups + c / s->group);
-            memcpy(&sum, at, 4);
-            sum += (int32_t)q;
-            memcpy(at, &sum, 4);
+    for (int64_t e = 0; e < s->m; e++)
+        for (int64_t g = 0; g < groups; g++) {
+            const float *row = x + e * s->k;
+            int64_t c1 = (g + 1) * s->group < s->k ? (g + 1) * s->group : s->k;
+            float amax = 0.0f;
+            for (int64_t c = g * s->group; c < c1; c++)
+                amax = fmaxf(amax, fabsf(row[c]));
+            float sx = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+            if (isinf(inv))
+                sx = inv = 0.0f;
+            memcpy(ref + rt_qact_scales_offset(s) + 4 * (e * groups + g), &sx, 4);
+            int32_t sum = 0;
+            for (int64_t c = g * s->group; c < c1; c++) {
+                float q = nearbyintf(row[c] * inv);
+                q = fminf(fmaxf(q, -127.0f), 127.0f);
+                int64_t tile = (e / s->ep) * (s->kp / s->lp) + c / s->lp;
+                ref[(tile * s->ep + e % s->ep) * s->lp + c % s->lp] = (uint8_t)(int8_t)q;
+                sum += (int32_t)q;
+            }
+            memcpy(ref + rt_qact_sums_offset(s) + 4 * (e * groups + g), &sum, 4);
         }
-    }
     return ref;
 }
 
@@ -294,12 +353,44 @@ static void test_quantize_rows(const rt_kernels *kt)
     for (int c = 0; c < 40; c++)
         tiny[c] = c % 3 ? 1e-38f : -2e-38f;
     uint8_t *q = quantize(kt, tiny, &s, NULL);
-    bool zeros = q && act_scale(q, &s, 0) == 0.0f;
+    bool zeros = q && act_scale(q, &s, 0, 0) == 0.0f && act_scale(q, &s, 0, 39) == 0.0f;
     for (int c = 0; q && c < 40; c++)
         zeros &= act_q(q, &s, 0, c) == 0;
     CHECK(zeros, "%s: a row with amax 2e-38 (127 / amax overflows) quantizes to zeros",
           kt->isa);
     free(q);
+}
+
+/* One outlier in one group of a row changes that group's scale and q
+ * only: every other group's bytes (q, scale, sum) stay as they were. */
+static void test_group_outlier(const rt_kernels *kt)
+{
+    const int64_t m = kt->q_ep + 1, k = 200, group = 32;
+    rt_qact_shape s;
+    rt_qact_shape_init(&s, kt->q_ep, kt->q_lp, m, k, group);
+    float *x = random_matrix(m, k, 1.0f);
+    uint8_t *before = quantize(kt, x, &s, NULL);
+    const int64_t row = m - 1, at = 2 * group + 5; /* group 2 */
+    x[row * k + at] = 1e4f;
+    uint8_t *after = quantize(kt, x, &s, NULL);
+    bool others = before && after, changed = false;
+    for (int64_t e = 0; others && e < m; e++)
+        for (int64_t c = 0; c < k; c++) {
+            bool same = act_q(before, &s, e, c) == act_q(after, &s, e, c) &&
+                        act_scale(before, &s, e, c) == act_scale(after, &s, e, c);
+            if (e == row && c / group == 2)
+                changed |= !same;
+            else
+                others &= same;
+        }
+    uint8_t *ref = quantize_reference(x, &s);
+    CHECK(others && changed && !memcmp(ref, after, (size_t)rt_qact_bytes(&s)),
+          "%s QuantizeRows: an outlier in one group changes that group's scale and q only, "
+          "the reference's bytes", kt->isa);
+    free(x);
+    free(before);
+    free(after);
+    free(ref);
 }
 
 static bool fails_with(llmc_rt_status st, const char *text);
@@ -340,13 +431,14 @@ static void test_quantize_static(const rt_kernels *kt)
         sum1 += act_q(q, &s, 1, c);
     }
     for (int e = 0; ok && e < 3; e++)
-        ok &= act_scale(q, &s, e) == 0.5f;
+        for (int64_t c = 0; c < s.kp; c += s.group)
+            ok &= act_scale(q, &s, e, c) == 0.5f;
     int32_t got0, got1;
     memcpy(&got0, q + rt_qact_sums_offset(&s), 4);
     memcpy(&got1, q + rt_qact_sums_offset(&s) + 4 * (s.kp / s.group), 4);
     CHECK(ok && got0 == sum0 && got1 == sum1 && sum0 == -116,
-          "%s static scale 0.5: ties to even, beyond 63.5 clamped to +-127, every row's scale "
-          "0.5 (a zero row too), group sums", kt->isa);
+          "%s static scale 0.5: ties to even, beyond 63.5 clamped to +-127, every (row, "
+          "group)'s scale 0.5 (a zero row too), group sums", kt->isa);
     free(q);
 
     int64_t m = 37, k = 300;
@@ -529,6 +621,7 @@ typedef struct {
     int bits;
     int64_t m, n, k, group, col0, n_y;
     bool bias, residual;
+    bool float_coef;           /* Float32 scales and zero points (else binary16) */
 } qcase;
 
 typedef struct {
@@ -546,8 +639,9 @@ static void fixture_reference(qfixture *f)
     for (int64_t e = 0; e < c->m; e++)
         for (int64_t j = 0; j < c->n_y; j++) {
             int64_t row = c->col0 + j;
-            double z = 0, mag = 0, sx = act_scale(f->xq, &f->xs, e);
+            double z = 0, mag = 0;
             for (int64_t l = 0; l < c->k; l++) {
+                double sx = act_scale(f->xq, &f->xs, e, l);
                 double t = sx * act_q(f->xq, &f->xs, e, l) * weight_value(f->w, &f->ws, row, l);
                 z += t;
                 mag += fabs(t);
@@ -570,14 +664,16 @@ static bool fixture_init(qfixture *f, const qcase *c, const rt_kernels *kt)
 {
     memset(f, 0, sizeof *f);
     f->c = *c;
-    if (!rt_qweight_shape_init(&f->ws, c->bits, kt->q_hp, kt->q_lp, c->n, c->k, c->group) ||
+    rt_qcoef coef = c->float_coef ? RT_QCOEF_FLOAT : RT_QCOEF_HALF;
+    if (!rt_qweight_shape_init_coef(&f->ws, c->bits, kt->q_hp, kt->q_lp, c->n, c->k, c->group,
+                                    coef) ||
         !rt_qact_shape_init(&f->xs, kt->q_ep, kt->q_lp, c->m, c->k, c->group))
         return false;
     f->x = activation_rows(c->m, c->k);
     f->W = random_matrix(c->n, c->k, 0.1f);
     f->b = c->bias ? random_matrix(1, c->n, 1.0f) : NULL;
     f->res = c->residual ? random_matrix(c->m, c->n_y, 1.0f) : NULL;
-    f->w = pack_weights(f->W, &f->ws);
+    f->w = c->float_coef ? float_coef_weights(&f->ws, false) : pack_weights(f->W, &f->ws);
     f->xq = quantize(kt, f->x, &f->xs, NULL);
     f->want = malloc((size_t)(c->m * c->n_y + 1) * sizeof(double));
     f->mag = malloc((size_t)(c->m * c->n_y + 1) * sizeof(double));
@@ -624,18 +720,20 @@ static bool close_to(const float *y, const double *want, const double *mag, int6
 
 static int n_cases(void)
 {
-    return 5 * 4 * 2;
+    return 5 * 4 * 2 * 2;
 }
 
-/* Case i: m in {1, 3, 4, 5, 17}, groups 32/64/128/per channel, bits 4/8;
- * n = 37 or 45, k = 100 or 200 (never multiples of the group), col0 3 or
- * 11, bias and residual on alternate cases. */
+/* Case i: m in {1, 3, 4, 5, 15}, groups 32/64/128/per channel, bits 4/8,
+ * binary16 or float32 coefficients; n = 37 or 45, k = 100 or 200 (never
+ * multiples of the group), col0 3 or 11, bias and residual on alternate
+ * cases. */
 static qcase case_at(int i)
 {
     static const int64_t ms[] = {1, 3, 4, 5, 15}, groups[] = {32, 64, 128, 0};
     qcase c;
     c.m = ms[i % 5];
-    c.bits = (i / 20) ? 8 : 4;
+    c.bits = (i / 20) % 2 ? 8 : 4;
+    c.float_coef = i >= 40;
     c.k = i % 2 ? 200 : 100;
     c.group = group_for(groups[(i / 5) % 4], c.k);
     c.n = i % 3 ? 37 : 45;
@@ -648,8 +746,9 @@ static qcase case_at(int i)
 
 static void print_case(const rt_kernels *kt, int i, const qcase *c)
 {
-    printf("# %s case %d: bits %d m %d n %d k %d group %d col0 %d\n", kt->isa, i, c->bits,
-           (int)c->m, (int)c->n, (int)c->k, (int)c->group, (int)c->col0);
+    printf("# %s case %d: bits %d coef %s m %d n %d k %d group %d col0 %d\n", kt->isa, i,
+           c->bits, c->float_coef ? "float32" : "float16", (int)c->m, (int)c->n, (int)c->k,
+           (int)c->group, (int)c->col0);
 }
 
 static void test_qlinear_reference(const rt_kernels *kt)
@@ -670,9 +769,9 @@ static void test_qlinear_reference(const rt_kernels *kt)
         free(y);
         fixture_free(&f);
     }
-    CHECK(ok, "%s QLinear: %d odd shapes (bits 4/8, groups 32/64/128/per channel, m 1..15, "
-          "col0 3/11, bias, residual) within 1e-5 of fp64, GEMV and GEMM paths", kt->isa,
-          n_cases());
+    CHECK(ok, "%s QLinear: %d odd shapes (bits 4/8, float16/float32 coefficients, groups "
+          "32/64/128/per channel, m 1..15, col0 3/11, bias, residual) within 1e-5 of fp64, GEMV "
+          "and GEMM paths", kt->isa, n_cases());
 }
 
 /* ---- tables against each other --------------------------------------------- */
@@ -728,18 +827,43 @@ static void fill_exact_weights(uint8_t *w, const rt_qweight_shape *s, bool extre
     }
 }
 
-static bool qtile_exact(const rt_kernels *kt, int bits, int64_t m, int64_t k, int64_t group,
-                        bool extreme)
+/* Float32 coefficients of scale 1 (zero points as they are). */
+static void unit_float_scales(uint8_t *w, const rt_qweight_shape *s)
 {
-    rt_qweight_shape ws;
+    uint64_t block = rt_qweight_block_bytes(s), data = rt_qweight_data_bytes(s);
+    for (uint64_t b = 0; b < rt_qweight_bytes(s); b += block)
+        for (int r = 0; r < s->hp; r++)
+            memcpy(w + b + data + 4 * r, &(float){1.0f}, 4);
+}
+
+/* Activations whose every (row, group) has amax 127: sx = 1, q = x. */
+static float *integer_rows(int64_t m, int64_t k, int64_t group, bool extreme)
+{
+    float *x = malloc((size_t)(m * k + 1) * sizeof *x);
+    for (int64_t i = 0; i < m * k; i++)
+        x[i] = extreme ? ((i / 4) % 2 ? -127.0f : 127.0f) : nearbyintf(126.0f * frand());
+    for (int64_t e = 0; e < m; e++)
+        for (int64_t c = 0; c < k; c += group)
+            x[e * k + c] = 127.0f;
+    return x;
+}
+
+static bool qtile_exact(const rt_kernels *kt, int bits, rt_qcoef coef, int64_t m, int64_t k,
+                        int64_t group, bool extreme)
+{
+    rt_qweight_shape ws = {0};
     rt_qact_shape xs;
-    rt_qweight_shape_init(&ws, bits, kt->q_hp, kt->q_lp, 16, k, group);
+    rt_qweight_shape_init_coef(&ws, bits, kt->q_hp, kt->q_lp, 16, k, group, coef);
     rt_qact_shape_init(&xs, kt->q_ep, kt->q_lp, m, k, group);
-    uint8_t *w = malloc(rt_qweight_bytes(&ws));
-    fill_exact_weights(w, &ws, extreme, bits == 4);
-    float *x = random_matrix(m, k, 1.0f);
-    for (int64_t i = 0; extreme && i < m * k; i++)
-        x[i] = i % 2 ? -1.0f : 1.0f;
+    uint8_t *w;
+    if (coef == RT_QCOEF_FLOAT) {
+        w = float_coef_weights(&ws, extreme);
+        unit_float_scales(w, &ws);
+    } else {
+        w = malloc(rt_qweight_bytes(&ws));
+        fill_exact_weights(w, &ws, extreme, bits == 4);
+    }
+    float *x = integer_rows(m, k, group, extreme);
     uint8_t *xq = quantize(&rt_kernels_generic, x, &xs, NULL);
     rt_qtile_args a = {xq, xs, w, ws};
     bool ok = xq != NULL;
@@ -764,21 +888,23 @@ static void test_qtile_exact(const rt_kernels *kt)
     static const int64_t groups[] = {16, 48, 32, 128, 0};
     bool ok = true;
     for (int bits = 4; bits <= 8; bits += 4)
-        for (int gi = 0; gi < 5; gi++)
-            for (int extreme = 0; extreme < 2; extreme++) {
-                int64_t k = 300, group = group_for(groups[gi], k);
-                ok &= qtile_exact(kt, bits, 1, k, group, extreme);
-                ok &= qtile_exact(kt, bits, 7, k, group, extreme);
-            }
-    CHECK(ok, "%s qtile: integer products (scale 1, min 0/1) equal the portable ones exactly, "
-          "rows 1..4, groups 16..per channel, extreme |q| included", kt->isa);
+        for (int coef = RT_QCOEF_HALF; coef <= RT_QCOEF_FLOAT; coef += 2)
+            for (int gi = 0; gi < 5; gi++)
+                for (int extreme = 0; extreme < 2; extreme++) {
+                    int64_t k = 300, group = group_for(groups[gi], k);
+                    for (int64_t m = 1; m <= kt->q_ep + 1; m += kt->q_ep > 2 ? kt->q_ep / 2 : 1)
+                        ok &= qtile_exact(kt, bits, (rt_qcoef)coef, m, k, group, extreme);
+                }
+    CHECK(ok, "%s qtile: integer products (activation scales 1; float16 scale 1 and min 0/1, "
+          "or float32 scale 1 and any zero point) equal the portable ones exactly, rows "
+          "1..ep + 1, groups 16..per channel, extreme |q| (-128 weights) included", kt->isa);
 }
 
 /* ---- threads ------------------------------------------------------------------ */
 
-static void test_threads(const rt_kernels *kt)
+static void test_threads_coef(const rt_kernels *kt, bool float_coef)
 {
-    qcase c = {4, 37, 203, 896, 32, 5, 190, true, true};
+    qcase c = {4, 37, 203, 896, 32, 5, 190, true, true, float_coef};
     qfixture f;
     bool ok = fixture_init(&f, &c, kt);
     float *serial = malloc((size_t)(c.m * c.n_y) * sizeof(float));
@@ -799,11 +925,18 @@ static void test_threads(const rt_kernels *kt)
         free(xq);
         llmc_threads_destroy(pool);
     }
-    CHECK(ok, "%s: QLinear (both paths) and QuantizeRows bitwise the serial result on a fake "
-          "and a real 2- and 3-thread parallel-for", kt->isa);
+    CHECK(ok, "%s: QLinear (both paths, float%d coefficients) and QuantizeRows bitwise the "
+          "serial result on a fake and a real 2- and 3-thread parallel-for", kt->isa,
+          float_coef ? 32 : 16);
     free(serial);
     free(y);
     fixture_free(&f);
+}
+
+static void test_threads(const rt_kernels *kt)
+{
+    test_threads_coef(kt, false);
+    test_threads_coef(kt, true);
 }
 
 /* ---- a Linear's outputs in one job ------------------------------------------ */
@@ -818,7 +951,7 @@ static bool outputs_match_one(const rt_kernels *kt, int64_t m, const int64_t *wi
     int64_t n = 0;
     for (uint32_t j = 0; j < n_out; j++)
         n += widths[j];
-    qcase c = {4, m, n, 203, 32, 0, n, true, false};
+    qcase c = {4, m, n, 203, 32, 0, n, true, false, false};
     qfixture f;
     bool ok = fixture_init(&f, &c, kt);
     float *whole = malloc((size_t)(m * n) * sizeof(float));
@@ -915,7 +1048,7 @@ static void test_dequant_vs_int8(const rt_kernels *kt)
 {
     bool ok = true;
     for (int i = 0; i <= n_cases(); i++) {
-        qcase c = i < n_cases() ? case_at(i) : (qcase){4, 53, 203, 301, 64, 9, 190, true, true};
+        qcase c = i < n_cases() ? case_at(i) : (qcase){4, 53, 203, 301, 64, 9, 190, true, true, i % 2};
         qfixture f;
         bool good = fixture_init(&f, &c, kt);
         size_t count = (size_t)(c.m * c.n_y + 1);
@@ -940,9 +1073,9 @@ static void test_dequant_vs_int8(const rt_kernels *kt)
           n_cases() + 1);
 }
 
-static void test_dequant_threads(const rt_kernels *kt)
+static void test_dequant_threads(const rt_kernels *kt, bool float_coef)
 {
-    qcase c = {8, 53, 203, 301, 32, 5, 190, true, true};
+    qcase c = {8, 53, 203, 301, 32, 5, 190, true, true, float_coef};
     qfixture f;
     bool ok = fixture_init(&f, &c, kt);
     size_t bytes = (size_t)(c.m * c.n_y) * sizeof(float);
@@ -956,27 +1089,48 @@ static void test_dequant_threads(const rt_kernels *kt)
         ok &= run_dequant(kt, &f, &real, y) == LLMC_RT_OK && !memcmp(y, serial, bytes);
         llmc_threads_destroy(pool);
     }
-    CHECK(ok, "%s QLinear on fp32 tiles: bitwise the serial result on fake and real 1-, 2- and "
-          "3-thread parallel-fors", kt->isa);
+    CHECK(ok, "%s QLinear on fp32 tiles (float%d coefficients): bitwise the serial result on "
+          "fake and real 1-, 2- and 3-thread parallel-fors", kt->isa, float_coef ? 32 : 16);
     free(serial);
     free(y);
     fixture_free(&f);
 }
 
-/* A table's dequant_block against the portable loop, bit for bit: random
- * bytes (every q, fp16 scales and mins of both signs), bits 4 and 8,
- * groups 16..128, every step range [i0, i1) that starts on a tile (the
- * only ones q_dequant.c asks for when KC and the group are multiples of
- * lp) and some that do not, into a panel wider than the block (stride). */
-static bool dequant_block_matches(const rt_kernels *kt, int bits, int64_t group)
+/* Float32 coefficients: every dequantized value (float)(q - zero) * scale,
+ * ONNX DequantizeLinear's bits. */
+static bool float_dequant_exact(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
+                                int64_t i1, const float *got, int64_t stride)
 {
-    rt_qweight_shape ws;
-    rt_qweight_shape_init(&ws, bits, kt->q_hp, kt->q_lp, kt->q_hp, group, group);
+    bool ok = true;
+    for (int64_t i = i0; i < i1; i++)
+        for (int r = 0; r < ws->hp; r++) {
+            float scale = (float)weight_coef(block, ws, r, i, r);
+            int zero = (int)weight_coef(block, ws, r, i, ws->hp + r);
+            float want = (float)(weight_q(block, ws, r, i) - zero) * scale;
+            ok &= !memcmp(&got[(i - i0) * stride + r], &want, sizeof want);
+        }
+    return ok;
+}
+
+/* A table's dequant_block against the portable loop, bit for bit: random
+ * bytes (every q, fp16 scales and mins of both signs; or float32 scales and
+ * zero points, bits 8 q -128 included), bits 4 and 8, groups 16..128,
+ * every step range [i0, i1) that starts on a tile (the only ones
+ * q_dequant.c asks for when KC and the group are multiples of lp) and some
+ * that do not, into a panel wider than the block (stride). */
+static bool dequant_block_matches(const rt_kernels *kt, int bits, rt_qcoef coef, int64_t group)
+{
+    rt_qweight_shape ws = {0};
+    rt_qweight_shape_init_coef(&ws, bits, kt->q_hp, kt->q_lp, kt->q_hp, group, group, coef);
     uint64_t bytes = rt_qweight_block_bytes(&ws), data = (uint64_t)ws.hp * group * bits / 8;
     uint8_t *block = malloc(bytes);
     for (uint64_t i = 0; i < bytes; i++)
         block[i] = (uint8_t)rand();
-    for (uint64_t i = data + 1; i < bytes; i += 2)
+    if (coef == RT_QCOEF_FLOAT) {
+        free(block);
+        block = float_coef_weights(&ws, false);
+    }
+    for (uint64_t i = data + 1; coef == RT_QCOEF_HALF && i < bytes; i += 2)
         block[i] = (uint8_t)((block[i] & 0x83) | 0x30); /* |half| in [2^-3, 2^4): finite */
     const int64_t stride = ws.hp + 3;
     float *got = malloc(sizeof(float) * (size_t)(group * stride));
@@ -989,6 +1143,8 @@ static bool dequant_block_matches(const rt_kernels *kt, int bits, int64_t group)
             kt->dequant_block(block, &ws, i0, i1, got, stride);
             rt_dequant_block_generic(block, &ws, i0, i1, want, stride);
             ok &= !memcmp(got, want, sizeof(float) * (size_t)(group * stride));
+            if (coef == RT_QCOEF_FLOAT)
+                ok &= float_dequant_exact(block, &ws, i0, i1, want, stride);
         }
     free(block);
     free(got);
@@ -1002,9 +1158,11 @@ static void test_dequant_block(const rt_kernels *kt)
     bool ok = true;
     for (int bits = 4; bits <= 8; bits += 4)
         for (int g = 0; g < 4; g++)
-            ok &= dequant_block_matches(kt, bits, groups[g]);
-    CHECK(ok, "%s dequant_block: the portable loop's floats bit for bit (bits 4/8, groups "
-          "16..128, every step range)", kt->isa);
+            for (int coef = RT_QCOEF_HALF; coef <= RT_QCOEF_FLOAT; coef += 2)
+                ok &= dequant_block_matches(kt, bits, (rt_qcoef)coef, groups[g]);
+    CHECK(ok, "%s dequant_block: the portable loop's floats bit for bit (bits 4/8, float16 "
+          "and float32 coefficients, groups 16..128, every step range); float32 ones are "
+          "(float)(q - zero) * scale exactly", kt->isa);
 }
 
 /* The fp32 prefill path on every table with fp32 tiles, and on the
@@ -1018,13 +1176,18 @@ static void test_dequant(void)
         t.f_ep = tiles[i][1];
         t.target = "generic-ftiles";
         test_dequant_vs_int8(&t);
-        test_dequant_threads(&t);
+        test_dequant_threads(&t, false);
+        test_dequant_threads(&t, true);
     }
+    rt_kernels portable = rt_kernels_generic;
+    portable.dequant_block = rt_dequant_block_generic;
+    test_dequant_block(&portable);
     const rt_kernels *avx2 = rt_kernels_for_target("avx2", NULL);
     if (avx2) {
         test_dequant_block(avx2);
         test_dequant_vs_int8(avx2);
-        test_dequant_threads(avx2);
+        test_dequant_threads(avx2, false);
+        test_dequant_threads(avx2, true);
     }
     rt_qweight_shape ws;
     rt_qweight_shape_init(&ws, 8, 8, 4, 16, 64, 32);
@@ -1045,7 +1208,7 @@ static bool fails_with(llmc_rt_status st, const char *text)
 static void test_errors(void)
 {
     const rt_kernels *kt = &rt_kernels_generic;
-    qcase c = {4, 5, 20, 70, 32, 0, 20, true, true};
+    qcase c = {4, 5, 20, 70, 32, 0, 20, true, true, false};
     qfixture f;
     fixture_init(&f, &c, kt);
     float y[5 * 20];
@@ -1169,8 +1332,9 @@ static void test_streamed_stores(const rt_kernels *fast)
     bool ok = true;
     for (int i = 0; i < 32; i++) {
         qcase c = {i % 2 ? 8 : 4, ms[i % 4], 80, i % 3 ? 96 : 200, 32, i % 8 < 4 ? 0 : 16, 0,
-                   i % 4 < 2, i % 3 != 0};
+                   i % 4 < 2, i % 3 != 0, false};
         c.n_y = c.n - c.col0 - (i % 16 < 8 ? 0 : 16);
+        c.float_coef = i % 5 == 0;
         qfixture f;
         size_t bytes = (size_t)(c.m * c.n_y) * sizeof(float) + 64;
         float *a = aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -1185,7 +1349,8 @@ static void test_streamed_stores(const rt_kernels *fast)
         free(b);
     }
     CHECK(ok, "%s QLinear GEMM with streamed output lines: bitwise qtile per tile and the "
-          "portable stores on 32 shapes (bits 4/8, bias, residual, short tiles, unaligned y)",
+          "portable stores on 32 shapes (bits 4/8, float16/float32 coefficients, bias, residual, "
+          "short tiles, unaligned y)",
           fast->isa);
 }
 
@@ -1194,6 +1359,7 @@ static void test_table(const rt_kernels *kt)
     CHECK(!kt->qtile_2x2 || kt->qlinear_pair_column,
           "%s: a qtile_2x2 comes with a pair walk (qlinear_pair_column)", kt->isa);
     test_quantize_rows(kt);
+    test_group_outlier(kt);
     test_quantize_static(kt);
     test_shadow_linear(kt, false);
     test_shadow_linear(kt, true);

@@ -8,12 +8,14 @@
  *                                where its CPU check holds (elsewhere its
  *                                instructions raise SIGILL)
  *
- * quantize_rows: bytes exact, including that nothing outside its rows'
- * values, scales and sums is written.  qtile: every (activation tile, weight
- * tile) of odd shapes, with rows == 1 as well on each; unit scales (and
- * mins) make the output the exact int32 sums, so those must match to the
- * bit; random scales must match the fp64 reference within 1e-5 of the
- * magnitude of the terms summed.
+ * quantize_rows: bytes exact (a scale per (row, group)), including that
+ * nothing outside its rows' values, scales and sums is written.  qtile:
+ * every (activation tile, weight tile) of odd shapes, with rows == 1 as
+ * well on each, binary16 scales (and mins) or float32 scales and zero
+ * points (bits 8 q -128 included); unit scales (activation scales 1,
+ * binary16 mins 1, any zero point) make the output the exact int32 sums,
+ * so those must match to the bit; random scales must match the fp64
+ * reference within 1e-5 of the magnitude of the terms summed.
  *
  * Attention over float16 and int8 KV rows: scores and weighted sums
  * against fp64 sums of the values the rows hold (decoded here from the
@@ -54,38 +56,42 @@ static float rnd_float(float lo, float hi)
     return lo + (hi - lo) * (float)(rnd() >> 8) / 16777216.0f;
 }
 
-/* ---- reference activations: quantized per row, then written as tiles ---- */
+/* ---- reference activations: quantized per (row, group), then tiles ---- */
 
 typedef struct {
     int64_t m, k, groups, group;
     int8_t *q;      /* [m][k] */
-    float *scale;   /* [m] */
+    float *scale;   /* [m][groups] */
     int32_t *sums;  /* [m][groups] */
 } ref_act;
 
-/* Per row abs-max, or (scale > 0) the static scale: q = x / scale
- * clamped to +-127 before the rounding. */
+/* Per (row, group) abs-max (127 / amax overflowing: zeros), or (scale > 0)
+ * the static scale: q = x / scale clamped to +-127 before the rounding. */
 static void ref_quantize(const float *x, int64_t stride, const rt_qact_shape *s, float scale,
                          ref_act *r)
 {
     r->m = s->m, r->k = s->k, r->group = s->group, r->groups = s->kp / s->group;
     r->q = calloc((size_t)(s->m * s->k) + 1, 1);
-    r->scale = calloc((size_t)s->m + 1, sizeof(float));
+    r->scale = calloc((size_t)(s->m * r->groups) + 1, sizeof(float));
     r->sums = calloc((size_t)(s->m * r->groups) + 1, sizeof(int32_t));
-    for (int64_t i = 0; i < s->m; i++) {
-        const float *row = x + i * stride;
-        float amax = 0.0f;
-        for (int64_t c = 0; c < s->k; c++)
-            amax = fmaxf(amax, fabsf(row[c]));
-        float inv = scale > 0.0f ? 1.0f / scale : amax > 0.0f ? 127.0f / amax : 0.0f;
-        r->scale[i] = scale > 0.0f ? scale : amax / 127.0f;
-        for (int64_t c = 0; c < s->k; c++) {
-            float v = fmaxf(fminf(row[c] * inv, 127.0f), -127.0f);
-            int8_t q = (int8_t)rintf(v); /* default mode: ties to even */
-            r->q[i * s->k + c] = q;
-            r->sums[i * r->groups + c / s->group] += q;
+    for (int64_t i = 0; i < s->m; i++)
+        for (int64_t g = 0; g < r->groups; g++) {
+            const float *row = x + i * stride;
+            int64_t c0 = g * s->group, c1 = c0 + s->group < s->k ? c0 + s->group : s->k;
+            float amax = 0.0f;
+            for (int64_t c = c0; c < c1; c++)
+                amax = fmaxf(amax, fabsf(row[c]));
+            float inv = scale > 0.0f ? 1.0f / scale : amax > 0.0f ? 127.0f / amax : 0.0f;
+            if (isinf(inv))
+                inv = 0.0f;
+            r->scale[i * r->groups + g] = scale > 0.0f ? scale : inv > 0.0f ? amax / 127.0f : 0.0f;
+            for (int64_t c = c0; c < c1; c++) {
+                float v = fmaxf(fminf(row[c] * inv, 127.0f), -127.0f);
+                int8_t q = (int8_t)rintf(v); /* default mode: ties to even */
+                r->q[i * s->k + c] = q;
+                r->sums[i * r->groups + g] += q;
+            }
         }
-    }
 }
 
 static void ref_act_free(ref_act *r)
@@ -107,38 +113,49 @@ static void ref_write_act(const ref_act *r, const rt_qact_shape *s, int64_t r0, 
             buf[((et * (s->kp / s->lp) + t) * s->ep + e) * s->lp + l] =
                 (uint8_t)r->q[i * s->k + c];
         }
-        memcpy(buf + rt_qact_scales_offset(s) + 4 * i, &r->scale[i], 4);
+        memcpy(buf + rt_qact_scales_offset(s) + 4 * i * r->groups, &r->scale[i * r->groups],
+               4 * (size_t)r->groups);
         memcpy(buf + rt_qact_sums_offset(s) + 4 * i * r->groups, &r->sums[i * r->groups],
                4 * (size_t)r->groups);
     }
 }
 
-/* ---- reference weights: q values and halves, then written as blocks ---- */
+/* ---- reference weights: q values and coefficients, written as blocks ---- */
 
 typedef struct {
     int bits;
+    bool float_coef;    /* float32 scales and zero points, else binary16 */
     int64_t np, kp, groups;
     int *q;             /* [np][kp], 0 in padding */
-    uint16_t *scale;    /* [np][groups], 0 in padding rows */
-    uint16_t *min;      /* [np][groups] (bits 4) */
+    float *scale;       /* [np][groups], 0 in padding rows (binary16 values) */
+    float *min;         /* [np][groups]: binary16 bits 4 min, or float32 zero point */
 } ref_w;
 
-/* Random q (uint4 or int8); unit: scale 1 and min 1 (bits 4), so the
+/* Random q (uint4, int8, or int8 with -128 for float32 coefficients);
+ * unit: scale 1 and min 1 (binary16 bits 4) or any zero point, so the
  * output is the exact integer sum. */
 static void ref_make_weights(const rt_qweight_shape *s, bool unit, ref_w *w)
 {
     w->bits = s->bits, w->np = s->np, w->kp = s->kp, w->groups = s->kp / s->group;
+    w->float_coef = s->coef == RT_QCOEF_FLOAT;
     w->q = calloc((size_t)(s->np * s->kp) + 1, sizeof(int));
-    w->scale = calloc((size_t)(s->np * w->groups) + 1, 2);
-    w->min = calloc((size_t)(s->np * w->groups) + 1, 2);
+    w->scale = calloc((size_t)(s->np * w->groups) + 1, sizeof(float));
+    w->min = calloc((size_t)(s->np * w->groups) + 1, sizeof(float));
+    int lo = s->bits == 4 ? 0 : w->float_coef ? -128 : -127, hi = s->bits == 4 ? 15 : 127;
     for (int64_t h = 0; h < s->n; h++) {
         for (int64_t c = 0; c < s->k; c++)
-            w->q[h * s->kp + c] = s->bits == 4 ? rnd_int(0, 15) : rnd_int(-127, 127);
+            w->q[h * s->kp + c] = rnd_int(lo, hi);
         for (int64_t g = 0; g < w->groups; g++) {
             float scale = unit ? 1.0f : rnd_float(0.001f, 0.05f);
             float min = unit ? 1.0f : rnd_float(-0.4f, 0.1f);
-            w->scale[h * w->groups + g] = rt_float_to_half(scale);
-            w->min[h * w->groups + g] = s->bits == 4 ? rt_float_to_half(min) : 0;
+            if (w->float_coef) {
+                w->scale[h * w->groups + g] = scale;
+                w->min[h * w->groups + g] = (float)rnd_int(lo, hi);
+            } else {
+                w->scale[h * w->groups + g] = rt_half_to_float(rt_float_to_half(scale));
+                w->min[h * w->groups + g] =
+                    s->bits == 4 ? rt_half_to_float(rt_float_to_half(min)) : 0.0f;
+            }
         }
     }
 }
@@ -155,12 +172,23 @@ static void put_nibble(uint8_t *b, int high, int v)
     *b = (uint8_t)(high ? (*b & 0x0f) | (v << 4) : (*b & 0xf0) | v);
 }
 
+/* Coefficient f at p: binary16 or float32. */
+static void put_coef(uint8_t *p, float f, bool float_coef)
+{
+    uint16_t h = rt_float_to_half(f);
+    if (float_coef)
+        memcpy(p, &f, 4);
+    else
+        memcpy(p, &h, 2);
+}
+
 /* Block (ht, g): group/lp tiles of [hp][lp] (bits 4: tiles 2u, 2u+1 in the
- * low and high nibbles of the same hp*lp bytes), hp scales, hp mins. */
+ * low and high nibbles of the same hp*lp bytes), hp scales, hp mins or
+ * zero points. */
 static void ref_write_block(const ref_w *w, const rt_qweight_shape *s, int64_t ht, int64_t g,
                             uint8_t *block)
 {
-    int64_t hp = s->hp, lp = s->lp;
+    int64_t hp = s->hp, lp = s->lp, bytes = w->float_coef ? 4 : 2;
     for (int64_t t = 0; t < s->group / lp; t++)
         for (int64_t r = 0; r < hp; r++)
             for (int64_t l = 0; l < lp; l++) {
@@ -170,18 +198,20 @@ static void ref_write_block(const ref_w *w, const rt_qweight_shape *s, int64_t h
                 else
                     put_nibble(block + (t / 2) * hp * lp + r * lp + l, (int)(t & 1), v);
             }
-    uint8_t *scales = block + hp * s->group * s->bits / 8;
+    uint8_t *coefs = block + hp * s->group * s->bits / 8;
     for (int64_t r = 0; r < hp; r++) {
-        memcpy(scales + 2 * r, &w->scale[(ht * hp + r) * w->groups + g], 2);
-        if (s->bits == 4)
-            memcpy(scales + 2 * hp + 2 * r, &w->min[(ht * hp + r) * w->groups + g], 2);
+        int64_t at = (ht * hp + r) * w->groups + g;
+        put_coef(coefs + bytes * r, w->scale[at], w->float_coef);
+        if (s->bits == 4 || w->float_coef)
+            put_coef(coefs + bytes * (hp + r), w->min[at], w->float_coef);
     }
 }
 
 static uint8_t *ref_pack_weights(const ref_w *w, const rt_qweight_shape *s)
 {
     uint64_t block_bytes = (uint64_t)(s->hp * s->group * s->bits / 8) +
-                           2u * (uint64_t)s->hp * (s->bits == 4 ? 2u : 1u);
+                           (w->float_coef ? 4u : 2u) * (uint64_t)s->hp *
+                               (s->bits == 4 || w->float_coef ? 2u : 1u);
     uint8_t *buf = calloc((size_t)(block_bytes * (uint64_t)(s->np / s->hp * w->groups)) + 1, 1);
     for (int64_t ht = 0; ht < s->np / s->hp; ht++)
         for (int64_t g = 0; g < w->groups; g++)
@@ -190,7 +220,9 @@ static uint8_t *ref_pack_weights(const ref_w *w, const rt_qweight_shape *s)
     return buf;
 }
 
-/* z[row][h] / sx in fp64; *mag = the sum of the terms' magnitudes. */
+/* z[row][h] in fp64: per group sx times scale * acc + min * sum (binary16)
+ * or scale * (acc - zero * sum) (float32); *mag = the sum of the terms'
+ * magnitudes. */
 static double ref_z(const ref_act *a, const ref_w *w, int64_t row, int64_t h, double *mag)
 {
     double z = 0.0;
@@ -199,9 +231,10 @@ static double ref_z(const ref_act *a, const ref_w *w, int64_t row, int64_t h, do
         int64_t acc = 0;
         for (int64_t c = g * a->group; c < (g + 1) * a->group && c < a->k; c++)
             acc += (int64_t)a->q[row * a->k + c] * w->q[h * w->kp + c];
-        double scale = rt_half_to_float(w->scale[h * w->groups + g]);
-        double min = w->bits == 4 ? rt_half_to_float(w->min[h * w->groups + g]) : 0.0;
-        double t1 = scale * (double)acc, t2 = min * a->sums[row * a->groups + g];
+        double sx = a->scale[row * a->groups + g], sum = a->sums[row * a->groups + g];
+        double scale = w->scale[h * w->groups + g], min = w->min[h * w->groups + g];
+        double t1 = sx * scale * (double)acc;
+        double t2 = sx * (w->float_coef ? -scale * min * sum : min * sum);
         z += t1 + t2;
         *mag += fabs(t1) + fabs(t2);
     }
@@ -295,12 +328,12 @@ static bool check_tile(const tile_check *tc, int64_t et, int rows, int64_t ht)
 
 /* Every (et, ht) of x [m, k] by W [n, k], with the tile's rows and with
  * rows == 1 (the GEMV path). */
-static bool qtile_case(const rt_kernels *kt, int bits, int64_t group, shape sh, bool exact,
-                       char *why)
+static bool qtile_case(const rt_kernels *kt, int bits, rt_qcoef coef, int64_t group, shape sh,
+                       bool exact, char *why)
 {
     rt_qweight_shape ws;
     rt_qact_shape xs;
-    if (!rt_qweight_shape_init(&ws, bits, kt->q_hp, kt->q_lp, sh.n, sh.k, group) ||
+    if (!rt_qweight_shape_init_coef(&ws, bits, kt->q_hp, kt->q_lp, sh.n, sh.k, group, coef) ||
         !rt_qact_shape_init(&xs, kt->q_ep, kt->q_lp, sh.m, sh.k, group)) {
         sprintf(why, "shape rejected");
         return false;
@@ -311,6 +344,8 @@ static bool qtile_case(const rt_kernels *kt, int bits, int64_t group, shape sh, 
     ref_act ra;
     ref_w rw;
     ref_quantize(x, stride, &xs, 0.0f, &ra);
+    for (int64_t i = 0; exact && i < sh.m * ra.groups; i++)
+        ra.scale[i] = 1.0f; /* integer outputs */
     uint8_t *xq = calloc((size_t)rt_qact_bytes(&xs) + 1, 1);
     ref_write_act(&ra, &xs, 0, sh.m, xq);
     ref_make_weights(&ws, exact, &rw);
@@ -347,18 +382,20 @@ static void test_qtile(const rt_kernels *kt)
         {ep + 1, 9, 130}, {2 * ep + 7, 33, 45}, {ep - 1, 16, 259},
     };
     char why[256];
-    for (int bits = 8; bits >= 4; bits -= 4)
-        for (size_t gi = 0; gi < sizeof GROUPS / sizeof GROUPS[0]; gi++)
-            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-                for (int exact = 0; exact < 2; exact++) {
-                    shape sh = shapes[si];
-                    int64_t group = group_of(GROUPS[gi], sh.k, kt->q_lp);
-                    why[0] = 0;
-                    CHECK(qtile_case(kt, bits, group, sh, exact, why),
-                          "%s qtile bits %d group %ld m %ld n %ld k %ld, %s scales %s",
-                          kt->target, bits, (long)group, (long)sh.m, (long)sh.n, (long)sh.k,
-                          exact ? "unit (exact int32)" : "random", why);
-                }
+    for (int coef = RT_QCOEF_HALF; coef <= RT_QCOEF_FLOAT; coef += 2)
+        for (int bits = 8; bits >= 4; bits -= 4)
+            for (size_t gi = 0; gi < sizeof GROUPS / sizeof GROUPS[0]; gi++)
+                for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+                    for (int exact = 0; exact < 2; exact++) {
+                        shape sh = shapes[si];
+                        int64_t group = group_of(GROUPS[gi], sh.k, kt->q_lp);
+                        why[0] = 0;
+                        CHECK(qtile_case(kt, bits, (rt_qcoef)coef, group, sh, exact, why),
+                              "%s qtile bits %d float%d coefficients group %ld m %ld n %ld k "
+                              "%ld, %s scales %s", kt->target, bits, coef * 8, (long)group,
+                              (long)sh.m, (long)sh.n, (long)sh.k,
+                              exact ? "unit (exact int32)" : "random", why);
+                    }
 }
 
 /* quantize_rows over [0, split) and [split, m) into a buffer of 0xa5: the

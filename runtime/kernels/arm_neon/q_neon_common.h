@@ -1,14 +1,20 @@
 /* Internal: what the SDOT and SMMLA qtile kernels share: where one call's
  * operands are, and the per-group dequantization of quant_format.h
- *   out[e][h] += scale[h] * acc[e][h] + min[h] * sums[e]   (min: bits 4)
+ *   out[e][h] += sx[e] * (scale[h] * acc[e][h] + min[h] * sums[e])   Float16
+ *                (min: bits 4)
+ *   out[e][h] += sx[e] * (scale[h] * (acc[e][h] - zero[h] * sums[e])) Float32
+ *                (the bracket in int32: exact, quant_format.h)
  * done in that order, without fused multiply-adds, so each output is the
- * plain fp32 evaluation of the format's formula over the exact int32 acc.
+ * plain fp32 evaluation of the format's formula over the exact int32 acc
+ * (the portable kernel's bits).  SDOT and SMMLA multiply signed bytes, so
+ * a Float32 block's bits-8 q of -128 is exact as any other.
  * Both targets have hp = 8: a row of 8 outputs is two float32x4. */
 #ifndef LLMC_RT_Q_NEON_COMMON_H
 #define LLMC_RT_Q_NEON_COMMON_H
 
 #include <arm_neon.h>
 
+#include "../q_generic.h"
 #include "q_neon.h"
 
 #define NEON_HP 8
@@ -17,12 +23,14 @@
 typedef struct {
     const int8_t *x;        /* row tile et; k-tile t at x + t * ep * lp */
     const int32_t *sums;    /* sums of row et * ep: [ep rows][groups] */
+    const float *sx;        /* scales of row et * ep: [ep rows][groups] */
     const uint8_t *block;   /* block (ht, 0); group g at block + g * block_bytes */
     uint64_t block_bytes;
     uint64_t data_bytes;    /* the q values of one block; then scales, mins */
     int64_t groups;
     int64_t tiles;          /* k-tiles (lp elements) per group */
     int bits;
+    rt_qcoef coef;
     int ep, lp;
 } neon_qtile;
 
@@ -36,9 +44,12 @@ static inline neon_qtile neon_qtile_at(const rt_qtile_args *a, int64_t et, int64
     q.ep = xs->ep;
     q.lp = xs->lp;
     q.bits = ws->bits;
+    q.coef = ws->coef;
     q.x = (const int8_t *)a->xq + (uint64_t)et * (uint64_t)xs->ep * (uint64_t)xs->kp;
     q.sums = (const int32_t *)(a->xq + rt_qact_sums_offset(xs)) +
              (uint64_t)et * (uint64_t)xs->ep * (uint64_t)q.groups;
+    q.sx = (const float *)(const void *)(a->xq + rt_qact_scales_offset(xs)) +
+           (uint64_t)et * (uint64_t)xs->ep * (uint64_t)q.groups;
     q.block = a->w + rt_qweight_block_offset(ws, ht, 0);
     q.block_bytes = rt_qweight_block_bytes(ws);
     q.data_bytes = rt_qweight_data_bytes(ws);
@@ -56,9 +67,11 @@ static inline const uint8_t *neon_w_group(const neon_qtile *q, int64_t g)
     return q->block + (uint64_t)g * q->block_bytes;
 }
 
-/* Group g's scales and mins as floats (mins 0 for bits 8: unused). */
+/* Group g's scales, and mins as floats (0 for Float16 bits 8: unused) or
+ * zero points as int32 (Float32). */
 typedef struct {
     float32x4_t scale_lo, scale_hi, min_lo, min_hi;
+    int32x4_t zero_lo, zero_hi;
 } neon_coefs;
 
 static inline void neon_halves_to_floats(const uint8_t *p, float32x4_t *lo, float32x4_t *hi)
@@ -70,35 +83,49 @@ static inline void neon_halves_to_floats(const uint8_t *p, float32x4_t *lo, floa
 
 static inline neon_coefs neon_coefs_of(const neon_qtile *q, int64_t g)
 {
-    const uint8_t *scales = neon_w_group(q, g) + q->data_bytes;
+    const uint8_t *coefs = neon_w_group(q, g) + q->data_bytes;
     neon_coefs c;
-    neon_halves_to_floats(scales, &c.scale_lo, &c.scale_hi);
+    c.min_lo = c.min_hi = vdupq_n_f32(0.0f);
+    c.zero_lo = c.zero_hi = vdupq_n_s32(0);
+    if (q->coef == RT_QCOEF_FLOAT) {
+        const float *f = (const float *)(const void *)coefs;
+        c.scale_lo = vld1q_f32(f);
+        c.scale_hi = vld1q_f32(f + 4);
+        c.zero_lo = vcvtq_s32_f32(vld1q_f32(f + NEON_HP));
+        c.zero_hi = vcvtq_s32_f32(vld1q_f32(f + NEON_HP + 4));
+        return c;
+    }
+    neon_halves_to_floats(coefs, &c.scale_lo, &c.scale_hi);
     if (q->bits == 4)
-        neon_halves_to_floats(scales + 2 * NEON_HP, &c.min_lo, &c.min_hi);
-    else
-        c.min_lo = c.min_hi = vdupq_n_f32(0.0f);
+        neon_halves_to_floats(coefs + 2 * NEON_HP, &c.min_lo, &c.min_hi);
     return c;
 }
 
+/* o + sx * the group term of 4 outputs (the formula above). */
 static inline float32x4_t neon_dequant(float32x4_t o, int32x4_t acc, float32x4_t scale,
-                                       float32x4_t min, float32x4_t sum, int bits)
+                                       float32x4_t min, int32x4_t zero, int32_t sum,
+                                       float32x4_t sx, const neon_qtile *q)
 {
+    if (q->coef == RT_QCOEF_FLOAT)
+        acc = vmlsq_s32(acc, zero, vdupq_n_s32(sum));
     float32x4_t t = vmulq_f32(scale, vcvtq_f32_s32(acc));
-    if (bits == 4)
-        t = vaddq_f32(t, vmulq_f32(min, sum));
-    return vaddq_f32(o, t);
+    if (q->coef == RT_QCOEF_HALF && q->bits == 4)
+        t = vaddq_f32(t, vmulq_f32(min, vdupq_n_f32((float)sum)));
+    return vaddq_f32(o, vmulq_f32(sx, t));
 }
 
 /* o[0..8) += one output row's group g, from its int32 acc for features
- * 0-3 and 4-7; e is the row within the tile (for its sum). */
+ * 0-3 and 4-7; e is the row within the tile (for its sum and scale). */
 static inline void neon_add_group_row(float *o, int32x4_t acc_lo, int32x4_t acc_hi,
                                       const neon_coefs *c, const neon_qtile *q, int64_t g,
                                       int e)
 {
-    float32x4_t sum = vdupq_n_f32((float)q->sums[e * q->groups + g]);
-    vst1q_f32(o, neon_dequant(vld1q_f32(o), acc_lo, c->scale_lo, c->min_lo, sum, q->bits));
-    vst1q_f32(o + 4,
-              neon_dequant(vld1q_f32(o + 4), acc_hi, c->scale_hi, c->min_hi, sum, q->bits));
+    int32_t sum = q->sums[e * q->groups + g];
+    float32x4_t sx = vdupq_n_f32(q->sx[e * q->groups + g]);
+    vst1q_f32(o, neon_dequant(vld1q_f32(o), acc_lo, c->scale_lo, c->min_lo, c->zero_lo, sum, sx,
+                              q));
+    vst1q_f32(o + 4, neon_dequant(vld1q_f32(o + 4), acc_hi, c->scale_hi, c->min_hi, c->zero_hi,
+                                  sum, sx, q));
 }
 
 /* facc[e][h] += group g's terms: all ep rows of the tile, or row 0. */

@@ -1,5 +1,5 @@
 /* QuantizeRows for the NEON tables (lp 4 or 8), plain ARMv8.0 NEON so both
- * tables can share it: per row abs-max, sx = amax / 127, q = round to
+ * tables can share it: per (row, group) abs-max, sx = amax / 127, q = round to
  * nearest even of x * (127 / amax) (FCVTNS rounds ties to even whatever
  * the FPCR mode), and per group the int32 sum of q (quant_format.h).  A
  * static scale (calibrated QuantizeRows): sx = scale, q = x * (1 / scale)
@@ -12,6 +12,7 @@
  * driver's. */
 #include <arm_neon.h>
 
+#include "../q_generic.h"
 #include "q_neon.h"
 
 static float abs_max(const float *x, int64_t k)
@@ -99,19 +100,23 @@ static int32_t quantize_group(const row_place *p, const float *x, int64_t c0, in
     return vaddvq_s32(sum);
 }
 
+/* Group by group: each one's scale and inverse (rt_q_row_inverse: 0 when
+ * 127 / amax overflows, as the portable kernel has it), then its q. */
 static void quantize_row(const float *x, const rt_qact_shape *s, int64_t r, float scale,
                          uint8_t *xq)
 {
-    float amax = scale > 0.0f ? 127.0f * scale : abs_max(x, s->k);
-    float32x4_t inv = vdupq_n_f32(scale > 0.0f ? 1.0f / scale : amax > 0.0f ? 127.0f / amax : 0.0f);
-    float *scales = (float *)(void *)(xq + rt_qact_scales_offset(s));
-    int32_t *sums = (int32_t *)(void *)(xq + rt_qact_sums_offset(s));
     int64_t groups = s->kp / s->group;
+    float *scales = (float *)(void *)(xq + rt_qact_scales_offset(s)) + r * groups;
+    int32_t *sums = (int32_t *)(void *)(xq + rt_qact_sums_offset(s)) + r * groups;
     row_place p = {(int8_t *)xq + (r / s->ep) * s->ep * s->kp + (r % s->ep) * s->lp,
                    (int64_t)s->ep * s->lp, s->lp};
-    scales[r] = scale > 0.0f ? scale : amax / 127.0f;
-    for (int64_t g = 0; g < groups; g++)
-        sums[r * groups + g] = quantize_group(&p, x, g * s->group, s->group, s->k, inv);
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t c0 = g * s->group, n = s->k - c0 < s->group ? s->k - c0 : s->group;
+        float amax = scale > 0.0f ? 0.0f : abs_max(x + c0, n);
+        float inv = scale > 0.0f ? 1.0f / scale : rt_q_row_inverse(amax);
+        scales[g] = scale > 0.0f ? scale : inv > 0.0f ? amax / 127.0f : 0.0f;
+        sums[g] = quantize_group(&p, x, c0, s->group, s->k, vdupq_n_f32(inv));
+    }
 }
 
 void rt_neon_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,

@@ -51,7 +51,7 @@ static void dequant_tiles(const uint8_t *block, const rt_qweight_shape *ws, int6
 void rt_dequant_block_avx2(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
                            int64_t i1, float *out, int64_t stride)
 {
-    if (ws->hp != HP || ws->lp != LP || i0 % LP) {
+    if (ws->hp != HP || ws->lp != LP || i0 % LP || ws->coef != RT_QCOEF_HALF) {
         rt_dequant_block_generic(block, ws, i0, i1, out, stride);
         return;
     }

@@ -162,8 +162,8 @@ static void gemv_pair_w8(const rt_qtile_args *a, int64_t et, int64_t ht, float *
         prefetch_block(w + tile, o.block);
         __m256i dot_a = _mm256_setzero_si256(), dot_b = _mm256_setzero_si256();
         w8_group_row_pair(w, w + tile, x, o.tiles, &dot_a, &dot_b);
-        acc_a = gemv_group_floats(acc_a, w, &o, dot_a, g, 8);
-        acc_b = gemv_group_floats(acc_b, w + tile, &o, dot_b, g, 8);
+        acc_a = group_floats(acc_a, w, &o, dot_a, o.sums[g], o.sx[g], 8, RT_QCOEF_HALF);
+        acc_b = group_floats(acc_b, w + tile, &o, dot_b, o.sums[g], o.sx[g], 8, RT_QCOEF_HALF);
     }
     _mm256_storeu_ps(out, acc_a);
     _mm256_storeu_ps(out + HP, acc_b);

@@ -4,11 +4,11 @@
  * 8-bit decode GEMV's (rt_kernels.qlinear_gemv_pair).
  *
  * As in q_avx512_pairs.c: where the tile's rows all exist and the 16
- * columns are one aligned 64-byte line of each y row, a row's y = sx * out
+ * columns are one aligned 64-byte line of each y row, a row's y = out
  * (+ bias) (+ res) goes out as two non-temporal YMM stores that fill the
  * line, so no store waits for the line to be read from memory first.  The
- * values are rt_qlinear_store_tile's bit for bit (a product, then the bias,
- * then the residual; no FMA); any other tile takes the portable stores. */
+ * values are rt_qlinear_store_tile's bit for bit (the bias, then the
+ * residual); any other tile takes the portable stores. */
 #include "../q_linear_job.h"
 #include "x86_simd.h"
 
@@ -24,7 +24,7 @@ static bool streams(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
 /* 8 values of row `row` from column j (an output half of the line). */
 static __m256 row_values(const rt_qlinear_job *J, ptrdiff_t row, ptrdiff_t j, const float *out)
 {
-    __m256 v = _mm256_mul_ps(_mm256_set1_ps(J->sx[row]), _mm256_loadu_ps(out));
+    __m256 v = _mm256_loadu_ps(out);
     if (J->bias)
         v = _mm256_add_ps(v, _mm256_loadu_ps(J->bias + j));
     if (J->res)

@@ -5,12 +5,12 @@
 
 /* ---- quantize_rows --------------------------------------------------------
  * The same rules as the portable kernel (q_generic.h), so the bytes are
- * identical: amax by max (exact in any order; vmaxps(|x|, m) keeps m when
- * |x| is NaN, like the scalar comparison), the row's inverse from
- * rt_q_row_inverse, then vmulps, vminps/vmaxps clamps (NaN -> 127) and
+ * identical: per (row, group) amax by max (exact in any order; vmaxps(|x|,
+ * m) keeps m when |x| is NaN, like the scalar comparison), its inverse
+ * from rt_q_row_inverse, then vmulps, vminps/vmaxps clamps (NaN -> 127) and
  * vcvtps2dq, which rounds half to even like lrintf in the default mode. */
 
-static float row_amax(const float *x, int64_t k)
+static float span_amax(const float *x, int64_t k)
 {
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 m = _mm256_setzero_ps();
@@ -38,20 +38,20 @@ static inline __m256i quantize8(const float *x, __m256 inv)
 }
 
 typedef struct {
-    const float *x[EP];      /* the rows */
-    float inv[EP];           /* their inverses (0: the row is all zeros) */
+    const float *x[EP];      /* the rows (at their places in the tile) */
+    float inv[EP];           /* the current group's inverses (0: it quantizes to zeros) */
     int32_t *sums[EP];       /* their group sums */
     uint8_t *tiles;          /* the row tile's first activation tile */
     const rt_qact_shape *s;
 } quant_rows;
 
-/* Columns [c0, c1) of row e one by one (a row alone, or k's tail). */
-static void quantize_scalar(const quant_rows *R, int e, int64_t c0, int64_t c1)
+/* Columns [c0, c1) of row e one by one (a row alone, or a group's tail). */
+static void quantize_scalar(const quant_rows *R, int e, int64_t g, int64_t c0, int64_t c1)
 {
     for (int64_t c = c0; c < c1; c++) {
         int q = R->inv[e] > 0.0f ? rt_q_value(R->x[e][c], R->inv[e]) : 0;
         R->tiles[c / LP * ACT_STEP + e * LP + c % LP] = (uint8_t)(int8_t)q;
-        R->sums[e][c / R->s->group] += q;
+        R->sums[e][g] += q;
     }
 }
 
@@ -83,26 +83,43 @@ static void quantize_1row8(const quant_rows *R, int e, int64_t c, __m256i *sum)
     memcpy(R->tiles + (c / LP + 1) * ACT_STEP + e * LP, &hi, 4);
 }
 
-/* Row e (or all 4 rows with e < 0) over every group; a row whose inverse
- * is 0 goes through the scalar path (it writes zeros). */
-static void quantize_groups(const quant_rows *R, int e)
+/* Group g, columns [c0, c1), of rows [e0, e1) of the tile: all 4 rows
+ * together when every one has an inverse, else row by row (a row whose
+ * inverse is 0 through the scalar path: it writes zeros). */
+static void quantize_group(const quant_rows *R, int e0, int e1, int64_t g, int64_t c0,
+                           int64_t c1)
+{
+    int64_t c8 = c0 + (c1 - c0) / 8 * 8;
+    bool together = e1 - e0 == EP;
+    for (int e = e0; e < e1; e++)
+        together &= R->inv[e] > 0.0f;
+    __m256i sum[EP] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
+                       _mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int64_t c = c0; together && c < c8; c += 8)
+        quantize_4rows8(R, c, sum);
+    for (int e = e0; e < e1; e++) {
+        for (int64_t c = c0; !together && R->inv[e] > 0.0f && c < c8; c += 8)
+            quantize_1row8(R, e, c, &sum[e]);
+        R->sums[e][g] = hsum_epi32(sum[e]);
+        quantize_scalar(R, e, g, R->inv[e] > 0.0f ? c8 : c0, c1);
+    }
+}
+
+/* Rows [e0, e1) of the tile (rows[e] their floats, in the tile's places),
+ * group by group: each (row, group)'s scale and inverse, then its q. */
+static void quantize_tile_rows(quant_rows *R, float *const scales[EP], int e0, int e1,
+                               float scale)
 {
     const rt_qact_shape *s = R->s;
     for (int64_t g = 0; g * s->group < s->k; g++) {
         int64_t c0 = g * s->group, c1 = c0 + s->group < s->k ? c0 + s->group : s->k;
-        int64_t c8 = c0 + (c1 - c0) / 8 * 8;
-        __m256i sum[EP] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
-                           _mm256_setzero_si256(), _mm256_setzero_si256()};
-        for (int64_t c = c0; c < c8; c += 8) {
-            if (e < 0)
-                quantize_4rows8(R, c, sum);
-            else
-                quantize_1row8(R, e, c, &sum[0]);
+        for (int e = e0; e < e1; e++) {
+            /* a static scale: q = x * (1 / scale), the clamps do the rest */
+            float amax = scale > 0.0f ? 0.0f : span_amax(R->x[e] + c0, c1 - c0);
+            R->inv[e] = scale > 0.0f ? 1.0f / scale : rt_q_row_inverse(amax);
+            scales[e][g] = scale > 0.0f ? scale : R->inv[e] > 0.0f ? amax / 127.0f : 0.0f;
         }
-        for (int r = e < 0 ? 0 : e; r < (e < 0 ? EP : e + 1); r++) {
-            R->sums[r][g] = hsum_epi32(sum[e < 0 ? r : 0]);
-            quantize_scalar(R, r, c8, c1);
-        }
+        quantize_group(R, e0, e1, g, c0, c1);
     }
 }
 
@@ -117,39 +134,18 @@ void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_sha
     float *scales = (float *)(xq + rt_qact_scales_offset(s));
     int32_t *sums = (int32_t *)(xq + rt_qact_sums_offset(s));
     while (r0 < r1) {
+        /* the whole tile, or one row at its place in the tile */
         int64_t et = r0 / EP;
-        bool whole = r0 % EP == 0 && r1 - r0 >= EP;
-        int n = whole ? EP : 1;
+        int e0 = (int)(r0 % EP), e1 = e0 == 0 && r1 - r0 >= EP ? EP : e0 + 1;
         quant_rows R = {{0}, {0}, {0}, xq + (uint64_t)et * (uint64_t)(s->kp * EP), s};
-        bool any_zero = false;
-        for (int e = 0; e < n; e++) {
-            int64_t row = r0 + e;
-            /* a static scale: q = x * (1 / scale), the clamps do the rest */
-            float amax = scale > 0.0f ? 0.0f : row_amax(x + row * x_stride, s->k);
+        float *row_scales[EP] = {0};
+        for (int e = e0; e < e1; e++) {
+            int64_t row = et * EP + e;
             R.x[e] = x + row * x_stride;
-            R.inv[e] = scale > 0.0f ? 1.0f / scale : rt_q_row_inverse(amax);
             R.sums[e] = sums + row * groups;
-            scales[row] = scale > 0.0f ? scale : R.inv[e] > 0.0f ? amax / 127.0f : 0.0f;
-            any_zero |= R.inv[e] == 0.0f;
-            for (int64_t g = 0; g < groups; g++)
-                R.sums[e][g] = 0;
+            row_scales[e] = scales + row * groups;
         }
-        if (whole && !any_zero) {
-            quantize_groups(&R, -1);
-        } else {
-            /* one row at a time, at its place in the tile */
-            for (int e = 0; e < n; e++) {
-                quant_rows one = R;
-                int row_in_tile = (int)((r0 + e) % EP);
-                one.x[row_in_tile] = R.x[e];
-                one.inv[row_in_tile] = R.inv[e];
-                one.sums[row_in_tile] = R.sums[e];
-                if (R.inv[e] > 0.0f)
-                    quantize_groups(&one, row_in_tile);
-                else
-                    quantize_scalar(&one, row_in_tile, 0, s->k);
-            }
-        }
-        r0 += n;
+        quantize_tile_rows(&R, row_scales, e0, e1, scale);
+        r0 += e1 - e0;
     }
 }

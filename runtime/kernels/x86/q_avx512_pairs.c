@@ -4,7 +4,7 @@
  * tiles ht, ht + 1 in one qtile_2x2 call, then the 8 x 16 outputs.
  *
  * Where the call's 8 rows all exist and its 16 columns are one aligned
- * 64-byte line of each y row, a row's y = sx * out (+ bias) (+ res) is one
+ * 64-byte line of each y row, a row's y = out (+ bias) (+ res) is one
  * ZMM, written with a non-temporal store.  A prefill's outputs are far
  * larger than the caches (512 x 9728 floats for Qwen2-0.5B's gate and up
  * projections), so an ordinary store first reads each line from memory
@@ -12,8 +12,8 @@
  * of qtile_2x2's time (perf), and streaming the lines made a w4a8 pp512
  * 15% faster (interleaved best-of-5 pairs, 581-596 -> 680-688 tok/s).  The next
  * op reads y back from memory, once, at the read bandwidth.  The values
- * are those of rt_qlinear_store_tile bit for bit: a product, then the
- * bias, then the residual, in three roundings (no FMA).  Any other block
+ * are those of rt_qlinear_store_tile bit for bit: the bias, then the
+ * residual, in two roundings.  Any other block
  * takes the portable stores. */
 #include "../q_linear_job.h"
 #include "x86_simd.h"
@@ -37,7 +37,7 @@ static void stream_row(const rt_qlinear_job *J, ptrdiff_t row, ptrdiff_t j0,
     __m256d lo8 = _mm256_castps_pd(_mm256_loadu_ps(lo));
     __m256d hi8 = _mm256_castps_pd(_mm256_loadu_ps(hi));
     __m512 out = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(lo8), hi8, 1));
-    __m512 v = _mm512_mul_ps(_mm512_set1_ps(J->sx[row]), out);
+    __m512 v = out;
     ptrdiff_t at = row * J->n_y + j0;
     if (J->bias)
         v = _mm512_add_ps(v, _mm512_loadu_ps(J->bias + j0));

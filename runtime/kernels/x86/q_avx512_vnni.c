@@ -197,8 +197,8 @@ void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_
  * registers: 8 rows x 2 int32 accumulators (even and odd tiles, two
  * vpdpbusd chains per row in flight) + 8 float sums + 2 weight registers +
  * the nibble mask and a broadcast = 28.  The float steps per group are
- * qtile's (scale x sum, then min x activation sum, each an FMA in that
- * order), lane by lane, so the outputs are its bits. */
+ * qtile's (group_floats: scale x dot, an FMA of min x activation sum, an
+ * FMA of the activation scale), lane by lane, so the outputs are its bits. */
 #define ROWS2 (2 * EP)
 #define EACH_ROW2 _Pragma("GCC unroll 8")
 
@@ -276,30 +276,35 @@ static inline void w8_group_2x2(const uint8_t *wa, const uint8_t *wb, const uint
     }
 }
 
-/* Per chunk of SUM_CHUNK groups, the rows' activation sums in the form
- * the group steps use them: bits 4 as floats (vcvtdq2ps rounds as the
- * (float) cast does) for the min term's FMA, bits 8 as -128 * sum (the
- * wrapping int32 of offset_of) to start the accumulators from; one vector
- * conversion per row and chunk instead of scalar ones per row and group. */
+/* Per chunk of SUM_CHUNK groups, the rows' activation scales, and their
+ * sums in the form the group steps use them: bits 4 as floats (vcvtdq2ps
+ * rounds as the (float) cast does) for the min term's FMA, bits 8 as -128
+ * * sum (the wrapping int32 of offset_of) to start the accumulators from;
+ * one vector load per row and chunk instead of scalar ones per row and
+ * group. */
 #define SUM_CHUNK 16
 
-typedef union {
-    float f[ROWS2][SUM_CHUNK];
-    int32_t start[ROWS2][SUM_CHUNK];
+typedef struct {
+    union {
+        float f[ROWS2][SUM_CHUNK];
+        int32_t start[ROWS2][SUM_CHUNK];
+    } sum;
+    float sx[ROWS2][SUM_CHUNK];
 } chunk_sums;
 
-static inline void convert_sums(const int32_t *sums, int64_t groups, int64_t g0, int64_t n,
-                                int bits, chunk_sums *c)
+static inline void convert_sums(const operands *o, int64_t g0, int64_t n, int bits,
+                                chunk_sums *c)
 {
     __mmask16 live = (__mmask16)((1u << n) - 1u);
     EACH_ROW2
     for (int r = 0; r < ROWS2; r++) {
-        __m512i v = _mm512_maskz_loadu_epi32(live, sums + r * groups + g0);
+        __m512i v = _mm512_maskz_loadu_epi32(live, o->sums + r * o->groups + g0);
+        _mm512_storeu_ps(c->sx[r], _mm512_maskz_loadu_ps(live, o->sx + r * o->groups + g0));
         if (bits == 4)
-            _mm512_storeu_ps(c->f[r], _mm512_cvtepi32_ps(v));
+            _mm512_storeu_ps(c->sum.f[r], _mm512_cvtepi32_ps(v));
         else
-            _mm512_storeu_si512(c->start[r], _mm512_sub_epi32(_mm512_setzero_si512(),
-                                                              _mm512_slli_epi32(v, 7)));
+            _mm512_storeu_si512(c->sum.start[r], _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                                  _mm512_slli_epi32(v, 7)));
     }
 }
 
@@ -324,23 +329,23 @@ INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out,
     chunk_sums c;
     for (int64_t g = 0; g < o.groups; g++) {
         int64_t i = g % SUM_CHUNK;
-        if (!i) /* o.sums: row r, group g at o.sums[r * groups + g] */
-            convert_sums(o.sums, o.groups, g,
-                         o.groups - g < SUM_CHUNK ? o.groups - g : SUM_CHUNK, bits, &c);
+        if (!i) /* o.sums, o.sx: row r, group g at [r * groups + g] */
+            convert_sums(&o, g, o.groups - g < SUM_CHUNK ? o.groups - g : SUM_CHUNK, bits, &c);
         __m512i s32[ROWS2];
         if (bits == 4)
             w4_group_2x2(wa, wb, x, o.pairs, s32);
         else
-            w8_group_2x2(wa, wb, x, o.tiles, &c.start[0][i], SUM_CHUNK, s32);
+            w8_group_2x2(wa, wb, x, o.tiles, &c.sum.start[0][i], SUM_CHUNK, s32);
+        /* group_floats' steps (q_x86_qtile.h), lane by lane */
         __m512 scale = join_halves(wa + o.data, wb + o.data);
+        __m512 min = bits == 4 ? join_halves(wa + o.data + 2 * HP, wb + o.data + 2 * HP)
+                               : _mm512_setzero_ps();
         EACH_ROW2
-        for (int r = 0; r < ROWS2; r++)
-            acc[r] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(s32[r]), acc[r]);
-        if (bits == 4) {
-            __m512 min = join_halves(wa + o.data + 2 * HP, wb + o.data + 2 * HP);
-            EACH_ROW2
-            for (int r = 0; r < ROWS2; r++)
-                acc[r] = _mm512_fmadd_ps(min, _mm512_set1_ps(c.f[r][i]), acc[r]);
+        for (int r = 0; r < ROWS2; r++) {
+            __m512 t = _mm512_mul_ps(scale, _mm512_cvtepi32_ps(s32[r]));
+            if (bits == 4)
+                t = _mm512_fmadd_ps(min, _mm512_set1_ps(c.sum.f[r][i]), t);
+            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(c.sx[r][i]), t, acc[r]);
         }
         wa += o.block;
         wb += o.block;

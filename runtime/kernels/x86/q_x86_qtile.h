@@ -31,6 +31,7 @@ typedef struct {
     const uint8_t *w;       /* row tile ht's block of group 0 */
     const uint8_t *x;       /* activation tile et's first [EP][LP] tile */
     const int32_t *sums;    /* group sums of the tile's first row */
+    const float *sx;        /* group scales of the tile's first row (sums' layout) */
     int64_t groups;         /* kp / group */
     int64_t pairs, tiles;   /* per group: nibble pairs (bits 4), [HP][LP] tiles */
     uint64_t block, data;   /* bytes of a block and of its q values */
@@ -45,6 +46,7 @@ static inline operands operands_of(const rt_qtile_args *a, int64_t et, int64_t h
     o.x = a->xq + (uint64_t)et * (uint64_t)(a->xs.kp * EP);
     o.groups = ws->kp / ws->group;
     o.sums = (const int32_t *)(a->xq + rt_qact_sums_offset(&a->xs)) + et * EP * o.groups;
+    o.sx = (const float *)(a->xq + rt_qact_scales_offset(&a->xs)) + et * EP * o.groups;
     o.tiles = ws->group / LP;
     o.pairs = o.tiles / 2;
     o.block = rt_qweight_block_bytes(ws);
@@ -76,22 +78,31 @@ INLINE void prefetch_block(const uint8_t *p, uint64_t bytes)
         _mm_prefetch((const char *)(p + PREFETCH_AHEAD + o), _MM_HINT_T0);
 }
 
-/* The decode GEMV's float steps of group g for the row tile whose block is
- * at w: its int32 products by the scales, then (bits 4) the mins by the
- * activation's group sum. */
-INLINE __m256 gemv_group_floats(__m256 acc, const uint8_t *w, const operands *o, __m256i dot,
-                                int64_t g, int bits)
+/* acc + one row's group term (quant_format.h) for the row tile whose block
+ * is at w: c = scale * dot (+ min * sum: Float16 bits 4), or scale * (dot -
+ * zero * sum) (Float32, the bracket in int32: exact), then sx * c.  The
+ * same instructions in the same order in every x86 table, so their outputs
+ * are bitwise equal (coef a constant at each call site). */
+INLINE __m256 group_floats(__m256 acc, const uint8_t *w, const operands *o, __m256i dot,
+                           int32_t sum, float sx, int bits, rt_qcoef coef)
 {
-    acc = _mm256_fmadd_ps(load_halves(w + o->data), _mm256_cvtepi32_ps(dot), acc);
-    if (bits == 4)
-        acc = _mm256_fmadd_ps(load_halves(w + o->data + 2 * HP),
-                              _mm256_set1_ps((float)o->sums[g]), acc);
-    return acc;
+    __m256 c;
+    if (coef == RT_QCOEF_FLOAT) {
+        __m256i zero = _mm256_cvttps_epi32(_mm256_loadu_ps((const float *)(w + o->data + 4 * HP)));
+        dot = _mm256_sub_epi32(dot, _mm256_mullo_epi32(zero, _mm256_set1_epi32(sum)));
+        c = _mm256_mul_ps(_mm256_loadu_ps((const float *)(w + o->data)), _mm256_cvtepi32_ps(dot));
+    } else {
+        c = _mm256_mul_ps(load_halves(w + o->data), _mm256_cvtepi32_ps(dot));
+        if (bits == 4)
+            c = _mm256_fmadd_ps(load_halves(w + o->data + 2 * HP), _mm256_set1_ps((float)sum), c);
+    }
+    return _mm256_fmadd_ps(_mm256_set1_ps(sx), c, acc);
 }
 
 /* rows == 1 (decode): one activation row against row tile ht, every group
  * (bits a constant: each call site compiles to its own loop). */
-INLINE void gemv(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits)
+INLINE void gemv(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits,
+                 rt_qcoef coef)
 {
     operands o = operands_of(a, et, ht);
     const uint8_t *w = o.w, *x = o.x;
@@ -100,7 +111,7 @@ INLINE void gemv(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int
         prefetch_block(w, o.block);
         __m256i dot = bits == 4 ? w4_group_row(w, x, o.pairs)
                                 : w8_group_row(w, x, o.tiles, o.sums[g]);
-        acc = gemv_group_floats(acc, w, &o, dot, g, bits);
+        acc = group_floats(acc, w, &o, dot, o.sums[g], o.sx[g], bits, coef);
     }
     _mm256_storeu_ps(out, acc);
 }
@@ -108,7 +119,7 @@ INLINE void gemv(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int
 /* rows 2..4: the 4 rows of activation tile et share each unpacked weight
  * tile (padding rows are zero and cost nothing but the multiply-adds). */
 INLINE void gemm(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out,
-                 int bits)
+                 int bits, rt_qcoef coef)
 {
     operands o = operands_of(a, et, ht);
     const uint8_t *w = o.w, *x = o.x;
@@ -121,17 +132,10 @@ INLINE void gemm(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float
             w4_group_rows(w, x, o.pairs, s32);
         else
             w8_group_rows(w, x, o.tiles, o.sums + g, o.groups, s32);
-        __m256 scale = load_halves(w + o.data);
         EACH_ROW
         for (int e = 0; e < EP; e++)
-            acc[e] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32[e]), acc[e]);
-        if (bits == 4) { /* the mins follow the scales in a bits-4 block only */
-            __m256 min = load_halves(w + o.data + 2 * HP);
-            EACH_ROW
-            for (int e = 0; e < EP; e++)
-                acc[e] = _mm256_fmadd_ps(min, _mm256_set1_ps((float)o.sums[e * o.groups + g]),
-                                         acc[e]);
-        }
+            acc[e] = group_floats(acc[e], w, &o, s32[e], o.sums[e * o.groups + g],
+                                  o.sx[e * o.groups + g], bits, coef);
     }
     for (int e = 0; e < rows; e++)
         _mm256_storeu_ps(out + e * HP, acc[e]);
@@ -141,7 +145,8 @@ INLINE void gemm(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float
  * the portable kernel). */
 static inline bool x86_tiles(const rt_qtile_args *a)
 {
-    return a->ws.hp == HP && a->ws.lp == LP && a->xs.ep == EP && a->xs.lp == LP;
+    return a->ws.hp == HP && a->ws.lp == LP && a->xs.ep == EP && a->xs.lp == LP &&
+           a->ws.coef == RT_QCOEF_HALF;
 }
 
 /* rt_kernels.qtile over these kernels: GEMV for one row, GEMM for more;
@@ -155,13 +160,13 @@ static inline void qtile_x86(const rt_qtile_args *a, int64_t et, int rows, int64
     }
     if (a->ws.bits == 4) {
         if (rows == 1)
-            gemv(a, et, ht, out, 4);
+            gemv(a, et, ht, out, 4, RT_QCOEF_HALF);
         else
-            gemm(a, et, rows, ht, out, 4);
+            gemm(a, et, rows, ht, out, 4, RT_QCOEF_HALF);
     } else if (rows == 1)
-        gemv(a, et, ht, out, 8);
+        gemv(a, et, ht, out, 8, RT_QCOEF_HALF);
     else
-        gemm(a, et, rows, ht, out, 8);
+        gemm(a, et, rows, ht, out, 8, RT_QCOEF_HALF);
 }
 
 #endif
