@@ -101,6 +101,7 @@ int4_form() {
 for family in llama qwen2 phi; do
     check "$family: the builder's int4 form keeps its 4-bit weights, fuses, and stays within ONNX Runtime's own error" \
         int4_form "$family"
+    sed -n 's/^tokens: .*; logits error/# int4 logits error/p' "$WORK/last.log"   # the figures, as a TAP comment
     check "$family: RotaryEmbedding nodes (--rotary separate) fuse into every layer's attention, <= $(max_ops "$family") plan ops per decoder layer" \
         fused_rotary "$family"
     m21=$(genai_model "$family" 21 2) && m17=$(genai_model "$family" 17 2)
