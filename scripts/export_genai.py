@@ -27,9 +27,11 @@ seeded as scripts/export_llm.py seeds them), without the builder itself:
 Graph interface (the builder's names):
   inputs : input_ids [batch_size, sequence_length] i64,
            attention_mask [batch_size, total_sequence_length] i64,
-           past_key_values.{i}.key/.value [batch_size, kv_heads, past_sequence_length, head_size] f32
+           past_key_values.{i}.key/.value [batch_size, kv_heads, past_sequence_length, kv_cache_dim] f32
   outputs: logits [batch_size, sequence_length, vocab] f32,
-           present.{i}.key/.value [batch_size, kv_heads, total_sequence_length, head_size] f32
+           present.{i}.key/.value [batch_size, kv_heads, total_sequence_length, kv_cache_dim] f32
+(kv_cache_dim: the head size of a float cache; the builder leaves it
+symbolic so one export serves compressed caches too)
 No position_ids: GroupQueryAttention rotates q and k itself (with --rotary
 separate, RotaryEmbedding nodes do, reading position_ids [batch_size,
 sequence_length] i64).
@@ -55,6 +57,7 @@ and one residual Add per layer for the parallel attention and MLP:
   final SkipLayerNormalization, lm_head MatMul + Add(bias) -> logits
 """
 import argparse
+import json
 import math
 import os
 
@@ -307,9 +310,9 @@ def graph_io(cfg, rotary):
     for i in range(cfg.layers):
         for kind in ("key", "value"):
             inputs.append(helper.make_tensor_value_info(
-                f"past_key_values.{i}.{kind}", f32, ["batch_size", cfg.kv_heads, "past_sequence_length", cfg.head_dim]))
+                f"past_key_values.{i}.{kind}", f32, ["batch_size", cfg.kv_heads, "past_sequence_length", "kv_cache_dim"]))
             outputs.append(helper.make_tensor_value_info(
-                f"present.{i}.{kind}", f32, ["batch_size", cfg.kv_heads, "total_sequence_length", cfg.head_dim]))
+                f"present.{i}.{kind}", f32, ["batch_size", cfg.kv_heads, "total_sequence_length", "kv_cache_dim"]))
     return inputs, outputs
 
 
@@ -336,6 +339,32 @@ def build(cfg, sd, opset, rotary, family):
     return model
 
 
+def genai_config(cfg, family, filename, rotary):
+    """The builder's genai_config.json (Model.make_genai_config), the fields
+    onnxruntime-genai's runtime reads to drive the decoder; head_size sizes
+    the cache whose last dim the graph leaves symbolic."""
+    inputs = {"input_ids": "input_ids", "attention_mask": "attention_mask",
+              "past_key_names": "past_key_values.%d.key", "past_value_names": "past_key_values.%d.value"}
+    if rotary == "separate":
+        inputs["position_ids"] = "position_ids"
+    return {
+        "model": {
+            "bos_token_id": 1, "context_length": cfg.max_pos, "eos_token_id": 2, "pad_token_id": 2,
+            "decoder": {
+                "session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
+                "filename": filename, "head_size": cfg.head_dim, "hidden_size": cfg.hidden,
+                "inputs": inputs,
+                "outputs": {"logits": "logits", "present_key_names": "present.%d.key",
+                            "present_value_names": "present.%d.value"},
+                "num_attention_heads": cfg.heads, "num_hidden_layers": cfg.layers,
+                "num_key_value_heads": cfg.kv_heads,
+            },
+            "type": family, "vocab_size": cfg.vocab,
+        },
+        "search": {"do_sample": False, "max_length": cfg.max_pos, "num_beams": 1, "past_present_share_buffer": True},
+    }
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--family", choices=FAMILIES, required=True)
@@ -348,7 +377,7 @@ def parse_args(argv):
                     help="attention: GroupQueryAttention rotates (do_rotary=1, the CPU form); separate: "
                          "RotaryEmbedding nodes on unpacked q and k read position_ids (the builder's form "
                          "for execution providers without rotary in the attention op)")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", required=True, help="the model file; genai_config.json is written beside it")
     return ap.parse_args(argv)
 
 
@@ -369,8 +398,11 @@ def main(argv=None):
     if "lm_head.weight" not in sd:   # tied: the builder writes the embedding again
         sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
     onnx_model = build(cfg, sd, args.opset, args.rotary, args.family)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    folder = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(folder, exist_ok=True)
     onnx.save(onnx_model, args.out)
+    with open(os.path.join(folder, "genai_config.json"), "w") as f:
+        json.dump(genai_config(cfg, args.family, os.path.basename(args.out), args.rotary), f, indent=4)
     print(f"wrote {args.out}: {args.family}, {cfg.layers} layers, {len(onnx_model.graph.node)} nodes")
 
 

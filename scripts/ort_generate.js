@@ -63,12 +63,27 @@ function parseArgs(argv) {
   return args;
 }
 
-// Collect the past_key_values.* inputs with their static [kv_heads, head_dim].
-function describePast(session) {
+// model.decoder.head_size of the genai_config.json beside the model, or
+// undefined: onnxruntime-genai's builder leaves the cache's last dim
+// symbolic ("kv_cache_dim") and its runtime reads the head size there.
+function genaiHeadSize(model) {
+  const file = path.join(path.dirname(model), 'genai_config.json');
+  if (!fs.existsSync(file)) return undefined;
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')).model.decoder.head_size;
+  } catch (e) {
+    die(`${file}: ${e.message}`);
+  }
+}
+
+// Collect the past_key_values.* inputs with their [kv_heads, head_dim]:
+// static, or the head size from genai_config.json.
+function describePast(session, model) {
   const pasts = [];
   session.inputMetadata.forEach((meta) => {
     if (!meta.name.startsWith('past_key_values.')) return;
-    const [, kvHeads, , headDim] = meta.shape;
+    const [, kvHeads] = meta.shape;
+    const headDim = typeof meta.shape[3] === 'number' ? meta.shape[3] : genaiHeadSize(model);
     if (typeof kvHeads !== 'number' || typeof headDim !== 'number') {
       die(`${meta.name}: expected static kv_heads/head_dim, got [${meta.shape}]`);
     }
@@ -148,7 +163,7 @@ async function runStep(ort, session, tokens, pastLen, pastFeeds) {
 }
 
 async function generate(ort, session, args) {
-  const pasts = describePast(session);
+  const pasts = describePast(session, args.model);
   const generated = [];
   const rows = [];
   let tokens = args.promptIds;

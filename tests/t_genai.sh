@@ -11,6 +11,9 @@
 #   - `llmc compile` fuses attention in every layer and a decoder layer
 #     costs at most 8 plan ops, 6 for Phi (`llmc inspect` ops_total of a
 #     3-layer export minus a 2-layer one, as tests/t_op_counts.sh counts)
+#   - the cache's last dim is the builder's symbolic kv_cache_dim: llmc binds
+#     it to GroupQueryAttention's head size (no --dim), ONNX Runtime reads
+#     it from the genai_config.json export_genai.py writes beside the model
 #   - the form with RotaryEmbedding nodes on q and k (--rotary separate)
 #     fuses its RoPE into every layer's attention within the same bound
 #     (the compile summary's count)
@@ -83,6 +86,7 @@ int4_form() {
     local src model=$WORK/$1-int4.onnx ref=$WORK/$1-int4-ref.onnx plan=$WORK/$1-int4.plan
     src=$(genai_model "$1" 21 2) || return 1
     "$PY" scripts/quantize_onnx.py --form int4 "$src" "$model" --reference "$ref" || return 1
+    cp "$(dirname "$src")/genai_config.json" "$WORK/"   # the cache's head size, for ONNX Runtime
     "$BUILD/llmc" compile "$model" -o "$plan" --max-context 256 >"$plan.log" 2>&1 || { cat "$plan.log"; return 1; }
     grep -E "^quantized:|attention-fusion|ops per" "$plan.log"
     grep -qE "^quantized: [0-9]+ Linears keep the file's quantization \([0-9]+ 4-bit" "$plan.log" &&
@@ -136,6 +140,11 @@ elif case == "head-size":
         g.value_info.remove(vi)
     g.node.insert(0, helper.make_node("Identity", [gqa.input[3]], ["past_key_copy"], name="past_key_copy"))
     gqa.input[3] = "past_key_copy"
+    # the caches' head size stated on the graph inputs only (not kv_cache_dim,
+    # which llmc would bind from the node's query before the node is read)
+    for vi in list(g.input) + list(g.output):
+        if vi.name.startswith(("past_key_values.", "present.")):
+            vi.type.tensor_type.shape.dim[3].dim_value = 16
 onnx.save(m, out)
 EOF
 }

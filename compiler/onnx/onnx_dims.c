@@ -61,7 +61,79 @@ static int bind_explicit_dims(llmc_dim_table *t, const llmc_import_options *opt,
     return LLMC_OK;
 }
 
-static void bind_role_dims(llmc_dim_table *t, const Onnx__ValueInfoProto *const *inputs, size_t n)
+/* ---- the head size of the cache, for a symbolic last dim ----
+ * onnxruntime-genai's builder declares the past and present key/value
+ * [batch, kv_heads, past, "kv_cache_dim"] (one export for plain and
+ * compressed caches); a plain cache's last dim is the head size, which a
+ * GroupQueryAttention node fixes: its query's width over num_heads (over
+ * num_heads + 2 kv_num_heads when q, k and v come packed). */
+
+static const Onnx__NodeProto *producer_of(const Onnx__GraphProto *gp, const char *name)
+{
+    for (size_t i = 0; i < gp->n_node; i++)
+        for (size_t k = 0; k < gp->node[i]->n_output; k++)
+            if (strcmp(gp->node[i]->output[k], name) == 0)
+                return gp->node[i];
+    return NULL;
+}
+
+static int64_t declared_width(const Onnx__GraphProto *gp, const char *name)
+{
+    for (size_t i = 0; i < gp->n_value_info; i++) {
+        const Onnx__TensorShapeProto *s = value_shape(gp->value_info[i]);
+        if (s && s->n_dim > 0 && strcmp(gp->value_info[i]->name, name) == 0) {
+            const Onnx__TensorShapeProto__Dimension *d = s->dim[s->n_dim - 1];
+            return d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? d->dim_value : -1;
+        }
+    }
+    return -1;
+}
+
+static int64_t node_int_attr(const Onnx__NodeProto *n, const char *name, int64_t dflt)
+{
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (strcmp(n->attribute[i]->name, name) == 0)
+            return n->attribute[i]->i;
+    return dflt;
+}
+
+/* The width of tensor `name`: its value_info's last dim, or the N of the
+ * MatMulNBits making it, through bias Adds. */
+static int64_t tensor_width(const Onnx__GraphProto *gp, const char *name)
+{
+    for (int hops = 0; hops < 3; hops++) {
+        int64_t w = declared_width(gp, name);
+        const Onnx__NodeProto *n = w > 0 ? NULL : producer_of(gp, name);
+        if (w > 0 || !n)
+            return w;
+        if (strcmp(n->op_type, "MatMulNBits") == 0)
+            return node_int_attr(n, "N", -1);
+        if (strcmp(n->op_type, "Add") != 0 || n->n_input != 2)
+            return -1;
+        name = n->input[0];
+    }
+    return -1;
+}
+
+/* The head size every GroupQueryAttention of gp agrees on, or -1. */
+static int64_t gqa_head_size(const Onnx__GraphProto *gp)
+{
+    int64_t size = -1;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        if (strcmp(n->op_type, "GroupQueryAttention") != 0 || n->n_input < 3)
+            continue;
+        int64_t heads = node_int_attr(n, "num_heads", 0), kv = node_int_attr(n, "kv_num_heads", 0);
+        int64_t per = *n->input[1] ? heads : heads + 2 * kv, width = tensor_width(gp, n->input[0]);
+        if (per <= 0 || width <= 0 || width % per || (size > 0 && size != width / per))
+            return -1;
+        size = width / per;
+    }
+    return size;
+}
+
+static void bind_role_dims(llmc_dim_table *t, const Onnx__GraphProto *gp, const Onnx__ValueInfoProto *const *inputs,
+                           size_t n)
 {
     static const llmc_affine batch = {1, 0, 0}, S = {0, 1, 0}, P = {0, 0, 1}, P_plus_S = {0, 1, 1};
     const char *seq_param = NULL;
@@ -76,8 +148,13 @@ static void bind_role_dims(llmc_dim_table *t, const Onnx__ValueInfoProto *const 
             if (!seq_param)
                 seq_param = dim_param_at(inputs[i], 1);
         }
-        if (role == LLMC_ROLE_PAST_KEY || role == LLMC_ROLE_PAST_VALUE)
+        if (role == LLMC_ROLE_PAST_KEY || role == LLMC_ROLE_PAST_VALUE) {
             bind_symbol(t, dim_param_at(inputs[i], 2), P);
+            const char *head = dim_param_at(inputs[i], 3);
+            int64_t size = head && !find_symbol(t, head) ? gqa_head_size(gp) : -1;
+            if (size > 0)
+                bind_symbol(t, head, llmc_aff_const(size));
+        }
     }
     /* The mask covers past and new tokens unless it is named like S. */
     for (size_t i = 0; i < n; i++) {
@@ -88,7 +165,7 @@ static void bind_role_dims(llmc_dim_table *t, const Onnx__ValueInfoProto *const 
     }
 }
 
-int llmc_dim_table_build(llmc_dim_table *t, const llmc_import_options *opt,
+int llmc_dim_table_build(llmc_dim_table *t, const llmc_import_options *opt, const Onnx__GraphProto *gp,
                          const Onnx__ValueInfoProto *const *inputs, size_t n_inputs, llmc_error *err)
 {
     t->n = 0;
@@ -102,7 +179,7 @@ int llmc_dim_table_build(llmc_dim_table *t, const llmc_import_options *opt,
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory binding dims");
     int rc = bind_explicit_dims(t, opt, err);
     if (!rc)
-        bind_role_dims(t, inputs, n_inputs);
+        bind_role_dims(t, gp, inputs, n_inputs);
     return rc;
 }
 

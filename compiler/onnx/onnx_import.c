@@ -484,7 +484,7 @@ static int collect_inputs(importer *imp)
 
 static int bind_dims(importer *imp)
 {
-    return llmc_dim_table_build(&imp->dims, imp->opt, imp->inputs, imp->n_inputs, imp->err);
+    return llmc_dim_table_build(&imp->dims, imp->opt, imp->gp, imp->inputs, imp->n_inputs, imp->err);
 }
 
 static int import_input(importer *imp, const Onnx__ValueInfoProto *vi)

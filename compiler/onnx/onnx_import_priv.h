@@ -71,8 +71,8 @@ typedef struct {
 } llmc_dim_table;
 
 /* Binds the --dim options, then the roles of the graph inputs (those that
- * are not initializers). */
-int llmc_dim_table_build(llmc_dim_table *t, const llmc_import_options *opt,
+ * are not initializers) of graph gp. */
+int llmc_dim_table_build(llmc_dim_table *t, const llmc_import_options *opt, const Onnx__GraphProto *gp,
                          const Onnx__ValueInfoProto *const *inputs, size_t n_inputs, llmc_error *err);
 void llmc_dim_table_free(llmc_dim_table *t);
 /* A graph input's shape: every dim fixed or bound, else an error. */
