@@ -54,7 +54,7 @@
  *   c = scale[h][G] * acc                              Float16, bits 8
  *   c = scale[h][G] * (acc - zero[h][G] * sums[e][G])  Float32 (the
  *       bracket exact in int32: |q - zero| <= 255 and |x q| <= 127, so
- *       it fits while 255 * 127 * group < 2^31, group <= 65536). */
+ *       it fits while 255 * 127 * group < 2^31: RT_QCOEF_FLOAT_MAX_GROUP). */
 /* fp32 weight tiles (plans for SIMD targets): W [n, k] as np/hp row tiles,
  * each [k][hp] floats: value (r, c) of row tile ht at float index
  * (ht * k + c) * hp + r; padding rows 0.  One step of c reads hp
@@ -209,17 +209,23 @@ static inline uint64_t rt_qact_sums_offset(const rt_qact_shape *s)
 
 static inline uint64_t rt_qact_bytes(const rt_qact_shape *s)
 {
-    return rt_qact_sums_offset(s) + RT_QACT_COEF_BYTES * rt_qact_coefs(s);
+    uint64_t coefs = RT_QACT_COEF_BYTES * rt_qact_coefs(s);
+    return rt_qalign64(rt_qact_scales_offset(s) + coefs) + coefs;
 }
+
+/* Largest group of Float32 coefficients: where the kernels' exact int32
+ * bracket (acc - zero * sum) still fits. */
+#define RT_QCOEF_FLOAT_MAX_GROUP 65536
 
 /* Fills the derived fields; false if the parameters are not a valid format
  * (bits 4/8, hp, lp, ep in [1, 64], lp a power of two, group a positive
- * multiple of 2 * lp, n, k, m >= 0, coef half or float). */
+ * multiple of 2 * lp, n, k, m >= 0, coef half or float, a float coef's
+ * group at most RT_QCOEF_FLOAT_MAX_GROUP). */
 static inline bool rt_qweight_shape_init_coef(rt_qweight_shape *s, int bits, int hp, int lp,
                                               int64_t n, int64_t k, int64_t group, rt_qcoef coef)
 {
     if ((bits != 4 && bits != 8) || !rt_qtile_dims_ok(hp, n, k) || !rt_qdepth_ok(lp, group) ||
-        (coef != RT_QCOEF_HALF && coef != RT_QCOEF_FLOAT))
+        (coef != RT_QCOEF_HALF && (coef != RT_QCOEF_FLOAT || group > RT_QCOEF_FLOAT_MAX_GROUP)))
         return false;
     s->coef = coef;
     s->bits = bits;
@@ -260,22 +266,12 @@ static inline bool rt_qact_shape_init(rt_qact_shape *s, int ep, int lp, int64_t 
 static inline float rt_half_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31u, man = h & 1023u;
-    uint32_t bits;
-    if (exp == 31)
-        bits = sign | 0x7f800000u | man << 13;
-    else if (exp)
-        bits = sign | (exp + 112u) << 23 | man << 13;
-    else if (!man)
-        bits = sign;
-    else { /* subnormal: normalize */
-        int e = -1;
-        do {
-            man <<= 1;
-            e++;
-        } while (!(man & 1024u));
-        bits = sign | (uint32_t)(112 - e) << 23 | (man & 1023u) << 13;
+    if (!exp) { /* zero or subnormal: man * 2^-24, exact */
+        float v = (float)man * 0x1p-24f;
+        return sign ? -v : v;
     }
-    union { uint32_t u; float f; } v = {bits};
+    union { uint32_t u; float f; } v = {sign | man << 13 |
+                                        (exp == 31 ? 0x7f800000u : (exp + 112u) << 23)};
     return v.f;
 }
 

@@ -44,10 +44,9 @@ static bool is_bytes(const rt_view *t)
 }
 
 /* The exact int32 group products of quant_format.h stay below 2^31 while
- * group * 128 * 127 does, and the Float32 coefficients' bracket (acc - zero
- * * sum) while group * 255 * 127 does. */
+ * group * 128 * 127 does (a Float32 coefficients' group is smaller:
+ * RT_QCOEF_FLOAT_MAX_GROUP). */
 #define MAX_GROUP 131072
-#define MAX_GROUP_FLOAT_COEF 65536
 
 /* The tiles' scales and sums are float32 and int32 at offsets that are
  * multiples of 64 from the data pointer. */
@@ -328,10 +327,6 @@ static llmc_rt_status check_qlinear_shapes(const rt_kernels *kt, const rt_qact_s
         return st;
     if (!ws || !qweight_shape_ok(ws))
         return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: invalid weight tile shape", NULL, NULL);
-    if (ws->coef == RT_QCOEF_FLOAT && ws->group > MAX_GROUP_FLOAT_COEF)
-        return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: weights with float32 scales and zero "
-                       "points in groups of %d (at most %d)",
-                       RT_N(ws->group, MAX_GROUP_FLOAT_COEF), NULL);
     if (ws->hp != kt->q_hp || ws->lp != kt->q_lp)
         return rt_fail(err, LLMC_RT_E_EXEC, "QLinear: weight tiles hp %d lp %d, but target "
                        "'%s' uses hp %d lp %d", RT_N(ws->hp, ws->lp, kt->q_hp, kt->q_lp),

@@ -1254,6 +1254,12 @@ static void test_errors(void)
     CHECK(fails_with(k_quantize_rows(kt, &x_bad, &f.xs, 0.0f, &q_bad, NULL, &err),
                      "QuantizeRows of [5, 69] into [5, 69]: both must be [..., k] with m = 5 "
                      "rows of k = 70"), "QuantizeRows k mismatch: %s", err.msg);
+    rt_qweight_shape big;
+    CHECK(rt_qweight_shape_init(&big, 8, 8, 4, 16, 131072, 131072) &&
+              !rt_qweight_shape_init_coef(&big, 8, 8, 4, 16, 131072, 131072, RT_QCOEF_FLOAT) &&
+              rt_qweight_shape_init_coef(&big, 8, 8, 4, 16, 65536, 65536, RT_QCOEF_FLOAT),
+          "float32 coefficients in groups above %d (where acc - zero * sum could leave int32) "
+          "are not a weight format", RT_QCOEF_FLOAT_MAX_GROUP);
     rt_qact_shape broken = f.xs;
     broken.mp = 4;
     CHECK(fails_with(k_quantize_rows(kt, &x_bad, &broken, 0.0f, &q_bad, NULL, &err),

@@ -7,7 +7,8 @@
  * ([step][row]), then for step l vpermd brings lane 0's and lane 1's
  * dwords l next to each other: the 8 rows of step l as 8 bytes, widened to
  * int32, converted, then scale * q + min as a multiply and an add (not an
- * FMA; no add for bits 8) so the floats equal the portable loop's. */
+ * FMA; no add for bits 8), or (Float32 coefficients) (float)(q - zero) *
+ * scale, so the floats equal the portable loop's (rt_qweight_value). */
 #include <immintrin.h>
 
 #include "x86_simd.h"
@@ -23,10 +24,15 @@ static void dequant_tiles(const uint8_t *block, const rt_qweight_shape *ws, int6
                                                 7, 11, 15);
     const __m256i nibble = _mm256_set1_epi8(15);
     const uint8_t *coef = block + rt_qweight_data_bytes(ws); /* hp is HP */
-    __m256 scale = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)coef));
+    bool half = ws->coef == RT_QCOEF_HALF;
+    __m256 scale = half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)coef))
+                        : _mm256_loadu_ps((const float *)coef);
     __m256 min = _mm256_setzero_ps();
-    if (ws->bits == 4)
+    __m256i zero = _mm256_setzero_si256();
+    if (half && ws->bits == 4)
         min = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(coef + 2 * HP)));
+    if (!half)
+        zero = _mm256_cvttps_epi32(_mm256_loadu_ps((const float *)(coef + 4 * HP)));
     for (int64_t t = t0; t < t1; t++) {
         __m256i q;
         if (ws->bits == 8) {
@@ -40,8 +46,10 @@ static void dequant_tiles(const uint8_t *block, const rt_qweight_shape *ws, int6
             __m128i rows = _mm256_castsi256_si128(
                 _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(l, l + 4, 0, 0, 0, 0, 0, 0)));
             __m256i wide = ws->bits == 8 ? _mm256_cvtepi8_epi32(rows) : _mm256_cvtepu8_epi32(rows);
+            if (!half)
+                wide = _mm256_sub_epi32(wide, zero);
             __m256 v = _mm256_mul_ps(scale, _mm256_cvtepi32_ps(wide));
-            if (ws->bits == 4) /* bits 8 adds nothing: -0 stays -0 as in the portable loop */
+            if (half && ws->bits == 4) /* bits 8 adds nothing: -0 stays -0 as in the portable loop */
                 v = _mm256_add_ps(v, min);
             _mm256_storeu_ps(out + ((t - t0) * LP + l) * stride, v);
         }
@@ -51,7 +59,7 @@ static void dequant_tiles(const uint8_t *block, const rt_qweight_shape *ws, int6
 void rt_dequant_block_avx2(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
                            int64_t i1, float *out, int64_t stride)
 {
-    if (ws->hp != HP || ws->lp != LP || i0 % LP || ws->coef != RT_QCOEF_HALF) {
+    if (ws->hp != HP || ws->lp != LP || i0 % LP) {
         rt_dequant_block_generic(block, ws, i0, i1, out, stride);
         return;
     }

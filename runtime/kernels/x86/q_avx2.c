@@ -77,10 +77,12 @@ static inline void w4_group_rows(const uint8_t *w, const uint8_t *x, int64_t pai
 
 /* ---- bits 8 ---------------------------------------------------------------
  * Both operands are signed, so the sign trick: |w| is the unsigned operand
- * and x takes w's sign (vpsignb; 0 where w is 0).  |x|, |w| <= 127, so a
- * product pair is at most 2 * 127 * 127 = 32258 < 32767: no saturation, but
- * no room to add two vpmaddubsw results in int16 either, so each is
- * widened by vpmaddwd at once. */
+ * and x takes w's sign (vpsignb; 0 where w is 0).  A Float32-coefficient
+ * block's w may be -128: vpabsb gives 0x80, which the unsigned operand
+ * reads as 128, and -x fits int8 as |x| <= 127.  So a product pair is at
+ * most 2 * 128 * 127 = 32512 < 32767: no saturation, but no room to add
+ * two vpmaddubsw results in int16 either, so each is widened by vpmaddwd at
+ * once. */
 
 static inline __m256i w8_tile_row(__m256i w, __m256i abs_w, const uint8_t *x)
 {
@@ -151,7 +153,8 @@ void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, f
 }
 
 /* gemv of row tiles ht and ht + 1 at once, bits 8. */
-static void gemv_pair_w8(const rt_qtile_args *a, int64_t et, int64_t ht, float *out)
+INLINE void gemv_pair_w8(const rt_qtile_args *a, int64_t et, int64_t ht, float *out,
+                         rt_qcoef coef)
 {
     operands o = operands_of(a, et, ht);
     uint64_t tile = (uint64_t)o.groups * o.block; /* bytes of a row tile */
@@ -162,8 +165,8 @@ static void gemv_pair_w8(const rt_qtile_args *a, int64_t et, int64_t ht, float *
         prefetch_block(w + tile, o.block);
         __m256i dot_a = _mm256_setzero_si256(), dot_b = _mm256_setzero_si256();
         w8_group_row_pair(w, w + tile, x, o.tiles, &dot_a, &dot_b);
-        acc_a = group_floats(acc_a, w, &o, dot_a, o.sums[g], o.sx[g], 8, RT_QCOEF_HALF);
-        acc_b = group_floats(acc_b, w + tile, &o, dot_b, o.sums[g], o.sx[g], 8, RT_QCOEF_HALF);
+        acc_a = group_floats(acc_a, w, &o, dot_a, o.sums[g], o.sx[g], 8, coef);
+        acc_b = group_floats(acc_b, w + tile, &o, dot_b, o.sums[g], o.sx[g], 8, coef);
     }
     _mm256_storeu_ps(out, acc_a);
     _mm256_storeu_ps(out + HP, acc_b);
@@ -172,7 +175,10 @@ static void gemv_pair_w8(const rt_qtile_args *a, int64_t et, int64_t ht, float *
 void rt_q_avx2_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out)
 {
     if (x86_tiles(a) && a->ws.bits == 8) {
-        gemv_pair_w8(a, et, ht, out);
+        if (a->ws.coef == RT_QCOEF_HALF)
+            gemv_pair_w8(a, et, ht, out, RT_QCOEF_HALF);
+        else
+            gemv_pair_w8(a, et, ht, out, RT_QCOEF_FLOAT);
         return;
     }
     rt_q_avx2_qtile(a, et, 1, ht, out);

@@ -21,7 +21,8 @@
  * bytes of both tiles), and the two halves are added at the group's end.
  *
  * Bits 8 weights are signed and AVX-512 has no vpsignb, so the kernels
- * multiply the unsigned w + 128 (w ^ 0x80) and subtract 128 * sum(x) per
+ * multiply the unsigned w + 128 (w ^ 0x80: 0 for a Float32-coefficient
+ * block's -128, exact like every other w) and subtract 128 * sum(x) per
  * group: the activation tiles carry that sum.  The int32 arithmetic wraps,
  * and the true dot product fits in int32 (group * 127 * 127 < 2^31), so
  * the wrapped result is exact.
@@ -215,6 +216,14 @@ static inline __m512 join_halves(const uint8_t *a, const uint8_t *b)
     return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
 }
 
+/* 8 floats at a and 8 at b (AVX512F inserts 256 bits as 4 doubles). */
+static inline __m512 join_floats(const uint8_t *a, const uint8_t *b)
+{
+    __m256d lo = _mm256_castps_pd(_mm256_loadu_ps((const float *)a));
+    __m256d hi = _mm256_castps_pd(_mm256_loadu_ps((const float *)b));
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(lo), hi, 1));
+}
+
 /* acc + the products of u8 w by the 4 s8 activation bytes at p, in every
  * lane: vpdpbusd with the bytes as an embedded broadcast ({1to16}).  Not
  * the intrinsic: gcc 12 neither folds a _mm512_set1_epi32 of memory into
@@ -289,17 +298,20 @@ typedef struct {
         float f[ROWS2][SUM_CHUNK];
         int32_t start[ROWS2][SUM_CHUNK];
     } sum;
+    int32_t raw[ROWS2][SUM_CHUNK]; /* the sums as they are (Float32 coefficients) */
     float sx[ROWS2][SUM_CHUNK];
 } chunk_sums;
 
 static inline void convert_sums(const operands *o, int64_t g0, int64_t n, int bits,
-                                chunk_sums *c)
+                                rt_qcoef coef, chunk_sums *c)
 {
     __mmask16 live = (__mmask16)((1u << n) - 1u);
     EACH_ROW2
     for (int r = 0; r < ROWS2; r++) {
         __m512i v = _mm512_maskz_loadu_epi32(live, o->sums + r * o->groups + g0);
         _mm512_storeu_ps(c->sx[r], _mm512_maskz_loadu_ps(live, o->sx + r * o->groups + g0));
+        if (coef == RT_QCOEF_FLOAT)
+            _mm512_storeu_si512(c->raw[r], v);
         if (bits == 4)
             _mm512_storeu_ps(c->sum.f[r], _mm512_cvtepi32_ps(v));
         else
@@ -317,7 +329,8 @@ static inline void store_row16(float *out, int r, __m512 v)
     _mm256_storeu_ps(tile + EP * HP, _mm256_castpd_ps(high));
 }
 
-INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits)
+INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits,
+                     rt_qcoef coef)
 {
     operands o = operands_of(a, et, ht);
     const uint8_t *wa = o.w, *wb = a->w + rt_qweight_block_offset(&a->ws, ht + 1, 0);
@@ -330,20 +343,29 @@ INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out,
     for (int64_t g = 0; g < o.groups; g++) {
         int64_t i = g % SUM_CHUNK;
         if (!i) /* o.sums, o.sx: row r, group g at [r * groups + g] */
-            convert_sums(&o, g, o.groups - g < SUM_CHUNK ? o.groups - g : SUM_CHUNK, bits, &c);
+            convert_sums(&o, g, o.groups - g < SUM_CHUNK ? o.groups - g : SUM_CHUNK, bits, coef,
+                         &c);
         __m512i s32[ROWS2];
         if (bits == 4)
             w4_group_2x2(wa, wb, x, o.pairs, s32);
         else
             w8_group_2x2(wa, wb, x, o.tiles, &c.sum.start[0][i], SUM_CHUNK, s32);
         /* group_floats' steps (q_x86_qtile.h), lane by lane */
-        __m512 scale = join_halves(wa + o.data, wb + o.data);
-        __m512 min = bits == 4 ? join_halves(wa + o.data + 2 * HP, wb + o.data + 2 * HP)
-                               : _mm512_setzero_ps();
+        bool half = coef == RT_QCOEF_HALF;
+        __m512 scale = half ? join_halves(wa + o.data, wb + o.data)
+                            : join_floats(wa + o.data, wb + o.data);
+        __m512 min = half && bits == 4 ? join_halves(wa + o.data + 2 * HP, wb + o.data + 2 * HP)
+                                       : _mm512_setzero_ps();
+        __m512i zero = half ? _mm512_setzero_si512()
+                            : _mm512_cvttps_epi32(join_floats(wa + o.data + 4 * HP,
+                                                              wb + o.data + 4 * HP));
         EACH_ROW2
         for (int r = 0; r < ROWS2; r++) {
+            if (!half)
+                s32[r] = _mm512_sub_epi32(s32[r], _mm512_mullo_epi32(
+                                                      zero, _mm512_set1_epi32(c.raw[r][i])));
             __m512 t = _mm512_mul_ps(scale, _mm512_cvtepi32_ps(s32[r]));
-            if (bits == 4)
+            if (half && bits == 4)
                 t = _mm512_fmadd_ps(min, _mm512_set1_ps(c.sum.f[r][i]), t);
             acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(c.sx[r][i]), t, acc[r]);
         }
@@ -366,8 +388,13 @@ void rt_q_avx512_vnni_qtile_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, 
                 rt_q_generic_qtile(a, et + i, ep, ht + j, out + (2 * i + j) * tile);
         return;
     }
-    if (a->ws.bits == 4)
-        gemm_2x2(a, et, ht, out, 4);
+    bool half = a->ws.coef == RT_QCOEF_HALF;
+    if (a->ws.bits == 4 && half)
+        gemm_2x2(a, et, ht, out, 4, RT_QCOEF_HALF);
+    else if (a->ws.bits == 4)
+        gemm_2x2(a, et, ht, out, 4, RT_QCOEF_FLOAT);
+    else if (half)
+        gemm_2x2(a, et, ht, out, 8, RT_QCOEF_HALF);
     else
-        gemm_2x2(a, et, ht, out, 8);
+        gemm_2x2(a, et, ht, out, 8, RT_QCOEF_FLOAT);
 }

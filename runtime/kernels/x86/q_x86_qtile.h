@@ -16,7 +16,8 @@
  *                      const int32_t *sums, int64_t sums_stride, __m256i s32[EP])
  *       bits 8, `tiles` [HP][LP] tiles per group; sum (row e: sums[e *
  *       sums_stride]) is the group's sum of activation q, for kernels that
- *       multiply w + 128 and subtract 128 * sum.
+ *       multiply w + 128 and subtract 128 * sum.  Exact for every int8 w,
+ *       -128 included (a Float32-coefficient block's, quant_format.h).
  *
  * The products are exact, so both files give the same int32 values, and
  * the float steps here are the same instructions in the same order: the
@@ -145,8 +146,18 @@ INLINE void gemm(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float
  * the portable kernel). */
 static inline bool x86_tiles(const rt_qtile_args *a)
 {
-    return a->ws.hp == HP && a->ws.lp == LP && a->xs.ep == EP && a->xs.lp == LP &&
-           a->ws.coef == RT_QCOEF_HALF;
+    return a->ws.hp == HP && a->ws.lp == LP && a->xs.ep == EP && a->xs.lp == LP;
+}
+
+/* GEMV for one row, GEMM for more (bits and coef constants: each call site
+ * compiles to loops of its own). */
+INLINE void qtile_rows(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out,
+                       int bits, rt_qcoef coef)
+{
+    if (rows == 1)
+        gemv(a, et, ht, out, bits, coef);
+    else
+        gemm(a, et, rows, ht, out, bits, coef);
 }
 
 /* rt_kernels.qtile over these kernels: GEMV for one row, GEMM for more;
@@ -158,15 +169,15 @@ static inline void qtile_x86(const rt_qtile_args *a, int64_t et, int rows, int64
         rt_q_generic_qtile(a, et, rows, ht, out);
         return;
     }
-    if (a->ws.bits == 4) {
-        if (rows == 1)
-            gemv(a, et, ht, out, 4, RT_QCOEF_HALF);
-        else
-            gemm(a, et, rows, ht, out, 4, RT_QCOEF_HALF);
-    } else if (rows == 1)
-        gemv(a, et, ht, out, 8, RT_QCOEF_HALF);
+    bool half = a->ws.coef == RT_QCOEF_HALF;
+    if (a->ws.bits == 4 && half)
+        qtile_rows(a, et, rows, ht, out, 4, RT_QCOEF_HALF);
+    else if (a->ws.bits == 4)
+        qtile_rows(a, et, rows, ht, out, 4, RT_QCOEF_FLOAT);
+    else if (half)
+        qtile_rows(a, et, rows, ht, out, 8, RT_QCOEF_HALF);
     else
-        gemm(a, et, rows, ht, out, 8, RT_QCOEF_HALF);
+        qtile_rows(a, et, rows, ht, out, 8, RT_QCOEF_FLOAT);
 }
 
 #endif
