@@ -18,11 +18,11 @@ plan's dense weights.
 
 Prints "matched M of F file weights; max relative error E; of the weight's
 max A; bitwise B" where E is max |plan - file| / |file| over the elements
-with file != 0, A the largest max |plan - file| / max |file| of a weight, and B
-counts the weights whose every value is equal (a zero's sign aside: the
-plan's scale * q + min gives +0 where (q - zp) * scale gives -0 for a
-negative scale).  Exits 1 if a file weight
-is not found in the plan.
+with file != 0, A the largest max |plan - file| / max |file| of a weight
+(a NaN in the plan counts as an infinite error), and B counts the weights
+whose every value is equal (a zero's sign aside: binary16 coefficients'
+scale * q + min gives +0 where a negative scale's (q - zp) * scale gives
+-0).  Exits 1 if a file weight is not found in the plan.
 """
 import sys
 
@@ -117,16 +117,17 @@ def main():
             for fname, f in unmatched.items():
                 if f.shape[1] != w.shape[1] or row + f.shape[0] > w.shape[0]:
                     continue
-                d = np.abs(w[row:row + f.shape[0]] - f).max()
+                d = np.nan_to_num(np.abs(w[row:row + f.shape[0]] - f), nan=np.inf).max()
                 if best is None or d < best[0]:
                     best = (d, fname)
             if best is None:
                 break
             f = unmatched.pop(best[1])
             part = w[row:row + f.shape[0]]
+            diff = np.where(np.isnan(part), np.inf, np.abs(part - f))
             nz = f != 0
-            worst = max(worst, float((np.abs(part - f)[nz] / np.abs(f[nz])).max()) if nz.any() else 0.0)
-            worst_abs = max(worst_abs, float(np.abs(part - f).max() / max(np.abs(f).max(), 1e-30)))
+            worst = max(worst, float((diff[nz] / np.abs(f[nz])).max()) if nz.any() else 0.0)
+            worst_abs = max(worst_abs, float(diff.max() / max(np.abs(f).max(), 1e-30)))
             bitwise += int(np.array_equal(part, f))   # equal values (+0 and -0 alike)
             row += f.shape[0]
     matched = len(files) - len(unmatched)

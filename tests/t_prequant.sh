@@ -9,19 +9,18 @@
 # reference: the fp32 graph with the dequantized weights.  For each form:
 #   - ONNX Runtime runs the file; llmc compiles it without --quant, to a plan
 #     about the file's size (the ratio is reported and bounded)
-#   - the plan's weights, dequantized as its kernels do (`llmc inspect
-#     --dump-weights`), against the file's dequantized by ONNX Runtime's
-#     formula (scripts/prequant_weights.py): equal values for q4f16 (fp16
-#     scales, zero point 8: the binary16 scale and min hold them exactly),
-#     within 2^-10 relative where the scales are float32 (q4, int8), within
-#     2^-9 of each weight's max with zero points (int4; its embedding table,
-#     dequantized at compile time, equal); uint8 weights (q - zero point
-#     beyond int8) are re-quantized: reported
+#   - the plan's weights, dequantized by the runtime (`llmc inspect
+#     --dump-weights`: the Linear kernels' block loop, the Gather's row
+#     reader), equal the file's dequantized by ONNX Runtime's formula
+#     (scripts/prequant_weights.py: max relative error 0, every weight's
+#     values equal): binary16 coefficients where they hold the file's
+#     values (q4f16), the file's float32 scales and zero points elsewhere
 #   - greedy ids for prompts of 1, 7 and 64 tokens + 32 steps on llmc, on
 #     ONNX Runtime with the file (its int8 / accuracy-level-4 arithmetic) and
-#     on the reference: llmc's logits stay within twice the distance between
-#     ONNX Runtime's own two runs (the figures are reported)
-#     (uint8: llmc's logits within t_quant's w8a8 bound of the reference)
+#     on the reference: llmc's logits are at most as far from the
+#     reference's as ONNX Runtime's own run on the file, for q4, int4 and int8;
+#     within LOGITS_FACTOR (below) of it for the others (the figures are
+#     reported)
 #   - ops per decoder layer equal those of the float export under --quant
 #     w4a8 (`llmc inspect`'s count: the fused layer and one QuantizeRows per
 #     distinct Linear input; q4f16 against the float16 export)
@@ -39,13 +38,22 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 . tests/logits_err.sh
 
 MAX_RATIO=1.5   # plan bytes / file bytes
-W8_RTOL=0.05    # t_quant.sh's w8a8 bound
-FP32_SCALE_RTOL=0.0009765625   # 2^-10: a float32 scale rounded to binary16 (2^-11)
-INT4_RTOL=0.001953125          # 2^-9 (below)
+# llmc's logits error over ONNX Runtime's own (both against the
+# fp32-dequantized run), at most: 1 for q4 and int4 (the same figures) and
+# int8 (under a sixth of it); else the largest ratio measured, rounded up
+# (docs/quantization.md): q4f16 1.318 (GPT-2; ONNX Runtime computes the
+# file in float16, llmc in float32), uint8 1.237 (Phi; ONNX Runtime
+# quantizes activations per tensor to asymmetric uint8, llmc per row and 32
+# values to symmetric int8)
+declare -A LOGITS_FACTOR=([q4]=1 [q4f16]=1.32 [int4]=1 [int8]=1 [uint8]=1.24)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
-weight_err() { sed -n 's/.*max relative error \([^;]*\);.*/\1/p' "$1"; }
-weight_max_err() { sed -n "s/.*of the weight's max \([^;]*\);.*/\1/p" "$1"; }
+# weights_equal LOG: prequant_weights.py found no difference, and every
+# matched weight's values equal
+weights_equal() {
+    grep -q "max relative error 0;" "$1" &&
+        [ "$(sed -n 's/.*bitwise \([0-9]*\)$/\1/p' "$1")" = "$(sed -n 's/^matched \([0-9]*\) of.*/\1/p' "$1")" ]
+}
 
 ort() {   # ort MODEL BASE PROMPT: ids in BASE.tok, logits in BASE.bin
     node scripts/ort_generate.js "$1" --prompt-ids "$3" --max-new "$MAX_NEW" --logits-out "$2.bin" >"$2.tok" 2>"$2.log"
@@ -66,17 +74,8 @@ check_form() {   # check_form FAMILY FORM MODEL
     "$LLMC" inspect "$base.plan" --dump-weights "$base.weights" >"$base.weights.txt"
     $PY scripts/prequant_weights.py "$base.onnx" "$base.weights" "$base.weights.txt" >"$base.weights.log"
     check "$family $form: every file weight is in the plan ($(cat "$base.weights.log"))" test $? -eq 0
-    case $form in
-        q4f16) check "$family $form: the plan's weights equal the file's" grep -q "max relative error 0;" "$base.weights.log" ;;
-        q4|int8) check "$family $form: weights within $FP32_SCALE_RTOL of the file's" \
-                     below "$(weight_err "$base.weights.log")" "$FP32_SCALE_RTOL" ;;
-        # zero points: min = -scale * zp rounded to binary16 too; each error is
-        # at most 2^-11 of |scale * q| + |scale * zp| <= 30 |scale|, and the
-        # weight's max is at least 7.5 |scale| (its blocks span 15 |scale|)
-        int4) check "$family $form: weights within $INT4_RTOL of the weight's max" \
-                  below "$(weight_max_err "$base.weights.log")" "$INT4_RTOL" ;;
-    esac
-    local i=0 e_llmc=0 e_ref=0 e_lr=0 same=0
+    check "$family $form: the plan's weights equal the file's" weights_equal "$base.weights.log"
+    local i=0 e_llmc=0 e_ort=0 same=0
     for prompt in $PROMPTS; do
         i=$((i + 1))
         ort "$base.onnx" "$base-ort-p$i" "$prompt" &&
@@ -84,24 +83,20 @@ check_form() {   # check_form FAMILY FORM MODEL
             "$LLMC" run "$base.plan" --prompt-ids "$prompt" --max-new "$MAX_NEW" \
                 --logits-out "$base-llmc-p$i.bin" >"$base-llmc-p$i.tok" 2>"$base-llmc-p$i.log" ||
             { check "$family $form prompt $i: ONNX Runtime and llmc run" false; continue; }
-        local a b c
-        a=$(rel_err "$base-ort-p$i" "$base-llmc-p$i")
-        b=$(rel_err "$base-ort-p$i" "$base-ref-p$i")
-        c=$(rel_err "$base-ref-p$i" "$base-llmc-p$i")
+        local a b
+        a=$(rel_err "$base-ref-p$i" "$base-llmc-p$i")
+        b=$(rel_err "$base-ref-p$i" "$base-ort-p$i")
         below "$a" "$e_llmc" || e_llmc=$a
-        below "$b" "$e_ref" || e_ref=$b
-        below "$c" "$e_lr" || e_lr=$c
+        below "$b" "$e_ort" || e_ort=$b
         cmp -s "$base-ort-p$i.tok" "$base-llmc-p$i.tok" && same=$((same + 1))
     done
     echo "# $family $form: plan/file $r; weights: $(cat "$base.weights.log");" \
-         "logits vs ONNX Runtime on the file: llmc $e_llmc, ONNX Runtime's fp32-dequantized run $e_ref;" \
-         "llmc vs that run $e_lr; ids equal on $same of 3 prompts"
-    if [ "$form" = uint8 ]; then   # re-quantized to int8: t_quant's w8a8 bound against the float run
-        check "$family $form: llmc's logits within $W8_RTOL of the fp32-dequantized run ($e_lr)" below "$e_lr" "$W8_RTOL"
-    else
-        check "$family $form: llmc's logits error $e_llmc <= 2 x ONNX Runtime's own $e_ref" \
-            below "$e_llmc" "$(awk -v x="$e_ref" 'BEGIN { print 2 * x }')"
-    fi
+         "logits vs ONNX Runtime's fp32-dequantized run: llmc $e_llmc, ONNX Runtime on the file $e_ort;" \
+         "ids equal to ONNX Runtime's on the file on $same of 3 prompts"
+    local bound
+    bound=$(awk -v x="$e_ort" -v f="${LOGITS_FACTOR[$form]}" 'BEGIN { print f * x }')
+    check "$family $form: llmc's logits error $e_llmc <= ${LOGITS_FACTOR[$form]} x ONNX Runtime's own $e_ort" \
+        below "$e_llmc" "$bound"
     local want=$W4A8_OPS got
     [ "$form" = q4f16 ] && want=$W4A8_OPS16
     got=$(ops_per_layer "$base.plan")

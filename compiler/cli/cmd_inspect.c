@@ -16,6 +16,7 @@
 #include "plan_format.h"
 #include "tensor_traits.h"
 #include "kernels/kernel_table.h"
+#include "kernels/kernels.h"
 #include "quant_format.h"
 
 static const char inspect_help[] =
@@ -30,8 +31,9 @@ static const char inspect_help[] =
     "any-dtype path, Gather and Linear kernels), for a firmware build that links only\n"
     "those kernels: static LLMC_RT_RESOLVER(name, LLMC_RESOLVER_ENTRIES); then\n"
     "llmc_rt_session_init_ops (runtime/llmc_rt.h).  --dump-weights writes each weight matrix\n"
-    "(dense float32, or quantized tiles dequantized as the kernels do: scale * q, + min for\n"
-    "4 bits) to DIR/INDEX.bin as float32 [rows, cols] and prints INDEX NAME ROWS COLS FORMAT.\n";
+    "(dense float32, or quantized tiles dequantized by the runtime: an embedding table by the\n"
+    "Gather's row reader, a Linear's weight by the kernels' block loop) to DIR/INDEX.bin as\n"
+    "float32 [rows, cols] and prints INDEX NAME ROWS COLS FORMAT.\n";
 
 typedef struct {
     const char *compiler_version, *target;
@@ -363,8 +365,8 @@ static int inspect_resolver(const char *path, const llmc_rt_plan *p, llmc_rt_err
 
 /* ---- --dump-weights DIR ---- */
 
-/* W [n, k] of QWeightTiles as the kernels dequantize it (scale * q, + min
- * for uint4: rt_dequant_block_generic), row-major into w. */
+/* W [n, k] of QWeightTiles as the Linear kernels dequantize it
+ * (rt_dequant_block_generic), row-major into w. */
 static void dequantize_tiles(const rt_qweight_shape *s, const uint8_t *bytes, float *w)
 {
     float panel[64 * 256];
@@ -379,10 +381,53 @@ static void dequantize_tiles(const rt_qweight_shape *s, const uint8_t *bytes, fl
             }
 }
 
+/* Every row of table `name` [n, k] as the Gather reads it (k_gather_rows). */
+static int gather_table(const char *name, const rt_tensor_format *f, const uint8_t *bytes, int64_t n, int64_t k,
+                        float *w, llmc_error *err)
+{
+    int64_t *ids = malloc(sizeof *ids * (size_t)(n > 0 ? n : 1));
+    if (!ids)
+        return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = i;
+    rt_view data = {f->dtype, 2, {n, k}, (void *)bytes}, idx = {LLMC_RT_I64, 1, {n}, ids},
+            y = {LLMC_RT_F32, 2, {n, k}, w};
+    llmc_rt_error rt = {0};
+    llmc_rt_status st = k_gather_rows(f, &data, &idx, &y, &rt);
+    free(ids);
+    return st ? llmc_fail(err, LLMC_E_RUNTIME, "table '%s': %s", name, rt.msg) : LLMC_OK;
+}
+
+/* Which tensors a Gather reads as its table (input 0): tables[t]. */
+static int gather_tables(const llmc_rt_plan *p, bool *tables, llmc_rt_error *rt)
+{
+    fb_reader r = rt_reader(p);
+    for (uint32_t i = 0; i < rt_plan_of(p)->n_ops; i++) {
+        rt_op_desc op;
+        if (rt_read_op(&r, p, i, &op, rt))
+            return -1;
+        if (op.code == LLMC_RT_OP_Gather && op.inputs.len > 0) {
+            uint32_t t = fb_vec_u32(&r, op.inputs, 0);
+            if (t < rt_plan_of(p)->n_tensors)
+                tables[t] = true;
+        }
+    }
+    return 0;
+}
+
+static const char *tile_format_name(const rt_qweight_shape *s)
+{
+    if (s->coef == RT_QCOEF_FLOAT)
+        return s->bits == 4 ? "uint4-tiles-f32" : "int8-tiles-f32";
+    return s->bits == 4 ? "uint4-tiles" : "int8-tiles";
+}
+
 /* Weight tensor t as float32 [n, k], row-major, into DIR/<t>.bin, and a
- * line "t name n k layout" on stdout; matrices of other formats are
- * skipped. */
-static int dump_weight(const llmc_rt_plan *p, uint32_t t, const char *dir, llmc_error *err)
+ * line "t name n k format" on stdout: QWeightTiles dequantized by the
+ * runtime (a Gather's table by its row reader, a Linear's weight by the
+ * kernels' block loop), dense float32 as it is; matrices of other formats
+ * are skipped. */
+static int dump_weight(const llmc_rt_plan *p, uint32_t t, bool table, const char *dir, llmc_error *err)
 {
     fb_reader r = rt_reader(p);
     llmc_rt_error rt = {0};
@@ -394,38 +439,50 @@ static int dump_weight(const llmc_rt_plan *p, uint32_t t, const char *dir, llmc_
     if (d.kind != KIND_WEIGHT || d.dims.len != 2 || !(tiles || (d.layout == LLMC_RT_LAYOUT_Dense && d.dtype == LLMC_RT_F32)))
         return LLMC_OK;
     const uint8_t *bytes = rt_plan_of(p)->base + seg.offset;
-    int64_t n = fb_affine(fb_vec_affine(&r, d.dims, 0)).c, k = fb_affine(fb_vec_affine(&r, d.dims, 1)).c;
+    int64_t dims[2] = {fb_affine(fb_vec_affine(&r, d.dims, 0)).c, fb_affine(fb_vec_affine(&r, d.dims, 1)).c};
+    int64_t n = dims[0], k = dims[1];
+    rt_tensor_format f = rt_format_of(&d);
     rt_qweight_shape s;
-    if (tiles && !rt_qweight_shape_init(&s, d.dtype == LLMC_RT_I8 ? 8 : 4, d.tile_rows, d.tile_depth, n, k, d.group))
+    if (tiles && !rt_qweight_shape_of(&f, 2, dims, &s))
         return llmc_fail(err, LLMC_E_INPUT, "weight '%s': bad tile shape", d.name);
     char path[4096];
     snprintf(path, sizeof path, "%s/%u.bin", dir, t);
     float *w = malloc(sizeof *w * (size_t)(n * k > 0 ? n * k : 1));
-    FILE *f = w ? fopen(path, "wb") : NULL;
-    if (!f) {
+    FILE *out = w ? fopen(path, "wb") : NULL;
+    if (!out) {
         free(w);
         return llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path);
     }
-    if (tiles)
+    int rc = LLMC_OK;
+    if (tiles && table)
+        rc = gather_table(d.name, &f, bytes, n, k, w, err);
+    else if (tiles)
         dequantize_tiles(&s, bytes, w);
     else
         memcpy(w, bytes, sizeof *w * (size_t)(n * k));
-    bool ok = fwrite(w, sizeof *w, (size_t)(n * k), f) == (size_t)(n * k);
-    ok = fclose(f) == 0 && ok;
+    bool ok = !rc && fwrite(w, sizeof *w, (size_t)(n * k), out) == (size_t)(n * k);
+    ok = fclose(out) == 0 && ok;
     free(w);
-    if (!ok)
-        return llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path);
-    printf("%u %s %lld %lld %s\n", t, d.name, (long long)n, (long long)k,
-           tiles ? (s.bits == 4 ? "uint4-tiles" : "int8-tiles") : "dense");
+    if (!ok) {
+        remove(path);
+        return rc ? rc : llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path);
+    }
+    printf("%u %s %lld %lld %s\n", t, d.name, (long long)n, (long long)k, tiles ? tile_format_name(&s) : "dense");
     return LLMC_OK;
 }
 
 static int dump_weights(const llmc_rt_plan *p, const char *dir, llmc_error *err)
 {
-    for (uint32_t t = 0; t < rt_plan_of(p)->n_tensors; t++)
-        if (dump_weight(p, t, dir, err))
-            return err->code;
-    return LLMC_OK;
+    llmc_rt_error rt = {0};
+    bool *tables = calloc(rt_plan_of(p)->n_tensors + 1u, sizeof *tables);
+    if (!tables)
+        return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
+    if (gather_tables(p, tables, &rt))
+        llmc_fail(err, LLMC_E_RUNTIME, "%s", rt.msg);
+    for (uint32_t t = 0; !err->code && t < rt_plan_of(p)->n_tensors; t++)
+        dump_weight(p, t, tables[t], dir, err);
+    free(tables);
+    return err->code;
 }
 
 static int inspect_summary(const char *path, const llmc_rt_plan *p, int json, llmc_rt_error *rt)

@@ -3,6 +3,9 @@
  *
  *   quant_bits set (quantize pass)  ->  QWeightTiles int8 / uint4 with the
  *                                       node's quant_group, target hp x lp tiles
+ *                                       (a file's W: its q values, with binary16
+ *                                       or, quant_coef 32, its float32 scales
+ *                                       and zero points)
  *   target with fp32 tiles (f_hp)   ->  FWeightTiles [N/hp][K][hp]
  *   otherwise                        ->  Dense [N, K] (W transposed: one row
  *                                       per output feature)
@@ -181,7 +184,7 @@ int lower_file_dequantize(const llmc_graph *g, int wv)
  * W^T [N, K]), or axis 1, Wq [N, K] with [N, G] (an embedding table, packed
  * as it is): what the tiles are packed from. */
 typedef struct {
-    rt_qweight_shape q;
+    rt_qweight_shape q;       /* coef: the tiles' coefficients (the pass's quant_coef / embed_coef) */
     const uint8_t *wq, *zp;   /* bytes of uint8 or int8 */
     const float *scale;
     int64_t groups;           /* G: 1, or one per tile group */
@@ -201,17 +204,35 @@ static int64_t coef_at(const file_weight_spec *f, int64_t n, int64_t g)
     return f->transposed ? g * f->q.n + n : n * f->groups + g;
 }
 
+/* A file's value or zero point as the tiles store it: itself, or, for
+ * 8-bit values with float32 coefficients, a uint8 file's minus 128 (an int8
+ * then; the difference q - zero is the file's). */
 static int byte_value(const file_weight_spec *f, const uint8_t *p, int64_t at)
 {
-    return f->signed_q ? (int8_t)p[at] : p[at];
+    if (f->signed_q)
+        return (int8_t)p[at];
+    return f->q.bits == 8 && f->q.coef == RT_QCOEF_FLOAT ? p[at] - 128 : p[at];
 }
 
-/* The tile's stored value of (n, k): bits 4 q itself (w = scale * q + min,
- * min = -scale * zp), bits 8 the int8 q - zp (w = scale * (q - zp)). */
+/* The tile's stored value of (n, k) (quant_format.h): q itself, but
+ * q - zero_point with 8 bits and binary16 coefficients (w = scale * q). */
 static uint8_t stored_value(const file_weight_spec *f, int64_t n, int64_t k)
 {
-    int q = byte_value(f, f->wq, value_at(f, n, k)), z = byte_value(f, f->zp, coef_at(f, n, k / f->q.group));
-    return f->q.bits == 4 ? (uint8_t)q : (uint8_t)(int8_t)(q - z);
+    int q = byte_value(f, f->wq, value_at(f, n, k));
+    if (f->q.bits == 8 && f->q.coef == RT_QCOEF_HALF)
+        q -= byte_value(f, f->zp, coef_at(f, n, k / f->q.group));
+    return (uint8_t)q;
+}
+
+/* Coefficient 1 of a group (cg_qpack_row_tile_values): the zero point, or
+ * with binary16 coefficients the 4-bit min (-scale * zero point; the
+ * quantize passes checked it holds the file's values). */
+static float second_coef(const file_weight_spec *f, int64_t at)
+{
+    int z = byte_value(f, f->zp, at);
+    if (f->q.coef == RT_QCOEF_FLOAT)
+        return (float)z;
+    return f->q.bits == 4 ? rt_half_to_float(llmc_quant_half_min(f->scale[at], z)) : 0.0f;
 }
 
 static int produce_file_weight(const cg_tensor *t, cg_sink *sink)
@@ -221,9 +242,9 @@ static int produce_file_weight(const cg_tensor *t, cg_sink *sink)
     int64_t tile_groups = s->kp / s->group;
     uint64_t tile_bytes = rt_qweight_tile_bytes(s);
     uint8_t *q = malloc((size_t)(s->hp * s->k));
-    uint16_t *scale = malloc(sizeof *scale * (size_t)(s->hp * tile_groups));
-    uint16_t *min = malloc(sizeof *min * (size_t)(s->hp * tile_groups));
-    int rc = q && scale && min ? 0 : -1;
+    float *scale = malloc(sizeof *scale * (size_t)(s->hp * tile_groups));
+    float *second = malloc(sizeof *second * (size_t)(s->hp * tile_groups));
+    int rc = q && scale && second ? 0 : -1;
     for (int64_t n0 = 0; !rc && n0 < s->n; n0 += s->hp) {
         int64_t rows = s->n - n0 < s->hp ? s->n - n0 : s->hp;
         for (int64_t r = 0; r < rows; r++) {
@@ -231,29 +252,28 @@ static int produce_file_weight(const cg_tensor *t, cg_sink *sink)
                 q[r * s->k + k] = stored_value(f, n0 + r, k);
             for (int64_t g = 0; g < tile_groups; g++) {
                 int64_t at = coef_at(f, n0 + r, g);
-                int z = byte_value(f, f->zp, at);
-                scale[r * tile_groups + g] = rt_float_to_half(f->scale[at]);
-                min[r * tile_groups + g] = rt_float_to_half(-f->scale[at] * (float)z);
+                scale[r * tile_groups + g] = f->scale[at];
+                second[r * tile_groups + g] = second_coef(f, at);
             }
         }
         void *out = cg_sink_reserve(sink, (size_t)tile_bytes);
         if (!out)
             rc = -1;
         else {
-            cg_qpack_row_tile_values(q, scale, min, rows, s, out);
+            cg_qpack_row_tile_values(q, scale, second, rows, s, out);
             rc = cg_sink_commit(sink, (size_t)tile_bytes);
         }
     }
     free(q);
     free(scale);
-    free(min);
+    free(second);
     return rc;
 }
 
-/* W = DequantizeLinear node `dq`, packed in `bits` and `group` (the
- * quantize passes took them from the file and checked that the tiles hold
- * its values). */
-static int file_weight(lower_ctx *L, int wv, int dq, int bits, int64_t group, uint32_t *t)
+/* W = DequantizeLinear node `dq`, packed in `bits`, `group` and
+ * coefficients `coef` (16 or 32; the quantize passes took them from the
+ * file and checked that the tiles hold its values). */
+static int file_weight(lower_ctx *L, int wv, int dq, int bits, int64_t group, int64_t coef, uint32_t *t)
 {
     const llmc_node *d = &L->g->nodes[dq];
     const llmc_value *wq = &L->g->values[d->inputs[0]], *sc = &L->g->values[d->inputs[1]];
@@ -267,15 +287,17 @@ static int file_weight(lower_ctx *L, int wv, int dq, int bits, int64_t group, ui
     f->zp = llmc_const_bytes(&L->g->values[d->inputs[2]].konst);
     f->groups = sc->shape.dims[f->transposed ? 0 : 1].c;
     f->signed_q = wq->dtype == LLMC_DT_INT8;
-    if (!f->wq || !f->scale || !f->zp || !rt_qweight_shape_init(&f->q, bits, L->target->q_hp, L->target->q_lp, n, k, group)) {
+    rt_qcoef qcoef = coef == 32 ? RT_QCOEF_FLOAT : RT_QCOEF_HALF;
+    if (!f->wq || !f->scale || !f->zp || (coef != 16 && coef != 32) ||
+        !rt_qweight_shape_init_coef(&f->q, bits, L->target->q_hp, L->target->q_lp, n, k, group, qcoef)) {
         free(f);
         return lower_fail(L, LLMC_E_UNSUPPORTED, wv, "cannot pack the file's [%lld, %lld] %d-bit weight in "
-                          "groups of %lld (a multiple of %d)", (long long)k, (long long)n, bits, (long long)group,
-                          2 * L->target->q_lp);
+                          "groups of %lld (a multiple of %d) with %lld-bit coefficients", (long long)k, (long long)n,
+                          bits, (long long)group, 2 * L->target->q_lp, (long long)coef);
     }
     weight_source src = {wv, llmc_const_share_view(&sc->konst, sc->shape.dims[0].c, sc->shape.dims[1].c), n, k};
     rt_tensor_format fmt = {bits == 8 ? LLMC_DT_INT8 : LLMC_RT_U4, LLMC_RT_LAYOUT_QWeightTiles, (uint32_t)group,
-                            f->q.hp, f->q.lp, LLMC_RT_F16};
+                            f->q.hp, f->q.lp, coef == 32 ? LLMC_RT_F32 : LLMC_RT_F16};
     int rc = lazy_weight(L, src, "/packed", &fmt, rt_qweight_bytes(&f->q), produce_file_weight, t);
     if (rc) {
         free(f);
@@ -293,7 +315,7 @@ int lower_linear_weight(lower_ctx *L, int wv, uint32_t *t)
     int64_t group = llmc_node_attr_int(L->g, L->node, "quant_group", 0);
     int dq = lower_file_dequantize(L->g, wv);
     if (dq >= 0)
-        return bits ? file_weight(L, wv, dq, (int)bits, group, t)
+        return bits ? file_weight(L, wv, dq, (int)bits, group, llmc_node_attr_int(L->g, L->node, "quant_coef", 16), t)
                     : lower_fail(L, LLMC_E_INTERNAL, wv, "a file-quantized W without quant_bits");
     const llmc_value *w = &L->g->values[wv];
     int64_t k = w->shape.dims[0].c, n = w->shape.dims[1].c;
@@ -310,7 +332,7 @@ int lower_embedding_table(lower_ctx *L, int ev, int bits, int64_t group, uint32_
 {
     int dq = lower_file_dequantize(L->g, ev);
     if (dq >= 0)
-        return file_weight(L, ev, dq, bits, group, t);
+        return file_weight(L, ev, dq, bits, group, llmc_node_attr_int(L->g, L->node, "embed_coef", 16), t);
     const llmc_value *e = &L->g->values[ev];
     int64_t n = e->shape.dims[0].c, k = e->shape.dims[1].c;
     weight_source src = {ev, llmc_const_share_view(&e->konst, n, k), n, k};

@@ -1,5 +1,7 @@
 /* Weight packing (weight_pack.h): quantization of one row tile into the
- * block layout of runtime/quant_format.h, and the fp32 tile layout. */
+ * block layout of runtime/quant_format.h, the same layout from a file's
+ * quantized values (binary16 or float32 coefficients), and the fp32 tile
+ * layout. */
 #include <math.h>
 #include <string.h>
 
@@ -126,19 +128,31 @@ void cg_qpack_row_tile(const float *rows, int64_t row_stride, int64_t n_rows,
     }
 }
 
-void cg_qpack_row_tile_values(const uint8_t *q, const uint16_t *scale, const uint16_t *min, int64_t n_rows,
+/* Coefficient c of a block's row r, in the tensor's coef dtype: binary16
+ * bits little-endian (exact for the values the quantize passes let through),
+ * or the float32 as it is. */
+static void put_coef(uint8_t *coef, const rt_qweight_shape *s, int c, int r, float v)
+{
+    if (s->coef == RT_QCOEF_HALF)
+        put_half(coef + 2 * (c * s->hp + r), rt_float_to_half(v));
+    else
+        memcpy(coef + 4 * (c * s->hp + r), &v, sizeof v);
+}
+
+void cg_qpack_row_tile_values(const uint8_t *q, const float *scale, const float *second, int64_t n_rows,
                               const rt_qweight_shape *s, uint8_t *out)
 {
     uint64_t block_bytes = rt_qweight_block_bytes(s);
     int64_t groups = s->kp / s->group;
+    bool has_second = s->coef == RT_QCOEF_FLOAT || s->bits == 4;
     memset(out, 0, (size_t)rt_qweight_tile_bytes(s));
     for (int64_t g = 0; g < groups; g++) {
         uint8_t *block = out + g * block_bytes, *coef = block + rt_qweight_data_bytes(s);
         int64_t c0 = g * s->group, len = s->k - c0 < s->group ? s->k - c0 : s->group;
         for (int r = 0; r < n_rows && r < s->hp; r++) {
-            put_half(coef + 2 * r, scale[r * groups + g]);
-            if (s->bits == 4)
-                put_half(coef + 2 * s->hp + 2 * r, min[r * groups + g]);
+            put_coef(coef, s, 0, r, scale[r * groups + g]);
+            if (has_second)
+                put_coef(coef, s, 1, r, second[r * groups + g]);
             for (int64_t j = 0; j < len; j++)
                 put_value(block, s, r, j, q[r * s->k + c0 + j] & (s->bits == 4 ? 0x0f : 0xff));
         }

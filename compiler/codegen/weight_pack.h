@@ -24,11 +24,14 @@ void cg_qpack_row_tile(const float *rows, int64_t row_stride, int64_t n_rows,
                        const rt_qweight_shape *s, uint8_t *out);
 
 /* Row tile ht of W [n, k] from values quantized already (a pre-quantized
- * file's): row r's value j is q[r * k + j] (bits 4: 0..15, bits 8: an
- * int8 as a byte), its group g's coefficients the binary16 bits
- * scale[r * groups + g] and, for bits 4, min[r * groups + g] (w = scale *
- * q + min); groups = kp / group.  Same output as cg_qpack_row_tile. */
-void cg_qpack_row_tile_values(const uint8_t *q, const uint16_t *scale, const uint16_t *min, int64_t n_rows,
+ * file's), in s's coefficient dtype: row r's value j is q[r * k + j]
+ * (bits 4: 0..15, bits 8: an int8 as a byte), its group g's coefficients
+ * scale[r * groups + g] and second[r * groups + g] (groups = kp / group):
+ *   Float16 (s->coef RT_QCOEF_HALF): the min (bits 4; unused for bits 8),
+ *           both written as binary16, so they must be binary16 values;
+ *   Float32: the zero point, an integer (w = (q - zero) * scale).
+ * Same output layout as cg_qpack_row_tile. */
+void cg_qpack_row_tile_values(const uint8_t *q, const float *scale, const float *second, int64_t n_rows,
                               const rt_qweight_shape *s, uint8_t *out);
 
 /* Row tile of W [n, k] in the fp32 tile layout: out[c * hp + r] = row r's

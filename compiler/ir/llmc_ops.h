@@ -32,6 +32,9 @@
  *     quant_group; x is then the output of QuantizeRows and codegen packs W
  *     into the target's QWeightTiles (runtime/quant_format.h):
  *     z = sx * sum_groups (scale * (q_x . q_w) [+ min * sum q_x]).
+ *     W a pre-quantized file's DequantizeLinear (ir/quant_form.h): also
+ *     INT quant_coef, the tiles' coefficients: 16 binary16, 32 the file's
+ *     float32 scales and zero points.
  *
  * QuantizeRows(x) -> xq                                   [QuantizeRows]
  *     INT group.  x float32 [..., K]; xq int8 with x's shape: each row

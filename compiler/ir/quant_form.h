@@ -12,6 +12,7 @@
 
 #include "ir.h"
 #include "llmc_ops.h"
+#include "quant_format.h"
 
 /* The canonical DequantizeLinear producing v along `axis` (0 weight, 1
  * table; -1 either), or -1. */
@@ -28,6 +29,13 @@ static inline int llmc_quant_dequantize_of(const llmc_graph *g, int v, int axis)
     bool canonical = w->shape.rank == 2 && s->shape.rank == 2 && llmc_node_attr_int(g, p, "block_size", 0) > 0 &&
                      (at == 0 || at == 1) && (axis < 0 || at == axis);
     return canonical ? p : -1;
+}
+
+/* The binary16 min of a 4-bit group with binary16 coefficients
+ * (runtime/quant_format.h: w = scale * q + min): -scale * zero_point. */
+static inline uint16_t llmc_quant_half_min(float scale, int zero_point)
+{
+    return rt_float_to_half(-scale * (float)zero_point);
 }
 
 #endif

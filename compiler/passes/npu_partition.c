@@ -13,7 +13,8 @@
  *   - it is RMSNorm, LayerNormalization (one output), SwiGLU, Silu, Gelu,
  *     or a float Add / Sub / Mul / Div whose operands have equal shapes or
  *     whose second is a constant over the trailing dims; or
- *   - a Linear with int8 weights, one scale per output channel (quant_group
+ *   - a Linear with int8 weights and binary16 scales (not a file's float32
+ *     scales and zero points, quant_coef 32), one scale per output channel (quant_group
  *     >= K: NPUs take per-channel weight scales) and at most 5 outputs,
  *     whose x is a QuantizeRows with a static scale (per-tensor: NPUs have
  *     no per-row activation scales); or that QuantizeRows, when every reader
@@ -111,6 +112,8 @@ static const char *linear_refusal(const llmc_graph *g, int node)
     const llmc_node *n = &g->nodes[node];
     if (llmc_node_attr_int(g, node, "quant_bits", 0) != 8)
         return "weights are not int8";
+    if (llmc_node_attr_int(g, node, "quant_coef", 16) != 16)
+        return "weights keep the file's float32 scales and zero points (NPU subgraphs take binary16 scales)";
     if (static_quantizer(g, node) < 0)
         return "x is not quantized per tensor (no static scale: compile with --calibrate)";
     const llmc_shape *x = &g->values[n->inputs[0]].shape;

@@ -22,10 +22,10 @@
  * head differs in its first chunk, so no whole transposed matrix is read).
  *
  * A table of a pre-quantized file (a DequantizeLinear in quant_weight.h's
- * table form) keeps the file's 4 or 8 bits, its block size the group, and
- * codegen packs its q values, scales and zero points as they are (none of
- * the above applies); one whose 8-bit values no tile holds is dequantized
- * to float32 here and treated as a float table.
+ * table form) keeps the file's bits, its block size the group, and
+ * embed_coef 16 or 32 (llmc_quant_weight_form: binary16 or the file's
+ * float32 coefficients), and codegen packs its q values, scales and zero
+ * points as they are, bit for bit (none of the above applies).
  *
  * Runs after quantize (it reads the Linears' quant_bits).  Preconditions: E
  * a float32 constant of rank 2 with constant dims, or a file's table; the
@@ -141,23 +141,20 @@ static int dequantize_table(llmc_graph *g, int node, int dq)
 }
 
 /* The table of a pre-quantized file (quant_weight.h): kept in the file's
- * 4 or 8 bits (its block size the group; one group over H for a scale per
- * row), *done; or, when no tile holds its values, replaced by its float32
- * values, marked as a float table then.  -1 on OOM. */
-static int mark_file_table(llmc_graph *g, int node, int dq, bool *done, char *what, size_t cap)
+ * bits and coefficients (its block size the group; one group over H for a
+ * scale per row).  -1 on OOM or constants without bytes. */
+static int mark_file_table(llmc_graph *g, int node, int dq, char *what, size_t cap)
 {
-    int e = g->nodes[node].inputs[0], bits = llmc_quant_weight_bits(g, dq);
+    int e = g->nodes[node].inputs[0];
     int64_t h = g->values[e].shape.dims[1].c, groups = g->values[llmc_quant_weight_input(g, dq, 1)].shape.dims[1].c;
-    *done = bits > 0;
-    if (bits < 0)
-        return -1;
-    if (bits == 0)
-        return dequantize_table(g, node, dq);
     int64_t group = groups == 1 ? (h + PER_CHANNEL_ALIGN - 1) / PER_CHANNEL_ALIGN * PER_CHANNEL_ALIGN
                                 : llmc_node_attr_int(g, dq, "block_size", 0);
-    if (llmc_node_set_int(g, node, "embed_bits", bits) || llmc_node_set_int(g, node, "embed_group", group))
+    llmc_quant_tile_form form;
+    if (llmc_quant_weight_form(g, dq, &form) || llmc_node_set_int(g, node, "embed_bits", form.bits) ||
+        llmc_node_set_int(g, node, "embed_group", group) || llmc_node_set_int(g, node, "embed_coef", form.coef))
         return -1;
-    return snprintf(what, cap, "'%s' the file's %d-bit", g->values[e].name, bits) < 0;
+    return snprintf(what, cap, "'%s' the file's %d-bit, %s", g->values[e].name, form.bits,
+                    form.coef == 32 ? "float32 scales and zero points" : "binary16 coefficients") < 0;
 }
 
 /* Other Gathers of a file's table (GPT-2's position table, read by
@@ -177,9 +174,8 @@ static int dequantize_other_tables(llmc_graph *g)
 static int mark_table(llmc_graph *g, const llmc_pass_ctx *ctx, int node, char *what, size_t cap)
 {
     int dq = llmc_quant_table(g, g->nodes[node].inputs[0]);
-    bool done = false;
-    if (dq >= 0 && (mark_file_table(g, node, dq, &done, what, cap) || done))
-        return done ? 0 : -1;
+    if (dq >= 0)
+        return mark_file_table(g, node, dq, what, cap);
     int e = g->nodes[node].inputs[0], head = tied_linear(g, e);
     int64_t h = g->values[e].shape.dims[1].c;
     int bits = head >= 0 ? (int)llmc_node_attr_int(g, head, "quant_bits", 32)

@@ -20,8 +20,9 @@
  * of W, so a delegate may own W: an outlier elsewhere (rare) reads W.
  *
  * Preconditions: ctx->calibration set (else the pass does nothing); a
- * Linear with quant_bits 8 whose input 0 is a QuantizeRows with attribute
- * scale; at most 3 outputs (the runtime's limit; others are explained and
+ * Linear with quant_bits 8 and binary16 coefficients (not a file's float32
+ * ones, quant_coef 32: the shadow kernel reads binary16 scales) whose
+ * input 0 is a QuantizeRows with attribute scale; at most 3 outputs (the runtime's limit; others are explained and
  * left without shadow). */
 #include <math.h>
 #include <stdlib.h>
@@ -51,7 +52,7 @@ static int calibrated_x(const llmc_graph *g, int node, float *scale)
 {
     const llmc_node *n = &g->nodes[node];
     if (n->dead || !llmc_is_op(n, "Linear") || llmc_node_attr_int(g, node, "quant_bits", 0) != 8 ||
-        n->n_inputs < 2 || n->inputs[0] < 0)
+        llmc_node_attr_int(g, node, "quant_coef", 16) != 16 || n->n_inputs < 2 || n->inputs[0] < 0)
         return -1;
     int q = g->values[n->inputs[0]].producer;
     if (q < 0 || !llmc_is_op(&g->nodes[q], "QuantizeRows"))
