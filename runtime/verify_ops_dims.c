@@ -94,25 +94,40 @@ static llmc_rt_status bad_shape(const char *fmt, const int64_t *nums, llmc_rt_er
     return rt_fail(err, LLMC_RT_E_CORRUPT, fmt, nums, NULL);
 }
 
-/* Bias [N] when kind & 1, then residual (y's dims, one output) when kind & 2. */
+/* An activation quantizer's scale: 0 (per row) or a normal positive float
+ * (k_quantize_rows' contract). */
+static bool static_scale_ok(float scale)
+{
+    return scale == 0.0f || (scale >= FLT_MIN && scale <= FLT_MAX);
+}
+
+/* Linear's outputs y_j: all of them but the activation tiles, the last
+ * output, of a LINEAR_QUANTIZE op. */
+static uint32_t linear_ys(const rt_op_desc *op)
+{
+    return op->outputs.len - (op->kind & LINEAR_QUANTIZE ? 1u : 0u);
+}
+
+/* Bias [N] when kind & LINEAR_BIAS, then residual (y's dims, one y) when
+ * kind & LINEAR_RESIDUAL. */
 static llmc_rt_status verify_linear_extras(fb_reader *r, const llmc_rt_plan *p,
                                           const rt_op_desc *op, int64_t n, llmc_rt_error *err)
 {
     uint32_t next = 2;
     int64_t bias_n;
-    uint32_t want = 2u + (op->kind & 1) + (op->kind >> 1 & 1);
-    if (op->kind & ~3 || op->inputs.len != want)
-        return bad_shape("kind %d (bit 0 bias, bit 1 residual) does not match %d inputs",
+    uint32_t want = 2u + (op->kind & LINEAR_BIAS) + (op->kind >> 1 & 1);
+    if (op->kind & ~(LINEAR_BIAS | LINEAR_RESIDUAL | LINEAR_QUANTIZE) || op->inputs.len != want)
+        return bad_shape("kind %d (bit 0 bias, bit 1 residual, bit 2 quantize) does not match %d inputs",
                          RT_N(op->kind, op->inputs.len), err);
-    if (op->kind & 1) {
+    if (op->kind & LINEAR_BIAS) {
         uint32_t b = op_in(r, op, next++);
         if (rt_meta_of(r, p, b).rank != 1 || !const_dim(r, p, b, 0, &bias_n) || bias_n != n)
             return bad_shape("bias must be [N] = [%d]", RT_N(n), err);
     }
-    if (op->kind & 2) {
+    if (op->kind & LINEAR_RESIDUAL) {
         uint32_t res = op_in(r, op, next), y = op_out(r, op, 0);
         tensor_meta m = rt_meta_of(r, p, res);
-        if (op->outputs.len != 1 || m.rank != rt_meta_of(r, p, y).rank ||
+        if (linear_ys(op) != 1 || m.rank != rt_meta_of(r, p, y).rank ||
             !same_leading_dims(r, p, res, y, (uint32_t)m.rank))
             return bad_shape("residual needs exactly one output, with the residual's dims",
                              NULL, err);
@@ -120,9 +135,33 @@ static llmc_rt_status verify_linear_extras(fb_reader *r, const llmc_rt_plan *p,
     return LLMC_RT_OK;
 }
 
-/* x and W: float32 Dense both, float32 x by FWeightTiles, or QuantizeRows'
- * tiles by QWeightTiles of the same group; bias, residual and outputs
- * float32 (Dense: verify_op_tensors). */
+/* A LINEAR_QUANTIZE op's tiles: Int8 QActTiles of W's group with x's dims
+ * (tile sizes: the target's, verify_plan.c), and its static scale: 0 (per
+ * row) or a normal positive float, as QuantizeRows'. */
+static llmc_rt_status verify_linear_tiles(fb_reader *r, const llmc_rt_plan *p,
+                                          const rt_op_desc *op, tensor_meta mx,
+                                          tensor_meta mw, llmc_rt_error *err)
+{
+    uint32_t xq = op_out(r, op, op->outputs.len - 1);
+    tensor_meta mq = rt_meta_of(r, p, xq);
+    if (mw.layout != LLMC_RT_LAYOUT_QWeightTiles || mx.dtype != LLMC_RT_F32 ||
+        mx.layout != LLMC_RT_LAYOUT_Dense || mq.dtype != LLMC_RT_I8 ||
+        mq.layout != LLMC_RT_LAYOUT_QActTiles)
+        return rt_bad_dtypes("quantizing Linear: float32 x, QWeightTiles W, Int8 QActTiles tiles", err);
+    if (mq.group != mw.group || mq.rank != mx.rank || mx.rank < 1 ||
+        !same_leading_dims(r, p, op_in(r, op, 0), xq, (uint32_t)mx.rank))
+        return bad_shape("the tiles of a quantizing Linear must have x's dims and W's group %d",
+                         RT_N(mw.group), err);
+    if (!static_scale_ok(op->scale))
+        return bad_shape("static scale: 0 (per row) or a normal positive float", NULL, err);
+    return LLMC_RT_OK;
+}
+
+/* x and W: float32 Dense both, float32 x by FWeightTiles, QuantizeRows'
+ * tiles by QWeightTiles of the same group, or (LINEAR_QUANTIZE) float32 x
+ * by QWeightTiles with the op's own tiles; bias, residual and outputs y_j
+ * float32 (Dense: verify_op_tensors); no static scale but a quantizing
+ * one's. */
 static llmc_rt_status verify_linear_operands(fb_reader *r, const llmc_rt_plan *p,
                                              const rt_op_desc *op, tensor_meta mx,
                                              tensor_meta mw, llmc_rt_error *err)
@@ -130,9 +169,14 @@ static llmc_rt_status verify_linear_operands(fb_reader *r, const llmc_rt_plan *p
     for (uint32_t k = 2; k < op->inputs.len; k++)
         if (rt_meta_of(r, p, op_in(r, op, k)).dtype != LLMC_RT_F32)
             return rt_bad_dtypes("Linear bias and residual float32", err);
-    for (uint32_t k = 0; k < op->outputs.len; k++)
+    for (uint32_t k = 0; k < linear_ys(op); k++)
         if (rt_meta_of(r, p, op_out(r, op, k)).dtype != LLMC_RT_F32)
             return rt_bad_dtypes("Linear outputs float32", err);
+    if (op->kind & LINEAR_QUANTIZE)
+        return linear_ys(op) ? verify_linear_tiles(r, p, op, mx, mw, err)
+                             : bad_shape("a quantizing Linear needs outputs besides its tiles", NULL, err);
+    if (op->scale != 0.0f)
+        return bad_shape("a static scale on a Linear that does not quantize x", NULL, err);
     switch (mw.layout) {
     case LLMC_RT_LAYOUT_Dense:
     case LLMC_RT_LAYOUT_FWeightTiles:
@@ -179,7 +223,7 @@ static llmc_rt_status verify_quantize_rows(fb_reader *r, const llmc_rt_plan *p,
         !same_leading_dims(r, p, op_in(r, op, 0), op_out(r, op, 0), (uint32_t)x.rank) ||
         op->kind)
         return bad_shape("the output must have x's dims, and kind 0", NULL, err);
-    if (!(op->scale == 0.0f || (op->scale >= FLT_MIN && op->scale <= FLT_MAX)))
+    if (!static_scale_ok(op->scale))
         return bad_shape("static scale: 0 (per row) or a normal positive float", NULL, err);
     return LLMC_RT_OK;
 }
@@ -198,7 +242,7 @@ static llmc_rt_status verify_linear(fb_reader *r, const llmc_rt_plan *p, const r
         return bad_shape("W must be a weight of rank 2 [N, K]", NULL, err);
     if (mx.rank < 1 || (const_dim(r, p, x, -1, &xk) && xk != k))
         return bad_shape("x must be [..., K] with K = %d, W's second dim", RT_N(k), err);
-    for (uint32_t j = 0; j < op->outputs.len; j++) {
+    for (uint32_t j = 0; j < linear_ys(op); j++) {
         uint32_t y = op_out(r, op, j);
         int64_t nj;
         if (rt_meta_of(r, p, y).rank != mx.rank || !const_dim(r, p, y, -1, &nj) ||
