@@ -244,11 +244,11 @@ static llmc_rt_status quantize_x(rt_op_call *c, llmc_rt_error *err)
     rt_parallel par = rt_session_parallel(c->s);
     st = k_quantize_rows(rt_plan_of(rt_state(c->s)->plan)->kernels, &c->in[0], &qs, c->op->scale, &xq,
                          &par, err);
-    if (st)
-        return rt_prefix(err, st, "quantizing x: ", NULL, NULL);
-    c->moved += rt_qact_bytes(&qs);
-    c->in[0] = xq;
-    return LLMC_RT_OK;
+    if (!st) {
+        c->moved += rt_qact_bytes(&qs);
+        c->in[0] = xq;
+    }
+    return st;
 }
 
 /* A kernel gets a Linear's outputs LLMC_RT_LINEAR_OUTPUTS at a time, and

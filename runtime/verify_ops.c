@@ -38,14 +38,12 @@ llmc_rt_status rt_bad_axis(int64_t axis, int rank, llmc_rt_error *err)
     return rt_fail(err, LLMC_RT_E_CORRUPT, "axis %d outside rank %d", RT_N(axis, rank), NULL);
 }
 
-/* Where a tensor with a non-Dense layout may appear: a quantizing
- * Linear's tiles are its last output. */
-static bool packed_operand(const rt_op_desc *op, bool is_input, uint32_t slot)
+/* Where a tensor with a non-Dense layout may appear.  A Linear's outputs:
+ * its verify entry proves all Float32 (Dense: the packed layouts of an
+ * Arena tensor are Int8) but a quantizing one's tiles. */
+static bool packed_operand(int code, bool is_input, uint32_t slot)
 {
-    int code = op->code;
-    bool linear_tiles = code == LLMC_RT_OP_Linear && !is_input && (op->kind & LINEAR_QUANTIZE) &&
-                        slot + 1 == op->outputs.len;
-    return (code == LLMC_RT_OP_Linear && is_input && slot <= 1) || linear_tiles ||
+    return (code == LLMC_RT_OP_Linear && (!is_input || slot <= 1)) ||
            (code == LLMC_RT_OP_ShadowLinear && is_input && slot == 1) ||
            (code == LLMC_RT_OP_QuantizeRows && !is_input) || (code == LLMC_RT_OP_Gather && is_input && slot == 0);
 }
@@ -73,7 +71,7 @@ static llmc_rt_status verify_op_tensors(fb_reader *r, const llmc_rt_plan *p,
         if (!is_in && m.kind != KIND_ARENA)
             return rt_fail(err, LLMC_RT_E_CORRUPT, "output %u: tensor %u is a weight",
                            RT_N(slot, t), NULL);
-        if (m.layout != LLMC_RT_LAYOUT_Dense && !packed_operand(op, is_in, slot))
+        if (m.layout != LLMC_RT_LAYOUT_Dense && !packed_operand(op->code, is_in, slot))
             return rt_fail(err, LLMC_RT_E_CORRUPT, "%s %u: tensor %u has layout %d; only "
                            "Linear's x, W and tiles, Gather's data, ShadowLinear's W and "
                            "QuantizeRows' output may be packed",

@@ -94,13 +94,6 @@ static llmc_rt_status bad_shape(const char *fmt, const int64_t *nums, llmc_rt_er
     return rt_fail(err, LLMC_RT_E_CORRUPT, fmt, nums, NULL);
 }
 
-/* An activation quantizer's scale: 0 (per row) or a normal positive float
- * (k_quantize_rows' contract). */
-static bool static_scale_ok(float scale)
-{
-    return scale == 0.0f || (scale >= FLT_MIN && scale <= FLT_MAX);
-}
-
 /* Linear's outputs y_j: all of them but the activation tiles, the last
  * output, of a LINEAR_QUANTIZE op. */
 static uint32_t linear_ys(const rt_op_desc *op)
@@ -135,59 +128,51 @@ static llmc_rt_status verify_linear_extras(fb_reader *r, const llmc_rt_plan *p,
     return LLMC_RT_OK;
 }
 
-/* A LINEAR_QUANTIZE op's tiles: Int8 QActTiles of W's group with x's dims
- * (tile sizes: the target's, verify_plan.c), and its static scale: 0 (per
- * row) or a normal positive float, as QuantizeRows'. */
-static llmc_rt_status verify_linear_tiles(fb_reader *r, const llmc_rt_plan *p,
-                                          const rt_op_desc *op, tensor_meta mx,
-                                          tensor_meta mw, llmc_rt_error *err)
+/* x float32 Dense [..., K] quantized into xq, QActTiles with x's dims
+ * (Int8 with the target's tiles: verify_plan.c), by the static scale, 0
+ * (per row) or a normal positive float (k_quantize_rows' contract): what a
+ * QuantizeRows and a LINEAR_QUANTIZE op compute (mx, mq: their metas). */
+static llmc_rt_status verify_quantized_x(fb_reader *r, const llmc_rt_plan *p, uint32_t x,
+                                         uint32_t xq, tensor_meta mx, tensor_meta mq, float scale,
+                                         llmc_rt_error *err)
 {
-    uint32_t xq = op_out(r, op, op->outputs.len - 1);
-    tensor_meta mq = rt_meta_of(r, p, xq);
-    if (mw.layout != LLMC_RT_LAYOUT_QWeightTiles || mx.dtype != LLMC_RT_F32 ||
-        mx.layout != LLMC_RT_LAYOUT_Dense || mq.dtype != LLMC_RT_I8 ||
-        mq.layout != LLMC_RT_LAYOUT_QActTiles)
-        return rt_bad_dtypes("quantizing Linear: float32 x, QWeightTiles W, Int8 QActTiles tiles", err);
-    if (mq.group != mw.group || mq.rank != mx.rank || mx.rank < 1 ||
-        !same_leading_dims(r, p, op_in(r, op, 0), xq, (uint32_t)mx.rank))
-        return bad_shape("the tiles of a quantizing Linear must have x's dims and W's group %d",
-                         RT_N(mw.group), err);
-    if (!static_scale_ok(op->scale))
+    if (mx.dtype != LLMC_RT_F32 || mx.layout != LLMC_RT_LAYOUT_Dense || mq.layout != LLMC_RT_LAYOUT_QActTiles)
+        return rt_bad_dtypes("float32 x quantized to QActTiles", err);
+    if (mx.rank < 1 || mq.rank != mx.rank || !same_leading_dims(r, p, x, xq, (uint32_t)mx.rank))
+        return bad_shape("x's tiles must have x's dims", NULL, err);
+    if (!(scale == 0.0f || (scale >= FLT_MIN && scale <= FLT_MAX)))
         return bad_shape("static scale: 0 (per row) or a normal positive float", NULL, err);
     return LLMC_RT_OK;
 }
 
-/* x and W: float32 Dense both, float32 x by FWeightTiles, QuantizeRows'
- * tiles by QWeightTiles of the same group, or (LINEAR_QUANTIZE) float32 x
- * by QWeightTiles with the op's own tiles; bias, residual and outputs y_j
- * float32 (Dense: verify_op_tensors); no static scale but a quantizing
- * one's. */
+/* x and W: float32 Dense both, float32 x by FWeightTiles, or by
+ * QWeightTiles activation tiles of W's group: x itself (a QuantizeRows'
+ * output), or (LINEAR_QUANTIZE) the op's last output, x float32 quantized
+ * with the op's scale (else 0); bias, residual and outputs y_j float32
+ * (Dense: verify_op_tensors). */
 static llmc_rt_status verify_linear_operands(fb_reader *r, const llmc_rt_plan *p,
                                              const rt_op_desc *op, tensor_meta mx,
                                              tensor_meta mw, llmc_rt_error *err)
 {
+    bool quantizes = op->kind & LINEAR_QUANTIZE;
+    uint32_t tiles = quantizes ? op_out(r, op, op->outputs.len - 1) : op_in(r, op, 0);
+    tensor_meta mt = rt_meta_of(r, p, tiles);
     for (uint32_t k = 2; k < op->inputs.len; k++)
         if (rt_meta_of(r, p, op_in(r, op, k)).dtype != LLMC_RT_F32)
             return rt_bad_dtypes("Linear bias and residual float32", err);
     for (uint32_t k = 0; k < linear_ys(op); k++)
         if (rt_meta_of(r, p, op_out(r, op, k)).dtype != LLMC_RT_F32)
             return rt_bad_dtypes("Linear outputs float32", err);
-    if (op->kind & LINEAR_QUANTIZE)
-        return linear_ys(op) ? verify_linear_tiles(r, p, op, mx, mw, err)
-                             : bad_shape("a quantizing Linear needs outputs besides its tiles", NULL, err);
-    if (op->scale != 0.0f)
+    if (!quantizes && op->scale != 0.0f)
         return bad_shape("a static scale on a Linear that does not quantize x", NULL, err);
-    switch (mw.layout) {
-    case LLMC_RT_LAYOUT_Dense:
-    case LLMC_RT_LAYOUT_FWeightTiles:
-        return mx.dtype == LLMC_RT_F32 && mx.layout == LLMC_RT_LAYOUT_Dense && mw.dtype == LLMC_RT_F32
+    if (mw.layout != LLMC_RT_LAYOUT_QWeightTiles)
+        return !quantizes && mx.dtype == LLMC_RT_F32 && mx.layout == LLMC_RT_LAYOUT_Dense &&
+                       mw.dtype == LLMC_RT_F32
                    ? LLMC_RT_OK : rt_bad_dtypes("Linear float32 x by float32 W", err);
-    default: /* QWeightTiles */
-        if (mx.layout != LLMC_RT_LAYOUT_QActTiles || mx.group != mw.group)
-            return bad_shape("x of a quantized W must be QuantizeRows tiles of its group %d",
-                             RT_N(mw.group), err);
-        return LLMC_RT_OK;
-    }
+    if (mt.layout != LLMC_RT_LAYOUT_QActTiles || mt.group != mw.group)
+        return bad_shape("x of a quantized W must be activation tiles of its group %d",
+                         RT_N(mw.group), err);
+    return quantizes ? verify_quantized_x(r, p, op_in(r, op, 0), tiles, mx, mt, op->scale, err) : LLMC_RT_OK;
 }
 
 /* Gather of rows of a packed weight [N, K] (an embedding table, maybe the
@@ -209,22 +194,6 @@ static llmc_rt_status verify_packed_gather(fb_reader *r, const llmc_rt_plan *p,
         !const_dim(r, p, op_out(r, op, 0), -1, &yk) || yk != k)
         return bad_shape("the output of a packed Gather must be [indices dims..., %d]", RT_N(k),
                          err);
-    return LLMC_RT_OK;
-}
-
-/* QuantizeRows: float32 Dense x [..., K] -> QActTiles with x's dims. */
-static llmc_rt_status verify_quantize_rows(fb_reader *r, const llmc_rt_plan *p,
-                                           const rt_op_desc *op, tensor_meta x, tensor_meta y,
-                                           llmc_rt_error *err)
-{
-    if (x.dtype != LLMC_RT_F32 || x.layout != LLMC_RT_LAYOUT_Dense || y.layout != LLMC_RT_LAYOUT_QActTiles)
-        return rt_bad_dtypes("QuantizeRows float32 -> QActTiles", err);
-    if (x.rank < 1 || y.rank != x.rank ||
-        !same_leading_dims(r, p, op_in(r, op, 0), op_out(r, op, 0), (uint32_t)x.rank) ||
-        op->kind)
-        return bad_shape("the output must have x's dims, and kind 0", NULL, err);
-    if (!static_scale_ok(op->scale))
-        return bad_shape("static scale: 0 (per row) or a normal positive float", NULL, err);
     return LLMC_RT_OK;
 }
 
@@ -517,8 +486,12 @@ llmc_rt_status llmc_rt_verify_CumSum(op_check *c, llmc_rt_error *err)
     return verify_cumsum(c->r, c->p, c->op, c->in, c->y, err);
 }
 
+/* QuantizeRows: float32 Dense x [..., K] -> QActTiles with x's dims, kind 0. */
 llmc_rt_status llmc_rt_verify_QuantizeRows(op_check *c, llmc_rt_error *err)
 {
-    return verify_quantize_rows(c->r, c->p, c->op, c->in[0], c->y, err);
+    if (c->op->kind)
+        return bad_shape("QuantizeRows has kind 0", NULL, err);
+    return verify_quantized_x(c->r, c->p, op_in(c->r, c->op, 0), op_out(c->r, c->op, 0), c->in[0], c->y,
+                              c->op->scale, err);
 }
 

@@ -211,8 +211,6 @@ int cg_lower(const llmc_graph *g, const char *target, cg_plan *p, llmc_error *er
         rc = cg_share_weights(p, err);
     if (!rc)
         rc = cg_group_subgraphs(p, err);
-    if (!rc)
-        rc = cg_fold_quantize(p, err);
     free(L.tensor_of);
     return rc;
 }

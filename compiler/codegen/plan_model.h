@@ -141,7 +141,7 @@ int cg_share_weights(cg_plan *p, llmc_error *err);
 int cg_group_subgraphs(cg_plan *p, llmc_error *err);
 /* Every CPU QuantizeRows whose tiles only CPU Linears read as x goes into
  * those Linears: each quantizes x itself (kind LINEAR_QUANTIZE, its own
- * tiles its last output) (quant_fold.c); after cg_group_subgraphs. */
+ * tiles its last output) (quant_fold.c); after cg_lower. */
 int cg_fold_quantize(cg_plan *p, llmc_error *err);
 /* Sizes every Arena tensor for S + P <= max_context and assigns offsets. */
 int cg_memory_plan(cg_plan *p, uint32_t max_context, llmc_error *err);

@@ -11,7 +11,8 @@
  * What stays: a QuantizeRows in an NPU subgraph (the delegate runs the
  * static-scale QuantizeRows -> Linear pair; subgraphs.c has grouped them
  * already), or one whose tiles another kind of op or a graph output reads.
- * Runs after cg_group_subgraphs: a pair it moved back to the CPU folds too. */
+ * Runs on cg_lower's plan, subgraphs grouped: a pair grouping moved back to
+ * the CPU folds too. */
 #include <stdlib.h>
 #include <string.h>
 

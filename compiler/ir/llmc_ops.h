@@ -32,6 +32,8 @@
  *     quant_group; x is then the output of QuantizeRows and codegen packs W
  *     into the target's QWeightTiles (runtime/quant_format.h):
  *     z = sx * sum_groups (scale * (q_x . q_w) [+ min * sum q_x]).
+ *     Outside NPU subgraphs codegen folds the QuantizeRows into the plan's
+ *     Linear, which then quantizes x itself (codegen/quant_fold.c).
  *
  * QuantizeRows(x) -> xq                                   [QuantizeRows]
  *     INT group.  x float32 [..., K]; xq int8 with x's shape: each row
