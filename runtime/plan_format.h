@@ -126,6 +126,11 @@ enum { LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_E) };
 enum { LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_O) SCATTER_COUNT };
 LLMC_PLAN_SCATTER_REDUCTIONS(PF_SC_A)
 enum { CUMSUM_EXCLUSIVE = 1, CUMSUM_REVERSE = 2 };
+/* Linear's kind bits: a bias input, a residual input, and x float32
+ * quantized by the op itself into activation tiles, its last output (its
+ * workspace: QActTiles of W's group, read by no op), with the static scale
+ * Op.scale or per row when that is 0. */
+enum { LINEAR_BIAS = 1, LINEAR_RESIDUAL = 2, LINEAR_QUANTIZE = 4 };
 
 #define PF_LAY_O(s, n, v, ...) PF_ORD_(LAYOUT_, s)
 #define PF_LAY_A(s, n, v, ...) PF_PUBLIC_(LAYOUT_, LLMC_RT_LAYOUT_, s, n)

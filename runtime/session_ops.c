@@ -206,28 +206,66 @@ llmc_rt_status llmc_rt_gather_PackedRows(rt_op_call *c, llmc_rt_error *err)
 
 /* ---- Linear and QuantizeRows --------------------------------------------- */
 
-/* Linear's inputs x, W, then bias if kind & 1, residual if kind & 2
- * (prepared: kind matches the inputs). */
+/* Linear's inputs x, W, then bias if kind & LINEAR_BIAS, residual if kind
+ * & LINEAR_RESIDUAL (prepared: kind matches the inputs). */
 static const rt_view *linear_bias(const rt_op_call *c)
 {
-    return c->op->kind & 1 ? &c->in[2] : NULL;
+    return c->op->kind & LINEAR_BIAS ? &c->in[2] : NULL;
 }
 
 static const rt_view *linear_residual(const rt_op_call *c)
 {
-    return c->op->kind & 2 ? &c->in[2 + (c->op->kind & 1)] : NULL;
+    return c->op->kind & LINEAR_RESIDUAL ? &c->in[2 + (c->op->kind & LINEAR_BIAS)] : NULL;
+}
+
+/* The tensor of x's activation tiles: a LINEAR_QUANTIZE op's last output
+ * (its workspace), else input 0 (a QuantizeRows' output). */
+static uint32_t x_tiles_tensor(const rt_op_call *c)
+{
+    const rt_prepared *pr = rt_state(c->s)->prepared;
+    return c->op->kind & LINEAR_QUANTIZE ? prep_operand(pr, c->op->outputs, c->op->outputs.len - 1)
+                                         : prep_operand(pr, c->op->inputs, 0);
+}
+
+/* A LINEAR_QUANTIZE op's float32 x quantized into its tiles (with the
+ * static scale Op.scale, or per row when 0), which then stand in for x as
+ * input 0: the kernels below read tiles, as from a QuantizeRows.  An empty
+ * x has no rows to quantize (and its outputs none to compute). */
+static llmc_rt_status quantize_x(rt_op_call *c, llmc_rt_error *err)
+{
+    uint32_t t = x_tiles_tensor(c);
+    rt_view xq;
+    rt_qact_shape qs;
+    llmc_rt_status st = k_count(&c->in[0]) ? rt_call_view(c, t, &xq, err) : LLMC_RT_OK;
+    if (st || !k_count(&c->in[0]))
+        return st;
+    if (!rt_qact_shape_of(&rt_state(c->s)->prepared->tensors[t].format, xq.rank, xq.dims, &qs))
+        return rt_fail(err, LLMC_RT_E_EXEC, "x's tiles have an invalid QActTiles format", NULL, NULL);
+    rt_parallel par = rt_session_parallel(c->s);
+    st = k_quantize_rows(rt_plan_of(rt_state(c->s)->plan)->kernels, &c->in[0], &qs, c->op->scale, &xq,
+                         &par, err);
+    if (!st) {
+        c->moved += rt_qact_bytes(&qs);
+        c->in[0] = xq;
+    }
+    return st;
 }
 
 /* A kernel gets a Linear's outputs LLMC_RT_LINEAR_OUTPUTS at a time, and
  * the tiled kernels run that many as one parallel job. */
 LLMC_STATIC_ASSERT(linear_outputs_one_job, LLMC_RT_LINEAR_OUTPUTS <= RT_JOBS_MAX);
 
-/* The outputs take consecutive columns of z (any number of them), through
- * the kernel init chose for W, LLMC_RT_LINEAR_OUTPUTS per call. */
+/* The outputs take consecutive columns of z (any number of them, but a
+ * LINEAR_QUANTIZE op's tiles, quantized first), through the kernel init
+ * chose for W, LLMC_RT_LINEAR_OUTPUTS per call. */
 llmc_rt_status llmc_rt_exec_Linear(rt_op_call *c, llmc_rt_error *err)
 {
     int64_t col0 = 0;
-    uint32_t n_out = c->op->outputs.len;
+    bool quantizes = c->op->kind & LINEAR_QUANTIZE;
+    uint32_t n_out = c->op->outputs.len - quantizes;
+    llmc_rt_status qst = quantizes ? quantize_x(c, err) : LLMC_RT_OK;
+    if (qst)
+        return qst;
     for (uint32_t j0 = 0; j0 < n_out; j0 += LLMC_RT_LINEAR_OUTPUTS) {
         rt_view ys[LLMC_RT_LINEAR_OUTPUTS];
         uint32_t n = 0;
@@ -279,11 +317,11 @@ llmc_rt_status llmc_rt_linear_FWeightTiles(rt_op_call *c, int64_t col0, rt_view 
                           linear_bias(c), linear_residual(c), col0, ys, n_ys, &par, err);
 }
 
-/* The shape of x's activation tiles (input 0) at this call's rows. */
+/* The shape of x's activation tiles (input 0's view) at this call's rows. */
 static llmc_rt_status qact_shape(const rt_op_call *c, rt_qact_shape *qx, llmc_rt_error *err)
 {
     const rt_view *x = &c->in[0];
-    if (!rt_qact_shape_of(&input_tensor(rt_state(c->s)->prepared, c->op, 0)->format, x->rank, x->dims, qx))
+    if (!rt_qact_shape_of(&rt_state(c->s)->prepared->tensors[x_tiles_tensor(c)].format, x->rank, x->dims, qx))
         return rt_fail(err, LLMC_RT_E_EXEC, "x has an invalid packed format", NULL, NULL);
     return LLMC_RT_OK;
 }

@@ -38,10 +38,12 @@ llmc_rt_status rt_bad_axis(int64_t axis, int rank, llmc_rt_error *err)
     return rt_fail(err, LLMC_RT_E_CORRUPT, "axis %d outside rank %d", RT_N(axis, rank), NULL);
 }
 
-/* Where a tensor with a non-Dense layout may appear. */
+/* Where a tensor with a non-Dense layout may appear.  A Linear's outputs:
+ * its verify entry proves all Float32 (Dense: the packed layouts of an
+ * Arena tensor are Int8) but a quantizing one's tiles. */
 static bool packed_operand(int code, bool is_input, uint32_t slot)
 {
-    return (code == LLMC_RT_OP_Linear && is_input && slot <= 1) ||
+    return (code == LLMC_RT_OP_Linear && (!is_input || slot <= 1)) ||
            (code == LLMC_RT_OP_ShadowLinear && is_input && slot == 1) ||
            (code == LLMC_RT_OP_QuantizeRows && !is_input) || (code == LLMC_RT_OP_Gather && is_input && slot == 0);
 }
@@ -71,8 +73,8 @@ static llmc_rt_status verify_op_tensors(fb_reader *r, const llmc_rt_plan *p,
                            RT_N(slot, t), NULL);
         if (m.layout != LLMC_RT_LAYOUT_Dense && !packed_operand(op->code, is_in, slot))
             return rt_fail(err, LLMC_RT_E_CORRUPT, "%s %u: tensor %u has layout %d; only "
-                           "Linear's x and W, Gather's data, ShadowLinear's W and QuantizeRows' "
-                           "output may be packed",
+                           "Linear's x, W and tiles, Gather's data, ShadowLinear's W and "
+                           "QuantizeRows' output may be packed",
                            RT_N(slot, t, m.layout), RT_S(is_in ? "input" : "output"));
     }
     return LLMC_RT_OK;

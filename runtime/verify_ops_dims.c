@@ -94,25 +94,33 @@ static llmc_rt_status bad_shape(const char *fmt, const int64_t *nums, llmc_rt_er
     return rt_fail(err, LLMC_RT_E_CORRUPT, fmt, nums, NULL);
 }
 
-/* Bias [N] when kind & 1, then residual (y's dims, one output) when kind & 2. */
+/* Linear's outputs y_j: all of them but the activation tiles, the last
+ * output, of a LINEAR_QUANTIZE op. */
+static uint32_t linear_ys(const rt_op_desc *op)
+{
+    return op->outputs.len - (op->kind & LINEAR_QUANTIZE ? 1u : 0u);
+}
+
+/* Bias [N] when kind & LINEAR_BIAS, then residual (y's dims, one y) when
+ * kind & LINEAR_RESIDUAL. */
 static llmc_rt_status verify_linear_extras(fb_reader *r, const llmc_rt_plan *p,
                                           const rt_op_desc *op, int64_t n, llmc_rt_error *err)
 {
     uint32_t next = 2;
     int64_t bias_n;
-    uint32_t want = 2u + (op->kind & 1) + (op->kind >> 1 & 1);
-    if (op->kind & ~3 || op->inputs.len != want)
-        return bad_shape("kind %d (bit 0 bias, bit 1 residual) does not match %d inputs",
+    uint32_t want = 2u + (op->kind & LINEAR_BIAS) + (op->kind >> 1 & 1);
+    if (op->kind & ~(LINEAR_BIAS | LINEAR_RESIDUAL | LINEAR_QUANTIZE) || op->inputs.len != want)
+        return bad_shape("kind %d (bit 0 bias, bit 1 residual, bit 2 quantize) does not match %d inputs",
                          RT_N(op->kind, op->inputs.len), err);
-    if (op->kind & 1) {
+    if (op->kind & LINEAR_BIAS) {
         uint32_t b = op_in(r, op, next++);
         if (rt_meta_of(r, p, b).rank != 1 || !const_dim(r, p, b, 0, &bias_n) || bias_n != n)
             return bad_shape("bias must be [N] = [%d]", RT_N(n), err);
     }
-    if (op->kind & 2) {
+    if (op->kind & LINEAR_RESIDUAL) {
         uint32_t res = op_in(r, op, next), y = op_out(r, op, 0);
         tensor_meta m = rt_meta_of(r, p, res);
-        if (op->outputs.len != 1 || m.rank != rt_meta_of(r, p, y).rank ||
+        if (linear_ys(op) != 1 || m.rank != rt_meta_of(r, p, y).rank ||
             !same_leading_dims(r, p, res, y, (uint32_t)m.rank))
             return bad_shape("residual needs exactly one output, with the residual's dims",
                              NULL, err);
@@ -120,30 +128,51 @@ static llmc_rt_status verify_linear_extras(fb_reader *r, const llmc_rt_plan *p,
     return LLMC_RT_OK;
 }
 
-/* x and W: float32 Dense both, float32 x by FWeightTiles, or QuantizeRows'
- * tiles by QWeightTiles of the same group; bias, residual and outputs
- * float32 (Dense: verify_op_tensors). */
+/* x float32 Dense [..., K] quantized into xq, QActTiles with x's dims
+ * (Int8 with the target's tiles: verify_plan.c), by the static scale, 0
+ * (per row) or a normal positive float (k_quantize_rows' contract): what a
+ * QuantizeRows and a LINEAR_QUANTIZE op compute (mx, mq: their metas). */
+static llmc_rt_status verify_quantized_x(fb_reader *r, const llmc_rt_plan *p, uint32_t x,
+                                         uint32_t xq, tensor_meta mx, tensor_meta mq, float scale,
+                                         llmc_rt_error *err)
+{
+    if (mx.dtype != LLMC_RT_F32 || mx.layout != LLMC_RT_LAYOUT_Dense || mq.layout != LLMC_RT_LAYOUT_QActTiles)
+        return rt_bad_dtypes("float32 x quantized to QActTiles", err);
+    if (mx.rank < 1 || mq.rank != mx.rank || !same_leading_dims(r, p, x, xq, (uint32_t)mx.rank))
+        return bad_shape("x's tiles must have x's dims", NULL, err);
+    if (!(scale == 0.0f || (scale >= FLT_MIN && scale <= FLT_MAX)))
+        return bad_shape("static scale: 0 (per row) or a normal positive float", NULL, err);
+    return LLMC_RT_OK;
+}
+
+/* x and W: float32 Dense both, float32 x by FWeightTiles, or by
+ * QWeightTiles activation tiles of W's group: x itself (a QuantizeRows'
+ * output), or (LINEAR_QUANTIZE) the op's last output, x float32 quantized
+ * with the op's scale (else 0); bias, residual and outputs y_j float32
+ * (Dense: verify_op_tensors). */
 static llmc_rt_status verify_linear_operands(fb_reader *r, const llmc_rt_plan *p,
                                              const rt_op_desc *op, tensor_meta mx,
                                              tensor_meta mw, llmc_rt_error *err)
 {
+    bool quantizes = op->kind & LINEAR_QUANTIZE;
+    uint32_t tiles = quantizes ? op_out(r, op, op->outputs.len - 1) : op_in(r, op, 0);
+    tensor_meta mt = rt_meta_of(r, p, tiles);
     for (uint32_t k = 2; k < op->inputs.len; k++)
         if (rt_meta_of(r, p, op_in(r, op, k)).dtype != LLMC_RT_F32)
             return rt_bad_dtypes("Linear bias and residual float32", err);
-    for (uint32_t k = 0; k < op->outputs.len; k++)
+    for (uint32_t k = 0; k < linear_ys(op); k++)
         if (rt_meta_of(r, p, op_out(r, op, k)).dtype != LLMC_RT_F32)
             return rt_bad_dtypes("Linear outputs float32", err);
-    switch (mw.layout) {
-    case LLMC_RT_LAYOUT_Dense:
-    case LLMC_RT_LAYOUT_FWeightTiles:
-        return mx.dtype == LLMC_RT_F32 && mx.layout == LLMC_RT_LAYOUT_Dense && mw.dtype == LLMC_RT_F32
+    if (!quantizes && op->scale != 0.0f)
+        return bad_shape("a static scale on a Linear that does not quantize x", NULL, err);
+    if (mw.layout != LLMC_RT_LAYOUT_QWeightTiles)
+        return !quantizes && mx.dtype == LLMC_RT_F32 && mx.layout == LLMC_RT_LAYOUT_Dense &&
+                       mw.dtype == LLMC_RT_F32
                    ? LLMC_RT_OK : rt_bad_dtypes("Linear float32 x by float32 W", err);
-    default: /* QWeightTiles */
-        if (mx.layout != LLMC_RT_LAYOUT_QActTiles || mx.group != mw.group)
-            return bad_shape("x of a quantized W must be QuantizeRows tiles of its group %d",
-                             RT_N(mw.group), err);
-        return LLMC_RT_OK;
-    }
+    if (mt.layout != LLMC_RT_LAYOUT_QActTiles || mt.group != mw.group)
+        return bad_shape("x of a quantized W must be activation tiles of its group %d",
+                         RT_N(mw.group), err);
+    return quantizes ? verify_quantized_x(r, p, op_in(r, op, 0), tiles, mx, mt, op->scale, err) : LLMC_RT_OK;
 }
 
 /* Gather of rows of a packed weight [N, K] (an embedding table, maybe the
@@ -168,22 +197,6 @@ static llmc_rt_status verify_packed_gather(fb_reader *r, const llmc_rt_plan *p,
     return LLMC_RT_OK;
 }
 
-/* QuantizeRows: float32 Dense x [..., K] -> QActTiles with x's dims. */
-static llmc_rt_status verify_quantize_rows(fb_reader *r, const llmc_rt_plan *p,
-                                           const rt_op_desc *op, tensor_meta x, tensor_meta y,
-                                           llmc_rt_error *err)
-{
-    if (x.dtype != LLMC_RT_F32 || x.layout != LLMC_RT_LAYOUT_Dense || y.layout != LLMC_RT_LAYOUT_QActTiles)
-        return rt_bad_dtypes("QuantizeRows float32 -> QActTiles", err);
-    if (x.rank < 1 || y.rank != x.rank ||
-        !same_leading_dims(r, p, op_in(r, op, 0), op_out(r, op, 0), (uint32_t)x.rank) ||
-        op->kind)
-        return bad_shape("the output must have x's dims, and kind 0", NULL, err);
-    if (!(op->scale == 0.0f || (op->scale >= FLT_MIN && op->scale <= FLT_MAX)))
-        return bad_shape("static scale: 0 (per row) or a normal positive float", NULL, err);
-    return LLMC_RT_OK;
-}
-
 static llmc_rt_status verify_linear(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
                                     llmc_rt_error *err)
 {
@@ -198,7 +211,7 @@ static llmc_rt_status verify_linear(fb_reader *r, const llmc_rt_plan *p, const r
         return bad_shape("W must be a weight of rank 2 [N, K]", NULL, err);
     if (mx.rank < 1 || (const_dim(r, p, x, -1, &xk) && xk != k))
         return bad_shape("x must be [..., K] with K = %d, W's second dim", RT_N(k), err);
-    for (uint32_t j = 0; j < op->outputs.len; j++) {
+    for (uint32_t j = 0; j < linear_ys(op); j++) {
         uint32_t y = op_out(r, op, j);
         int64_t nj;
         if (rt_meta_of(r, p, y).rank != mx.rank || !const_dim(r, p, y, -1, &nj) ||
@@ -473,8 +486,12 @@ llmc_rt_status llmc_rt_verify_CumSum(op_check *c, llmc_rt_error *err)
     return verify_cumsum(c->r, c->p, c->op, c->in, c->y, err);
 }
 
+/* QuantizeRows: float32 Dense x [..., K] -> QActTiles with x's dims, kind 0. */
 llmc_rt_status llmc_rt_verify_QuantizeRows(op_check *c, llmc_rt_error *err)
 {
-    return verify_quantize_rows(c->r, c->p, c->op, c->in[0], c->y, err);
+    if (c->op->kind)
+        return bad_shape("QuantizeRows has kind 0", NULL, err);
+    return verify_quantized_x(c->r, c->p, op_in(c->r, c->op, 0), op_out(c->r, c->op, 0), c->in[0], c->y,
+                              c->op->scale, err);
 }
 

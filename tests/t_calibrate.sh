@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `llmc compile --quant w8a8 --calibrate TEXT` on the trained model of
 # models/: the unquantized model runs over a calibration text (Debian's
-# fortunes, training-side text) and every QuantizeRows gets one static
+# fortunes, training-side text) and every Linear input gets one static
 # per-tensor scale (the form an NPU runs), and the most important Linears a
 # ShadowLinear that adds their outliers back exactly.  Checks: the table
 # names each of the 17 Linear inputs with clip <= max |x| and scale = clip /
@@ -82,7 +82,8 @@ decode() {    # decode PLAN -> PLAN.json (flatc, schemas/plan.fbs)
 }
 decode "$WORK/static.plan" && decode "$WORK/dynamic.plan"
 
-# The calibration table against the plan's QuantizeRows ops.
+# The calibration table against the plan's quantizing Linears (kind bit 2:
+# each quantizes its own x, with the static scale; no QuantizeRows is left).
 scales_check() {
     $PY - "$WORK/static.log" "$WORK/static.json" "$WORK/dynamic.json" <<'PYEOF'
 import json, sys
@@ -100,15 +101,18 @@ for name, r in rows.items():
     assert abs(r["scale"] - r["clip"] / 127) <= 1e-5 * r["scale"], (name, r)
 plan = json.load(open(sys.argv[2]))
 names = [t["name"] for t in plan["tensors"]]
-quant = [op for op in plan["ops"] if op["code"] == "QuantizeRows"]
-assert len(quant) == 17, f"{len(quant)} QuantizeRows ops"
+def quantizing(p):
+    return [op for op in p["ops"] if op["code"] == "Linear" and op.get("kind", 0) & 4]
+quant = quantizing(plan)
+assert len(quant) == 17, f"{len(quant)} quantizing Linears"
+assert not any(op["code"] == "QuantizeRows" for op in plan["ops"])
 for op in quant:
     x = names[op["inputs"][0]]
-    assert x in rows, f"QuantizeRows of {x}: not in the table"
+    assert x in rows, f"the Linear quantizing {x}: not in the table"
     got, want = op["scale"], rows[x]["scale"]
     assert abs(got - want) <= 1e-4 * want, (x, got, want)  # flatc prints 6 digits
 dyn = json.load(open(sys.argv[3]))
-assert all(op.get("scale", 0) == 0 for op in dyn["ops"] if op["code"] == "QuantizeRows")
+assert len(quantizing(dyn)) == 17 and all(op.get("scale", 0) == 0 for op in quantizing(dyn))
 assert not any(op["code"] == "ShadowLinear" for op in dyn["ops"])
 # ShadowLinear: the 3 most important x, the Linear's outputs, its W's bytes
 ts = plan["tensors"]
@@ -124,15 +128,15 @@ for op in shadows:   # x, W, the hot channels' table (kind 1), the Linear's outp
     n_out = sum(ts[y]["dims"][-1]["c"] for y in op["inputs"][3:])
     k = ts[op["inputs"][0]]["dims"][-1]["c"]
     assert hot["dims"][1]["c"] == n_out + 1 and 1 <= hot["dims"][0]["c"] <= max(1, k // 64), hot
-    linear = producer[op["inputs"][3]]
-    assert linear["code"] == "Linear" and linear["outputs"] == op["inputs"][3:], op["name"]
+    linear = producer[op["inputs"][3]]   # its outputs: the y_j, then its activation tiles
+    assert linear["code"] == "Linear" and linear["outputs"][:-1] == op["inputs"][3:], op["name"]
     assert ts[op["inputs"][1]]["segment"] == ts[linear["inputs"][1]]["segment"], op["name"]
     assert abs(op["scale"] - rows[names[op["inputs"][0]]]["scale"]) <= 1e-4 * op["scale"]
 print("17 tensors: clip <= max |x|, scale = clip / 127, the plan's ops carry them;",
       "ShadowLinear on", top)
 PYEOF
 }
-check "the table's 17 tensors: clip <= max |x|, scale = clip / 127; the plan's QuantizeRows carry those scales, the dynamic plan's none" scales_check
+check "the table's 17 tensors: clip <= max |x|, scale = clip / 127; the plan's 17 quantizing Linears carry those scales, the dynamic plan's none" scales_check
 
 compile "$WORK/p100.plan" "$WORK/p100.log" --quant w8a8 --calibrate "$CALIB" --calib-percentile 100
 check "percentile 100: clip = max |x|, no outliers" sh -c \
@@ -165,19 +169,20 @@ check "clip at the 99th percentile: shadow on all 17 Linears, perplexity $ALL wi
 check "clip at the 99th percentile: without shadow ($NONE) worse than with ($ALL)" \
     awk -v a="${NONE:-0}" -v b="${ALL:-1e9}" 'BEGIN { exit !(a > b) }'
 
-# The verifier: a QuantizeRows scale edited to NaN or -1 in the plan's bytes.
+# The verifier: a Linear's static scale edited to NaN or -1 in the plan's bytes.
 bad_scale() {   # bad_scale VALUE OUT.plan
     $PY - "$WORK/static.plan" "$1" "$2" <<'PYEOF'
 import struct, sys
 sys.path.insert(0, "tests")
 from make_bad_inputs import FlatBuffer
-PLAN_OPS, OP_CODE, OP_SCALE, QUANTIZE_ROWS = 7, 0, 16, 21   # schemas/plan.fbs field ids
+PLAN_OPS, OP_CODE, OP_SCALE, LINEAR = 7, 0, 16, 14   # schemas/plan.fbs field ids, OpCode
 d = bytearray(open(sys.argv[1], "rb").read())
 fb = FlatBuffer(d)
 root, i = fb.root(), 0
-while True:
+while True:   # the first Linear with a static scale
     op = fb.vector_table(root, PLAN_OPS, i)
-    if d[fb.field(op, OP_CODE)] == QUANTIZE_ROWS:
+    code = fb.field(op, OP_CODE)
+    if code is not None and d[code] == LINEAR and fb.field(op, OP_SCALE) is not None:
         break
     i += 1
 struct.pack_into("<f", d, fb.field(op, OP_SCALE), float(sys.argv[2]))
@@ -186,9 +191,9 @@ PYEOF
 }
 for v in nan -1; do
     bad_scale $v "$WORK/scale-$v.plan"
-    check "a QuantizeRows static scale of $v in the plan is refused by the verifier" sh -c \
+    check "a Linear's static scale of $v in the plan is refused by the verifier" sh -c \
         "! '$LLMC' inspect '$WORK/scale-$v.plan' >'$WORK/scale-$v.out' 2>&1; cat '$WORK/scale-$v.out'; \
-         grep -q 'QuantizeRows.*static scale' '$WORK/scale-$v.out'"
+         grep -q 'Linear.*static scale' '$WORK/scale-$v.out'"
 done
 
 refused() {   # refused CODE PATTERN options...: exit code, message, no plan written

@@ -8,7 +8,8 @@
 # (3-layer minus 2-layer export) beside ONNX Runtime's own optimized graph.
 # Exports at opsets 18 and 21 (torch's opset 17 raised by
 # scripts/onnx_opset_upgrade.py) fuse to the same ops per layer as opset 17,
-# and every other kind to the same ops as the transformers-style export.
+# and every other kind to the same ops as the transformers-style export;
+# --quant w4a8 and w8a8 plans to the float plan's ops per layer.
 set -u
 cd "$(dirname "$0")/.."
 . tests/tap.sh
@@ -58,5 +59,26 @@ for m in $(awk '$5 == "|" {print $1}' "$WORK/table.txt"); do
     [ -n "$base" ] && check "$m: the same plan ops per layer as $base ($(layer_ops "$m" | xargs))" \
         test -n "$(layer_ops "$m" | xargs)" -a "$(layer_ops "$m")" = "$(layer_ops "$base")"
 done
-echo "# summary: ops per layer $(awk '$5 == "|" {printf "%s=%s ", $1, $8}' "$WORK/table.txt")"
+# Quantized plans: a quantized Linear quantizes its own x, so --quant w4a8
+# and w8a8 keep the float plan's layer (llmc inspect's ops_per_layer): 8,
+# phi 6, with no QuantizeRows left.
+ops_per_layer() { "$BUILD/llmc" inspect "$1" --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["ops_per_layer"])'; }
+quant_summary=""
+for family in llama qwen2 gpt2 phi; do
+    limit=8
+    [ "$family" = phi ] && limit=6
+    model=$(zoo_model "$family" 17) || { check "$family@17 exports" false; continue; }
+    "$BUILD/llmc" compile "$model" -o "$WORK/$family-f32.plan" --max-context 128 >/dev/null 2>&1
+    float=$(ops_per_layer "$WORK/$family-f32.plan")
+    for mode in w4a8 w8a8; do
+        plan=$WORK/$family-$mode.plan
+        "$BUILD/llmc" compile "$model" -o "$plan" --max-context 128 --quant "$mode" >/dev/null 2>&1
+        got=$(ops_per_layer "$plan")
+        quant_summary="$quant_summary $family@17:$mode=${got:-?}"
+        check "$family@17 --quant $mode: ${got:-?} plan ops per decoder layer, the float plan's ${float:-?} (<= $limit), no QuantizeRows" \
+            sh -c "[ -n '$got' ] && [ '$got' = '$float' ] && [ '$got' -le $limit ] &&
+                   ! '$BUILD/llmc' inspect '$plan' | grep -q '^  QuantizeRows '"
+    done
+done
+echo "# summary: ops per layer $(awk '$5 == "|" {printf "%s=%s ", $1, $8}' "$WORK/table.txt")$quant_summary"
 tap_done

@@ -215,6 +215,15 @@ int cg_lower(const llmc_graph *g, const char *target, cg_plan *p, llmc_error *er
     return rc;
 }
 
+void cg_op_free(cg_op *op)
+{
+    free(op->name);
+    free(op->inputs);
+    free(op->outputs);
+    free(op->regions);
+    free(op->values);
+}
+
 void cg_plan_free(cg_plan *p)
 {
     for (int i = 0; i < p->n_tensors; i++) {
@@ -222,14 +231,8 @@ void cg_plan_free(cg_plan *p)
         free(p->tensors[i].owned);
         llmc_view_unref(p->tensors[i].view);
     }
-    for (int i = 0; i < p->n_ops; i++) {
-        cg_op *op = &p->ops[i];
-        free(op->name);
-        free(op->inputs);
-        free(op->outputs);
-        free(op->regions);
-        free(op->values);
-    }
+    for (int i = 0; i < p->n_ops; i++)
+        cg_op_free(&p->ops[i]);
     for (int i = 0; i < p->n_subgraphs; i++) {
         free(p->subgraphs[i].inputs);
         free(p->subgraphs[i].outputs);

@@ -1,5 +1,6 @@
 /* The weights of Linear ops in the layout the plan's target runs, and the
- * QuantizeRows that feeds quantized ones (runtime/quant_format.h).
+ * QuantizeRows that feeds quantized ones (runtime/quant_format.h; outside
+ * NPU subgraphs quant_fold.c then moves it into those Linears).
  *
  *   quant_bits set (quantize pass)  ->  QWeightTiles int8 / uint4 with the
  *                                       node's quant_group, target hp x lp tiles

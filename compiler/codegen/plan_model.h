@@ -83,7 +83,7 @@ typedef struct {
     float epsilon;
     double value;
     int32_t heads, kv_heads, head_dim, rotary_dim;  /* Attention, Rope */
-    float scale;                                    /* Attention; QuantizeRows: static scale */
+    float scale;                                    /* Attention; QuantizeRows, Linear: static scale */
     uint32_t cache;                                 /* Attention */
     bool npu;                           /* from a node npu-partition marked */
 } cg_op;
@@ -139,8 +139,16 @@ int cg_share_weights(cg_plan *p, llmc_error *err);
  * tensors each reads from and writes for the rest (subgraphs.c); refuses
  * a run that an int8 activation tensor enters or leaves. */
 int cg_group_subgraphs(cg_plan *p, llmc_error *err);
+/* Every CPU QuantizeRows whose tiles only CPU Linears read as x goes into
+ * those Linears: each quantizes x itself (kind LINEAR_QUANTIZE, its own
+ * tiles its last output) (quant_fold.c); after cg_lower. */
+int cg_fold_quantize(cg_plan *p, llmc_error *err);
 /* Sizes every Arena tensor for S + P <= max_context and assigns offsets. */
 int cg_memory_plan(cg_plan *p, uint32_t max_context, llmc_error *err);
+/* Does the op read tensor t (an input or a region's source)? */
+bool cg_op_reads(const cg_op *op, uint32_t t);
+/* What an op owns; the plan and everything in it. */
+void cg_op_free(cg_op *op);
 void cg_plan_free(cg_plan *p);
 
 #endif

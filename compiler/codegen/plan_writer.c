@@ -521,6 +521,8 @@ static int build_image(const llmc_graph *g, const llmc_codegen_options *opt, pla
     fb_init(&img->fb);
     int rc = cg_lower(g, opt->target, &img->plan, err);
     if (!rc)
+        rc = cg_fold_quantize(&img->plan, err);
+    if (!rc)
         rc = check_kv_cache_dtype(&img->plan, kv_dtype_of(opt), err);
     if (!rc)
         rc = cg_memory_plan(&img->plan, opt->max_context, err);

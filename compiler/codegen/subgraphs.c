@@ -29,7 +29,7 @@ static bool op_writes(const cg_op *op, uint32_t t)
     return false;
 }
 
-static bool op_reads(const cg_op *op, uint32_t t)
+bool cg_op_reads(const cg_op *op, uint32_t t)
 {
     for (int k = 0; k < op->n_inputs; k++)
         if (op->inputs[k] == t)
@@ -55,7 +55,7 @@ static bool read_after(const cg_plan *p, int from, uint32_t t)
         if (p->outputs[i].tensor == t)
             return true;
     for (int i = from; i < p->n_ops; i++)
-        if (op_reads(&p->ops[i], t))
+        if (cg_op_reads(&p->ops[i], t))
             return true;
     return false;
 }
@@ -102,7 +102,7 @@ static bool unmark_crossing(cg_plan *p, const uint32_t *list, int n)
         if (w >= 0)
             p->ops[w].npu = false;
         for (int i = 0; i < p->n_ops; i++)
-            if (op_reads(&p->ops[i], list[k]))
+            if (cg_op_reads(&p->ops[i], list[k]))
                 p->ops[i].npu = false;
         moved = true;
     }

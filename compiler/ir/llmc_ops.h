@@ -35,6 +35,8 @@
  *     W a pre-quantized file's DequantizeLinear (ir/quant_form.h): also
  *     INT quant_coef, the tiles' coefficients: 16 binary16, 32 the file's
  *     float32 scales and zero points.
+ *     Outside NPU subgraphs codegen folds the QuantizeRows into the plan's
+ *     Linear, which then quantizes x itself (codegen/quant_fold.c).
  *
  * QuantizeRows(x) -> xq                                   [QuantizeRows]
  *     INT group.  x float32 [..., K]; xq int8 with x's shape: each row

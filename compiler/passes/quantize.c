@@ -10,8 +10,10 @@
  * already; what is left, e.g. an unmerged sibling, still quantizes x once).
  * The Linear producing a graph output (the LM head, whose logits decide
  * every token) takes lm_head_bits instead, 8 by default under w4a8 (paper
- * 002 §4.2).  Codegen packs W into the target's tiles; norms, softmax,
- * attention and the embedding stay float32.
+ * 002 §4.2).  Codegen packs W into the target's tiles, and folds each
+ * QuantizeRows outside NPU subgraphs into its Linears, which quantize x
+ * themselves (codegen/quant_fold.c); norms, softmax, attention and the
+ * embedding stay float32.
  *
  * A Linear whose W is a pre-quantized file's DequantizeLinear
  * (quant_weight.h) gets the file's bits and group, and INT quant_coef: 16

@@ -434,7 +434,7 @@ static void test_plan(void)
                   "W [8, 6] against x [S, 8]");
     expect_defect(P_SPLIT_SUM, "output last dims sum to 7; W has N = 6 rows",
                   "split widths not adding up to N");
-    expect_defect(P_KIND_NO_BIAS, "kind 1 (bit 0 bias, bit 1 residual) does not match 2 inputs",
+    expect_defect(P_KIND_NO_BIAS, "kind 1 (bit 0 bias, bit 1 residual, bit 2 quantize) does not match 2 inputs",
                   "bias bit without a bias input");
     expect_defect(P_BIAS_SHAPE, "bias must be [N] = [6]", "bias of the wrong length");
     expect_defect(P_RESIDUAL_SPLIT, "residual needs exactly one output",

@@ -283,7 +283,7 @@ int main(void)
     run_packed_plan();
     expect_defect(V_BAD_K, "packed Gather must be [indices dims..., 8]", "output rows of 7, table K 8");
     expect_defect(V_AXIS_1, "reads rows (axis 0)", "a packed Gather on axis 1");
-    expect_defect(V_UNARY_READS_TABLE, "only Linear's x and W, Gather's data", "a Unary reading a Half table");
+    expect_defect(V_UNARY_READS_TABLE, "only Linear's x, W and tiles, Gather's data", "a Unary reading a Half table");
     expect_defect(V_HALF_TILES, "layout Half as kind", "a Half table with tile rows");
     return TAP_DONE();
 }
