@@ -24,7 +24,7 @@
 #   - ops per decoder layer equal those of the float export's float plan
 #     (`llmc inspect`'s count: the fused layer, whose quantized Linears
 #     quantize their own x; q4f16 against the float16 export), at most 8
-#     (phi 6) but for q4f16's float16 graph
+#     (phi 6)
 # and --quant w4a8 / w8a8 keep a 4-bit file's weights; malformed
 # MatMulNBits nodes are refused naming the node and input, no plan written.
 set -u
@@ -99,8 +99,8 @@ check_form() {   # check_form FAMILY FORM MODEL
     check "$family $form: llmc's logits error $e_llmc <= ${LOGITS_FACTOR[$form]} x ONNX Runtime's own $e_ort" \
         below "$e_llmc" "$bound"
     local want=$FLOAT_OPS got limit=8
-    [ "$form" = q4f16 ] && want=$FLOAT_OPS16 limit=$FLOAT_OPS16
-    [ "$family" = phi ] && [ "$form" != q4f16 ] && limit=6
+    [ "$form" = q4f16 ] && want=$FLOAT_OPS16
+    [ "$family" = phi ] && limit=6
     got=$(ops_per_layer "$base.plan")
     check "$family $form: $got ops per decoder layer, the float export's float plan's ($want, <= $limit)" \
         sh -c "[ -n '$got' ] && [ '$got' = '$want' ] && [ '$got' -le '$limit' ]"
