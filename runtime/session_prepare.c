@@ -197,13 +197,47 @@ static llmc_rt_status prepare_weight_shape(const rt_prepared *pr, rt_prep_op *o,
                                      NULL, NULL);
 }
 
-static llmc_rt_status prepare_linear(const rt_prepared *pr, rt_prep_op *o, llmc_rt_error *err)
+/* The op being decoded, for its code's prepare step (llmc_rt_op_entry). */
+struct llmc_rt_op_prep {
+    fb_reader *r;
+    prep_fill *f;
+    const rt_op_desc *d;
+    rt_prep_op *o;
+};
+
+llmc_rt_status rt_prepare_Copy(const struct llmc_rt_op_prep *p, llmc_rt_error *err)
 {
+    return prepare_regions(p->r, p->f, p->d, p->o, err);
+}
+
+llmc_rt_status rt_prepare_Symbols(const struct llmc_rt_op_prep *p, llmc_rt_error *err)
+{
+    return take_affines(p->r, p->f, p->d->values, &p->o->values, err);
+}
+
+/* verified: ascending axes within the rank (<= 8) */
+llmc_rt_status rt_prepare_Reduce(const struct llmc_rt_op_prep *p, llmc_rt_error *err)
+{
+    rt_prep_op *o = p->o;
+    (void)err;
+    for (o->n_axes = 0; (uint32_t)o->n_axes < p->d->axes.len; o->n_axes++)
+        o->axes[o->n_axes] = (int32_t)fb_vec_u32(p->r, p->d->axes, (uint32_t)o->n_axes);
+    return LLMC_RT_OK;
+}
+
+llmc_rt_status rt_prepare_Linear(const struct llmc_rt_op_prep *p, llmc_rt_error *err)
+{
+    const rt_prep_op *o = p->o;
     int next = 2 + (o->kind & 1) + (o->kind >> 1 & 1); /* bias, residual */
     if ((uint32_t)next != o->inputs.len) /* the verifier's kind check */
         return rt_fail(err, LLMC_RT_E_CORRUPT, "kind %d does not match %u inputs",
                        RT_N(o->kind, o->inputs.len), NULL);
-    return prepare_weight_shape(pr, o, err);
+    return prepare_weight_shape(p->f->pr, p->o, err);
+}
+
+llmc_rt_status rt_prepare_ShadowLinear(const struct llmc_rt_op_prep *p, llmc_rt_error *err)
+{
+    return prepare_weight_shape(p->f->pr, p->o, err);
 }
 
 static void copy_op_scalars(const rt_op_desc *d, rt_prep_op *o)
@@ -243,28 +277,6 @@ static llmc_rt_status prepare_operands(fb_reader *r, prep_fill *f, const rt_op_d
     return st;
 }
 
-/* What only some codes read: regions, values, axes, W's shape. */
-static llmc_rt_status prepare_op_extras(fb_reader *r, prep_fill *f, const rt_op_desc *d,
-                                        rt_prep_op *o, llmc_rt_error *err)
-{
-    switch (d->code) {
-    case LLMC_RT_OP_Copy:
-        return prepare_regions(r, f, d, o, err);
-    case LLMC_RT_OP_Symbols:
-        return take_affines(r, f, d->values, &o->values, err);
-    case LLMC_RT_OP_Reduce: /* verified: ascending axes within the rank (<= 8) */
-        for (o->n_axes = 0; (uint32_t)o->n_axes < d->axes.len; o->n_axes++)
-            o->axes[o->n_axes] = (int32_t)fb_vec_u32(r, d->axes, (uint32_t)o->n_axes);
-        return LLMC_RT_OK;
-    case LLMC_RT_OP_Linear:
-        return prepare_linear(f->pr, o, err);
-    case LLMC_RT_OP_ShadowLinear:
-        return prepare_weight_shape(f->pr, o, err);
-    default:
-        return LLMC_RT_OK;
-    }
-}
-
 static llmc_rt_status not_resolved(const char *entry, const char *name, llmc_rt_error *err)
 {
     return rt_fail(err, LLMC_RT_E_RESOLVER, "%s %s is not in the session's op resolver", NULL,
@@ -287,12 +299,15 @@ static rt_op_key op_key(const prep_fill *f, const rt_prep_op *o)
     return key;
 }
 
-/* The op's entries from the session's op resolver (operands prepared). */
-static llmc_rt_status resolve_op(const prep_fill *f, rt_prep_op *o, llmc_rt_error *err)
+/* The op's entries from the session's op resolver (operands prepared);
+ * *entry: its code's. */
+static llmc_rt_status resolve_op(const prep_fill *f, rt_prep_op *o,
+                                 const llmc_rt_op_entry **entry, llmc_rt_error *err)
 {
     rt_op_key key = op_key(f, o);
     rt_op_needs need = rt_op_needs_of(&key);
-    o->exec = f->ops->op[need.op];
+    *entry = f->ops->op[need.op];
+    o->exec = *entry ? (*entry)->exec : NULL;
     o->unary = need.unary >= 0 ? f->ops->unary[need.unary] : NULL;
     o->binary.f32 = need.binary >= 0 ? f->ops->binary[need.binary] : NULL;
     o->binary.any_dtype = need.binary_any_dtype ? f->ops->binary_any_dtype : NULL;
@@ -321,6 +336,7 @@ static llmc_rt_status prepare_op(fb_reader *r, prep_fill *f, uint32_t i, llmc_rt
 {
     rt_prep_op *o = &f->pr->ops[i];
     rt_op_desc d;
+    const llmc_rt_op_entry *entry = NULL;
     llmc_rt_status st = rt_read_op(r, f->plan, i, &d, err);
     if (st)
         return st;
@@ -328,9 +344,11 @@ static llmc_rt_status prepare_op(fb_reader *r, prep_fill *f, uint32_t i, llmc_rt
     copy_op_scalars(&d, o);
     st = prepare_operands(r, f, &d, o, err);
     if (!st)
-        st = prepare_op_extras(r, f, &d, o, err);
-    if (!st)
-        st = resolve_op(f, o, err);
+        st = resolve_op(f, o, &entry, err);
+    if (!st && entry->prepare) {
+        struct llmc_rt_op_prep prep = {r, f, &d, o};
+        st = entry->prepare(&prep, err);
+    }
     if (st)
         return rt_prefix(err, st, "op %u (%s '%s'): ", RT_N(i),
                          RT_S(rt_op_code_name(d.code), d.name));
