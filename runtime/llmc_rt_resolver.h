@@ -2,9 +2,9 @@
  * its plan uses.  An application that runs any plan needs only llmc_rt.h.
  *
  * Which kernels a session may call (TensorFlow Lite Micro's op resolver):
- * the exec function of each plan op code and its checks (the verifier's
- * dtype, rank and shape rules for it), Unary's float32 loop of each kind
- * (the libm-heavy part), Binary's float32 loop of each kind whose float32
+ * the exec function of each plan op code, its checks (the verifier's
+ * dtype, rank and shape rules for it) and its prepare step, Unary's float32
+ * loop of each kind (the libm-heavy part), Binary's float32 loop of each kind whose float32
  * operands give a float32 result (LLMC_PLAN_BINARY_F32_KINDS) and its
  * any-dtype path for every other case (integers, bool, comparisons, Pow of
  * mixed dtypes), Gather's kernel for its table's layout (dense, or packed
@@ -44,6 +44,20 @@ struct llmc_rt_op_check; /* one op being verified (internal) */
  * attributes of its operands) */
 typedef llmc_rt_status (*llmc_rt_verify_fn)(const struct llmc_rt_op_check *check,
                                             llmc_rt_error *err);
+struct llmc_rt_op_prep; /* one op being decoded by session init (internal) */
+/* What session init decodes of an op code's own fields beyond its operands
+ * and attributes: Copy's regions, Symbols' values, Reduce's axes, the packed
+ * shape of a Linear's or ShadowLinear's W */
+typedef llmc_rt_status (*llmc_rt_prepare_fn)(const struct llmc_rt_op_prep *prep,
+                                             llmc_rt_error *err);
+/* An op code's entries (TensorFlow Lite Micro's registration): its exec
+ * function, its checks, and its prepare step (NULL: the code has no fields
+ * of its own), so that a resolver without the code links none of them. */
+typedef struct {
+    llmc_rt_op_fn exec;
+    llmc_rt_verify_fn verify;
+    llmc_rt_prepare_fn prepare;
+} llmc_rt_op_entry;
 /* y[i] = the kind's function of x[i] for i < n (float32) */
 typedef void (*llmc_rt_unary_fn)(const float *x, float *y, int64_t n);
 /* Binary's float32 loop of a kind: y[i] = a[i * sa] `kind` b[i * sb] for
@@ -89,7 +103,8 @@ enum { LLMC_RT_KV_CACHES(LLMC_RT_KV_INDEX_) LLMC_RT_KV_COUNT };
 
 #define LLMC_RT_OP_FN_(s, Name, ...)                                                        \
     llmc_rt_status llmc_rt_exec_##Name(struct llmc_rt_op_call *call, llmc_rt_error *err); \
-    llmc_rt_status llmc_rt_verify_##Name(const struct llmc_rt_op_check *check, llmc_rt_error *err);
+    llmc_rt_status llmc_rt_verify_##Name(const struct llmc_rt_op_check *check, llmc_rt_error *err); \
+    extern const llmc_rt_op_entry llmc_rt_op_##Name;
 #define LLMC_RT_UNARY_FN_(s, Name, v) void llmc_rt_unary_##Name(const float *x, float *y, int64_t n);
 #define LLMC_RT_BINARY_FN_(s, Name)                                                      \
     void llmc_rt_binary_##Name(const float *a, int64_t sa, const float *b, int64_t sb, \
@@ -112,8 +127,7 @@ LLMC_RT_KV_CACHES(LLMC_RT_KV_FN_)
 
 /* NULL entries: not available to the session. */
 typedef struct {
-    llmc_rt_op_fn op[LLMC_RT_OP_COUNT];               /* by OpCode */
-    llmc_rt_verify_fn verify[LLMC_RT_OP_COUNT];       /* by OpCode: its checks */
+    const llmc_rt_op_entry *op[LLMC_RT_OP_COUNT];     /* by OpCode */
     llmc_rt_unary_fn unary[LLMC_RT_UNARY_COUNT];      /* by UnaryKind */
     llmc_rt_binary_fn binary[LLMC_RT_BINARY_COUNT];   /* by BinaryKind (its float32 kinds) */
     llmc_rt_binary_any_fn binary_any_dtype;           /* Binary's other operands */
@@ -127,8 +141,7 @@ typedef struct {
  * `static LLMC_RT_RESOLVER(name, LLMC_RT_OP(Rope) ...);`
  * LLMC_RT_BINARY takes the kinds of LLMC_PLAN_BINARY_F32_KINDS. */
 #define LLMC_RT_RESOLVER(name, entries) const llmc_rt_op_resolver name = {entries}
-#define LLMC_RT_OP(Name) \
-    .op[LLMC_RT_OP_##Name] = llmc_rt_exec_##Name, .verify[LLMC_RT_OP_##Name] = llmc_rt_verify_##Name,
+#define LLMC_RT_OP(Name) .op[LLMC_RT_OP_##Name] = &llmc_rt_op_##Name,
 #define LLMC_RT_UNARY(Name) .unary[LLMC_RT_UNARY_##Name] = llmc_rt_unary_##Name,
 #define LLMC_RT_BINARY(Name) .binary[LLMC_RT_BINARY_##Name] = llmc_rt_binary_##Name,
 #define LLMC_RT_BINARY_ANY_DTYPE .binary_any_dtype = llmc_rt_binary_any_dtype,
@@ -139,8 +152,8 @@ typedef struct {
 /* Every op code, Unary kind, Binary entry, Gather and Linear kernel, KV cache dtype. */
 extern const llmc_rt_op_resolver llmc_rt_all_ops;
 
-/* llmc_rt_plan_open with the checks of the op codes in `ops` only (its
- * verify entries, which LLMC_RT_OP adds with the exec ones): an op of
+/* llmc_rt_plan_open with the checks of the op codes in `ops` only (the
+ * verify functions of its op entries): an op of
  * another code is refused with LLMC_RT_E_RESOLVER ("op 3 (Rope 'rope'): op
  * Rope is not in the op resolver"), so every op is still proved before
  * anything runs, and a firmware that opens its plan this way links only the

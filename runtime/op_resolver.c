@@ -9,6 +9,36 @@ LLMC_STATIC_ASSERT(resolver_ops, (int)LLMC_RT_OP_COUNT == (int)LLMC_RT_OP_COUNT)
 LLMC_STATIC_ASSERT(resolver_unary_kinds, (int)LLMC_RT_UNARY_COUNT == (int)LLMC_RT_UNARY_COUNT);
 LLMC_STATIC_ASSERT(resolver_binary_kinds, (int)LLMC_RT_BINARY_COUNT == (int)LLMC_RT_BINARY_COUNT);
 
+/* Each op code's entries: a resolver that names the code links its exec
+ * function, its checks and its prepare step (NULL: session init reads
+ * nothing of the op but its operands and attributes). */
+#define OP_ENTRY_(Name, prepare)                                                           \
+    const llmc_rt_op_entry llmc_rt_op_##Name = {llmc_rt_exec_##Name, llmc_rt_verify_##Name, \
+                                                prepare};
+OP_ENTRY_(Copy, rt_prepare_Copy)
+OP_ENTRY_(Reshape, NULL)
+OP_ENTRY_(Unary, NULL)
+OP_ENTRY_(Binary, NULL)
+OP_ENTRY_(Where, NULL)
+OP_ENTRY_(Cast, NULL)
+OP_ENTRY_(MatMul, NULL)
+OP_ENTRY_(Reduce, rt_prepare_Reduce)
+OP_ENTRY_(Softmax, NULL)
+OP_ENTRY_(LayerNorm, NULL)
+OP_ENTRY_(Gather, NULL)
+OP_ENTRY_(Fill, NULL)
+OP_ENTRY_(Range, NULL)
+OP_ENTRY_(Symbols, rt_prepare_Symbols)
+OP_ENTRY_(Linear, rt_prepare_Linear)
+OP_ENTRY_(RMSNorm, NULL)
+OP_ENTRY_(Rope, NULL)
+OP_ENTRY_(Attention, NULL)
+OP_ENTRY_(Trilu, NULL)
+OP_ENTRY_(ScatterND, NULL)
+OP_ENTRY_(CumSum, NULL)
+OP_ENTRY_(QuantizeRows, NULL)
+OP_ENTRY_(ShadowLinear, rt_prepare_ShadowLinear)
+
 #define ALL_OPS_(s, Name, ...) LLMC_RT_OP(Name)
 #define ALL_UNARY_(s, Name, v) LLMC_RT_UNARY(Name)
 #define ALL_BINARY_(s, Name) LLMC_RT_BINARY(Name)

@@ -33,6 +33,14 @@ typedef struct {
 
 rt_op_needs rt_op_needs_of(const rt_op_key *key);
 
+/* session_prepare.c: the prepare steps of the op codes with fields of
+ * their own (llmc_rt_op_entry). */
+llmc_rt_status rt_prepare_Copy(const struct llmc_rt_op_prep *prep, llmc_rt_error *err);
+llmc_rt_status rt_prepare_Symbols(const struct llmc_rt_op_prep *prep, llmc_rt_error *err);
+llmc_rt_status rt_prepare_Reduce(const struct llmc_rt_op_prep *prep, llmc_rt_error *err);
+llmc_rt_status rt_prepare_Linear(const struct llmc_rt_op_prep *prep, llmc_rt_error *err);
+llmc_rt_status rt_prepare_ShadowLinear(const struct llmc_rt_op_prep *prep, llmc_rt_error *err);
+
 /* Names as in plan_enums.h, LLMC_RT_LINEAR_KERNELS and LLMC_RT_KV_CACHES ("?"
  * out of range). */
 const char *rt_unary_kind_name(int kind);

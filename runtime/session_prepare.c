@@ -81,36 +81,6 @@ size_t llmc_rt_session_memory(const llmc_rt_plan *plan)
 
 /* ---- decoding into the tables ------------------------------------------ */
 
-/* Filling the pools: entries taken so far. */
-typedef struct {
-    rt_prepared *pr;
-    const llmc_rt_plan *plan;
-    const llmc_rt_op_resolver *ops;
-    uint32_t affines, operands, regions;
-} prep_fill;
-
-/* Takes n entries of a pool of `count` of which *used are taken. */
-static llmc_rt_status take(uint32_t *used, uint64_t count, uint32_t n, const char *pool,
-                           rt_prep_list *run, llmc_rt_error *err)
-{
-    if (n > count - *used) /* the verifier counted what this file takes */
-        return rt_fail(err, LLMC_RT_E_CORRUPT, "the %s pool (%u entries) is full",
-                       RT_N((int64_t)count), RT_S(pool));
-    run->first = *used;
-    run->len = n;
-    *used += n;
-    return LLMC_RT_OK;
-}
-
-/* Appends the n Affines of vector v to the Affine pool. */
-static llmc_rt_status take_affines(fb_reader *r, prep_fill *f, fb_vector v, rt_prep_list *run,
-                                   llmc_rt_error *err)
-{
-    llmc_rt_status st = take(&f->affines, rt_plan_of(f->plan)->n_affines, v.len, "Affine", run, err);
-    for (uint32_t k = 0; !st && k < v.len; k++)
-        f->pr->affines[run->first + k] = fb_affine(fb_vec_affine(r, v, k));
-    return st;
-}
 
 static llmc_rt_status prepare_tensor(fb_reader *r, const llmc_rt_session *s, prep_fill *f,
                                      uint32_t i, llmc_rt_error *err)
@@ -123,7 +93,7 @@ static llmc_rt_status prepare_tensor(fb_reader *r, const llmc_rt_session *s, pre
     if (!st && d.kind == KIND_WEIGHT)
         st = rt_read_segment(r, rt_state(s)->plan, d.segment, &seg, err);
     if (!st)
-        st = take_affines(r, f, d.dims, &dims, err);
+        st = rt_prep_take_affines(r, f, d.dims, &dims, err);
     if (st)
         return st;
     t->name = d.name;
@@ -139,72 +109,6 @@ static llmc_rt_status prepare_tensor(fb_reader *r, const llmc_rt_session *s, pre
     return LLMC_RT_OK;
 }
 
-/* One region of a Copy op: its Affines in the pool, its axes and steps. */
-static llmc_rt_status prepare_region(fb_reader *r, prep_fill *f, const rt_op_desc *op,
-                                     uint32_t i, rt_prep_region *g, llmc_rt_error *err)
-{
-    rt_region_desc d;
-    rt_prep_list dst_start, size, src_start;
-    llmc_rt_status st = rt_read_region(r, op, i, &d, err);
-    if (!st) /* three consecutive runs: one from dst_start.first on */
-        st = take_affines(r, f, d.dst_start, &dst_start, err);
-    if (!st)
-        st = take_affines(r, f, d.size, &size, err);
-    if (!st)
-        st = take_affines(r, f, d.src_start, &src_start, err);
-    if (st)
-        return st;
-    memset(g, 0, sizeof *g);
-    g->src = d.src;
-    g->dst = d.dst;
-    g->affines = dst_start.first;
-    for (uint32_t k = 0; k < d.src_axis.len; k++) { /* verified: dst rank */
-        g->src_axis[k] = (int8_t)r->base[d.src_axis.pos + k];
-        g->src_step[k] = fb_i64(r->base + d.src_step.pos + 8u * k);
-    }
-    return LLMC_RT_OK;
-}
-
-static llmc_rt_status prepare_regions(fb_reader *r, prep_fill *f, const rt_op_desc *d,
-                                      rt_prep_op *o, llmc_rt_error *err)
-{
-    llmc_rt_status st = take(&f->regions, rt_plan_of(f->plan)->n_regions, d->regions.len, "region",
-                             &o->regions, err);
-    for (uint32_t i = 0; !st && i < d->regions.len; i++) {
-        st = prepare_region(r, f, d, i, &f->pr->regions[o->regions.first + i], err);
-        if (st)
-            st = rt_prefix(err, st, "region %u: ", RT_N(i), NULL);
-    }
-    return st;
-}
-
-/* Input 1 of a Linear or ShadowLinear, W, is a weight (static dims): its
- * packed shape, once. */
-static llmc_rt_status prepare_weight_shape(const rt_prepared *pr, rt_prep_op *o,
-                                           llmc_rt_error *err)
-{
-    const rt_prep_tensor *w = &pr->tensors[prep_operand(pr, o->inputs, 1)];
-    int64_t dims[LLMC_RT_MAX_RANK];
-    uint64_t bytes;
-    llmc_rt_status st = rt_dims_at(&pr->affines[w->dims], w->rank, &w->format, 0, 0, dims,
-                                   &bytes, LLMC_RT_E_CORRUPT, err);
-    bool ok = !st;
-    if (ok && w->format.layout == LLMC_RT_LAYOUT_QWeightTiles)
-        ok = rt_qweight_shape_of(&w->format, w->rank, dims, &o->w.q);
-    else if (ok && w->format.layout == LLMC_RT_LAYOUT_FWeightTiles)
-        ok = rt_ftile_shape_of(&w->format, w->rank, dims, &o->w.f);
-    return ok ? LLMC_RT_OK : rt_fail(err, LLMC_RT_E_CORRUPT, "W has an invalid packed format",
-                                     NULL, NULL);
-}
-
-static llmc_rt_status prepare_linear(const rt_prepared *pr, rt_prep_op *o, llmc_rt_error *err)
-{
-    int next = 2 + (o->kind & 1) + (o->kind >> 1 & 1); /* bias, residual */
-    if ((uint32_t)next != o->inputs.len) /* the verifier's kind check */
-        return rt_fail(err, LLMC_RT_E_CORRUPT, "kind %d does not match %u inputs",
-                       RT_N(o->kind, o->inputs.len), NULL);
-    return prepare_weight_shape(pr, o, err);
-}
 
 static void copy_op_scalars(const rt_op_desc *d, rt_prep_op *o)
 {
@@ -232,37 +136,16 @@ static llmc_rt_status prepare_operands(fb_reader *r, prep_fill *f, const rt_op_d
         (d->inputs.len > MAX_OP_INPUTS || d->outputs.len < 1 ||
          (d->outputs.len > MAX_OP_OUTPUTS && d->code != LLMC_RT_OP_Linear)))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "unexpected operand count", NULL, NULL);
-    llmc_rt_status st = take(&f->operands, rt_plan_of(f->plan)->n_operands, d->inputs.len, "operand",
-                             &o->inputs, err);
+    llmc_rt_status st = rt_prep_take(&f->operands, rt_plan_of(f->plan)->n_operands,
+                                     d->inputs.len, "operand", &o->inputs, err);
     if (!st)
-        st = take(&f->operands, rt_plan_of(f->plan)->n_operands, d->outputs.len, "operand", &o->outputs, err);
+        st = rt_prep_take(&f->operands, rt_plan_of(f->plan)->n_operands, d->outputs.len,
+                          "operand", &o->outputs, err);
     for (uint32_t k = 0; !st && k < d->inputs.len; k++)
         f->pr->operands[o->inputs.first + k] = fb_vec_u32(r, d->inputs, k);
     for (uint32_t k = 0; !st && k < d->outputs.len; k++)
         f->pr->operands[o->outputs.first + k] = fb_vec_u32(r, d->outputs, k);
     return st;
-}
-
-/* What only some codes read: regions, values, axes, W's shape. */
-static llmc_rt_status prepare_op_extras(fb_reader *r, prep_fill *f, const rt_op_desc *d,
-                                        rt_prep_op *o, llmc_rt_error *err)
-{
-    switch (d->code) {
-    case LLMC_RT_OP_Copy:
-        return prepare_regions(r, f, d, o, err);
-    case LLMC_RT_OP_Symbols:
-        return take_affines(r, f, d->values, &o->values, err);
-    case LLMC_RT_OP_Reduce: /* verified: ascending axes within the rank (<= 8) */
-        for (o->n_axes = 0; (uint32_t)o->n_axes < d->axes.len; o->n_axes++)
-            o->axes[o->n_axes] = (int32_t)fb_vec_u32(r, d->axes, (uint32_t)o->n_axes);
-        return LLMC_RT_OK;
-    case LLMC_RT_OP_Linear:
-        return prepare_linear(f->pr, o, err);
-    case LLMC_RT_OP_ShadowLinear:
-        return prepare_weight_shape(f->pr, o, err);
-    default:
-        return LLMC_RT_OK;
-    }
 }
 
 static llmc_rt_status not_resolved(const char *entry, const char *name, llmc_rt_error *err)
@@ -287,12 +170,15 @@ static rt_op_key op_key(const prep_fill *f, const rt_prep_op *o)
     return key;
 }
 
-/* The op's entries from the session's op resolver (operands prepared). */
-static llmc_rt_status resolve_op(const prep_fill *f, rt_prep_op *o, llmc_rt_error *err)
+/* The op's entries from the session's op resolver (operands prepared);
+ * *entry: its code's. */
+static llmc_rt_status resolve_op(const prep_fill *f, rt_prep_op *o,
+                                 const llmc_rt_op_entry **entry, llmc_rt_error *err)
 {
     rt_op_key key = op_key(f, o);
     rt_op_needs need = rt_op_needs_of(&key);
-    o->exec = f->ops->op[need.op];
+    *entry = f->ops->op[need.op];
+    o->exec = *entry ? (*entry)->exec : NULL;
     o->unary = need.unary >= 0 ? f->ops->unary[need.unary] : NULL;
     o->binary.f32 = need.binary >= 0 ? f->ops->binary[need.binary] : NULL;
     o->binary.any_dtype = need.binary_any_dtype ? f->ops->binary_any_dtype : NULL;
@@ -321,6 +207,7 @@ static llmc_rt_status prepare_op(fb_reader *r, prep_fill *f, uint32_t i, llmc_rt
 {
     rt_prep_op *o = &f->pr->ops[i];
     rt_op_desc d;
+    const llmc_rt_op_entry *entry = NULL;
     llmc_rt_status st = rt_read_op(r, f->plan, i, &d, err);
     if (st)
         return st;
@@ -328,9 +215,11 @@ static llmc_rt_status prepare_op(fb_reader *r, prep_fill *f, uint32_t i, llmc_rt
     copy_op_scalars(&d, o);
     st = prepare_operands(r, f, &d, o, err);
     if (!st)
-        st = prepare_op_extras(r, f, &d, o, err);
-    if (!st)
-        st = resolve_op(f, o, err);
+        st = resolve_op(f, o, &entry, err);
+    if (!st && entry->prepare) {
+        struct llmc_rt_op_prep prep = {r, f, &d, o};
+        st = entry->prepare(&prep, err);
+    }
     if (st)
         return rt_prefix(err, st, "op %u (%s '%s'): ", RT_N(i),
                          RT_S(rt_op_code_name(d.code), d.name));

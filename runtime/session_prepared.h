@@ -169,4 +169,29 @@ static inline rt_parallel rt_session_parallel(const llmc_rt_session *s)
     return par;
 }
 
+/* Session init's decoding state (session_prepare.c): the pools' entries
+ * taken so far. */
+typedef struct {
+    rt_prepared *pr;
+    const llmc_rt_plan *plan;
+    const llmc_rt_op_resolver *ops;
+    uint32_t affines, operands, regions;
+} prep_fill;
+
+/* The op being decoded, for its code's prepare step (llmc_rt_op_entry). */
+struct llmc_rt_op_prep {
+    fb_reader *r;
+    prep_fill *f;
+    const rt_op_desc *d;
+    rt_prep_op *o;
+};
+
+/* session_prepare_ops.c: takes n entries of a pool of `count` of which
+ * *used are taken, as *run; appends the Affines of vector v to the Affine
+ * pool. */
+llmc_rt_status rt_prep_take(uint32_t *used, uint64_t count, uint32_t n, const char *pool,
+                            rt_prep_list *run, llmc_rt_error *err);
+llmc_rt_status rt_prep_take_affines(fb_reader *r, prep_fill *f, fb_vector v, rt_prep_list *run,
+                                    llmc_rt_error *err);
+
 #endif

@@ -31,14 +31,25 @@ struct llmc_rt_op_check {
     const llmc_rt_plan *p;
     const rt_op_desc *op;
     tensor_meta in[MAX_META], y;
+    uint64_t *region_affines; /* Copy's checks add its regions' Affines (rt_add_capped) */
 };
 typedef const struct llmc_rt_op_check op_check;
 
+/* Pool counts stop growing here: a plan may share one vector among many
+ * ops, so the sums can exceed any memory, and no session holds 2^40. */
+#define RT_COUNT_CAP ((uint64_t)1 << 40)
+
+static inline uint64_t rt_add_capped(uint64_t total, uint64_t n)
+{
+    return n >= RT_COUNT_CAP - total ? RT_COUNT_CAP : total + n; /* total <= RT_COUNT_CAP */
+}
+
 /* verify_ops.c: the meta of tensor i (verified already); every op's checks,
- * with `verify` the op resolver's entries. */
+ * those of the op resolver's entries, which add the Affines of the Copy
+ * ops' regions to *region_affines (the session's Affine pool holds them). */
 tensor_meta rt_meta_of(fb_reader *r, const llmc_rt_plan *p, uint32_t i);
-llmc_rt_status rt_verify_ops(fb_reader *r, const llmc_rt_plan *p, const llmc_rt_verify_fn *verify,
-                             llmc_rt_error *err);
+llmc_rt_status rt_verify_ops(fb_reader *r, const llmc_rt_plan *p, const llmc_rt_op_resolver *ops,
+                             uint64_t *region_affines, llmc_rt_error *err);
 /* The failures many op checks report. */
 llmc_rt_status rt_bad_dtypes(const char *what, llmc_rt_error *err);
 llmc_rt_status rt_bad_axis(int64_t axis, int rank, llmc_rt_error *err);

@@ -88,32 +88,32 @@ static bool is_output_of(const fb_reader *r, const rt_op_desc *op, uint32_t t)
     return false;
 }
 
+/* Region i of a Copy op, read into *g. */
 static llmc_rt_status verify_region(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
-                                    uint32_t i, llmc_rt_error *err)
+                                    uint32_t i, rt_region_desc *g, llmc_rt_error *err)
 {
-    rt_region_desc g;
-    llmc_rt_status st = rt_read_region(r, op, i, &g, err);
+    llmc_rt_status st = rt_read_region(r, op, i, g, err);
     if (st)
         return st;
-    if (g.src >= rt_plan_of(p)->n_tensors)
+    if (g->src >= rt_plan_of(p)->n_tensors)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u src tensor %u >= %u tensors",
-                       RT_N(i, g.src, rt_plan_of(p)->n_tensors), NULL);
-    if (!is_output_of(r, op, g.dst))
+                       RT_N(i, g->src, rt_plan_of(p)->n_tensors), NULL);
+    if (!is_output_of(r, op, g->dst))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u dst tensor %u is not an output "
-                       "of the op", RT_N(i, g.dst), NULL);
-    tensor_meta src = rt_meta_of(r, p, g.src), dst = rt_meta_of(r, p, g.dst);
+                       "of the op", RT_N(i, g->dst), NULL);
+    tensor_meta src = rt_meta_of(r, p, g->src), dst = rt_meta_of(r, p, g->dst);
     uint32_t rd = (uint32_t)dst.rank;
     if (src.dtype != dst.dtype)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u copies dtype %d into %d",
                        RT_N(i, src.dtype, dst.dtype), NULL);
-    if (g.dst_start.len != rd || g.size.len != rd || g.src_axis.len != rd ||
-        g.src_step.len != rd || g.src_start.len != (uint32_t)src.rank)
+    if (g->dst_start.len != rd || g->size.len != rd || g->src_axis.len != rd ||
+        g->src_step.len != rd || g->src_start.len != (uint32_t)src.rank)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u: dst_start/size/src_axis/src_step "
                        "lengths %u/%u/%u/%u must be dst rank %d, src_start length %u src "
-                       "rank %d", RT_N(i, g.dst_start.len, g.size.len, g.src_axis.len,
-                                       g.src_step.len, rd, g.src_start.len, src.rank), NULL);
+                       "rank %d", RT_N(i, g->dst_start.len, g->size.len, g->src_axis.len,
+                                       g->src_step.len, rd, g->src_start.len, src.rank), NULL);
     for (uint32_t k = 0; k < rd; k++) {
-        int axis = (int8_t)r->base[g.src_axis.pos + k];
+        int axis = (int8_t)r->base[g->src_axis.pos + k];
         if (axis < -1 || axis >= src.rank)
             return rt_fail(err, LLMC_RT_E_CORRUPT, "region %u: src_axis[%u] = %d outside "
                            "[-1, %d)", RT_N(i, k, axis, src.rank), NULL);
@@ -158,9 +158,12 @@ static llmc_rt_status verify_layernorm_stats(fb_reader *r, const llmc_rt_plan *p
 llmc_rt_status llmc_rt_verify_Copy(op_check *c, llmc_rt_error *err)
 {
     for (uint32_t i = 0; i < c->op->regions.len; i++) {
-        llmc_rt_status st = verify_region(c->r, c->p, c->op, i, err);
+        rt_region_desc g;
+        llmc_rt_status st = verify_region(c->r, c->p, c->op, i, &g, err);
         if (st)
             return st;
+        *c->region_affines = rt_add_capped(*c->region_affines, (uint64_t)g.dst_start.len +
+                                                                   g.size.len + g.src_start.len);
     }
     return LLMC_RT_OK;
 }
@@ -256,44 +259,46 @@ llmc_rt_status llmc_rt_verify_Symbols(op_check *c, llmc_rt_error *err)
 }
 
 static llmc_rt_status verify_op_body(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
-                                     const llmc_rt_verify_fn *verify, llmc_rt_error *err)
+                                     const llmc_rt_op_resolver *ops, uint64_t *region_affines,
+                                     llmc_rt_error *err)
 {
     struct llmc_rt_op_check c;
     memset(&c, 0, sizeof c);
     if (op->code < 0 || op->code >= LLMC_RT_OP_COUNT)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "opcode %d unknown", RT_N(op->code), NULL);
-    if (!verify[op->code])
+    if (!ops->op[op->code])
         return rt_fail(err, LLMC_RT_E_RESOLVER, "op %s is not in the op resolver", NULL,
                        RT_S(rt_op_code_name(op->code)));
     llmc_rt_status st = verify_op_tensors(r, p, op, err);
     if (st)
         return st;
-    c.r = r, c.p = p, c.op = op;
+    c.r = r, c.p = p, c.op = op, c.region_affines = region_affines;
     for (uint32_t k = 0; k < op->inputs.len && k < MAX_META; k++)
         c.in[k] = rt_meta_of(r, p, fb_vec_u32(r, op->inputs, k));
     c.y = rt_meta_of(r, p, fb_vec_u32(r, op->outputs, 0));
-    return verify[op->code](&c, err);
+    return ops->op[op->code]->verify(&c, err);
 }
 
 static llmc_rt_status verify_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
-                                const llmc_rt_verify_fn *verify, llmc_rt_error *err)
+                                const llmc_rt_op_resolver *ops, uint64_t *region_affines,
+                                llmc_rt_error *err)
 {
     rt_op_desc op;
     llmc_rt_status st = rt_read_op(r, p, i, &op, err);
     if (st)
         return st;
-    st = verify_op_body(r, p, &op, verify, err);
+    st = verify_op_body(r, p, &op, ops, region_affines, err);
     if (st)
         return rt_prefix(err, st, "op %u (%s '%s'): ", RT_N(i),
                          RT_S(rt_op_code_name(op.code), op.name));
     return LLMC_RT_OK;
 }
 
-llmc_rt_status rt_verify_ops(fb_reader *r, const llmc_rt_plan *p, const llmc_rt_verify_fn *verify,
-                             llmc_rt_error *err)
+llmc_rt_status rt_verify_ops(fb_reader *r, const llmc_rt_plan *p, const llmc_rt_op_resolver *ops,
+                             uint64_t *region_affines, llmc_rt_error *err)
 {
     llmc_rt_status st = LLMC_RT_OK;
     for (uint32_t i = 0; !st && i < rt_plan_of(p)->n_ops; i++)
-        st = verify_op(r, p, i, verify, err);
+        st = verify_op(r, p, i, ops, region_affines, err);
     return st;
 }

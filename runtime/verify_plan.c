@@ -238,55 +238,35 @@ static llmc_rt_status verify_caches(fb_reader *r, llmc_rt_plan *p, llmc_rt_error
 
 /* ---- prepared table sizes ---------------------------------------------- */
 
-/* Pool counts stop growing here: a plan may share one vector among many
- * ops, so the sums can exceed any memory, and no session holds 2^40. */
-#define COUNT_CAP ((uint64_t)1 << 40)
-
-static uint64_t add_capped(uint64_t total, uint64_t n)
-{
-    return n >= COUNT_CAP - total ? COUNT_CAP : total + n; /* total <= COUNT_CAP */
-}
-
-/* What the Affine pool holds of a Copy op's regions. */
-static uint64_t region_affines(fb_reader *r, const rt_op_desc *op)
-{
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < op->regions.len && n < COUNT_CAP; i++) {
-        rt_region_desc g;
-        rt_read_region(r, op, i, &g, NULL); /* verified: cannot fail */
-        n = add_capped(n, (uint64_t)g.dst_start.len + g.size.len + g.src_start.len);
-    }
-    return n;
-}
-
 /* The pool entries of the session's prepared tables (session_prepare.c
- * fills them in this order of ops). */
-static void count_pools(fb_reader *r, llmc_rt_plan *p)
+ * fills them in this order of ops), with region_affines those of the Copy
+ * ops' regions (their checks counted them). */
+static void count_pools(fb_reader *r, llmc_rt_plan *p, uint64_t region_affines)
 {
-    rt_plan_of(p)->n_operands = rt_plan_of(p)->n_regions = rt_plan_of(p)->n_affines = 0;
+    rt_plan_of(p)->n_operands = rt_plan_of(p)->n_regions = 0;
+    rt_plan_of(p)->n_affines = region_affines;
     for (uint32_t i = 0; i < rt_plan_of(p)->n_tensors; i++) {
         rt_tensor_desc d;
         rt_read_tensor(r, p, i, &d, NULL); /* verified: cannot fail */
-        rt_plan_of(p)->n_affines += d.dims.len;         /* rank <= 8 */
+        rt_plan_of(p)->n_affines = rt_add_capped(rt_plan_of(p)->n_affines, d.dims.len);
     }
     for (uint32_t i = 0; i < rt_plan_of(p)->n_ops; i++) {
         rt_op_desc op;
         rt_read_op(r, p, i, &op, NULL);
-        rt_plan_of(p)->n_operands = add_capped(rt_plan_of(p)->n_operands, (uint64_t)op.inputs.len + op.outputs.len);
-        if (op.code == LLMC_RT_OP_Copy) {
-            rt_plan_of(p)->n_regions = add_capped(rt_plan_of(p)->n_regions, op.regions.len);
-            rt_plan_of(p)->n_affines = add_capped(rt_plan_of(p)->n_affines, region_affines(r, &op));
-        } else if (op.code == LLMC_RT_OP_Symbols) {
-            rt_plan_of(p)->n_affines = add_capped(rt_plan_of(p)->n_affines, op.values.len);
-        }
+        rt_plan_of(p)->n_operands = rt_add_capped(rt_plan_of(p)->n_operands, (uint64_t)op.inputs.len + op.outputs.len);
+        if (op.code == LLMC_RT_OP_Copy)
+            rt_plan_of(p)->n_regions = rt_add_capped(rt_plan_of(p)->n_regions, op.regions.len);
+        else if (op.code == LLMC_RT_OP_Symbols)
+            rt_plan_of(p)->n_affines = rt_add_capped(rt_plan_of(p)->n_affines, op.values.len);
     }
 }
 
 /* ---- entry points ------------------------------------------------------ */
 
 static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
-                                 const llmc_rt_verify_fn *verify, llmc_rt_error *err)
+                                 const llmc_rt_op_resolver *ops, llmc_rt_error *err)
 {
+    uint64_t region_affines = 0;
     llmc_rt_status st = verify_header(r, p, flags, err);
     for (uint32_t i = 0; !st && i < rt_plan_of(p)->n_segments; i++) {
         rt_segment_desc s;
@@ -295,23 +275,21 @@ static llmc_rt_status verify_all(fb_reader *r, llmc_rt_plan *p, unsigned flags,
     for (uint32_t i = 0; !st && i < rt_plan_of(p)->n_tensors; i++)
         st = verify_tensor(r, p, i, err);
     if (!st)
-        st = rt_verify_ops(r, p, verify, err);
+        st = rt_verify_ops(r, p, ops, &region_affines, err);
     if (!st)
         st = verify_caches(r, p, err);
     if (!st)
         st = rt_verify_after_ops(r, p, flags, err);
     if (!st)
-        count_pools(r, p);
+        count_pools(r, p, region_affines);
     return st;
 }
 
-/* The checks llmc_rt_plan_open applies: every op's (llmc_rt_plan_open_ops
- * takes its resolver's instead, so a firmware links only its ops' checks). */
-#define VERIFY_ENTRY_(s, Name, ...) llmc_rt_verify_##Name,
-static const llmc_rt_verify_fn all_verifiers[LLMC_RT_OP_COUNT] = {LLMC_PLAN_OPS(VERIFY_ENTRY_)};
-
+/* With the checks of the op codes in ops: llmc_rt_plan_open applies every
+ * op's (llmc_rt_plan_open_ops its resolver's, so a firmware links only its
+ * ops' checks). */
 static llmc_rt_status open_plan(llmc_rt_plan *plan, const void *bytes, size_t size,
-                                unsigned flags, const llmc_rt_verify_fn *verify,
+                                unsigned flags, const llmc_rt_op_resolver *ops,
                                 llmc_rt_error *err)
 {
     if (err) {
@@ -331,7 +309,7 @@ static llmc_rt_status open_plan(llmc_rt_plan *plan, const void *bytes, size_t si
     rt_plan_of(&p)->base = bytes;
     rt_plan_of(&p)->size = size;
     fb_reader r = {bytes, size, LLMC_RT_PLAN_ALIGN};
-    llmc_rt_status st = verify_all(&r, &p, flags, verify, err);
+    llmc_rt_status st = verify_all(&r, &p, flags, ops, err);
     if (st)
         return st;
     *plan = p;
@@ -341,7 +319,7 @@ static llmc_rt_status open_plan(llmc_rt_plan *plan, const void *bytes, size_t si
 llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t size,
                                  unsigned flags, llmc_rt_error *err)
 {
-    return open_plan(plan, bytes, size, flags, all_verifiers, err);
+    return open_plan(plan, bytes, size, flags, &llmc_rt_all_ops, err);
 }
 
 llmc_rt_status llmc_rt_plan_open_ops(llmc_rt_plan *plan, const void *bytes, size_t size,
@@ -350,7 +328,7 @@ llmc_rt_status llmc_rt_plan_open_ops(llmc_rt_plan *plan, const void *bytes, size
 {
     if (!ops)
         return rt_fail(err, LLMC_RT_E_ARG, "the op resolver must not be NULL", NULL, NULL);
-    return open_plan(plan, bytes, size, flags, ops->verify, err);
+    return open_plan(plan, bytes, size, flags, ops, err);
 }
 
 llmc_rt_status llmc_rt_plan_io(const llmc_rt_plan *plan, int is_output, uint32_t index,
