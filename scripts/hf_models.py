@@ -213,10 +213,12 @@ class LlamaAttention(nn.Module):
         value_states = self.v_proj(hidden_states)
 
         query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim)
+        if self.qk_norm:
+            query_states = self.q_norm(query_states)
+        query_states = query_states.transpose(1, 2)
         key_states = key_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim)
         if self.qk_norm:
-            query_states, key_states = self.q_norm(query_states), self.k_norm(key_states)
-        query_states = query_states.transpose(1, 2)
+            key_states = self.k_norm(key_states)
         key_states = key_states.transpose(1, 2)
         value_states = value_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
 
