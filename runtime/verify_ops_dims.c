@@ -352,11 +352,10 @@ static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
     const int64_t norm_dims[1] = {D};
     for (uint32_t k = n_in; norms && k < n_in + 2; k++)
         if (rt_meta_of(r, p, op_in(r, op, k)).dtype != LLMC_RT_F32 ||
-            rt_meta_of(r, p, op_in(r, op, k)).rank != 1 || !dims_match(r, p, op, k, norm_dims, 1))
-            return rt_fail(err, LLMC_RT_E_CORRUPT, "q_norm and k_norm must be float32 [head_dim %d]",
-                           RT_N(D), NULL);
-    if (norms && !(op->epsilon >= 0.0f && isfinite(op->epsilon)))
-        return rt_fail(err, LLMC_RT_E_CORRUPT, "the head norms' epsilon is not finite and >= 0", NULL, NULL);
+            rt_meta_of(r, p, op_in(r, op, k)).rank != 1 || !dims_match(r, p, op, k, norm_dims, 1) ||
+            !(op->epsilon >= 0.0f && isfinite(op->epsilon)))
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "q_norm and k_norm must be float32 [head_dim %d], "
+                           "epsilon finite >= 0", RT_N(D), NULL);
     if (op->cache >= rt_plan_of(p)->n_caches)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "cache %u >= n_caches %u",
                        RT_N(op->cache, rt_plan_of(p)->n_caches), NULL);

@@ -217,7 +217,8 @@ typedef struct {
 typedef struct {
     int64_t heads, kv_heads, head_dim, rotary_dim;
     float scale;
-    /* Qwen3's per-head norms: float [head_dim] weights, both or neither (NULL) */
+    /* Qwen3's per-head norms: float [head_dim] weights, both or neither
+     * (NULL); the plan verifier proves their dims, the kernel trusts them */
     const rt_view *q_norm, *k_norm;
     float epsilon;
 } rt_attention_attrs;

@@ -97,12 +97,6 @@ static llmc_rt_status check_views(const rt_attention_attrs *a, const rt_view *q,
         return rt_fail(err, LLMC_RT_E_EXEC, "q, o must be float [1, S, %d] and k, v float "
                        "[1, S, %d]", RT_N(a->heads * a->head_dim, a->kv_heads * a->head_dim),
                        NULL);
-    if ((a->q_norm || a->k_norm) &&
-        (!a->q_norm || !a->k_norm || a->q_norm->dtype != LLMC_RT_F32 || a->q_norm->rank != 1 ||
-         a->q_norm->dims[0] != a->head_dim || !k_same_dims(a->q_norm, a->k_norm) ||
-         a->k_norm->dtype != LLMC_RT_F32))
-        return rt_fail(err, LLMC_RT_E_EXEC, "q_norm and k_norm must both be float [%d]",
-                       RT_N(a->head_dim), NULL);
     if (a->rotary_dim == 0)
         return LLMC_RT_OK;
     if (!cos || !sin || cos->dtype != LLMC_RT_F32 || sin->dtype != LLMC_RT_F32 ||

@@ -701,7 +701,7 @@ static void test_verifier(void)
         {{.with_tables = 1, .norm_dims = "2,4"}, "q_norm [2, 4]", "q_norm and k_norm must be float32 [head_dim 8]"},
         {{.with_tables = 1, .norm_dims = "8", .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, "
                                                        "scale: 0.35, epsilon: nan"},
-         "head norm epsilon NaN", "epsilon is not finite"},
+         "head norm epsilon NaN", "epsilon finite >= 0"},
         {{.with_tables = 1, .table_dims = "8,8"}, "table rows != max_context", "max_context 16"},
         {{.with_tables = 1, .table_dims = "32,2"}, "table cols != rotary_dim", "rotary_dim 4"},
         {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: inf"},
