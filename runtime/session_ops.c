@@ -433,10 +433,13 @@ llmc_rt_status llmc_rt_exec_Attention(rt_op_call *c, llmc_rt_error *err)
         return st;
     rt_kv_cache cache = {rt_state(s)->kv_pool, table + 1, rt_plan_of(rt_state(s)->plan)->kv_slot_bytes, rt_plan_of(rt_state(s)->plan)->kv_chunk,
                          rt_plan_of(rt_state(s)->plan)->kv_cache_dtype};
-    rt_attention_attrs a = {op->heads, op->kv_heads, op->head_dim, op->rotary_dim, op->scale};
-    bool rope = op->rotary_dim > 0 && op->inputs.len == 5;
-    rt_parallel par = rt_session_parallel(s);
+    /* q, k, v, [cos, sin], [q_norm, k_norm] (the verifier proved the count) */
+    bool rope = op->rotary_dim > 0, norms = op->inputs.len == (rope ? 7u : 5u);
     const rt_view *in = c->in;
+    rt_attention_attrs a = {op->heads, op->kv_heads, op->head_dim, op->rotary_dim, op->scale,
+                            norms ? &in[op->inputs.len - 2] : NULL, norms ? &in[op->inputs.len - 1] : NULL,
+                            op->epsilon};
+    rt_parallel par = rt_session_parallel(s);
     st = k_attention_loops(rt_plan_of(rt_state(s)->plan)->kernels, op->kv_cache, &a, &in[0], &in[1], &in[2],
                            rope ? &in[3] : NULL, rope ? &in[4] : NULL, &cache, P, &c->out[0],
                            &par, err);

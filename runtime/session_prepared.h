@@ -11,7 +11,7 @@
 #include "plan_format.h"
 #include "tensor_traits.h"
 
-#define MAX_OP_INPUTS 6  /* the most any op but Copy takes (verify_ops.c op_arity) */
+#define MAX_OP_INPUTS 7  /* the most any op but Copy takes (verify_ops.c op_arity) */
 #define MAX_OP_OUTPUTS 3 /* the most any op but Copy and Linear writes */
 #define NO_RUN UINT32_MAX  /* last_S before the first run */
 #define NO_SLOT UINT32_MAX /* a cache chunk not taken from the pool yet */

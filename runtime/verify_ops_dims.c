@@ -324,6 +324,7 @@ static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
 {
     int64_t H = op->heads, G = op->kv_heads, D = op->head_dim, R = op->rotary_dim;
     uint32_t n_in = R > 0 ? 5 : 3;
+    bool norms = op->inputs.len == n_in + 2;
     if (H < 1 || G < 1 || rt_umod64((uint64_t)H, (uint64_t)G) || D < 1 ||
         D > RT_ATTN_MAX_HEAD_DIM || R < 0 || R % 2 || R > D)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "heads %d, kv_heads %d, head_dim %d (at most "
@@ -331,8 +332,8 @@ static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
                        "head_dim", RT_N(H, G, D, RT_ATTN_MAX_HEAD_DIM, R), NULL);
     if (!isfinite(op->scale))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "scale is not finite", NULL, NULL);
-    if (op->inputs.len != n_in)
-        return rt_fail(err, LLMC_RT_E_CORRUPT, "%u inputs; rotary_dim %d needs %u",
+    if (op->inputs.len != n_in && !norms)
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "%u inputs; rotary_dim %d needs %u (+2 head norms)",
                        RT_N(op->inputs.len, R, n_in), NULL);
     for (uint32_t k = 0; k < n_in; k++)
         if (in[k].dtype != LLMC_RT_F32 || in[k].rank != (k < 3 ? 3 : 2))
@@ -348,6 +349,13 @@ static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
     if (R && (!dims_match(r, p, op, 3, table, 2) || !dims_match(r, p, op, 4, table, 2)))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "cos and sin must be [max_context %u, "
                        "rotary_dim %d]", RT_N(rt_plan_of(p)->max_context, R), NULL);
+    const int64_t norm_dims[1] = {D};
+    for (uint32_t k = n_in; norms && k < n_in + 2; k++)
+        if (rt_meta_of(r, p, op_in(r, op, k)).dtype != LLMC_RT_F32 ||
+            rt_meta_of(r, p, op_in(r, op, k)).rank != 1 || !dims_match(r, p, op, k, norm_dims, 1) ||
+            !(op->epsilon >= 0.0f && isfinite(op->epsilon)))
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "q_norm and k_norm must be float32 [head_dim %d], "
+                           "epsilon finite >= 0", RT_N(D), NULL);
     if (op->cache >= rt_plan_of(p)->n_caches)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "cache %u >= n_caches %u",
                        RT_N(op->cache, rt_plan_of(p)->n_caches), NULL);

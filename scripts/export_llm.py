@@ -8,6 +8,8 @@ Four families are written here in plain PyTorch (no transformers library):
   qwen2  llama + grouped-query attention, q/k/v biases, RoPE cos/sin cache gathered
   gpt2   LayerNorm, tanh GELU, learned positions, `bias` causal buffer, tied lm_head
   phi    LayerNorm, partial RoPE (cache gathered), parallel attn+MLP, erf GELU
+  qwen3  llama + grouped-query attention, per-head RMSNorm of q and k before RoPE,
+         head_dim x heads != hidden, tied lm_head
 That is --style plain (the default). --style hf writes the same families shaped
 the way Hugging Face exports are (scripts/hf_models.py: ports of transformers'
 eager forward passes, optimum's input/output names and dynamic axes).
@@ -46,7 +48,7 @@ import onnx_opset_upgrade
 # Used for every masked attention score (additive masks and torch.where masks).
 MASK_VALUE = torch.finfo(torch.float32).min
 
-FAMILIES = ("llama", "qwen2", "gpt2", "phi")
+FAMILIES = ("llama", "qwen2", "gpt2", "phi", "qwen3")
 
 
 @dataclass
@@ -79,22 +81,30 @@ class Config:
     act: str = "default"
     # --rotary-fraction (hf phi): the share of each head that rotates.
     rotary_fraction: float = 0.5
+    # qwen3: head_dim set apart from hidden // heads (0: hidden // heads).
+    head_size: int = 0
 
     @property
     def head_dim(self):
-        return self.hidden // self.heads
+        return self.head_size or self.hidden // self.heads
 
 
 def make_config(family, size):
     if size == "tiny":
         mlp = 4 * 64 if family in ("gpt2", "phi") else 128
-        kv_heads = 2 if family == "qwen2" else 4
+        kv_heads = 2 if family in ("qwen2", "qwen3") else 4
+        # qwen3 keeps heads x head_dim (128) != hidden (64), as Qwen3 does
+        head_size = 32 if family == "qwen3" else 0
         return Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=kv_heads,
-                      intermediate=mlp, max_pos=256)
+                      intermediate=mlp, max_pos=256, head_size=head_size)
     if size == "qwen2-0.5b":
         return Config(vocab=151936, hidden=896, layers=24, heads=14, kv_heads=2,
                       intermediate=4864, max_pos=4096, rope_theta=1000000.0,
                       norm_eps=1e-6)
+    if size == "qwen3-0.6b":
+        return Config(vocab=151936, hidden=1024, layers=28, heads=16, kv_heads=8,
+                      intermediate=3072, max_pos=4096, rope_theta=1000000.0,
+                      norm_eps=1e-6, head_size=128)
     raise ValueError(f"unknown size {size}")
 
 
@@ -210,9 +220,11 @@ def attend(q, k, v, mask, n_rep, head_dim):
     return torch.matmul(probs, v)
 
 
-def split_heads(x, n_heads, head_dim):
+def split_heads(x, n_heads, head_dim, norm=None):
+    """[b,s,h*d] -> [b,h,s,d]; norm (qwen3's q/k RMSNorm) applies before the transpose."""
     b, s, _ = x.shape
-    return x.view(b, s, n_heads, head_dim).transpose(1, 2)
+    x = x.view(b, s, n_heads, head_dim)
+    return (norm(x) if norm is not None else x).transpose(1, 2)
 
 
 def merge_heads(x):
@@ -229,7 +241,10 @@ def append_past(past_k, past_v, k, v):
 # ----------------------------------------------------------------------------
 
 class LlamaAttention(nn.Module):
-    def __init__(self, cfg, qkv_bias):
+    """qk_norm (qwen3): RMSNorm over each q and k head, one weight [head_dim]
+    shared by the heads, between the head split and the transpose."""
+
+    def __init__(self, cfg, qkv_bias, qk_norm=False):
         super().__init__()
         self.cfg = cfg
         d = cfg.head_dim
@@ -237,11 +252,13 @@ class LlamaAttention(nn.Module):
         self.k_proj = nn.Linear(cfg.hidden, cfg.kv_heads * d, bias=qkv_bias)
         self.v_proj = nn.Linear(cfg.hidden, cfg.kv_heads * d, bias=qkv_bias)
         self.o_proj = nn.Linear(cfg.heads * d, cfg.hidden, bias=False)
+        self.q_norm = RMSNorm(d, cfg.norm_eps) if qk_norm else None
+        self.k_norm = RMSNorm(d, cfg.norm_eps) if qk_norm else None
 
     def forward(self, x, cos, sin, mask, past_k, past_v):
         c = self.cfg
-        q = split_heads(self.q_proj(x), c.heads, c.head_dim)
-        k = split_heads(self.k_proj(x), c.kv_heads, c.head_dim)
+        q = split_heads(self.q_proj(x), c.heads, c.head_dim, self.q_norm)
+        k = split_heads(self.k_proj(x), c.kv_heads, c.head_dim, self.k_norm)
         v = split_heads(self.v_proj(x), c.kv_heads, c.head_dim)
         if c.rotary_slice != "none":
             q, k = sliced_rope(q, k, cos, sin, c.head_dim, c.rotary_slice == "cat")
@@ -264,10 +281,10 @@ class SwiGLU(nn.Module):
 
 
 class LlamaLayer(nn.Module):
-    def __init__(self, cfg, qkv_bias):
+    def __init__(self, cfg, qkv_bias, qk_norm=False):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
-        self.self_attn = LlamaAttention(cfg, qkv_bias)
+        self.self_attn = LlamaAttention(cfg, qkv_bias, qk_norm)
         self.post_attention_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
         self.mlp = SwiGLU(cfg)
 
@@ -279,16 +296,19 @@ class LlamaLayer(nn.Module):
 
 
 class LlamaModel(nn.Module):
-    """family llama (qkv_bias=False, computed RoPE) or qwen2 (qkv_bias, cached RoPE)."""
+    """family llama (qkv_bias=False, computed RoPE), qwen2 (qkv_bias, cached
+    RoPE) or qwen3 (qk_norm, computed RoPE, lm_head tied to the embedding)."""
 
-    def __init__(self, cfg, qkv_bias, rope_cls):
+    def __init__(self, cfg, qkv_bias, rope_cls, qk_norm=False):
         super().__init__()
         self.cfg = cfg
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
         self.rope = rope_cls(cfg.head_dim, cfg.rope_theta, cfg.max_pos)
-        self.layers = nn.ModuleList(LlamaLayer(cfg, qkv_bias) for _ in range(cfg.layers))
+        self.layers = nn.ModuleList(LlamaLayer(cfg, qkv_bias, qk_norm) for _ in range(cfg.layers))
         self.norm = RMSNorm(cfg.hidden, cfg.norm_eps)
         self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if qk_norm:
+            self.lm_head.weight = self.embed_tokens.weight
 
     def forward(self, input_ids, attention_mask, position_ids, *past):
         x = self.embed_tokens(input_ids)
@@ -514,6 +534,8 @@ def build_model(family, cfg):
         return LlamaModel(cfg, qkv_bias=False, rope_cls=RopeComputed)
     if family == "qwen2":
         return LlamaModel(cfg, qkv_bias=True, rope_cls=RopeCached)
+    if family == "qwen3":
+        return LlamaModel(cfg, qkv_bias=False, rope_cls=RopeComputed, qk_norm=True)
     if family == "gpt2":
         return GPT2Model(cfg)
     if family == "phi":
@@ -566,6 +588,13 @@ def randomize_weights(model, seed, fan_in_dim=1, tied=("wte.weight", "ln_f.weigh
             normal_(p, 0.05)
         else:  # norm scales
             normal_(p, 0.1, mean=1.0)
+
+
+def plain_init_options(family):
+    """randomize_weights options for the plain models: qwen3's tied lm_head."""
+    if family == "qwen3":
+        return {"tied": ("embed_tokens.weight", "norm.weight")}
+    return {}
 
 
 def example_inputs(cfg, batch=3, past=5, seq=7):
@@ -657,7 +686,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--family", choices=FAMILIES, required=True)
     ap.add_argument("--opset", type=int, default=14)
-    ap.add_argument("--size", choices=("tiny", "qwen2-0.5b"), default="tiny")
+    ap.add_argument("--size", choices=("tiny", "qwen2-0.5b", "qwen3-0.6b"), default="tiny")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     ap.add_argument("--external", choices=("none", "per-tensor", "single"), default="none")
@@ -832,7 +861,7 @@ def main(argv=None):
         randomize_weights(model, args.seed, **hf_models.init_options(args.family))
     else:
         model = build_model(args.family, cfg).eval()
-        randomize_weights(model, args.seed)
+        randomize_weights(model, args.seed, **plain_init_options(args.family))
     if args.lora:
         add_lora(model, args.seed)
     out_dir = os.path.dirname(os.path.abspath(args.out))

@@ -1,7 +1,8 @@
 """Hugging Face-shaped models for export_llm.py --style hf.
 
 Ports of the eager forward passes of transformers 4.44/4.45 (modeling_llama.py,
-modeling_qwen2.py, modeling_phi.py, modeling_gpt2.py), written without the
+modeling_qwen2.py, modeling_phi.py, modeling_gpt2.py) and of modeling_qwen3.py,
+written without the
 transformers library, so that torch.onnx.export writes the graph shapes the
 ecosystem's exports (optimum's `text-generation-with-past`) contain: the 4-D
 causal mask built with Trilu and an in-place ScatterND, RoPE cos/sin computed
@@ -169,7 +170,8 @@ def cache_position_for(past_key_values, inputs_embeds):
 
 
 # ----------------------------------------------------------------------------
-# llama / qwen2 (modeling_llama.py; modeling_qwen2.py differs only in biases)
+# llama / qwen2 / qwen3 (modeling_llama.py; modeling_qwen2.py differs only in
+# biases, modeling_qwen3.py in q_norm/k_norm and an explicit head_dim)
 # ----------------------------------------------------------------------------
 
 class LlamaMLP(nn.Module):
@@ -185,9 +187,10 @@ class LlamaMLP(nn.Module):
 
 
 class LlamaAttention(nn.Module):
-    """Eager attention. qkv_bias: Qwen2Attention's q/k/v biases (o_proj has none)."""
+    """Eager attention. qkv_bias: Qwen2Attention's q/k/v biases (o_proj has none).
+    qk_norm: Qwen3Attention's q_norm/k_norm, RMSNorm over head_dim before the transpose."""
 
-    def __init__(self, cfg, qkv_bias):
+    def __init__(self, cfg, qkv_bias, qk_norm=False):
         super().__init__()
         self.sdpa = cfg.attn == "sdpa"
         self.num_heads = cfg.heads
@@ -197,7 +200,11 @@ class LlamaAttention(nn.Module):
         self.q_proj = nn.Linear(cfg.hidden, cfg.heads * cfg.head_dim, bias=qkv_bias)
         self.k_proj = nn.Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, bias=qkv_bias)
         self.v_proj = nn.Linear(cfg.hidden, cfg.kv_heads * cfg.head_dim, bias=qkv_bias)
-        self.o_proj = nn.Linear(cfg.hidden, cfg.hidden, bias=False)
+        self.o_proj = nn.Linear(cfg.heads * cfg.head_dim, cfg.hidden, bias=False)
+        self.qk_norm = qk_norm
+        if qk_norm:
+            self.q_norm = LlamaRMSNorm(cfg.head_dim, eps=cfg.norm_eps)
+            self.k_norm = LlamaRMSNorm(cfg.head_dim, eps=cfg.norm_eps)
 
     def forward(self, hidden_states, attention_mask, past_key_value, position_embeddings):
         bsz, q_len, _ = hidden_states.size()
@@ -205,8 +212,14 @@ class LlamaAttention(nn.Module):
         key_states = self.k_proj(hidden_states)
         value_states = self.v_proj(hidden_states)
 
-        query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
-        key_states = key_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim)
+        if self.qk_norm:
+            query_states = self.q_norm(query_states)
+        query_states = query_states.transpose(1, 2)
+        key_states = key_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim)
+        if self.qk_norm:
+            key_states = self.k_norm(key_states)
+        key_states = key_states.transpose(1, 2)
         value_states = value_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
 
         cos, sin = position_embeddings
@@ -232,9 +245,9 @@ class LlamaAttention(nn.Module):
 
 
 class LlamaDecoderLayer(nn.Module):
-    def __init__(self, cfg, qkv_bias):
+    def __init__(self, cfg, qkv_bias, qk_norm):
         super().__init__()
-        self.self_attn = LlamaAttention(cfg, qkv_bias)
+        self.self_attn = LlamaAttention(cfg, qkv_bias, qk_norm)
         self.mlp = LlamaMLP(cfg)
         self.input_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
         self.post_attention_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
@@ -254,10 +267,10 @@ class LlamaDecoderLayer(nn.Module):
 
 
 class LlamaModel(nn.Module):
-    def __init__(self, cfg, qkv_bias):
+    def __init__(self, cfg, qkv_bias, qk_norm):
         super().__init__()
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
-        self.layers = nn.ModuleList(LlamaDecoderLayer(cfg, qkv_bias) for _ in range(cfg.layers))
+        self.layers = nn.ModuleList(LlamaDecoderLayer(cfg, qkv_bias, qk_norm) for _ in range(cfg.layers))
         self.norm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
         self.rotary_emb = LlamaRotaryEmbedding(cfg)
         self.sdpa = cfg.attn == "sdpa"
@@ -282,14 +295,15 @@ class LlamaModel(nn.Module):
 
 
 class LlamaForCausalLM(nn.Module):
-    """LlamaForCausalLM (qkv_bias False) or Qwen2ForCausalLM (qkv_bias True).
+    """LlamaForCausalLM (qkv_bias False), Qwen2ForCausalLM (qkv_bias True) or
+    Qwen3ForCausalLM (qk_norm True).
 
-    tie_word_embeddings shares lm_head.weight with embed_tokens (Qwen2-0.5B).
+    tie_word_embeddings shares lm_head.weight with embed_tokens (Qwen2-0.5B, Qwen3-0.6B).
     """
 
-    def __init__(self, cfg, qkv_bias, tie_word_embeddings):
+    def __init__(self, cfg, qkv_bias, tie_word_embeddings, qk_norm=False):
         super().__init__()
-        self.model = LlamaModel(cfg, qkv_bias)
+        self.model = LlamaModel(cfg, qkv_bias, qk_norm)
         self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
         if tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
@@ -603,6 +617,8 @@ def build_hf_model(family, cfg):
         return LlamaForCausalLM(cfg, qkv_bias=False, tie_word_embeddings=False)
     if family == "qwen2":
         return LlamaForCausalLM(cfg, qkv_bias=True, tie_word_embeddings=True)
+    if family == "qwen3":
+        return LlamaForCausalLM(cfg, qkv_bias=False, tie_word_embeddings=True, qk_norm=True)
     if family == "phi":
         return PhiForCausalLM(cfg)
     if family == "gpt2":
@@ -614,7 +630,7 @@ def init_options(family):
     """export_llm.randomize_weights options for the HF parameter layout."""
     if family == "gpt2":
         return {"fan_in_dim": 0}  # Conv1D weights are [in, out]
-    if family == "qwen2":
+    if family in ("qwen2", "qwen3"):
         return {"tied": ("embed_tokens.weight", "norm.weight")}
     return {}
 

@@ -131,9 +131,22 @@ static int live_llmc_ops(const llmc_graph *g, const char *op_type)
     return n;
 }
 
-/* llmc.Attention(q, k, v, cos?, sin?): the attributes become op fields;
- * cos and sin, constants, become Weight tensors.  kv_heads defaults to
- * heads, scale to 1/sqrt(head_dim), cache to 0. */
+/* The per-head norm weights q_norm, k_norm (inputs from `first` on): float [head_dim]. */
+static int check_head_norms(lower_ctx *L, int first, int64_t head_dim)
+{
+    for (int k = first; k < first + 2; k++) {
+        const llmc_value *w = node_in_value(L, k);
+        if (w->dtype != LLMC_DT_FLOAT || w->shape.rank != 1 || !llmc_aff_eq(w->shape.dims[0], llmc_aff_const(head_dim)))
+            return lower_fail(L, LLMC_E_UNSUPPORTED, node_in(L, k), "a head norm weight must be float [head_dim %lld]",
+                              (long long)head_dim);
+    }
+    return LLMC_OK;
+}
+
+/* llmc.Attention(q, k, v, cos?, sin?, q_norm?, k_norm?): the attributes
+ * become op fields; cos, sin and the norm weights, constants, become
+ * Weight tensors.  kv_heads defaults to heads, scale to 1/sqrt(head_dim),
+ * cache to 0. */
 int lower_attention(lower_ctx *L, int kind)
 {
     (void)kind;
@@ -146,6 +159,10 @@ int lower_attention(lower_ctx *L, int kind)
     int64_t cache = llmc_node_attr_int(g, node, "cache", 0);
     float scale = llmc_node_attr_float(g, node, "scale", head_dim > 0 ? 1.0f / sqrtf((float)head_dim) : 1.0f);
     int n_in = rotary_dim > 0 ? 5 : 3;
+    bool norms = cur_node(L)->n_inputs == n_in + 2;
+    if (!norms && cur_node(L)->n_inputs != n_in)
+        return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "%d inputs; rotary_dim %lld needs %d, or %d with head norms",
+                          cur_node(L)->n_inputs, (long long)rotary_dim, n_in, n_in + 2);
     if (heads < 1 || kv_heads < 1 || heads % kv_heads || head_dim < 1 || heads * head_dim > INT32_MAX ||
         rotary_dim < 0 || rotary_dim % 2 || rotary_dim > head_dim)
         return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "heads %lld, kv_heads %lld, head_dim %lld, rotary_dim "
@@ -156,8 +173,9 @@ int lower_attention(lower_ctx *L, int kind)
                           (long long)cache, n_caches);
     if (!isfinite(scale))
         return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "scale is not finite");
-    uint32_t in[5], out;
-    int rc = LLMC_OK;
+    int rc = norms ? check_head_norms(L, n_in, head_dim) : LLMC_OK;
+    n_in += norms ? 2 : 0;
+    uint32_t in[7], out;
     for (int k = 0; k < n_in && !rc; k++)
         rc = lower_input(L, k, &in[k]);
     if (!rc)
@@ -170,6 +188,7 @@ int lower_attention(lower_ctx *L, int kind)
     op->head_dim = (int32_t)head_dim;
     op->rotary_dim = (int32_t)rotary_dim;
     op->scale = scale;
+    op->epsilon = norms ? llmc_node_attr_float(g, node, "epsilon", 1e-5f) : 0.0f;
     op->cache = (uint32_t)cache;
     for (int k = 0; k < n_in && !rc; k++)
         rc = op_add_input(L, op, in[k]);

@@ -63,12 +63,15 @@
  *         y_i   = x_i * cos[P+s][i] + rot_i * sin[P+s][i]
  *     and y_i = x_i for rotary_dim <= i < D (partial rotary).
  *
- * Attention(q, k, v, cos?, sin?) -> o                          [Attention]
+ * Attention(q, k, v, cos?, sin?, q_norm?, k_norm?) -> o       [Attention]
  *     INT heads, kv_heads (divides heads), head_dim, cache (0-based index of
  *     this op's KV cache), rotary_dim (0 = no RoPE; then cos/sin omitted);
- *     FLOAT scale.  q [1, S, heads*head_dim], k, v [1, S, kv_heads*head_dim]:
- *     the new tokens only, heads interleaved as [S, heads, head_dim].
- *     If rotary_dim > 0, Rope (above) is applied per head to q and k first.
+ *     FLOAT scale, epsilon (with the norms).  q [1, S, heads*head_dim], k, v
+ *     [1, S, kv_heads*head_dim]: the new tokens only, heads interleaved as
+ *     [S, heads, head_dim].  q_norm, k_norm (Qwen3; both or neither, the
+ *     last two inputs): constant [head_dim]; each q (k) head row is first
+ *     RMSNorm'ed (above) with q_norm (k_norm) and epsilon.
+ *     If rotary_dim > 0, Rope (above) is then applied per head to q and k.
  *     The op appends the new k, v rows to its cache (positions P .. P+S-1)
  *     and computes, per head h with kv head g = h / (heads / kv_heads),
  *         o[s, h] = softmax_t(scale * q[s,h] . K[t,g], t <= P + s) . V[., g]

@@ -6,8 +6,10 @@
  *   scores = [mask ops]([scale] MatMul([scale] q_heads, [scale] Transpose(K_all, 0,1,3,2)))
  *   o      = Reshape(Transpose(MatMul(Softmax(scores), V_all), 0,2,1,3), [1, S, H*D])
  *   K_all  = [repeat_kv](Concat(past_key, k_heads, axis=2)), V_all likewise
- *   x_heads = [llmc.Rope](Transpose(Reshape(X, [1, S, heads, D]), 0,2,1,3))
- * where scale ops are Div/Mul by constant scalars (their product is the
+ *   x_heads = [llmc.Rope](Transpose([llmc.RMSNorm](Reshape(X, [1, S, heads, D])), 0,2,1,3))
+ * where the RMSNorm (Qwen3's q_norm / k_norm over head_dim, one weight [D]
+ * for all heads) is on both q and k or on neither, with one epsilon, and
+ * scale ops are Div/Mul by constant scalars (their product is the
  * op's scale), repeat_kv is torch's Unsqueeze(2)/Expand/Reshape chain of
  * GQA, and mask ops are Add(scores, mask) and Where(cond, scores,
  * fill <= -1e4).  Identity Casts (transformers' float32 softmax and
@@ -55,10 +57,11 @@ typedef struct {
     int node;
 } mask_term;
 
-/* Reshape(X, [1, S, heads, D]) -> Transpose(0,2,1,3) -> [llmc.Rope] */
+/* Reshape(X, [1, S, heads, D]) -> [llmc.RMSNorm] -> Transpose(0,2,1,3) -> [llmc.Rope] */
 typedef struct {
     int x;                  /* [1, S, heads*D] */
     int64_t heads, dim;
+    int norm;               /* llmc.RMSNorm node over D, -1 if none */
     int rope;               /* llmc.Rope node, -1 if none */
 } head_split;
 
@@ -147,13 +150,25 @@ static bool dims_are(const llmc_shape *s, int rank, const llmc_affine *want)
     return true;
 }
 
+/* The per-head RMSNorm's weight: a float constant [D]. */
+static bool match_head_norm(const llmc_graph *g, const head_split *h, attn_match *m, const char *what)
+{
+    const llmc_node *n = &g->nodes[h->norm];
+    const llmc_value *w = n->n_inputs == 2 && n->inputs[1] >= 0 ? &g->values[n->inputs[1]] : NULL;
+    llmc_affine want[1] = {llmc_aff_const(h->dim)};
+    if (!w || !w->is_const || w->dtype != LLMC_DT_FLOAT || !dims_are(&w->shape, 1, want))
+        return refuse(m, "%s head norm '%s' (RMSNorm) does not scale by a float constant [%lld]", what, n->name,
+                      (long long)h->dim);
+    return true;
+}
+
 static const int64_t PERM_HEADS[4] = {0, 2, 1, 3};    /* [1,S,H,D] <-> [1,H,S,D] */
 static const int64_t PERM_KEYS_T[4] = {0, 1, 3, 2};   /* K [1,H,T,D] -> [1,H,D,T] */
 
-/* x_heads = [Rope](Transpose(Reshape(X, [1, S, heads, D]), 0,2,1,3)) */
+/* x_heads = [Rope](Transpose([RMSNorm](Reshape(X, [1, S, heads, D])), 0,2,1,3)) */
 static bool match_head_split(const llmc_graph *g, int v, head_split *h, attn_match *m, const char *what)
 {
-    h->rope = -1;
+    h->rope = h->norm = -1;
     if (v >= 0 && g->values[v].producer >= 0 && llmc_is_op(&g->nodes[g->values[v].producer], "Rope")) {
         h->rope = g->values[v].producer;
         v = g->nodes[h->rope].inputs[0];
@@ -161,7 +176,12 @@ static bool match_head_split(const llmc_graph *g, int v, head_split *h, attn_mat
     int tr = llmc_match_producer(g, v, "Transpose");
     if (tr < 0 || !llmc_match_ints_attr(g, tr, "perm", PERM_HEADS, 4))
         return refuse(m, "%s heads '%s' are not Transpose(0,2,1,3) of a head split", what, value_name(g, v));
-    int rs = llmc_match_producer(g, g->nodes[tr].inputs[0], "Reshape");
+    int split_v = g->nodes[tr].inputs[0], norm = g->values[split_v].producer;
+    if (norm >= 0 && llmc_is_op(&g->nodes[norm], "RMSNorm")) {
+        h->norm = norm;
+        split_v = g->nodes[norm].inputs[0];
+    }
+    int rs = llmc_match_producer(g, split_v, "Reshape");
     if (rs < 0)
         return refuse(m, "%s heads: the Transpose does not read a Reshape", what);
     const llmc_shape *split = &g->values[g->nodes[rs].outputs[0]].shape;
@@ -176,7 +196,7 @@ static bool match_head_split(const llmc_graph *g, int v, head_split *h, attn_mat
     if (!dims_are(split, 4, want_split) || !dims_are(xs, 3, want_x) || g->values[h->x].dtype != LLMC_DT_FLOAT)
         return refuse(m, "%s: '%s' is not float [1, S, heads*D] split into [1, S, heads, D]", what,
                       value_name(g, h->x));
-    return true;
+    return h->norm < 0 || match_head_norm(g, h, m, what);
 }
 
 /* repeat_kv: Reshape(Expand(Unsqueeze(c, 2) -> [1,kv,1,T,D], [1,kv,n,T,D]), [1,kv*n,T,D]),
@@ -370,6 +390,14 @@ static bool check_consistency(const llmc_graph *g, attn_match *m)
                       (long long)m->k.repeat, (long long)m->v.repeat);
     if (v->rope >= 0)
         return refuse(m, "v is rotated");
+    if (v->norm >= 0)
+        return refuse(m, "v is normalized per head (RMSNorm '%s')", g->nodes[v->norm].name);
+    if ((q->norm < 0) != (k->norm < 0))
+        return refuse(m, "only one of q and k is normalized per head (RMSNorm '%s')",
+                      g->nodes[q->norm >= 0 ? q->norm : k->norm].name);
+    if (q->norm >= 0 && llmc_node_attr_float(g, q->norm, "epsilon", 0) != llmc_node_attr_float(g, k->norm, "epsilon", 0))
+        return refuse(m, "head norms '%s' and '%s' (RMSNorm) differ in epsilon", g->nodes[q->norm].name,
+                      g->nodes[k->norm].name);
     if ((q->rope < 0) != (k->rope < 0))
         return refuse(m, "only one of q and k is rotated");
     if (q->rope < 0)
@@ -567,17 +595,26 @@ static int emit_attention(attn_fuser *f, const attn_match *m, int cache)
     llmc_graph *g = f->g;
     const llmc_node *rope = m->q.rope >= 0 ? &g->nodes[m->q.rope] : NULL;
     int64_t rotary_dim = rope ? llmc_node_attr_int(g, m->q.rope, "rotary_dim", 0) : 0;
-    int ins[5] = {m->q.x, m->k.heads.x, m->v.heads.x, rope ? rope->inputs[1] : -1, rope ? rope->inputs[2] : -1};
+    int norm = m->q.norm, ins[7] = {m->q.x, m->k.heads.x, m->v.heads.x}, n_ins = 3;
+    if (rope) {
+        ins[n_ins++] = rope->inputs[1];
+        ins[n_ins++] = rope->inputs[2];
+    }
+    if (norm >= 0) {
+        ins[n_ins++] = g->nodes[norm].inputs[1];
+        ins[n_ins++] = g->nodes[m->k.heads.norm].inputs[1];
+    }
     char name[512];
     snprintf(name, sizeof name, "%s/Attention", g->nodes[m->softmax].name);
     drop_cache_io(g, &m->k);
     drop_cache_io(g, &m->v);
     llmc_graph_erase_node(g, m->out_node);
-    int id = llmc_graph_add_llmc_node(g, "Attention", name, ins, rope ? 5 : 3, &m->out, 1);
+    int id = llmc_graph_add_llmc_node(g, "Attention", name, ins, n_ins, &m->out, 1);
     if (id < 0 || llmc_node_set_int(g, id, "heads", m->q.heads) ||
         llmc_node_set_int(g, id, "kv_heads", m->k.heads.heads) || llmc_node_set_int(g, id, "head_dim", m->q.dim) ||
         llmc_node_set_int(g, id, "cache", cache) || llmc_node_set_int(g, id, "rotary_dim", rotary_dim) ||
-        llmc_node_set_float(g, id, "scale", (float)m->scale))
+        llmc_node_set_float(g, id, "scale", (float)m->scale) ||
+        (norm >= 0 && llmc_node_set_float(g, id, "epsilon", llmc_node_attr_float(g, norm, "epsilon", 1e-5f))))
         return llmc_fail(f->err, LLMC_E_NOMEM, "attention-fusion: out of memory");
     return LLMC_OK;
 }

@@ -217,11 +217,18 @@ typedef struct {
 typedef struct {
     int64_t heads, kv_heads, head_dim, rotary_dim;
     float scale;
+    /* Qwen3's per-head norms: float [head_dim] weights, both or neither
+     * (NULL); the plan verifier proves their dims, the kernel trusts them */
+    const rt_view *q_norm, *k_norm;
+    float epsilon;
 } rt_attention_attrs;
 
 /* q [1, S, heads*head_dim], k, v [1, S, kv_heads*head_dim]; cos, sin
- * [rows >= P + S, rotary_dim] or NULL when rotary_dim is 0.  Appends the
- * new (rotated) K and V rows at positions P .. P+S-1, then writes o. */
+ * [rows >= P + S, rotary_dim] or NULL when rotary_dim is 0.  With
+ * a->q_norm and a->k_norm, each q and new k head row is RMS-normalized
+ * first (the table's rmsnorm_row: the RMSNorm op's bits).  Appends the
+ * new (normalized, rotated) K and V rows at positions P .. P+S-1, then
+ * writes o. */
 llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const rt_view *k,
                            const rt_view *v, const rt_view *cos, const rt_view *sin,
                            const rt_kv_cache *cache, int64_t P, rt_view *o,

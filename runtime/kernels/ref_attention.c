@@ -1,4 +1,4 @@
-/* Fused Attention: RoPE on q and the new k, append to the chunked KV cache,
+/* Fused Attention: [per-head RMSNorm,] RoPE on q and the new k, append to the chunked KV cache,
  * causal softmax(scale q.K) V per head, fp32, tiled and split so that both
  * prefill and decode keep every thread busy without materializing scores.
  *
@@ -124,6 +124,9 @@ struct llmc_rt_kv_loops {
 typedef struct {
     ptrdiff_t H, G, D, rot; /* heads, kv_heads, head_dim, rotary_dim */
     float scale;
+    const float *q_norm, *k_norm; /* per-head RMSNorm weights [D], NULL without */
+    float epsilon;
+    void (*norm_row)(const float *x, const float *scale, float *y, int64_t n, float epsilon, float fd);
     const rt_kv_cache *cache;
     ptrdiff_t chunk;        /* cache->chunk */
     struct llmc_rt_kv_loops loops;
@@ -175,15 +178,25 @@ static void store_row_f32(const float *x, ptrdiff_t D, uint8_t *row)
     memcpy(row, x, (size_t)D * sizeof *x);
 }
 
+/* The head row x, RMS-normalized with `weight` into buf when there is a
+ * weight, else x itself. */
+static const float *norm_head(const attn_shape *a, const float *x, const float *weight, float *buf)
+{
+    if (!weight)
+        return x;
+    a->norm_row(x, weight, buf, a->D, a->epsilon, (float)a->D);
+    return buf;
+}
+
 /* The S new rows, converted to the cache's dtype once, as they go in. */
 static void append_rows(const attn_shape *a, const rt_view *k, const rt_view *v,
                         const rt_view *cos, const rt_view *sin, ptrdiff_t S, ptrdiff_t P)
 {
     ptrdiff_t D = a->D, width = a->G * D, rot = a->rot;
-    float rotated[RT_ATTN_MAX_HEAD_DIM];
+    float rotated[RT_ATTN_MAX_HEAD_DIM], normed[RT_ATTN_MAX_HEAD_DIM];
     for (ptrdiff_t s = 0; s < S; s++)
         for (ptrdiff_t g = 0; g < a->G; g++) {
-            const float *ks = (const float *)k->data + s * width + g * D;
+            const float *ks = norm_head(a, (const float *)k->data + s * width + g * D, a->k_norm, normed);
             const float *vs = (const float *)v->data + s * width + g * D;
             if (rot) {
                 k_rope_row(ks, rotated, D, rot, (const float *)cos->data + (P + s) * rot,
@@ -486,8 +499,9 @@ static void start_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdi
 {
     const attn_shape *a = J->a;
     ptrdiff_t D = a->D, rot = a->rot, s, h;
+    float normed[RT_ATTN_MAX_HEAD_DIM];
     unit_row(J, unit, u, &s, &h);
-    const float *qs = (const float *)J->q->data + (s * a->H + h) * D;
+    const float *qs = norm_head(a, (const float *)J->q->data + (s * a->H + h) * D, a->q_norm, normed);
     ptrdiff_t pos = J->P + s;
     if (rot)
         k_rope_row(qs, qbuf, D, rot, (const float *)J->cos->data + pos * rot,
@@ -682,8 +696,10 @@ llmc_rt_status k_attention_loops(const rt_kernels *kt, llmc_rt_kv_fn kv,
     if (st)
         return st;
     attn_shape sh = {(ptrdiff_t)a->heads, (ptrdiff_t)a->kv_heads, (ptrdiff_t)a->head_dim,
-                     (ptrdiff_t)a->rotary_dim, a->scale, cache, (ptrdiff_t)cache->chunk,
-                     {-1, NULL, NULL, NULL, NULL, NULL}};
+                     (ptrdiff_t)a->rotary_dim, a->scale, a->q_norm ? a->q_norm->data : NULL,
+                     a->k_norm ? a->k_norm->data : NULL, a->epsilon,
+                     kt && kt->rmsnorm_row ? kt->rmsnorm_row : rt_rmsnorm_row_generic, cache,
+                     (ptrdiff_t)cache->chunk, {-1, NULL, NULL, NULL, NULL, NULL}};
     if (kv)
         kv(&sh.loops);
     if (sh.loops.dtype != cache->dtype)

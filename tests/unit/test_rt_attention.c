@@ -1,8 +1,9 @@
 /* The fused Attention op and the generation API:
  *   - llmc.Attention compiled from an IR graph and run through the runtime,
  *     against a double-precision reference in this file (MHA, GQA, full and
- *     partial RoPE, prompts of 1, 7 and 64 tokens, decode across the chunk
- *     boundaries at 64 and 128, reset, a smaller session context);
+ *     partial RoPE, Qwen3's per-head q/k RMSNorm, prompts of 1, 7 and 64
+ *     tokens, decode across the chunk boundaries at 64 and 128, reset, a
+ *     smaller session context);
  *   - a 2-layer model fused, unfused (ONNX ops with past/present I/O) and
  *     mixed: same logits through llmc_rt_session_feed, and the bytes a
  *     decode step moves (llmc_rt_session_stats) constant for the fused plan
@@ -51,13 +52,27 @@ static float *rope_table(int R, int is_sin)
 
 typedef struct {
     int H, G, D, R; /* heads, kv_heads, head_dim, rotary_dim */
+    int N;          /* 1: per-head q/k RMSNorm (Qwen3) */
 } attn_cfg;
 
+#define NORM_EPS 1e-6f
+
+/* norms: the q_norm and k_norm weight values when c->N. */
 static int add_attention(llmc_graph *g, const char *name, const attn_cfg *c, int q, int k,
-                         int v, int cos_v, int sin_v, int cache, int out)
+                         int v, int cos_v, int sin_v, const int *norms, int cache, int out)
 {
-    int ins[5] = {q, k, v, cos_v, sin_v};
-    int n = llmc_graph_add_llmc_node(g, "Attention", name, ins, c->R ? 5 : 3, &out, 1);
+    int ins[7] = {q, k, v}, n_ins = 3;
+    if (c->R) {
+        ins[n_ins++] = cos_v;
+        ins[n_ins++] = sin_v;
+    }
+    if (c->N) {
+        ins[n_ins++] = norms[0];
+        ins[n_ins++] = norms[1];
+    }
+    int n = llmc_graph_add_llmc_node(g, "Attention", name, ins, n_ins, &out, 1);
+    if (c->N)
+        llmc_node_set_float(g, n, "epsilon", NORM_EPS);
     llmc_node_set_int(g, n, "heads", c->H);
     llmc_node_set_int(g, n, "kv_heads", c->G);
     llmc_node_set_int(g, n, "head_dim", c->D);
@@ -106,10 +121,25 @@ typedef struct {
     attn_cfg c;
     float *cos_t, *sin_t;
     double *K, *V; /* [CTX][G][D]: rotated keys and values by position */
+    float q_norm[64], k_norm[64]; /* per-head norm weights when c.N */
 } attn_ref;
 
-static void rope_d(const attn_ref *a, const float *x, int pos, double *y)
+/* x as doubles, RMS-normalized over D with weight w when the config has norms. */
+static void head_in(const attn_ref *a, const float *x, const float *w, double *y)
 {
+    int D = a->c.D;
+    double ss = 0;
+    for (int i = 0; i < D; i++)
+        ss += (double)x[i] * x[i];
+    double inv = a->c.N ? 1.0 / sqrt(ss / D + (double)NORM_EPS) : 1.0;
+    for (int i = 0; i < D; i++)
+        y[i] = a->c.N ? x[i] * inv * w[i] : x[i];
+}
+
+static void rope_d(const attn_ref *a, const float *xf, const float *w, int pos, double *y)
+{
+    double x[64];
+    head_in(a, xf, w, x);
     int D = a->c.D, R = a->c.R, h = R / 2;
     for (int i = 0; i < D; i++) {
         if (i >= R) {
@@ -129,7 +159,7 @@ static void attn_reference(attn_ref *a, const float *q, const float *k, const fl
     double qr[64], score[CTX];
     for (int s = 0; s < S; s++)
         for (int g = 0; g < G; g++) {
-            rope_d(a, k + (s * G + g) * D, P + s, a->K + ((P + s) * G + g) * D);
+            rope_d(a, k + (s * G + g) * D, a->k_norm, P + s, a->K + ((P + s) * G + g) * D);
             for (int i = 0; i < D; i++)
                 a->V[((P + s) * G + g) * D + i] = v[(s * G + g) * D + i];
         }
@@ -137,7 +167,7 @@ static void attn_reference(attn_ref *a, const float *q, const float *k, const fl
         for (int h = 0; h < H; h++) {
             int g = h / (H / G), n = P + s + 1;
             double mx = -INFINITY, sum = 0;
-            rope_d(a, q + (s * H + h) * D, P + s, qr);
+            rope_d(a, q + (s * H + h) * D, a->q_norm, P + s, qr);
             for (int t = 0; t < n; t++) {
                 score[t] = 0;
                 for (int i = 0; i < D; i++)
@@ -171,8 +201,13 @@ static uint8_t *build_op_plan(const attn_ref *a, size_t *size, llmc_error *err)
         cs = g_const(&g, "rope.cos", LLMC_DT_FLOAT, SHAPE(K(CTX), K(c->R)), a->cos_t);
         sn = g_const(&g, "rope.sin", LLMC_DT_FLOAT, SHAPE(K(CTX), K(c->R)), a->sin_t);
     }
+    int norms[2] = {-1, -1};
+    if (c->N) {
+        norms[0] = g_const(&g, "q_norm", LLMC_DT_FLOAT, SHAPE(K(c->D)), a->q_norm);
+        norms[1] = g_const(&g, "k_norm", LLMC_DT_FLOAT, SHAPE(K(c->D)), a->k_norm);
+    }
     int o = value(&g, "o", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->H * c->D)));
-    add_attention(&g, "attn", c, q, k, v, cs, sn, 0, o);
+    add_attention(&g, "attn", c, q, k, v, cs, sn, norms, 0, o);
     g_output(&g, o);
     uint8_t *bytes = compile(&g, size, err);
     llmc_graph_free(&g);
@@ -183,9 +218,9 @@ static uint8_t *build_op_plan(const attn_ref *a, size_t *size, llmc_error *err)
 static void test_lowering_errors(void)
 {
     static const struct { attn_cfg c; int cache; const char *msg; } bad[] = {
-        {{3, 2, 8, 0}, 0, "kv_heads | heads"},
-        {{2, 1, 8, 3}, 0, "even rotary_dim"},
-        {{2, 1, 8, 0}, 1, "cache 1 outside [0, 1 Attention ops)"},
+        {{3, 2, 8, 0, 0}, 0, "kv_heads | heads"},
+        {{2, 1, 8, 3, 0}, 0, "even rotary_dim"},
+        {{2, 1, 8, 0, 0}, 1, "cache 1 outside [0, 1 Attention ops)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         const attn_cfg *c = &bad[i].c;
@@ -197,7 +232,7 @@ static void test_lowering_errors(void)
         int q = g_input(&g, "q", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->H * c->D)));
         int k = g_input(&g, "k", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->G * c->D)));
         int o = value(&g, "o", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(c->H * c->D)));
-        add_attention(&g, "attn", c, q, k, k, k, k, bad[i].cache, o);
+        add_attention(&g, "attn", c, q, k, k, k, k, NULL, bad[i].cache, o);
         g_output(&g, o);
         uint8_t *bytes = compile(&g, &size, &err);
         CHECK(!bytes && strstr(err.msg, bad[i].msg) && strstr(err.msg, "node 'attn'"),
@@ -243,7 +278,11 @@ static double op_step(runner *r, attn_ref *a, int S, int P, llmc_rt_status *st,
 
 static void test_op(const attn_cfg *c, const char *what)
 {
-    attn_ref a = {*c, rope_table(c->R, 0), rope_table(c->R, 1), NULL, NULL};
+    attn_ref a = {*c, rope_table(c->R, 0), rope_table(c->R, 1), NULL, NULL, {0}, {0}};
+    for (int i = 0; c->N && i < c->D; i++) { /* norm weights near 1, as trained ones are */
+        a.q_norm[i] = 1 + 0.5f * frand();
+        a.k_norm[i] = 1 + 0.5f * frand();
+    }
     a.K = malloc(sizeof(double) * CTX * (size_t)(c->G * c->D));
     a.V = malloc(sizeof(double) * CTX * (size_t)(c->G * c->D));
     llmc_error cerr;
@@ -457,9 +496,9 @@ static void fill_hole(model_b *m, int layer)
             g->inputs[k++] = g->inputs[i];
     g->n_inputs = k;
     g->values[v].is_graph_input = false;
-    attn_cfg c = {MH, MH, MD, MD};
+    attn_cfg c = {MH, MH, MD, MD, 0};
     add_attention(g, nm(layer, "attention"), &c, m->hole_in[layer][0], m->hole_in[layer][1],
-                  m->hole_in[layer][2], m->cos_v, m->sin_v, layer, v);
+                  m->hole_in[layer][2], m->cos_v, m->sin_v, NULL, layer, v);
 }
 
 /* fused_mask bit l: layer l uses llmc.Attention. */
@@ -595,11 +634,12 @@ static void test_model(void)
 /* ---- the verifier ------------------------------------------------------- */
 
 static tp_plan tp;
-static float tp_cos[16 * 4], tp_sin[16 * 4];
+static float tp_cos[16 * 4], tp_sin[16 * 4], tp_norm[16];
 
 typedef struct {
     const char *q_dims, *k_dims, *q_dtype, *table_dims, *fields, *extra;
     int with_tables, two_ops;
+    const char *norm_dims; /* q_norm, k_norm after the inputs when set */
 } bad_case;
 
 static uint8_t *attention_plan(const bad_case *c, size_t *size)
@@ -615,12 +655,16 @@ static uint8_t *attention_plan(const bad_case *c, size_t *size)
     int cs = tp_weight(&tp, "cos", "Float32", td, tp_cos, sizeof tp_cos);
     int sn = tp_weight(&tp, "sin", "Float32", td, tp_sin, sizeof tp_sin);
     const char *fields = c->fields ? c->fields : "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: 0.35";
+    char norms[32] = "";
+    if (c->norm_dims)
+        snprintf(norms, sizeof norms, ", %d, %d", tp_weight(&tp, "qn", "Float32", c->norm_dims, tp_norm, 8 * 4),
+                 tp_weight(&tp, "kn", "Float32", "8", tp_norm, 8 * 4));
     for (int i = 0; i <= c->two_ops; i++) {
-        char ins[64];
+        char ins[96];
         if (c->with_tables)
-            snprintf(ins, sizeof ins, "%d, %d, %d, %d, %d", q, k, v, cs, sn);
+            snprintf(ins, sizeof ins, "%d, %d, %d, %d, %d%s", q, k, v, cs, sn, norms);
         else
-            snprintf(ins, sizeof ins, "%d, %d, %d", q, k, v);
+            snprintf(ins, sizeof ins, "%d, %d, %d%s", q, k, v, norms);
         tp_op(&tp, "code: \"Attention\", name: \"attn%d\", inputs: [%s], outputs: [%d], %s", i,
               ins, i ? o2 : o, fields);
     }
@@ -650,7 +694,14 @@ static void test_verifier(void)
          "rotary_dim > head_dim", "even rotary_dim"},
         {{.with_tables = 0}, "rotary_dim 4 without cos/sin", "needs 5"},
         {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, scale: 0.35"},
-         "cos/sin given with rotary_dim 0", "needs 3"},
+         "cos/sin given with rotary_dim 0 (read as head norms)", "q_norm and k_norm must be float32 [head_dim 8]"},
+        {{.with_tables = 1, .norm_dims = "8"}, "q/k head norms [head_dim] open", NULL},
+        {{.with_tables = 0, .norm_dims = "8", .fields = "heads: 2, kv_heads: 1, head_dim: 8, scale: 0.35"},
+         "q/k head norms without RoPE open", NULL},
+        {{.with_tables = 1, .norm_dims = "2,4"}, "q_norm [2, 4]", "q_norm and k_norm must be float32 [head_dim 8]"},
+        {{.with_tables = 1, .norm_dims = "8", .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, "
+                                                       "scale: 0.35, epsilon: nan"},
+         "head norm epsilon NaN", "epsilon finite >= 0"},
         {{.with_tables = 1, .table_dims = "8,8"}, "table rows != max_context", "max_context 16"},
         {{.with_tables = 1, .table_dims = "32,2"}, "table cols != rotary_dim", "rotary_dim 4"},
         {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: inf"},
@@ -787,10 +838,12 @@ int main(void)
 {
     srand(3);
     static const struct { attn_cfg c; const char *what; } cfgs[] = {
-        {{4, 4, 8, 0}, "MHA, no RoPE"},
-        {{4, 2, 8, 8}, "GQA 4/2, full RoPE"},
-        {{6, 2, 16, 8}, "GQA 6/2, partial RoPE 8 of 16"},
-        {{2, 1, 4, 4}, "MQA 2/1, RoPE"},
+        {{4, 4, 8, 0, 0}, "MHA, no RoPE"},
+        {{4, 2, 8, 8, 0}, "GQA 4/2, full RoPE"},
+        {{6, 2, 16, 8, 0}, "GQA 6/2, partial RoPE 8 of 16"},
+        {{2, 1, 4, 4, 0}, "MQA 2/1, RoPE"},
+        {{4, 2, 16, 16, 1}, "GQA 4/2, q/k RMSNorm per head, full RoPE"},
+        {{4, 4, 8, 0, 1}, "MHA, q/k RMSNorm per head, no RoPE"},
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++)
         test_op(&cfgs[i].c, cfgs[i].what);
