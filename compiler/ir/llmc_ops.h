@@ -9,9 +9,11 @@
  * Symbols() -> y                                               [Symbols]
  *     INTS values: (c, s, p) per element; y int64 = c + s*S + p*P.
  *
- * RMSNorm(x, scale) -> y                                       [RMSNorm]
+ * RMSNorm(x, scale, residual?) -> y                            [RMSNorm]
  *     FLOAT epsilon.  Over the last axis of x (length D, scale [D]):
- *     y = x / sqrt(mean(x^2) + epsilon) * scale.
+ *     y = x / sqrt(mean(x^2) + epsilon) * scale [+ residual], residual
+ *     float32 with x's shape (Gemma's norm of a branch before its residual
+ *     add).
  *     (LayerNorm fusion produces the ONNX op LayerNormalization.)
  *
  * Gelu(x) -> y                                       [Unary Gelu / GeluTanh]
@@ -21,6 +23,9 @@
  *     y = x * sigmoid(x).
  * SwiGLU(gate, up) -> y                                      [Binary SwiGLU]
  *     y = silu(gate) * up, numpy broadcasting.
+ * GeGLU(gate, up) -> y                                        [Binary GeGLU]
+ *     y = gelu_tanh(gate) * up (Gelu tanh=1 above; Gemma's MLP), numpy
+ *     broadcasting.
  *
  * Linear(x, W, bias?, residual?) -> y_0 .. y_{n-1}              [Linear]
  *     x [..., K]; W constant [K, N] (ONNX MatMul orientation); bias constant
@@ -99,6 +104,7 @@
     X(Gelu, lower_gelu, 0, NULL)                                \
     X(Silu, lower_unary, LLMC_RT_UNARY_Silu, NULL)                      \
     X(SwiGLU, lower_binary, LLMC_RT_BINARY_SwiGLU, NULL)                \
+    X(GeGLU, lower_binary, LLMC_RT_BINARY_GeGLU, NULL)                  \
     X(Linear, lower_linear, 0, NULL)                            \
     X(QuantizeRows, lower_quantize_rows, 0, NULL)               \
     X(ShadowLinear, lower_shadow_linear, 0, NULL)               \

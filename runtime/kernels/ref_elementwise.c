@@ -202,7 +202,7 @@ static bool is_compare(int kind)
 
 bool k_binary_supports(int kind, int a, int b, int y)
 {
-    if (kind == LLMC_RT_BINARY_SwiGLU)
+    if (kind == LLMC_RT_BINARY_SwiGLU || kind == LLMC_RT_BINARY_GeGLU)
         return a == LLMC_RT_F32 && b == LLMC_RT_F32 && y == LLMC_RT_F32;
     if (kind == LLMC_RT_BINARY_Pow)
         return (a == LLMC_RT_F32 || a == LLMC_RT_I32 || a == LLMC_RT_I64) && is_numeric(b) && y == a;
@@ -244,6 +244,7 @@ static float binary_Pow(float a, float b) { return powf(a, b); }
 static float binary_Max(float a, float b) { return max_f32(a, b); }
 static float binary_Min(float a, float b) { return min_f32(a, b); }
 static float binary_SwiGLU(float a, float b) { return silu_f32(a) * b; }
+static float binary_GeGLU(float a, float b) { return unary_GeluTanh(a) * b; }
 
 /* The op resolver's Binary entries for float32 operands (llmc_rt.h): one
  * loop per kind, so a firmware links only its plan's kinds (and powf only
