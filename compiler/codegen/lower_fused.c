@@ -36,7 +36,7 @@ int lower_onnx_gelu(lower_ctx *L, int kind)
 
 int lower_rmsnorm(lower_ctx *L, int kind)
 {
-    int rc = lower_emit_simple(L, LLMC_RT_OP_RMSNorm, kind, 2);
+    int rc = lower_emit_simple(L, LLMC_RT_OP_RMSNorm, kind, L->g->nodes[L->node].n_inputs > 2 ? 3 : 2);
     if (!rc)
         L->p->ops[L->p->n_ops - 1].epsilon = llmc_node_attr_float(L->g, L->node, "epsilon", 1e-5f);
     return rc;
