@@ -50,7 +50,8 @@ static inline rt_tensor_format rt_format_of(const rt_tensor_desc *d)
 
 #define RT_TT_MAX_ELEMS ((int64_t)1 << 50) /* bounds n * k of packed matrices */
 
-/* a * b and a + b into *out; false (out untouched) on int64 overflow. */
+/* a * b and a + b into *out; false on int64 overflow (*out is then the
+ * wrapped value, which no caller reads). */
 bool rt_mul_i64(int64_t a, int64_t b, int64_t *out);
 bool rt_add_i64(int64_t a, int64_t b, int64_t *out);
 

@@ -17,6 +17,9 @@ Prints one row per model; with --max-per-layer, exits 1 if any llmc
 per-layer count is above N.  Run with Debian's python (torch + onnx).
 """
 import argparse
+import contextlib
+import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -74,6 +77,28 @@ def run(cmd):
     return proc.stdout
 
 
+_MODULES = {}
+
+
+def run_script(script, argv):
+    """Runs a python script of scripts/ through its main(argv) in this
+    process: torch is imported once, not once per export (about 2 s each)."""
+    if script not in _MODULES:
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        spec = importlib.util.spec_from_file_location(
+            os.path.basename(script)[:-3], os.path.join(ROOT, script))
+        _MODULES[script] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_MODULES[script])
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            _MODULES[script].main([str(a) for a in argv])
+    except (Exception, SystemExit) as e:   # an exporter's failure names the variant
+        if isinstance(e, SystemExit) and not e.code:
+            return
+        sys.exit(f"op_counts: {script} {' '.join(map(str, argv))} failed: {e}\n{err.getvalue()}")
+
+
 def stale(out, *scripts):
     return not os.path.exists(out) or any(
         os.path.getmtime(out) < os.path.getmtime(os.path.join(ROOT, s)) for s in scripts)
@@ -83,8 +108,8 @@ def run_exporter(exporter, family, opset, layers, out, extra=()):
     script, *args = exporter
     if stale(out, script, "scripts/export_llm.py", "scripts/hf_models.py", "scripts/onnx_opset_upgrade.py"):
         size = [] if script.endswith("export_genai.py") else ["--size", "tiny"]
-        run([sys.executable, os.path.join(ROOT, script), "--family", family, "--opset", str(opset),
-             *args, *extra, *size, "--layers", str(layers), "--out", out])
+        run_script(script, ["--family", family, "--opset", opset, *args, *extra, *size,
+                            "--layers", layers, "--out", out])
 
 
 def export(family, opset, kind, layers, out):
@@ -99,7 +124,7 @@ def export(family, opset, kind, layers, out):
             run_exporter(exporter, family, opset, layers, base + ".nopast.onnx", ["--no-past"])
         script, *rest = transform
         names = {"SRC": source, "DST": out, "NOPAST": base + ".nopast.onnx"}
-        run([sys.executable, os.path.join(ROOT, script), *[names.get(a, a) for a in rest]])
+        run_script(script, [names.get(a, a) for a in rest])
     return node_count(onnx.load(out, load_external_data=False).graph)
 
 
@@ -110,25 +135,43 @@ def llmc_ops(llmc, model, work):
     return info["ops_total"], info["op_counts"]
 
 
+def ort_optimized(model):
+    return model[:-len(".onnx")] + ".ort.onnx"
+
+
+def ort_optimize(models):
+    """ONNX Runtime's optimized graph of every model, in one node process."""
+    pairs = [a for m in models for a in (m, ort_optimized(m))]
+    run(["node", os.path.join(ROOT, "scripts/ort_optimize.js"), *pairs])
+
+
 def ort_nodes(model):
-    optimized = model[:-len(".onnx")] + ".ort.onnx"
-    run(["node", os.path.join(ROOT, "scripts/ort_optimize.js"), model, optimized])
-    return node_count(onnx.load(optimized, load_external_data=False).graph)
+    return node_count(onnx.load(ort_optimized(model), load_external_data=False).graph)
+
+
+def model_path(variant, layers, work):
+    spec, _, kind = variant.partition(":")
+    family, opset = spec.split("@")
+    return os.path.join(work, f"{family}_op{opset}_{kind or 'plain'}_L{layers}.onnx")
 
 
 def measure(variant, llmc, work):
+    """The variant's exports and llmc's counts (ONNX Runtime's come later)."""
     spec, _, kind = variant.partition(":")
     family, opset = spec.split("@")
-    kind = kind or "plain"
     row = {"model": variant}
     for layers in (2, 3):
-        model = os.path.join(work, f"{family}_op{opset}_{kind}_L{layers}.onnx")
-        row[f"onnx{layers}"] = export(family, int(opset), kind, layers, model)
+        model = model_path(variant, layers, work)
+        row[f"onnx{layers}"] = export(family, int(opset), kind or "plain", layers, model)
         row[f"llmc{layers}"], row[f"op_counts{layers}"] = llmc_ops(llmc, model, work)
-        row[f"ort{layers}"] = ort_nodes(model)
+    return row
+
+
+def add_ort(row, work):
+    for layers in (2, 3):
+        row[f"ort{layers}"] = ort_nodes(model_path(row["model"], layers, work))
     for key in ("onnx", "llmc", "ort"):
         row[f"{key}_per_layer"] = row[f"{key}3"] - row[f"{key}2"]
-    return row
 
 
 def main():
@@ -142,8 +185,11 @@ def main():
     print(f"{'model':14} {'ONNX nodes':>10} {'ORT nodes':>10} {'llmc ops':>9}"
           f" | per layer: {'ONNX':>5} {'ORT':>5} {'llmc':>5}   llmc ops of one layer")
     worst = 0
-    for variant in args.variants.split(","):
-        r = measure(variant, args.llmc, args.work)
+    variants = args.variants.split(",")
+    rows = [measure(v, args.llmc, args.work) for v in variants]
+    ort_optimize([model_path(v, n, args.work) for v in variants for n in (2, 3)])
+    for r in rows:
+        add_ort(r, args.work)
         layer_ops = {k: r["op_counts3"][k] - r["op_counts2"].get(k, 0) for k in r["op_counts3"]}
         layer_ops = ", ".join(f"{k} {v}" for k, v in sorted(layer_ops.items()) if v)
         print(f"{r['model']:14} {r['onnx2']:>10} {r['ort2']:>10} {r['llmc2']:>9}"
