@@ -57,7 +57,8 @@ VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
             "llama@17:merged", "qwen2@17:merged", "gpt2@17:merged", "phi@17:merged",
             "llama@21:genai", "qwen2@21:genai", "phi@21:genai", "llama@21:genai-int4",
             "llama@17:q4", "qwen2@17:q4", "gpt2@17:q4", "phi@17:q4", "llama@17:int8", "phi@17:int8",
-            "qwen3@17", "qwen3@17:hf")
+            "qwen3@17", "qwen3@17:hf",
+            "gemma2@17", "gemma2@17:hf", "gemma3@17", "gemma3@17:hf")
 
 
 def node_count(graph):
