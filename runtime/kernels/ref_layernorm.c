@@ -150,12 +150,11 @@ static void rmsnorm_task(void *ctx, uint32_t i)
 {
     const rmsnorm_job *J = ctx;
     ptrdiff_t r0 = (ptrdiff_t)i * J->rows_per_task, r1 = r0 + J->rows_per_task;
-    for (ptrdiff_t o = r0; o < r1 && o < J->rows; o++) {
-        float *y = J->y + o * J->n;
-        J->row(J->x + o * J->n, J->scale, y, J->n, J->epsilon, J->fd);
+    for (ptrdiff_t o = r0 * J->n; o < r1 * J->n && o < J->rows * J->n; o += J->n) {
+        J->row(J->x + o, J->scale, J->y + o, J->n, J->epsilon, J->fd);
         /* the residual add after the rounded product, as Add(RMSNorm, r) */
-        for (ptrdiff_t j = 0; J->residual && j < J->n; j++)
-            y[j] += J->residual[o * J->n + j];
+        for (ptrdiff_t j = o; J->residual && j < o + J->n; j++)
+            J->y[j] += J->residual[j];
     }
 }
 
