@@ -6,7 +6,7 @@ BUILD   ?= build
 WARN    := -Wall -Wextra -Werror
 OPT     ?= -O2 -g
 ifeq ($(SAN),1)
-OPT     := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+OPT     := -O2 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 BUILD   := build-san
 endif
 CFLAGS_C  := -std=c11 $(WARN) $(OPT) -D_GNU_SOURCE -I. -Icompiler -I$(BUILD)/gen -Iruntime -Iruntime/platform
