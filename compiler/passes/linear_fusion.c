@@ -1,6 +1,8 @@
-/* linear-fusion: projections by constant weights -> llmc.Linear, in four
+/* linear-fusion: projections by constant weights -> llmc.Linear, in
  * steps, each over the result of the one before:
  *
+ *  0. scales: a constant scalar Mul/Div on a MatMul's output or on an
+ *     embedding Gather's rows moves into the constant (scale_fold.c).
  *  1. formation: MatMul(x, W), W a float constant [K, N] (or a weight of a
  *     pre-quantized file, DequantizeLinear of constants in the canonical
  *     form of quant_canonical.c, which stays the Linear's W) and x float
@@ -40,6 +42,7 @@
 #include "ir/llmc_ops.h"
 #include "pass.h"
 #include "quant_weight.h"
+#include "scale_fold.h"
 
 #define PASS_NAME "linear-fusion"
 /* Linear(x, W, bias, residual): input positions */
@@ -436,14 +439,14 @@ static int visit_residual_chain(llmc_graph *g, const llmc_pass_ctx *ctx, int nod
 
 static int run_linear_fusion(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
 {
-    /* steps 1..5 in order: projections, merging, splits, residuals, residual chains */
-    static const llmc_fusion_visit steps[] = {visit_projection, visit_merge, visit_splits, visit_residual,
-                                              visit_residual_chain};
-    int n[5];
-    int rc = llmc_fusion_walks(g, ctx, PASS_NAME, steps, 5, n, err);
+    /* steps 0..5 in order: scales, projections, merging, splits, residuals, residual chains */
+    static const llmc_fusion_visit steps[] = {llmc_scale_fold_visit, visit_projection, visit_merge, visit_splits,
+                                              visit_residual, visit_residual_chain};
+    int n[6];
+    int rc = llmc_fusion_walks(g, ctx, PASS_NAME, steps, 6, n, err);
     if (rc == LLMC_OK)
-        llmc_pass_detail(ctx, "%d linears, %d merged groups, %d residuals (%d down a chain), %d splits absorbed",
-                         n[0], n[1], n[3] + n[4], n[4], n[2]);
+        llmc_pass_detail(ctx, "%d linears, %d merged groups, %d residuals (%d down a chain), %d splits absorbed%s",
+                         n[1], n[2], n[4] + n[5], n[5], n[3], n[0] ? ", scales folded into weights (--explain)" : "");
     return rc;
 }
 
