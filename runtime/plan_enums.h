@@ -31,7 +31,7 @@
     X(RANGE, Range, 12, 3, 3, 1, 1, 0)                                  \
     X(SYMBOLS, Symbols, 13, 0, 0, 1, 1, 0)                              \
     X(LINEAR, Linear, 14, 2, 4, 1, LLMC_ANY_COUNT, 1)                   \
-    X(RMSNORM, RMSNorm, 15, 2, 2, 1, 1, 1)                              \
+    X(RMSNORM, RMSNorm, 15, 2, 3, 1, 1, 1)                              \
     X(ROPE, Rope, 16, 3, 3, 1, 1, 0)                                    \
     X(ATTENTION, Attention, 17, 3, 7, 1, 1, 0)                          \
     X(TRILU, Trilu, 18, 1, 2, 1, 1, 0)                                  \

@@ -168,8 +168,8 @@ llmc_rt_status llmc_rt_exec_LayerNorm(rt_op_call *c, llmc_rt_error *err)
 llmc_rt_status llmc_rt_exec_RMSNorm(rt_op_call *c, llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
-    return k_rmsnorm(rt_plan_of(rt_state(c->s)->plan)->kernels, &c->in[0], &c->in[1], c->op->epsilon, &c->out[0],
-                     &par, err);
+    return k_rmsnorm(rt_plan_of(rt_state(c->s)->plan)->kernels, &c->in[0], &c->in[1],
+                     c->op->inputs.len > 2 ? &c->in[2] : NULL, c->op->epsilon, &c->out[0], &par, err);
 }
 
 llmc_rt_status llmc_rt_exec_Rope(rt_op_call *c, llmc_rt_error *err)

@@ -292,6 +292,10 @@ static llmc_rt_status verify_rmsnorm(fb_reader *r, const llmc_rt_plan *p, const 
     if (!const_dim(r, p, x, -1, &d) || rt_meta_of(r, p, scale).rank != 1 ||
         !const_dim(r, p, scale, 0, &sd) || sd != d)
         return bad_shape("scale must be [D] with D the input's constant last dim", NULL, err);
+    uint32_t rank = (uint32_t)rt_meta_of(r, p, x).rank;
+    if (op->inputs.len > 2 && (rt_meta_of(r, p, op_in(r, op, 2)).rank != (int)rank ||
+                               !same_leading_dims(r, p, op_in(r, op, 2), op_out(r, op, 0), rank)))
+        return bad_shape("the residual must have the output's dims", NULL, err);
     return LLMC_RT_OK;
 }
 

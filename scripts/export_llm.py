@@ -10,6 +10,11 @@ Four families are written here in plain PyTorch (no transformers library):
   phi    LayerNorm, partial RoPE (cache gathered), parallel attn+MLP, erf GELU
   qwen3  llama + grouped-query attention, per-head RMSNorm of q and k before RoPE,
          head_dim x heads != hidden, tied lm_head
+  llama32  llama + grouped-query attention, tied lm_head, llama3 RoPE scaling
+  smollm2  llama + grouped-query attention, tied lm_head
+  smollm3  smollm2 with no RoPE in every no_rope_interval-th layer (NoPE)
+  granite  llama + embedding, attention, residual and logits multipliers, tied lm_head
+  olmo2    post-norm layers (no input norm), RMSNorm over the whole q and k projections
 That is --style plain (the default). --style hf writes the same families shaped
 the way Hugging Face exports are (scripts/hf_models.py: ports of transformers'
 eager forward passes, optimum's input/output names and dynamic axes).
@@ -49,6 +54,8 @@ import onnx_opset_upgrade
 MASK_VALUE = torch.finfo(torch.float32).min
 
 FAMILIES = ("llama", "qwen2", "gpt2", "phi", "qwen3")
+# Small deployed families: FamilyOptions and the block after qwen3's model.
+FAMILIES += ("llama32", "smollm2", "smollm3", "granite", "olmo2")
 
 
 @dataclass
@@ -83,6 +90,8 @@ class Config:
     rotary_fraction: float = 0.5
     # qwen3: head_dim set apart from hidden // heads (0: hidden // heads).
     head_size: int = 0
+    # llama32/smollm2/smollm3/granite/olmo2: their FamilyOptions.
+    opts: object = None
 
     @property
     def head_dim(self):
@@ -90,6 +99,8 @@ class Config:
 
 
 def make_config(family, size):
+    if family in SMALL_FAMILIES:
+        return small_family_config(family, size)
     if size == "tiny":
         mlp = 4 * 64 if family in ("gpt2", "phi") else 128
         kv_heads = 2 if family in ("qwen2", "qwen3") else 4
@@ -486,6 +497,155 @@ class PhiModel(nn.Module):
 
 
 # ----------------------------------------------------------------------------
+# llama32 / smollm2 / smollm3 / granite / olmo2
+# ----------------------------------------------------------------------------
+
+@dataclass
+class FamilyOptions:
+    """What sets a small family apart from llama (Config.opts)."""
+    tied: bool = True                 # lm_head shares the embedding table
+    # Llama 3's rope_scaling (rope_type "llama3"): (factor, low_freq_factor,
+    # high_freq_factor, original_max_position_embeddings); None: default RoPE
+    rope_scaling: tuple = None
+    # SmolLM3's no_rope_layer_interval: layer i has no RoPE when
+    # (i + 1) % interval == 0 (0: RoPE in every layer)
+    no_rope_interval: int = 0
+    # Granite's multipliers (1.0 and attention 0: llama's)
+    embedding_multiplier: float = 1.0
+    attention_multiplier: float = 0.0  # 0: 1 / sqrt(head_dim)
+    residual_multiplier: float = 1.0
+    logits_scaling: float = 1.0
+    # OLMo2: post-norm layers, q/k RMSNorm over the whole projection
+    post_norm: bool = False
+
+    def uses_rope(self, layer):
+        return self.no_rope_interval == 0 or (layer + 1) % self.no_rope_interval != 0
+
+    def scale(self, head_dim):
+        return self.attention_multiplier or 1.0 / math.sqrt(head_dim)
+
+
+SMALL_FAMILIES = {
+    "llama32": FamilyOptions(rope_scaling=(32.0, 1.0, 4.0, 8192)),
+    "smollm2": FamilyOptions(),
+    # interval 2 in the tiny size, so that two layers hold a NoPE layer (4 in SmolLM3-3B)
+    "smollm3": FamilyOptions(no_rope_interval=2),
+    "granite": FamilyOptions(embedding_multiplier=12.0, attention_multiplier=0.015625,
+                             residual_multiplier=0.22, logits_scaling=8.0),
+    "olmo2": FamilyOptions(tied=False, post_norm=True),
+}
+SMALL_THETA = {"llama32": 500000.0, "smollm2": 100000.0, "smollm3": 5000000.0,
+               "granite": 5000000.0, "olmo2": 500000.0}
+# Published configurations (hidden, layers, heads, kv_heads, intermediate, vocab)
+SMALL_SIZES = ("llama3.2-1b", "smollm2-135m")
+SMALL_REAL = {"llama3.2-1b": ("llama32", 2048, 16, 32, 8, 8192, 128256),
+              "smollm2-135m": ("smollm2", 576, 30, 9, 3, 1536, 49152)}
+
+
+def small_family_config(family, size):
+    opts = SMALL_FAMILIES[family]
+    eps = 1e-6 if family in ("smollm3", "olmo2") else 1e-5
+    if size == "tiny":
+        # grouped-query attention (4 heads on 2 kv heads) as the real models
+        return Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128,
+                      max_pos=256, rope_theta=SMALL_THETA[family], norm_eps=eps, opts=opts)
+    if size in SMALL_REAL and SMALL_REAL[size][0] == family:
+        _, hidden, layers, heads, kv_heads, mlp, vocab = SMALL_REAL[size]
+        return Config(vocab=vocab, hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads,
+                      intermediate=mlp, max_pos=4096, rope_theta=SMALL_THETA[family],
+                      norm_eps=eps, opts=opts)
+    raise ValueError(f"size {size} is not one of family {family}")
+
+
+class SmallFamilyAttention(nn.Module):
+    """llama attention with the family's scale, NoPE layers (no rotation) and
+    OLMo2's q/k RMSNorm over the whole projection (before the head split)."""
+
+    def __init__(self, cfg, layer):
+        super().__init__()
+        self.cfg, self.rope = cfg, cfg.opts.uses_rope(layer)
+        d = cfg.head_dim
+        self.q_proj = nn.Linear(cfg.hidden, cfg.heads * d, bias=False)
+        self.k_proj = nn.Linear(cfg.hidden, cfg.kv_heads * d, bias=False)
+        self.v_proj = nn.Linear(cfg.hidden, cfg.kv_heads * d, bias=False)
+        self.o_proj = nn.Linear(cfg.heads * d, cfg.hidden, bias=False)
+        full = cfg.opts.post_norm
+        self.q_norm = RMSNorm(cfg.heads * d, cfg.norm_eps) if full else nn.Identity()
+        self.k_norm = RMSNorm(cfg.kv_heads * d, cfg.norm_eps) if full else nn.Identity()
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        c = self.cfg
+        q = split_heads(self.q_norm(self.q_proj(x)), c.heads, c.head_dim)
+        k = split_heads(self.k_norm(self.k_proj(x)), c.kv_heads, c.head_dim)
+        v = split_heads(self.v_proj(x), c.kv_heads, c.head_dim)
+        if self.rope:
+            q, k = apply_rope(q, k, cos, sin)
+        k, v = append_past(past_k, past_v, k, v)
+        k_all, v_all = repeat_kv(k, c.heads // c.kv_heads), repeat_kv(v, c.heads // c.kv_heads)
+        scores = torch.matmul(q, k_all.transpose(2, 3)) * c.opts.scale(c.head_dim) + mask
+        out = torch.matmul(F.softmax(scores, dim=-1), v_all)
+        return self.o_proj(merge_heads(out)), k, v
+
+
+class SmallFamilyLayer(nn.Module):
+    """Pre-norm x + r * f(norm(x)) (r: Granite's residual multiplier), or
+    OLMo2's post-norm x + norm(f(x))."""
+
+    def __init__(self, cfg, layer):
+        super().__init__()
+        self.opts = cfg.opts
+        if not cfg.opts.post_norm:
+            self.input_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.self_attn = SmallFamilyAttention(cfg, layer)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        if cfg.opts.post_norm:
+            self.post_feedforward_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.mlp = SwiGLU(cfg)
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        if self.opts.post_norm:
+            attn, k, v = self.self_attn(x, cos, sin, mask, past_k, past_v)
+            x = x + self.post_attention_layernorm(attn)
+            return x + self.post_feedforward_layernorm(self.mlp(x)), k, v
+        r = self.opts.residual_multiplier
+        attn, k, v = self.self_attn(self.input_layernorm(x), cos, sin, mask, past_k, past_v)
+        x = x + (attn * r if r != 1.0 else attn)
+        h = self.mlp(self.post_attention_layernorm(x))
+        return x + (h * r if r != 1.0 else h), k, v
+
+
+class SmallFamilyModel(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg, opts = cfg, cfg.opts
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.rope = RopeComputed(cfg.head_dim, cfg.rope_theta, cfg.max_pos)
+        if opts.rope_scaling:
+            self.rope.inv_freq = hf_models.llama3_inv_freq(self.rope.inv_freq, *opts.rope_scaling)
+        self.layers = nn.ModuleList(SmallFamilyLayer(cfg, i) for i in range(cfg.layers))
+        self.norm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if opts.tied:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        opts = self.cfg.opts
+        x = self.embed_tokens(input_ids)
+        if opts.embedding_multiplier != 1.0:
+            x = x * opts.embedding_multiplier
+        cos, sin = self.rope(position_ids)
+        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1], self.cfg.mask)
+        presents = []
+        for i, layer in enumerate(self.layers):
+            x, k, v = layer(x, cos, sin, mask, past[2 * i], past[2 * i + 1])
+            presents += [k, v]
+        logits = self.lm_head(self.norm(x))
+        if opts.logits_scaling != 1.0:
+            logits = logits / opts.logits_scaling
+        return (logits, *presents)
+
+
+# ----------------------------------------------------------------------------
 # LoRA adapters
 # ----------------------------------------------------------------------------
 
@@ -530,6 +690,8 @@ def add_lora(model, seed):
 
 
 def build_model(family, cfg):
+    if family in SMALL_FAMILIES:
+        return SmallFamilyModel(cfg)
     if family == "llama":
         return LlamaModel(cfg, qkv_bias=False, rope_cls=RopeComputed)
     if family == "qwen2":
@@ -592,7 +754,7 @@ def randomize_weights(model, seed, fan_in_dim=1, tied=("wte.weight", "ln_f.weigh
 
 def plain_init_options(family):
     """randomize_weights options for the plain models: qwen3's tied lm_head."""
-    if family == "qwen3":
+    if family == "qwen3" or (family in SMALL_FAMILIES and make_config(family, "tiny").opts.tied):
         return {"tied": ("embed_tokens.weight", "norm.weight")}
     return {}
 
@@ -686,7 +848,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--family", choices=FAMILIES, required=True)
     ap.add_argument("--opset", type=int, default=14)
-    ap.add_argument("--size", choices=("tiny", "qwen2-0.5b", "qwen3-0.6b"), default="tiny")
+    ap.add_argument("--size", choices=("tiny", "qwen2-0.5b", "qwen3-0.6b") + SMALL_SIZES, default="tiny")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     ap.add_argument("--external", choices=("none", "per-tensor", "single"), default="none")

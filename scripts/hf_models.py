@@ -609,10 +609,167 @@ class GPT2LMHeadModel(nn.Module):
 
 
 # ----------------------------------------------------------------------------
+# llama32 / smollm2 (modeling_llama.py), smollm3 (modeling_smollm3.py),
+# granite (modeling_granite.py), olmo2 (modeling_olmo2.py); cfg.opts is
+# export_llm.FamilyOptions
+# ----------------------------------------------------------------------------
+
+TIED_SMALL_FAMILIES = ("llama32", "smollm2", "smollm3", "granite")
+
+
+def llama3_inv_freq(inv_freq, factor, low_freq_factor, high_freq_factor, old_context_len):
+    """modeling_rope_utils._compute_llama3_parameters: only inv_freq changes
+    (attention_factor stays 1.0)."""
+    low_freq_wavelen = old_context_len / low_freq_factor
+    high_freq_wavelen = old_context_len / high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    # wavelen < high_freq_wavelen: do nothing; wavelen > low_freq_wavelen: divide by factor
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    # otherwise: interpolate between the two, using a smooth factor
+    smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+
+
+class SmallFamilyAttention(LlamaAttention):
+    """LlamaAttention's projections; Granite's scaling (attention_multiplier),
+    SmolLM3's use_rope (no_rope_layers), OLMo2's q_norm/k_norm over the
+    whole projection before the view."""
+
+    def __init__(self, cfg, layer_idx):
+        super().__init__(cfg, qkv_bias=False)
+        opts = cfg.opts
+        self.scaling = opts.scale(cfg.head_dim)
+        self.use_rope = opts.uses_rope(layer_idx)
+        self.olmo2 = opts.post_norm
+        if self.olmo2:
+            self.q_norm = LlamaRMSNorm(cfg.heads * cfg.head_dim, eps=cfg.norm_eps)
+            self.k_norm = LlamaRMSNorm(cfg.kv_heads * cfg.head_dim, eps=cfg.norm_eps)
+
+    def forward(self, hidden_states, attention_mask, past_key_value, position_embeddings):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states)
+        key_states = self.k_proj(hidden_states)
+        if self.olmo2:
+            query_states = self.q_norm(query_states)
+            key_states = self.k_norm(key_states)
+        query_states = query_states.view(hidden_shape).transpose(1, 2)
+        key_states = key_states.view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+
+        if self.use_rope:
+            cos, sin = position_embeddings
+            query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        key_states, value_states = cache_update(past_key_value, key_states, value_states)
+        present = (key_states, value_states)
+
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scaling
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights = attn_weights + causal_mask
+        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output), present
+
+
+class SmallFamilyDecoderLayer(nn.Module):
+    """GraniteDecoderLayer (residual + hidden_states * residual_multiplier;
+    1.0 for llama/smollm) or Olmo2DecoderLayer (post-norm, no input norm)."""
+
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        self.post_norm = cfg.opts.post_norm
+        self.residual_multiplier = cfg.opts.residual_multiplier
+        self.self_attn = SmallFamilyAttention(cfg, layer_idx)
+        self.mlp = LlamaMLP(cfg)
+        if not self.post_norm:
+            self.input_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.post_attention_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        if self.post_norm:
+            self.post_feedforward_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+
+    def forward(self, hidden_states, attention_mask, past_key_value, position_embeddings):
+        if self.post_norm:
+            residual = hidden_states
+            hidden_states, present = self.self_attn(hidden_states, attention_mask, past_key_value,
+                                                    position_embeddings)
+            hidden_states = self.post_attention_layernorm(hidden_states)
+            hidden_states = residual + hidden_states
+            residual = hidden_states
+            hidden_states = self.mlp(hidden_states)
+            hidden_states = self.post_feedforward_layernorm(hidden_states)
+            return residual + hidden_states, present
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states, present = self.self_attn(hidden_states, attention_mask, past_key_value,
+                                                position_embeddings)
+        if self.residual_multiplier != 1.0:
+            hidden_states = hidden_states * self.residual_multiplier
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        if self.residual_multiplier != 1.0:
+            hidden_states = hidden_states * self.residual_multiplier
+        return residual + hidden_states, present
+
+
+class SmallFamilyModel(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.embedding_multiplier = cfg.opts.embedding_multiplier
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.layers = nn.ModuleList(SmallFamilyDecoderLayer(cfg, i) for i in range(cfg.layers))
+        self.norm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.rotary_emb = LlamaRotaryEmbedding(cfg)
+        if cfg.opts.rope_scaling:
+            self.rotary_emb.inv_freq = llama3_inv_freq(self.rotary_emb.inv_freq, *cfg.opts.rope_scaling)
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        inputs_embeds = self.embed_tokens(input_ids)
+        if self.embedding_multiplier != 1.0:
+            inputs_embeds = inputs_embeds * self.embedding_multiplier  # main diff with Llama
+        cache_position = cache_position_for(past_key_values, inputs_embeds)
+        causal_mask = update_causal_mask(attention_mask, inputs_embeds, cache_position)
+        hidden_states = inputs_embeds
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        presents = []
+        for decoder_layer, layer_past in zip(self.layers, past_key_values):
+            hidden_states, present = decoder_layer(hidden_states, causal_mask, layer_past,
+                                                   position_embeddings)
+            presents.append(present)
+        return self.norm(hidden_states), tuple(presents)
+
+
+class SmallFamilyForCausalLM(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.logits_scaling = cfg.opts.logits_scaling
+        self.model = SmallFamilyModel(cfg)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if cfg.opts.tied:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        hidden_states, presents = self.model(input_ids, attention_mask, position_ids, past_key_values)
+        logits = self.lm_head(hidden_states[:, -NUM_LOGITS_TO_KEEP:, :])
+        if self.logits_scaling != 1.0:
+            logits = logits / self.logits_scaling  # GraniteForCausalLM
+        return logits.float(), presents
+
+
+# ----------------------------------------------------------------------------
 # Building, optimum's export interface
 # ----------------------------------------------------------------------------
 
 def build_hf_model(family, cfg):
+    if cfg.opts is not None:
+        return SmallFamilyForCausalLM(cfg)
     if family == "llama":
         return LlamaForCausalLM(cfg, qkv_bias=False, tie_word_embeddings=False)
     if family == "qwen2":
@@ -630,7 +787,7 @@ def init_options(family):
     """export_llm.randomize_weights options for the HF parameter layout."""
     if family == "gpt2":
         return {"fan_in_dim": 0}  # Conv1D weights are [in, out]
-    if family in ("qwen2", "qwen3"):
+    if family in ("qwen2", "qwen3") or family in TIED_SMALL_FAMILIES:
         return {"tied": ("embed_tokens.weight", "norm.weight")}
     return {}
 

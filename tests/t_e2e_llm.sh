@@ -34,7 +34,8 @@ VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gp
     llama@17:genai qwen2@17:genai phi@17:genai llama@17:genai-rotary qwen2@17:genai-rotary
     phi@17:genai-rotary
     llama@18 qwen2@18:hf gpt2@18 phi@18:hf qwen2@21 gpt2@21:hf
-    qwen3@17 qwen3@17:hf qwen3@14"}
+    qwen3@17 qwen3@17:hf qwen3@14
+    llama32@17 llama32@17:hf smollm2@17:hf smollm3@17 smollm3@17:hf granite@17 granite@17:hf olmo2@17 olmo2@17:hf"}
 
 WORK=$BUILD/e2e_llm
 mkdir -p "$WORK"

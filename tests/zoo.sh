@@ -84,7 +84,8 @@ zoo_merge_into() {   # zoo_merge_into DIR NO_PAST WITH_PAST
 # 13 in the plain style).
 ZOO="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17
      llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
-     qwen3@14 qwen3@17 qwen3@17:hf"
+     qwen3@14 qwen3@17 qwen3@17:hf
+     llama32@17 llama32@17:hf smollm2@17 smollm3@17 smollm3@17:hf granite@17 granite@17:hf olmo2@17 olmo2@17:hf"
 
 # zoo_spec_model SPEC: zoo_model for family@opset[:option]
 zoo_spec_model() {

@@ -9,9 +9,10 @@
  * Symbols() -> y                                               [Symbols]
  *     INTS values: (c, s, p) per element; y int64 = c + s*S + p*P.
  *
- * RMSNorm(x, scale) -> y                                       [RMSNorm]
+ * RMSNorm(x, scale, residual?) -> y                            [RMSNorm]
  *     FLOAT epsilon.  Over the last axis of x (length D, scale [D]):
- *     y = x / sqrt(mean(x^2) + epsilon) * scale.
+ *     y = x / sqrt(mean(x^2) + epsilon) * scale [+ residual, y's shape:
+ *     a post-norm layer's x + norm(f(x)), OLMo2].
  *     (LayerNorm fusion produces the ONNX op LayerNormalization.)
  *
  * Gelu(x) -> y                                       [Unary Gelu / GeluTanh]

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 
 #include "ir/const_view.h"
+#include "fusion_match.h"
 #include "ir/io_roles.h"
 #include "ir/llmc_ops.h"
 #include "pass.h"
@@ -85,26 +86,13 @@ static bool is_embedding(const llmc_graph *g, const llmc_pass_ctx *ctx, int node
     return true;
 }
 
-/* True when W [H, V] is E [V, H] transposed, byte for byte. */
-static bool holds_transpose(const llmc_value *e, const llmc_value *w)
-{
-    int64_t v = e->shape.dims[0].c, h = e->shape.dims[1].c;
-    if (w->shape.dims[0].c != h || w->shape.dims[1].c != v)
-        return false;
-    llmc_const wt = {.nbytes = w->konst.nbytes,
-                     .view = llmc_view_transpose(llmc_const_share_view(&w->konst, h, v))};
-    bool same = wt.view && llmc_const_equal(&e->konst, &wt);
-    llmc_view_unref(wt.view);
-    return same;
-}
-
 /* The Linear whose W is table e transposed, or -1. */
 static int tied_linear(const llmc_graph *g, int e)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         const llmc_node *n = &g->nodes[i];
         if (!n->dead && llmc_is_op(n, "Linear") && n->n_inputs >= 2 &&
-            is_const_matrix(g, n->inputs[1]) && holds_transpose(&g->values[e], &g->values[n->inputs[1]]))
+            is_const_matrix(g, n->inputs[1]) && llmc_const_holds_transpose(&g->values[e], &g->values[n->inputs[1]]))
             return i;
     }
     return -1;

@@ -140,7 +140,7 @@ void rt_rmsnorm_row_generic(const float *x, const float *scale, float *y, int64_
 typedef struct {
     void (*row)(const float *x, const float *scale, float *y, int64_t n, float epsilon,
                 float fd);
-    const float *x, *scale;
+    const float *x, *scale, *residual;
     float *y;
     ptrdiff_t n, rows, rows_per_task;
     float epsilon, fd;
@@ -150,19 +150,25 @@ static void rmsnorm_task(void *ctx, uint32_t i)
 {
     const rmsnorm_job *J = ctx;
     ptrdiff_t r0 = (ptrdiff_t)i * J->rows_per_task, r1 = r0 + J->rows_per_task;
-    for (ptrdiff_t o = r0; o < r1 && o < J->rows; o++)
-        J->row(J->x + o * J->n, J->scale, J->y + o * J->n, J->n, J->epsilon, J->fd);
+    for (ptrdiff_t o = r0; o < r1 && o < J->rows; o++) {
+        float *y = J->y + o * J->n;
+        J->row(J->x + o * J->n, J->scale, y, J->n, J->epsilon, J->fd);
+        for (ptrdiff_t j = 0; J->residual && j < J->n; j++)
+            y[j] += J->residual[o * J->n + j];
+    }
 }
 
 /* RMSNorm over the last axis: y = x / sqrt(mean(x^2) + epsilon) * scale,
  * scale [D].  The sum of squares is compensated, as LayerNorm's.  Rows by
  * kt's rmsnorm_row (kt or the entry NULL: the portable row; the same bits). */
 llmc_rt_status k_rmsnorm(const struct rt_kernels *kt, const rt_view *x, const rt_view *scale,
-                         float epsilon, rt_view *y, const rt_parallel *par, llmc_rt_error *err)
+                         const rt_view *residual, float epsilon, rt_view *y, const rt_parallel *par,
+                         llmc_rt_error *err)
 {
-    if (!is_f32(x) || !is_f32(scale) || !is_f32(y) || !k_same_dims(x, y) || x->rank < 1)
+    if (!is_f32(x) || !is_f32(scale) || !is_f32(y) || !k_same_dims(x, y) || x->rank < 1 ||
+        (residual && (!is_f32(residual) || !k_same_dims(residual, y))))
         return rt_fail(err, LLMC_RT_E_EXEC, "RMSNorm needs float32 operands of rank >= 1 "
-                       "and output dims equal to the input's", NULL, NULL);
+                       "and output (and residual) dims equal to the input's", NULL, NULL);
     int64_t d = x->dims[x->rank - 1];
     if (scale->rank != 1 || scale->dims[0] != d)
         return rt_fail(err, LLMC_RT_E_EXEC, "scale must be [%d], the input's last dim",
@@ -170,7 +176,8 @@ llmc_rt_status k_rmsnorm(const struct rt_kernels *kt, const rt_view *x, const rt
     /* pointer-wide: x lies in memory */
     ptrdiff_t n = (ptrdiff_t)d, rows = n ? (ptrdiff_t)k_count(x) / n : 0;
     rmsnorm_job J = {kt && kt->rmsnorm_row ? kt->rmsnorm_row : rt_rmsnorm_row_generic,
-                     x->data, scale->data, y->data, n, rows, 1, epsilon, k_i64_to_f32(d)};
+                     x->data, scale->data, residual ? residual->data : NULL, y->data, n, rows, 1, epsilon,
+                     k_i64_to_f32(d)};
     if (n < RMS_TASK_ELEMS)
         J.rows_per_task = RMS_TASK_ELEMS / n;
     ptrdiff_t tasks = (rows + J.rows_per_task - 1) / J.rows_per_task;

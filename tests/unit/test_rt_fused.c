@@ -160,16 +160,27 @@ static void test_rmsnorm(void)
     double want[78];
     rmsnorm_reference(x, scale, rows, d, want);
     rt_view vx = V(x, 2, 3, d), vs = V(scale, d), vy = V(y, 2, 3, d);
-    CHECK(k_rmsnorm(NULL, &vx, &vs, 1e-5f, &vy, NULL, &err) == LLMC_RT_OK &&
+    CHECK(k_rmsnorm(NULL, &vx, &vs, NULL, 1e-5f, &vy, NULL, &err) == LLMC_RT_OK &&
           max_rel_err(y, want, rows * d) <= 1e-6, "RMSNorm [2, 3, 13]: %.2g",
           max_rel_err(y, want, rows * d));
     float zeros[4] = {0}, one[4] = {1, 1, 1, 1}, out[4];
     rt_view vz = V(zeros, 4), vo = V(one, 4), vout = V(out, 4);
-    CHECK(k_rmsnorm(NULL, &vz, &vo, 1e-6f, &vout, NULL, &err) == LLMC_RT_OK && out[0] == 0.0f,
+    CHECK(k_rmsnorm(NULL, &vz, &vo, NULL, 1e-6f, &vout, NULL, &err) == LLMC_RT_OK && out[0] == 0.0f,
           "RMSNorm of zeros is 0 (epsilon keeps it finite)");
     rt_view short_scale = V(scale, d - 1);
-    CHECK(k_rmsnorm(NULL, &vx, &short_scale, 1e-5f, &vy, NULL, &err) == LLMC_RT_E_EXEC,
+    CHECK(k_rmsnorm(NULL, &vx, &short_scale, NULL, 1e-5f, &vy, NULL, &err) == LLMC_RT_E_EXEC,
           "RMSNorm scale of the wrong length rejected: %s", err.msg);
+    /* post-norm: residual + norm(x), against the reference plus the residual */
+    float *r = rand_floats(rows * d), yr[78];
+    rt_view vr = V(r, 2, 3, d), vyr = V(yr, 2, 3, d), vr_short = V(r, 3, 2, d);
+    for (int i = 0; i < rows * d; i++)
+        want[i] += r[i];
+    CHECK(k_rmsnorm(NULL, &vx, &vs, &vr, 1e-5f, &vyr, NULL, &err) == LLMC_RT_OK &&
+          max_rel_err(yr, want, rows * d) <= 1e-5, "RMSNorm [2, 3, 13] + residual: %.2g",
+          max_rel_err(yr, want, rows * d));
+    CHECK(k_rmsnorm(NULL, &vx, &vs, &vr_short, 1e-5f, &vyr, NULL, &err) == LLMC_RT_E_EXEC,
+          "RMSNorm residual of other dims rejected: %s", err.msg);
+    free(r);
     free(x);
     free(scale);
 }
@@ -186,14 +197,14 @@ static void test_rmsnorm_rows(void)
     double *want = malloc(sizeof(double) * (size_t)(rows * d));
     rmsnorm_reference(x, scale, rows, d, want);
     rt_view vx = V(x, rows, d), vs = V(scale, d), vy = V(y, rows, d), vy2 = V(y2, rows, d);
-    CHECK(k_rmsnorm(NULL, &vx, &vs, 1e-5f, &vy, NULL, &err) == LLMC_RT_OK &&
+    CHECK(k_rmsnorm(NULL, &vx, &vs, NULL, 1e-5f, &vy, NULL, &err) == LLMC_RT_OK &&
           max_rel_err(y, want, rows * d) <= 1e-6, "RMSNorm [40, 4099]: %.2g",
           max_rel_err(y, want, rows * d));
     for (uint32_t threads = 1; threads <= 3; threads++) {
         llmc_threads *pool = llmc_threads_create(threads);
         rt_parallel par = {llmc_threads_parallel, pool};
         memset(y2, 0, sizeof(float) * (size_t)(rows * d));
-        CHECK(pool && k_rmsnorm(NULL, &vx, &vs, 1e-5f, &vy2, &par, &err) == LLMC_RT_OK &&
+        CHECK(pool && k_rmsnorm(NULL, &vx, &vs, NULL, 1e-5f, &vy2, &par, &err) == LLMC_RT_OK &&
                   !memcmp(y, y2, sizeof(float) * (size_t)(rows * d)),
               "RMSNorm [40, 4099] on %u threads: bitwise the serial result", threads);
         llmc_threads_destroy(pool);

@@ -130,13 +130,13 @@ static void test_op(const rt_kernels *kt)
     vs.rank = 1;
     vs.dims[0] = cols;
     llmc_rt_error err;
-    bool ok = k_rmsnorm(NULL, &vx, &vs, 1e-6f, &vw, NULL, &err) == LLMC_RT_OK;
+    bool ok = k_rmsnorm(NULL, &vx, &vs, NULL, 1e-6f, &vw, NULL, &err) == LLMC_RT_OK;
     CHECK(ok, "RMSNorm [37, 896] without a table runs");
     for (uint32_t threads = 1; threads <= 4; threads++) {
         llmc_threads *pool = llmc_threads_create(threads);
         rt_parallel par = {llmc_threads_parallel, pool};
         memset(got, 0, sizeof(float) * (size_t)(rows * cols));
-        ok = pool && k_rmsnorm(kt, &vx, &vs, 1e-6f, &vg, &par, &err) == LLMC_RT_OK;
+        ok = pool && k_rmsnorm(kt, &vx, &vs, NULL, 1e-6f, &vg, &par, &err) == LLMC_RT_OK;
         CHECK(ok && same_bits(want, got, rows * cols),
               "RMSNorm [37, 896] with %s on %u threads: the portable op's bits", kt->target,
               threads);
