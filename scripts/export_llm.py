@@ -15,6 +15,9 @@ Four families are written here in plain PyTorch (no transformers library):
   smollm3  smollm2 with no RoPE in every no_rope_interval-th layer (NoPE)
   granite  llama + embedding, attention, residual and logits multipliers, tied lm_head
   olmo2    post-norm layers (no input norm), RMSNorm over the whole q and k projections
+  phi3   llama with q/k/v packed in one qkv_proj and gate/up in one gate_up_proj;
+         size tiny-phi4 (Phi-4-mini's shape): grouped-query attention, rotary
+         fraction 0.75, LongRoPE cos/sin, tied lm_head
 That is --style plain (the default). --style hf writes the same families shaped
 the way Hugging Face exports are (scripts/hf_models.py: ports of transformers'
 eager forward passes, optimum's input/output names and dynamic axes).
@@ -53,7 +56,7 @@ import onnx_opset_upgrade
 # Used for every masked attention score (additive masks and torch.where masks).
 MASK_VALUE = torch.finfo(torch.float32).min
 
-FAMILIES = ("llama", "qwen2", "gpt2", "phi", "qwen3")
+FAMILIES = ("llama", "qwen2", "gpt2", "phi", "qwen3", "phi3")
 # Small deployed families: FamilyOptions and the block after qwen3's model.
 FAMILIES += ("llama32", "smollm2", "smollm3", "granite", "olmo2")
 
@@ -92,6 +95,11 @@ class Config:
     head_size: int = 0
     # llama32/smollm2/smollm3/granite/olmo2: their FamilyOptions.
     opts: object = None
+    # phi3: LongRoPE's pretraining context (rope_scaling type longrope,
+    # original_max_position_embeddings); 0: plain RoPE.
+    original_max_pos: int = 0
+    # phi3: lm_head shares the embedding (Phi-4-mini).
+    tied: bool = False
 
     @property
     def head_dim(self):
@@ -101,6 +109,8 @@ class Config:
 def make_config(family, size):
     if family in SMALL_FAMILIES:
         return small_family_config(family, size)
+    if family == "phi3":
+        return make_phi3_config(size)
     if size == "tiny":
         mlp = 4 * 64 if family in ("gpt2", "phi") else 128
         kv_heads = 2 if family in ("qwen2", "qwen3") else 4
@@ -117,6 +127,19 @@ def make_config(family, size):
                       intermediate=3072, max_pos=4096, rope_theta=1000000.0,
                       norm_eps=1e-6, head_size=128)
     raise ValueError(f"unknown size {size}")
+
+
+def make_phi3_config(size):
+    """tiny: Phi-3-mini's shape (multi-head, all dims rotate, untied); tiny-phi4:
+    Phi-4-mini's (2 kv heads, rotary fraction 0.75, LongRoPE over a 64-token
+    pretraining context stretched to 256, tied lm_head)."""
+    if size == "tiny":
+        return Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=4, intermediate=128,
+                      max_pos=256, rotary_fraction=1.0)
+    if size == "tiny-phi4":
+        return Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128,
+                      max_pos=256, rotary_fraction=0.75, original_max_pos=64, tied=True)
+    raise ValueError(f"unknown phi3 size {size}")
 
 
 # ----------------------------------------------------------------------------
@@ -646,6 +669,94 @@ class SmallFamilyModel(nn.Module):
 
 
 # ----------------------------------------------------------------------------
+# phi3 (Phi-3-mini, Phi-3.5-mini, Phi-4-mini)
+# ----------------------------------------------------------------------------
+
+class Phi3Rope(RopeComputed):
+    """RopeComputed over the rotated dims; with LongRoPE the short factors divide
+    the frequencies and the attention factor scales cos and sin (a traced
+    export keeps the short factors: its positions lie within the pretraining
+    context)."""
+
+    def __init__(self, cfg, rot_dim):
+        super().__init__(rot_dim, cfg.rope_theta, cfg.max_pos)
+        self.mscale = 1.0
+        if cfg.original_max_pos:
+            self.inv_freq = self.inv_freq / torch.tensor(hf_models.longrope_short_factor(rot_dim))
+            self.mscale = hf_models.longrope_mscale(cfg)
+
+    def forward(self, position_ids):
+        cos, sin = super().forward(position_ids)
+        if self.mscale == 1.0:
+            return cos, sin
+        return cos * self.mscale, sin * self.mscale
+
+
+class Phi3Attention(nn.Module):
+    """q, k and v from one packed qkv_proj, split along the last axis."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.head_dim
+        self.sizes = [cfg.heads * d, cfg.kv_heads * d, cfg.kv_heads * d]
+        self.rot_dim = int(d * cfg.rotary_fraction)
+        self.qkv_proj = nn.Linear(cfg.hidden, sum(self.sizes), bias=False)
+        self.o_proj = nn.Linear(cfg.heads * d, cfg.hidden, bias=False)
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        c = self.cfg
+        q, k, v = self.qkv_proj(x).split(self.sizes, dim=-1)
+        q = split_heads(q, c.heads, c.head_dim)
+        k = split_heads(k, c.kv_heads, c.head_dim)
+        v = split_heads(v, c.kv_heads, c.head_dim)
+        if self.rot_dim < c.head_dim:
+            q, k = sliced_rope(q, k, cos, sin, self.rot_dim)
+        else:
+            q, k = apply_rope(q, k, cos, sin)
+        k, v = append_past(past_k, past_v, k, v)
+        out = attend(q, k, v, mask, c.heads // c.kv_heads, c.head_dim)
+        return self.o_proj(merge_heads(out)), k, v
+
+
+class Phi3MLP(nn.Module):
+    """gate and up from one packed gate_up_proj, chunked in two."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.gate_up_proj = nn.Linear(cfg.hidden, 2 * cfg.intermediate, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
+
+    def forward(self, x):
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        return self.down_proj(up * F.silu(gate))
+
+
+class Phi3Layer(LlamaLayer):
+    def __init__(self, cfg):
+        nn.Module.__init__(self)
+        self.input_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.self_attn = Phi3Attention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.mlp = Phi3MLP(cfg)
+
+
+class Phi3Model(LlamaModel):
+    """LlamaModel's forward over Phi3Layers; lm_head tied when cfg.tied."""
+
+    def __init__(self, cfg):
+        nn.Module.__init__(self)
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.rope = Phi3Rope(cfg, int(cfg.head_dim * cfg.rotary_fraction))
+        self.layers = nn.ModuleList(Phi3Layer(cfg) for _ in range(cfg.layers))
+        self.norm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if cfg.tied:
+            self.lm_head.weight = self.embed_tokens.weight
+
+
+# ----------------------------------------------------------------------------
 # LoRA adapters
 # ----------------------------------------------------------------------------
 
@@ -702,6 +813,8 @@ def build_model(family, cfg):
         return GPT2Model(cfg)
     if family == "phi":
         return PhiModel(cfg)
+    if family == "phi3":
+        return Phi3Model(cfg)
     raise ValueError(family)
 
 
@@ -754,7 +867,7 @@ def randomize_weights(model, seed, fan_in_dim=1, tied=("wte.weight", "ln_f.weigh
 
 def plain_init_options(family):
     """randomize_weights options for the plain models: qwen3's tied lm_head."""
-    if family == "qwen3" or (family in SMALL_FAMILIES and make_config(family, "tiny").opts.tied):
+    if family in ("qwen3", "phi3") or (family in SMALL_FAMILIES and make_config(family, "tiny").opts.tied):
         return {"tied": ("embed_tokens.weight", "norm.weight")}
     return {}
 
@@ -848,7 +961,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--family", choices=FAMILIES, required=True)
     ap.add_argument("--opset", type=int, default=14)
-    ap.add_argument("--size", choices=("tiny", "qwen2-0.5b", "qwen3-0.6b") + SMALL_SIZES, default="tiny")
+    ap.add_argument("--size", choices=("tiny", "qwen2-0.5b", "qwen3-0.6b", "tiny-phi4") + SMALL_SIZES, default="tiny")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     ap.add_argument("--external", choices=("none", "per-tensor", "single"), default="none")
@@ -895,6 +1008,8 @@ def parse_args(argv):
         ap.error("--act applies to --style plain gpt2 and phi")
     if args.rotary_fraction is not None and (args.style != "hf" or args.family != "phi"):
         ap.error("--rotary-fraction applies to --style hf phi")
+    if args.size == "tiny-phi4" and args.family != "phi3":
+        ap.error("--size tiny-phi4 applies to family phi3")
     if args.torch_logits_out and not args.prompt_ids:
         ap.error("--torch-logits-out needs --prompt-ids")
     return args

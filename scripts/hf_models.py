@@ -1,7 +1,8 @@
 """Hugging Face-shaped models for export_llm.py --style hf.
 
 Ports of the eager forward passes of transformers 4.44/4.45 (modeling_llama.py,
-modeling_qwen2.py, modeling_phi.py, modeling_gpt2.py) and of modeling_qwen3.py,
+modeling_qwen2.py, modeling_phi.py, modeling_gpt2.py) and of modeling_qwen3.py and
+modeling_phi3.py (4.49),
 written without the
 transformers library, so that torch.onnx.export writes the graph shapes the
 ecosystem's exports (optimum's `text-generation-with-past`) contain: the 4-D
@@ -54,11 +55,12 @@ def default_rope_parameters(cfg, partial_rotary_factor):
 
 
 class LlamaRotaryEmbedding(nn.Module):
-    """rope_type "default"; called once per forward at model level (position_embeddings)."""
+    """rope_type "default" (or rope_init's); called once per forward at model
+    level (position_embeddings)."""
 
-    def __init__(self, cfg, partial_rotary_factor=1.0):
+    def __init__(self, cfg, partial_rotary_factor=1.0, rope_init=default_rope_parameters):
         super().__init__()
-        inv_freq, self.attention_scaling = default_rope_parameters(cfg, partial_rotary_factor)
+        inv_freq, self.attention_scaling = rope_init(cfg, partial_rotary_factor)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
     @torch.no_grad()
@@ -764,6 +766,145 @@ class SmallFamilyForCausalLM(nn.Module):
 
 
 # ----------------------------------------------------------------------------
+# phi3 (modeling_phi3.py of transformers >= 4.49, which added Phi-4-mini's
+# partial_rotary_factor and moved the rotary embedding to model level; the
+# causal mask is Llama's, Phi-3's 2047-token sliding window lies beyond the
+# tiny context)
+# ----------------------------------------------------------------------------
+
+def longrope_short_factor(rot_dim):
+    """rope_scaling's short_factor, one per rotated pair: made-up values rising
+    with the pair index as the published ones do (Phi-3.5-mini's run 1.0 .. 3.0)."""
+    pairs = rot_dim // 2
+    return [1.0 + 2.0 * i / pairs for i in range(pairs)]
+
+
+def longrope_mscale(cfg):
+    """LongRoPE's attention factor on cos and sin: sqrt(1 + ln(s) / ln(original))
+    with s = max_position_embeddings / original_max_position_embeddings (1 if s <= 1)."""
+    scale = cfg.max_pos / cfg.original_max_pos
+    return 1.0 if scale <= 1.0 else math.sqrt(1 + math.log(scale) / math.log(cfg.original_max_pos))
+
+
+def longrope_parameters(cfg, partial_rotary_factor):
+    """modeling_rope_utils._compute_longrope_parameters: (inv_freq, attention_factor).
+    The short factors: the rotary embedding's longrope update picks the long
+    ones only when max(position_ids) + 1 exceeds the pretraining context, a
+    Python branch a traced export fixes at the dummy inputs' 12 positions."""
+    dim = int(cfg.head_dim * partial_rotary_factor)
+    ext_factors = torch.tensor(longrope_short_factor(dim), dtype=torch.float32)
+    inv_freq_shape = torch.arange(0, dim, 2, dtype=torch.int64).float() / dim
+    inv_freq = 1.0 / (ext_factors * cfg.rope_theta ** inv_freq_shape)
+    return inv_freq, longrope_mscale(cfg)
+
+
+def phi3_apply_rotary_pos_emb(q, k, cos, sin):
+    """Rotates the first cos.shape[-1] dims of each head, passes the rest."""
+    cos = cos.unsqueeze(1)
+    sin = sin.unsqueeze(1)
+    rotary_dim = cos.shape[-1]
+    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
+    k_rot, k_pass = k[..., :rotary_dim], k[..., rotary_dim:]
+    q_embed = torch.cat([(q_rot * cos) + (rotate_half(q_rot) * sin), q_pass], dim=-1)
+    k_embed = torch.cat([(k_rot * cos) + (rotate_half(k_rot) * sin), k_pass], dim=-1)
+    return q_embed, k_embed
+
+
+class Phi3MLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.gate_up_proj = nn.Linear(cfg.hidden, 2 * cfg.intermediate, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
+        self.activation_fn = nn.SiLU()
+
+    def forward(self, hidden_states):
+        up_states = self.gate_up_proj(hidden_states)
+        gate, up_states = up_states.chunk(2, dim=-1)
+        up_states = up_states * self.activation_fn(gate)
+        return self.down_proj(up_states)
+
+
+class Phi3Attention(nn.Module):
+    """Eager attention; q, k and v sliced out of one qkv_proj."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.head_dim = cfg.head_dim
+        self.num_heads = cfg.heads
+        self.num_key_value_heads = cfg.kv_heads
+        self.num_key_value_groups = cfg.heads // cfg.kv_heads
+        self.scaling = self.head_dim ** -0.5
+        op_size = cfg.heads * self.head_dim + 2 * (cfg.kv_heads * self.head_dim)
+        self.o_proj = nn.Linear(cfg.heads * self.head_dim, cfg.hidden, bias=False)
+        self.qkv_proj = nn.Linear(cfg.hidden, op_size, bias=False)
+
+    def forward(self, hidden_states, attention_mask, past_key_value, position_embeddings):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+
+        qkv = self.qkv_proj(hidden_states)
+        query_pos = self.num_heads * self.head_dim
+        query_states = qkv[..., :query_pos]
+        key_states = qkv[..., query_pos: query_pos + self.num_key_value_heads * self.head_dim]
+        value_states = qkv[..., query_pos + self.num_key_value_heads * self.head_dim:]
+
+        query_states = query_states.view(hidden_shape).transpose(1, 2)
+        key_states = key_states.view(hidden_shape).transpose(1, 2)
+        value_states = value_states.view(hidden_shape).transpose(1, 2)
+
+        cos, sin = position_embeddings
+        query_states, key_states = phi3_apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        key_states, value_states = cache_update(past_key_value, key_states, value_states)
+        present = (key_states, value_states)
+
+        # eager_attention_forward
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scaling
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights = attn_weights + causal_mask
+        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output), present
+
+
+class Phi3DecoderLayer(LlamaDecoderLayer):
+    """Llama's layer (resid_attn_dropout / resid_mlp_dropout are identities in eval)."""
+
+    def __init__(self, cfg):
+        nn.Module.__init__(self)
+        self.self_attn = Phi3Attention(cfg)
+        self.mlp = Phi3MLP(cfg)
+        self.input_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.post_attention_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+
+
+class Phi3Model(LlamaModel):
+    def __init__(self, cfg):
+        nn.Module.__init__(self)
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.layers = nn.ModuleList(Phi3DecoderLayer(cfg) for _ in range(cfg.layers))
+        self.norm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        rope_init = longrope_parameters if cfg.original_max_pos else default_rope_parameters
+        self.rotary_emb = LlamaRotaryEmbedding(cfg, cfg.rotary_fraction, rope_init)
+        self.sdpa = False
+
+
+class Phi3ForCausalLM(LlamaForCausalLM):
+    """tie_word_embeddings: Phi-4-mini (cfg.tied)."""
+
+    def __init__(self, cfg):
+        nn.Module.__init__(self)
+        self.model = Phi3Model(cfg)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if cfg.tied:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+
+# ----------------------------------------------------------------------------
 # Building, optimum's export interface
 # ----------------------------------------------------------------------------
 
@@ -780,6 +921,8 @@ def build_hf_model(family, cfg):
         return PhiForCausalLM(cfg)
     if family == "gpt2":
         return GPT2LMHeadModel(cfg)
+    if family == "phi3":
+        return Phi3ForCausalLM(cfg)
     raise ValueError(family)
 
 
@@ -787,7 +930,7 @@ def init_options(family):
     """export_llm.randomize_weights options for the HF parameter layout."""
     if family == "gpt2":
         return {"fan_in_dim": 0}  # Conv1D weights are [in, out]
-    if family in ("qwen2", "qwen3") or family in TIED_SMALL_FAMILIES:
+    if family in ("qwen2", "qwen3", "phi3") or family in TIED_SMALL_FAMILIES:
         return {"tied": ("embed_tokens.weight", "norm.weight")}
     return {}
 
