@@ -142,8 +142,9 @@ $(A64_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(A64_CC) $(A64_CFLAGS) $(A64_ARCH) -MMD -MP -c $< -o $@
 
-$(A64_TEST): tests/unit_arm/test_neon_quant.c $(A64_OBJ) tests/unit/tap.h
-	$(A64_CC) $(A64_CFLAGS) -Itests/unit -static -o $@ $< $(A64_OBJ) -lm
+# (tensor_traits.o: the packed shapes' initializers)
+$(A64_TEST): tests/unit_arm/test_neon_quant.c $(A64_OBJ) $(A64_DIR)/runtime/tensor_traits.o tests/unit/tap.h
+	$(A64_CC) $(A64_CFLAGS) -Itests/unit -static -o $@ $< $(A64_OBJ) $(A64_DIR)/runtime/tensor_traits.o -lm
 
 # The runtime and `llmc run` for Linux on AArch64 (build/aarch64/llmc-run):
 # the portable core, the NEON tables, the pthread platform file and the run
