@@ -6,7 +6,7 @@ BUILD   ?= build
 WARN    := -Wall -Wextra -Werror
 OPT     ?= -O2 -g
 ifeq ($(SAN),1)
-OPT     := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+OPT     := -O2 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 BUILD   := build-san
 endif
 CFLAGS_C  := -std=c11 $(WARN) $(OPT) -D_GNU_SOURCE -I. -Icompiler -I$(BUILD)/gen -Iruntime -Iruntime/platform
@@ -142,8 +142,9 @@ $(A64_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(A64_CC) $(A64_CFLAGS) $(A64_ARCH) -MMD -MP -c $< -o $@
 
-$(A64_TEST): tests/unit_arm/test_neon_quant.c $(A64_OBJ) tests/unit/tap.h
-	$(A64_CC) $(A64_CFLAGS) -Itests/unit -static -o $@ $< $(A64_OBJ) -lm
+# (tensor_traits.o: the packed shapes' initializers)
+$(A64_TEST): tests/unit_arm/test_neon_quant.c $(A64_OBJ) $(A64_DIR)/runtime/tensor_traits.o tests/unit/tap.h
+	$(A64_CC) $(A64_CFLAGS) -Itests/unit -static -o $@ $< $(A64_OBJ) $(A64_DIR)/runtime/tensor_traits.o -lm
 
 # The runtime and `llmc run` for Linux on AArch64 (build/aarch64/llmc-run):
 # the portable core, the NEON tables, the pthread platform file and the run

@@ -284,19 +284,28 @@ llmc_rt_status fb_vector_field(fb_reader *r, const fb_table *t, int id, unsigned
                                unsigned elem_align, fb_vector *out, llmc_rt_error *err);
 llmc_rt_status fb_string_field(fb_reader *r, const fb_table *t, int id, const char **out,
                                llmc_rt_error *err);
-/* Table-driven reads of several fields (the decoders' field lists live in
- * flash as data, not as one call each): scalar fields of a width of 1, 4 or
- * 8 bytes and a small default into out[0, n), vector fields into vec[0, n). */
+/* Table-driven reads of several fields straight into the decoded struct
+ * `out` (the decoders' field lists live in flash as data, not as one call
+ * and one copy each): scalar fields of a width of 1, 4 or 8 bytes and a
+ * small default, stored as the `size` bytes at byte `offset` of out (8: a
+ * uint64_t; 4: the low 32 bits, into a uint32_t, an int32_t, an int or a
+ * float's bits; 1: a bool, whether the value is non-zero); vector fields as
+ * the fb_vector at byte `offset` of out.  FB_SCALAR and FB_VECTOR name the
+ * member; the structs they fill stay under 256 bytes (asserted below). */
 typedef struct {
-    uint8_t id, width, dflt;
+    uint8_t id, width, dflt, offset, size;
 } fb_scalar_spec;
 typedef struct {
-    uint8_t id, elem_size, elem_align;
+    uint8_t id, elem_size, elem_align, offset;
 } fb_vector_spec;
+#define FB_SCALAR(id, width, dflt, type, member) \
+    {id, width, dflt, offsetof(type, member), sizeof(((type *)0)->member)}
+#define FB_VECTOR(id, elem_size, elem_align, type, member) \
+    {id, elem_size, elem_align, offsetof(type, member)}
 llmc_rt_status fb_scalars(fb_reader *r, const fb_table *t, const fb_scalar_spec *specs, int n,
-                          uint64_t *out, llmc_rt_error *err);
+                          void *out, llmc_rt_error *err);
 llmc_rt_status fb_vectors(fb_reader *r, const fb_table *t, const fb_vector_spec *specs, int n,
-                          fb_vector *vec, llmc_rt_error *err);
+                          void *out, llmc_rt_error *err);
 /* The table a field points to; t->pos 0 when the field is absent. */
 llmc_rt_status fb_table_field(fb_reader *r, const fb_table *t, int id, const char *what,
                               fb_table *out, llmc_rt_error *err);
@@ -365,6 +374,13 @@ typedef struct {
     fb_vector subgraphs; /* of Subgraph tables */
     fb_vector costs;     /* of uint64: ns per node of a chunk, 0 = estimate */
 } rt_npu_desc;
+
+/* The structs the field lists fill (offsets are bytes, fb_scalar_spec). */
+LLMC_STATIC_ASSERT(fb_plan_offsets, sizeof(rt_plan) <= 255);
+LLMC_STATIC_ASSERT(fb_tensor_offsets, sizeof(rt_tensor_desc) <= 255);
+LLMC_STATIC_ASSERT(fb_op_offsets, sizeof(rt_op_desc) <= 255);
+LLMC_STATIC_ASSERT(fb_region_offsets, sizeof(rt_region_desc) <= 255);
+LLMC_STATIC_ASSERT(fb_subgraph_offsets, sizeof(rt_subgraph_desc) <= 255);
 
 /* Decoders (structure only; the verifier adds the semantic checks). */
 llmc_rt_status rt_read_tensor(fb_reader *r, const llmc_rt_plan *p, uint32_t i,

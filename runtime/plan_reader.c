@@ -184,22 +184,37 @@ llmc_rt_status fb_vec_table(fb_reader *r, fb_vector v, uint32_t i, const char *w
     return fb_table_at(r, (uint64_t)elem + fb_u32(r->base + elem), what, t, err);
 }
 
+/* v as a member of `size` bytes (fb_scalar_spec). */
+static void fb_store(uint8_t *at, unsigned size, uint64_t v)
+{
+    uint32_t low = (uint32_t)v;
+    if (size == 8)
+        memcpy(at, &v, sizeof v);
+    else if (size == 4)
+        memcpy(at, &low, sizeof low);
+    else
+        *(bool *)(void *)at = v != 0;
+}
+
 llmc_rt_status fb_scalars(fb_reader *r, const fb_table *t, const fb_scalar_spec *specs, int n,
-                          uint64_t *out, llmc_rt_error *err)
+                          void *out, llmc_rt_error *err)
 {
     llmc_rt_status st = LLMC_RT_OK;
-    for (int i = 0; !st && i < n; i++)
-        st = fb_scalar(r, t, specs[i].id, specs[i].width, specs[i].dflt, &out[i], err);
+    for (int i = 0; !st && i < n; i++) {
+        uint64_t v;
+        st = fb_scalar(r, t, specs[i].id, specs[i].width, specs[i].dflt, &v, err);
+        fb_store((uint8_t *)out + specs[i].offset, specs[i].size, v);
+    }
     return st;
 }
 
 llmc_rt_status fb_vectors(fb_reader *r, const fb_table *t, const fb_vector_spec *specs, int n,
-                          fb_vector *vec, llmc_rt_error *err)
+                          void *out, llmc_rt_error *err)
 {
     llmc_rt_status st = LLMC_RT_OK;
     for (int i = 0; !st && i < n; i++)
-        st = fb_vector_field(r, t, specs[i].id, specs[i].elem_size, specs[i].elem_align, &vec[i],
-                             err);
+        st = fb_vector_field(r, t, specs[i].id, specs[i].elem_size, specs[i].elem_align,
+                             (fb_vector *)(void *)((uint8_t *)out + specs[i].offset), err);
     return st;
 }
 
@@ -213,37 +228,22 @@ static llmc_rt_status index_in(uint32_t i, uint32_t n, const char *what,
     return rt_fail(err, LLMC_RT_E_CORRUPT, "%s index %u >= %u", RT_N(i, n), RT_S(what));
 }
 
-static int32_t as_i32(uint64_t v)
-{
-    uint32_t u = (uint32_t)v;
-    return u <= INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
-}
-
 static llmc_rt_status read_tensor_fields(fb_reader *r, const fb_table *t,
                                          rt_tensor_desc *d, llmc_rt_error *err)
 {
+#define TF_(id, width, dflt, member) FB_SCALAR(id, width, dflt, rt_tensor_desc, member)
     static const fb_scalar_spec fields[10] = {
-        {TENSOR_DTYPE, 4, LLMC_RT_F32}, {TENSOR_KIND, 1, KIND_ARENA},
-        {TENSOR_ARENA_OFFSET, 8, 0},    {TENSOR_MAX_BYTES, 8, 0},
-        {TENSOR_SEGMENT, 4, 0},         {TENSOR_LAYOUT, 1, LLMC_RT_LAYOUT_Dense},
-        {TENSOR_GROUP, 4, 0},           {TENSOR_TILE_ROWS, 1, 0},
-        {TENSOR_TILE_DEPTH, 1, 0},      {TENSOR_COEF, 4, LLMC_RT_F16}};
-    uint64_t v[10] = {0};
+        TF_(TENSOR_DTYPE, 4, LLMC_RT_F32, dtype),   TF_(TENSOR_KIND, 1, KIND_ARENA, kind),
+        TF_(TENSOR_ARENA_OFFSET, 8, 0, arena_offset), TF_(TENSOR_MAX_BYTES, 8, 0, max_bytes),
+        TF_(TENSOR_SEGMENT, 4, 0, segment), TF_(TENSOR_LAYOUT, 1, LLMC_RT_LAYOUT_Dense, layout),
+        TF_(TENSOR_GROUP, 4, 0, group),             TF_(TENSOR_TILE_ROWS, 1, 0, tile_rows),
+        TF_(TENSOR_TILE_DEPTH, 1, 0, tile_depth),   TF_(TENSOR_COEF, 4, LLMC_RT_F16, coef)};
+#undef TF_
     llmc_rt_status st = fb_string_field(r, t, TENSOR_NAME, &d->name, err);
     if (!st)
         st = fb_vector_field(r, t, TENSOR_DIMS, AFFINE_BYTES, 8, &d->dims, err);
     if (!st)
-        st = fb_scalars(r, t, fields, 10, v, err);
-    d->dtype = as_i32(v[0]);
-    d->kind = (int)v[1];
-    d->arena_offset = v[2];
-    d->max_bytes = v[3];
-    d->segment = (uint32_t)v[4];
-    d->layout = (int)v[5];
-    d->group = (uint32_t)v[6];
-    d->tile_rows = (int)v[7];
-    d->tile_depth = (int)v[8];
-    d->coef = as_i32(v[9]);
+        st = fb_scalars(r, t, fields, 10, d, err);
     return st;
 }
 
@@ -266,18 +266,16 @@ llmc_rt_status rt_read_segment(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
                                rt_segment_desc *d, llmc_rt_error *err)
 {
     static const fb_scalar_spec fields[3] = {
-        {SEGMENT_OFFSET, 8, 0}, {SEGMENT_SIZE, 8, 0}, {SEGMENT_XXHASH64, 8, 0}};
+        FB_SCALAR(SEGMENT_OFFSET, 8, 0, rt_segment_desc, offset),
+        FB_SCALAR(SEGMENT_SIZE, 8, 0, rt_segment_desc, size),
+        FB_SCALAR(SEGMENT_XXHASH64, 8, 0, rt_segment_desc, xxhash64)};
     fb_vector segments = {rt_plan_of(p)->segments, rt_plan_of(p)->n_segments};
     fb_table t;
-    uint64_t v[3] = {0};
     llmc_rt_status st = index_in(i, rt_plan_of(p)->n_segments, "segment", err);
     if (!st)
         st = fb_vec_table(r, segments, i, "Segment", &t, err);
     if (!st)
-        st = fb_scalars(r, &t, fields, 3, v, err);
-    d->offset = v[0];
-    d->size = v[1];
-    d->xxhash64 = v[2];
+        st = fb_scalars(r, &t, fields, 3, d, err);
     if (st)
         return rt_prefix(err, st, "segment %u: ", RT_N(i), NULL);
     return LLMC_RT_OK;
@@ -286,50 +284,28 @@ llmc_rt_status rt_read_segment(fb_reader *r, const llmc_rt_plan *p, uint32_t i,
 static llmc_rt_status read_op_vectors(fb_reader *r, const fb_table *t, rt_op_desc *d,
                                       llmc_rt_error *err)
 {
+#define OV_(id, elem_size, elem_align, member) FB_VECTOR(id, elem_size, elem_align, rt_op_desc, member)
     static const fb_vector_spec fields[5] = {
-        {OP_INPUTS, 4, 4}, {OP_OUTPUTS, 4, 4}, {OP_AXES, 4, 4}, {OP_VALUES, AFFINE_BYTES, 8},
-        {OP_REGIONS, 4, 4}};
-    fb_vector v[5] = {{0, 0}};
-    llmc_rt_status st = fb_vectors(r, t, fields, 5, v, err);
-    d->inputs = v[0];
-    d->outputs = v[1];
-    d->axes = v[2];
-    d->values = v[3];
-    d->regions = v[4];
-    return st;
+        OV_(OP_INPUTS, 4, 4, inputs), OV_(OP_OUTPUTS, 4, 4, outputs), OV_(OP_AXES, 4, 4, axes),
+        OV_(OP_VALUES, AFFINE_BYTES, 8, values), OV_(OP_REGIONS, 4, 4, regions)};
+#undef OV_
+    return fb_vectors(r, t, fields, 5, d, err);
 }
 
-/* The float32 stored as the low 32 bits of v. */
-static float f32_of(uint64_t v)
-{
-    uint32_t bits = (uint32_t)v;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
+/* Float fields (epsilon, scale) take the stored float32's bits. */
 static llmc_rt_status read_op_scalars(fb_reader *r, const fb_table *t, rt_op_desc *d,
                                       llmc_rt_error *err)
 {
+#define OF_(id, width, dflt, member) FB_SCALAR(id, width, dflt, rt_op_desc, member)
     static const fb_scalar_spec fields[12] = {
-        {OP_CODE, 1, 0},     {OP_KIND, 1, 0},      {OP_AXIS, 4, 0},     {OP_KEEPDIMS, 1, 1},
-        {OP_EPSILON, 4, 0},  {OP_VALUE, 8, 0},     {OP_HEADS, 4, 0},    {OP_KV_HEADS, 4, 0},
-        {OP_HEAD_DIM, 4, 0}, {OP_ROTARY_DIM, 4, 0}, {OP_SCALE, 4, 0},    {OP_CACHE, 4, 0}};
-    uint64_t v[12] = {0};
-    llmc_rt_status st = fb_scalars(r, t, fields, 12, v, err);
-    d->code = (int)v[0];
-    d->kind = (int)v[1];
-    d->axis = as_i32(v[2]);
-    d->keepdims = v[3] != 0;
-    d->epsilon = f32_of(v[4]);
-    d->value_bits = v[5];
-    d->heads = as_i32(v[6]);
-    d->kv_heads = as_i32(v[7]);
-    d->head_dim = as_i32(v[8]);
-    d->rotary_dim = as_i32(v[9]);
-    d->scale = f32_of(v[10]);
-    d->cache = (uint32_t)v[11];
-    return st;
+        OF_(OP_CODE, 1, 0, code),         OF_(OP_KIND, 1, 0, kind),
+        OF_(OP_AXIS, 4, 0, axis),         OF_(OP_KEEPDIMS, 1, 1, keepdims),
+        OF_(OP_EPSILON, 4, 0, epsilon),   OF_(OP_VALUE, 8, 0, value_bits),
+        OF_(OP_HEADS, 4, 0, heads),       OF_(OP_KV_HEADS, 4, 0, kv_heads),
+        OF_(OP_HEAD_DIM, 4, 0, head_dim), OF_(OP_ROTARY_DIM, 4, 0, rotary_dim),
+        OF_(OP_SCALE, 4, 0, scale),       OF_(OP_CACHE, 4, 0, cache)};
+#undef OF_
+    return fb_scalars(r, t, fields, 12, d, err);
 }
 
 llmc_rt_status rt_read_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i, rt_op_desc *d,
@@ -354,22 +330,18 @@ llmc_rt_status rt_read_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i, rt_op
 static llmc_rt_status read_region_fields(fb_reader *r, const fb_table *t, rt_region_desc *d,
                                          llmc_rt_error *err)
 {
-    static const fb_scalar_spec scalars[2] = {{REGION_SRC, 4, 0}, {REGION_DST, 4, 0}};
+#define RV_(id, elem_size, elem_align, member) \
+    FB_VECTOR(id, elem_size, elem_align, rt_region_desc, member)
+    static const fb_scalar_spec scalars[2] = {FB_SCALAR(REGION_SRC, 4, 0, rt_region_desc, src),
+                                              FB_SCALAR(REGION_DST, 4, 0, rt_region_desc, dst)};
     static const fb_vector_spec vectors[5] = {
-        {REGION_DST_START, AFFINE_BYTES, 8}, {REGION_SIZE, AFFINE_BYTES, 8},
-        {REGION_SRC_START, AFFINE_BYTES, 8}, {REGION_SRC_AXIS, 1, 1}, {REGION_SRC_STEP, 8, 8}};
-    uint64_t v[2] = {0};
-    fb_vector vec[5] = {{0, 0}};
-    llmc_rt_status st = fb_scalars(r, t, scalars, 2, v, err);
+        RV_(REGION_DST_START, AFFINE_BYTES, 8, dst_start), RV_(REGION_SIZE, AFFINE_BYTES, 8, size),
+        RV_(REGION_SRC_START, AFFINE_BYTES, 8, src_start), RV_(REGION_SRC_AXIS, 1, 1, src_axis),
+        RV_(REGION_SRC_STEP, 8, 8, src_step)};
+#undef RV_
+    llmc_rt_status st = fb_scalars(r, t, scalars, 2, d, err);
     if (!st)
-        st = fb_vectors(r, t, vectors, 5, vec, err);
-    d->src = (uint32_t)v[0];
-    d->dst = (uint32_t)v[1];
-    d->dst_start = vec[0];
-    d->size = vec[1];
-    d->src_start = vec[2];
-    d->src_axis = vec[3];
-    d->src_step = vec[4];
+        st = fb_vectors(r, t, vectors, 5, d, err);
     return st;
 }
 
@@ -392,21 +364,18 @@ llmc_rt_status rt_read_io(fb_reader *r, const llmc_rt_plan *p, int is_output, ui
 {
     fb_vector v = is_output ? (fb_vector){rt_plan_of(p)->outputs, rt_plan_of(p)->n_outputs}
                             : (fb_vector){rt_plan_of(p)->inputs, rt_plan_of(p)->n_inputs};
-    static const fb_scalar_spec fields[3] = {
-        {IO_TENSOR, 4, 0}, {IO_ROLE, 1, ROLE_GENERIC}, {IO_LAYER, 4, 0}};
+    static const fb_scalar_spec fields[3] = {FB_SCALAR(IO_TENSOR, 4, 0, rt_io_desc, tensor),
+                                             FB_SCALAR(IO_ROLE, 1, ROLE_GENERIC, rt_io_desc, role),
+                                             FB_SCALAR(IO_LAYER, 4, 0, rt_io_desc, layer)};
     const char *what = is_output ? "output" : "input";
-    uint64_t f[3];
     fb_table t;
     llmc_rt_status st = index_in(i, v.len, what, err);
     if (!st)
         st = fb_vec_table(r, v, i, "IoBinding", &t, err);
     if (!st)
-        st = fb_scalars(r, &t, fields, 3, f, err);
+        st = fb_scalars(r, &t, fields, 3, d, err);
     if (st)
         return rt_prefix(err, st, "%s %u: ", RT_N(i), RT_S(what));
-    d->tensor = (uint32_t)f[0];
-    d->role = (int)f[1];
-    d->layer = as_i32(f[2]);
     return LLMC_RT_OK;
 }
 
@@ -431,10 +400,12 @@ llmc_rt_status rt_read_npu(fb_reader *r, const llmc_rt_plan *p, rt_npu_desc *d,
 llmc_rt_status rt_read_subgraph(fb_reader *r, const rt_npu_desc *npu, uint32_t i,
                                 rt_subgraph_desc *d, llmc_rt_error *err)
 {
-    static const fb_scalar_spec scalars[2] = {{SUBGRAPH_FIRST_OP, 4, 0}, {SUBGRAPH_N_OPS, 4, 0}};
-    static const fb_vector_spec vectors[2] = {{SUBGRAPH_INPUTS, 4, 4}, {SUBGRAPH_OUTPUTS, 4, 4}};
-    uint64_t v[2] = {0};
-    fb_vector vec[2] = {{0, 0}};
+    static const fb_scalar_spec scalars[2] = {
+        FB_SCALAR(SUBGRAPH_FIRST_OP, 4, 0, rt_subgraph_desc, first_op),
+        FB_SCALAR(SUBGRAPH_N_OPS, 4, 0, rt_subgraph_desc, n_ops)};
+    static const fb_vector_spec vectors[2] = {
+        FB_VECTOR(SUBGRAPH_INPUTS, 4, 4, rt_subgraph_desc, inputs),
+        FB_VECTOR(SUBGRAPH_OUTPUTS, 4, 4, rt_subgraph_desc, outputs)};
     fb_table t;
     llmc_rt_status st = index_in(i, npu->subgraphs.len, "subgraph", err);
     if (!st)
@@ -442,15 +413,11 @@ llmc_rt_status rt_read_subgraph(fb_reader *r, const rt_npu_desc *npu, uint32_t i
     if (!st)
         st = fb_string_field(r, &t, SUBGRAPH_NAME, &d->name, err);
     if (!st)
-        st = fb_scalars(r, &t, scalars, 2, v, err);
+        st = fb_scalars(r, &t, scalars, 2, d, err);
     if (!st)
-        st = fb_vectors(r, &t, vectors, 2, vec, err);
+        st = fb_vectors(r, &t, vectors, 2, d, err);
     if (st)
         return rt_prefix(err, st, "subgraph %u: ", RT_N(i), NULL);
-    d->first_op = (uint32_t)v[0];
-    d->n_ops = (uint32_t)v[1];
-    d->inputs = vec[0];
-    d->outputs = vec[1];
     return LLMC_RT_OK;
 }
 

@@ -220,24 +220,10 @@ static inline uint64_t rt_qact_bytes(const rt_qact_shape *s)
 /* Fills the derived fields; false if the parameters are not a valid format
  * (bits 4/8, hp, lp, ep in [1, 64], lp a power of two, group a positive
  * multiple of 2 * lp, n, k, m >= 0, coef half or float, a float coef's
- * group at most RT_QCOEF_FLOAT_MAX_GROUP). */
-static inline bool rt_qweight_shape_init_coef(rt_qweight_shape *s, int bits, int hp, int lp,
-                                              int64_t n, int64_t k, int64_t group, rt_qcoef coef)
-{
-    if ((bits != 4 && bits != 8) || !rt_qtile_dims_ok(hp, n, k) || !rt_qdepth_ok(lp, group) ||
-        (coef != RT_QCOEF_HALF && (coef != RT_QCOEF_FLOAT || group > RT_QCOEF_FLOAT_MAX_GROUP)))
-        return false;
-    s->coef = coef;
-    s->bits = bits;
-    s->hp = hp;
-    s->lp = lp;
-    s->n = n;
-    s->k = k;
-    s->group = group;
-    s->np = rt_qround_up(n, hp);
-    s->kp = rt_qround_up(k, group);
-    return true;
-}
+ * group at most RT_QCOEF_FLOAT_MAX_GROUP).  Out of line in tensor_traits.c:
+ * the size checks and the kernels' shape checks share one copy. */
+bool rt_qweight_shape_init_coef(rt_qweight_shape *s, int bits, int hp, int lp, int64_t n,
+                                int64_t k, int64_t group, rt_qcoef coef);
 
 /* The binary16-coefficient format (the packer's own quantization). */
 static inline bool rt_qweight_shape_init(rt_qweight_shape *s, int bits, int hp, int lp,
@@ -246,20 +232,7 @@ static inline bool rt_qweight_shape_init(rt_qweight_shape *s, int bits, int hp, 
     return rt_qweight_shape_init_coef(s, bits, hp, lp, n, k, group, RT_QCOEF_HALF);
 }
 
-static inline bool rt_qact_shape_init(rt_qact_shape *s, int ep, int lp, int64_t m, int64_t k,
-                                      int64_t group)
-{
-    if (!rt_qtile_dims_ok(ep, m, k) || !rt_qdepth_ok(lp, group))
-        return false;
-    s->ep = ep;
-    s->lp = lp;
-    s->m = m;
-    s->k = k;
-    s->group = group;
-    s->mp = rt_qround_up(m, ep);
-    s->kp = rt_qround_up(k, group);
-    return true;
-}
+bool rt_qact_shape_init(rt_qact_shape *s, int ep, int lp, int64_t m, int64_t k, int64_t group);
 
 /* IEEE binary16 <-> binary32, exact for every half (round to nearest even
  * the other way); portable C, no F16C needed. */

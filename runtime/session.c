@@ -274,16 +274,15 @@ static llmc_rt_status fill_input(const llmc_rt_session *s, const rt_prep_io *io,
         if (!st)
             memcpy(ints, tokens, (size_t)S * sizeof *ints);
         return st;
-    case ROLE_ATTENTION_MASK:
-        st = check_count(&v, P + S, err);
-        for (int64_t i = 0; !st && i < P + S; i++)
-            ints[i] = 1;
+    case ROLE_ATTENTION_MASK: /* P + S ones */
+    case ROLE_POSITION_IDS: { /* P, P + 1, ... P + S - 1 */
+        bool mask = io->role == ROLE_ATTENTION_MASK;
+        int64_t n = mask ? P + S : S;
+        st = check_count(&v, n, err);
+        for (int64_t i = 0; !st && i < n; i++)
+            ints[i] = mask ? 1 : P + i;
         return st;
-    case ROLE_POSITION_IDS:
-        st = check_count(&v, S, err);
-        for (int64_t i = 0; !st && i < S; i++)
-            ints[i] = P + i;
-        return st;
+    }
     case ROLE_PAST_KEY: /* prepared: every such input has its slot */
     case ROLE_PAST_VALUE:
         st = check_kv_view(&v, &io->slot, P, err);

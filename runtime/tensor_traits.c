@@ -17,6 +17,39 @@ bool rt_add_i64(int64_t a, int64_t b, int64_t *out)
     return !__builtin_add_overflow(a, b, out);
 }
 
+/* The packed shapes' derived fields (quant_format.h). */
+bool rt_qweight_shape_init_coef(rt_qweight_shape *s, int bits, int hp, int lp, int64_t n,
+                                int64_t k, int64_t group, rt_qcoef coef)
+{
+    if ((bits != 4 && bits != 8) || !rt_qtile_dims_ok(hp, n, k) || !rt_qdepth_ok(lp, group) ||
+        (coef != RT_QCOEF_HALF && (coef != RT_QCOEF_FLOAT || group > RT_QCOEF_FLOAT_MAX_GROUP)))
+        return false;
+    s->coef = coef;
+    s->bits = bits;
+    s->hp = hp;
+    s->lp = lp;
+    s->n = n;
+    s->k = k;
+    s->group = group;
+    s->np = rt_qround_up(n, hp);
+    s->kp = rt_qround_up(k, group);
+    return true;
+}
+
+bool rt_qact_shape_init(rt_qact_shape *s, int ep, int lp, int64_t m, int64_t k, int64_t group)
+{
+    if (!rt_qtile_dims_ok(ep, m, k) || !rt_qdepth_ok(lp, group))
+        return false;
+    s->ep = ep;
+    s->lp = lp;
+    s->m = m;
+    s->k = k;
+    s->group = group;
+    s->mp = rt_qround_up(m, ep);
+    s->kp = rt_qround_up(k, group);
+    return true;
+}
+
 /* max(rows, 1) * cols <= RT_TT_MAX_ELEMS, for non-negative dims. */
 static bool elems_fit(int64_t rows, int64_t cols)
 {

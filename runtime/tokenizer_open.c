@@ -4,6 +4,8 @@
  * and decoder read without further checks. */
 #include "llmc_rt.h"
 
+#include <stddef.h>
+
 #include "plan_format.h"
 #include "rt_msg.h"
 #include "tokenizer_format.h"
@@ -93,19 +95,27 @@ static llmc_rt_status check_added(const rt_tokenizer *t, llmc_rt_error *err)
     return LLMC_RT_OK;
 }
 
+/* The header words rt_tokenizer keeps: X(field, TOK_H_ name). */
+#define TOK_STATE_FIELDS(X)                                                                  \
+    X(model, MODEL) X(flags, FLAGS) X(split, SPLIT) X(n_ids, N_IDS) X(unk, UNK) X(bos, BOS) \
+    X(eos, EOS) X(n_prefix, N_PREFIX) X(n_suffix, N_SUFFIX) X(specials, SPECIALS)            \
+    X(piece_offsets, PIECE_OFFSETS) X(piece_bytes, PIECE_BYTES) X(id_info, ID_INFO)          \
+    X(vocab_hash, VOCAB_HASH) X(vocab_mask, VOCAB_MASK) X(merge_hash, MERGE_HASH)            \
+    X(merge_mask, MERGE_MASK) X(byte_ids, BYTE_IDS) X(added_lengths, ADDED_LENGTHS)          \
+    X(n_added_lengths, N_ADDED_LENGTHS) X(added_first, ADDED_FIRST) X(max_piece, MAX_PIECE)
+LLMC_STATIC_ASSERT(tok_field_offsets_fit_a_byte, sizeof(rt_tokenizer) <= 255);
+
+/* Copies the header words into the fields, as a table read in one loop
+ * (one load and store each instead of a call's worth of code per field). */
 static void read_header(rt_tokenizer *t)
 {
-    const uint8_t *b = t->base;
-#define H(name) rd32(b, 4u * TOK_H_##name)
-    t->model = H(MODEL); t->flags = H(FLAGS); t->split = H(SPLIT); t->n_ids = H(N_IDS);
-    t->unk = H(UNK); t->bos = H(BOS); t->eos = H(EOS);
-    t->n_prefix = H(N_PREFIX); t->n_suffix = H(N_SUFFIX); t->specials = H(SPECIALS);
-    t->piece_offsets = H(PIECE_OFFSETS); t->piece_bytes = H(PIECE_BYTES); t->id_info = H(ID_INFO);
-    t->vocab_hash = H(VOCAB_HASH); t->vocab_mask = H(VOCAB_MASK);
-    t->merge_hash = H(MERGE_HASH); t->merge_mask = H(MERGE_MASK);
-    t->byte_ids = H(BYTE_IDS); t->added_lengths = H(ADDED_LENGTHS);
-    t->n_added_lengths = H(N_ADDED_LENGTHS); t->added_first = H(ADDED_FIRST); t->max_piece = H(MAX_PIECE);
-#undef H
+#define TOK_FIELD_(field, name) {TOK_H_##name, offsetof(rt_tokenizer, field)},
+    static const struct {
+        uint8_t word, offset;
+    } fields[] = {TOK_STATE_FIELDS(TOK_FIELD_)};
+#undef TOK_FIELD_
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        *(uint32_t *)(void *)((uint8_t *)t + fields[i].offset) = rd32(t->base, 4u * fields[i].word);
 }
 
 llmc_rt_status llmc_rt_tokenizer_open(llmc_rt_tokenizer *tokenizer, const void *bytes, size_t size, llmc_rt_error *err)

@@ -60,7 +60,8 @@ static llmc_rt_status verify_passes(fb_reader *r, const llmc_rt_plan *p, llmc_rt
 {
     fb_vector v = {rt_plan_of(p)->passes, rt_plan_of(p)->n_passes};
     for (uint32_t i = 0; i < rt_plan_of(p)->n_passes; i++) {
-        static const fb_scalar_spec fields[2] = {{PASS_NODES, 4, 0}, {PASS_DIGEST, 8, 0}};
+        static const fb_scalar_spec fields[2] = {{PASS_NODES, 4, 0, 0, 8},
+                                                        {PASS_DIGEST, 8, 0, 8, 8}};
         fb_table t;
         const char *name;
         uint64_t values[2];

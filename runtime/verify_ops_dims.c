@@ -103,9 +103,11 @@ static uint32_t linear_ys(const rt_op_desc *op)
 
 /* Bias [N] when kind & LINEAR_BIAS, then residual (y's dims, one y) when
  * kind & LINEAR_RESIDUAL. */
-static llmc_rt_status verify_linear_extras(fb_reader *r, const llmc_rt_plan *p,
-                                          const rt_op_desc *op, int64_t n, llmc_rt_error *err)
+static llmc_rt_status verify_linear_extras(op_check *c, int64_t n, llmc_rt_error *err)
 {
+    fb_reader *r = c->r;
+    const llmc_rt_plan *p = c->p;
+    const rt_op_desc *op = c->op;
     uint32_t next = 2;
     int64_t bias_n;
     uint32_t want = 2u + (op->kind & LINEAR_BIAS) + (op->kind >> 1 & 1);
@@ -113,15 +115,14 @@ static llmc_rt_status verify_linear_extras(fb_reader *r, const llmc_rt_plan *p,
         return bad_shape("kind %d (bit 0 bias, bit 1 residual, bit 2 quantize) does not match %d inputs",
                          RT_N(op->kind, op->inputs.len), err);
     if (op->kind & LINEAR_BIAS) {
-        uint32_t b = op_in(r, op, next++);
-        if (rt_meta_of(r, p, b).rank != 1 || !const_dim(r, p, b, 0, &bias_n) || bias_n != n)
+        uint32_t b = op_in(r, op, next);
+        if (c->in[next++].rank != 1 || !const_dim(r, p, b, 0, &bias_n) || bias_n != n)
             return bad_shape("bias must be [N] = [%d]", RT_N(n), err);
     }
     if (op->kind & LINEAR_RESIDUAL) {
         uint32_t res = op_in(r, op, next), y = op_out(r, op, 0);
-        tensor_meta m = rt_meta_of(r, p, res);
-        if (linear_ys(op) != 1 || m.rank != rt_meta_of(r, p, y).rank ||
-            !same_leading_dims(r, p, res, y, (uint32_t)m.rank))
+        int rank = c->in[next].rank; /* inputs.len <= 4 (Linear's arity) < MAX_META */
+        if (linear_ys(op) != 1 || rank != c->y.rank || !same_leading_dims(r, p, res, y, (uint32_t)rank))
             return bad_shape("residual needs exactly one output, with the residual's dims",
                              NULL, err);
     }
@@ -150,15 +151,17 @@ static llmc_rt_status verify_quantized_x(fb_reader *r, const llmc_rt_plan *p, ui
  * output), or (LINEAR_QUANTIZE) the op's last output, x float32 quantized
  * with the op's scale (else 0); bias, residual and outputs y_j float32
  * (Dense: verify_op_tensors). */
-static llmc_rt_status verify_linear_operands(fb_reader *r, const llmc_rt_plan *p,
-                                             const rt_op_desc *op, tensor_meta mx,
-                                             tensor_meta mw, llmc_rt_error *err)
+static llmc_rt_status verify_linear_operands(op_check *c, llmc_rt_error *err)
 {
+    fb_reader *r = c->r;
+    const llmc_rt_plan *p = c->p;
+    const rt_op_desc *op = c->op;
+    tensor_meta mx = c->in[0], mw = c->in[1];
     bool quantizes = op->kind & LINEAR_QUANTIZE;
     uint32_t tiles = quantizes ? op_out(r, op, op->outputs.len - 1) : op_in(r, op, 0);
-    tensor_meta mt = rt_meta_of(r, p, tiles);
-    for (uint32_t k = 2; k < op->inputs.len; k++)
-        if (rt_meta_of(r, p, op_in(r, op, k)).dtype != LLMC_RT_F32)
+    tensor_meta mt = quantizes ? rt_meta_of(r, p, tiles) : mx;
+    for (uint32_t k = 2; k < op->inputs.len; k++) /* <= 4 (Linear's arity) < MAX_META */
+        if (c->in[k].dtype != LLMC_RT_F32)
             return rt_bad_dtypes("Linear bias and residual float32", err);
     for (uint32_t k = 0; k < linear_ys(op); k++)
         if (rt_meta_of(r, p, op_out(r, op, k)).dtype != LLMC_RT_F32)
@@ -197,13 +200,15 @@ static llmc_rt_status verify_packed_gather(fb_reader *r, const llmc_rt_plan *p,
     return LLMC_RT_OK;
 }
 
-static llmc_rt_status verify_linear(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
-                                    llmc_rt_error *err)
+static llmc_rt_status verify_linear(op_check *c, llmc_rt_error *err)
 {
+    fb_reader *r = c->r;
+    const llmc_rt_plan *p = c->p;
+    const rt_op_desc *op = c->op;
     uint32_t x = op_in(r, op, 0), w = op_in(r, op, 1);
-    tensor_meta mx = rt_meta_of(r, p, x), mw = rt_meta_of(r, p, w);
+    tensor_meta mx = c->in[0], mw = c->in[1];
     int64_t n, k, xk, sum = 0;
-    llmc_rt_status st = verify_linear_operands(r, p, op, mx, mw, err);
+    llmc_rt_status st = verify_linear_operands(c, err);
     if (st)
         return st;
     if (mw.kind != KIND_WEIGHT || mw.rank != 2 || !const_dim(r, p, w, 0, &n) ||
@@ -222,7 +227,7 @@ static llmc_rt_status verify_linear(fb_reader *r, const llmc_rt_plan *p, const r
     }
     if (sum != n)
         return bad_shape("output last dims sum to %d; W has N = %d rows", RT_N(sum, n), err);
-    return verify_linear_extras(r, p, op, n, err);
+    return verify_linear_extras(c, n, err);
 }
 
 /* kind 1: input 2 is the hot channels' table, a float32 weight [H, N + 1]. */
@@ -280,19 +285,24 @@ static llmc_rt_status verify_shadow_linear(fb_reader *r, const llmc_rt_plan *p,
     return LLMC_RT_OK;
 }
 
-static llmc_rt_status verify_rmsnorm(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
-                                     llmc_rt_error *err)
+/* x, scale and y: the metas of its two inputs and one output (its arity). */
+static llmc_rt_status verify_rmsnorm(op_check *c, llmc_rt_error *err)
 {
-    uint32_t x = op_in(r, op, 0), scale = op_in(r, op, 1);
+    fb_reader *r = c->r;
+    const llmc_rt_plan *p = c->p;
+    uint32_t x = op_in(r, c->op, 0), scale = op_in(r, c->op, 1);
     int64_t d, sd;
-    if (!all_f32(r, p, op))
+    if (c->in[0].dtype != LLMC_RT_F32 || c->in[1].dtype != LLMC_RT_F32 || c->y.dtype != LLMC_RT_F32)
         return rt_bad_dtypes("RMSNorm float32", err);
-    if (rt_meta_of(r, p, x).rank < 1 || rt_meta_of(r, p, op_out(r, op, 0)).rank != rt_meta_of(r, p, x).rank)
-        return rt_bad_axis(-1, rt_meta_of(r, p, x).rank, err);
-    if (!const_dim(r, p, x, -1, &d) || rt_meta_of(r, p, scale).rank != 1 ||
+    if (c->in[0].rank < 1 || c->y.rank != c->in[0].rank)
+        return rt_bad_axis(-1, c->in[0].rank, err);
+    if (!const_dim(r, p, x, -1, &d) || c->in[1].rank != 1 ||
         !const_dim(r, p, scale, 0, &sd) || sd != d)
         return bad_shape("scale must be [D] with D the input's constant last dim", NULL, err);
-    /* a residual's dims are checked against y's at run time, as x's are */
+    uint32_t rank = (uint32_t)c->in[0].rank;
+    if (c->op->inputs.len > 2 && (rt_meta_of(r, p, op_in(r, c->op, 2)).rank != (int)rank ||
+                                  !same_leading_dims(r, p, op_in(r, c->op, 2), op_out(r, c->op, 0), rank)))
+        return bad_shape("the residual must have the output's dims", NULL, err);
     return LLMC_RT_OK;
 }
 
@@ -457,7 +467,7 @@ llmc_rt_status llmc_rt_verify_Gather(op_check *c, llmc_rt_error *err)
 
 llmc_rt_status llmc_rt_verify_Linear(op_check *c, llmc_rt_error *err)
 {
-    return verify_linear(c->r, c->p, c->op, err);
+    return verify_linear(c, err);
 }
 
 llmc_rt_status llmc_rt_verify_ShadowLinear(op_check *c, llmc_rt_error *err)
@@ -467,7 +477,7 @@ llmc_rt_status llmc_rt_verify_ShadowLinear(op_check *c, llmc_rt_error *err)
 
 llmc_rt_status llmc_rt_verify_RMSNorm(op_check *c, llmc_rt_error *err)
 {
-    return verify_rmsnorm(c->r, c->p, c->op, err);
+    return verify_rmsnorm(c, err);
 }
 
 llmc_rt_status llmc_rt_verify_Rope(op_check *c, llmc_rt_error *err)

@@ -17,9 +17,11 @@
 static llmc_rt_status read_plan_vectors(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
                                         llmc_rt_error *err)
 {
+    /* into v[]: rt_plan keeps positions and lengths apart */
     static const fb_vector_spec fields[6] = {
-        {PLAN_TENSORS, 4, 4}, {PLAN_OPS, 4, 4},      {PLAN_INPUTS, 4, 4},
-        {PLAN_OUTPUTS, 4, 4}, {PLAN_SEGMENTS, 4, 4}, {PLAN_PASSES, 4, 4}};
+        {PLAN_TENSORS, 4, 4, 0 * sizeof(fb_vector)}, {PLAN_OPS, 4, 4, 1 * sizeof(fb_vector)},
+        {PLAN_INPUTS, 4, 4, 2 * sizeof(fb_vector)},  {PLAN_OUTPUTS, 4, 4, 3 * sizeof(fb_vector)},
+        {PLAN_SEGMENTS, 4, 4, 4 * sizeof(fb_vector)}, {PLAN_PASSES, 4, 4, 5 * sizeof(fb_vector)}};
     fb_vector v[6] = {{0, 0}};
     llmc_rt_status st = fb_vectors(r, t, fields, 6, v, err);
     rt_plan_of(p)->tensors = v[0].pos, rt_plan_of(p)->n_tensors = v[0].len;
@@ -34,29 +36,27 @@ static llmc_rt_status read_plan_vectors(fb_reader *r, const fb_table *t, llmc_rt
 static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
                                         llmc_rt_error *err)
 {
+#define PF_(id, width, dflt, member) FB_SCALAR(id, width, dflt, rt_plan, member)
     static const fb_scalar_spec fields[10] = {
-        {PLAN_SOURCE_HASH, 8, 0},   {PLAN_MAX_CONTEXT, 4, 0},    {PLAN_ARENA_SIZE, 8, 0},
-        {PLAN_VOCAB_SIZE, 4, 0},    {PLAN_N_LAYERS, 4, 0},       {PLAN_N_CACHES, 4, 0},
-        {PLAN_KV_CHUNK, 4, 0},      {PLAN_GEMM_MIN_ROWS, 4, 0},  {PLAN_PREFILL_KERNEL, 4, 0},
-        {PLAN_KV_CACHE_DTYPE, 4, LLMC_RT_F32}};
-    uint64_t v[10] = {0};
+        PF_(PLAN_SOURCE_HASH, 8, 0, source_hash),   PF_(PLAN_MAX_CONTEXT, 4, 0, max_context),
+        PF_(PLAN_ARENA_SIZE, 8, 0, arena_size),     PF_(PLAN_VOCAB_SIZE, 4, 0, vocab_size),
+        PF_(PLAN_N_LAYERS, 4, 0, n_layers),         PF_(PLAN_N_CACHES, 4, 0, n_caches),
+        PF_(PLAN_KV_CHUNK, 4, 0, kv_chunk),         PF_(PLAN_GEMM_MIN_ROWS, 4, 0, gemm_min_rows),
+        PF_(PLAN_PREFILL_KERNEL, 4, 0, prefill_kernel),
+        PF_(PLAN_KV_CACHE_DTYPE, 4, LLMC_RT_F32, kv_cache_dtype)};
+#undef PF_
+    rt_plan *P = rt_plan_of(p);
     const char *compiler_version;
     llmc_rt_status st = fb_string_field(r, t, PLAN_COMPILER_VERSION, &compiler_version, err);
     if (!st)
-        st = fb_scalars(r, t, fields, 10, v, err);
-    if (!st && v[8] >= PREFILL_KERNEL_COUNT)
+        st = fb_scalars(r, t, fields, 10, P, err);
+    if (!st && P->prefill_kernel >= PREFILL_KERNEL_COUNT)
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.prefill_kernel %d is not a known kernel",
-                     RT_N((int64_t)v[8]), NULL);
-    rt_plan_of(p)->source_hash = v[0];
-    rt_plan_of(p)->max_context = (uint32_t)v[1];
-    rt_plan_of(p)->arena_size = v[2];
-    rt_plan_of(p)->vocab_size = (uint32_t)v[3];
-    rt_plan_of(p)->n_layers = (uint32_t)v[4];
-    rt_plan_of(p)->n_caches = (uint32_t)v[5];
-    rt_plan_of(p)->kv_chunk = (uint32_t)v[6];
-    rt_plan_of(p)->gemm_min_rows = v[7] ? (uint32_t)v[7] : RT_DEFAULT_GEMM_MIN_ROWS;
-    rt_plan_of(p)->prefill_kernel = (uint32_t)v[8];
-    rt_plan_of(p)->kv_cache_dtype = v[9] <= INT32_MAX ? (int)v[9] : -1;
+                     RT_N(P->prefill_kernel), NULL);
+    if (!P->gemm_min_rows)
+        P->gemm_min_rows = RT_DEFAULT_GEMM_MIN_ROWS;
+    if (P->kv_cache_dtype < 0) /* a uint32 past INT32_MAX: unknown */
+        P->kv_cache_dtype = -1;
     return st;
 }
 

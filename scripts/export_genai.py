@@ -55,6 +55,9 @@ and one residual Add per layer for the parallel attention and MLP:
       builder's earlier com.microsoft FastGelu), fc2 MatMul + Add
   residual_add: Add(attention, MLP), the next norm's skip input
   final SkipLayerNormalization, lm_head MatMul + Add(bias) -> logits
+and phi3 (Phi-3-mini without rope scaling), which the builder writes as
+Mistral, i.e. Llama (builders/phi.py Phi3MiniModel): it unpacks qkv_proj
+into q/k/v and gate_up_proj into gate/up, so the graph is llama's.
 """
 import argparse
 import json
@@ -69,7 +72,7 @@ from onnx import TensorProto, helper, numpy_helper
 import export_llm
 import hf_models
 
-FAMILIES = ("llama", "qwen2", "phi")
+FAMILIES = ("llama", "qwen2", "phi", "phi3")
 CONST = "/model/constants"
 
 
@@ -177,8 +180,20 @@ class Norms:
 
 
 def rotary_dim(cfg, family):
-    """Dims each head rotates: Phi's partial_rotary_factor of them, else all."""
-    return int(cfg.head_dim * cfg.rotary_fraction) if family == "phi" else cfg.head_dim
+    """Dims each head rotates: Phi's and Phi-3's partial_rotary_factor of them, else all."""
+    return int(cfg.head_dim * cfg.rotary_fraction) if family in ("phi", "phi3") else cfg.head_dim
+
+
+def unpack_phi3(cfg, sd):
+    """Llama's weight names from Phi-3's packed ones, as the builder's
+    make_attention / make_mlp unpack qkv_proj and gate_up_proj."""
+    d = cfg.head_dim
+    for i in range(cfg.layers):
+        p = f"model.layers.{i}"
+        qkv = sd.pop(f"{p}.self_attn.qkv_proj.weight").split([cfg.heads * d, cfg.kv_heads * d, cfg.kv_heads * d])
+        for name, w in zip("qkv", qkv):
+            sd[f"{p}.self_attn.{name}_proj.weight"] = w
+        sd[f"{p}.mlp.gate_proj.weight"], sd[f"{p}.mlp.up_proj.weight"] = sd.pop(f"{p}.mlp.gate_up_proj.weight").chunk(2)
 
 
 def rotary_caches(b, rot):
@@ -397,6 +412,8 @@ def main(argv=None):
     sd = {k: v.detach() for k, v in model.state_dict().items()}
     if "lm_head.weight" not in sd:   # tied: the builder writes the embedding again
         sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
+    if args.family == "phi3":
+        unpack_phi3(cfg, sd)
     onnx_model = build(cfg, sd, args.opset, args.rotary, args.family)
     folder = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(folder, exist_ok=True)

@@ -10,6 +10,14 @@ Four families are written here in plain PyTorch (no transformers library):
   phi    LayerNorm, partial RoPE (cache gathered), parallel attn+MLP, erf GELU
   qwen3  llama + grouped-query attention, per-head RMSNorm of q and k before RoPE,
          head_dim x heads != hidden, tied lm_head
+  llama32  llama + grouped-query attention, tied lm_head, llama3 RoPE scaling
+  smollm2  llama + grouped-query attention, tied lm_head
+  smollm3  smollm2 with no RoPE in every no_rope_interval-th layer (NoPE)
+  granite  llama + embedding, attention, residual and logits multipliers, tied lm_head
+  olmo2    post-norm layers (no input norm), RMSNorm over the whole q and k projections
+  phi3   llama with q/k/v packed in one qkv_proj and gate/up in one gate_up_proj;
+         size tiny-phi4 (Phi-4-mini's shape): grouped-query attention, rotary
+         fraction 0.75, LongRoPE cos/sin, tied lm_head
   gemma2 embedding x sqrt(hidden), RMSNorm x (1 + w), four norms a layer (post-attention,
          pre/post-feedforward), tanh-GELU GeGLU, attention scale query_pre_attn_scalar^-0.5,
          sliding-window layers alternating with global ones, logit soft-caps, tied lm_head
@@ -53,7 +61,11 @@ import onnx_opset_upgrade
 # Used for every masked attention score (additive masks and torch.where masks).
 MASK_VALUE = torch.finfo(torch.float32).min
 
-FAMILIES = ("llama", "qwen2", "gpt2", "phi", "qwen3", "gemma2", "gemma3")
+FAMILIES = ("llama", "qwen2", "gpt2", "phi", "qwen3", "phi3")
+# Small deployed families: FamilyOptions and the block after qwen3's model.
+FAMILIES += ("llama32", "smollm2", "smollm3", "granite", "olmo2")
+# Gemma 2 and 3: gemma_config and the block after the small families.
+FAMILIES += ("gemma2", "gemma3")
 
 
 @dataclass
@@ -88,6 +100,13 @@ class Config:
     rotary_fraction: float = 0.5
     # qwen3: head_dim set apart from hidden // heads (0: hidden // heads).
     head_size: int = 0
+    # llama32/smollm2/smollm3/granite/olmo2: their FamilyOptions.
+    opts: object = None
+    # phi3: LongRoPE's pretraining context (rope_scaling type longrope,
+    # original_max_position_embeddings); 0: plain RoPE.
+    original_max_pos: int = 0
+    # phi3: lm_head shares the embedding (Phi-4-mini).
+    tied: bool = False
     # gemma2/gemma3 (gemma_config): attention scale query_pre_attn_scalar^-0.5;
     # soft-caps c * tanh(x / c) of the attention scores and of the logits
     # (0: none); the sliding layers' window (0: none) and every
@@ -106,6 +125,10 @@ class Config:
 
 
 def make_config(family, size):
+    if family in SMALL_FAMILIES:
+        return small_family_config(family, size)
+    if family == "phi3":
+        return make_phi3_config(size)
     if family in GEMMA_FAMILIES:
         return gemma_config(family, size)
     if size == "tiny":
@@ -124,6 +147,19 @@ def make_config(family, size):
                       intermediate=3072, max_pos=4096, rope_theta=1000000.0,
                       norm_eps=1e-6, head_size=128)
     raise ValueError(f"unknown size {size}")
+
+
+def make_phi3_config(size):
+    """tiny: Phi-3-mini's shape (multi-head, all dims rotate, untied); tiny-phi4:
+    Phi-4-mini's (2 kv heads, rotary fraction 0.75, LongRoPE over a 64-token
+    pretraining context stretched to 256, tied lm_head)."""
+    if size == "tiny":
+        return Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=4, intermediate=128,
+                      max_pos=256, rotary_fraction=1.0)
+    if size == "tiny-phi4":
+        return Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128,
+                      max_pos=256, rotary_fraction=0.75, original_max_pos=64, tied=True)
+    raise ValueError(f"unknown phi3 size {size}")
 
 
 GEMMA_FAMILIES = ("gemma2", "gemma3")
@@ -525,6 +561,153 @@ class PhiModel(nn.Module):
 
 
 # ----------------------------------------------------------------------------
+# llama32 / smollm2 / smollm3 / granite / olmo2
+# ----------------------------------------------------------------------------
+
+@dataclass
+class FamilyOptions:
+    """What sets a small family apart from llama (Config.opts)."""
+    tied: bool = True                 # lm_head shares the embedding table
+    # Llama 3's rope_scaling (rope_type "llama3"): (factor, low_freq_factor,
+    # high_freq_factor, original_max_position_embeddings); None: default RoPE
+    rope_scaling: tuple = None
+    # SmolLM3's no_rope_layer_interval: layer i has no RoPE when
+    # (i + 1) % interval == 0 (0: RoPE in every layer)
+    no_rope_interval: int = 0
+    # Granite's multipliers (1.0 and attention 0: llama's)
+    embedding_multiplier: float = 1.0
+    attention_multiplier: float = 0.0  # 0: 1 / sqrt(head_dim)
+    residual_multiplier: float = 1.0
+    logits_scaling: float = 1.0
+    # OLMo2: post-norm layers, q/k RMSNorm over the whole projection
+    post_norm: bool = False
+
+    def uses_rope(self, layer):
+        return self.no_rope_interval == 0 or (layer + 1) % self.no_rope_interval != 0
+
+    def scale(self, head_dim):
+        return self.attention_multiplier or 1.0 / math.sqrt(head_dim)
+
+
+SMALL_FAMILIES = {
+    "llama32": FamilyOptions(rope_scaling=(32.0, 1.0, 4.0, 8192)),
+    "smollm2": FamilyOptions(),
+    # interval 2 in the tiny size, so that two layers hold a NoPE layer (4 in SmolLM3-3B)
+    "smollm3": FamilyOptions(no_rope_interval=2),
+    "granite": FamilyOptions(embedding_multiplier=12.0, attention_multiplier=0.015625,
+                             residual_multiplier=0.22, logits_scaling=8.0),
+    "olmo2": FamilyOptions(tied=False, post_norm=True),
+}
+SMALL_THETA = {"llama32": 500000.0, "smollm2": 100000.0, "smollm3": 5000000.0,
+               "granite": 5000000.0, "olmo2": 500000.0}
+# Published configurations (hidden, layers, heads, kv_heads, intermediate, vocab)
+SMALL_SIZES = ("llama3.2-1b", "smollm2-135m")
+SMALL_REAL = {"llama3.2-1b": ("llama32", 2048, 16, 32, 8, 8192, 128256),
+              "smollm2-135m": ("smollm2", 576, 30, 9, 3, 1536, 49152)}
+
+
+def small_family_config(family, size):
+    opts = SMALL_FAMILIES[family]
+    eps = 1e-6 if family in ("smollm3", "olmo2") else 1e-5
+    if size == "tiny":
+        # grouped-query attention (4 heads on 2 kv heads) as the real models
+        return Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128,
+                      max_pos=256, rope_theta=SMALL_THETA[family], norm_eps=eps, opts=opts)
+    if size in SMALL_REAL and SMALL_REAL[size][0] == family:
+        _, hidden, layers, heads, kv_heads, mlp, vocab = SMALL_REAL[size]
+        return Config(vocab=vocab, hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads,
+                      intermediate=mlp, max_pos=4096, rope_theta=SMALL_THETA[family],
+                      norm_eps=eps, opts=opts)
+    raise ValueError(f"size {size} is not one of family {family}")
+
+
+class SmallFamilyAttention(nn.Module):
+    """llama attention with the family's scale, NoPE layers (no rotation) and
+    OLMo2's q/k RMSNorm over the whole projection (before the head split)."""
+
+    def __init__(self, cfg, layer):
+        super().__init__()
+        self.cfg, self.rope = cfg, cfg.opts.uses_rope(layer)
+        d = cfg.head_dim
+        self.q_proj = nn.Linear(cfg.hidden, cfg.heads * d, bias=False)
+        self.k_proj = nn.Linear(cfg.hidden, cfg.kv_heads * d, bias=False)
+        self.v_proj = nn.Linear(cfg.hidden, cfg.kv_heads * d, bias=False)
+        self.o_proj = nn.Linear(cfg.heads * d, cfg.hidden, bias=False)
+        full = cfg.opts.post_norm
+        self.q_norm = RMSNorm(cfg.heads * d, cfg.norm_eps) if full else nn.Identity()
+        self.k_norm = RMSNorm(cfg.kv_heads * d, cfg.norm_eps) if full else nn.Identity()
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        c = self.cfg
+        q = split_heads(self.q_norm(self.q_proj(x)), c.heads, c.head_dim)
+        k = split_heads(self.k_norm(self.k_proj(x)), c.kv_heads, c.head_dim)
+        v = split_heads(self.v_proj(x), c.kv_heads, c.head_dim)
+        if self.rope:
+            q, k = apply_rope(q, k, cos, sin)
+        k, v = append_past(past_k, past_v, k, v)
+        k_all, v_all = repeat_kv(k, c.heads // c.kv_heads), repeat_kv(v, c.heads // c.kv_heads)
+        scores = torch.matmul(q, k_all.transpose(2, 3)) * c.opts.scale(c.head_dim) + mask
+        out = torch.matmul(F.softmax(scores, dim=-1), v_all)
+        return self.o_proj(merge_heads(out)), k, v
+
+
+class SmallFamilyLayer(nn.Module):
+    """Pre-norm x + r * f(norm(x)) (r: Granite's residual multiplier), or
+    OLMo2's post-norm x + norm(f(x))."""
+
+    def __init__(self, cfg, layer):
+        super().__init__()
+        self.opts = cfg.opts
+        if not cfg.opts.post_norm:
+            self.input_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.self_attn = SmallFamilyAttention(cfg, layer)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        if cfg.opts.post_norm:
+            self.post_feedforward_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.mlp = SwiGLU(cfg)
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        if self.opts.post_norm:
+            attn, k, v = self.self_attn(x, cos, sin, mask, past_k, past_v)
+            x = x + self.post_attention_layernorm(attn)
+            return x + self.post_feedforward_layernorm(self.mlp(x)), k, v
+        r = self.opts.residual_multiplier
+        attn, k, v = self.self_attn(self.input_layernorm(x), cos, sin, mask, past_k, past_v)
+        x = x + (attn * r if r != 1.0 else attn)
+        h = self.mlp(self.post_attention_layernorm(x))
+        return x + (h * r if r != 1.0 else h), k, v
+
+
+class SmallFamilyModel(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg, opts = cfg, cfg.opts
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.rope = RopeComputed(cfg.head_dim, cfg.rope_theta, cfg.max_pos)
+        if opts.rope_scaling:
+            self.rope.inv_freq = hf_models.llama3_inv_freq(self.rope.inv_freq, *opts.rope_scaling)
+        self.layers = nn.ModuleList(SmallFamilyLayer(cfg, i) for i in range(cfg.layers))
+        self.norm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if opts.tied:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        opts = self.cfg.opts
+        x = self.embed_tokens(input_ids)
+        if opts.embedding_multiplier != 1.0:
+            x = x * opts.embedding_multiplier
+        cos, sin = self.rope(position_ids)
+        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1], self.cfg.mask)
+        presents = []
+        for i, layer in enumerate(self.layers):
+            x, k, v = layer(x, cos, sin, mask, past[2 * i], past[2 * i + 1])
+            presents += [k, v]
+        logits = self.lm_head(self.norm(x))
+        if opts.logits_scaling != 1.0:
+            logits = logits / opts.logits_scaling
+
+# ----------------------------------------------------------------------------
 # gemma2 / gemma3
 # ----------------------------------------------------------------------------
 
@@ -649,6 +832,94 @@ class GemmaModel(nn.Module):
 
 
 # ----------------------------------------------------------------------------
+# phi3 (Phi-3-mini, Phi-3.5-mini, Phi-4-mini)
+# ----------------------------------------------------------------------------
+
+class Phi3Rope(RopeComputed):
+    """RopeComputed over the rotated dims; with LongRoPE the short factors divide
+    the frequencies and the attention factor scales cos and sin (a traced
+    export keeps the short factors: its positions lie within the pretraining
+    context)."""
+
+    def __init__(self, cfg, rot_dim):
+        super().__init__(rot_dim, cfg.rope_theta, cfg.max_pos)
+        self.mscale = 1.0
+        if cfg.original_max_pos:
+            self.inv_freq = self.inv_freq / torch.tensor(hf_models.longrope_short_factor(rot_dim))
+            self.mscale = hf_models.longrope_mscale(cfg)
+
+    def forward(self, position_ids):
+        cos, sin = super().forward(position_ids)
+        if self.mscale == 1.0:
+            return cos, sin
+        return cos * self.mscale, sin * self.mscale
+
+
+class Phi3Attention(nn.Module):
+    """q, k and v from one packed qkv_proj, split along the last axis."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.head_dim
+        self.sizes = [cfg.heads * d, cfg.kv_heads * d, cfg.kv_heads * d]
+        self.rot_dim = int(d * cfg.rotary_fraction)
+        self.qkv_proj = nn.Linear(cfg.hidden, sum(self.sizes), bias=False)
+        self.o_proj = nn.Linear(cfg.heads * d, cfg.hidden, bias=False)
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        c = self.cfg
+        q, k, v = self.qkv_proj(x).split(self.sizes, dim=-1)
+        q = split_heads(q, c.heads, c.head_dim)
+        k = split_heads(k, c.kv_heads, c.head_dim)
+        v = split_heads(v, c.kv_heads, c.head_dim)
+        if self.rot_dim < c.head_dim:
+            q, k = sliced_rope(q, k, cos, sin, self.rot_dim)
+        else:
+            q, k = apply_rope(q, k, cos, sin)
+        k, v = append_past(past_k, past_v, k, v)
+        out = attend(q, k, v, mask, c.heads // c.kv_heads, c.head_dim)
+        return self.o_proj(merge_heads(out)), k, v
+
+
+class Phi3MLP(nn.Module):
+    """gate and up from one packed gate_up_proj, chunked in two."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.gate_up_proj = nn.Linear(cfg.hidden, 2 * cfg.intermediate, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
+
+    def forward(self, x):
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        return self.down_proj(up * F.silu(gate))
+
+
+class Phi3Layer(LlamaLayer):
+    def __init__(self, cfg):
+        nn.Module.__init__(self)
+        self.input_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.self_attn = Phi3Attention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.mlp = Phi3MLP(cfg)
+
+
+class Phi3Model(LlamaModel):
+    """LlamaModel's forward over Phi3Layers; lm_head tied when cfg.tied."""
+
+    def __init__(self, cfg):
+        nn.Module.__init__(self)
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.rope = Phi3Rope(cfg, int(cfg.head_dim * cfg.rotary_fraction))
+        self.layers = nn.ModuleList(Phi3Layer(cfg) for _ in range(cfg.layers))
+        self.norm = RMSNorm(cfg.hidden, cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if cfg.tied:
+            self.lm_head.weight = self.embed_tokens.weight
+
+
+# ----------------------------------------------------------------------------
 # LoRA adapters
 # ----------------------------------------------------------------------------
 
@@ -693,6 +964,8 @@ def add_lora(model, seed):
 
 
 def build_model(family, cfg):
+    if family in SMALL_FAMILIES:
+        return SmallFamilyModel(cfg)
     if family == "llama":
         return LlamaModel(cfg, qkv_bias=False, rope_cls=RopeComputed)
     if family == "qwen2":
@@ -703,6 +976,8 @@ def build_model(family, cfg):
         return GPT2Model(cfg)
     if family == "phi":
         return PhiModel(cfg)
+    if family == "phi3":
+        return Phi3Model(cfg)
     if family in GEMMA_FAMILIES:
         return GemmaModel(cfg, qk_norm=family == "gemma3", tied=family == "gemma3")
     raise ValueError(family)
@@ -756,8 +1031,8 @@ def randomize_weights(model, seed, fan_in_dim=1, tied=("wte.weight", "ln_f.weigh
 
 
 def plain_init_options(family):
-    """randomize_weights options for the plain models: qwen3's and gemma3's tied lm_head."""
-    if family in ("qwen3", "gemma3"):
+    """randomize_weights options for the plain models: the tied lm_heads."""
+    if family in ("qwen3", "phi3", "gemma3") or (family in SMALL_FAMILIES and make_config(family, "tiny").opts.tied):
         return {"tied": ("embed_tokens.weight", "norm.weight")}
     return {}
 
@@ -851,7 +1126,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--family", choices=FAMILIES, required=True)
     ap.add_argument("--opset", type=int, default=14)
-    ap.add_argument("--size", choices=("tiny", "qwen2-0.5b", "qwen3-0.6b"), default="tiny")
+    ap.add_argument("--size", choices=("tiny", "qwen2-0.5b", "qwen3-0.6b", "tiny-phi4") + SMALL_SIZES, default="tiny")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     ap.add_argument("--external", choices=("none", "per-tensor", "single"), default="none")
@@ -898,6 +1173,8 @@ def parse_args(argv):
         ap.error("--act applies to --style plain gpt2 and phi")
     if args.rotary_fraction is not None and (args.style != "hf" or args.family != "phi"):
         ap.error("--rotary-fraction applies to --style hf phi")
+    if args.size == "tiny-phi4" and args.family != "phi3":
+        ap.error("--size tiny-phi4 applies to family phi3")
     if args.torch_logits_out and not args.prompt_ids:
         ap.error("--torch-logits-out needs --prompt-ids")
     return args

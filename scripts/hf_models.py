@@ -2,7 +2,8 @@
 
 Ports of the eager forward passes of transformers 4.44/4.45 (modeling_llama.py,
 modeling_qwen2.py, modeling_phi.py, modeling_gpt2.py) and of modeling_qwen3.py,
-modeling_gemma2.py and modeling_gemma3.py (text model), written without the
+modeling_phi3.py (4.49), modeling_gemma2.py and modeling_gemma3.py (text model),
+written without the
 transformers library, so that torch.onnx.export writes the graph shapes the
 ecosystem's exports (optimum's `text-generation-with-past`) contain: the 4-D
 causal mask built with Trilu and an in-place ScatterND, RoPE cos/sin computed
@@ -54,11 +55,12 @@ def default_rope_parameters(cfg, partial_rotary_factor):
 
 
 class LlamaRotaryEmbedding(nn.Module):
-    """rope_type "default"; called once per forward at model level (position_embeddings)."""
+    """rope_type "default" (or rope_init's); called once per forward at model
+    level (position_embeddings)."""
 
-    def __init__(self, cfg, partial_rotary_factor=1.0):
+    def __init__(self, cfg, partial_rotary_factor=1.0, rope_init=default_rope_parameters):
         super().__init__()
-        inv_freq, self.attention_scaling = default_rope_parameters(cfg, partial_rotary_factor)
+        inv_freq, self.attention_scaling = rope_init(cfg, partial_rotary_factor)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
     @torch.no_grad()
@@ -609,6 +611,300 @@ class GPT2LMHeadModel(nn.Module):
 
 
 # ----------------------------------------------------------------------------
+# llama32 / smollm2 (modeling_llama.py), smollm3 (modeling_smollm3.py),
+# granite (modeling_granite.py), olmo2 (modeling_olmo2.py); cfg.opts is
+# export_llm.FamilyOptions
+# ----------------------------------------------------------------------------
+
+TIED_SMALL_FAMILIES = ("llama32", "smollm2", "smollm3", "granite")
+
+
+def llama3_inv_freq(inv_freq, factor, low_freq_factor, high_freq_factor, old_context_len):
+    """modeling_rope_utils._compute_llama3_parameters: only inv_freq changes
+    (attention_factor stays 1.0)."""
+    low_freq_wavelen = old_context_len / low_freq_factor
+    high_freq_wavelen = old_context_len / high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    # wavelen < high_freq_wavelen: do nothing; wavelen > low_freq_wavelen: divide by factor
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    # otherwise: interpolate between the two, using a smooth factor
+    smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+
+
+class SmallFamilyAttention(LlamaAttention):
+    """LlamaAttention's projections; Granite's scaling (attention_multiplier),
+    SmolLM3's use_rope (no_rope_layers), OLMo2's q_norm/k_norm over the
+    whole projection before the view."""
+
+    def __init__(self, cfg, layer_idx):
+        super().__init__(cfg, qkv_bias=False)
+        opts = cfg.opts
+        self.scaling = opts.scale(cfg.head_dim)
+        self.use_rope = opts.uses_rope(layer_idx)
+        self.olmo2 = opts.post_norm
+        if self.olmo2:
+            self.q_norm = LlamaRMSNorm(cfg.heads * cfg.head_dim, eps=cfg.norm_eps)
+            self.k_norm = LlamaRMSNorm(cfg.kv_heads * cfg.head_dim, eps=cfg.norm_eps)
+
+    def forward(self, hidden_states, attention_mask, past_key_value, position_embeddings):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states)
+        key_states = self.k_proj(hidden_states)
+        if self.olmo2:
+            query_states = self.q_norm(query_states)
+            key_states = self.k_norm(key_states)
+        query_states = query_states.view(hidden_shape).transpose(1, 2)
+        key_states = key_states.view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+
+        if self.use_rope:
+            cos, sin = position_embeddings
+            query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        key_states, value_states = cache_update(past_key_value, key_states, value_states)
+        present = (key_states, value_states)
+
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scaling
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights = attn_weights + causal_mask
+        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output), present
+
+
+class SmallFamilyDecoderLayer(nn.Module):
+    """GraniteDecoderLayer (residual + hidden_states * residual_multiplier;
+    1.0 for llama/smollm) or Olmo2DecoderLayer (post-norm, no input norm)."""
+
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        self.post_norm = cfg.opts.post_norm
+        self.residual_multiplier = cfg.opts.residual_multiplier
+        self.self_attn = SmallFamilyAttention(cfg, layer_idx)
+        self.mlp = LlamaMLP(cfg)
+        if not self.post_norm:
+            self.input_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.post_attention_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        if self.post_norm:
+            self.post_feedforward_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+
+    def forward(self, hidden_states, attention_mask, past_key_value, position_embeddings):
+        if self.post_norm:
+            residual = hidden_states
+            hidden_states, present = self.self_attn(hidden_states, attention_mask, past_key_value,
+                                                    position_embeddings)
+            hidden_states = self.post_attention_layernorm(hidden_states)
+            hidden_states = residual + hidden_states
+            residual = hidden_states
+            hidden_states = self.mlp(hidden_states)
+            hidden_states = self.post_feedforward_layernorm(hidden_states)
+            return residual + hidden_states, present
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states, present = self.self_attn(hidden_states, attention_mask, past_key_value,
+                                                position_embeddings)
+        if self.residual_multiplier != 1.0:
+            hidden_states = hidden_states * self.residual_multiplier
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        if self.residual_multiplier != 1.0:
+            hidden_states = hidden_states * self.residual_multiplier
+        return residual + hidden_states, present
+
+
+class SmallFamilyModel(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.embedding_multiplier = cfg.opts.embedding_multiplier
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.layers = nn.ModuleList(SmallFamilyDecoderLayer(cfg, i) for i in range(cfg.layers))
+        self.norm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.rotary_emb = LlamaRotaryEmbedding(cfg)
+        if cfg.opts.rope_scaling:
+            self.rotary_emb.inv_freq = llama3_inv_freq(self.rotary_emb.inv_freq, *cfg.opts.rope_scaling)
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        inputs_embeds = self.embed_tokens(input_ids)
+        if self.embedding_multiplier != 1.0:
+            inputs_embeds = inputs_embeds * self.embedding_multiplier  # main diff with Llama
+        cache_position = cache_position_for(past_key_values, inputs_embeds)
+        causal_mask = update_causal_mask(attention_mask, inputs_embeds, cache_position)
+        hidden_states = inputs_embeds
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        presents = []
+        for decoder_layer, layer_past in zip(self.layers, past_key_values):
+            hidden_states, present = decoder_layer(hidden_states, causal_mask, layer_past,
+                                                   position_embeddings)
+            presents.append(present)
+        return self.norm(hidden_states), tuple(presents)
+
+
+class SmallFamilyForCausalLM(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.logits_scaling = cfg.opts.logits_scaling
+        self.model = SmallFamilyModel(cfg)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if cfg.opts.tied:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        hidden_states, presents = self.model(input_ids, attention_mask, position_ids, past_key_values)
+        logits = self.lm_head(hidden_states[:, -NUM_LOGITS_TO_KEEP:, :])
+        if self.logits_scaling != 1.0:
+            logits = logits / self.logits_scaling  # GraniteForCausalLM
+        return logits.float(), presents
+
+
+# ----------------------------------------------------------------------------
+# phi3 (modeling_phi3.py of transformers >= 4.49, which added Phi-4-mini's
+# partial_rotary_factor and moved the rotary embedding to model level; the
+# causal mask is Llama's, Phi-3's 2047-token sliding window lies beyond the
+# tiny context)
+# ----------------------------------------------------------------------------
+
+def longrope_short_factor(rot_dim):
+    """rope_scaling's short_factor, one per rotated pair: made-up values rising
+    with the pair index as the published ones do (Phi-3.5-mini's run 1.0 .. 3.0)."""
+    pairs = rot_dim // 2
+    return [1.0 + 2.0 * i / pairs for i in range(pairs)]
+
+
+def longrope_mscale(cfg):
+    """LongRoPE's attention factor on cos and sin: sqrt(1 + ln(s) / ln(original))
+    with s = max_position_embeddings / original_max_position_embeddings (1 if s <= 1)."""
+    scale = cfg.max_pos / cfg.original_max_pos
+    return 1.0 if scale <= 1.0 else math.sqrt(1 + math.log(scale) / math.log(cfg.original_max_pos))
+
+
+def longrope_parameters(cfg, partial_rotary_factor):
+    """modeling_rope_utils._compute_longrope_parameters: (inv_freq, attention_factor).
+    The short factors: the rotary embedding's longrope update picks the long
+    ones only when max(position_ids) + 1 exceeds the pretraining context, a
+    Python branch a traced export fixes at the dummy inputs' 12 positions."""
+    dim = int(cfg.head_dim * partial_rotary_factor)
+    ext_factors = torch.tensor(longrope_short_factor(dim), dtype=torch.float32)
+    inv_freq_shape = torch.arange(0, dim, 2, dtype=torch.int64).float() / dim
+    inv_freq = 1.0 / (ext_factors * cfg.rope_theta ** inv_freq_shape)
+    return inv_freq, longrope_mscale(cfg)
+
+
+def phi3_apply_rotary_pos_emb(q, k, cos, sin):
+    """Rotates the first cos.shape[-1] dims of each head, passes the rest."""
+    cos = cos.unsqueeze(1)
+    sin = sin.unsqueeze(1)
+    rotary_dim = cos.shape[-1]
+    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
+    k_rot, k_pass = k[..., :rotary_dim], k[..., rotary_dim:]
+    q_embed = torch.cat([(q_rot * cos) + (rotate_half(q_rot) * sin), q_pass], dim=-1)
+    k_embed = torch.cat([(k_rot * cos) + (rotate_half(k_rot) * sin), k_pass], dim=-1)
+    return q_embed, k_embed
+
+
+class Phi3MLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.gate_up_proj = nn.Linear(cfg.hidden, 2 * cfg.intermediate, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
+        self.activation_fn = nn.SiLU()
+
+    def forward(self, hidden_states):
+        up_states = self.gate_up_proj(hidden_states)
+        gate, up_states = up_states.chunk(2, dim=-1)
+        up_states = up_states * self.activation_fn(gate)
+        return self.down_proj(up_states)
+
+
+class Phi3Attention(nn.Module):
+    """Eager attention; q, k and v sliced out of one qkv_proj."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.head_dim = cfg.head_dim
+        self.num_heads = cfg.heads
+        self.num_key_value_heads = cfg.kv_heads
+        self.num_key_value_groups = cfg.heads // cfg.kv_heads
+        self.scaling = self.head_dim ** -0.5
+        op_size = cfg.heads * self.head_dim + 2 * (cfg.kv_heads * self.head_dim)
+        self.o_proj = nn.Linear(cfg.heads * self.head_dim, cfg.hidden, bias=False)
+        self.qkv_proj = nn.Linear(cfg.hidden, op_size, bias=False)
+
+    def forward(self, hidden_states, attention_mask, past_key_value, position_embeddings):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+
+        qkv = self.qkv_proj(hidden_states)
+        query_pos = self.num_heads * self.head_dim
+        query_states = qkv[..., :query_pos]
+        key_states = qkv[..., query_pos: query_pos + self.num_key_value_heads * self.head_dim]
+        value_states = qkv[..., query_pos + self.num_key_value_heads * self.head_dim:]
+
+        query_states = query_states.view(hidden_shape).transpose(1, 2)
+        key_states = key_states.view(hidden_shape).transpose(1, 2)
+        value_states = value_states.view(hidden_shape).transpose(1, 2)
+
+        cos, sin = position_embeddings
+        query_states, key_states = phi3_apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        key_states, value_states = cache_update(past_key_value, key_states, value_states)
+        present = (key_states, value_states)
+
+        # eager_attention_forward
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scaling
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights = attn_weights + causal_mask
+        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output), present
+
+
+class Phi3DecoderLayer(LlamaDecoderLayer):
+    """Llama's layer (resid_attn_dropout / resid_mlp_dropout are identities in eval)."""
+
+    def __init__(self, cfg):
+        nn.Module.__init__(self)
+        self.self_attn = Phi3Attention(cfg)
+        self.mlp = Phi3MLP(cfg)
+        self.input_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.post_attention_layernorm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+
+
+class Phi3Model(LlamaModel):
+    def __init__(self, cfg):
+        nn.Module.__init__(self)
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.layers = nn.ModuleList(Phi3DecoderLayer(cfg) for _ in range(cfg.layers))
+        self.norm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        rope_init = longrope_parameters if cfg.original_max_pos else default_rope_parameters
+        self.rotary_emb = LlamaRotaryEmbedding(cfg, cfg.rotary_fraction, rope_init)
+        self.sdpa = False
+
+
+class Phi3ForCausalLM(LlamaForCausalLM):
+    """tie_word_embeddings: Phi-4-mini (cfg.tied)."""
+
+    def __init__(self, cfg):
+        nn.Module.__init__(self)
+        self.model = Phi3Model(cfg)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if cfg.tied:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+
+# ----------------------------------------------------------------------------
 # gemma2 / gemma3 (modeling_gemma2.py, modeling_gemma3.py of transformers
 # >= 4.53: masks from masking_utils, RoPE at model level; Gemma 3's text model
 # with its local RoPE table)
@@ -831,6 +1127,8 @@ class GemmaForCausalLM(nn.Module):
 # ----------------------------------------------------------------------------
 
 def build_hf_model(family, cfg):
+    if cfg.opts is not None:
+        return SmallFamilyForCausalLM(cfg)
     if family == "llama":
         return LlamaForCausalLM(cfg, qkv_bias=False, tie_word_embeddings=False)
     if family == "qwen2":
@@ -841,6 +1139,8 @@ def build_hf_model(family, cfg):
         return PhiForCausalLM(cfg)
     if family == "gpt2":
         return GPT2LMHeadModel(cfg)
+    if family == "phi3":
+        return Phi3ForCausalLM(cfg)
     if family in ("gemma2", "gemma3"):
         return GemmaForCausalLM(cfg, gemma3=family == "gemma3")
     raise ValueError(family)
@@ -850,7 +1150,7 @@ def init_options(family):
     """export_llm.randomize_weights options for the HF parameter layout."""
     if family == "gpt2":
         return {"fan_in_dim": 0}  # Conv1D weights are [in, out]
-    if family in ("qwen2", "qwen3", "gemma2", "gemma3"):
+    if family in ("qwen2", "qwen3", "phi3", "gemma2", "gemma3") or family in TIED_SMALL_FAMILIES:
         return {"tied": ("embed_tokens.weight", "norm.weight")}
     return {}
 

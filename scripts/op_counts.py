@@ -46,6 +46,8 @@ KINDS = {
     # transformers.js' model_q4.onnx and model_int8.onnx (ONNX Runtime's quantizers)
     "q4": (HF, ["scripts/quantize_onnx.py", "SRC", "DST", "--form", "q4"]),
     "int8": (HF, ["scripts/quantize_onnx.py", "SRC", "DST", "--form", "int8"]),
+    # phi3 in Phi-4-mini's shape (GQA, rotary fraction 0.75, LongRoPE, tied)
+    "phi4": (HF + ["--size", "tiny-phi4"], None),
 }
 # family@opset[:kind] (default kind plain)
 VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
@@ -58,6 +60,9 @@ VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
             "llama@21:genai", "qwen2@21:genai", "phi@21:genai", "llama@21:genai-int4",
             "llama@17:q4", "qwen2@17:q4", "gpt2@17:q4", "phi@17:q4", "llama@17:int8", "phi@17:int8",
             "qwen3@17", "qwen3@17:hf",
+            "llama32@17:hf", "smollm2@17:hf", "smollm3@17", "smollm3@17:hf", "granite@17", "granite@17:hf",
+            "olmo2@17", "olmo2@17:hf",
+            "phi3@17", "phi3@17:hf", "phi3@17:phi4", "phi3@21:genai", "phi3@17:q4",
             "gemma2@17", "gemma2@17:hf", "gemma3@17", "gemma3@17:hf")
 
 
@@ -108,7 +113,7 @@ def stale(out, *scripts):
 def run_exporter(exporter, family, opset, layers, out, extra=()):
     script, *args = exporter
     if stale(out, script, "scripts/export_llm.py", "scripts/hf_models.py", "scripts/onnx_opset_upgrade.py"):
-        size = [] if script.endswith("export_genai.py") else ["--size", "tiny"]
+        size = [] if script.endswith("export_genai.py") or "--size" in args else ["--size", "tiny"]
         run_script(script, ["--family", family, "--opset", opset, *args, *extra, *size,
                             "--layers", layers, "--out", out])
 

@@ -27,6 +27,7 @@ VOCAB=512                    # tiny size vocabulary
 # Phi-2's SkipLayerNormalization and FastGelu;
 # genai-rotary with RotaryEmbedding nodes).  Opsets above 17 are torch's opset 17
 # export raised by scripts/onnx_opset_upgrade.py.
+# phi4: phi3 in Phi-4-mini's shape (hf style: GQA, rotary 0.75, LongRoPE, tied).
 VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor
     llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
     llama@14:triu phi@17:triu gpt2@17:where-additive
@@ -35,6 +36,8 @@ VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gp
     phi@17:genai-rotary
     llama@18 qwen2@18:hf gpt2@18 phi@18:hf qwen2@21 gpt2@21:hf
     qwen3@17 qwen3@17:hf qwen3@14
+    llama32@17 llama32@17:hf smollm2@17:hf smollm3@17 smollm3@17:hf granite@17 granite@17:hf olmo2@17 olmo2@17:hf
+    phi3@17 phi3@17:hf phi3@17:phi4 phi3@17:genai
     gemma2@17 gemma2@17:hf gemma3@17 gemma3@17:hf"}
 
 WORK=$BUILD/e2e_llm
@@ -119,6 +122,7 @@ test_variant() {
         triu|where-additive) name="$name, $option mask" ;;
         genai) name="$name, onnxruntime-genai builder form" ;;
         genai-rotary) name="$name, onnxruntime-genai builder form with RotaryEmbedding" ;;
+        phi4) name="$name, transformers style, Phi-4-mini shape (GQA, rotary 0.75, LongRoPE, tied)" ;;
         ?*) name="$name, $option external data" ;;
     esac
     local model plan=$WORK/$tag.plan why=""

@@ -12,6 +12,8 @@
 # GroupQueryAttention and the RMS norm contrib ops), genai-rotary (the same
 # with RotaryEmbedding nodes: --rotary separate).
 # hf-no-past (--style hf --no-past: no past inputs, optimum's decoder_model).
+# phi4 (phi3 only: --style hf --size tiny-phi4, Phi-4-mini's shape: grouped-query
+# attention, rotary fraction 0.75, LongRoPE, tied lm_head).
 # Exports are byte-deterministic: same seed, same torch, same bytes.
 . tests/cache.sh
 
@@ -59,6 +61,7 @@ zoo_model() {
                           --opset "$opset" --rotary separate --seed 0
                       return ;;
         hf-no-past) args=(--style hf --no-past) ;;
+        phi4) args=(--style hf --size tiny-phi4) ;;
         *) echo "zoo_model: unknown option '$option'" >&2; return 1 ;;
     esac
     zoo_export "$family-op$opset$([ "$option" = plain ] || echo "-$option")-s0" \
@@ -85,6 +88,8 @@ zoo_merge_into() {   # zoo_merge_into DIR NO_PAST WITH_PAST
 ZOO="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17
      llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
      qwen3@14 qwen3@17 qwen3@17:hf
+     llama32@17 llama32@17:hf smollm2@17 smollm3@17 smollm3@17:hf granite@17 granite@17:hf olmo2@17 olmo2@17:hf
+     phi3@17 phi3@17:hf phi3@17:phi4
      gemma2@17 gemma2@17:hf gemma3@17 gemma3@17:hf"
 
 # zoo_spec_model SPEC: zoo_model for family@opset[:option]

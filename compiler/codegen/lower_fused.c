@@ -36,7 +36,8 @@ int lower_onnx_gelu(lower_ctx *L, int kind)
 
 int lower_rmsnorm(lower_ctx *L, int kind)
 {
-    int rc = lower_emit_simple(L, LLMC_RT_OP_RMSNorm, kind, L->g->nodes[L->node].n_inputs > 2 ? 3 : 2);
+    const llmc_node *n = &L->g->nodes[L->node];
+    int rc = lower_emit_simple(L, LLMC_RT_OP_RMSNorm, kind, n->n_inputs > 2 && n->inputs[2] >= 0 ? 3 : 2);
     if (!rc)
         L->p->ops[L->p->n_ops - 1].epsilon = llmc_node_attr_float(L->g, L->node, "epsilon", 1e-5f);
     return rc;

@@ -11,9 +11,8 @@
  *
  * RMSNorm(x, scale, residual?) -> y                            [RMSNorm]
  *     FLOAT epsilon.  Over the last axis of x (length D, scale [D]):
- *     y = x / sqrt(mean(x^2) + epsilon) * scale [+ residual], residual
- *     float32 with x's shape (Gemma's norm of a branch before its residual
- *     add).
+ *     y = x / sqrt(mean(x^2) + epsilon) * scale [+ residual, y's shape:
+ *     a post-norm layer's x + norm(f(x)), OLMo2].
  *     (LayerNorm fusion produces the ONNX op LayerNormalization.)
  *
  * Gelu(x) -> y                                       [Unary Gelu / GeluTanh]

@@ -293,3 +293,15 @@ int llmc_fusion_walks(llmc_graph *g, const llmc_pass_ctx *ctx, const char *pass,
         rc = llmc_fusion_walk(g, ctx, pass, visits[i], &counts[i], err);
     return rc;
 }
+
+bool llmc_const_holds_transpose(const llmc_value *e, const llmc_value *w)
+{
+    int64_t v = e->shape.dims[0].c, h = e->shape.dims[1].c;
+    if (w->shape.dims[0].c != h || w->shape.dims[1].c != v)
+        return false;
+    llmc_const wt = {.nbytes = w->konst.nbytes,
+                     .view = llmc_view_transpose(llmc_const_share_view(&w->konst, h, v))};
+    bool same = wt.view && llmc_const_equal(&e->konst, &wt);
+    llmc_view_unref(wt.view);
+    return same;
+}

@@ -66,6 +66,9 @@ bool llmc_const_near(const llmc_graph *g, int v, double want);
 bool llmc_const_vector(const llmc_graph *g, int v, llmc_affine len);
 /* v is a float constant of constant shape [rows, cols]. */
 bool llmc_const_matrix(const llmc_graph *g, int v);
+/* True when constant W [H, V] is constant E [V, H] transposed, byte for
+ * byte (a tied LM head): cached hashes first, then the bytes chunk by chunk. */
+bool llmc_const_holds_transpose(const llmc_value *e, const llmc_value *w);
 /* Gemm node with alpha = beta = 1 and transA = 0: A B + C, what MatMul
  * [+ bias] computes once B is [K, N]. */
 bool llmc_gemm_is_plain(const llmc_graph *g, int node);

@@ -1,6 +1,8 @@
-/* linear-fusion: projections by constant weights -> llmc.Linear, in four
+/* linear-fusion: projections by constant weights -> llmc.Linear, in
  * steps, each over the result of the one before:
  *
+ *  0. scales: a constant scalar Mul/Div on a MatMul's output or on an
+ *     embedding Gather's rows moves into the constant (scale_fold.c).
  *  1. formation: MatMul(x, W), W a float constant [K, N] (or a weight of a
  *     pre-quantized file, DequantizeLinear of constants in the canonical
  *     form of quant_canonical.c, which stays the Linear's W) and x float
@@ -31,6 +33,9 @@
  *     is left over; the stream becomes the attention Linear's residual.
  *     c cannot depend on A or B: their outputs are read along the chain
  *     alone.
+ *  6. post-norm residuals: Add(r, RMSNorm(y)) with the norm's output read
+ *     by the Add alone and r of its shape -> the RMSNorm takes r as its
+ *     residual input and the Add's output (OLMo2's x + norm(attn(x))).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +45,7 @@
 #include "ir/llmc_ops.h"
 #include "pass.h"
 #include "quant_weight.h"
+#include "scale_fold.h"
 
 #define PASS_NAME "linear-fusion"
 /* Linear(x, W, bias, residual): input positions */
@@ -434,16 +440,45 @@ static int visit_residual_chain(llmc_graph *g, const llmc_pass_ctx *ctx, int nod
     return 0;
 }
 
+/* ---- 6. post-norm residuals ---- */
+
+static int visit_norm_residual(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
+{
+    const llmc_node *add = &g->nodes[node];
+    if (!llmc_is_onnx_op(add, "Add") || add->n_inputs != 2)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        int y = add->inputs[k], r = add->inputs[1 - k], norm = g->values[y].producer;
+        if (norm < 0 || !llmc_is_op(&g->nodes[norm], "RMSNorm") || g->nodes[norm].n_inputs != 2 ||
+            llmc_match_sole_reader(g, y) != node || g->values[r].dtype != LLMC_DT_FLOAT ||
+            !llmc_shape_eq(&g->values[r].shape, &g->values[y].shape) ||
+            !llmc_shape_eq(&g->values[add->outputs[0]].shape, &g->values[y].shape))
+            continue;
+        llmc_match m;
+        llmc_match_init(&m, g, ctx, PASS_NAME);
+        llmc_match_add(&m, norm);
+        llmc_match_add(&m, node);
+        const llmc_node *n = &g->nodes[norm];
+        int inputs[3] = {n->inputs[0], n->inputs[1], r};
+        float eps = llmc_node_attr_float(g, norm, "epsilon", 1e-5f);
+        int id = llmc_match_replace(&m, node, "RMSNorm", false, inputs, 3);
+        return id < 0 || llmc_node_set_float(g, id, "epsilon", eps) ? -1 : 1;
+    }
+    return 0;
+}
+
 static int run_linear_fusion(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
 {
-    /* steps 1..5 in order: projections, merging, splits, residuals, residual chains */
-    static const llmc_fusion_visit steps[] = {visit_projection, visit_merge, visit_splits, visit_residual,
-                                              visit_residual_chain};
-    int n[5];
-    int rc = llmc_fusion_walks(g, ctx, PASS_NAME, steps, 5, n, err);
+    /* steps 0..6 in order: scales, projections, merging, splits, residuals,
+     * residual chains, post-norm residuals */
+    static const llmc_fusion_visit steps[] = {llmc_scale_fold_visit, visit_projection, visit_merge, visit_splits,
+                                              visit_residual, visit_residual_chain, visit_norm_residual};
+    int n[7];
+    int rc = llmc_fusion_walks(g, ctx, PASS_NAME, steps, 7, n, err);
     if (rc == LLMC_OK)
-        llmc_pass_detail(ctx, "%d linears, %d merged groups, %d residuals (%d down a chain), %d splits absorbed",
-                         n[0], n[1], n[3] + n[4], n[4], n[2]);
+        llmc_pass_detail(ctx, "%d linears, %d merged groups, %d residuals (%d down a chain), %d splits absorbed%s%s",
+                         n[1], n[2], n[4] + n[5], n[5], n[3], n[0] ? ", scales folded into weights (--explain)" : "",
+                         n[6] ? ", post-norm residuals into RMSNorm" : "");
     return rc;
 }
 

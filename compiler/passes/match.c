@@ -85,7 +85,7 @@ static bool slice_param(const llmc_graph *g, const llmc_node *n, int k, int64_t 
     return llmc_match_const_ints(g, n->inputs[k], x, 1, &count) && count == 1;
 }
 
-bool llmc_match_slice_last(const llmc_graph *g, int node, int64_t start, int64_t end, int *x)
+bool llmc_match_slice_last_range(const llmc_graph *g, int node, int64_t *start, int64_t *end, int *x)
 {
     const llmc_node *n = &g->nodes[node];
     int64_t s, e, axis, step;
@@ -103,10 +103,19 @@ bool llmc_match_slice_last(const llmc_graph *g, int node, int64_t start, int64_t
     /* ONNX: negative bounds count from the end, then clamp to [0, len] */
     s = s < 0 ? s + len : s;
     e = e < 0 ? e + len : e;
-    s = s < 0 ? 0 : s > len ? len : s;
-    e = e < 0 ? 0 : e > len ? len : e;
+    *start = s < 0 ? 0 : s > len ? len : s;
+    *end = e < 0 ? 0 : e > len ? len : e;
     *x = n->inputs[0];
-    return axis == in->rank - 1 && step == 1 && s == start && e == (end < 0 ? len : end);
+    return axis == in->rank - 1 && step == 1;
+}
+
+bool llmc_match_slice_last(const llmc_graph *g, int node, int64_t start, int64_t end, int *x)
+{
+    int64_t s, e;
+    if (!llmc_match_slice_last_range(g, node, &s, &e, x))
+        return false;
+    int64_t len = g->values[*x].shape.dims[g->values[*x].shape.rank - 1].c;
+    return s == start && e == (end < 0 ? len : end);
 }
 
 int llmc_match_sweep(llmc_graph *g, llmc_error *err)

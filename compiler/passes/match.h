@@ -33,6 +33,9 @@ bool llmc_match_ints_attr(const llmc_graph *g, int node, const char *name, const
  * to `end` (end < 0: through the end of the axis), bounds compared after
  * ONNX's clamping?  *x gets its data input. */
 bool llmc_match_slice_last(const llmc_graph *g, int node, int64_t start, int64_t end, int *x);
+/* Slice node `node` on the constant last axis of its input with step 1?
+ * *start and *end get its bounds after ONNX's clamping, *x its data input. */
+bool llmc_match_slice_last_range(const llmc_graph *g, int node, int64_t *start, int64_t *end, int *x);
 
 /* The one live node reading v, or -1 if v has other readers (or none) or
  * is a graph output. */

@@ -179,9 +179,9 @@ static bool candidate(const llmc_graph *g, const llmc_pass_ctx *ctx, int node)
     if (!c)
         return false;
     switch (c->rule) {
-    case ROWS: /* an RMSNorm with a residual input stays on the CPU */
+    case ROWS:
         return (c->plan_op != LLMC_RT_OP_LayerNorm || n->n_outputs == 1) &&
-               (c->plan_op != LLMC_RT_OP_RMSNorm || n->n_inputs == 2) && operands_ok(g, n, false, false);
+               operands_ok(g, n, false, false);
     case ELEMENTWISE: return elementwise_ok(g, n) && operands_ok(g, n, false, false);
     case LINEAR: {
         const char *why = linear_refusal(g, node);

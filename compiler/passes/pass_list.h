@@ -17,6 +17,7 @@ extern const llmc_pass llmc_pass_dead_code;
 extern const llmc_pass llmc_pass_identity;
 extern const llmc_pass llmc_pass_cse;
 extern const llmc_pass llmc_pass_gemm_unflatten;
+extern const llmc_pass llmc_pass_packed_split;
 extern const llmc_pass llmc_pass_slice_fusion;
 extern const llmc_pass llmc_pass_layernorm_fusion;
 extern const llmc_pass llmc_pass_rmsnorm_fusion;

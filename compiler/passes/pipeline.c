@@ -29,6 +29,10 @@ static const llmc_pass *const pipeline[] = {
     &llmc_pass_cse,
     /* Reshape -> Gemm -> Reshape (HF Conv1D) -> MatMul over the last axis */
     &llmc_pass_gemm_unflatten,
+    /* last-axis Slices that tile a MatMul's output (Phi-3's qkv_proj and
+     * gate_up_proj) -> one Split, GPT-2's packed form, which the fusions
+     * read through and linear-fusion makes outputs of the Linear */
+    &llmc_pass_packed_split,
     /* Slice(Slice(x)) -> Slice(x) where the bounds compose exactly */
     &llmc_pass_slice_fusion,
     /* decomposed LayerNorm -> ONNX LayerNormalization (before rmsnorm-fusion,

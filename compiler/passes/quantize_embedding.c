@@ -21,13 +21,6 @@
  * compares cached hashes first and then the bytes chunk by chunk (an untied
  * head differs in its first chunk, so no whole transposed matrix is read).
  *
- * A float32 table whose Gather is read only by a Mul by a float32 scalar
- * constant c (Gemma's embedding x sqrt(hidden)) is first replaced by E * c
- * and the Mul removed: exact, the same float product per element, taken
- * before the gather.  A table tied to an LM head keeps its Mul (the head
- * needs E unscaled, so folding would store the table twice), and so does a
- * table other nodes read; --explain says which.
- *
  * A table of a pre-quantized file (a DequantizeLinear in quant_weight.h's
  * table form) keeps the file's bits, its block size the group, and
  * embed_coef 16 or 32 (llmc_quant_weight_form: binary16 or the file's
@@ -41,10 +34,9 @@
 #include <stdlib.h>
 
 #include "ir/const_view.h"
+#include "fusion_match.h"
 #include "ir/io_roles.h"
 #include "ir/llmc_ops.h"
-#include "fusion_match.h"
-#include "match.h"
 #include "pass.h"
 #include "pass_list.h"
 #include "quant_weight.h"
@@ -94,26 +86,13 @@ static bool is_embedding(const llmc_graph *g, const llmc_pass_ctx *ctx, int node
     return true;
 }
 
-/* True when W [H, V] is E [V, H] transposed, byte for byte. */
-static bool holds_transpose(const llmc_value *e, const llmc_value *w)
-{
-    int64_t v = e->shape.dims[0].c, h = e->shape.dims[1].c;
-    if (w->shape.dims[0].c != h || w->shape.dims[1].c != v)
-        return false;
-    llmc_const wt = {.nbytes = w->konst.nbytes,
-                     .view = llmc_view_transpose(llmc_const_share_view(&w->konst, h, v))};
-    bool same = wt.view && llmc_const_equal(&e->konst, &wt);
-    llmc_view_unref(wt.view);
-    return same;
-}
-
 /* The Linear whose W is table e transposed, or -1. */
 static int tied_linear(const llmc_graph *g, int e)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         const llmc_node *n = &g->nodes[i];
         if (!n->dead && llmc_is_op(n, "Linear") && n->n_inputs >= 2 &&
-            is_const_matrix(g, n->inputs[1]) && holds_transpose(&g->values[e], &g->values[n->inputs[1]]))
+            is_const_matrix(g, n->inputs[1]) && llmc_const_holds_transpose(&g->values[e], &g->values[n->inputs[1]]))
             return i;
     }
     return -1;
@@ -125,47 +104,28 @@ static int64_t untied_group(const llmc_pass_ctx *ctx, int64_t h)
                             : (h + PER_CHANNEL_ALIGN - 1) / PER_CHANNEL_ALIGN * PER_CHANNEL_ALIGN;
 }
 
-/* The values of a new table for Gather `node`: fill(g, e, values, arg), e
- * its table now; 0 or -1. */
-typedef int (*table_fill)(llmc_graph *g, int e, float *values, const void *arg);
-
-/* Gather `node`'s table replaced by a float32 constant of its shape named
- * after it + suffix, filled by fill; -1 on OOM or a failed fill. */
-static int replace_table(llmc_graph *g, int node, const char *suffix, table_fill fill, const void *arg)
-{
-    int e = g->nodes[node].inputs[0];
-    llmc_shape shape = g->values[e].shape;
-    int64_t count = shape.dims[0].c * shape.dims[1].c;
-    float *values = malloc(sizeof *values * (size_t)count);
-    char *name = values ? llmc_graph_unique_name(g, g->values[e].name, suffix) : NULL;
-    int v = name ? llmc_graph_add_value(g, name, LLMC_DT_FLOAT) : -1;
-    int rc = v < 0 || fill(g, e, values, arg) ||
-                     llmc_graph_set_const(g, v, LLMC_DT_FLOAT, &shape, values, sizeof *values * (uint64_t)count)
-                 ? -1
-                 : 0;
-    free(values);
-    free(name);
-    if (!rc)
-        g->nodes[node].inputs[0] = v;
-    return rc;
-}
-
-static int fill_dequantized(llmc_graph *g, int e, float *values, const void *dq)
-{
-    (void)e;
-    return llmc_quant_weight_dequantize(g, *(const int *)dq, values);
-}
-
 /* Gather `node`'s file table (DequantizeLinear `dq`) replaced by its
  * float32 values; -1 on OOM. */
 static int dequantize_table(llmc_graph *g, int node, int dq)
 {
     int e = g->nodes[node].inputs[0];
-    if (replace_table(g, node, "/dequantized", fill_dequantized, &dq))
-        return -1;
-    if (llmc_graph_use_count(g, e) == 0)
-        llmc_graph_erase_node(g, dq);
-    return 0;
+    llmc_shape shape = g->values[e].shape;
+    int64_t count = shape.dims[0].c * shape.dims[1].c;
+    float *values = malloc(sizeof *values * (size_t)count);
+    char *name = values ? llmc_graph_unique_name(g, g->values[e].name, "/dequantized") : NULL;
+    int v = name ? llmc_graph_add_value(g, name, LLMC_DT_FLOAT) : -1;
+    int rc = v < 0 || llmc_quant_weight_dequantize(g, dq, values) ||
+                     llmc_graph_set_const(g, v, LLMC_DT_FLOAT, &shape, values, sizeof *values * (uint64_t)count)
+                 ? -1
+                 : 0;
+    free(values);
+    free(name);
+    if (!rc) {
+        g->nodes[node].inputs[0] = v;
+        if (llmc_graph_use_count(g, e) == 0)
+            llmc_graph_erase_node(g, dq);
+    }
+    return rc;
 }
 
 /* The table of a pre-quantized file (quant_weight.h): kept in the file's
@@ -198,50 +158,6 @@ static int dequantize_other_tables(llmc_graph *g)
     return 0;
 }
 
-/* E * c, c the float at arg */
-static int fill_scaled(llmc_graph *g, int e, float *values, const void *c)
-{
-    const llmc_value *t = &g->values[e];
-    if (llmc_const_read_rows(t, 0, t->shape.dims[0].c, values))
-        return -1;
-    for (int64_t i = 0; i < t->shape.dims[0].c * t->shape.dims[1].c; i++)
-        values[i] *= *(const float *)c;
-    return 0;
-}
-
-/* Gather(E) * c -> Gather(E * c) (the head comment); *folded / *kept count
- * the Muls folded and those kept, *c_out gets c; -1 on OOM. */
-static int fold_scale(llmc_graph *g, const llmc_pass_ctx *ctx, int node, int *folded, int *kept, double *c_out)
-{
-    int e = g->nodes[node].inputs[0], y = g->nodes[node].outputs[0], mul = llmc_match_sole_reader(g, y);
-    int c = mul >= 0 && llmc_is_onnx_op(&g->nodes[mul], "Mul") ? llmc_other_input(g, mul, y) : -1;
-    double scale;
-    if (c < 0 || g->values[c].dtype != LLMC_DT_FLOAT || !llmc_match_const_scalar(g, c, &scale) ||
-        !is_const_matrix(g, e) || !llmc_shape_eq(&g->values[g->nodes[mul].outputs[0]].shape, &g->values[y].shape))
-        return 0;
-    int head = tied_linear(g, e);
-    *c_out = scale;
-    if (head >= 0 || llmc_graph_use_count(g, e) != 1) {
-        if (head >= 0)
-            llmc_pass_explain(ctx, PASS, g, mul, "the Mul by %g stays: table '%s' is tied to the LM head '%s', "
-                              "which needs it unscaled (folding would store the table twice)", scale,
-                              g->values[e].name, g->nodes[head].name);
-        else
-            llmc_pass_explain(ctx, PASS, g, mul, "the Mul by %g stays: other nodes read table '%s' unscaled",
-                              scale, g->values[e].name);
-        ++*kept;
-        return 0;
-    }
-    int out = g->nodes[mul].outputs[0];
-    float cf = (float)scale;
-    if (replace_table(g, node, "/scaled", fill_scaled, &cf))
-        return -1;
-    llmc_graph_erase_node(g, mul);
-    llmc_graph_replace_value(g, out, y);
-    ++*folded;
-    return 0;
-}
-
 /* Marks one embedding Gather; appends what it chose to `what`. */
 static int mark_table(llmc_graph *g, const llmc_pass_ctx *ctx, int node, char *what, size_t cap)
 {
@@ -268,25 +184,20 @@ static int mark_table(llmc_graph *g, const llmc_pass_ctx *ctx, int node, char *w
 static int run_quantize_embedding(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
 {
     char what[256] = "";
-    int tables = 0, folded = 0, kept = 0;
-    double c = 0;
+    int tables = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         if (!is_embedding(g, ctx, i))
             continue;
-        if (fold_scale(g, ctx, i, &folded, &kept, &c) || mark_table(g, ctx, i, what, sizeof what))
+        if (mark_table(g, ctx, i, what, sizeof what))
             return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
         tables++;
     }
     if (dequantize_other_tables(g))
         return llmc_fail(err, LLMC_E_NOMEM, "%s: out of memory", PASS);
-    char scales[96] = "";
-    if (folded || kept)
-        snprintf(scales, sizeof scales, folded ? ", x %g folded into the table (exact)"
-                                               : ", x %g kept as a Mul (the tied head reads the table unscaled)", c);
     if (tables == 1)
-        llmc_pass_detail(ctx, "embedding %s%s", what, scales);
+        llmc_pass_detail(ctx, "embedding %s", what);
     else if (tables > 1)
-        llmc_pass_detail(ctx, "%d embeddings, the last %s%s", tables, what, scales);
+        llmc_pass_detail(ctx, "%d embeddings, the last %s", tables, what);
     return LLMC_OK;
 }
 

@@ -128,8 +128,8 @@ llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view
 
 /* ref_layernorm.c: over the last axis; scale is [D], D = x's last dim; rows
  * in parallel tasks (each row's bits do not depend on the split), each by
- * kt's rmsnorm_row (kt NULL: the portable row; the same bits), then
- * residual (NULL: none; else y's dims) added. */
+ * kt's rmsnorm_row (kt NULL: the portable row; the same bits); residual
+ * NULL or y's dims, added to the normalized rows (post-norm layers). */
 llmc_rt_status k_rmsnorm(const struct rt_kernels *kt, const rt_view *x, const rt_view *scale,
                          const rt_view *residual, float epsilon, rt_view *y, const rt_parallel *par,
                          llmc_rt_error *err);

@@ -140,7 +140,7 @@ void rt_rmsnorm_row_generic(const float *x, const float *scale, float *y, int64_
 typedef struct {
     void (*row)(const float *x, const float *scale, float *y, int64_t n, float epsilon,
                 float fd);
-    const float *x, *scale, *residual; /* residual: NULL or y's dims */
+    const float *x, *scale, *residual;
     float *y;
     ptrdiff_t n, rows, rows_per_task;
     float epsilon, fd;
@@ -150,16 +150,16 @@ static void rmsnorm_task(void *ctx, uint32_t i)
 {
     const rmsnorm_job *J = ctx;
     ptrdiff_t r0 = (ptrdiff_t)i * J->rows_per_task, r1 = r0 + J->rows_per_task;
-    for (ptrdiff_t o = r0 * J->n; o < r1 * J->n && o < J->rows * J->n; o += J->n) {
-        J->row(J->x + o, J->scale, J->y + o, J->n, J->epsilon, J->fd);
-        /* the residual add after the rounded product, as Add(RMSNorm, r) */
-        for (ptrdiff_t j = o; J->residual && j < o + J->n; j++)
-            J->y[j] += J->residual[j];
+    for (ptrdiff_t o = r0; o < r1 && o < J->rows; o++) {
+        float *y = J->y + o * J->n;
+        J->row(J->x + o * J->n, J->scale, y, J->n, J->epsilon, J->fd);
+        for (ptrdiff_t j = 0; J->residual && j < J->n; j++)
+            y[j] += J->residual[o * J->n + j];
     }
 }
 
-/* RMSNorm over the last axis: y = x / sqrt(mean(x^2) + epsilon) * scale
- * [+ residual], scale [D], residual NULL or y's dims.  The sum of squares is compensated, as LayerNorm's.  Rows by
+/* RMSNorm over the last axis: y = x / sqrt(mean(x^2) + epsilon) * scale,
+ * scale [D].  The sum of squares is compensated, as LayerNorm's.  Rows by
  * kt's rmsnorm_row (kt or the entry NULL: the portable row; the same bits). */
 llmc_rt_status k_rmsnorm(const struct rt_kernels *kt, const rt_view *x, const rt_view *scale,
                          const rt_view *residual, float epsilon, rt_view *y, const rt_parallel *par,

@@ -1,7 +1,8 @@
 /* The canonicalizing rewrites on hand-built graphs: identity (Casts to
  * the dtype the input already has, Slices to the input's own shape, empty
  * Concat inputs), gemm-unflatten (Reshape -> Gemm ->
- * Reshape as MatMul over the last axis), quant-canonical (dynamic int8
+ * Reshape as MatMul over the last axis), packed-split (last-axis Slices
+ * tiling a MatMul's output as one Split), quant-canonical (dynamic int8
  * MatMuls to MatMul(x, DequantizeLinear(Wq)); QuantizeLinear as float ops)
  * and codegen's weight sharing (identical weights in one segment: tied
  * embeddings).  Each rewrite is
@@ -20,6 +21,7 @@
 #include "ir/llmc_ops.h"
 #include "llmc_rt.h"
 #include "codegen/evaluate.h"
+#include "passes/match.h"
 #include "passes/pipeline.h"
 #include "passes/position_tables.h"
 #include "plan_format.h"
@@ -1103,6 +1105,120 @@ static void test_gemm_in_pipeline(void)
     llmc_graph_free(&g);
 }
 
+/* ---- packed-split ---- */
+
+enum { PK = 6, PN = 10 };
+
+typedef struct {
+    int64_t bounds[3][2];   /* start, end of each last-axis Slice */
+    int n_slices;
+    int64_t step;           /* of the last Slice */
+    bool extra_reader;      /* the MatMul output also read by a Neg */
+    bool slice_input;       /* the Slices read x instead of the MatMul's output */
+} packed_opts;
+
+static float PW[PK * PN];
+
+/* Slices of MatMul(x [1, S, 6], W [6, 10]) along the last axis, each a
+ * graph output: transformers' Phi-3 `qkv[..., :q]`, ... */
+static int build_packed(llmc_graph *g, const packed_opts *o)
+{
+    new_graph(g);
+    fill(PW, PK * PN, 51);
+    int x = g_input(g, "x", LLMC_DT_FLOAT, SHAPE(K(1), SYM_S, K(PK)));
+    int w = g_const_f32(g, "qkv_proj.weight", SHAPE(K(PK), K(PN)), PW);
+    int y = OP(g, "MatMul", "/qkv_proj/MatMul_output_0", x, w);
+    int axes = CI64(g, "axes", -1);
+    char name[64];
+    for (int i = 0; i < o->n_slices; i++) {
+        int64_t step = i == o->n_slices - 1 ? o->step : 1;
+        snprintf(name, sizeof name, "/Slice_%d_output_0", i);
+        int s = g_const(g, "start", LLMC_DT_INT64, SHAPE(K(1)), &o->bounds[i][0]);
+        int e = g_const(g, "end", LLMC_DT_INT64, SHAPE(K(1)), &o->bounds[i][1]);
+        g_output(g, OP(g, "Slice", name, o->slice_input ? x : y, s, e, axes, CI64(g, "steps", step)));
+    }
+    if (o->extra_reader)
+        g_output(g, OP(g, "Neg", "/Neg_output_0", y));
+    return y;
+}
+
+/* q [0, 4), k [4, 7), v from -3 through the end (INT64_MAX), listed out of order. */
+static const packed_opts QKV = {.bounds = {{4, 7}, {0, 4}, {-3, INT64_MAX}}, .n_slices = 3, .step = 1};
+
+static void test_packed_split(void)
+{
+    llmc_graph g;
+    pass_report rep = {0};
+    int y = build_packed(&g, &QKV);
+    float xs[5 * PK];
+    fill(xs, 5 * PK, 52);
+    llmc_rt_tensor in = {LLMC_RT_F32, 3, {1, 5, PK}, xs};
+    results before = {0}, after = {0};
+    bool ok = infer(&g) == 0 && evaluate(&g, 5, 0, &in, &before) == 0;
+    CHECK(ok && run_pass(&llmc_pass_packed_split, &g, &rep) == 0, "packed: pass runs");
+    int split = -1;
+    for (int i = 0; i < g.n_nodes; i++)
+        split = !g.nodes[i].dead && strcmp(g.nodes[i].op_type, "Split") == 0 ? i : split;
+    const llmc_node *s = split >= 0 ? &g.nodes[split] : NULL;
+    int64_t sizes[3] = {0};
+    int n_sizes = 0;
+    bool sizes_ok = s && s->n_inputs == 2 && llmc_match_const_ints(&g, s->inputs[1], sizes, 3, &n_sizes);
+    CHECK(count_op(&g, "Slice") == 0 && count_op(&g, "Split") == 1 && s && s->inputs[0] == y &&
+              llmc_node_attr_int(&g, split, "axis", 0) == -1 && s->n_outputs == 3 && s->outputs[0] == g.outputs[1] &&
+              s->outputs[1] == g.outputs[0] && s->outputs[2] == g.outputs[2],
+          "packed: one Split(axis -1) of the MatMul writes the Slices' outputs in range order");
+    CHECK(sizes_ok && n_sizes == 3 && sizes[0] == 4 && sizes[1] == 3 && sizes[2] == 3,
+          "packed: split sizes [4, 3, 3] (%lld, %lld, %lld)", (long long)sizes[0], (long long)sizes[1],
+          (long long)sizes[2]);
+    CHECK(strcmp(rep.detail, "1 packed projections split") == 0, "packed: detail '%s'", rep.detail);
+    ok = ok && infer(&g) == 0 && evaluate(&g, 5, 0, &in, &after) == 0 && same_bits(&before, &after);
+    CHECK(ok, "packed: the same output bits before and after");
+    results_free(&after);
+    CHECK(run_quiet(&llmc_pass_linear_fusion, &g) == 0 && llmc_graph_live_nodes(&g) == 1 &&
+              count_op(&g, "Linear") == 1 && g.nodes[producer_of(&g, g.outputs[0])].n_outputs == 3,
+          "packed: linear-fusion then makes one Linear with three outputs (%d live)", llmc_graph_live_nodes(&g));
+    ok = ok && evaluate(&g, 5, 0, &in, &after) == 0 && close_results(&before, &after, 1e-6f);
+    CHECK(ok, "packed: the Linear's outputs within 1e-6 of the Slices'");
+    results_free(&after);
+    results_free(&before);
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
+/* why: the explanation's text, or NULL when the pass must stay silent. */
+static void check_packed_refused(const char *what, const packed_opts *o, const char *why)
+{
+    llmc_graph g;
+    pass_report rep = {0};
+    build_packed(&g, o);
+    int live = infer(&g) == 0 ? llmc_graph_live_nodes(&g) : -1;
+    CHECK(run_pass(&llmc_pass_packed_split, &g, &rep) == 0 && llmc_graph_live_nodes(&g) == live &&
+              count_op(&g, "Split") == 0 && count_op(&g, "Slice") == o->n_slices,
+          "packed refused, %s: graph unchanged", what);
+    CHECK(why ? rep.log && strstr(rep.log, "packed-split: node '") && strstr(rep.log, why) : !rep.log || !*rep.log,
+          "packed refused, %s: %s (log '%s')", what, why ? "explained" : "not explained", one_line(rep.log));
+    report_free(&rep);
+    llmc_graph_free(&g);
+}
+
+static void test_packed_refusals(void)
+{
+    packed_opts o = QKV;
+    o.bounds[0][0] = 5;   /* k [5, 7): a gap at 4 */
+    check_packed_refused("a gap", &o, "do not cover its last axis exactly once");
+    o = QKV;
+    o.bounds[2][0] = 6;   /* v [6, 10): overlaps k */
+    check_packed_refused("an overlap", &o, "do not cover its last axis exactly once");
+    o = QKV;
+    o.step = 2;
+    check_packed_refused("a step of 2", &o, "is not a Slice of its last axis");
+    o = QKV;
+    o.extra_reader = true;
+    check_packed_refused("another reader", &o, "is not a Slice of its last axis");
+    o = (packed_opts){.bounds = {{0, 3}, {3, 6}}, .n_slices = 2, .step = 1, .slice_input = true};
+    check_packed_refused("Slices of a graph input", &o, NULL);
+}
+
 /* ---- position tables ---- */
 
 /* wte [32, 4] read by input_ids, wpe [128, 4] by position_ids, a cos table
@@ -1228,6 +1344,8 @@ int main(void)
     test_gemm_refusals();
     test_gemm_then_linear();
     test_gemm_in_pipeline();
+    test_packed_split();
+    test_packed_refusals();
     test_weight_sharing();
     test_weight_groups();
     test_weight_views();
