@@ -299,9 +299,9 @@ static llmc_rt_status verify_rmsnorm(op_check *c, llmc_rt_error *err)
     if (!const_dim(r, p, x, -1, &d) || c->in[1].rank != 1 ||
         !const_dim(r, p, scale, 0, &sd) || sd != d)
         return bad_shape("scale must be [D] with D the input's constant last dim", NULL, err);
-    uint32_t rank = (uint32_t)rt_meta_of(r, p, x).rank;
-    if (op->inputs.len > 2 && (rt_meta_of(r, p, op_in(r, op, 2)).rank != (int)rank ||
-                               !same_leading_dims(r, p, op_in(r, op, 2), op_out(r, op, 0), rank)))
+    uint32_t rank = (uint32_t)c->in[0].rank;
+    if (c->op->inputs.len > 2 && (rt_meta_of(r, p, op_in(r, c->op, 2)).rank != (int)rank ||
+                                  !same_leading_dims(r, p, op_in(r, c->op, 2), op_out(r, c->op, 0), rank)))
         return bad_shape("the residual must have the output's dims", NULL, err);
     return LLMC_RT_OK;
 }
