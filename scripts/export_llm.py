@@ -125,12 +125,12 @@ class Config:
 
 
 def make_config(family, size):
+    if family in GEMMA_FAMILIES:
+        return gemma_config(family, size)
     if family in SMALL_FAMILIES:
         return small_family_config(family, size)
     if family == "phi3":
         return make_phi3_config(size)
-    if family in GEMMA_FAMILIES:
-        return gemma_config(family, size)
     if size == "tiny":
         mlp = 4 * 64 if family in ("gpt2", "phi") else 128
         kv_heads = 2 if family in ("qwen2", "qwen3") else 4
@@ -706,6 +706,8 @@ class SmallFamilyModel(nn.Module):
         logits = self.lm_head(self.norm(x))
         if opts.logits_scaling != 1.0:
             logits = logits / opts.logits_scaling
+        return (logits, *presents)
+
 
 # ----------------------------------------------------------------------------
 # gemma2 / gemma3
