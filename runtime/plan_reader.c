@@ -311,12 +311,13 @@ static float f32_of(uint64_t v)
 static llmc_rt_status read_op_scalars(fb_reader *r, const fb_table *t, rt_op_desc *d,
                                       llmc_rt_error *err)
 {
-    static const fb_scalar_spec fields[12] = {
+    static const fb_scalar_spec fields[14] = {
         {OP_CODE, 1, 0},     {OP_KIND, 1, 0},      {OP_AXIS, 4, 0},     {OP_KEEPDIMS, 1, 1},
         {OP_EPSILON, 4, 0},  {OP_VALUE, 8, 0},     {OP_HEADS, 4, 0},    {OP_KV_HEADS, 4, 0},
-        {OP_HEAD_DIM, 4, 0}, {OP_ROTARY_DIM, 4, 0}, {OP_SCALE, 4, 0},    {OP_CACHE, 4, 0}};
-    uint64_t v[12] = {0};
-    llmc_rt_status st = fb_scalars(r, t, fields, 12, v, err);
+        {OP_HEAD_DIM, 4, 0}, {OP_ROTARY_DIM, 4, 0}, {OP_SCALE, 4, 0},    {OP_CACHE, 4, 0},
+        {OP_WINDOW, 4, 0},   {OP_SOFTCAP, 4, 0}};
+    uint64_t v[14] = {0};
+    llmc_rt_status st = fb_scalars(r, t, fields, 14, v, err);
     d->code = (int)v[0];
     d->kind = (int)v[1];
     d->axis = as_i32(v[2]);
@@ -329,6 +330,8 @@ static llmc_rt_status read_op_scalars(fb_reader *r, const fb_table *t, rt_op_des
     d->rotary_dim = as_i32(v[9]);
     d->scale = f32_of(v[10]);
     d->cache = (uint32_t)v[11];
+    d->window = (uint32_t)v[12];
+    d->softcap = f32_of(v[13]);
     return st;
 }
 
