@@ -434,14 +434,16 @@ static rt_view rows_of(const rt_view *v, int64_t first, int64_t n)
 
 /* Positions [P, P + S) in calls whose keys fit the cache's ring: a call
  * from P may append up to the end of chunk lo(P) / chunk + ring - 1, lo(P)
- * = P - window + 1 its first query's oldest key (all of S without a ring). */
-static int64_t piece_rows(const rt_prep_op *op, uint32_t ring, uint32_t chunks, uint32_t chunk,
-                          int64_t P, int64_t S)
+ * = P - window + 1 its first query's oldest key (all of S without a ring).
+ * P + S <= the session's context and the ring's chunks hold less than it,
+ * so 32 bits do (no libgcc 64-bit division on a Cortex-M). */
+static uint32_t piece_rows(const rt_prep_op *op, uint32_t ring, uint32_t chunks, uint32_t chunk,
+                           uint32_t P, uint32_t S)
 {
     if (ring >= chunks)
         return S;
-    int64_t lo = P >= op->window ? P - op->window + 1 : 0;
-    int64_t n = (lo / chunk + ring) * (int64_t)chunk - P; /* >= 2: ring > window / chunk + 1 */
+    uint32_t lo = P >= op->window ? P - op->window + 1 : 0;
+    uint32_t n = (lo / chunk + ring) * chunk - P; /* >= 2: ring > window / chunk + 1 */
     return n < S ? n : S;
 }
 
@@ -471,7 +473,7 @@ llmc_rt_status llmc_rt_exec_Attention(rt_op_call *c, llmc_rt_error *err)
     int64_t done = 0;
     do {
         int64_t n = piece_rows(op, ring, rt_state(s)->chunks_per_cache, plan->kv_chunk,
-                               P + done, S - done);
+                               (uint32_t)(P + done), (uint32_t)(S - done));
         st = take_chunks(s, table + 1, P + done + n, ring, err);
         rt_view q = rows_of(&in[0], done, n), k = rows_of(&in[1], done, n),
                 v = rows_of(&in[2], done, n), o = rows_of(&c->out[0], done, n);

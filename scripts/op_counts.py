@@ -54,7 +54,8 @@ VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
             "llama@17:merged", "qwen2@17:merged", "gpt2@17:merged", "phi@17:merged",
             "llama@21:genai", "qwen2@21:genai", "phi@21:genai", "llama@21:genai-int4",
             "llama@17:q4", "qwen2@17:q4", "gpt2@17:q4", "phi@17:q4", "llama@17:int8", "phi@17:int8",
-            "qwen3@17", "qwen3@17:hf")
+            "qwen3@17", "qwen3@17:hf",
+            "mistral@17", "mistral@17:hf", "mistral@21:genai")
 
 
 def node_count(graph):

@@ -25,7 +25,9 @@ VOCAB=512                    # tiny size vocabulary
 # single / per-tensor (external weight files), genai (onnxruntime-genai's
 # model-builder graph: GroupQueryAttention, SkipSimplifiedLayerNormalization,
 # Phi-2's SkipLayerNormalization and FastGelu;
-# genai-rotary with RotaryEmbedding nodes).  Opsets above 17 are torch's opset 17
+# genai-rotary with RotaryEmbedding nodes; genai-softcap with
+# GroupQueryAttention's score soft-cap).  mistral's sliding window of 16 is
+# crossed by the 64-token prompt and the decode steps.  Opsets above 17 are torch's opset 17
 # export raised by scripts/onnx_opset_upgrade.py.
 VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor
     llama@14:hf llama@17:hf qwen2@14:hf qwen2@17:hf gpt2@14:hf gpt2@17:hf phi@14:hf phi@17:hf
@@ -34,7 +36,8 @@ VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gp
     llama@17:genai qwen2@17:genai phi@17:genai llama@17:genai-rotary qwen2@17:genai-rotary
     phi@17:genai-rotary
     llama@18 qwen2@18:hf gpt2@18 phi@18:hf qwen2@21 gpt2@21:hf
-    qwen3@17 qwen3@17:hf qwen3@14"}
+    qwen3@17 qwen3@17:hf qwen3@14
+    mistral@17 mistral@17:hf mistral@17:genai llama@17:genai-softcap"}
 
 WORK=$BUILD/e2e_llm
 mkdir -p "$WORK"
@@ -118,6 +121,7 @@ test_variant() {
         triu|where-additive) name="$name, $option mask" ;;
         genai) name="$name, onnxruntime-genai builder form" ;;
         genai-rotary) name="$name, onnxruntime-genai builder form with RotaryEmbedding" ;;
+        genai-softcap) name="$name, onnxruntime-genai builder form with softcap 2" ;;
         ?*) name="$name, $option external data" ;;
     esac
     local model plan=$WORK/$tag.plan why=""
