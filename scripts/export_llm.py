@@ -18,6 +18,8 @@ Four families are written here in plain PyTorch (no transformers library):
   phi3   llama with q/k/v packed in one qkv_proj and gate/up in one gate_up_proj;
          size tiny-phi4 (Phi-4-mini's shape): grouped-query attention, rotary
          fraction 0.75, LongRoPE cos/sin, tied lm_head
+  mistral llama + grouped-query attention, head_dim x heads != hidden, a sliding
+         window (key j visible to query i when 0 <= i - j < sliding_window)
 That is --style plain (the default). --style hf writes the same families shaped
 the way Hugging Face exports are (scripts/hf_models.py: ports of transformers'
 eager forward passes, optimum's input/output names and dynamic axes).
@@ -56,7 +58,7 @@ import onnx_opset_upgrade
 # Used for every masked attention score (additive masks and torch.where masks).
 MASK_VALUE = torch.finfo(torch.float32).min
 
-FAMILIES = ("llama", "qwen2", "gpt2", "phi", "qwen3", "phi3")
+FAMILIES = ("llama", "qwen2", "gpt2", "phi", "qwen3", "phi3", "mistral")
 # Small deployed families: FamilyOptions and the block after qwen3's model.
 FAMILIES += ("llama32", "smollm2", "smollm3", "granite", "olmo2")
 
@@ -100,6 +102,8 @@ class Config:
     original_max_pos: int = 0
     # phi3: lm_head shares the embedding (Phi-4-mini).
     tied: bool = False
+    # mistral: the sliding window of every layer (0: none).
+    sliding_window: int = 0
 
     @property
     def head_dim(self):
@@ -111,6 +115,10 @@ def make_config(family, size):
         return small_family_config(family, size)
     if family == "phi3":
         return make_phi3_config(size)
+    if size == "tiny" and family == "mistral":
+        # a window of 16: the 64-token prompt and the decode steps cross it
+        return Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128,
+                      max_pos=256, head_size=32, sliding_window=16)
     if size == "tiny":
         mlp = 4 * 64 if family in ("gpt2", "phi") else 128
         kv_heads = 2 if family in ("qwen2", "qwen3") else 4
@@ -214,12 +222,13 @@ class RopeCached(nn.Module):
         return self.cos_cached[position_ids], self.sin_cached[position_ids]
 
 
-def additive_causal_mask(attention_mask, past_len, seq_len, form="range"):
+def additive_causal_mask(attention_mask, past_len, seq_len, form="range", window=0):
     """[b,1,s,total] float mask: 0 where attending, MASK_VALUE elsewhere.
 
     Causal part is built from Range ops so it works for any past length
     (including 0), or with form "triu" from torch.triu (exports as Trilu);
-    padding part comes from attention_mask (1 = attend).
+    padding part comes from attention_mask (1 = attend).  window > 0 (range
+    form) also masks keys window or more positions behind the query.
     """
     total = past_len + seq_len
     if form == "triu":
@@ -228,7 +237,10 @@ def additive_causal_mask(attention_mask, past_len, seq_len, form="range"):
         return torch.where(padding, causal[None, None, :, :], torch.full((), MASK_VALUE))
     q_pos = torch.arange(past_len, total, device=attention_mask.device)[:, None]
     k_pos = torch.arange(total, device=attention_mask.device)[None, :]
-    causal = (k_pos <= q_pos)[None, None, :, :]                       # [1,1,s,total]
+    causal = k_pos <= q_pos
+    if window:
+        causal = causal & (q_pos - k_pos < window)
+    causal = causal[None, None, :, :]                                 # [1,1,s,total]
     padding = attention_mask[:, None, None, :] != 0                   # [b,1,1,total]
     allowed = causal & padding
     return torch.where(allowed, torch.zeros(()), torch.full((), MASK_VALUE))
@@ -347,7 +359,8 @@ class LlamaModel(nn.Module):
     def forward(self, input_ids, attention_mask, position_ids, *past):
         x = self.embed_tokens(input_ids)
         cos, sin = self.rope(position_ids)
-        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1], self.cfg.mask)
+        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1], self.cfg.mask,
+                                    self.cfg.sliding_window)
         presents = []
         for i, layer in enumerate(self.layers):
             x, k, v = layer(x, cos, sin, mask, past[2 * i], past[2 * i + 1])
@@ -809,6 +822,8 @@ def build_model(family, cfg):
         return LlamaModel(cfg, qkv_bias=True, rope_cls=RopeCached)
     if family == "qwen3":
         return LlamaModel(cfg, qkv_bias=False, rope_cls=RopeComputed, qk_norm=True)
+    if family == "mistral":
+        return LlamaModel(cfg, qkv_bias=False, rope_cls=RopeComputed)
     if family == "gpt2":
         return GPT2Model(cfg)
     if family == "phi":
