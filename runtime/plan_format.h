@@ -50,7 +50,7 @@
     X(AXIS, axis) X(AXES, axes) X(KEEPDIMS, keepdims) X(EPSILON, epsilon)             \
     X(VALUE, value) X(VALUES, values) X(REGIONS, regions) X(HEADS, heads)             \
     X(KV_HEADS, kv_heads) X(HEAD_DIM, head_dim) X(ROTARY_DIM, rotary_dim)             \
-    X(SCALE, scale) X(CACHE, cache)
+    X(SCALE, scale) X(CACHE, cache) X(WINDOW, window) X(SOFTCAP, softcap)
 #define LLMC_PLAN_REGION_FIELDS(X)                                              \
     X(SRC, src) X(DST, dst) X(DST_START, dst_start) X(SIZE, size)               \
     X(SRC_START, src_start) X(SRC_AXIS, src_axis) X(SRC_STEP, src_step)
@@ -346,6 +346,8 @@ typedef struct {
     int32_t heads, kv_heads, head_dim, rotary_dim; /* Attention, Rope */
     float scale;                                   /* Attention; QuantizeRows: static scale */
     uint32_t cache;                                /* Attention */
+    uint32_t window;                               /* Attention: sliding window, 0 none */
+    float softcap;                                 /* Attention: score soft-cap, 0 none */
 } rt_op_desc;
 
 typedef struct {

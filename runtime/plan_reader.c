@@ -297,15 +297,16 @@ static llmc_rt_status read_op_scalars(fb_reader *r, const fb_table *t, rt_op_des
                                       llmc_rt_error *err)
 {
 #define OF_(id, width, dflt, member) FB_SCALAR(id, width, dflt, rt_op_desc, member)
-    static const fb_scalar_spec fields[12] = {
+    static const fb_scalar_spec fields[14] = {
         OF_(OP_CODE, 1, 0, code),         OF_(OP_KIND, 1, 0, kind),
         OF_(OP_AXIS, 4, 0, axis),         OF_(OP_KEEPDIMS, 1, 1, keepdims),
         OF_(OP_EPSILON, 4, 0, epsilon),   OF_(OP_VALUE, 8, 0, value_bits),
         OF_(OP_HEADS, 4, 0, heads),       OF_(OP_KV_HEADS, 4, 0, kv_heads),
         OF_(OP_HEAD_DIM, 4, 0, head_dim), OF_(OP_ROTARY_DIM, 4, 0, rotary_dim),
-        OF_(OP_SCALE, 4, 0, scale),       OF_(OP_CACHE, 4, 0, cache)};
+        OF_(OP_SCALE, 4, 0, scale),       OF_(OP_CACHE, 4, 0, cache),
+        OF_(OP_WINDOW, 4, 0, window),     OF_(OP_SOFTCAP, 4, 0, softcap)};
 #undef OF_
-    return fb_scalars(r, t, fields, 12, d, err);
+    return fb_scalars(r, t, fields, 14, d, err);
 }
 
 llmc_rt_status rt_read_op(fb_reader *r, const llmc_rt_plan *p, uint32_t i, rt_op_desc *d,

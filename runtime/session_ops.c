@@ -397,8 +397,10 @@ llmc_rt_status llmc_rt_exec_ShadowLinear(rt_op_call *c, llmc_rt_error *err)
 /* ---- Attention and its fused KV cache ------------------------------------ */
 
 /* Takes pool chunks for the positions [0, end) of a cache that lack one;
- * end = P + S <= the session's context (check_bounds), so 32 bits hold it. */
-static llmc_rt_status take_chunks(llmc_rt_session *s, uint32_t *slots, int64_t end,
+ * end = P + S <= the session's context (check_bounds), so 32 bits hold it.
+ * A windowed cache holds `ring` chunks: chunk c >= ring reuses the slot of
+ * chunk c - ring, whose positions no query sees any more. */
+static llmc_rt_status take_chunks(llmc_rt_session *s, uint32_t *slots, int64_t end, uint32_t ring,
                                   llmc_rt_error *err)
 {
     int64_t need = rt_kv_chunks((uint32_t)end, rt_plan_of(rt_state(s)->plan)->kv_chunk);
@@ -408,6 +410,10 @@ static llmc_rt_status take_chunks(llmc_rt_session *s, uint32_t *slots, int64_t e
     for (int64_t c = 0; c < need; c++) {
         if (slots[c] != NO_SLOT)
             continue;
+        if (c >= ring) {
+            slots[c] = slots[c - ring];
+            continue;
+        }
         if (rt_state(s)->pool_used == rt_state(s)->pool_chunks)
             return rt_fail(err, LLMC_RT_E_MEMORY, "KV pool exhausted (%u chunks)",
                            RT_N(rt_state(s)->pool_chunks), NULL);
@@ -417,32 +423,66 @@ static llmc_rt_status take_chunks(llmc_rt_session *s, uint32_t *slots, int64_t e
     return LLMC_RT_OK;
 }
 
+/* Rows [first, first + n) of a [1, S, width] view. */
+static rt_view rows_of(const rt_view *v, int64_t first, int64_t n)
+{
+    rt_view r = *v;
+    r.dims[1] = n;
+    r.data = (float *)v->data + first * v->dims[2];
+    return r;
+}
+
+/* Positions [P, P + S) in calls whose keys fit the cache's ring: a call
+ * from P may append up to the end of chunk lo(P) / chunk + ring - 1, lo(P)
+ * = P - window + 1 its first query's oldest key (all of S without a ring).
+ * P + S <= the session's context and the ring's chunks hold less than it,
+ * so 32 bits do (no libgcc 64-bit division on a Cortex-M). */
+static uint32_t piece_rows(const rt_prep_op *op, uint32_t ring, uint32_t chunks, uint32_t chunk,
+                           uint32_t P, uint32_t S)
+{
+    if (ring >= chunks)
+        return S;
+    uint32_t lo = P >= op->window ? P - op->window + 1 : 0;
+    uint32_t n = (lo / chunk + ring) * chunk - P; /* >= 2: ring > window / chunk + 1 */
+    return n < S ? n : S;
+}
+
 /* Rows [0, P) must be in the op's cache; appends rows P .. P+S-1. */
 llmc_rt_status llmc_rt_exec_Attention(rt_op_call *c, llmc_rt_error *err)
 {
     llmc_rt_session *s = c->s;
     const rt_prep_op *op = c->op;
+    const rt_plan *plan = rt_plan_of(rt_state(s)->plan);
     int64_t S = c->S, P = c->P;
     uint32_t *table = rt_state(s)->caches + (uint64_t)op->cache * (1u + rt_state(s)->chunks_per_cache);
-    if (op->cache >= rt_plan_of(rt_state(s)->plan)->n_caches || P > table[0])
+    if (op->cache >= plan->n_caches || P > table[0])
         return rt_fail(err, LLMC_RT_E_EXEC, "cache %u holds %u positions; the call starts at "
-                       "P=%d", RT_N(op->cache, op->cache < rt_plan_of(rt_state(s)->plan)->n_caches ? table[0] : 0, P),
+                       "P=%d", RT_N(op->cache, op->cache < plan->n_caches ? table[0] : 0, P),
                        NULL);
-    llmc_rt_status st = take_chunks(s, table + 1, P + S, err);
-    if (st)
-        return st;
-    rt_kv_cache cache = {rt_state(s)->kv_pool, table + 1, rt_plan_of(rt_state(s)->plan)->kv_slot_bytes, rt_plan_of(rt_state(s)->plan)->kv_chunk,
-                         rt_plan_of(rt_state(s)->plan)->kv_cache_dtype};
+    uint32_t ring = rt_kv_ring(op->window, plan->kv_chunk, rt_state(s)->chunks_per_cache);
+    rt_kv_cache cache = {rt_state(s)->kv_pool, table + 1, plan->kv_slot_bytes, plan->kv_chunk,
+                         plan->kv_cache_dtype};
     /* q, k, v, [cos, sin], [q_norm, k_norm] (the verifier proved the count) */
     bool rope = op->rotary_dim > 0, norms = op->inputs.len == (rope ? 7u : 5u);
     const rt_view *in = c->in;
     rt_attention_attrs a = {op->heads, op->kv_heads, op->head_dim, op->rotary_dim, op->scale,
                             norms ? &in[op->inputs.len - 2] : NULL, norms ? &in[op->inputs.len - 1] : NULL,
-                            op->epsilon};
+                            op->epsilon, op->window, op->softcap};
     rt_parallel par = rt_session_parallel(s);
-    st = k_attention_loops(rt_plan_of(rt_state(s)->plan)->kernels, op->kv_cache, &a, &in[0], &in[1], &in[2],
-                           rope ? &in[3] : NULL, rope ? &in[4] : NULL, &cache, P, &c->out[0],
-                           &par, err);
+    llmc_rt_status st;
+    int64_t done = 0;
+    do {
+        int64_t n = piece_rows(op, ring, rt_state(s)->chunks_per_cache, plan->kv_chunk,
+                               (uint32_t)(P + done), (uint32_t)(S - done));
+        st = take_chunks(s, table + 1, P + done + n, ring, err);
+        rt_view q = rows_of(&in[0], done, n), k = rows_of(&in[1], done, n),
+                v = rows_of(&in[2], done, n), o = rows_of(&c->out[0], done, n);
+        if (!st)
+            st = k_attention_loops(plan->kernels, op->kv_cache, &a, &q, &k, &v,
+                                   rope ? &in[3] : NULL, rope ? &in[4] : NULL, &cache, P + done,
+                                   &o, &par, err);
+        done += n;
+    } while (!st && done < S);
     if (st)
         return st;
     table[0] = (uint32_t)(P + S);

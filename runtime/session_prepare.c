@@ -46,13 +46,27 @@ typedef struct {
     prep_layout tables;
 } mem_layout;
 
+/* Pool chunks the caches take at most: each its ring (rt_kv_ring) of
+ * `chunks` (n_caches <= n_ops, so no overflow). */
+static uint64_t pool_chunks_of(const llmc_rt_plan *p, uint32_t chunks)
+{
+    fb_reader r = rt_reader(p);
+    uint64_t n = 0;
+    for (uint32_t i = 0; chunks && i < rt_plan_of(p)->n_ops; i++) {
+        rt_op_desc op;
+        if (!rt_read_op(&r, p, i, &op, NULL) && op.code == LLMC_RT_OP_Attention) /* verified */
+            n += rt_kv_ring(op.window, rt_plan_of(p)->kv_chunk, chunks);
+    }
+    return n;
+}
+
 static bool layout_for(const llmc_rt_plan *p, uint32_t context, mem_layout *m)
 {
     if (context < 1 || context > rt_plan_of(p)->max_context || !prep_layout_of(p, &m->tables))
         return false;
     uint64_t arena = align64(rt_plan_of(p)->arena_size);
     m->chunks_per_cache = rt_plan_of(p)->n_caches ? rt_kv_chunks(context, rt_plan_of(p)->kv_chunk) : 0;
-    uint64_t pool_chunks = (uint64_t)rt_plan_of(p)->n_caches * m->chunks_per_cache; /* n_caches <= n_ops */
+    uint64_t pool_chunks = pool_chunks_of(p, m->chunks_per_cache);
     uint64_t table = 4u * (uint64_t)rt_plan_of(p)->n_caches * (1u + (uint64_t)m->chunks_per_cache);
     if (arena < rt_plan_of(p)->arena_size || pool_chunks > UINT32_MAX || rt_plan_of(p)->kv_bytes > UINT64_MAX / 4 ||
         (rt_plan_of(p)->kv_slot_bytes && pool_chunks > rt_udiv64(UINT64_MAX / 4, rt_plan_of(p)->kv_slot_bytes)))
@@ -125,6 +139,8 @@ static void copy_op_scalars(const rt_op_desc *d, rt_prep_op *o)
     o->rotary_dim = d->rotary_dim;
     o->scale = d->scale;
     o->cache = d->cache;
+    o->window = d->window;
+    o->softcap = d->softcap;
 }
 
 /* The op's input then output tensor indices, in the operand pool. */

@@ -49,6 +49,8 @@ typedef struct {
     int32_t heads, kv_heads, head_dim, rotary_dim; /* Attention, Rope */
     float scale;                                   /* Attention; QuantizeRows: static scale */
     uint32_t cache;                                /* Attention */
+    uint32_t window;                               /* Attention: sliding window, 0 none */
+    float softcap;                                 /* Attention: score soft-cap, 0 none */
     union {                       /* Linear, ShadowLinear: W's packed shape (a weight) */
         rt_qweight_shape q;       /* QWeightTiles */
         rt_ftile_shape f;         /* FWeightTiles */

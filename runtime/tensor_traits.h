@@ -136,4 +136,13 @@ static inline uint32_t rt_kv_chunks(uint32_t positions, uint32_t kv_chunk)
     return positions ? (positions - 1) / kv_chunk + 1 : 0;
 }
 
+/* Chunks a cache keeps live out of `chunks` (a session's chunks per cache):
+ * all without a window, else ceil(window / kv_chunk) + 1, the chunks a
+ * query's window can straddle plus the one being appended to. */
+static inline uint32_t rt_kv_ring(uint32_t window, uint32_t kv_chunk, uint32_t chunks)
+{
+    uint32_t ring = window ? rt_kv_chunks(window, kv_chunk) + 1 : chunks;
+    return ring < chunks ? ring : chunks;
+}
+
 #endif

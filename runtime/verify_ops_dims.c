@@ -343,6 +343,8 @@ static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
                        "head_dim", RT_N(H, G, D, RT_ATTN_MAX_HEAD_DIM, R), NULL);
     if (!isfinite(op->scale))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "scale is not finite", NULL, NULL);
+    if (!(op->softcap >= 0.0f && isfinite(op->softcap)))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "softcap must be finite and >= 0", NULL, NULL);
     if (op->inputs.len != n_in && !norms)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "%u inputs; rotary_dim %d needs %u (+2 head norms)",
                        RT_N(op->inputs.len, R, n_in), NULL);

@@ -58,6 +58,10 @@ and one residual Add per layer for the parallel attention and MLP:
 and phi3 (Phi-3-mini without rope scaling), which the builder writes as
 Mistral, i.e. Llama (builders/phi.py Phi3MiniModel): it unpacks qkv_proj
 into q/k/v and gate_up_proj into gate/up, so the graph is llama's.
+mistral (builders/mistral.py) is llama with local_window_size = the config's
+sliding_window on every GroupQueryAttention (ONNX Runtime 1.30's CPU kernel
+then keeps the sliding_window newest keys, as transformers does).  --softcap C sets GroupQueryAttention's
+softcap attribute (Gemma 2's score cap) on any family.
 """
 import argparse
 import json
@@ -72,7 +76,7 @@ from onnx import TensorProto, helper, numpy_helper
 import export_llm
 import hf_models
 
-FAMILIES = ("llama", "qwen2", "phi", "phi3")
+FAMILIES = ("llama", "qwen2", "phi", "phi3", "mistral")
 CONST = "/model/constants"
 
 
@@ -248,7 +252,8 @@ def attention(b, sd, i, x, mask_info, caches, rotary, rot):
               *(caches if in_attention else ("", "")), "", "", ""]
     out = b.node("GroupQueryAttention", inputs, [f"{name}/output_0", f"present.{i}.key", f"present.{i}.value"], name,
                  domain="com.microsoft", num_heads=cfg.heads, kv_num_heads=cfg.kv_heads,
-                 scale=1.0 / math.sqrt(cfg.head_dim), local_window_size=-1, softcap=0.0,
+                 scale=1.0 / math.sqrt(cfg.head_dim), local_window_size=cfg.sliding_window or -1,
+                 softcap=b.softcap,
                  do_rotary=int(in_attention), rotary_interleaved=0)
     b.value(out, TensorProto.FLOAT, b.hidden(cfg.heads * cfg.head_dim))
     p = f"model.layers.{i}.self_attn"
@@ -331,8 +336,9 @@ def graph_io(cfg, rotary):
     return inputs, outputs
 
 
-def build(cfg, sd, opset, rotary, family):
+def build(cfg, sd, opset, rotary, family, softcap=0.0):
     b = Builder(cfg)
+    b.softcap = softcap
     mask_info = attention_mask_reformat(b)
     rot = rotary_dim(cfg, family)
     caches = rotary_caches(b, rot)
@@ -392,6 +398,8 @@ def parse_args(argv):
                     help="attention: GroupQueryAttention rotates (do_rotary=1, the CPU form); separate: "
                          "RotaryEmbedding nodes on unpacked q and k read position_ids (the builder's form "
                          "for execution providers without rotary in the attention op)")
+    ap.add_argument("--softcap", type=float, default=0.0,
+                    help="GroupQueryAttention's softcap attribute (0: none)")
     ap.add_argument("--out", required=True, help="the model file; genai_config.json is written beside it")
     return ap.parse_args(argv)
 
@@ -414,7 +422,7 @@ def main(argv=None):
         sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
     if args.family == "phi3":
         unpack_phi3(cfg, sd)
-    onnx_model = build(cfg, sd, args.opset, args.rotary, args.family)
+    onnx_model = build(cfg, sd, args.opset, args.rotary, args.family, args.softcap)
     folder = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(folder, exist_ok=True)
     onnx.save(onnx_model, args.out)

@@ -18,6 +18,8 @@ Four families are written here in plain PyTorch (no transformers library):
   phi3   llama with q/k/v packed in one qkv_proj and gate/up in one gate_up_proj;
          size tiny-phi4 (Phi-4-mini's shape): grouped-query attention, rotary
          fraction 0.75, LongRoPE cos/sin, tied lm_head
+  mistral llama + grouped-query attention, head_dim x heads != hidden, a sliding
+         window (key j visible to query i when 0 <= i - j < sliding_window)
   gemma2 embedding x sqrt(hidden), RMSNorm x (1 + w), four norms a layer (post-attention,
          pre/post-feedforward), tanh-GELU GeGLU, attention scale query_pre_attn_scalar^-0.5,
          sliding-window layers alternating with global ones, logit soft-caps, tied lm_head
@@ -61,7 +63,7 @@ import onnx_opset_upgrade
 # Used for every masked attention score (additive masks and torch.where masks).
 MASK_VALUE = torch.finfo(torch.float32).min
 
-FAMILIES = ("llama", "qwen2", "gpt2", "phi", "qwen3", "phi3")
+FAMILIES = ("llama", "qwen2", "gpt2", "phi", "qwen3", "phi3", "mistral")
 # Small deployed families: FamilyOptions and the block after qwen3's model.
 FAMILIES += ("llama32", "smollm2", "smollm3", "granite", "olmo2")
 # Gemma 2 and 3: gemma_config and the block after the small families.
@@ -107,15 +109,16 @@ class Config:
     original_max_pos: int = 0
     # phi3: lm_head shares the embedding (Phi-4-mini).
     tied: bool = False
+    # mistral: the sliding window of every layer; gemma2/gemma3: of the
+    # sliding layers (0: none).
+    sliding_window: int = 0
     # gemma2/gemma3 (gemma_config): attention scale query_pre_attn_scalar^-0.5;
     # soft-caps c * tanh(x / c) of the attention scores and of the logits
-    # (0: none); the sliding layers' window (0: none) and every
-    # sliding_pattern-th layer global; the sliding layers' RoPE base (0: the
-    # global table).
+    # (0: none); every sliding_pattern-th layer global; the sliding layers'
+    # RoPE base (0: the global table).
     query_pre_attn_scalar: float = 0.0
     attn_softcap: float = 0.0
     final_softcap: float = 0.0
-    sliding_window: int = 0
     sliding_pattern: int = 0
     rope_local_theta: float = 0.0
 
@@ -131,6 +134,10 @@ def make_config(family, size):
         return small_family_config(family, size)
     if family == "phi3":
         return make_phi3_config(size)
+    if size == "tiny" and family == "mistral":
+        # a window of 16: the 64-token prompt and the decode steps cross it
+        return Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128,
+                      max_pos=256, head_size=32, sliding_window=16)
     if size == "tiny":
         mlp = 4 * 64 if family in ("gpt2", "phi") else 128
         kv_heads = 2 if family in ("qwen2", "qwen3") else 4
@@ -167,14 +174,16 @@ GEMMA_FAMILIES = ("gemma2", "gemma3")
 
 def gemma_config(family, size):
     """Tiny Gemma: heads x head_dim (128) != hidden (64), a scale apart from
-    head_dim^-0.5, both kinds of layer in 2 layers (Gemma 3's pattern 6 is 2)."""
+    head_dim^-0.5, both kinds of layer in 2 layers (Gemma 3's pattern 6 is 2),
+    a window of 16 that the 64-token prompt and the decode steps cross;
+    Gemma 2's soft-caps 50 (scores) and 30 (logits) as in its checkpoints."""
     if size != "tiny":
         raise ValueError(f"unknown size {size} for {family}")
     cfg = Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128, max_pos=256,
-                 norm_eps=1e-6, head_size=32, query_pre_attn_scalar=24.0, sliding_window=4096,
+                 norm_eps=1e-6, head_size=32, query_pre_attn_scalar=24.0, sliding_window=16,
                  sliding_pattern=2)
     if family == "gemma2":
-        cfg.final_softcap = 30.0
+        cfg.attn_softcap, cfg.final_softcap = 50.0, 30.0
     else:
         cfg.rope_theta, cfg.rope_local_theta = 1000000.0, 10000.0
     return cfg
@@ -255,12 +264,13 @@ class RopeCached(nn.Module):
         return self.cos_cached[position_ids], self.sin_cached[position_ids]
 
 
-def additive_causal_mask(attention_mask, past_len, seq_len, form="range"):
+def additive_causal_mask(attention_mask, past_len, seq_len, form="range", window=0):
     """[b,1,s,total] float mask: 0 where attending, MASK_VALUE elsewhere.
 
     Causal part is built from Range ops so it works for any past length
     (including 0), or with form "triu" from torch.triu (exports as Trilu);
-    padding part comes from attention_mask (1 = attend).
+    padding part comes from attention_mask (1 = attend).  window > 0 (range
+    form) also masks keys window or more positions behind the query.
     """
     total = past_len + seq_len
     if form == "triu":
@@ -269,7 +279,10 @@ def additive_causal_mask(attention_mask, past_len, seq_len, form="range"):
         return torch.where(padding, causal[None, None, :, :], torch.full((), MASK_VALUE))
     q_pos = torch.arange(past_len, total, device=attention_mask.device)[:, None]
     k_pos = torch.arange(total, device=attention_mask.device)[None, :]
-    causal = (k_pos <= q_pos)[None, None, :, :]                       # [1,1,s,total]
+    causal = k_pos <= q_pos
+    if window:
+        causal = causal & (q_pos - k_pos < window)
+    causal = causal[None, None, :, :]                                 # [1,1,s,total]
     padding = attention_mask[:, None, None, :] != 0                   # [b,1,1,total]
     allowed = causal & padding
     return torch.where(allowed, torch.zeros(()), torch.full((), MASK_VALUE))
@@ -388,7 +401,8 @@ class LlamaModel(nn.Module):
     def forward(self, input_ids, attention_mask, position_ids, *past):
         x = self.embed_tokens(input_ids)
         cos, sin = self.rope(position_ids)
-        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1], self.cfg.mask)
+        mask = additive_causal_mask(attention_mask, past[0].shape[2], input_ids.shape[1], self.cfg.mask,
+                                    self.cfg.sliding_window)
         presents = []
         for i, layer in enumerate(self.layers):
             x, k, v = layer(x, cos, sin, mask, past[2 * i], past[2 * i + 1])
@@ -729,17 +743,6 @@ def gemma_is_sliding(cfg, i):
     return (i + 1) % cfg.sliding_pattern != 0
 
 
-def sliding_causal_mask(attention_mask, past_len, seq_len, window):
-    """additive_causal_mask that also drops the keys at window or more
-    positions before the query."""
-    total = past_len + seq_len
-    q_pos = torch.arange(past_len, total, device=attention_mask.device)[:, None]
-    k_pos = torch.arange(total, device=attention_mask.device)[None, :]
-    near = ((k_pos <= q_pos) & (k_pos > q_pos - window))[None, None, :, :]
-    allowed = near & (attention_mask[:, None, None, :] != 0)
-    return torch.where(allowed, torch.zeros(()), torch.full((), MASK_VALUE))
-
-
 class GemmaAttention(LlamaAttention):
     """qk_norm (gemma3): GemmaRMSNorm over each q and k head before the transpose."""
 
@@ -820,7 +823,7 @@ class GemmaModel(nn.Module):
         rope_local = self.rope_local(position_ids) if self.rope_local else rope_global
         past_len, seq_len = past[0].shape[2], input_ids.shape[1]
         mask_global = additive_causal_mask(attention_mask, past_len, seq_len)
-        mask_local = sliding_causal_mask(attention_mask, past_len, seq_len, c.sliding_window)
+        mask_local = additive_causal_mask(attention_mask, past_len, seq_len, window=c.sliding_window)
         presents = []
         for i, layer in enumerate(self.layers):
             sliding = gemma_is_sliding(c, i)
@@ -974,6 +977,8 @@ def build_model(family, cfg):
         return LlamaModel(cfg, qkv_bias=True, rope_cls=RopeCached)
     if family == "qwen3":
         return LlamaModel(cfg, qkv_bias=False, rope_cls=RopeComputed, qk_norm=True)
+    if family == "mistral":
+        return LlamaModel(cfg, qkv_bias=False, rope_cls=RopeComputed)
     if family == "gpt2":
         return GPT2Model(cfg)
     if family == "phi":

@@ -114,6 +114,12 @@ def prepare_4d_causal_attention_mask_with_cache_position(
     if sequence_length != 1:
         causal_mask = torch.triu(causal_mask, diagonal=1)
     causal_mask *= torch.arange(target_length) > cache_position.reshape(-1, 1)
+    return merge_padding(causal_mask, attention_mask, min_dtype, batch_size)
+
+
+def merge_padding(causal_mask, attention_mask, min_dtype, batch_size):
+    """The 2-D attention_mask's padding merged into the [S, T] causal mask
+    in place, as transformers' _prepare_4d_... functions do."""
     causal_mask = causal_mask[None, None, :, :].expand(batch_size, 1, -1, -1)
     causal_mask = causal_mask.clone()  # copy to contiguous memory for in-place edit
     mask_length = attention_mask.shape[-1]
@@ -135,6 +141,21 @@ def update_causal_mask(attention_mask, input_tensor, cache_position):
         attention_mask, sequence_length=sequence_length, target_length=target_length,
         dtype=dtype, min_dtype=min_dtype, cache_position=cache_position,
         batch_size=input_tensor.shape[0])
+
+
+def mistral_causal_mask(attention_mask, input_tensor, cache_position, sliding_window):
+    """MistralModel._update_causal_mask (transformers 4.45, eager, 2-D mask,
+    DynamicCache): _prepare_4d_causal_attention_mask_with_cache_position
+    with the sliding-window term, key j masked when j <= i - sliding_window."""
+    dtype = input_tensor.dtype
+    min_dtype = torch.finfo(dtype).min
+    sequence_length, target_length = input_tensor.shape[1], attention_mask.shape[-1]
+    causal_mask = torch.full((sequence_length, target_length), fill_value=min_dtype, dtype=dtype)
+    diagonal_attend_mask = torch.arange(target_length) > cache_position.reshape(-1, 1)
+    sliding_attend_mask = torch.arange(target_length) <= (cache_position.reshape(-1, 1) - sliding_window)
+    diagonal_attend_mask = diagonal_attend_mask | sliding_attend_mask
+    causal_mask = causal_mask * diagonal_attend_mask
+    return merge_padding(causal_mask, attention_mask, min_dtype, input_tensor.shape[0])
 
 
 def sdpa_causal_mask(attention_mask, cache_position, batch_size):
@@ -276,11 +297,14 @@ class LlamaModel(nn.Module):
         self.norm = LlamaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
         self.rotary_emb = LlamaRotaryEmbedding(cfg)
         self.sdpa = cfg.attn == "sdpa"
+        self.sliding_window = cfg.sliding_window
 
     def forward(self, input_ids, attention_mask, position_ids, past_key_values):
         inputs_embeds = self.embed_tokens(input_ids)
         cache_position = cache_position_for(past_key_values, inputs_embeds)
-        if self.sdpa:
+        if self.sliding_window:  # MistralModel
+            causal_mask = mistral_causal_mask(attention_mask, inputs_embeds, cache_position, self.sliding_window)
+        elif self.sdpa:
             causal_mask = sdpa_causal_mask(attention_mask, cache_position, inputs_embeds.shape[0])
         else:
             causal_mask = update_causal_mask(attention_mask, inputs_embeds, cache_position)
@@ -891,6 +915,7 @@ class Phi3Model(LlamaModel):
         rope_init = longrope_parameters if cfg.original_max_pos else default_rope_parameters
         self.rotary_emb = LlamaRotaryEmbedding(cfg, cfg.rotary_fraction, rope_init)
         self.sdpa = False
+        self.sliding_window = 0  # Phi-3's 2047-token window lies beyond the tiny context
 
 
 class Phi3ForCausalLM(LlamaForCausalLM):
@@ -1135,6 +1160,8 @@ def build_hf_model(family, cfg):
         return LlamaForCausalLM(cfg, qkv_bias=True, tie_word_embeddings=True)
     if family == "qwen3":
         return LlamaForCausalLM(cfg, qkv_bias=False, tie_word_embeddings=True, qk_norm=True)
+    if family == "mistral":  # MistralForCausalLM: llama's layers, head_dim, sliding window
+        return LlamaForCausalLM(cfg, qkv_bias=False, tie_word_embeddings=False)
     if family == "phi":
         return PhiForCausalLM(cfg)
     if family == "gpt2":

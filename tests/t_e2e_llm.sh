@@ -25,7 +25,9 @@ VOCAB=512                    # tiny size vocabulary
 # single / per-tensor (external weight files), genai (onnxruntime-genai's
 # model-builder graph: GroupQueryAttention, SkipSimplifiedLayerNormalization,
 # Phi-2's SkipLayerNormalization and FastGelu;
-# genai-rotary with RotaryEmbedding nodes).  Opsets above 17 are torch's opset 17
+# genai-rotary with RotaryEmbedding nodes; genai-softcap with
+# GroupQueryAttention's score soft-cap).  mistral's sliding window of 16 is
+# crossed by the 64-token prompt and the decode steps.  Opsets above 17 are torch's opset 17
 # export raised by scripts/onnx_opset_upgrade.py.
 # phi4: phi3 in Phi-4-mini's shape (hf style: GQA, rotary 0.75, LongRoPE, tied).
 VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gpt2@17 phi@14 phi@17 qwen2@14:single gpt2@17:per-tensor
@@ -38,6 +40,7 @@ VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gp
     qwen3@17 qwen3@17:hf qwen3@14
     llama32@17 llama32@17:hf smollm2@17:hf smollm3@17 smollm3@17:hf granite@17 granite@17:hf olmo2@17 olmo2@17:hf
     phi3@17 phi3@17:hf phi3@17:phi4 phi3@17:genai
+    mistral@17 mistral@17:hf mistral@17:genai llama@17:genai-softcap
     gemma2@17 gemma2@17:hf gemma3@17 gemma3@17:hf"}
 
 WORK=$BUILD/e2e_llm
@@ -123,6 +126,7 @@ test_variant() {
         genai) name="$name, onnxruntime-genai builder form" ;;
         genai-rotary) name="$name, onnxruntime-genai builder form with RotaryEmbedding" ;;
         phi4) name="$name, transformers style, Phi-4-mini shape (GQA, rotary 0.75, LongRoPE, tied)" ;;
+        genai-softcap) name="$name, onnxruntime-genai builder form with softcap 2" ;;
         ?*) name="$name, $option external data" ;;
     esac
     local model plan=$WORK/$tag.plan why=""

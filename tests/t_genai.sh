@@ -19,7 +19,7 @@
 #     (the compile summary's count)
 # Then GroupQueryAttention nodes llmc does not compile are refused at
 # import, naming the node and the attribute or input, with no plan written:
-# a sliding window (local_window_size), an attribute llmc does not read
+# the smooth softmax (smooth_softmax = 1), an attribute llmc does not read
 # (kv_cache_bit_width, the builder's quantized cache) and a head size no
 # shape states.
 set -u
@@ -125,8 +125,8 @@ case, out, src = sys.argv[1:]
 m = onnx.load(src)
 g = m.graph
 gqa = next(n for n in g.node if n.op_type == "GroupQueryAttention")
-if case == "window":
-    next(a for a in gqa.attribute if a.name == "local_window_size").i = 4
+if case == "smooth":
+    gqa.attribute.append(helper.make_attribute("smooth_softmax", 1))
 elif case == "attribute":
     gqa.attribute.append(helper.make_attribute("kv_cache_bit_width", 8))
 elif case == "head-size":
@@ -163,8 +163,8 @@ refused() {   # refused CASE WORD...: compile fails naming the node and each WOR
     done
 }
 
-check "GroupQueryAttention with local_window_size = 4 is refused naming the node and attribute" \
-    refused window "'local_window_size'"
+check "GroupQueryAttention with smooth_softmax = 1 is refused naming the node and attribute" \
+    refused smooth "'smooth_softmax'"
 check "GroupQueryAttention with an attribute llmc does not read is refused naming it" \
     refused attribute "'kv_cache_bit_width'"
 check "GroupQueryAttention whose head size no shape states is refused naming the node and query" \

@@ -10,7 +10,8 @@
 # data file with offsets, or one file per tensor, beside DIR/model.onnx),
 # genai (scripts/export_genai.py: onnxruntime-genai's model-builder graph,
 # GroupQueryAttention and the RMS norm contrib ops), genai-rotary (the same
-# with RotaryEmbedding nodes: --rotary separate).
+# with RotaryEmbedding nodes: --rotary separate), genai-softcap (genai with
+# GroupQueryAttention's softcap 2: Gemma 2's score cap).
 # hf-no-past (--style hf --no-past: no past inputs, optimum's decoder_model).
 # phi4 (phi3 only: --style hf --size tiny-phi4, Phi-4-mini's shape: grouped-query
 # attention, rotary fraction 0.75, LongRoPE, tied lm_head).
@@ -60,6 +61,9 @@ zoo_model() {
         genai-rotary) zoo_export_with export_genai "$family-op$opset-genai-rotary-s0" --family "$family" \
                           --opset "$opset" --rotary separate --seed 0
                       return ;;
+        genai-softcap) zoo_export_with export_genai "$family-op$opset-genai-softcap-s0" --family "$family" \
+                           --opset "$opset" --softcap 2.0 --seed 0
+                       return ;;
         hf-no-past) args=(--style hf --no-past) ;;
         phi4) args=(--style hf --size tiny-phi4) ;;
         *) echo "zoo_model: unknown option '$option'" >&2; return 1 ;;
@@ -90,6 +94,7 @@ ZOO="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17
      qwen3@14 qwen3@17 qwen3@17:hf
      llama32@17 llama32@17:hf smollm2@17 smollm3@17 smollm3@17:hf granite@17 granite@17:hf olmo2@17 olmo2@17:hf
      phi3@17 phi3@17:hf phi3@17:phi4
+     mistral@17 mistral@17:hf
      gemma2@17 gemma2@17:hf gemma3@17 gemma3@17:hf"
 
 # zoo_spec_model SPEC: zoo_model for family@opset[:option]

@@ -42,6 +42,12 @@ typedef struct {
     uint32_t op_counts[LLMC_RT_OP_COUNT];
     uint32_t layer_ops_min, layer_ops_max;  /* ops per decoder layer (op names) */
     uint64_t kv_position_bytes;             /* fused caches: K and V of one position */
+    /* fused caches by kind, [0] full, [1] windowed: how many, and the pool
+     * bytes one takes at max context (the largest of its kind) */
+    uint32_t kv_layers[2];
+    uint64_t kv_layer_bytes[2];
+    uint32_t window_max;                    /* the widest sliding window (0: none) */
+    float softcap_max;                      /* the largest score soft-cap (0: none) */
 } plan_summary;
 
 typedef struct {
@@ -55,6 +61,20 @@ typedef struct {
 static const char *kv_dtype_name(int dtype)
 {
     return dtype == LLMC_RT_F16 ? "f16" : dtype == LLMC_RT_I8 ? "int8" : "f32";
+}
+
+/* One fused cache: its bytes per position, kind and pool bytes at max
+ * context (session_prepare.c sizes the pool the same way: rt_kv_ring). */
+static void tally_cache(const llmc_rt_plan *p, const rt_op_desc *op, plan_summary *s)
+{
+    const rt_plan *rp = rt_plan_of(p);
+    uint32_t chunks = rt_kv_chunks(rp->max_context, rp->kv_chunk), kind = op->window != 0;
+    uint64_t bytes = (uint64_t)rt_kv_ring(op->window, rp->kv_chunk, chunks) * rp->kv_slot_bytes;
+    s->kv_position_bytes += rt_kv_position_bytes(rp->kv_cache_dtype, op->kv_heads, op->head_dim);
+    s->kv_layers[kind]++;
+    s->kv_layer_bytes[kind] = bytes > s->kv_layer_bytes[kind] ? bytes : s->kv_layer_bytes[kind];
+    s->window_max = op->window > s->window_max ? op->window : s->window_max;
+    s->softcap_max = op->softcap > s->softcap_max ? op->softcap : s->softcap_max;
 }
 
 static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
@@ -85,7 +105,7 @@ static int summarize(const llmc_rt_plan *p, plan_summary *s, llmc_rt_error *rt)
             return -1;
         s->op_counts[op.code]++;
         if (op.code == LLMC_RT_OP_Attention)
-            s->kv_position_bytes += rt_kv_position_bytes(rt_plan_of(p)->kv_cache_dtype, op.kv_heads, op.head_dim);
+            tally_cache(p, &op, s);
         llmc_layer_tally_add(&tally, op.name);
     }
     llmc_layer_tally_limit(&tally, rt_plan_of(p)->n_layers);
@@ -171,13 +191,17 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
            "\"weight_tensors\": %u, \"layers\": %u, \"vocab_size\": %u, \"gemm_min_rows\": %u, "
            "\"prefill_kernel\": \"%s\", \"ops_total\": %u, \"ops_per_layer\": %u, "
            "\"kv_cache_dtype\": \"%s\", \"kv_bytes_per_position\": %llu, \"session_bytes\": %llu, "
+           "\"kv_full_layers\": %u, \"kv_full_layer_bytes\": %llu, \"kv_window_layers\": %u, "
+           "\"kv_window_layer_bytes\": %llu, \"attention_window\": %u, \"attention_softcap\": %g, "
            "\"op_counts\": {",
            (unsigned long long)rt_plan_of(p)->source_hash, rt_plan_of(p)->max_context, (unsigned long long)rt_plan_of(p)->arena_size,
            (unsigned long long)rt_plan_of(p)->kv_bytes, (unsigned long long)s->weight_bytes, rt_plan_of(p)->n_segments, rt_plan_of(p)->n_tensors,
            s->arena_tensors, s->weight_tensors, rt_plan_of(p)->n_layers, rt_plan_of(p)->vocab_size, rt_plan_of(p)->gemm_min_rows,
            rt_prefill_kernel_name(rt_plan_of(p)->prefill_kernel), rt_plan_of(p)->n_ops, s->layer_ops_max,
            kv_dtype_name(rt_plan_of(p)->kv_cache_dtype), (unsigned long long)s->kv_position_bytes,
-           (unsigned long long)llmc_rt_session_memory(p));
+           (unsigned long long)llmc_rt_session_memory(p), s->kv_layers[0],
+           (unsigned long long)s->kv_layer_bytes[0], s->kv_layers[1], (unsigned long long)s->kv_layer_bytes[1],
+           s->window_max, (double)s->softcap_max);
     const char *sep = "";
     for (int c = 0; c < LLMC_RT_OP_COUNT; c++) {
         if (!s->op_counts[c])
@@ -244,6 +268,12 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
         printf("kv cache    %s, %llu bytes per position (%u caches, %u positions per chunk)\n",
                kv_dtype_name(rt_plan_of(p)->kv_cache_dtype), (unsigned long long)s->kv_position_bytes, rt_plan_of(p)->n_caches,
                rt_plan_of(p)->kv_chunk);
+    if (s->kv_layers[1])
+        printf("kv layers   %u full of %llu bytes, %u windowed (window %u) of %llu bytes at max context\n",
+               s->kv_layers[0], (unsigned long long)s->kv_layer_bytes[0], s->kv_layers[1], s->window_max,
+               (unsigned long long)s->kv_layer_bytes[1]);
+    if (s->softcap_max > 0)
+        printf("attention   scores soft-capped at %g\n", (double)s->softcap_max);
     printf("weights     %llu bytes in %u segments\n", (unsigned long long)s->weight_bytes, rt_plan_of(p)->n_segments);
     printf("tensors     %u (%u arena, %u weights)\n", rt_plan_of(p)->n_tensors, s->arena_tensors, s->weight_tensors);
     printf("layers      %u, vocab %u\n", rt_plan_of(p)->n_layers, rt_plan_of(p)->vocab_size);

@@ -147,7 +147,7 @@ static int check_head_norms(lower_ctx *L, int first, int64_t head_dim)
 /* llmc.Attention(q, k, v, cos?, sin?, q_norm?, k_norm?): the attributes
  * become op fields; cos, sin and the norm weights, constants, become
  * Weight tensors.  kv_heads defaults to heads, scale to 1/sqrt(head_dim),
- * cache to 0. */
+ * cache, window and softcap to 0 (none). */
 int lower_attention(lower_ctx *L, int kind)
 {
     (void)kind;
@@ -159,6 +159,8 @@ int lower_attention(lower_ctx *L, int kind)
     int64_t rotary_dim = llmc_node_attr_int(g, node, "rotary_dim", 0);
     int64_t cache = llmc_node_attr_int(g, node, "cache", 0);
     float scale = llmc_node_attr_float(g, node, "scale", head_dim > 0 ? 1.0f / sqrtf((float)head_dim) : 1.0f);
+    int64_t window = llmc_node_attr_int(g, node, "window", 0);
+    float softcap = llmc_node_attr_float(g, node, "softcap", 0.0f);
     int n_in = rotary_dim > 0 ? 5 : 3;
     bool norms = cur_node(L)->n_inputs == n_in + 2;
     if (!norms && cur_node(L)->n_inputs != n_in)
@@ -174,6 +176,9 @@ int lower_attention(lower_ctx *L, int kind)
                           (long long)cache, n_caches);
     if (!isfinite(scale))
         return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "scale is not finite");
+    if (window < 0 || window > UINT32_MAX || !(softcap >= 0.0f && isfinite(softcap)))
+        return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "window %lld must be in [0, 2^32) and softcap %g "
+                          "finite >= 0", (long long)window, (double)softcap);
     int rc = norms ? check_head_norms(L, n_in, head_dim) : LLMC_OK;
     n_in += norms ? 2 : 0;
     uint32_t in[7], out;
@@ -191,6 +196,8 @@ int lower_attention(lower_ctx *L, int kind)
     op->scale = scale;
     op->epsilon = norms ? llmc_node_attr_float(g, node, "epsilon", 1e-5f) : 0.0f;
     op->cache = (uint32_t)cache;
+    op->window = (uint32_t)window;
+    op->softcap = softcap;
     for (int k = 0; k < n_in && !rc; k++)
         rc = op_add_input(L, op, in[k]);
     return rc ? rc : op_add_output(L, op, out);

@@ -85,6 +85,8 @@ typedef struct {
     int32_t heads, kv_heads, head_dim, rotary_dim;  /* Attention, Rope */
     float scale;                                    /* Attention; QuantizeRows, Linear: static scale */
     uint32_t cache;                                 /* Attention */
+    uint32_t window;                                /* Attention: sliding window, 0 none */
+    float softcap;                                  /* Attention: score soft-cap, 0 none */
     bool npu;                           /* from a node npu-partition marked */
 } cg_op;
 

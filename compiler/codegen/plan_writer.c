@@ -219,6 +219,8 @@ static fb_ref write_op(fb_builder *b, const cg_op *op)
     field_nonzero(b, OP_ROTARY_DIM, (uint32_t)op->rotary_dim, 4);
     field_nonzero(b, OP_SCALE, float_bits(op->scale), 4);
     field_nonzero(b, OP_CACHE, op->cache, 4);
+    field_nonzero(b, OP_WINDOW, op->window, 4);
+    field_nonzero(b, OP_SOFTCAP, float_bits(op->softcap), 4);
     return fb_table_end(b);
 }
 

@@ -78,8 +78,11 @@
  *     If rotary_dim > 0, Rope (above) is then applied per head to q and k.
  *     The op appends the new k, v rows to its cache (positions P .. P+S-1)
  *     and computes, per head h with kv head g = h / (heads / kv_heads),
- *         o[s, h] = softmax_t(scale * q[s,h] . K[t,g], t <= P + s) . V[., g]
+ *         o[s, h] = softmax_t(cap(scale * q[s,h] . K[t,g]), t visible) . V[., g]
  *     (causal; the cache holds t < P).  o [1, S, heads*head_dim].
+ *     INT window (0 = none): t is visible when 0 <= P + s - t < window
+ *     (Mistral's sliding window), else when t <= P + s.  FLOAT softcap (0 =
+ *     none): cap(x) = softcap * tanh(x / softcap) (Gemma 2), else x.
  *     The graph's past_key_values inputs and present outputs are gone: the
  *     runtime owns the cache.
  */

@@ -15,12 +15,15 @@
  *            cos = Concat(c, c, -1), c = Gather(cos_cache, positions)
  *   cache    present = Concat(past, k_heads, axis=2)
  *   GQA      Reshape(Expand(Unsqueeze(present, 2), [1,1,n,1,1]), [B, heads, T, D])
- *   scores   Where(key <= query position, Mul(q . K^T, scale), finfo.min)
+ *   scores   Where(key <= query position, cap(Mul(q . K^T, scale)), finfo.min)
+ *   window   Where(query position - key < local_window_size, scores, finfo.min)
+ *            (the keys ONNX Runtime 1.30's CPU kernel keeps: local_window_size
+ *            of them, as transformers' sliding_window)
+ *   cap      Mul(Tanh(Div(x, softcap)), softcap) when softcap > 0
  *   output   Reshape(Transpose(Softmax(scores) . V, 0,2,1,3), [B, S, heads*D])
  *
  * Only the non-interleaved rotation (rotate-half) has that form: interleaved
- * pairs are refused, as are the sliding window, softcap, smooth softmax,
- * the QK output and the later optional inputs (position_ids, attention_bias,
+ * pairs are refused, as are the smooth softmax, the QK output and the later optional inputs (position_ids, attention_bias,
  * head_sink, cache scales), each by name. */
 #include <float.h>
 #include <math.h>
@@ -284,7 +287,8 @@ int expand_rotary_embedding(llmc_expand *e)
 
 typedef struct {
     int64_t heads, kv_heads, dim, rot;  /* rot 0: no rotary */
-    float scale;
+    int64_t window;                     /* local_window_size, -1: none */
+    float scale, softcap;               /* softcap 0: none */
     bool packed;                        /* query holds Q, K and V */
 } gqa_shape;
 
@@ -292,7 +296,6 @@ typedef struct {
 static int check_gqa_attributes(llmc_expand *e, gqa_shape *a)
 {
     static const struct { const char *name; int64_t allowed; const char *why; } fixed[] = {
-        {"local_window_size", -1, "a sliding window"},
         {"rotary_interleaved", 0, "interleaved rotary pairs (llmc compiles rotate-half)"},
         {"smooth_softmax", 0, "the smooth softmax"},
         {"qk_output", 0, "the QK output"},
@@ -303,9 +306,11 @@ static int check_gqa_attributes(llmc_expand *e, gqa_shape *a)
             return ex_fail(e, LLMC_E_UNSUPPORTED, "attribute '%s' = %lld (%s) is not supported", fixed[i].name,
                            (long long)v, fixed[i].why);
     }
-    if (llmc_node_attr_float(e->g, e->node, "softcap", 0.0f) != 0.0f)
-        return ex_fail(e, LLMC_E_UNSUPPORTED, "attribute 'softcap' = %g is not supported",
-                       (double)llmc_node_attr_float(e->g, e->node, "softcap", 0.0f));
+    a->window = llmc_node_attr_int(e->g, e->node, "local_window_size", -1);
+    a->softcap = llmc_node_attr_float(e->g, e->node, "softcap", 0.0f);
+    if (a->window < -1 || a->window >= INT32_MAX || !(a->softcap >= 0.0f && isfinite(a->softcap)))
+        return ex_fail(e, LLMC_E_INPUT, "local_window_size %lld must be -1 or >= 0 and softcap %g finite >= 0",
+                       (long long)a->window, (double)a->softcap);
     if (!llmc_node_attr(e->g, e->node, "num_heads") || !llmc_node_attr(e->g, e->node, "kv_num_heads"))
         return ex_fail(e, LLMC_E_INPUT, "attributes 'num_heads' and 'kv_num_heads' are required");
     a->heads = llmc_node_attr_int(e->g, e->node, "num_heads", 0);
@@ -404,17 +409,36 @@ static int repeat_kv(llmc_expand *e, int kv, const gqa_shape *a)
     return with_ints(e, "Reshape", with_ints(e, "Expand", un, expand, 5, LLMC_DT_FLOAT), shape, 4, LLMC_DT_FLOAT);
 }
 
-/* Where(key <= query position, scores, finfo.min) over [S, T]. */
-static int causal(llmc_expand *e, int scores, int positions, int end)
+static int mask_where(llmc_expand *e, int keep, int scores)
+{
+    int ins[3] = {keep, scores, ex_const_float(e, -FLT_MAX)};
+    return ins[0] < 0 || ins[1] < 0 || ins[2] < 0 ? -1 : ex_node1(e, "Where", ins, 3, LLMC_DT_FLOAT);
+}
+
+/* Where(key <= query position, scores, finfo.min) over [S, T], then with a
+ * window Where(query position - key < window, ..., finfo.min). */
+static int causal(llmc_expand *e, const gqa_shape *a, int scores, int positions, int end)
 {
     int64_t one = 1;
     int range_in[3] = {ex_const_int(e, 0), end, ex_const_int(e, 1)};
     int keys = range_in[0] < 0 || range_in[1] < 0 || range_in[2] < 0
                    ? -1 : ex_node1(e, "Range", range_in, 3, LLMC_DT_INT64);
     int queries = with_ints(e, "Unsqueeze", positions, &one, 1, LLMC_DT_INT64);
-    int visible = op2(e, "LessOrEqual", keys, queries, LLMC_DT_BOOL);
-    int ins[3] = {visible, scores, ex_const_float(e, -FLT_MAX)};
-    return ins[0] < 0 || ins[1] < 0 || ins[2] < 0 ? -1 : ex_node1(e, "Where", ins, 3, LLMC_DT_FLOAT);
+    int masked = mask_where(e, op2(e, "LessOrEqual", keys, queries, LLMC_DT_BOOL), scores);
+    if (a->window < 0)
+        return masked;
+    int behind = op2(e, "Sub", queries, keys, LLMC_DT_INT64);
+    return mask_where(e, op2(e, "Less", behind, ex_const_int(e, a->window), LLMC_DT_BOOL), masked);
+}
+
+/* softcap * Tanh(x / softcap), or x without a cap. */
+static int soft_cap(llmc_expand *e, const gqa_shape *a, int x)
+{
+    if (a->softcap == 0.0f)
+        return x;
+    int t = op2(e, "Div", x, ex_const_float(e, a->softcap), LLMC_DT_FLOAT);
+    t = t < 0 ? -1 : ex_node1(e, "Tanh", &t, 1, LLMC_DT_FLOAT);
+    return op2(e, "Mul", t, ex_const_float(e, a->softcap), LLMC_DT_FLOAT);
 }
 
 /* Softmax(causal(q . K^T * scale)) . V, heads merged into output 0. */
@@ -423,7 +447,7 @@ static int attend(llmc_expand *e, const gqa_shape *a, int q, int k_all, int v_al
     int kt = transpose(e, repeat_kv(e, k_all, a), PERM_KEYS_T);
     int scores = op2(e, "Mul", op2(e, "MatMul", q, kt, LLMC_DT_FLOAT), ex_const_float(e, a->scale), LLMC_DT_FLOAT);
     int64_t last = -1;
-    int masked = causal(e, scores, positions, end);
+    int masked = causal(e, a, soft_cap(e, a, scores), positions, end);
     int probs = with_attr(e, "Softmax", &masked, 1, LLMC_DT_FLOAT, "axis", &last, 1, -1);
     int ctx = op2(e, "MatMul", probs, repeat_kv(e, v_all, a), LLMC_DT_FLOAT);
     return merge_heads(e, ctx, ex_output(e, GQA_OUT));

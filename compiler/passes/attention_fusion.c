@@ -3,7 +3,7 @@
  * llmc.Attention that keeps the KV cache as internal state.
  *
  * Matched, starting from each Softmax over the last axis:
- *   scores = [mask ops]([scale] MatMul([scale] q_heads, [scale] Transpose(K_all, 0,1,3,2)))
+ *   scores = [mask ops]([softcap]([scale] MatMul([scale] q_heads, [scale] Transpose(K_all, 0,1,3,2))))
  *   o      = Reshape(Transpose(MatMul(Softmax(scores), V_all), 0,2,1,3), [1, S, H*D])
  *   K_all  = [repeat_kv](Concat(past_key, k_heads, axis=2)), V_all likewise
  *   x_heads = [llmc.Rope](Transpose([llmc.RMSNorm](Reshape(X, [1, S, heads, D])), 0,2,1,3))
@@ -13,14 +13,21 @@
  * scale ops are Div/Mul by constant scalars (their product is the
  * op's scale), repeat_kv is torch's Unsqueeze(2)/Expand/Reshape chain of
  * GQA, and mask ops are Add(scores, mask) and Where(cond, scores,
- * fill <= -1e4).  Identity Casts (transformers' float32 softmax and
+ * fill <= -1e4), softcap is Gemma 2's Mul(Tanh(scores / c), c) (Div by c
+ * or Mul by 1/c).  Identity Casts (transformers' float32 softmax and
  * upcasts) are gone by now: the identity pass runs first.
  *
- * The mask ops are dropped only once proven causal: each mask and
- * condition is evaluated (the context's evaluator, position_ids = P..,
- * attention_mask = ones) at a few (S, P); together they must keep exactly the keys
- * t <= P + s unchanged (conditions true, additive masks 0) and push every
- * other key to <= -1e4.
+ * The mask ops are dropped only once proven causal, with or without a
+ * sliding window, whatever ops build them (transformers' masking_utils,
+ * our plain exports, GroupQueryAttention's local_window_size as the
+ * importer expands it): each mask and condition is evaluated (the
+ * context's evaluator, position_ids = P.., attention_mask = ones).  The
+ * last query of a call at P = max_context - 1 gives the window: its
+ * visible keys must be [P - window + 1, P] (window 0 when they start at 0).
+ * Then at a few (S, P), some straddling that window, the masks together
+ * must keep exactly the keys with 0 <= P + s - t < window (any t <= P + s
+ * without one) unchanged (conditions true, additive masks 0) and push
+ * every other key to <= -1e4.
  *
  * The layer's past_key_values inputs and present outputs leave the graph
  * I/O (the runtime owns the cache), so the present values may feed nothing
@@ -79,6 +86,8 @@ typedef struct {
     head_split q;
     kv_path k, v;
     double scale;
+    double softcap;         /* 0: none */
+    uint32_t window;        /* 0: none */
     mask_term masks[MAX_MASK_TERMS];
     int n_masks;
     int layer;
@@ -297,9 +306,30 @@ static bool reaches_matmul(const llmc_graph *g, int v, int depth)
         return reaches_matmul(g, n->inputs[0], depth + 1) || reaches_matmul(g, n->inputs[1], depth + 1);
     if (llmc_match_producer(g, v, "Where") >= 0)
         return reaches_matmul(g, n->inputs[1], depth + 1);
+    if (llmc_match_producer(g, v, "Tanh") >= 0) /* a soft-cap */
+        return reaches_matmul(g, n->inputs[0], depth + 1);
     bool passes = llmc_match_producer(g, v, "Mul") >= 0 || llmc_match_producer(g, v, "Div") >= 0;
     return passes && (reaches_matmul(g, n->inputs[0], depth + 1) ||
                       (n->n_inputs > 1 && reaches_matmul(g, n->inputs[1], depth + 1)));
+}
+
+/* Gemma 2's soft-cap Mul(Tanh(x / c), c) (or x * (1/c)): *through gets x,
+ * *cap c.  The same c on both sides, to float32 rounding. */
+static bool strip_softcap(const llmc_graph *g, int v, int *through, double *cap)
+{
+    int mul = llmc_match_producer(g, v, "Mul");
+    double c, inv = 1;
+    for (int k = 0; mul >= 0 && k < 2; k++) {
+        int th = llmc_match_producer(g, g->nodes[mul].inputs[1 - k], "Tanh");
+        if (th < 0 || !llmc_match_const_scalar(g, g->nodes[mul].inputs[k], &c) || !(c > 0))
+            continue;
+        int x = g->nodes[th].inputs[0];
+        if (!strip_scale(g, x, through, &inv) || fabs(inv * c - 1) > 1e-6)
+            return false;
+        *cap = c;
+        return true;
+    }
+    return false;
 }
 
 /* One step back along the scores path from v: *next gets the scores
@@ -308,6 +338,13 @@ static bool scores_step(const llmc_graph *g, int v, int *next, attn_match *m)
 {
     int node = g->values[v].producer;
     const llmc_node *n = node < 0 ? NULL : &g->nodes[node];
+    double cap;
+    if (strip_softcap(g, v, next, &cap)) {
+        if (m->softcap || m->scale != 1)
+            return refuse(m, "soft-cap '%s' after another soft-cap or a scale", n->name);
+        m->softcap = cap;
+        return true;
+    }
     if (strip_scale(g, v, next, &m->scale))
         return true;
     if (llmc_match_producer(g, v, "Where") >= 0) {
@@ -426,7 +463,7 @@ static const uint32_t MASK_CALLS[][2] = {{1, 0}, {4, 0}, {1, 6}, {3, 5}};
 
 /* Per (s, t) of one call: are all Where conditions true, the additive sum. */
 typedef struct {
-    uint32_t S, P, T;
+    uint32_t S, P, T, window;
     bool *keep;
     float *sum;
     bool *add_positive;     /* some additive mask > 0 there */
@@ -461,14 +498,22 @@ static bool apply_term(mask_grid *grid, mask_kind kind, const llmc_eval_tensor *
     return true;
 }
 
-/* Keys t <= P+s untouched; every other key at or below MASK_NEG_BIG. */
+/* Is key t of query row s untouched by the masks? */
+static bool grid_keeps(const mask_grid *grid, uint32_t s, uint32_t t)
+{
+    size_t at = (size_t)s * grid->T + t;
+    return grid->keep[at] && grid->sum[at] == 0;
+}
+
+/* Keys 0 <= P+s-t < window (t <= P+s without a window) untouched; every
+ * other key at or below MASK_NEG_BIG. */
 static bool grid_is_causal(const mask_grid *grid, uint32_t *bad_s, uint32_t *bad_t)
 {
     for (uint32_t s = 0; s < grid->S; s++)
         for (uint32_t t = 0; t < grid->T; t++) {
             size_t at = (size_t)s * grid->T + t;
-            bool visible = t <= grid->P + s;
-            bool ok = visible ? grid->keep[at] && grid->sum[at] == 0
+            bool visible = t <= grid->P + s && (!grid->window || grid->P + s - t < grid->window);
+            bool ok = visible ? grid_keeps(grid, s, t)
                               : !grid->add_positive[at] && (!grid->keep[at] || grid->sum[at] <= MASK_NEG_BIG);
             if (!ok)
                 return (*bad_s = s), (*bad_t = t), false;
@@ -476,16 +521,24 @@ static bool grid_is_causal(const mask_grid *grid, uint32_t *bad_s, uint32_t *bad
     return true;
 }
 
-/* Evaluates every mask term at one call and checks the result. */
-static int check_call(attn_fuser *f, attn_match *m, uint32_t S, uint32_t P, bool *causal)
+static void grid_free(mask_grid *grid)
 {
-    mask_grid grid = {S, P, S + P, calloc(S * (size_t)(S + P), 1), calloc(S * (size_t)(S + P), sizeof(float)),
-                      calloc(S * (size_t)(S + P), 1)};
-    int rc = grid.keep && grid.sum && grid.add_positive ? LLMC_OK
-                                                         : llmc_fail(f->err, LLMC_E_NOMEM, "attention-fusion: out of memory");
-    if (grid.keep)
-        memset(grid.keep, 1, S * (size_t)(S + P));
-    *causal = false;
+    free(grid->keep);
+    free(grid->sum);
+    free(grid->add_positive);
+}
+
+/* Evaluates every mask term at one call (S, P) into *grid (grid_free
+ * after); m->why says when a term cannot be evaluated or broadcast. */
+static int eval_grid(attn_fuser *f, attn_match *m, uint32_t S, uint32_t P, mask_grid *grid)
+{
+    size_t cells = S * (size_t)(S + P);
+    *grid = (mask_grid){S, P, S + P, m->window, calloc(cells, 1), calloc(cells, sizeof(float)),
+                        calloc(cells, 1)};
+    int rc = grid->keep && grid->sum && grid->add_positive
+                 ? LLMC_OK : llmc_fail(f->err, LLMC_E_NOMEM, "attention-fusion: out of memory");
+    if (grid->keep)
+        memset(grid->keep, 1, cells);
     const llmc_evaluator *ev = rc ? NULL : llmc_pass_evaluator(f->ctx, "attention-fusion", f->err);
     if (!rc && !ev)
         rc = LLMC_E_INTERNAL;
@@ -500,28 +553,59 @@ static int check_call(attn_fuser *f, attn_match *m, uint32_t S, uint32_t P, bool
         else if (erc)
             refuse(m, "mask '%s' of '%s' is not a function of positions: %s", value_name(f->g, term->value), node,
                    why.msg);
-        else if (!apply_term(&grid, term->kind, &t))
+        else if (!apply_term(grid, term->kind, &t))
             refuse(m, "mask '%s' of '%s' does not broadcast to [S, P+S] at S=%u P=%u", value_name(f->g, term->value),
                    node, S, P);
         llmc_eval_tensor_free(&t);
         if (erc || m->why[0])
             break;
     }
+    return rc;
+}
+
+/* Evaluates every mask term at one call and checks the result. */
+static int check_call(attn_fuser *f, attn_match *m, uint32_t S, uint32_t P, bool *causal)
+{
+    mask_grid grid;
+    int rc = eval_grid(f, m, S, P, &grid);
     uint32_t bad_s, bad_t;
+    *causal = false;
     if (!rc && !m->why[0] && !(*causal = grid_is_causal(&grid, &bad_s, &bad_t)))
-        refuse(m, "the masks are not causal at S=%u P=%u: query %u, key %u", S, P, bad_s, bad_t);
-    free(grid.keep);
-    free(grid.sum);
-    free(grid.add_positive);
+        refuse(m, "the masks are not %s at S=%u P=%u: query %u, key %u",
+               m->window ? "a sliding window" : "causal", S, P, bad_s, bad_t);
+    grid_free(&grid);
+    return rc;
+}
+
+/* The window the masks leave the last position of the context: its first
+ * kept key lo gives max_context - lo (0 when lo is 0); the calls that
+ * follow prove the rest of the rows. */
+static int find_window(attn_fuser *f, attn_match *m)
+{
+    uint32_t P = f->ctx->max_context ? f->ctx->max_context - 1 : 0, lo = 0;
+    mask_grid grid;
+    int rc = eval_grid(f, m, 1, P, &grid);
+    while (!rc && !m->why[0] && lo < P && !grid_keeps(&grid, 0, lo))
+        lo++;
+    m->window = lo ? P - lo + 1 : 0;
+    grid_free(&grid);
     return rc;
 }
 
 static int prove_causal(attn_fuser *f, attn_match *m, bool *causal)
 {
-    int rc = LLMC_OK;
     *causal = m->n_masks > 0 || refuse(m, "no mask before the Softmax: attention is not causal");
+    int rc = *causal ? find_window(f, m) : LLMC_OK;
+    *causal = *causal && !m->why[0];
     for (size_t i = 0; !rc && *causal && i < sizeof MASK_CALLS / sizeof MASK_CALLS[0]; i++)
         rc = check_call(f, m, MASK_CALLS[i][0], MASK_CALLS[i][1], causal);
+    /* across the window's edge: decode just past it, a call straddling it,
+     * and (small windows) a prompt longer than it */
+    uint32_t w = m->window, max = f->ctx->max_context;
+    const uint32_t edge[][2] = {{1, w + 1}, {3, w - 1}, {w + 3, 0}, {5, 2 * w}};
+    for (size_t i = 0; !rc && *causal && w && i < sizeof edge / sizeof edge[0]; i++)
+        if (edge[i][0] + edge[i][1] <= max && edge[i][0] <= 256)
+            rc = check_call(f, m, edge[i][0], edge[i][1], causal);
     return rc;
 }
 
@@ -624,6 +708,8 @@ static int emit_attention(attn_fuser *f, const attn_match *m, int cache)
         llmc_node_set_int(g, id, "kv_heads", m->k.heads.heads) || llmc_node_set_int(g, id, "head_dim", m->q.dim) ||
         llmc_node_set_int(g, id, "cache", cache) || llmc_node_set_int(g, id, "rotary_dim", rotary_dim) ||
         llmc_node_set_float(g, id, "scale", (float)m->scale) ||
+        (m->window && llmc_node_set_int(g, id, "window", m->window)) ||
+        (m->softcap && llmc_node_set_float(g, id, "softcap", (float)m->softcap)) ||
         (norm >= 0 && llmc_node_set_float(g, id, "epsilon", llmc_node_attr_float(g, norm, "epsilon", 1e-5f))))
         return llmc_fail(f->err, LLMC_E_NOMEM, "attention-fusion: out of memory");
     return LLMC_OK;

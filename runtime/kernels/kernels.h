@@ -223,6 +223,11 @@ typedef struct {
      * (NULL); the plan verifier proves their dims, the kernel trusts them */
     const rt_view *q_norm, *k_norm;
     float epsilon;
+    /* Mistral's and Gemma 2's options: query position i sees key position
+     * j when 0 <= i - j < window (0: every j <= i); softcap c > 0 turns
+     * each score s = scale * q . k into c * tanh(s / c) (0: none) */
+    int64_t window;
+    float softcap;
 } rt_attention_attrs;
 
 /* q [1, S, heads*head_dim], k, v [1, S, kv_heads*head_dim]; cos, sin
@@ -230,7 +235,8 @@ typedef struct {
  * a->q_norm and a->k_norm, each q and new k head row is RMS-normalized
  * first (the table's rmsnorm_row: the RMSNorm op's bits).  Appends the
  * new (normalized, rotated) K and V rows at positions P .. P+S-1, then
- * writes o. */
+ * writes o.  With a->window, only the chunks holding positions
+ * [P - window + 1, P + S) are read: older ones may have been reused. */
 llmc_rt_status k_attention(const rt_attention_attrs *a, const rt_view *q, const rt_view *k,
                            const rt_view *v, const rt_view *cos, const rt_view *sin,
                            const rt_kv_cache *cache, int64_t P, rt_view *o,

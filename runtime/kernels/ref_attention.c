@@ -87,10 +87,11 @@ static llmc_rt_status check_views(const rt_attention_attrs *a, const rt_view *q,
     int64_t S = q->rank == 3 ? q->dims[1] : 0;
     if (a->heads < 1 || a->kv_heads < 1 || rt_umod64((uint64_t)a->heads, (uint64_t)a->kv_heads) ||
         a->head_dim < 1 || a->head_dim > RT_ATTN_MAX_HEAD_DIM || a->rotary_dim < 0 ||
-        a->rotary_dim % 2 || a->rotary_dim > a->head_dim)
+        a->rotary_dim % 2 || a->rotary_dim > a->head_dim || a->window < 0 ||
+        !(a->softcap >= 0.0f && a->softcap <= FLT_MAX))
         return rt_fail(err, LLMC_RT_E_EXEC, "heads %d, kv_heads %d, head_dim %d, rotary_dim "
-                       "%d are inconsistent", RT_N(a->heads, a->kv_heads, a->head_dim,
-                                                   a->rotary_dim), NULL);
+                       "%d, window %d or softcap are inconsistent",
+                       RT_N(a->heads, a->kv_heads, a->head_dim, a->rotary_dim, a->window), NULL);
     if (!dims_are(q, 1, S, a->heads * a->head_dim) || !dims_are(o, 1, S, a->heads * a->head_dim) ||
         !dims_are(k, 1, S, a->kv_heads * a->head_dim) ||
         !dims_are(v, 1, S, a->kv_heads * a->head_dim))
@@ -126,6 +127,8 @@ typedef struct {
     float scale;
     const float *q_norm, *k_norm; /* per-head RMSNorm weights [D], NULL without */
     float epsilon;
+    ptrdiff_t window; /* 0: none */
+    float softcap;    /* 0: none */
     void (*norm_row)(const float *x, const float *scale, float *y, int64_t n, float epsilon, float fd);
     const rt_kv_cache *cache;
     ptrdiff_t chunk;        /* cache->chunk */
@@ -233,6 +236,7 @@ typedef struct {
     ptrdiff_t S, P, group;
     ptrdiff_t qpos, unit_rows, pass_rows; /* query positions / rows of a unit; rows of a pass */
     ptrdiff_t qblocks, splits, split_keys;
+    ptrdiff_t key0;   /* first key any row sees, rounded down to a KEY_BLOCK multiple */
     /* the inner loops for the cache's rows: the table's (rt_kernels) or
      * the portable ones */
     void (*scores)(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
@@ -250,7 +254,7 @@ typedef struct {
 typedef struct {
     const float *q;   /* rotated, scaled */
     float *o;         /* output accumulator [head_dim] */
-    ptrdiff_t n;        /* keys visible: positions [0, n) */
+    ptrdiff_t lo, n;    /* keys visible: positions [lo, n) */
     float phi, off, l, mx;
 } row_state;
 
@@ -468,13 +472,30 @@ static float block_sum(const float *p)
     return (s[0] + s[2]) + (s[1] + s[3]);
 }
 
+/* Gemma 2's soft-cap: s = c * tanh(s / c), tanh(x) = 1 - 2 / (exp(2x) + 1)
+ * (expf is linked anyway; tanhf would be one more libm function on a
+ * device; saturates to +-c, NaN stays NaN).  c == 0: no cap. */
+static void cap_scores(float *p, ptrdiff_t n, float c)
+{
+    for (ptrdiff_t t = 0; c > 0.0f && t < n; t++)
+        p[t] = c * (1.0f - 2.0f / (expf(2.0f * p[t] / c) + 1.0f));
+}
+
+/* Scores of q against the nk K rows at k, soft-capped. */
+static void capped_scores(const attention_job *J, const float *q, const uint8_t *k, ptrdiff_t nk,
+                          float *p)
+{
+    score_rows(J, q, k, nk, p);
+    cap_scores(p, nk, J->a->softcap);
+}
+
 /* One row over keys [b0, b0 + nk) of a block (K rows k, V rows v). */
 static void attend_block(const attention_job *J, row_state *r, const uint8_t *k,
                          const uint8_t *v, ptrdiff_t nk)
 {
     ptrdiff_t D = J->a->D;
     float p[KEY_BLOCK];
-    score_rows(J, r->q, k, nk, p);
+    capped_scores(J, r->q, k, nk, p);
     for (ptrdiff_t t = nk; t < KEY_BLOCK; t++) /* a short block: exp(-inf) = 0 */
         p[t] = -INFINITY;
     float bm = block_max(p);
@@ -512,13 +533,14 @@ static void start_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdi
         qbuf[i] *= a->scale;
     r->q = qbuf;
     r->n = pos + 1;
+    r->lo = a->window && pos >= a->window ? pos - a->window + 1 : 0;
     r->o = split == 0 ? J->o + (s * a->H + h) * D
                       : J->partial + ((unit * J->unit_rows + u) * (J->splits - 1) + split - 1) * D;
     memset(r->o, 0, (size_t)D * sizeof *r->o);
     ptrdiff_t g = h / J->group;
     float first, last;
-    score_rows(J, qbuf, cache_row(a, 0, g, 0), 1, &first);
-    score_rows(J, qbuf, cache_row(a, 0, g, pos), 1, &last);
+    capped_scores(J, qbuf, cache_row(a, 0, g, r->lo), 1, &first);
+    capped_scores(J, qbuf, cache_row(a, 0, g, pos), 1, &last);
     r->phi = r->off = first > last ? first : last;
     r->l = 0.0f;
     r->mx = -INFINITY;
@@ -529,21 +551,26 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
                         ptrdiff_t u1, ptrdiff_t t0, ptrdiff_t t1)
 {
     const attn_shape *a = J->a;
-    ptrdiff_t D = a->D, chunk = a->chunk, end = t0, g = unit / J->qblocks;
+    ptrdiff_t D = a->D, chunk = a->chunk, end = t0, lo = t1, g = unit / J->qblocks;
     float qbuf[PASS_FLOATS];
     row_state rows[PASS_ROWS];
     int nr = 0;
     for (ptrdiff_t u = u0; u < u1; u++, nr++) {
         start_row(J, unit, u, split, qbuf + nr * D, &rows[nr]);
         end = rows[nr].n > end ? rows[nr].n : end;
+        lo = min_idx(rows[nr].lo, lo);
     }
     end = min_idx(end, t1);
-    for (ptrdiff_t b0 = t0; b0 < end;) {
+    /* blocks on the KEY_BLOCK grid from t0 (a row's bits do not depend on
+     * which rows share its pass); a row reads only its visible keys */
+    ptrdiff_t start = lo / KEY_BLOCK * KEY_BLOCK;
+    for (ptrdiff_t b0 = start > t0 ? start : t0; b0 < end;) {
         ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
-        const uint8_t *k = cache_row(a, 0, g, b0), *v = cache_row(a, 1, g, b0);
-        for (int i = 0; i < nr; i++)
-            if (rows[i].n > b0)
-                attend_block(J, &rows[i], k, v, min_idx(b1, rows[i].n) - b0);
+        for (int i = 0; i < nr; i++) {
+            ptrdiff_t k0 = rows[i].lo > b0 ? rows[i].lo : b0, k1 = min_idx(b1, rows[i].n);
+            if (k1 > k0)
+                attend_block(J, &rows[i], cache_row(a, 0, g, k0), cache_row(a, 1, g, k0), k1 - k0);
+        }
         b0 = b1;
     }
     for (int i = 0; i < nr; i++) {
@@ -569,7 +596,8 @@ static void attention_task(void *ctx, uint32_t i)
 {
     const attention_job *J = ctx;
     ptrdiff_t unit = i / J->splits, split = i % J->splits;
-    ptrdiff_t t0 = split * J->split_keys, t1 = min_idx(t0 + J->split_keys, J->P + J->S);
+    ptrdiff_t t0 = J->key0 + split * J->split_keys;
+    ptrdiff_t t1 = min_idx(t0 + J->split_keys, J->P + J->S);
     ptrdiff_t used = unit_rows_used(J, unit);
     for (ptrdiff_t u = 0; u < used; u += J->pass_rows)
         attend_pass(J, unit, split, u, min_idx(u + J->pass_rows, used), t0, t1);
@@ -615,7 +643,9 @@ static void combine_splits(const attention_job *J)
 static void plan_work(attention_job *J)
 {
     const attn_shape *a = J->a;
-    ptrdiff_t D = a->D, keys = J->P + J->S;
+    ptrdiff_t D = a->D, first = a->window && J->P >= a->window ? J->P - a->window + 1 : 0;
+    J->key0 = first / KEY_BLOCK * KEY_BLOCK;
+    ptrdiff_t keys = J->P + J->S - J->key0;
     J->pass_rows = min_idx(PASS_ROWS, PASS_FLOATS / D);
     J->qpos = min_idx(J->S, J->pass_rows / J->group > 1 ? J->pass_rows / J->group : 1);
     J->unit_rows = J->qpos * J->group;
@@ -698,7 +728,8 @@ llmc_rt_status k_attention_loops(const rt_kernels *kt, llmc_rt_kv_fn kv,
     attn_shape sh = {(ptrdiff_t)a->heads, (ptrdiff_t)a->kv_heads, (ptrdiff_t)a->head_dim,
                      (ptrdiff_t)a->rotary_dim, a->scale, a->q_norm ? a->q_norm->data : NULL,
                      a->k_norm ? a->k_norm->data : NULL, a->epsilon,
-                     kt && kt->rmsnorm_row ? kt->rmsnorm_row : rt_rmsnorm_row_generic, cache,
+                     (ptrdiff_t)(a->window > P + q->dims[1] ? 0 : a->window), /* wider: none */
+                     a->softcap, kt && kt->rmsnorm_row ? kt->rmsnorm_row : rt_rmsnorm_row_generic, cache,
                      (ptrdiff_t)cache->chunk, {-1, NULL, NULL, NULL, NULL, NULL}};
     if (kv)
         kv(&sh.loops);
@@ -712,7 +743,7 @@ llmc_rt_status k_attention_loops(const rt_kernels *kt, llmc_rt_kv_fn kv,
     if (S == 0)
         return LLMC_RT_OK;
     float scratch[SCRATCH_FLOATS];
-    attention_job J = {&sh, q, cos, sin, S, (ptrdiff_t)P, sh.H / sh.G, 0, 0, 0, 0, 0, 0,
+    attention_job J = {&sh, q, cos, sin, S, (ptrdiff_t)P, sh.H / sh.G, 0, 0, 0, 0, 0, 0, 0,
                        block_scores, add_weighted_rows, sh.loops.scores_f16, sh.loops.scores_i8,
                        sh.loops.accumulate_f16, exp_block, o->data, scratch, NULL};
     use_table_loops(&J, kt);

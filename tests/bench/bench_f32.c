@@ -273,7 +273,7 @@ static double attn_call(attn_bench *A, const rt_kernels *kt, int64_t P, int64_t 
 {
     uint64_t slot_bytes = 2u * G * CHUNK * D * sizeof(float);
     rt_kv_cache cache = {(uint8_t *)A->pool, A->slot, slot_bytes, CHUNK, LLMC_RT_F32};
-    rt_attention_attrs a = {H, G, D, D, 0.125f, NULL, NULL, 0.0f};
+    rt_attention_attrs a = {H, G, D, D, 0.125f, NULL, NULL, 0.0f, 0, 0.0f};
     rt_view vq = {LLMC_RT_F32, 3, {1, S, H * D}, A->q}, vk = {LLMC_RT_F32, 3, {1, S, G * D}, A->k},
             vv = {LLMC_RT_F32, 3, {1, S, G * D}, A->v}, vc = {LLMC_RT_F32, 2, {MAX_CTX, D}, A->cs},
             vs = {LLMC_RT_F32, 2, {MAX_CTX, D}, A->sn}, vo = {LLMC_RT_F32, 3, {1, S, H * D}, A->o};

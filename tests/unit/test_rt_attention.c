@@ -8,6 +8,12 @@
  *     mixed: same logits through llmc_rt_session_feed, and the bytes a
  *     decode step moves (llmc_rt_session_stats) constant for the fused plan
  *     but growing with P for the unfused one;
+ *   - sliding windows (smaller than, equal to and larger than the context)
+ *     and soft-caps: the kernel with each kernel table this CPU runs on a
+ *     chunked cache whose rows outside every window are NaN, against
+ *     double, bitwise the same for any thread count; through a session,
+ *     whose windowed cache keeps a ring of chunks (prompts longer than
+ *     the ring, decode past it);
  *   - the verifier's Attention checks on hand-written plans;
  *   - the sampler. */
 #include <math.h>
@@ -23,6 +29,8 @@
 #include "rt_testplan.h"
 #include "tap.h"
 #include "codegen/evaluate.h"
+#include "kernels/kernel_table.h"
+#include "parallel_orders.h"
 
 enum { CTX = 160 }; /* > 150 decode positions; chunks of 64: 3 per cache */
 
@@ -53,7 +61,21 @@ static float *rope_table(int R, int is_sin)
 typedef struct {
     int H, G, D, R; /* heads, kv_heads, head_dim, rotary_dim */
     int N;          /* 1: per-head q/k RMSNorm (Qwen3) */
+    int W;          /* sliding window, 0 none */
+    float C;        /* soft-cap, 0 none */
 } attn_cfg;
+
+/* The keys query position pos sees: [lo, pos]. */
+static int window_lo(int W, int pos)
+{
+    return W && pos >= W ? pos - W + 1 : 0;
+}
+
+/* scale * q.k, soft-capped, in double. */
+static double capped(double s, float C)
+{
+    return C > 0 ? C * tanh(s / C) : s;
+}
 
 #define NORM_EPS 1e-6f
 
@@ -79,6 +101,10 @@ static int add_attention(llmc_graph *g, const char *name, const attn_cfg *c, int
     llmc_node_set_int(g, n, "rotary_dim", c->R);
     llmc_node_set_int(g, n, "cache", cache);
     llmc_node_set_float(g, n, "scale", 1.0f / sqrtf((float)c->D));
+    if (c->W)
+        llmc_node_set_int(g, n, "window", c->W);
+    if (c->C > 0)
+        llmc_node_set_float(g, n, "softcap", c->C);
     return n;
 }
 
@@ -165,21 +191,21 @@ static void attn_reference(attn_ref *a, const float *q, const float *k, const fl
         }
     for (int s = 0; s < S; s++)
         for (int h = 0; h < H; h++) {
-            int g = h / (H / G), n = P + s + 1;
+            int g = h / (H / G), n = P + s + 1, lo = window_lo(a->c.W, P + s);
             double mx = -INFINITY, sum = 0;
             rope_d(a, q + (s * H + h) * D, a->q_norm, P + s, qr);
-            for (int t = 0; t < n; t++) {
+            for (int t = lo; t < n; t++) {
                 score[t] = 0;
                 for (int i = 0; i < D; i++)
                     score[t] += qr[i] * a->K[(t * G + g) * D + i];
-                score[t] /= sqrt((double)D);
+                score[t] = capped(score[t] / sqrt((double)D), a->c.C);
                 mx = fmax(mx, score[t]);
             }
-            for (int t = 0; t < n; t++)
+            for (int t = lo; t < n; t++)
                 sum += score[t] = exp(score[t] - mx);
             for (int i = 0; i < D; i++) {
                 double acc = 0;
-                for (int t = 0; t < n; t++)
+                for (int t = lo; t < n; t++)
                     acc += score[t] * a->V[(t * G + g) * D + i];
                 o[(s * H + h) * D + i] = acc / sum;
             }
@@ -218,9 +244,9 @@ static uint8_t *build_op_plan(const attn_ref *a, size_t *size, llmc_error *err)
 static void test_lowering_errors(void)
 {
     static const struct { attn_cfg c; int cache; const char *msg; } bad[] = {
-        {{3, 2, 8, 0, 0}, 0, "kv_heads | heads"},
-        {{2, 1, 8, 3, 0}, 0, "even rotary_dim"},
-        {{2, 1, 8, 0, 0}, 1, "cache 1 outside [0, 1 Attention ops)"},
+        {{3, 2, 8, 0, 0, 0, 0}, 0, "kv_heads | heads"},
+        {{2, 1, 8, 3, 0, 0, 0}, 0, "even rotary_dim"},
+        {{2, 1, 8, 0, 0, 0, 0}, 1, "cache 1 outside [0, 1 Attention ops)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         const attn_cfg *c = &bad[i].c;
@@ -276,8 +302,16 @@ static double op_step(runner *r, attn_ref *a, int S, int P, llmc_rt_status *st,
     return worst;
 }
 
+/* Chunks of 64 a cache of this config keeps live out of `chunks`. */
+static uint32_t live_chunks(const attn_cfg *c, uint32_t chunks)
+{
+    uint32_t ring = c->W ? (uint32_t)(c->W + 63) / 64 + 1 : chunks;
+    return ring < chunks ? ring : chunks;
+}
+
 static void test_op(const attn_cfg *c, const char *what)
 {
+    uint32_t live = live_chunks(c, 3), live70 = live_chunks(c, 2);
     attn_ref a = {*c, rope_table(c->R, 0), rope_table(c->R, 1), NULL, NULL, {0}, {0}};
     for (int i = 0; c->N && i < c->D; i++) { /* norm weights near 1, as trained ones are */
         a.q_norm[i] = 1 + 0.5f * frand();
@@ -300,8 +334,8 @@ static void test_op(const attn_cfg *c, const char *what)
               rt_plan_of(&r.plan)->kv_slot_bytes == (uint64_t)2 * c->G * 64 * c->D * 4,
           "%s: n_caches 1, kv_chunk 64, a chunk slot holds K and V (%llu bytes)", what,
           (unsigned long long)rt_plan_of(&r.plan)->kv_slot_bytes);
-    static const int prompts[3] = {1, 7, 64};
-    for (int i = 0; i < 3; i++) {
+    static const int prompts[4] = {1, 7, 64, 150}; /* 150 > a ring of 2 chunks */
+    for (int i = 0; i < 4; i++) {
         llmc_rt_status st = LLMC_RT_OK;
         llmc_rt_session_reset(&r.s);
         double worst = op_step(&r, &a, prompts[i], 0, &st, &err);
@@ -309,7 +343,7 @@ static void test_op(const attn_cfg *c, const char *what)
               what, prompts[i], worst, st ? err.msg : "");
         int P = prompts[i], steps = 0;
         double worst_decode = 0;
-        while (!st && P < 141) { /* crosses 64 and 128; one 5-row call across 128 */
+        while (!st && P < (P < 141 ? 141 : CTX)) { /* crosses 64 and 128; one 5-row call across 128 */
             int S = P == 126 ? 5 : 1;
             worst_decode = fmax(worst_decode, op_step(&r, &a, S, P, &st, &err));
             P += S;
@@ -317,9 +351,9 @@ static void test_op(const attn_cfg *c, const char *what)
         }
         llmc_rt_stats stats;
         llmc_rt_session_stats(&r.s, &stats);
-        CHECK(!st && worst_decode < 2e-5 && stats.kv_chunks_used == 3 && stats.kv_chunks == 3,
-              "%s: %d decode calls after S=%d up to P=%d match (%g); 3 of 3 chunks taken %s",
-              what, steps, prompts[i], P, worst_decode, st ? err.msg : "");
+        CHECK(!st && worst_decode < 2e-5 && stats.kv_chunks_used == live && stats.kv_chunks == live,
+              "%s: %d decode calls after S=%d up to P=%d match (%g); %u of %u chunks taken %s",
+              what, steps, prompts[i], P, worst_decode, stats.kv_chunks_used, live, st ? err.msg : "");
     }
     llmc_rt_session_reset(&r.s);
     llmc_rt_status st = LLMC_RT_OK;
@@ -335,10 +369,11 @@ static void test_op(const attn_cfg *c, const char *what)
         double worst = op_step(&r, &a, 64, 0, &st, &err);
         for (int P = 64; !st && P < 70; P++)
             worst = fmax(worst, op_step(&r, &a, 1, P, &st, &err));
-        CHECK(!st && worst < 2e-5 && tp_stats(&r.s).kv_chunks == 2 &&
-                  tp_stats(&r.s).kv_chunks_used == 2 &&
-                  full - part == rt_plan_of(&r.plan)->kv_slot_bytes,
-              "%s: context 70 uses 2 chunks, one chunk less memory, matches (%g)", what, worst);
+        CHECK(!st && worst < 2e-5 && tp_stats(&r.s).kv_chunks == live70 &&
+                  tp_stats(&r.s).kv_chunks_used == live70 &&
+                  full - part == (live - live70) * rt_plan_of(&r.plan)->kv_slot_bytes,
+              "%s: context 70 uses %u chunks, %u chunk(s) less memory, matches (%g)", what, live70,
+              live - live70, worst);
         op_step(&r, &a, 1, 70, &st, &err);
         CHECK(st == LLMC_RT_E_BOUNDS, "%s: position 70 outside the session context", what);
         CHECK(llmc_rt_session_memory_for(&r.plan, CTX + 1) == SIZE_MAX &&
@@ -352,6 +387,158 @@ static void test_op(const attn_cfg *c, const char *what)
     free(a.sin_t);
     free(a.K);
     free(a.V);
+}
+
+/* ---- windows and soft-caps in the kernel, every kernel table ---------- */
+
+typedef struct {
+    int H, G, D, chunk, P, S, W;
+    float C;
+} win_case;
+
+typedef struct {
+    win_case c;
+    uint8_t *pool;
+    uint32_t *slot;
+    uint64_t slot_bytes;
+    float *q, *k, *v; /* new rows; no RoPE: the keys are stored as given */
+} win_data;
+
+static float *win_row(const win_data *d, int which, int g, int t)
+{
+    const win_case *c = &d->c;
+    float *chunk = (float *)(void *)(d->pool + d->slot[t / c->chunk] * d->slot_bytes);
+    return chunk + (which * c->G + g) * c->chunk * c->D + (t % c->chunk) * c->D;
+}
+
+/* History [0, P) random, NaN where no query of the call may look (before
+ * the first query's window); chunk slots in reverse order. */
+static void win_make(win_data *d, const win_case *c)
+{
+    int n_chunks = (c->P + c->S + c->chunk - 1) / c->chunk, lo = window_lo(c->W, c->P);
+    d->c = *c;
+    d->slot_bytes = ((uint64_t)2 * c->G * c->chunk * c->D * 4 + 63) / 64 * 64;
+    d->pool = calloc((size_t)(d->slot_bytes * (uint64_t)n_chunks), 1);
+    d->slot = malloc(sizeof *d->slot * (size_t)n_chunks);
+    for (int i = 0; i < n_chunks; i++)
+        d->slot[i] = (uint32_t)(n_chunks - 1 - i);
+    for (int t = 0; t < c->P; t++)
+        for (int g = 0; g < c->G; g++)
+            for (int i = 0; i < c->D; i++) {
+                win_row(d, 0, g, t)[i] = t < lo ? NAN : 2 * frand();
+                win_row(d, 1, g, t)[i] = t < lo ? NAN : frand();
+            }
+    int nq = c->S * c->H * c->D, nk = c->S * c->G * c->D;
+    d->q = malloc(sizeof(float) * (size_t)nq);
+    d->k = malloc(sizeof(float) * (size_t)nk);
+    d->v = malloc(sizeof(float) * (size_t)nk);
+    for (int i = 0; i < nq; i++)
+        d->q[i] = 2 * frand();
+    for (int i = 0; i < nk; i++) {
+        d->k[i] = 2 * frand();
+        d->v[i] = frand();
+    }
+}
+
+static llmc_rt_status win_run(const rt_kernels *kt, const win_data *d, float *o,
+                              const rt_parallel *par, llmc_rt_error *err)
+{
+    const win_case *c = &d->c;
+    rt_kv_cache cache = {d->pool, d->slot, d->slot_bytes, c->chunk, LLMC_RT_F32};
+    rt_attention_attrs a = {c->H, c->G, c->D, 0, 1.0f / sqrtf((float)c->D), NULL, NULL, 0.0f,
+                            c->W, c->C};
+    rt_view q = {LLMC_RT_F32, 3, {1, c->S, c->H * c->D}, d->q},
+            k = {LLMC_RT_F32, 3, {1, c->S, c->G * c->D}, d->k},
+            v = {LLMC_RT_F32, 3, {1, c->S, c->G * c->D}, d->v},
+            out = {LLMC_RT_F32, 3, {1, c->S, c->H * c->D}, o};
+    return k_attention_kernels(kt, &a, &q, &k, &v, NULL, NULL, &cache, c->P, &out, par, err);
+}
+
+/* The plain definition in double over the cache k_attention appended to. */
+static double win_worst(const win_data *d, const float *o)
+{
+    const win_case *c = &d->c;
+    double worst = 0, *sc = malloc(sizeof(double) * (size_t)(c->P + c->S));
+    for (int s = 0; s < c->S; s++)
+        for (int h = 0; h < c->H; h++) {
+            int g = h / (c->H / c->G), pos = c->P + s, lo = window_lo(c->W, pos);
+            const float *q = d->q + (s * c->H + h) * c->D;
+            double mx = -INFINITY, l = 0;
+            for (int t = lo; t <= pos; t++) {
+                double dot = 0;
+                for (int i = 0; i < c->D; i++)
+                    dot += (double)q[i] * win_row(d, 0, g, t)[i];
+                sc[t] = capped(dot / sqrt((double)c->D), c->C);
+                mx = fmax(mx, sc[t]);
+            }
+            for (int t = lo; t <= pos; t++)
+                l += sc[t] = exp(sc[t] - mx);
+            for (int i = 0; i < c->D; i++) {
+                double acc = 0;
+                for (int t = lo; t <= pos; t++)
+                    acc += sc[t] * win_row(d, 1, g, t)[i];
+                double want = acc / l, got = o[(s * c->H + h) * c->D + i];
+                worst = isnan(got) ? INFINITY : fmax(worst, fabs(got - want) / (1 + fabs(want)));
+            }
+        }
+    free(sc);
+    return worst;
+}
+
+static void test_window_case(const rt_kernels *kt, const win_case *c, const char *what)
+{
+    win_data d;
+    llmc_rt_error err = {0};
+    win_make(&d, c);
+    int n = c->S * c->H * c->D;
+    float *want = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)n);
+    bool ok = win_run(kt, &d, want, NULL, &err) == LLMC_RT_OK;
+    double worst = ok ? win_worst(&d, want) : INFINITY;
+    bool same = ok;
+    for (int i = 0; i < PARALLELS; i++) {
+        rt_parallel par = parallel_number(i);
+        same = same && win_run(kt, &d, got, &par, &err) == LLMC_RT_OK &&
+               !memcmp(got, want, sizeof(float) * (size_t)n);
+        parallel_done(&par);
+    }
+    CHECK(ok && worst < 2e-5 && same, "window/softcap (%s) %s: H %d G %d D %d chunk %d P %d S %d "
+          "window %d softcap %g: %.2g vs double, bitwise the same on 1/2/3/2 threads %s",
+          kt ? kt->isa : "portable", what, c->H, c->G, c->D, c->chunk, c->P, c->S, c->W,
+          (double)c->C, worst, ok ? "" : err.msg);
+    free(want);
+    free(got);
+    free(d.pool);
+    free(d.slot);
+    free(d.q);
+    free(d.k);
+    free(d.v);
+}
+
+static void test_window_kernels(void)
+{
+    static const struct { win_case c; const char *what; } cases[] = {
+        {{6, 2, 20, 32, 300, 1, 50, 0}, "decode, window < context"},
+        {{2, 1, 33, 64, 1000, 1, 700, 3.0f}, "decode split over the window, softcap"},
+        {{4, 2, 12, 16, 0, 70, 16, 0}, "prefill of 70 > window 16"},
+        {{3, 3, 17, 32, 40, 9, 45, 5.0f}, "prefill after history, window inside the call"},
+        {{4, 1, 8, 16, 20, 5, 25, 0}, "window = context"},
+        {{4, 1, 8, 16, 20, 5, 1000, 0}, "window > context"},
+        {{4, 2, 24, 32, 100, 3, 0, 2.5f}, "softcap only"},
+        {{2, 2, 64, 32, 500, 1, 1, 0}, "window 1 (the query's own key)"},
+    };
+    /* the portable loops, the AVX2 table and the faster one this CPU runs
+     * for avx2 plans (AVX-512), where built and supported; NEON's inner
+     * loops are tested under qemu (tests/unit_arm), the window and cap
+     * logic around them is this shared driver */
+    const rt_kernels *tables[3] = {NULL}, *best = rt_kernels_for_target("avx2", NULL);
+    int n_tables = 1;
+    if (best && rt_kernels_for_isa("avx2", "avx2", NULL) != best)
+        tables[n_tables++] = rt_kernels_for_isa("avx2", "avx2", NULL);
+    if (best)
+        tables[n_tables++] = best;
+    for (int t = 0; t < n_tables; t++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+            test_window_case(tables[t], &cases[i].c, cases[i].what);
 }
 
 /* ---- a 2-layer model: fused, unfused, mixed ---------------------------- */
@@ -496,7 +683,7 @@ static void fill_hole(model_b *m, int layer)
             g->inputs[k++] = g->inputs[i];
     g->n_inputs = k;
     g->values[v].is_graph_input = false;
-    attn_cfg c = {MH, MH, MD, MD, 0};
+    attn_cfg c = {MH, MH, MD, MD, 0, 0, 0};
     add_attention(g, nm(layer, "attention"), &c, m->hole_in[layer][0], m->hole_in[layer][1],
                   m->hole_in[layer][2], m->cos_v, m->sin_v, NULL, layer, v);
 }
@@ -706,6 +893,10 @@ static void test_verifier(void)
         {{.with_tables = 1, .table_dims = "32,2"}, "table cols != rotary_dim", "rotary_dim 4"},
         {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: inf"},
          "scale infinite", "not finite"},
+        {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: 0.35, softcap: -1"},
+         "softcap negative", "softcap must be finite and >= 0"},
+        {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: 0.35, softcap: inf"},
+         "softcap infinite", "softcap must be finite and >= 0"},
         {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: 0.35, cache: 1"},
          "cache >= n_caches", "cache 1 >= n_caches 1"},
         {{.with_tables = 1, .two_ops = 1, .extra = "n_caches: 2, kv_chunk: 64, n_layers: 2,"},
@@ -838,15 +1029,21 @@ int main(void)
 {
     srand(3);
     static const struct { attn_cfg c; const char *what; } cfgs[] = {
-        {{4, 4, 8, 0, 0}, "MHA, no RoPE"},
-        {{4, 2, 8, 8, 0}, "GQA 4/2, full RoPE"},
-        {{6, 2, 16, 8, 0}, "GQA 6/2, partial RoPE 8 of 16"},
-        {{2, 1, 4, 4, 0}, "MQA 2/1, RoPE"},
-        {{4, 2, 16, 16, 1}, "GQA 4/2, q/k RMSNorm per head, full RoPE"},
-        {{4, 4, 8, 0, 1}, "MHA, q/k RMSNorm per head, no RoPE"},
+        {{4, 4, 8, 0, 0, 0, 0}, "MHA, no RoPE"},
+        {{4, 2, 8, 8, 0, 0, 0}, "GQA 4/2, full RoPE"},
+        {{6, 2, 16, 8, 0, 0, 0}, "GQA 6/2, partial RoPE 8 of 16"},
+        {{2, 1, 4, 4, 0, 0, 0}, "MQA 2/1, RoPE"},
+        {{4, 2, 16, 16, 1, 0, 0}, "GQA 4/2, q/k RMSNorm per head, full RoPE"},
+        {{4, 4, 8, 0, 1, 0, 0}, "MHA, q/k RMSNorm per head, no RoPE"},
+        {{6, 2, 12, 6, 0, 5, 0}, "GQA 6/2, window 5 (ring of 2 chunks)"},
+        {{4, 2, 16, 16, 0, 64, 0}, "GQA 4/2, window 64 = the chunk"},
+        {{3, 1, 10, 0, 0, 100, 4.0f}, "MQA 3/1, window 100, softcap 4"},
+        {{4, 4, 8, 8, 0, 0, 3.0f}, "MHA, softcap 3"},
+        {{4, 2, 16, 16, 1, 33, 0}, "GQA 4/2, q/k RMSNorm, window 33"},
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++)
         test_op(&cfgs[i].c, cfgs[i].what);
+    test_window_kernels();
     test_lowering_errors();
     test_model();
     test_verifier();

@@ -401,7 +401,7 @@ static llmc_rt_status attn_run(const rt_kernels *kt, const attn_data *d, float *
 {
     const attn_case *c = &d->c;
     rt_kv_cache cache = {(uint8_t *)d->pool, d->slot, d->slot_bytes, c->chunk, LLMC_RT_F32};
-    rt_attention_attrs a = {c->H, c->G, c->D, c->R, c->scale, NULL, NULL, 0.0f};
+    rt_attention_attrs a = {c->H, c->G, c->D, c->R, c->scale, NULL, NULL, 0.0f, 0, 0.0f};
     rt_view vq = {LLMC_RT_F32, 3, {1, c->S, c->H * c->D}, d->q},
             vk = {LLMC_RT_F32, 3, {1, c->S, c->G * c->D}, d->k},
             vv = {LLMC_RT_F32, 3, {1, c->S, c->G * c->D}, d->v},

@@ -141,7 +141,7 @@ static llmc_rt_status kv_call(const rt_kernels *kt, const llmc_rt_kv_fn *kv, kv_
 {
     const kv_case *c = &d->c;
     rt_kv_cache cache = {d->pool, d->slot, d->slot_bytes, c->chunk, d->dtype};
-    rt_attention_attrs a = {c->H, c->G, c->D, c->R, 1.0f / sqrtf((float)c->D), NULL, NULL, 0.0f};
+    rt_attention_attrs a = {c->H, c->G, c->D, c->R, 1.0f / sqrtf((float)c->D), NULL, NULL, 0.0f, 0, 0.0f};
     rt_view vq = {LLMC_RT_F32, 3, {1, S, c->H * c->D}, d->q + P0 * c->H * c->D},
             vk = {LLMC_RT_F32, 3, {1, S, c->G * c->D}, d->k + P0 * c->G * c->D},
             vv = {LLMC_RT_F32, 3, {1, S, c->G * c->D}, d->v + P0 * c->G * c->D},

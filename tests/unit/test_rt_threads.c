@@ -237,7 +237,7 @@ static void test_attention(void)
     }
     rt_kv_cache cache = {(uint8_t *)pool, slot, 2u * KV_HEADS * CHUNK * D * sizeof(float), CHUNK,
                          LLMC_RT_F32};
-    rt_attention_attrs a = {HEADS, KV_HEADS, D, ROT, 0.125f, NULL, NULL, 0.0f};
+    rt_attention_attrs a = {HEADS, KV_HEADS, D, ROT, 0.125f, NULL, NULL, 0.0f, 0, 0.0f};
     rt_view vq = {LLMC_RT_F32, 3, {1, AS, HEADS * D}, q}, vk = {LLMC_RT_F32, 3, {1, AS, KV_HEADS * D}, k},
             vv = {LLMC_RT_F32, 3, {1, AS, KV_HEADS * D}, v}, vc = {LLMC_RT_F32, 2, {POS, ROT}, cs},
             vs = {LLMC_RT_F32, 2, {POS, ROT}, sn}, vw = {LLMC_RT_F32, 3, {1, AS, HEADS * D}, want},
