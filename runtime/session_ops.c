@@ -423,13 +423,14 @@ static llmc_rt_status take_chunks(llmc_rt_session *s, uint32_t *slots, int64_t e
     return LLMC_RT_OK;
 }
 
-/* Rows [first, first + n) of a [1, S, width] view. */
-static rt_view rows_of(const rt_view *v, int64_t first, int64_t n)
+/* The next n rows of each [1, S, width] view after its `rows` rows (one
+ * loop over the four views: a Cortex-M image keeps one copy of it). */
+static void next_rows(rt_view *views, int64_t rows, int64_t n)
 {
-    rt_view r = *v;
-    r.dims[1] = n;
-    r.data = (float *)v->data + first * v->dims[2];
-    return r;
+    for (int k = 0; k < 4; k++) {
+        views[k].data = (float *)views[k].data + rows * views[k].dims[2];
+        views[k].dims[1] = n;
+    }
 }
 
 /* Positions [P, P + S) in calls whose keys fit the cache's ring: a call
@@ -464,23 +465,23 @@ llmc_rt_status llmc_rt_exec_Attention(rt_op_call *c, llmc_rt_error *err)
                          plan->kv_cache_dtype};
     /* q, k, v, [cos, sin], [q_norm, k_norm] (the verifier proved the count) */
     bool rope = op->rotary_dim > 0, norms = op->inputs.len == (rope ? 7u : 5u);
-    const rt_view *in = c->in;
+    const rt_view *in = c->in, *q_norm = norms ? &in[op->inputs.len - 2] : NULL;
     rt_attention_attrs a = {op->heads, op->kv_heads, op->head_dim, op->rotary_dim, op->scale,
-                            norms ? &in[op->inputs.len - 2] : NULL, norms ? &in[op->inputs.len - 1] : NULL,
-                            op->epsilon, op->window, op->softcap};
+                            q_norm, q_norm ? q_norm + 1 : NULL, op->epsilon, op->window, op->softcap};
     rt_parallel par = rt_session_parallel(s);
     llmc_rt_status st;
-    int64_t done = 0;
+    rt_view qkvo[4] = {in[0], in[1], in[2], c->out[0]};
+    int64_t done = 0, n = 0;
     do {
-        int64_t n = piece_rows(op, ring, rt_state(s)->chunks_per_cache, plan->kv_chunk,
-                               (uint32_t)(P + done), (uint32_t)(S - done));
+        int64_t last = n;
+        n = piece_rows(op, ring, rt_state(s)->chunks_per_cache, plan->kv_chunk,
+                       (uint32_t)(P + done), (uint32_t)(S - done));
+        next_rows(qkvo, last, n);
         st = take_chunks(s, table + 1, P + done + n, ring, err);
-        rt_view q = rows_of(&in[0], done, n), k = rows_of(&in[1], done, n),
-                v = rows_of(&in[2], done, n), o = rows_of(&c->out[0], done, n);
         if (!st)
-            st = k_attention_loops(plan->kernels, op->kv_cache, &a, &q, &k, &v,
+            st = k_attention_loops(plan->kernels, op->kv_cache, &a, &qkvo[0], &qkvo[1], &qkvo[2],
                                    rope ? &in[3] : NULL, rope ? &in[4] : NULL, &cache, P + done,
-                                   &o, &par, err);
+                                   &qkvo[3], &par, err);
         done += n;
     } while (!st && done < S);
     if (st)

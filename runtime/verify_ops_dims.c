@@ -341,10 +341,9 @@ static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
         return rt_fail(err, LLMC_RT_E_CORRUPT, "heads %d, kv_heads %d, head_dim %d (at most "
                        "%d), rotary_dim %d: need kv_heads | heads and an even rotary_dim <= "
                        "head_dim", RT_N(H, G, D, RT_ATTN_MAX_HEAD_DIM, R), NULL);
-    if (!isfinite(op->scale))
-        return rt_fail(err, LLMC_RT_E_CORRUPT, "scale is not finite", NULL, NULL);
-    if (!(op->softcap >= 0.0f && isfinite(op->softcap)))
-        return rt_fail(err, LLMC_RT_E_CORRUPT, "softcap must be finite and >= 0", NULL, NULL);
+    if (!isfinite(op->scale) || !(op->softcap >= 0.0f && isfinite(op->softcap)))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "scale must be finite, softcap must be finite and >= 0",
+                       NULL, NULL);
     if (op->inputs.len != n_in && !norms)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "%u inputs; rotary_dim %d needs %u (+2 head norms)",
                        RT_N(op->inputs.len, R, n_in), NULL);
@@ -363,12 +362,13 @@ static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
         return rt_fail(err, LLMC_RT_E_CORRUPT, "cos and sin must be [max_context %u, "
                        "rotary_dim %d]", RT_N(rt_plan_of(p)->max_context, R), NULL);
     const int64_t norm_dims[1] = {D};
-    for (uint32_t k = n_in; norms && k < n_in + 2; k++)
-        if (rt_meta_of(r, p, op_in(r, op, k)).dtype != LLMC_RT_F32 ||
-            rt_meta_of(r, p, op_in(r, op, k)).rank != 1 || !dims_match(r, p, op, k, norm_dims, 1) ||
+    for (uint32_t k = n_in; norms && k < n_in + 2; k++) {
+        tensor_meta m = rt_meta_of(r, p, op_in(r, op, k));
+        if (m.dtype != LLMC_RT_F32 || m.rank != 1 || !dims_match(r, p, op, k, norm_dims, 1) ||
             !(op->epsilon >= 0.0f && isfinite(op->epsilon)))
             return rt_fail(err, LLMC_RT_E_CORRUPT, "q_norm and k_norm must be float32 [head_dim %d], "
                            "epsilon finite >= 0", RT_N(D), NULL);
+    }
     if (op->cache >= rt_plan_of(p)->n_caches)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "cache %u >= n_caches %u",
                        RT_N(op->cache, rt_plan_of(p)->n_caches), NULL);

@@ -145,6 +145,7 @@ test_variant() {
 }
 
 set -- $VARIANTS
+zoo_prefetch "$@"
 echo "1..$(($# * 7))"
 for variant in "$@"; do
     test_variant "$variant"

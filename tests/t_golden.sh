@@ -77,6 +77,8 @@ matches_golden() {   # matches_golden SPEC
     return 1
 }
 
+# shellcheck disable=SC2086
+zoo_prefetch $ZOO
 for spec in $ZOO; do
     check "$spec: ONNX, every pass dump and the plan match tests/golden" matches_golden "$spec"
 done

@@ -32,13 +32,19 @@ zoo_export() {
 # zoo_export_with EXPORTER NAME ARG...: the same with scripts/EXPORTER.py
 # (export_llm or export_genai, which reads export_llm's models).
 zoo_export_with() {
-    local exporter=$1 name=$2 key dir sources=(scripts/export_llm.py scripts/hf_models.py scripts/onnx_opset_upgrade.py)
+    local exporter=$1 dir
+    dir=$(zoo_entry "$@") || return 1
+    shift 2
+    cache_fill "$dir" zoo_export_into "$exporter" "$@" || return 1
+    echo "$dir/model.onnx"
+}
+# zoo_entry EXPORTER NAME ARG...: the cache folder of that export.
+zoo_entry() {
+    local exporter=$1 name=$2 key sources=(scripts/export_llm.py scripts/hf_models.py scripts/onnx_opset_upgrade.py)
     shift 2
     [ "$exporter" = export_llm ] || sources+=("scripts/$exporter.py")
     key=$(cache_digest "$exporter $* | $ZOO_ENV" "${sources[@]}") || return 1
-    dir=$LLMC_CACHE/zoo/$name-$key
-    cache_fill "$dir" zoo_export_into "$exporter" "$@" || return 1
-    echo "$dir/model.onnx"
+    echo "$LLMC_CACHE/zoo/$name-$key"
 }
 zoo_export_into() {   # zoo_export_into DIR EXPORTER ARG...
     local dir=$1 exporter=$2
@@ -48,28 +54,52 @@ zoo_export_into() {   # zoo_export_into DIR EXPORTER ARG...
 }
 
 zoo_model() {
-    local family=$1 opset=$2 option=${3:-plain} args=()
+    local export
+    export=$(zoo_model_export "$@") || return 1
+    eval "zoo_export_with $export"
+}
+# zoo_model_export FAMILY OPSET [OPTION]: zoo_export_with's arguments for
+# that model, quoted for eval.
+zoo_model_export() {
+    local family=$1 opset=$2 option=${3:-plain} args=() genai=()
     case $option in
         plain) ;;
         hf) args=(--style hf) ;;
         sdpa) args=(--style hf --attn sdpa) ;;
         triu|where-additive) args=(--mask "$option") ;;
         single|per-tensor) args=(--external "$option") ;;
-        genai) zoo_export_with export_genai "$family-op$opset-genai-s0" --family "$family" --opset "$opset" \
-                   --seed 0
-               return ;;
-        genai-rotary) zoo_export_with export_genai "$family-op$opset-genai-rotary-s0" --family "$family" \
-                          --opset "$opset" --rotary separate --seed 0
-                      return ;;
-        genai-softcap) zoo_export_with export_genai "$family-op$opset-genai-softcap-s0" --family "$family" \
-                           --opset "$opset" --softcap 2.0 --seed 0
-                       return ;;
+        genai) genai=(--seed 0) ;;
+        genai-rotary) genai=(--rotary separate --seed 0) ;;
+        genai-softcap) genai=(--softcap 2.0 --seed 0) ;;
         hf-no-past) args=(--style hf --no-past) ;;
         phi4) args=(--style hf --size tiny-phi4) ;;
         *) echo "zoo_model: unknown option '$option'" >&2; return 1 ;;
     esac
-    zoo_export "$family-op$opset$([ "$option" = plain ] || echo "-$option")-s0" \
-        --family "$family" --opset "$opset" --size tiny --seed 0 "${args[@]}"
+    if [ ${#genai[@]} -gt 0 ]; then
+        printf '%q ' export_genai "$family-op$opset-$option-s0" --family "$family" --opset "$opset" "${genai[@]}"
+    else
+        printf '%q ' export_llm "$family-op$opset$([ "$option" = plain ] || echo "-$option")-s0" \
+            --family "$family" --opset "$opset" --size tiny --seed 0 "${args[@]}"
+    fi
+}
+
+# zoo_prefetch SPEC...: exports the models of the specs (family@opset[:option])
+# that are not in the cache yet in one python process (scripts/export_batch.py:
+# torch imported once, not once per model), each into its cache entry.
+zoo_prefetch() {
+    local spec export manifest
+    manifest=$(mktemp) || return 1
+    for spec in "$@"; do
+        local model=${spec%:*} option=plain dir
+        [ "$model" != "$spec" ] && option=${spec#*:}
+        export=$(zoo_model_export "${model%@*}" "${model#*@}" "$option") || continue
+        eval "set -- $export"
+        dir=$(zoo_entry "$@") || continue
+        [ -d "$dir" ] || printf '%s\t%s\n' "$dir" "$(printf '%q ' "$1" "${@:3}")" >>"$manifest"
+    done
+    [ -s "$manifest" ] && /usr/bin/python3 scripts/export_batch.py "$manifest" >/dev/null 2>&1
+    rm -f "$manifest"
+    return 0
 }
 
 # zoo_merged FAMILY OPSET: optimum's decoder_model_merged.onnx of the

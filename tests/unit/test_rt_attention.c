@@ -892,7 +892,7 @@ static void test_verifier(void)
         {{.with_tables = 1, .table_dims = "8,8"}, "table rows != max_context", "max_context 16"},
         {{.with_tables = 1, .table_dims = "32,2"}, "table cols != rotary_dim", "rotary_dim 4"},
         {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: inf"},
-         "scale infinite", "not finite"},
+         "scale infinite", "scale must be finite"},
         {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: 0.35, softcap: -1"},
          "softcap negative", "softcap must be finite and >= 0"},
         {{.with_tables = 1, .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: 0.35, softcap: inf"},
