@@ -202,8 +202,6 @@ static bool is_compare(int kind)
 
 bool k_binary_supports(int kind, int a, int b, int y)
 {
-    if (kind == LLMC_RT_BINARY_SwiGLU || kind == LLMC_RT_BINARY_GeGLU)
-        return a == LLMC_RT_F32 && b == LLMC_RT_F32 && y == LLMC_RT_F32;
     if (kind == LLMC_RT_BINARY_Pow)
         return (a == LLMC_RT_F32 || a == LLMC_RT_I32 || a == LLMC_RT_I64) && is_numeric(b) && y == a;
     if (is_arith(kind))
@@ -211,9 +209,12 @@ bool k_binary_supports(int kind, int a, int b, int y)
     if (is_compare(kind))
         return a == b && y == LLMC_RT_BOOL &&
                (is_numeric(a) || (kind == LLMC_RT_BINARY_Equal && a == LLMC_RT_BOOL));
-    return kind >= LLMC_RT_BINARY_And && kind < LLMC_RT_BINARY_COUNT && a == LLMC_RT_BOOL && b == LLMC_RT_BOOL &&
-           y == LLMC_RT_BOOL;
+    /* And, Or, Xor on Bool; the gated kinds after them (SwiGLU, GeGLU) on float32 */
+    int t = kind <= LLMC_RT_BINARY_Xor ? LLMC_RT_BOOL : LLMC_RT_F32;
+    return kind >= LLMC_RT_BINARY_And && kind < LLMC_RT_BINARY_COUNT && a == t && b == t && y == t;
 }
+LLMC_STATIC_ASSERT(gated_kinds_last, LLMC_RT_BINARY_SwiGLU == LLMC_RT_BINARY_Xor + 1 &&
+                                         LLMC_RT_BINARY_GeGLU == LLMC_RT_BINARY_COUNT - 1);
 
 #define F32_KIND_BIT_(s, Name) | 1u << LLMC_RT_BINARY_##Name
 #define F32_KINDS (0u LLMC_PLAN_BINARY_F32_KINDS(F32_KIND_BIT_))
