@@ -364,8 +364,12 @@ class SwiGLU(nn.Module):
         self.up_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
 
+    @staticmethod
+    def act(x):
+        return F.silu(x)
+
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
 
 
 class LlamaLayer(nn.Module):
@@ -766,15 +770,10 @@ class GemmaAttention(LlamaAttention):
         return self.o_proj(merge_heads(torch.matmul(probs, repeat_kv(v, n_rep)))), k, v
 
 
-class GeGLU(nn.Module):
-    def __init__(self, cfg):
-        super().__init__()
-        self.gate_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
-        self.up_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
-        self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
-
-    def forward(self, x):
-        return self.down_proj(torch_gelu_tanh(self.gate_proj(x)) * self.up_proj(x))
+class GeGLU(SwiGLU):
+    @staticmethod
+    def act(x):
+        return torch_gelu_tanh(x)
 
 
 class GemmaLayer(nn.Module):

@@ -953,20 +953,12 @@ class GemmaRMSNorm(nn.Module):
         return output.type_as(x)
 
 
-class GemmaMLP(nn.Module):
+class GemmaMLP(LlamaMLP):
     """hidden_activation gelu_pytorch_tanh (activations.PytorchGELUTanh)."""
 
     def __init__(self, cfg):
-        super().__init__()
-        self.gate_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
-        self.up_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
-        self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
-
-    def act_fn(self, x):
-        return F.gelu(x, approximate="tanh")
-
-    def forward(self, x):
-        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+        super().__init__(cfg)
+        self.act_fn = nn.GELU(approximate="tanh")  # a module, as ACT2FN's PytorchGELUTanh
 
 
 class GemmaRotaryEmbedding(LlamaRotaryEmbedding):
