@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # float16 / bfloat16 models: llmc widens them to float32 at import.
 #
-# For each family (llama, qwen2, gpt2, phi; opset 17, tiny, seed 0) the fp32
+# For each family (llama, qwen2, gpt2, phi, qwen3, phi3, mistral; opset 17, tiny, seed 0) the fp32
 # export from tests/zoo.sh is turned into 16-bit variants by
 # scripts/make_fp16.py, and each variant is checked (TAP):
 #   weights16 (every family, of the plain and of the transformers-style
@@ -31,7 +31,7 @@ BUILD=${BUILD:-build}
 PY=/usr/bin/python3
 MAX_NEW=32
 VOCAB=512
-FAMILIES=${FP16_FAMILIES:-"llama qwen2 gpt2 phi"}
+FAMILIES=${FP16_FAMILIES:-"llama qwen2 gpt2 phi qwen3 phi3 mistral"}
 WORK=$BUILD/fp16
 mkdir -p "$WORK"
 . tests/zoo.sh

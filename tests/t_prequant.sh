@@ -106,7 +106,7 @@ check_form() {   # check_form FAMILY FORM MODEL
         sh -c "[ -n '$got' ] && [ '$got' = '$want' ] && [ '$got' -le '$limit' ]"
 }
 
-for family in llama qwen2 phi gpt2; do
+for family in ${PREQUANT_FAMILIES:-llama qwen2 phi gpt2 qwen3}; do
     model=$(zoo_model "$family" 17) || { check "$family@17 exports" false; continue; }
     # the float exports' float plans' op counts: fp32, and fp16 for q4f16
     # (its graph computes in float16: more Casts around the fused ops)
