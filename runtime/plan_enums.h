@@ -54,7 +54,7 @@
     X(MAX, Max, 5) X(MIN, Min, 6) X(EQUAL, Equal, 7) X(LESS, Less, 8)                   \
     X(GREATER, Greater, 9) X(LESS_OR_EQUAL, LessOrEqual, 10)                            \
     X(GREATER_OR_EQUAL, GreaterOrEqual, 11) X(AND, And, 12) X(OR, Or, 13)               \
-    X(XOR, Xor, 14) X(SWIGLU, SwiGLU, 15)
+    X(XOR, Xor, 14) X(SWIGLU, SwiGLU, 15) X(GEGLU, GeGLU, 16)
 
 /* The Binary kinds that map float32 operands to a float32 result, each
  * with its own float32 loop in the runtime's op resolver (llmc_rt.h
@@ -62,7 +62,7 @@
  * X(SUFFIX, Name) as in LLMC_PLAN_BINARY_KINDS. */
 #define LLMC_PLAN_BINARY_F32_KINDS(X)                                              \
     X(ADD, Add) X(SUB, Sub) X(MUL, Mul) X(DIV, Div) X(POW, Pow) X(MAX, Max) X(MIN, Min) \
-    X(SWIGLU, SwiGLU)
+    X(SWIGLU, SwiGLU) X(GEGLU, GeGLU)
 
 /* ReduceKind: X(SUFFIX, Name, value) */
 #define LLMC_PLAN_REDUCE_KINDS(X) \

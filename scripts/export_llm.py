@@ -20,6 +20,11 @@ Four families are written here in plain PyTorch (no transformers library):
          fraction 0.75, LongRoPE cos/sin, tied lm_head
   mistral llama + grouped-query attention, head_dim x heads != hidden, a sliding
          window (key j visible to query i when 0 <= i - j < sliding_window)
+  gemma2 embedding x sqrt(hidden), RMSNorm x (1 + w), four norms a layer (post-attention,
+         pre/post-feedforward), tanh-GELU GeGLU, attention scale query_pre_attn_scalar^-0.5,
+         sliding-window layers alternating with global ones, logit soft-caps, tied lm_head
+  gemma3 gemma2 without soft-caps + per-head q/k RMSNorm x (1 + w), a local RoPE table
+         (base 10000) for the sliding layers and a global one (1e6), every Nth layer global
 That is --style plain (the default). --style hf writes the same families shaped
 the way Hugging Face exports are (scripts/hf_models.py: ports of transformers'
 eager forward passes, optimum's input/output names and dynamic axes).
@@ -61,6 +66,8 @@ MASK_VALUE = torch.finfo(torch.float32).min
 FAMILIES = ("llama", "qwen2", "gpt2", "phi", "qwen3", "phi3", "mistral")
 # Small deployed families: FamilyOptions and the block after qwen3's model.
 FAMILIES += ("llama32", "smollm2", "smollm3", "granite", "olmo2")
+# Gemma 2 and 3: gemma_config and the block after the small families.
+FAMILIES += ("gemma2", "gemma3")
 
 
 @dataclass
@@ -102,8 +109,18 @@ class Config:
     original_max_pos: int = 0
     # phi3: lm_head shares the embedding (Phi-4-mini).
     tied: bool = False
-    # mistral: the sliding window of every layer (0: none).
+    # mistral: the sliding window of every layer; gemma2/gemma3: of the
+    # sliding layers (0: none).
     sliding_window: int = 0
+    # gemma2/gemma3 (gemma_config): attention scale query_pre_attn_scalar^-0.5;
+    # soft-caps c * tanh(x / c) of the attention scores and of the logits
+    # (0: none); every sliding_pattern-th layer global; the sliding layers'
+    # RoPE base (0: the global table).
+    query_pre_attn_scalar: float = 0.0
+    attn_softcap: float = 0.0
+    final_softcap: float = 0.0
+    sliding_pattern: int = 0
+    rope_local_theta: float = 0.0
 
     @property
     def head_dim(self):
@@ -111,6 +128,8 @@ class Config:
 
 
 def make_config(family, size):
+    if family in GEMMA_FAMILIES:
+        return gemma_config(family, size)
     if family in SMALL_FAMILIES:
         return small_family_config(family, size)
     if family == "phi3":
@@ -150,6 +169,26 @@ def make_phi3_config(size):
     raise ValueError(f"unknown phi3 size {size}")
 
 
+GEMMA_FAMILIES = ("gemma2", "gemma3")
+
+
+def gemma_config(family, size):
+    """Tiny Gemma: heads x head_dim (128) != hidden (64), a scale apart from
+    head_dim^-0.5, both kinds of layer in 2 layers (Gemma 3's pattern 6 is 2),
+    a window of 16 that the 64-token prompt and the decode steps cross;
+    Gemma 2's soft-caps 50 (scores) and 30 (logits) as in its checkpoints."""
+    if size != "tiny":
+        raise ValueError(f"unknown size {size} for {family}")
+    cfg = Config(vocab=512, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128, max_pos=256,
+                 norm_eps=1e-6, head_size=32, query_pre_attn_scalar=24.0, sliding_window=16,
+                 sliding_pattern=2)
+    if family == "gemma2":
+        cfg.attn_softcap, cfg.final_softcap = 50.0, 30.0
+    else:
+        cfg.rope_theta, cfg.rope_local_theta = 1000000.0, 10000.0
+    return cfg
+
+
 # ----------------------------------------------------------------------------
 # Shared building blocks
 # ----------------------------------------------------------------------------
@@ -160,9 +199,12 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
         self.eps = eps
 
+    def gain(self):
+        return self.weight
+
     def forward(self, x):
         variance = x.pow(2).mean(-1, keepdim=True)
-        return x * torch.rsqrt(variance + self.eps) * self.weight
+        return x * torch.rsqrt(variance + self.eps) * self.gain()
 
 
 def rotate_half(x):
@@ -322,8 +364,12 @@ class SwiGLU(nn.Module):
         self.up_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
 
+    @staticmethod
+    def act(x):
+        return F.silu(x)
+
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
 
 
 class LlamaLayer(nn.Module):
@@ -682,6 +728,114 @@ class SmallFamilyModel(nn.Module):
 
 
 # ----------------------------------------------------------------------------
+# gemma2 / gemma3
+# ----------------------------------------------------------------------------
+
+class GemmaRMSNorm(RMSNorm):
+    """Gemma's RMSNorm: the weight is stored as an offset from 1."""
+
+    def gain(self):
+        return 1.0 + self.weight
+
+
+def softcap(x, cap):
+    return torch.tanh(x / cap) * cap
+
+
+def gemma_is_sliding(cfg, i):
+    """Every sliding_pattern-th layer is global, the others slide (Gemma 2: 2)."""
+    return (i + 1) % cfg.sliding_pattern != 0
+
+
+class GemmaAttention(LlamaAttention):
+    """qk_norm (gemma3): GemmaRMSNorm over each q and k head before the transpose."""
+
+    def __init__(self, cfg, qk_norm):
+        super().__init__(cfg, qkv_bias=False)
+        self.q_norm = GemmaRMSNorm(cfg.head_dim, cfg.norm_eps) if qk_norm else None
+        self.k_norm = GemmaRMSNorm(cfg.head_dim, cfg.norm_eps) if qk_norm else None
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        c = self.cfg
+        q = split_heads(self.q_proj(x), c.heads, c.head_dim, self.q_norm)
+        k = split_heads(self.k_proj(x), c.kv_heads, c.head_dim, self.k_norm)
+        v = split_heads(self.v_proj(x), c.kv_heads, c.head_dim)
+        q, k = apply_rope(q, k, cos, sin)
+        k, v = append_past(past_k, past_v, k, v)
+        n_rep = c.heads // c.kv_heads
+        scores = torch.matmul(q, repeat_kv(k, n_rep).transpose(2, 3)) * c.query_pre_attn_scalar ** -0.5
+        if c.attn_softcap:
+            scores = softcap(scores, c.attn_softcap)
+        probs = F.softmax(scores + mask, dim=-1)
+        return self.o_proj(merge_heads(torch.matmul(probs, repeat_kv(v, n_rep)))), k, v
+
+
+class GeGLU(SwiGLU):
+    @staticmethod
+    def act(x):
+        return torch_gelu_tanh(x)
+
+
+class GemmaLayer(nn.Module):
+    """Norms before and after the attention and the MLP, the after-norms on
+    the branch before its residual add."""
+
+    def __init__(self, cfg, qk_norm):
+        super().__init__()
+        self.input_layernorm = GemmaRMSNorm(cfg.hidden, cfg.norm_eps)
+        self.self_attn = GemmaAttention(cfg, qk_norm)
+        self.post_attention_layernorm = GemmaRMSNorm(cfg.hidden, cfg.norm_eps)
+        self.pre_feedforward_layernorm = GemmaRMSNorm(cfg.hidden, cfg.norm_eps)
+        self.mlp = GeGLU(cfg)
+        self.post_feedforward_layernorm = GemmaRMSNorm(cfg.hidden, cfg.norm_eps)
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        attn, k, v = self.self_attn(self.input_layernorm(x), cos, sin, mask, past_k, past_v)
+        x = x + self.post_attention_layernorm(attn)
+        x = x + self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x)))
+        return x, k, v
+
+
+class GemmaModel(nn.Module):
+    """family gemma2 (one RoPE table, soft-caps, an lm_head of its own here,
+    so that the plain exports hold both an untied and a tied head) or gemma3
+    (qk_norm, a local RoPE table for the sliding layers, lm_head tied to the
+    embedding as in Gemma's checkpoints)."""
+
+    def __init__(self, cfg, qk_norm, tied):
+        super().__init__()
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.rope = RopeComputed(cfg.head_dim, cfg.rope_theta, cfg.max_pos)
+        self.rope_local = (RopeComputed(cfg.head_dim, cfg.rope_local_theta, cfg.max_pos)
+                           if cfg.rope_local_theta else None)
+        self.layers = nn.ModuleList(GemmaLayer(cfg, qk_norm) for _ in range(cfg.layers))
+        self.norm = GemmaRMSNorm(cfg.hidden, cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if tied:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        c = self.cfg
+        x = self.embed_tokens(input_ids) * torch.tensor(c.hidden ** 0.5)
+        rope_global = self.rope(position_ids)
+        rope_local = self.rope_local(position_ids) if self.rope_local else rope_global
+        past_len, seq_len = past[0].shape[2], input_ids.shape[1]
+        mask_global = additive_causal_mask(attention_mask, past_len, seq_len)
+        mask_local = additive_causal_mask(attention_mask, past_len, seq_len, window=c.sliding_window)
+        presents = []
+        for i, layer in enumerate(self.layers):
+            sliding = gemma_is_sliding(c, i)
+            cos, sin = rope_local if sliding else rope_global
+            x, k, v = layer(x, cos, sin, mask_local if sliding else mask_global, past[2 * i], past[2 * i + 1])
+            presents += [k, v]
+        logits = self.lm_head(self.norm(x))
+        if c.final_softcap:
+            logits = softcap(logits, c.final_softcap)
+        return (logits, *presents)
+
+
+# ----------------------------------------------------------------------------
 # phi3 (Phi-3-mini, Phi-3.5-mini, Phi-4-mini)
 # ----------------------------------------------------------------------------
 
@@ -830,6 +984,8 @@ def build_model(family, cfg):
         return PhiModel(cfg)
     if family == "phi3":
         return Phi3Model(cfg)
+    if family in GEMMA_FAMILIES:
+        return GemmaModel(cfg, qk_norm=family == "gemma3", tied=family == "gemma3")
     raise ValueError(family)
 
 
@@ -881,8 +1037,8 @@ def randomize_weights(model, seed, fan_in_dim=1, tied=("wte.weight", "ln_f.weigh
 
 
 def plain_init_options(family):
-    """randomize_weights options for the plain models: qwen3's tied lm_head."""
-    if family in ("qwen3", "phi3") or (family in SMALL_FAMILIES and make_config(family, "tiny").opts.tied):
+    """randomize_weights options for the plain models: the tied lm_heads."""
+    if family in ("qwen3", "phi3", "gemma3") or (family in SMALL_FAMILIES and make_config(family, "tiny").opts.tied):
         return {"tied": ("embed_tokens.weight", "norm.weight")}
     return {}
 

@@ -1,8 +1,8 @@
 """Hugging Face-shaped models for export_llm.py --style hf.
 
 Ports of the eager forward passes of transformers 4.44/4.45 (modeling_llama.py,
-modeling_qwen2.py, modeling_phi.py, modeling_gpt2.py) and of modeling_qwen3.py and
-modeling_phi3.py (4.49),
+modeling_qwen2.py, modeling_phi.py, modeling_gpt2.py) and of modeling_qwen3.py,
+modeling_phi3.py (4.49), modeling_gemma2.py and modeling_gemma3.py (text model),
 written without the
 transformers library, so that torch.onnx.export writes the graph shapes the
 ecosystem's exports (optimum's `text-generation-with-past`) contain: the 4-D
@@ -930,6 +930,216 @@ class Phi3ForCausalLM(LlamaForCausalLM):
 
 
 # ----------------------------------------------------------------------------
+# gemma2 / gemma3 (modeling_gemma2.py, modeling_gemma3.py of transformers
+# >= 4.53: masks from masking_utils, RoPE at model level; Gemma 3's text model
+# with its local RoPE table)
+# ----------------------------------------------------------------------------
+
+class GemmaRMSNorm(nn.Module):
+    """Gemma2RMSNorm / Gemma3RMSNorm: the weight is an offset from 1."""
+
+    def __init__(self, dim, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.zeros(dim))
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        output = self._norm(x.float())
+        # Llama does x.to(float16) * w whilst Gemma is (x * w).to(float16)
+        output = output * (1.0 + self.weight.float())
+        return output.type_as(x)
+
+
+class GemmaMLP(LlamaMLP):
+    """hidden_activation gelu_pytorch_tanh (activations.PytorchGELUTanh)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.act_fn = nn.GELU(approximate="tanh")  # a module, as ACT2FN's PytorchGELUTanh
+
+
+class GemmaRotaryEmbedding(LlamaRotaryEmbedding):
+    """Gemma2RotaryEmbedding, or Gemma 3's rotary_emb_local at rope_local_base_freq."""
+
+    def __init__(self, cfg, base):
+        nn.Module.__init__(self)
+        dim = cfg.head_dim
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+        self.attention_scaling = 1.0
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+
+def gemma_eager_attention(module, query, key, value, attention_mask, scaling, softcap):
+    """eager_attention_forward of modeling_gemma2.py (softcap) and modeling_gemma3.py."""
+    key_states = repeat_kv(key, module.num_key_value_groups)
+    value_states = repeat_kv(value, module.num_key_value_groups)
+    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    if softcap is not None:
+        attn_weights = attn_weights / softcap
+        attn_weights = torch.tanh(attn_weights)
+        attn_weights = attn_weights * softcap
+    causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+    attn_weights = attn_weights + causal_mask
+    # upcast attention to fp32
+    attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_output = torch.matmul(attn_weights, value_states)
+    return attn_output.transpose(1, 2).contiguous()
+
+
+class GemmaAttention(LlamaAttention):
+    """Gemma2Attention, or Gemma3Attention (qk_norm: q_norm/k_norm after the transpose)."""
+
+    def __init__(self, cfg, layer_idx, qk_norm):
+        super().__init__(cfg, qkv_bias=False)
+        self.scaling = cfg.query_pre_attn_scalar ** -0.5
+        self.attn_logit_softcapping = cfg.attn_softcap or None
+        self.qk_norm = qk_norm
+        if qk_norm:
+            self.q_norm = GemmaRMSNorm(cfg.head_dim, eps=cfg.norm_eps)
+            self.k_norm = GemmaRMSNorm(cfg.head_dim, eps=cfg.norm_eps)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        if self.qk_norm:
+            query_states = self.q_norm(query_states)
+            key_states = self.k_norm(key_states)
+        cos, sin = position_embeddings
+        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        key_states, value_states = cache_update(past_key_value, key_states, value_states)
+        present = (key_states, value_states)
+        attn_output = gemma_eager_attention(self, query_states, key_states, value_states, attention_mask,
+                                            self.scaling, self.attn_logit_softcapping)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output), present
+
+
+class GemmaDecoderLayer(nn.Module):
+    def __init__(self, cfg, layer_idx, qk_norm):
+        super().__init__()
+        # config.layer_types: every sliding_window_pattern-th layer is global
+        self.is_sliding = bool((layer_idx + 1) % cfg.sliding_pattern)
+        self.self_attn = GemmaAttention(cfg, layer_idx, qk_norm)
+        self.mlp = GemmaMLP(cfg)
+        self.input_layernorm = GemmaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.post_attention_layernorm = GemmaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.pre_feedforward_layernorm = GemmaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.post_feedforward_layernorm = GemmaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states, present = self.self_attn(hidden_states, position_embeddings, attention_mask,
+                                                past_key_value)
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+
+        residual = hidden_states
+        hidden_states = self.pre_feedforward_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = self.post_feedforward_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states, present
+
+
+def gemma_eager_mask(attention_mask, cache_position, batch_size, dtype, sliding_window=None):
+    """masking_utils.create_causal_mask / create_sliding_window_causal_mask
+    for eager attention: sdpa_mask's bool mask (causal_mask_function, and
+    sliding_window_overlay: kv_idx > q_idx - sliding_window) turned into 0 /
+    the dtype's min."""
+    attention_mask = attention_mask.bool()
+    kv_arange = torch.arange(attention_mask.shape[-1])
+    q_idx, kv_idx = cache_position[:, None], kv_arange[None, :]
+    causal_mask = kv_idx <= q_idx
+    if sliding_window is not None:
+        causal_mask = causal_mask & (kv_idx > q_idx - sliding_window)
+    causal_mask = causal_mask[None, None, :, :].expand(batch_size, -1, -1, -1)
+    causal_mask = causal_mask * attention_mask[:, None, None, :]
+    # min as a tensor of dtype: torch 1.13 would export a python float as double
+    min_dtype = torch.tensor(torch.finfo(dtype).min, dtype=dtype)
+    return torch.where(causal_mask, torch.tensor(0.0, dtype=dtype), min_dtype)
+
+
+class GemmaModel(nn.Module):
+    """Gemma2Model (the embedding scaled in forward) or Gemma3TextModel
+    (Gemma3TextScaledWordEmbedding, a local RoPE table for sliding layers).
+    optimum's Gemma export has no position_ids: they are cache_position."""
+
+    def __init__(self, cfg, gemma3):
+        super().__init__()
+        self.gemma3 = gemma3
+        self.hidden_size = cfg.hidden
+        self.sliding_window = cfg.sliding_window
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        if gemma3:
+            self.register_buffer("embed_scale", torch.tensor(cfg.hidden ** 0.5), persistent=False)
+        self.layers = nn.ModuleList(GemmaDecoderLayer(cfg, i, gemma3) for i in range(cfg.layers))
+        self.norm = GemmaRMSNorm(cfg.hidden, eps=cfg.norm_eps)
+        self.rotary_emb = GemmaRotaryEmbedding(cfg, cfg.rope_theta)
+        if gemma3:
+            self.rotary_emb_local = GemmaRotaryEmbedding(cfg, cfg.rope_local_theta)
+
+    def embed(self, input_ids):
+        if self.gemma3:
+            return self.embed_tokens(input_ids) * self.embed_scale.to(self.embed_tokens.weight.dtype)
+        return self.embed_tokens(input_ids)
+
+    def forward(self, input_ids, attention_mask, past_key_values):
+        inputs_embeds = self.embed(input_ids)
+        cache_position = cache_position_for(past_key_values, inputs_embeds)
+        position_ids = cache_position.unsqueeze(0)
+        batch_size, dtype = inputs_embeds.shape[0], inputs_embeds.dtype
+        causal_mask_mapping = {
+            False: gemma_eager_mask(attention_mask, cache_position, batch_size, dtype),
+            True: gemma_eager_mask(attention_mask, cache_position, batch_size, dtype, self.sliding_window),
+        }
+        hidden_states = inputs_embeds
+        position_embeddings_global = self.rotary_emb(hidden_states, position_ids)
+        position_embeddings_local = (self.rotary_emb_local(hidden_states, position_ids) if self.gemma3
+                                     else position_embeddings_global)
+        if not self.gemma3:
+            # Gemma2 downcasts the normalizer to the hidden states' dtype
+            normalizer = torch.tensor(self.hidden_size ** 0.5, dtype=hidden_states.dtype)
+            hidden_states = hidden_states * normalizer
+        presents = []
+        for decoder_layer, layer_past in zip(self.layers, past_key_values):
+            position_embeddings = (position_embeddings_local if decoder_layer.is_sliding
+                                   else position_embeddings_global)
+            hidden_states, present = decoder_layer(hidden_states, position_embeddings,
+                                                   causal_mask_mapping[decoder_layer.is_sliding], layer_past)
+            presents.append(present)
+        hidden_states = self.norm(hidden_states)
+        return hidden_states, tuple(presents)
+
+
+class GemmaForCausalLM(nn.Module):
+    """Gemma2ForCausalLM / Gemma3ForCausalLM: lm_head tied to embed_tokens,
+    the logits soft-capped when final_logit_softcapping is set (Gemma 2)."""
+
+    def __init__(self, cfg, gemma3):
+        super().__init__()
+        self.model = GemmaModel(cfg, gemma3)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        self.lm_head.weight = self.model.embed_tokens.weight
+        self.final_logit_softcapping = cfg.final_softcap or None
+
+    def forward(self, input_ids, attention_mask, past_key_values):
+        hidden_states, presents = self.model(input_ids, attention_mask, past_key_values)
+        logits = self.lm_head(hidden_states[:, -NUM_LOGITS_TO_KEEP:, :])
+        if self.final_logit_softcapping is not None:
+            logits = logits / self.final_logit_softcapping
+            logits = torch.tanh(logits)
+            logits = logits * self.final_logit_softcapping
+        return logits, presents
+
+
+# ----------------------------------------------------------------------------
 # Building, optimum's export interface
 # ----------------------------------------------------------------------------
 
@@ -950,6 +1160,8 @@ def build_hf_model(family, cfg):
         return GPT2LMHeadModel(cfg)
     if family == "phi3":
         return Phi3ForCausalLM(cfg)
+    if family in ("gemma2", "gemma3"):
+        return GemmaForCausalLM(cfg, gemma3=family == "gemma3")
     raise ValueError(family)
 
 
@@ -957,7 +1169,7 @@ def init_options(family):
     """export_llm.randomize_weights options for the HF parameter layout."""
     if family == "gpt2":
         return {"fan_in_dim": 0}  # Conv1D weights are [in, out]
-    if family in ("qwen2", "qwen3", "phi3") or family in TIED_SMALL_FAMILIES:
+    if family in ("qwen2", "qwen3", "phi3", "gemma2", "gemma3") or family in TIED_SMALL_FAMILIES:
         return {"tied": ("embed_tokens.weight", "norm.weight")}
     return {}
 
@@ -966,6 +1178,8 @@ def input_order(family):
     """Forward-signature order of the non-cache inputs and where the cache goes."""
     if family == "gpt2":
         return ("input_ids", "past_key_values", "attention_mask", "position_ids")
+    if family in ("gemma2", "gemma3"):  # optimum's Gemma exports have no position_ids
+        return ("input_ids", "attention_mask", "past_key_values")
     return ("input_ids", "attention_mask", "position_ids", "past_key_values")
 
 
@@ -978,8 +1192,9 @@ def hf_io_names(family, cfg):
     """
     dyn = {"input_ids": {0: "batch_size", 1: "sequence_length"},
            "attention_mask": {0: "batch_size", 1: "past_sequence_length + sequence_length"},
-           "position_ids": {0: "batch_size", 1: "sequence_length"},
            "logits": {0: "batch_size", 1: "sequence_length"}}
+    if "position_ids" in input_order(family):
+        dyn["position_ids"] = {0: "batch_size", 1: "sequence_length"}
     inputs, outputs = [], ["logits"]
     for name in input_order(family):
         if name != "past_key_values":

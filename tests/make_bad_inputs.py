@@ -181,6 +181,13 @@ def role_bindings(out):
                 helper.make_node("Softmax", ["z"], ["logits"], name="probs", axis=1)],
                [float_input("x", [1, 3, 4])], [float_input("logits", None)], [w]),
          out, "logits_softmax.onnx")
+    # a Tanh after the head passes (it acts on each logit), a Mul by another
+    # input's rows before it does not
+    save(model([helper.make_node("MatMul", ["x", "w"], ["z"], name="head"),
+                helper.make_node("Mul", ["z", "g"], ["zg"], name="gate"),
+                helper.make_node("Tanh", ["zg"], ["logits"], name="cap")],
+               [float_input("x", [1, 3, 4]), float_input("g", [1, 3, 8])], [float_input("logits", None)], [w]),
+         out, "logits_gated.onnx")
 
 
 def chain(out, n=100000):

@@ -270,6 +270,9 @@ row "compile with --logits first" 2 "--logits wants last or all, got 'first'" --
 row "--logits last where the logits are not an LM head's output" 4 \
     "--logits last: node 'probs': the logits are not produced by an LM head" \
     -- compile "$CASES/logits_softmax.onnx" --logits last
+row "--logits last where an op after the LM head mixes in another tensor" 4 \
+    "--logits last: node 'gate': the logits are not produced by an LM head" \
+    -- compile "$CASES/logits_gated.onnx" --logits last
 row "output in a missing folder" 5 "cannot write '$OUT/no/such/out.plan': No such file or directory" \
     -- "$LLMC" compile "$MODEL" -o "$OUT/no/such/out.plan"
 mkdir -p "$WORK/a_folder"

@@ -124,7 +124,8 @@ ZOO="llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@17 phi@14 phi@17
      qwen3@14 qwen3@17 qwen3@17:hf
      llama32@17 llama32@17:hf smollm2@17 smollm3@17 smollm3@17:hf granite@17 granite@17:hf olmo2@17 olmo2@17:hf
      phi3@17 phi3@17:hf phi3@17:phi4
-     mistral@17 mistral@17:hf"
+     mistral@17 mistral@17:hf
+     gemma2@17 gemma2@17:hf gemma3@17 gemma3@17:hf"
 
 # zoo_spec_model SPEC: zoo_model for family@opset[:option]
 zoo_spec_model() {

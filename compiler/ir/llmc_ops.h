@@ -22,6 +22,9 @@
  *     y = x * sigmoid(x).
  * SwiGLU(gate, up) -> y                                      [Binary SwiGLU]
  *     y = silu(gate) * up, numpy broadcasting.
+ * GeGLU(gate, up) -> y                                        [Binary GeGLU]
+ *     y = gelu_tanh(gate) * up (Gelu tanh=1 above; Gemma's MLP), numpy
+ *     broadcasting.
  *
  * Linear(x, W, bias?, residual?) -> y_0 .. y_{n-1}              [Linear]
  *     x [..., K]; W constant [K, N] (ONNX MatMul orientation); bias constant
@@ -103,6 +106,7 @@
     X(Gelu, lower_gelu, 0, NULL)                                \
     X(Silu, lower_unary, LLMC_RT_UNARY_Silu, NULL)                      \
     X(SwiGLU, lower_binary, LLMC_RT_BINARY_SwiGLU, NULL)                \
+    X(GeGLU, lower_binary, LLMC_RT_BINARY_GeGLU, NULL)                  \
     X(Linear, lower_linear, 0, NULL)                            \
     X(QuantizeRows, lower_quantize_rows, 0, NULL)               \
     X(ShadowLinear, lower_shadow_linear, 0, NULL)               \

@@ -6,6 +6,7 @@
  *                                    (x + 0.044715 * x^3)))            -> llmc.Gelu{tanh=1}
  *   SiLU:                 x * Sigmoid(x)                                -> llmc.Silu
  *   SwiGLU:               Mul(llmc.Silu(gate), up)                      -> llmc.SwiGLU(gate, up)
+ *   GeGLU (Gemma):        Mul(llmc.Gelu{tanh=1}(gate), up)              -> llmc.GeGLU(gate, up)
  *
  * Exporters associate these products and sums in many orders (x*x*x or
  * Pow(x, 3); 0.5*(x*(1+e)), (x*0.5)*(1+e), x*((1+e)*0.5); x / sqrt 2 or
@@ -281,21 +282,22 @@ static int fuse_silu(llmc_graph *g, const llmc_pass_ctx *ctx, int sigmoid)
     return replace_unary(&m, ok ? root : -1, "Silu", x, 0);
 }
 
-static int fuse_swiglu(llmc_graph *g, const llmc_pass_ctx *ctx, int silu)
+/* Mul(act(gate), up) -> op_type(gate, up), act the fused activation node */
+static int fuse_gated(llmc_graph *g, const llmc_pass_ctx *ctx, int act, const char *op_type)
 {
     llmc_match m;
     llmc_match_init(&m, g, ctx, PASS_NAME);
-    llmc_match_add(&m, silu);
-    int s = g->nodes[silu].outputs[0];
+    llmc_match_add(&m, act);
+    int s = g->nodes[act].outputs[0];
     int mul = llmc_match_consumer(&m, s, "Mul");
     int up = mul >= 0 ? llmc_other_input(g, mul, s) : -1;
     if (up < 0 || g->values[up].dtype != LLMC_DT_FLOAT) {
-        llmc_match_reject(&m, silu, "its output is not read by exactly one Mul(silu(gate), up)");
+        llmc_match_reject(&m, act, "its output is not read by exactly one Mul(%s(gate), up)", g->nodes[act].op_type);
         llmc_match_explain(&m);
         return 0;
     }
-    int inputs[2] = {g->nodes[silu].inputs[0], up};
-    return llmc_match_replace(&m, mul, "SwiGLU", false, inputs, 2) < 0 ? -1 : 1;
+    int inputs[2] = {g->nodes[act].inputs[0], up};
+    return llmc_match_replace(&m, mul, op_type, false, inputs, 2) < 0 ? -1 : 1;
 }
 
 static int visit_erf(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
@@ -315,17 +317,30 @@ static int visit_sigmoid(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
 
 static int visit_silu(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
 {
-    return llmc_is_op(&g->nodes[node], "Silu") ? fuse_swiglu(g, ctx, node) : 0;
+    return llmc_is_op(&g->nodes[node], "Silu") ? fuse_gated(g, ctx, node, "SwiGLU") : 0;
+}
+
+/* GeGLU gates with the tanh form only (Gemma's gelu_pytorch_tanh); the
+ * erf form's Gelu stays an op of its own, and so does a tanh Gelu that no
+ * Mul reads (GPT-2's, read by a MatMul: not a gate, nothing to explain) */
+static int visit_gelu_tanh(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
+{
+    bool tanh_gelu = llmc_is_op(&g->nodes[node], "Gelu") && llmc_node_attr_int(g, node, "tanh", 0) == 1;
+    int reader = tanh_gelu ? llmc_match_sole_reader(g, g->nodes[node].outputs[0]) : -1;
+    return reader >= 0 && llmc_is_onnx_op(&g->nodes[reader], "Mul") ? fuse_gated(g, ctx, node, "GeGLU") : 0;
 }
 
 static int run_activation_fusion(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
 {
-    /* SwiGLU last: it is built from the Silu nodes the walk before makes */
-    static const llmc_fusion_visit walks[] = {visit_erf, visit_tanh, visit_sigmoid, visit_silu};
-    int n[4];
-    int rc = llmc_fusion_walks(g, ctx, PASS_NAME, walks, 4, n, err);
-    if (rc == LLMC_OK)
+    /* SwiGLU and GeGLU last: they are built from the Silu and Gelu nodes the walks before make */
+    static const llmc_fusion_visit walks[] = {visit_erf, visit_tanh, visit_sigmoid, visit_silu, visit_gelu_tanh};
+    int n[5];
+    int rc = llmc_fusion_walks(g, ctx, PASS_NAME, walks, 5, n, err);
+    if (rc == LLMC_OK && n[4] == 0)
         llmc_pass_detail(ctx, "%d gelu (%d tanh form), %d silu (%d into swiglu)", n[0] + n[1], n[1], n[2], n[3]);
+    else if (rc == LLMC_OK)
+        llmc_pass_detail(ctx, "%d gelu (%d tanh form, %d into geglu), %d silu (%d into swiglu)", n[0] + n[1], n[1],
+                         n[4], n[2], n[3]);
     return rc;
 }
 

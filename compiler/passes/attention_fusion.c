@@ -8,7 +8,8 @@
  *   K_all  = [repeat_kv](Concat(past_key, k_heads, axis=2)), V_all likewise
  *   x_heads = [llmc.Rope](Transpose([llmc.RMSNorm](Reshape(X, [1, S, heads, D])), 0,2,1,3))
  * where the RMSNorm (Qwen3's q_norm / k_norm over head_dim, one weight [D]
- * for all heads) is on both q and k or on neither, with one epsilon, and
+ * for all heads; Gemma 3 normalizes after the Transpose instead, the same
+ * rows) is on both q and k or on neither, with one epsilon, and
  * scale ops are Div/Mul by constant scalars (their product is the
  * op's scale), repeat_kv is torch's Unsqueeze(2)/Expand/Reshape chain of
  * GQA, and mask ops are Add(scores, mask) and Where(cond, scores,
@@ -174,19 +175,28 @@ static bool match_head_norm(const llmc_graph *g, const head_split *h, attn_match
 static const int64_t PERM_HEADS[4] = {0, 2, 1, 3};    /* [1,S,H,D] <-> [1,H,S,D] */
 static const int64_t PERM_KEYS_T[4] = {0, 1, 3, 2};   /* K [1,H,T,D] -> [1,H,D,T] */
 
-/* x_heads = [Rope](Transpose([RMSNorm](Reshape(X, [1, S, heads, D])), 0,2,1,3)) */
+/* The llmc op `op_type` that produces v, or -1. */
+static int fused_producer(const llmc_graph *g, int v, const char *op_type)
+{
+    int p = v >= 0 ? g->values[v].producer : -1;
+    return p >= 0 && llmc_is_op(&g->nodes[p], op_type) ? p : -1;
+}
+
+/* x_heads = [Rope](Transpose([RMSNorm](Reshape(X, [1, S, heads, D])), 0,2,1,3)),
+ * or the RMSNorm over D after the Transpose (it normalizes the same rows) */
 static bool match_head_split(const llmc_graph *g, int v, head_split *h, attn_match *m, const char *what)
 {
-    h->rope = h->norm = -1;
-    if (v >= 0 && g->values[v].producer >= 0 && llmc_is_op(&g->nodes[g->values[v].producer], "Rope")) {
-        h->rope = g->values[v].producer;
+    h->rope = fused_producer(g, v, "Rope");
+    if (h->rope >= 0)
         v = g->nodes[h->rope].inputs[0];
-    }
+    h->norm = fused_producer(g, v, "RMSNorm");
+    if (h->norm >= 0)
+        v = g->nodes[h->norm].inputs[0];
     int tr = llmc_match_producer(g, v, "Transpose");
     if (tr < 0 || !llmc_match_ints_attr(g, tr, "perm", PERM_HEADS, 4))
         return refuse(m, "%s heads '%s' are not Transpose(0,2,1,3) of a head split", what, value_name(g, v));
     int split_v = g->nodes[tr].inputs[0], norm = g->values[split_v].producer;
-    if (norm >= 0 && llmc_is_op(&g->nodes[norm], "RMSNorm")) {
+    if (h->norm < 0 && norm >= 0 && llmc_is_op(&g->nodes[norm], "RMSNorm")) {
         h->norm = norm;
         split_v = g->nodes[norm].inputs[0];
     }

@@ -13,6 +13,13 @@
  *   - a graph output with the Logits role, produced by an llmc.Linear (the
  *     head: MatMul/Gemm by a constant W, linear-fusion ran before) with one
  *     output and no residual input, over x [1, S, H];
+ *   - or produced from the head's output through a chain of ops that act on
+ *     each logit alone (Gemma 2's soft-cap tanh(l / c) * c; Granite's
+ *     l / scale when it was not folded into W): a unary of PER_LOGIT_UNARY,
+ *     or an op of PER_LOGIT_BINARY with a constant scalar operand, each
+ *     link's input read by that op only.  Each logit's value depends on its
+ *     own row alone, so slicing the row before the head gives the same
+ *     last row; the chain's values become one row too;
  *   - between the slice point and the head nothing mixes positions: the
  *     only op allowed there is a norm over the last axis (llmc.RMSNorm,
  *     LayerNormalization with axis -1 or rank - 1 and its statistics
@@ -64,18 +71,65 @@ static bool is_last_axis_norm(const llmc_graph *g, int node)
     return axis == -1 || axis == rank - 1;
 }
 
+/* Ops applied to every element alone: a unary, or a binary whose other
+ * operand is a constant scalar. */
+static const char *const PER_LOGIT_UNARY[] = {"Tanh", "Sigmoid", "Neg", "Abs", "Relu", "Exp", "Log",
+                                              "Sqrt", "Reciprocal", "Erf"};
+static const char *const PER_LOGIT_BINARY[] = {"Add", "Sub", "Mul", "Div", "Pow"};
+
+static bool op_in_list(const llmc_node *n, const char *const *ops, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (llmc_is_onnx_op(n, ops[i]))
+            return true;
+    return false;
+}
+
+/* The input of node `node` that carries the logits when the node maps each
+ * logit alone to its output of the same shape; -1 otherwise. */
+static int per_logit_input(const llmc_graph *g, int node)
+{
+    const llmc_node *n = &g->nodes[node];
+    double c;
+    int x = -1;
+    if (n->n_outputs != 1)
+        return -1;
+    if (n->n_inputs == 1 && op_in_list(n, PER_LOGIT_UNARY, sizeof PER_LOGIT_UNARY / sizeof *PER_LOGIT_UNARY))
+        x = n->inputs[0];
+    else if (n->n_inputs == 2 && op_in_list(n, PER_LOGIT_BINARY, sizeof PER_LOGIT_BINARY / sizeof *PER_LOGIT_BINARY))
+        for (int k = 0; k < 2 && x < 0; k++)
+            if (llmc_match_const_scalar(g, n->inputs[1 - k], &c) && n->inputs[k] >= 0 &&
+                !g->values[n->inputs[k]].is_const)
+                x = n->inputs[k];
+    if (x < 0 || llmc_graph_use_count(g, x) != 1 ||
+        !llmc_shape_eq(&g->values[x].shape, &g->values[n->outputs[0]].shape))
+        return -1;
+    return x;
+}
+
+/* The value the head writes: logits itself, or the start of its chain of
+ * per-logit ops. */
+static int head_output(const llmc_graph *g, int logits)
+{
+    int v = logits, x;
+    while (g->values[v].producer >= 0 && (x = per_logit_input(g, g->values[v].producer)) >= 0)
+        v = x;
+    return v;
+}
+
 static int refuse(const llmc_graph *g, int node, const char *why, llmc_error *err)
 {
     return llmc_fail(err, LLMC_E_UNSUPPORTED, "--logits last: %s%s%s%s", node >= 0 ? "node '" : "",
                      node >= 0 ? g->nodes[node].name : "", node >= 0 ? "': " : "", why);
 }
 
-/* The head producing `logits`, checked; -1 after setting err. */
+/* The head producing `logits` (through its per-logit ops), checked; -1
+ * after setting err. */
 static int checked_head(const llmc_graph *g, int logits, llmc_error *err)
 {
     if (logits < 0)
         return refuse(g, -1, "the model has no 'logits' output", err), -1;
-    int head = g->values[logits].producer;
+    int head = g->values[head_output(g, logits)].producer;
     if (head < 0 || !llmc_is_op(&g->nodes[head], "Linear"))
         return refuse(g, head, "the logits are not produced by an LM head (a MatMul by a constant "
                       "weight, fused to llmc.Linear), so slicing before it may change them", err), -1;
@@ -112,6 +166,17 @@ static void one_row(llmc_value *v)
     v->shape.dims[1] = llmc_aff_const(1);
 }
 
+/* The logits and the values of their per-logit chain back to the head's
+ * output become one row (each link read before its output changes). */
+static void chain_one_row(llmc_graph *g, int logits, int head)
+{
+    for (int v = logits; v >= 0;) {
+        int p = g->values[v].producer, next = p == head ? -1 : per_logit_input(g, p);
+        one_row(&g->values[v]);
+        v = next;
+    }
+}
+
 static int run_logits_last(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *err)
 {
     if (!ctx->logits_last)
@@ -130,7 +195,7 @@ static int run_logits_last(llmc_graph *g, const llmc_pass_ctx *ctx, llmc_error *
     for (int j = 0; before_norm && j < g->nodes[norm].n_outputs; j++)
         if (g->nodes[norm].outputs[j] >= 0)
             one_row(&g->values[g->nodes[norm].outputs[j]]);
-    one_row(&g->values[logits]);
+    chain_one_row(g, logits, head);
     llmc_pass_detail(ctx, "logits of the last position: '%s' sliced before '%s'", g->values[h].name,
                      g->nodes[at].name);
     return LLMC_OK;

@@ -202,8 +202,6 @@ static bool is_compare(int kind)
 
 bool k_binary_supports(int kind, int a, int b, int y)
 {
-    if (kind == LLMC_RT_BINARY_SwiGLU)
-        return a == LLMC_RT_F32 && b == LLMC_RT_F32 && y == LLMC_RT_F32;
     if (kind == LLMC_RT_BINARY_Pow)
         return (a == LLMC_RT_F32 || a == LLMC_RT_I32 || a == LLMC_RT_I64) && is_numeric(b) && y == a;
     if (is_arith(kind))
@@ -211,9 +209,12 @@ bool k_binary_supports(int kind, int a, int b, int y)
     if (is_compare(kind))
         return a == b && y == LLMC_RT_BOOL &&
                (is_numeric(a) || (kind == LLMC_RT_BINARY_Equal && a == LLMC_RT_BOOL));
-    return kind >= LLMC_RT_BINARY_And && kind < LLMC_RT_BINARY_COUNT && a == LLMC_RT_BOOL && b == LLMC_RT_BOOL &&
-           y == LLMC_RT_BOOL;
+    /* And, Or, Xor on Bool; the gated kinds after them (SwiGLU, GeGLU) on float32 */
+    int t = kind <= LLMC_RT_BINARY_Xor ? LLMC_RT_BOOL : LLMC_RT_F32;
+    return kind >= LLMC_RT_BINARY_And && kind < LLMC_RT_BINARY_COUNT && a == t && b == t && y == t;
 }
+LLMC_STATIC_ASSERT(gated_kinds_last, LLMC_RT_BINARY_SwiGLU == LLMC_RT_BINARY_Xor + 1 &&
+                                         LLMC_RT_BINARY_GeGLU == LLMC_RT_BINARY_COUNT - 1);
 
 #define F32_KIND_BIT_(s, Name) | 1u << LLMC_RT_BINARY_##Name
 #define F32_KINDS (0u LLMC_PLAN_BINARY_F32_KINDS(F32_KIND_BIT_))
@@ -244,6 +245,7 @@ static float binary_Pow(float a, float b) { return powf(a, b); }
 static float binary_Max(float a, float b) { return max_f32(a, b); }
 static float binary_Min(float a, float b) { return min_f32(a, b); }
 static float binary_SwiGLU(float a, float b) { return silu_f32(a) * b; }
+static float binary_GeGLU(float a, float b) { return unary_GeluTanh(a) * b; }
 
 /* The op resolver's Binary entries for float32 operands (llmc_rt.h): one
  * loop per kind, so a firmware links only its plan's kinds (and powf only

@@ -21,7 +21,7 @@
  * prepare accepts RMSNorm; LayerNorm with one output over the last axis;
  * QuantizeRows with scale > 0 into a QActTiles tensor internal to the
  * subgraph; Linear over it (bias, residual, outputs split along the last
- * axis); Binary Add, Sub, Mul, Div, Max, Min, SwiGLU of equal dims or with
+ * axis); Binary Add, Sub, Mul, Div, Max, Min, SwiGLU, GeGLU of equal dims or with
  * b a Dense weight of a's trailing dims; Unary Identity, Neg, Abs, Sqrt,
  * Exp, Tanh, Sigmoid, Relu, Silu, Gelu, GeluTanh; Reshape.  Anything else is
  * refused with LLMC_RT_E_DELEGATE and a message naming the subgraph, the op

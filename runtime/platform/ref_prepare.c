@@ -19,7 +19,7 @@ static const llmc_rt_unary_fn unary_loops[LLMC_RT_UNARY_COUNT] = {
 #define REF_BINARY_(Name) [LLMC_RT_BINARY_##Name] = llmc_rt_binary_##Name,
 static const llmc_rt_binary_fn binary_loops[LLMC_RT_BINARY_COUNT] = {
     REF_BINARY_(Add) REF_BINARY_(Sub) REF_BINARY_(Mul) REF_BINARY_(Div) REF_BINARY_(Max)
-    REF_BINARY_(Min) REF_BINARY_(SwiGLU)};
+    REF_BINARY_(Min) REF_BINARY_(SwiGLU) REF_BINARY_(GeGLU)};
 
 /* Elements a tensor may have: far beyond any chunk, far below overflow. */
 #define MAX_ELEMS ((int64_t)1 << 40)
