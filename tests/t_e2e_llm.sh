@@ -40,7 +40,8 @@ VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gp
     qwen3@17 qwen3@17:hf qwen3@14
     llama32@17 llama32@17:hf smollm2@17:hf smollm3@17 smollm3@17:hf granite@17 granite@17:hf olmo2@17 olmo2@17:hf
     phi3@17 phi3@17:hf phi3@17:phi4 phi3@17:genai
-    mistral@17 mistral@17:hf mistral@17:genai llama@17:genai-softcap"}
+    mistral@17 mistral@17:hf mistral@17:genai llama@17:genai-softcap
+    qwen3@17:genai llama32@17:genai smollm3@17:genai granite@17:genai"}
 
 WORK=$BUILD/e2e_llm
 mkdir -p "$WORK"
