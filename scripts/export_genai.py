@@ -77,6 +77,8 @@ import export_llm
 import hf_models
 
 FAMILIES = ("llama", "qwen2", "phi", "phi3", "mistral")
+# Newer families: the block after build() (SMALL_FAMILIES: export_llm.FamilyOptions)
+FAMILIES += ("qwen3", "llama32", "smollm2", "smollm3", "granite")
 CONST = "/model/constants"
 
 
@@ -205,6 +207,8 @@ def rotary_caches(b, rot):
     scratch, halved; partial rotary keeps the first rot/2 columns)."""
     cfg = b.cfg
     inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, rot, 2, dtype=torch.int64).float() / rot))
+    if cfg.opts is not None and cfg.opts.rope_scaling:   # Llama 3's rescale_inv_freq
+        inv_freq = hf_models.llama3_inv_freq(inv_freq, *cfg.opts.rope_scaling)
     freqs = torch.outer(torch.arange(cfg.max_pos, dtype=torch.int64).type_as(inv_freq), inv_freq)
     b.init("cos_cache", freqs.cos().numpy().astype(np.float32))
     b.init("sin_cache", freqs.sin().numpy().astype(np.float32))
@@ -246,13 +250,17 @@ def attention(b, sd, i, x, mask_info, caches, rotary, rot):
     cfg = b.cfg
     in_attention = rotary == "attention"
     qkv = packed_qkv(b, sd, i, x) if in_attention else rotated_qkv(b, sd, i, x, caches, rot)
+    if f"model.layers.{i}.self_attn.q_norm.weight" in sd:   # normed before the rotation
+        qkv = head_norms(b, sd, i, qkv[0])
+    if in_attention and not uses_rope(cfg, i):   # NoPE layer: no rotation, no caches
+        in_attention, caches = False, ("", "")
     name = f"/model/layers.{i}/attn/GroupQueryAttention"
     seqlens, total = mask_info
     inputs = [*qkv, f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens, total,
               *(caches if in_attention else ("", "")), "", "", ""]
     out = b.node("GroupQueryAttention", inputs, [f"{name}/output_0", f"present.{i}.key", f"present.{i}.value"], name,
                  domain="com.microsoft", num_heads=cfg.heads, kv_num_heads=cfg.kv_heads,
-                 scale=1.0 / math.sqrt(cfg.head_dim), local_window_size=cfg.sliding_window or -1,
+                 scale=attention_scale(cfg), local_window_size=cfg.sliding_window or -1,
                  softcap=b.softcap,
                  do_rotary=int(in_attention), rotary_interleaved=0)
     b.value(out, TensorProto.FLOAT, b.hidden(cfg.heads * cfg.head_dim))
@@ -346,9 +354,13 @@ def build(cfg, sd, opset, rotary, family, softcap=0.0):
     emb = b.node("Gather", ["model.embed_tokens.weight", "input_ids"], ["/model/embed_tokens/Gather/output_0"],
                  "/model/embed_tokens/Gather")
     b.value(emb, TensorProto.FLOAT, b.hidden(cfg.hidden))
+    if cfg.opts is not None:
+        emb = scaled(b, emb, cfg.opts.embedding_multiplier, "/model/embed_tokens/Mul")
     norm = Norms(b, cfg.norm_eps, emb)
     if family == "phi":
         phi_layers(b, sd, norm, mask_info, caches, rotary, rot, opset)
+    elif cfg.opts is not None:
+        small_family_layers(b, sd, norm, mask_info, caches, rotary, rot)
     else:
         llama_layers(b, sd, norm, mask_info, caches, rotary, rot)
     inputs, outputs = graph_io(cfg, rotary)
@@ -359,6 +371,84 @@ def build(cfg, sd, opset, rotary, family, softcap=0.0):
     model.ir_version = 10   # the builder's; newer than Debian's onnx checker knows (ONNX Runtime loads it)
     return model
 
+
+# ----------------------------------------------------------------------------
+# qwen3 / llama32 / smollm2 / smollm3 / granite
+# ----------------------------------------------------------------------------
+# qwen3 (builders/qwen.py Qwen3Model, base.py make_qk_norm on CPU): the packed
+# qkv MatMul is Split into q, k, v; q and k each go Reshape [0, -1, head_dim]
+# -> SimplifiedLayerNormalization (the per-head RMSNorm) -> Reshape
+# [0, -1, heads * head_dim] into GroupQueryAttention, which rotates them.
+# llama32 and smollm2 are LlamaForCausalLM (builders/llama.py): llama's graph,
+# the tied lm_head written again, Llama 3's rescale_inv_freq in the caches.
+# smollm3 (builders/smollm.py): do_rotary=0 and no caches on its NoPE layers.
+# granite (builders/granite.py, Mistral's layers): Mul by embedding_multiplier
+# after the Gather, by residual_multiplier after attention and after the MLP
+# (the next norm's skip input), GroupQueryAttention's scale =
+# attention_multiplier, Mul by 1 / logits_scaling after the lm_head.
+
+def uses_rope(cfg, layer):
+    return cfg.opts is None or cfg.opts.uses_rope(layer)
+
+
+def attention_scale(cfg):
+    return cfg.opts.scale(cfg.head_dim) if cfg.opts is not None else 1.0 / math.sqrt(cfg.head_dim)
+
+
+def scaled(b, x, factor, name):
+    """Mul(x, /model/constants/FLOAT/factor), as the builder's make_mul; x itself when factor is 1."""
+    if factor == 1.0:
+        return x
+    out = b.node("Mul", [x, b.const("FLOAT", factor)], [f"{name}/output_0"], name)
+    b.value(out, TensorProto.FLOAT, b.hidden(b.cfg.hidden))
+    return out
+
+
+def head_norms(b, sd, i, packed):
+    """The packed qkv Split into q, k, v; q and k through the builder's
+    Reshape -> SimplifiedLayerNormalization -> Reshape."""
+    cfg, name = b.cfg, f"/model/layers.{i}/attn/qkv_proj/Split"
+    sizes = [cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim]
+    qkv = [f"{name}/output_{j}" for j in range(3)]
+    b.node("Split", [packed, b.const("INT64", sizes)], qkv, name, axis=-1)
+    for out, size in zip(qkv, sizes):
+        b.value(out, TensorProto.FLOAT, b.hidden(size))
+    return [head_norm(b, sd, i, k, path, size) for k, path, size in zip("qk", qkv, sizes)] + [qkv[2]]
+
+
+def head_norm(b, sd, i, k, x, size):
+    cfg, base = b.cfg, f"/model/layers.{i}/attn/{k}_norm"
+    wname = f"model.layers.{i}.attn.{k}_norm.layernorm.weight"
+    b.init(wname, sd[f"model.layers.{i}.self_attn.{k}_norm.weight"].numpy().astype(np.float32))
+    heads = ["batch_size", f"sequence_length * {size // cfg.head_dim}", cfg.head_dim]
+    split = b.node("Reshape", [x, b.const("INT64", [0, -1, cfg.head_dim])], [f"{base}/Reshape_1/output_0"],
+                   f"{base}/Reshape_1")
+    normed = b.node("SimplifiedLayerNormalization", [split, wname], [f"{base}/SimplifiedLayerNormalization/output_0"],
+                    f"{base}/SimplifiedLayerNormalization", epsilon=cfg.norm_eps, axis=-1, stash_type=1)
+    out = b.node("Reshape", [normed, b.const("INT64", [0, -1, size])], [f"{base}/Reshape_2/output_0"],
+                 f"{base}/Reshape_2")
+    b.value(split, TensorProto.FLOAT, heads)
+    b.value(normed, TensorProto.FLOAT, heads)
+    b.value(out, TensorProto.FLOAT, b.hidden(size))
+    return out
+
+
+def small_family_layers(b, sd, norm, mask_info, caches, rotary, rot):
+    """llama's layers with Granite's residual Muls and lm_head Mul (no-ops at 1)."""
+    cfg = b.cfg
+    residual = cfg.opts.residual_multiplier
+    for i in range(cfg.layers):
+        x = norm(i, "input", sd[f"model.layers.{i}.input_layernorm.weight"])
+        a = attention(b, sd, i, x, mask_info, caches, rotary, rot)
+        norm.skip = scaled(b, a, residual, f"/model/layers.{i}/residual_mul/Mul_1")
+        x = norm(i, "post_attention", sd[f"model.layers.{i}.post_attention_layernorm.weight"])
+        norm.skip = scaled(b, mlp(b, sd, i, x), residual, f"/model/layers.{i}/residual_mul/Mul_2")
+    x = norm(cfg.layers, "final_norm", sd["model.norm.weight"], last=True)
+    if cfg.opts.logits_scaling == 1.0:
+        b.matmul(sd["lm_head.weight"], "/lm_head/MatMul", x, out="logits")
+        return
+    h = b.matmul(sd["lm_head.weight"], "/lm_head/MatMul", x)
+    b.node("Mul", [h, b.const("FLOAT", 1.0 / cfg.opts.logits_scaling)], ["logits"], "/lm_head/Mul")
 
 def genai_config(cfg, family, filename, rotary):
     """The builder's genai_config.json (Model.make_genai_config), the fields
@@ -415,6 +505,9 @@ def main(argv=None):
         # (rotary_dim / 2) is a multiple of 8: the tiny size's 4 heads of 16
         # rotate 8 dims, 2 heads of 32 rotate 16 (Phi-2: 32 of 80)
         cfg.heads = cfg.kv_heads = 2
+    if args.family == "qwen3" and args.rotary == "separate":
+        raise SystemExit("export_genai: qwen3 is written with --rotary attention only (its q/k norms precede "
+                         "the rotation)")
     model = hf_models.build_hf_model(args.family, cfg).eval()
     export_llm.randomize_weights(model, args.seed, **hf_models.init_options(args.family))
     sd = {k: v.detach() for k, v in model.state_dict().items()}

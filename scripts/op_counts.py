@@ -64,7 +64,9 @@ VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
             "olmo2@17", "olmo2@17:hf",
             "phi3@17", "phi3@17:hf", "phi3@17:phi4", "phi3@21:genai", "phi3@17:q4",
             "mistral@17", "mistral@17:hf", "mistral@21:genai",
-            "gemma2@17", "gemma2@17:hf", "gemma3@17", "gemma3@17:hf")
+            "gemma2@17", "gemma2@17:hf", "gemma3@17", "gemma3@17:hf",
+            "qwen3@21:genai", "llama32@21:genai", "smollm3@21:genai", "granite@21:genai",
+            "qwen3@17:q4", "llama32@17:fp16")
 
 
 def node_count(graph):

@@ -7,9 +7,10 @@
  *   o      = Reshape(Transpose(MatMul(Softmax(scores), V_all), 0,2,1,3), [1, S, H*D])
  *   K_all  = [repeat_kv](Concat(past_key, k_heads, axis=2)), V_all likewise
  *   x_heads = [llmc.Rope](Transpose([llmc.RMSNorm](Reshape(X, [1, S, heads, D])), 0,2,1,3))
- * where the RMSNorm (Qwen3's q_norm / k_norm over head_dim, one weight [D]
- * for all heads; Gemma 3 normalizes after the Transpose instead, the same
- * rows) is on both q and k or on neither, with one epsilon, and
+ * (the Reshape may be a chain of Reshapes, the RMSNorm anywhere in it over
+ * a last dim of D) where the RMSNorm (Qwen3's q_norm / k_norm over head_dim,
+ * one weight [D] for all heads; Gemma 3 normalizes after the Transpose
+ * instead, the same rows) is on both q and k or on neither, with one epsilon, and
  * scale ops are Div/Mul by constant scalars (their product is the
  * op's scale), repeat_kv is torch's Unsqueeze(2)/Expand/Reshape chain of
  * GQA, and mask ops are Add(scores, mask) and Where(cond, scores,
@@ -182,39 +183,70 @@ static int fused_producer(const llmc_graph *g, int v, const char *op_type)
     return p >= 0 && llmc_is_op(&g->nodes[p], op_type) ? p : -1;
 }
 
-/* x_heads = [Rope](Transpose([RMSNorm](Reshape(X, [1, S, heads, D])), 0,2,1,3)),
- * or the RMSNorm over D after the Transpose (it normalizes the same rows) */
+/* The last dim of v's shape when constant, else 0. */
+static int64_t last_dim(const llmc_graph *g, int v)
+{
+    const llmc_shape *s = &g->values[v].shape;
+    return s->rank > 0 && llmc_aff_is_const(s->dims[s->rank - 1]) ? s->dims[s->rank - 1].c : 0;
+}
+
+/* The head split below the Transpose: Reshapes and at most one RMSNorm back
+ * to X, the chain's earliest float [1, S, heads*D].  Reshapes keep the
+ * element order, so an RMSNorm over a last dim of D normalizes each head's
+ * D values wherever it sits in the chain (onnxruntime-genai's builder
+ * normalizes [1, heads*S, D] between two Reshapes). */
+static bool match_split_chain(const llmc_graph *g, int v, head_split *h)
+{
+    llmc_affine want_x[3] = {llmc_aff_const(1), {0, 1, 0}, llmc_aff_const(h->heads * h->dim)};
+    int norm = -1, reshapes = 0;
+    h->x = -1;
+    for (int i = 0; i < MAX_SCORE_OPS && v >= 0 && g->values[v].producer >= 0; i++) {
+        const llmc_node *n = &g->nodes[g->values[v].producer];
+        if (reshapes > 0 && dims_are(&g->values[v].shape, 3, want_x) && g->values[v].dtype == LLMC_DT_FLOAT) {
+            h->x = v;
+            h->norm = norm;
+        }
+        if (llmc_is_onnx_op(n, "Reshape"))
+            reshapes++;
+        else if (norm < 0 && llmc_is_op(n, "RMSNorm") && last_dim(g, v) == h->dim)
+            norm = g->values[v].producer;
+        else
+            break;
+        v = n->inputs[0];
+    }
+    if (reshapes > 0 && v >= 0 && dims_are(&g->values[v].shape, 3, want_x) && g->values[v].dtype == LLMC_DT_FLOAT) {
+        h->x = v;
+        h->norm = norm;
+    }
+    return h->x >= 0;
+}
+
+/* x_heads = [Rope](Transpose(split(X), 0,2,1,3)), split(X) [1, S, heads, D]
+ * Reshape(X) with an RMSNorm (weight [D]) before or after it, or within
+ * Reshapes (match_split_chain) */
 static bool match_head_split(const llmc_graph *g, int v, head_split *h, attn_match *m, const char *what)
 {
     h->rope = fused_producer(g, v, "Rope");
     if (h->rope >= 0)
         v = g->nodes[h->rope].inputs[0];
-    h->norm = fused_producer(g, v, "RMSNorm");
-    if (h->norm >= 0)
-        v = g->nodes[h->norm].inputs[0];
+    int after = fused_producer(g, v, "RMSNorm"); /* after the Transpose: the same rows */
+    if (after >= 0)
+        v = g->nodes[after].inputs[0];
     int tr = llmc_match_producer(g, v, "Transpose");
     if (tr < 0 || !llmc_match_ints_attr(g, tr, "perm", PERM_HEADS, 4))
         return refuse(m, "%s heads '%s' are not Transpose(0,2,1,3) of a head split", what, value_name(g, v));
-    int split_v = g->nodes[tr].inputs[0], norm = g->values[split_v].producer;
-    if (h->norm < 0 && norm >= 0 && llmc_is_op(&g->nodes[norm], "RMSNorm")) {
-        h->norm = norm;
-        split_v = g->nodes[norm].inputs[0];
-    }
-    int rs = llmc_match_producer(g, split_v, "Reshape");
-    if (rs < 0)
-        return refuse(m, "%s heads: the Transpose does not read a Reshape", what);
-    const llmc_shape *split = &g->values[g->nodes[rs].outputs[0]].shape;
-    h->x = g->nodes[rs].inputs[0];
-    const llmc_shape *xs = &g->values[h->x].shape;
+    int split_v = g->nodes[tr].inputs[0];
+    const llmc_shape *split = &g->values[split_v].shape;
     if (split->rank != 4 || !llmc_aff_is_const(split->dims[2]) || !llmc_aff_is_const(split->dims[3]))
-        return refuse(m, "%s split '%s' is not [1, S, heads, D]", what, value_name(g, g->nodes[rs].outputs[0]));
+        return refuse(m, "%s split '%s' is not [1, S, heads, D]", what, value_name(g, split_v));
     h->heads = split->dims[2].c;
     h->dim = split->dims[3].c;
     llmc_affine want_split[4] = {llmc_aff_const(1), {0, 1, 0}, llmc_aff_const(h->heads), llmc_aff_const(h->dim)};
-    llmc_affine want_x[3] = {llmc_aff_const(1), {0, 1, 0}, llmc_aff_const(h->heads * h->dim)};
-    if (!dims_are(split, 4, want_split) || !dims_are(xs, 3, want_x) || g->values[h->x].dtype != LLMC_DT_FLOAT)
-        return refuse(m, "%s: '%s' is not float [1, S, heads*D] split into [1, S, heads, D]", what,
-                      value_name(g, h->x));
+    if (!dims_are(split, 4, want_split) || !match_split_chain(g, split_v, h) || (after >= 0 && h->norm >= 0))
+        return refuse(m, "%s: '%s' is not Reshapes [and one RMSNorm over D] of a float [1, S, heads*D]", what,
+                      value_name(g, split_v));
+    if (after >= 0)
+        h->norm = after;
     return h->norm < 0 || match_head_norm(g, h, m, what);
 }
 
