@@ -128,9 +128,10 @@ int llmc_scale_fold_visit(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
         return 0;
     const llmc_node *p = &g->nodes[proj];
     bool gather = llmc_is_onnx_op(p, "Gather");
+    if ((!gather && !llmc_is_onnx_op(p, "MatMul")) || p->n_inputs < 2)
+        return 0;
     int weight_input = gather ? 0 : 1, w = p->inputs[weight_input];
-    if ((!gather && !llmc_is_onnx_op(p, "MatMul")) || !llmc_const_matrix(g, w) ||
-        (gather && llmc_node_attr_int(g, proj, "axis", 0) != 0))
+    if (!llmc_const_matrix(g, w) || (gather && llmc_node_attr_int(g, proj, "axis", 0) != 0))
         return 0;
     const char *wname = g->values[w].name;
     if (llmc_graph_use_count(g, w) != 1 || tied(g, w, gather)) {
