@@ -640,6 +640,24 @@ class GPT2LMHeadModel(nn.Module):
 # export_llm.FamilyOptions
 # ----------------------------------------------------------------------------
 
+def eager_attention(module, query, key, value, attention_mask, scaling, softcap=None):
+    """eager_attention_forward of transformers' newer modeling files (Phi-3,
+    Granite, OLMo2, SmolLM3, Gemma 3; Gemma 2 with its score softcap)."""
+    key_states = repeat_kv(key, module.num_key_value_groups)
+    value_states = repeat_kv(value, module.num_key_value_groups)
+    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    if softcap is not None:
+        attn_weights = attn_weights / softcap
+        attn_weights = torch.tanh(attn_weights)
+        attn_weights = attn_weights * softcap
+    causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+    attn_weights = attn_weights + causal_mask
+    # upcast attention to fp32
+    attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_output = torch.matmul(attn_weights, value_states)
+    return attn_output.transpose(1, 2).contiguous()
+
+
 TIED_SMALL_FAMILIES = ("llama32", "smollm2", "smollm3", "granite")
 
 
@@ -691,14 +709,8 @@ class SmallFamilyAttention(LlamaAttention):
         key_states, value_states = cache_update(past_key_value, key_states, value_states)
         present = (key_states, value_states)
 
-        key_states = repeat_kv(key_states, self.num_key_value_groups)
-        value_states = repeat_kv(value_states, self.num_key_value_groups)
-        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scaling
-        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
-        attn_weights = attn_weights + causal_mask
-        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
-        attn_output = torch.matmul(attn_weights, value_states)
-        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = eager_attention(self, query_states, key_states, value_states, attention_mask,
+                                      self.scaling)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         return self.o_proj(attn_output), present
 
@@ -881,16 +893,8 @@ class Phi3Attention(nn.Module):
         key_states, value_states = cache_update(past_key_value, key_states, value_states)
         present = (key_states, value_states)
 
-        # eager_attention_forward
-        key_states = repeat_kv(key_states, self.num_key_value_groups)
-        value_states = repeat_kv(value_states, self.num_key_value_groups)
-        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scaling
-        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
-        attn_weights = attn_weights + causal_mask
-        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
-        attn_output = torch.matmul(attn_weights, value_states)
-        attn_output = attn_output.transpose(1, 2).contiguous()
-
+        attn_output = eager_attention(self, query_states, key_states, value_states, attention_mask,
+                                      self.scaling)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         return self.o_proj(attn_output), present
 
@@ -972,23 +976,6 @@ class GemmaRotaryEmbedding(LlamaRotaryEmbedding):
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
 
-def gemma_eager_attention(module, query, key, value, attention_mask, scaling, softcap):
-    """eager_attention_forward of modeling_gemma2.py (softcap) and modeling_gemma3.py."""
-    key_states = repeat_kv(key, module.num_key_value_groups)
-    value_states = repeat_kv(value, module.num_key_value_groups)
-    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
-    if softcap is not None:
-        attn_weights = attn_weights / softcap
-        attn_weights = torch.tanh(attn_weights)
-        attn_weights = attn_weights * softcap
-    causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
-    attn_weights = attn_weights + causal_mask
-    # upcast attention to fp32
-    attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
-    attn_output = torch.matmul(attn_weights, value_states)
-    return attn_output.transpose(1, 2).contiguous()
-
-
 class GemmaAttention(LlamaAttention):
     """Gemma2Attention, or Gemma3Attention (qk_norm: q_norm/k_norm after the transpose)."""
 
@@ -1014,7 +1001,7 @@ class GemmaAttention(LlamaAttention):
         query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
         key_states, value_states = cache_update(past_key_value, key_states, value_states)
         present = (key_states, value_states)
-        attn_output = gemma_eager_attention(self, query_states, key_states, value_states, attention_mask,
+        attn_output = eager_attention(self, query_states, key_states, value_states, attention_mask,
                                             self.scaling, self.attn_logit_softcapping)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         return self.o_proj(attn_output), present
