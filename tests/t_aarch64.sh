@@ -7,7 +7,10 @@
 # streams the same text from --prompt, and runs plans for its own targets
 # (neon-dot, neon-i8mm) to the ids of the generic plan, and with float16
 # and int8 KV caches (the NEON tables' own loops, float32 weights) to its
-# logits within 1e-4.
+# logits within 1e-4; Gemma 2's sliding window (16, with a ring of KV
+# chunks) and soft-caps across a 100-token prompt and 40 steps, with every
+# KV dtype, to the x86 run's ids and logits within 1e-4 (the libm tanhf
+# and expf of the two C libraries round differently).
 # tier: plain-only (cross-compiled without sanitizers, run under qemu)
 # needs: aarch64-tests
 set -u
@@ -74,5 +77,26 @@ for kv in f16 int8; do
         cmp "$WORK/kv-$kv.x86.txt" "$WORK/kv-$kv.a64.txt"
     check "--kv-cache $kv: and its logits within 1e-4" $PY scripts/compare_logits.py \
         "$WORK/kv-$kv.x86.bin" "$WORK/kv-$kv.a64.bin" --vocab 2048 --rtol 1e-4
+done
+
+# Windows and soft-caps in every AArch64 table: the generic plan (portable
+# loops) and the neon-dot plans (their KV loops) against x86's generic plan.
+$PY scripts/export_llm.py --family gemma2 --opset 17 --size tiny --out "$WORK/gemma2.onnx" 2>/dev/null
+IDS100=$(awk 'BEGIN { for (i = 0; i < 100; i++) printf "%s%d", i ? "," : "", (i * 37 + 11) % 512 }')
+for kv in f32 f16 int8; do
+    for t in generic neon-dot; do
+        "$BUILD/llmc" compile "$WORK/gemma2.onnx" --target "$t" --quant f32 --kv-cache "$kv" \
+            --max-context 256 --quiet -o "$WORK/gemma2-$kv-$t.plan" >/dev/null 2>&1
+    done
+    "$BUILD/llmc" run "$WORK/gemma2-$kv-generic.plan" --prompt-ids "$IDS100" --max-new 40 \
+        --logits-out "$WORK/gemma2-$kv.x86.bin" >"$WORK/gemma2-$kv.x86.txt"
+    for t in generic neon-dot; do
+        $A64 "$WORK/gemma2-$kv-$t.plan" --prompt-ids "$IDS100" --max-new 40 \
+            --logits-out "$WORK/gemma2-$kv-$t.a64.bin" >"$WORK/gemma2-$kv-$t.a64.txt"
+        check "gemma2 window 16 + soft-caps, --kv-cache $kv, $t on AArch64: x86's ids" \
+            cmp "$WORK/gemma2-$kv.x86.txt" "$WORK/gemma2-$kv-$t.a64.txt"
+        check "... and its logits within 1e-4" $PY scripts/compare_logits.py \
+            "$WORK/gemma2-$kv.x86.bin" "$WORK/gemma2-$kv-$t.a64.bin" --vocab 512 --rtol 1e-4
+    done
 done
 tap_done
