@@ -492,7 +492,7 @@ static int splice_both(if_ctx *c)
 
 static int keep_both(if_ctx *c, llmc_import_report *r, const char *why)
 {
-    int rc = check_outputs(c, false);
+    int rc = LLMC_OK;
     for (int b = 0; b < 2 && !rc; b++)
         rc = check_branch(c, b);
     if (!rc)
@@ -583,6 +583,8 @@ static int inline_if(if_ctx *c, llmc_import_report *r)
     int chosen = 0;
     char why[512], cond[400];
     int rc = find_branches(c);
+    if (!rc)
+        rc = check_outputs(c, false);
     if (!rc)
         rc = choose_branch(c, &chosen, why, sizeof why);
     if (!rc && chosen == BOTH_BRANCHES)

@@ -48,6 +48,8 @@ static int undecided(const infer *c)
             llmc_value_ints(c->g, n->inputs[1], &b, 1) == 1)
             snprintf(what, sizeof what, " = %s(%s, %s) of node '%.100s'", n->op_type, aff_str(a, sa),
                      aff_str(b, sb), n->name);
+        else
+            snprintf(what, sizeof what, ", computed from data by node '%.100s' (%s),", n->name, n->op_type);
     }
     if (bound)
         return infer_fail(c, LLMC_E_UNSUPPORTED,
