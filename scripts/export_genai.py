@@ -349,7 +349,7 @@ def build(cfg, sd, opset, rotary, family, softcap=0.0):
     b.softcap = softcap
     mask_info = attention_mask_reformat(b)
     rot = rotary_dim(cfg, family)
-    caches = rotary_caches(b, rot)
+    caches = longrope_caches(b, rot) if cfg.original_max_pos else rotary_caches(b, rot)
     b.init("model.embed_tokens.weight", sd["model.embed_tokens.weight"].numpy().astype(np.float32))
     emb = b.node("Gather", ["model.embed_tokens.weight", "input_ids"], ["/model/embed_tokens/Gather/output_0"],
                  "/model/embed_tokens/Gather")
@@ -450,6 +450,61 @@ def small_family_layers(b, sd, norm, mask_info, caches, rotary, rot):
     h = b.matmul(sd["lm_head.weight"], "/lm_head/MatMul", x)
     b.node("Mul", [h, b.const("FLOAT", 1.0 / cfg.opts.logits_scaling)], ["logits"], "/lm_head/Mul")
 
+# ----------------------------------------------------------------------------
+# phi3 --longrope (builders/phi.py Phi3Mini128KModel, base.py
+# make_rotary_embedding_multi_cache): two pairs of caches, the long factors'
+# over the whole context and the short factors' over the pretraining context,
+# chosen by an If on total_sequence_length > original_max_position_embeddings:
+#   Gather(Shape(attention_mask), 1) -> Greater(., original) -> If
+#       then_branch: Constant cos_cache_large, sin_cache_large [max_pos, rot/2]
+#       else_branch: Constant cos_cache_small, sin_cache_small [original, rot/2]
+# Both pairs are scaled by LongRoPE's attention factor (hf_models.longrope_mscale).
+# The tiny size keeps Phi-3-mini's full rotation: ONNX Runtime's
+# GroupQueryAttention rotates only caches whose width is a multiple of 8.
+# ----------------------------------------------------------------------------
+LONGROPE_ORIGINAL, LONGROPE_MAX_POS = 256, 1024
+
+
+def longrope_long_factor(rot):
+    """rope_scaling's long_factor: made-up values above the short ones, rising
+    faster with the pair index (Phi-3.5-mini's run 1.0 .. 60)."""
+    pairs = rot // 2
+    return [1.0 + 8.0 * i / pairs for i in range(pairs)]
+
+
+def longrope_cache_pair(cfg, rot, factors, length, tag):
+    """The builder's cos/sin caches for one factor list, as Constant nodes of a branch."""
+    exponent = torch.arange(0, rot, 2, dtype=torch.int64).float() / rot
+    inv_freq = 1.0 / (torch.tensor(factors, dtype=torch.float32) * cfg.rope_theta ** exponent)
+    freqs = torch.outer(torch.arange(length, dtype=torch.int64).float(), inv_freq)
+    mscale = hf_models.longrope_mscale(cfg)
+    nodes, outputs = [], []
+    for kind, table in (("cos", freqs.cos() * mscale), ("sin", freqs.sin() * mscale)):
+        name = f"{kind}_cache_{tag}"
+        array = table.numpy().astype(np.float32)
+        nodes.append(helper.make_node("Constant", [], [name], name=f"/{tag}/{kind}_cache/Constant",
+                                      value=numpy_helper.from_array(array, name)))
+        outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(array.shape)))
+    return helper.make_graph(nodes, f"{'large' if tag == 'large' else 'small'}_rotemb_caches_graph", [], outputs)
+
+
+MASK_LENGTH = "/model/attn_mask_reformat/attn_mask_subgraph/Gather/output_0"   # total_sequence_length, int64
+
+
+def longrope_caches(b, rot):
+    """cos_cache / sin_cache out of the builder's If over the two cache pairs."""
+    cfg, base = b.cfg, "/model/rotemb_caches_subgraph"
+    large = longrope_cache_pair(cfg, rot, longrope_long_factor(rot), cfg.max_pos, "large")
+    small = longrope_cache_pair(cfg, rot, hf_models.longrope_short_factor(rot), cfg.original_max_pos, "small")
+    greater = b.node("Greater", [MASK_LENGTH, b.const("INT64", cfg.original_max_pos)], [f"{base}/Greater/output_0"],
+                     f"{base}/Greater")
+    b.value(greater, TensorProto.BOOL, [])
+    b.node("If", [greater], ["cos_cache", "sin_cache"], f"{base}/If", then_branch=large, else_branch=small)
+    for name in ("cos_cache", "sin_cache"):
+        b.value(name, TensorProto.FLOAT, ["max_sequence_length", "head_dim / 2"])
+    return "cos_cache", "sin_cache"
+
+
 def genai_config(cfg, family, filename, rotary):
     """The builder's genai_config.json (Model.make_genai_config), the fields
     onnxruntime-genai's runtime reads to drive the decoder; head_size sizes
@@ -490,6 +545,10 @@ def parse_args(argv):
                          "for execution providers without rotary in the attention op)")
     ap.add_argument("--softcap", type=float, default=0.0,
                     help="GroupQueryAttention's softcap attribute (0: none)")
+    ap.add_argument("--longrope", action="store_true",
+                    help="phi3 only: LongRoPE (Phi-3-mini-128k, Phi-3.5-mini) over a pretraining context of "
+                         f"{LONGROPE_ORIGINAL} stretched to {LONGROPE_MAX_POS}: the builder's If between the "
+                         "long and the short factors' caches")
     ap.add_argument("--out", required=True, help="the model file; genai_config.json is written beside it")
     return ap.parse_args(argv)
 
@@ -500,6 +559,10 @@ def main(argv=None):
     cfg = export_llm.make_config(args.family, "tiny")
     if args.layers is not None:
         cfg.layers = args.layers
+    if args.longrope:
+        if args.family != "phi3" or args.rotary != "attention":
+            raise SystemExit("export_genai: --longrope applies to family phi3 with --rotary attention")
+        cfg.original_max_pos, cfg.max_pos = LONGROPE_ORIGINAL, LONGROPE_MAX_POS
     if args.family == "phi":
         # ONNX Runtime's GroupQueryAttention rotates only caches whose width
         # (rotary_dim / 2) is a multiple of 8: the tiny size's 4 heads of 16

@@ -66,7 +66,12 @@ VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
             "mistral@17", "mistral@17:hf", "mistral@21:genai",
             "gemma2@17", "gemma2@17:hf", "gemma3@17", "gemma3@17:hf",
             "qwen3@21:genai", "llama32@21:genai", "smollm3@21:genai", "granite@21:genai",
-            "qwen3@17:q4", "llama32@17:fp16")
+            "qwen3@17:q4", "llama32@17:fp16",
+            # transformers.js kinds where a family's difference meets a kind's
+            "qwen3@17:fp16", "qwen3@17:int8", "llama32@17:q4", "llama32@17:int8", "smollm2@17:int8",
+            "smollm3@17:q4", "granite@17:fp16", "olmo2@17:fp16", "olmo2@17:q4", "phi3@17:fp16", "phi3@17:int8",
+            "mistral@17:int8", "gemma2@17:fp16", "gemma2@17:q4", "gemma2@17:int8",
+            "gemma3@17:fp16", "gemma3@17:q4", "gemma3@17:int8")
 
 
 def node_count(graph):

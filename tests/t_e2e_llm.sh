@@ -26,7 +26,9 @@ VOCAB=512                    # tiny size vocabulary
 # model-builder graph: GroupQueryAttention, SkipSimplifiedLayerNormalization,
 # Phi-2's SkipLayerNormalization and FastGelu;
 # genai-rotary with RotaryEmbedding nodes; genai-softcap with
-# GroupQueryAttention's score soft-cap).  mistral's sliding window of 16 is
+# GroupQueryAttention's score soft-cap; genai-longrope with the If between
+# LongRoPE's long and short caches, over a pretraining context of 256 =
+# the --max-context compiled here, so the short ones).  mistral's sliding window of 16 is
 # crossed by the 64-token prompt and the decode steps.  Opsets above 17 are torch's opset 17
 # export raised by scripts/onnx_opset_upgrade.py.
 # phi4: phi3 in Phi-4-mini's shape (hf style: GQA, rotary 0.75, LongRoPE, tied).
@@ -42,7 +44,8 @@ VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gp
     phi3@17 phi3@17:hf phi3@17:phi4 phi3@17:genai
     mistral@17 mistral@17:hf mistral@17:genai llama@17:genai-softcap
     gemma2@17 gemma2@17:hf gemma3@17 gemma3@17:hf
-    qwen3@17:genai llama32@17:genai smollm3@17:genai granite@17:genai"}
+    qwen3@17:genai llama32@17:genai smollm3@17:genai granite@17:genai
+    phi3@17:genai-longrope"}
 
 WORK=$BUILD/e2e_llm
 mkdir -p "$WORK"
@@ -128,6 +131,7 @@ test_variant() {
         genai-rotary) name="$name, onnxruntime-genai builder form with RotaryEmbedding" ;;
         phi4) name="$name, transformers style, Phi-4-mini shape (GQA, rotary 0.75, LongRoPE, tied)" ;;
         genai-softcap) name="$name, onnxruntime-genai builder form with softcap 2" ;;
+        genai-longrope) name="$name, onnxruntime-genai builder form with LongRoPE's If over two cache pairs" ;;
         ?*) name="$name, $option external data" ;;
     esac
     local model plan=$WORK/$tag.plan why=""

@@ -147,7 +147,7 @@ refused() {   # refused CASE TEXT...: exit 4, every TEXT in the message, no plan
     for text; do grep -qF "$text" "$WORK/$case.log" || { echo "no '$text' in the message"; return 1; }; done
 }
 check "refused: an If on a condition computed from data" \
-    refused if_computed "node 'if_computed' (#3, If)" "computed from data by node 'positive'"
+    refused if_computed "node 'if_computed' (#" ", If): If on condition 'c', computed from data by node 'positive' (Greater)" "do not decide it"
 check "refused: branches with different output counts" \
     refused if_counts "node 'if_counts' (#0, If)" "different output counts"
 check "refused: an If with branch outputs of different shapes, naming the output" \

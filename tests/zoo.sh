@@ -11,7 +11,8 @@
 # genai (scripts/export_genai.py: onnxruntime-genai's model-builder graph,
 # GroupQueryAttention and the RMS norm contrib ops), genai-rotary (the same
 # with RotaryEmbedding nodes: --rotary separate), genai-softcap (genai with
-# GroupQueryAttention's softcap 2: Gemma 2's score cap).
+# GroupQueryAttention's softcap 2: Gemma 2's score cap), genai-longrope (phi3:
+# LongRoPE's If between two cos/sin cache pairs: --longrope).
 # hf-no-past (--style hf --no-past: no past inputs, optimum's decoder_model).
 # phi4 (phi3 only: --style hf --size tiny-phi4, Phi-4-mini's shape: grouped-query
 # attention, rotary fraction 0.75, LongRoPE, tied lm_head).
@@ -71,6 +72,7 @@ zoo_model_export() {
         genai) genai=(--seed 0) ;;
         genai-rotary) genai=(--rotary separate --seed 0) ;;
         genai-softcap) genai=(--softcap 2.0 --seed 0) ;;
+        genai-longrope) genai=(--longrope --seed 0) ;;
         hf-no-past) args=(--style hf --no-past) ;;
         phi4) args=(--style hf --size tiny-phi4) ;;
         *) echo "zoo_model: unknown option '$option'" >&2; return 1 ;;

@@ -9,7 +9,6 @@
 #include "cli.h"
 #include "codegen/plan_model.h"
 #include "onnx/contrib_ops.h"
-#include "onnx/onnx_if.h"
 #include "onnx/onnx_ops.h"
 #include "plan_format.h"
 
@@ -72,7 +71,6 @@ int llmc_cmd_ops(int argc, char **argv)
 #define PRINT_OP(name, ...) puts(#name);
     LLMC_ONNX_OP_LIST(PRINT_OP)
 #undef PRINT_OP
-    puts(LLMC_ONNX_IF_OP);
     for (int i = 0; llmc_contrib_op_at(i); i++) {
         const llmc_contrib_op_info *c = llmc_contrib_op_at(i);
         printf("%s%s%s\n", c->domain, c->domain[0] ? "." : "", c->name);

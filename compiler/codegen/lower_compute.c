@@ -13,6 +13,13 @@ int lower_cast(lower_ctx *L, int kind) { return lower_emit_simple(L, LLMC_RT_OP_
 int lower_where(lower_ctx *L, int kind) { return lower_emit_simple(L, LLMC_RT_OP_Where, kind, 3); }
 int lower_matmul(lower_ctx *L, int kind) { return lower_emit_simple(L, LLMC_RT_OP_MatMul, kind, 2); }
 int lower_range(lower_ctx *L, int kind) { return lower_emit_simple(L, LLMC_RT_OP_Range, kind, 3); }
+/* An If is replaced by its selected branch in constant folding; one left
+ * (an output of the graph itself) has no plan op. */
+int lower_if(lower_ctx *L, int kind)
+{
+    (void)kind;
+    return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "an If whose output is a graph output is not supported");
+}
 /* Reshape, Flatten, Squeeze, Unsqueeze, Identity: the output's dims already
  * say everything; the shape/axes operands are not needed at run time. */
 int lower_reshape(lower_ctx *L, int kind) { return lower_emit_simple(L, LLMC_RT_OP_Reshape, kind, 1); }

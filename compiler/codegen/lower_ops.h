@@ -12,6 +12,7 @@ int lower_cast(lower_ctx *L, int kind);
 int lower_where(lower_ctx *L, int kind);
 int lower_matmul(lower_ctx *L, int kind);
 int lower_range(lower_ctx *L, int kind);
+int lower_if(lower_ctx *L, int kind);
 int lower_reshape(lower_ctx *L, int kind);
 int lower_binary(lower_ctx *L, int kind);
 int lower_gemm(lower_ctx *L, int kind);

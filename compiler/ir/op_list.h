@@ -81,6 +81,10 @@
     X(Squeeze, 1, 2, 1, 1, lower_reshape, 0, infer_squeeze)                                     \
     X(Unsqueeze, 2, 2, 1, 1, lower_reshape, 0, infer_unsqueeze)                                 \
     X(Identity, 1, 1, 1, 1, lower_reshape, 0, infer_unary)                                      \
+    /* If: the importer's form with both branches inlined (onnx/onnx_if.h), \
+     * inputs condition, then outputs, else outputs; constant folding     \
+     * replaces it by the branch shape inference selects */                \
+    X(If, 3, LLMC_ONNX_N, 1, LLMC_ONNX_N, lower_if, 0, infer_if)                                \
     /* shapes and constants */                                                                 \
     X(Shape, 1, 1, 1, 1, lower_shape, 0, infer_shape)                                           \
     X(Constant, 0, 0, 1, 1, lower_constant, 0, infer_constant)                                  \

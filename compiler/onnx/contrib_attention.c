@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "contrib_expand.h"
+#include "ir/llmc_ops.h"
 
 /* GroupQueryAttention's inputs and outputs (ContribOperators.md order). */
 enum {
@@ -158,16 +159,37 @@ static int rotate(llmc_expand *e, int x, int cos, int sin, int64_t rot, int64_t 
     return partial ? concat_into(e, y, slice_last(e, x, rot, INT64_MAX), -1, LLMC_DT_FLOAT, out) : y;
 }
 
+/* The last dim of cache v: its own, or the one both branches give an If
+ * output (the importer's If of onnx_if.h: onnxruntime-genai's LongRoPE
+ * cache pairs differ in rows only); -1 when unknown. */
+static int64_t cache_width(const llmc_graph *g, int v)
+{
+    const llmc_value *val = &g->values[v];
+    if (val->shape.rank == 2 && llmc_aff_is_const(val->shape.dims[1]))
+        return val->shape.dims[1].c;
+    const llmc_node *n = val->producer >= 0 ? &g->nodes[val->producer] : NULL;
+    if (!n || !llmc_is_onnx_op(n, "If") || n->n_inputs != 1 + 2 * n->n_outputs)
+        return -1;
+    for (int j = 0; j < n->n_outputs; j++)
+        if (n->outputs[j] == v) {
+            int64_t w = cache_width(g, n->inputs[1 + j]);
+            return w == cache_width(g, n->inputs[1 + n->n_outputs + j]) ? w : -1;
+        }
+    return -1;
+}
+
 /* The rotary dim the caches hold (2 x their last dim), checked against the
  * head size. */
 static int cache_rotary_dim(llmc_expand *e, int cos_input, int sin_input, int64_t dim, int64_t *rot)
 {
     const llmc_shape *c = &e->g->values[ex_input(e, cos_input)].shape;
     const llmc_shape *s = &e->g->values[ex_input(e, sin_input)].shape;
-    if (c->rank != 2 || !llmc_aff_is_const(c->dims[1]) || !llmc_shape_eq(c, s))
+    int64_t width = cache_width(e->g, ex_input(e, cos_input));
+    bool shaped = c->rank == 2 && s->rank == 2;
+    if (width < 0 || width != cache_width(e->g, ex_input(e, sin_input)) || (shaped && !llmc_shape_eq(c, s)))
         return ex_fail_input(e, LLMC_E_INPUT, cos_input, "cos/sin caches are not two [max_position, rot/2] "
                              "tensors of one shape");
-    *rot = 2 * c->dims[1].c;
+    *rot = 2 * width;
     if (*rot < 2 || *rot > dim)
         return ex_fail_input(e, LLMC_E_INPUT, cos_input, "rotary dim %lld (2 x the caches' last dim) is not in "
                              "2..%lld (the head size)", (long long)*rot, (long long)dim);

@@ -54,6 +54,13 @@ static bool is_if(const Onnx__NodeProto *n)
     return default_domain && same(n->op_type, "If");
 }
 
+/* An If still holding its branches: the importer's form of an If whose
+ * branches are both inlined (ONNX If, no attributes, 1 + 2k inputs) is done. */
+static bool pending_if(const Onnx__NodeProto *n)
+{
+    return is_if(n) && (n->n_attribute > 0 || n->n_input <= 1);
+}
+
 static bool has_subgraph(const Onnx__NodeProto *n, const char **attr)
 {
     for (size_t k = 0; k < n->n_attribute; k++) {
@@ -128,7 +135,7 @@ static bool same_shape(const Onnx__TensorShapeProto *a, const Onnx__TensorShapeP
     return true;
 }
 
-static int check_output(const if_ctx *c, size_t k)
+static int check_output(const if_ctx *c, size_t k, bool shapes)
 {
     const Onnx__ValueInfoProto *o[2] = {c->branch[0]->output[k], c->branch[1]->output[k]};
     const Onnx__TypeProto__Tensor *t[2] = {llmc_onnx_tensor_type(o[0]), llmc_onnx_tensor_type(o[1])};
@@ -139,7 +146,7 @@ static int check_output(const if_ctx *c, size_t k)
     const char *what = NULL;
     if (t[0]->elem_type != t[1]->elem_type)
         what = "element types";
-    else if (!same_shape(t[0]->shape, t[1]->shape))
+    else if (shapes && !same_shape(t[0]->shape, t[1]->shape))
         what = "shapes";
     if (!what)
         return LLMC_OK;
@@ -151,7 +158,9 @@ static int check_output(const if_ctx *c, size_t k)
                    describe_type(o[1], b, sizeof b));
 }
 
-static int check_outputs(const if_ctx *c)
+/* Output counts and element types agree; shapes too unless both branches
+ * are kept (`shapes` false: the condition, decided later, picks one). */
+static int check_outputs(const if_ctx *c, bool shapes)
 {
     size_t n_then = c->branch[0]->n_output, n_else = c->branch[1]->n_output;
     if (n_then != n_else || n_then != c->node->n_output)
@@ -163,7 +172,7 @@ static int check_outputs(const if_ctx *c)
         for (int b = 0; b < 2; b++)
             if (!c->branch[b]->output[k]->name || !*c->branch[b]->output[k]->name)
                 return if_fail(c, LLMC_E_INPUT, "output %zu of %s has no name", k, branch_names[b]);
-        int rc = check_output(c, k);
+        int rc = check_output(c, k, shapes);
         if (rc)
             return rc;
     }
@@ -278,6 +287,9 @@ static int input_condition(const if_ctx *c, const Onnx__ValueInfoProto *vi, int 
     return LLMC_OK;
 }
 
+/* choose_branch's answer for a condition computed in the graph. */
+#define BOTH_BRANCHES (-1)
+
 static int choose_branch(const if_ctx *c, int *chosen, char *why, size_t size)
 {
     const char *cond = c->node->input[0];
@@ -297,11 +309,12 @@ static int choose_branch(const if_ctx *c, int *chosen, char *why, size_t size)
     const Onnx__ValueInfoProto *vi = input_named(c->gp, cond);
     if (vi)
         return input_condition(c, vi, chosen, why, size);
-    if (p)
-        return if_fail(c, LLMC_E_UNSUPPORTED,
-                       "the condition " LLMC_NAME_FMT " is computed from data by node " LLMC_NAME_FMT " (%.100s): "
-                       "llmc inlines an If only on a constant or a graph input (optimum's use_cache_branch)",
-                       cond, or_empty(p->name), or_empty(p->op_type));
+    if (p) {
+        *chosen = BOTH_BRANCHES;
+        snprintf(why, size, "the condition " LLMC_NAME_FMT " is computed by node " LLMC_NAME_FMT " (%.100s): "
+                 "shape inference decides it over the plan's bounds", cond, or_empty(p->name), or_empty(p->op_type));
+        return LLMC_OK;
+    }
     return if_fail(c, LLMC_E_INPUT, "the condition " LLMC_NAME_FMT " is not defined by any node, input or "
                    "initializer", cond);
 }
@@ -391,6 +404,109 @@ static int output_copies(const if_ctx *c, const Onnx__GraphProto *b, Onnx__NodeP
     return LLMC_OK;
 }
 
+/* ---- both branches kept ---- */
+
+static bool defined_by(const Onnx__GraphProto *b, const char *name)
+{
+    if (initializer_named(b, name))
+        return true;
+    return producer(b, name) != NULL;
+}
+
+/* The branches' own names (node outputs, initializers) must differ, as
+ * both land in the graph. */
+static int check_disjoint(const if_ctx *c)
+{
+    const Onnx__GraphProto *a = c->branch[0], *b = c->branch[1];
+    for (size_t i = 0; i < a->n_node; i++)
+        for (size_t k = 0; k < a->node[i]->n_output; k++)
+            if (*a->node[i]->output[k] && defined_by(b, a->node[i]->output[k]))
+                return if_fail(c, LLMC_E_UNSUPPORTED, "both branches define " LLMC_NAME_FMT
+                               ": llmc keeps both branches of an If on a computed condition", a->node[i]->output[k]);
+    for (size_t i = 0; i < a->n_initializer; i++)
+        if (defined_by(b, a->initializer[i]->name))
+            return if_fail(c, LLMC_E_UNSUPPORTED, "both branches define " LLMC_NAME_FMT
+                           ": llmc keeps both branches of an If on a computed condition", a->initializer[i]->name);
+    return LLMC_OK;
+}
+
+/* The If without its branches reads its condition, then_branch's outputs
+ * and else_branch's outputs (the importer's If, op_list.h). */
+static int rewrite_inputs(if_ctx *c)
+{
+    size_t k = c->node->n_output, n = 1 + 2 * k;
+    char **inputs = calloc(n, sizeof *inputs);
+    if (!inputs)
+        return oom(c);
+    inputs[0] = c->node->input[0];
+    for (size_t j = 0; j < k; j++)
+        for (int b = 0; b < 2; b++)
+            if (!(inputs[1 + (size_t)b * k + j] = strdup(c->branch[b]->output[j]->name))) {
+                for (size_t i = 1; i < n; i++)
+                    free(inputs[i]);
+                free(inputs);
+                return oom(c);
+            }
+    free(c->node->input);
+    c->node->input = inputs;
+    c->node->n_input = n;
+    for (size_t a = 0; a < c->node->n_attribute; a++)
+        onnx__attribute_proto__free_unpacked(c->node->attribute[a], NULL);
+    free(c->node->attribute);
+    c->node->attribute = NULL;
+    c->node->n_attribute = 0;
+    return LLMC_OK;
+}
+
+/* Both branches' nodes go before the If, which stays to select between
+ * their outputs once shape inference knows the condition. */
+static int splice_both(if_ctx *c)
+{
+    Onnx__GraphProto *gp = c->gp, *b0 = c->branch[0], *b1 = c->branch[1];
+    size_t added = b0->n_node + b1->n_node;
+    Onnx__NodeProto **nodes = malloc(sizeof *nodes * (gp->n_node + added));
+    if (!nodes)
+        return oom(c);
+    for (int b = 0; b < 2; b++)
+        if (!move_items((void ***)&gp->initializer, &gp->n_initializer, (void ***)&c->branch[b]->initializer,
+                        &c->branch[b]->n_initializer) ||
+            !move_items((void ***)&gp->value_info, &gp->n_value_info, (void ***)&c->branch[b]->value_info,
+                        &c->branch[b]->n_value_info)) {
+            free(nodes);
+            return oom(c);
+        }
+    memcpy(nodes, gp->node, sizeof *nodes * c->idx);
+    memcpy(nodes + c->idx, b0->node, sizeof *nodes * b0->n_node);
+    memcpy(nodes + c->idx + b0->n_node, b1->node, sizeof *nodes * b1->n_node);
+    memcpy(nodes + c->idx + added, gp->node + c->idx, sizeof *nodes * (gp->n_node - c->idx));
+    for (int b = 0; b < 2; b++) {
+        free(c->branch[b]->node);
+        c->branch[b]->node = NULL;
+        c->branch[b]->n_node = 0;
+    }
+    free(gp->node);
+    gp->node = nodes;
+    gp->n_node += added;
+    return rewrite_inputs(c);     /* frees the branches with the attributes */
+}
+
+static int keep_both(if_ctx *c, llmc_import_report *r, const char *why)
+{
+    int rc = LLMC_OK;
+    for (int b = 0; b < 2 && !rc; b++)
+        rc = check_branch(c, b);
+    if (!rc)
+        rc = check_disjoint(c);
+    if (!rc)
+        rc = splice_both(c);
+    if (!rc && !r->inlined_if[0])
+        snprintf(r->inlined_if, sizeof r->inlined_if, "import: If '%.100s': both branches inlined (%.360s)",
+                 or_empty(c->node->name), why);
+    return rc;
+}
+
+/* ---- one branch kept ---- */
+
 /* The branch's nodes (then the output copies) take the If's place in the
  * node list; the If, out of the list, is the caller's to free. */
 static int splice(if_ctx *c, int chosen)
@@ -468,9 +584,13 @@ static int inline_if(if_ctx *c, llmc_import_report *r)
     char why[512], cond[400];
     int rc = find_branches(c);
     if (!rc)
-        rc = check_outputs(c);
+        rc = check_outputs(c, false);
     if (!rc)
         rc = choose_branch(c, &chosen, why, sizeof why);
+    if (!rc && chosen == BOTH_BRANCHES)
+        return keep_both(c, r, why);
+    if (!rc)
+        rc = check_outputs(c, true);
     if (!rc)
         rc = check_branch(c, chosen);
     if (!rc)
@@ -494,7 +614,7 @@ int llmc_onnx_inline_ifs(Onnx__GraphProto *gp, const char *path, llmc_import_rep
     unsigned inlined = 0;
     report->inlined_if[0] = 0;
     for (size_t i = 0; i < gp->n_node; i++) {
-        while (i < gp->n_node && is_if(gp->node[i])) {
+        while (i < gp->n_node && pending_if(gp->node[i])) {
             if_ctx c = {.gp = gp, .path = path, .err = err, .idx = i, .node = gp->node[i]};
             int rc = inline_if(&c, report);
             if (rc)

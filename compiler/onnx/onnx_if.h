@@ -10,10 +10,20 @@
  * leaves the graph.  An If on a constant condition (an initializer or a
  * Constant node) inlines the branch the constant selects.
  *
- * Refused, naming the node (and the output): a condition computed from
- * data, or a graph input when not exactly one branch reads the past;
+ * An If on a condition computed in the graph (onnxruntime-genai's LongRoPE
+ * caches: Greater(total_sequence_length, original_max_position_embeddings))
+ * keeps both branches: their nodes move before the If, which loses its
+ * branch attributes and reads [condition, then outputs..., else outputs...]
+ * (the op list's If).  Shape inference decides the condition over the
+ * plan's bounds and gives the If the selected branch's shapes, or refuses
+ * the node; constant folding then rewires its readers to that branch and
+ * dead-code drops the other (docs/passes.md).
+ *
+ * Refused, naming the node (and the output): a graph input condition when
+ * not exactly one branch reads the past;
  * branches whose output counts, element types or declared shapes differ;
- * a subgraph inside the inlined branch; branch inputs.
+ * a subgraph inside an inlined branch; branch inputs; a name both kept
+ * branches define.  Kept branches may differ in output shapes.
  *
  * Inlining moves the branch's nodes to the If's place in the node list and
  * its initializers and value_info to the graph: names the branch reads
@@ -24,9 +34,6 @@
 #define LLMC_ONNX_IF_H
 
 #include "onnx_import_priv.h"
-
-/* The op this file takes (listed by `llmc ops` with the ONNX ops). */
-#define LLMC_ONNX_IF_OP "If"
 
 /* Inlines every If node of `gp` (a graph of an unpacked model, changed in
  * place); `path` names the model in errors.  report->inlined_if describes

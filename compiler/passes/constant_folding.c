@@ -17,7 +17,12 @@
  *      big tensor stays an Expand) or at most 256 bytes, however small its
  *      inputs (ConstantOfShape of an empty shape, transformers'
  *      `torch.full([], x)`, makes a 4-byte scalar from 0 input bytes);
- *      Constant nodes become constants directly.
+ *      Constant nodes become constants directly;
+ *  (e) an If (the importer's form, both branches inlined: onnx/onnx_if.h)
+ *      whose condition shape inference decided (a comparison of symbolic
+ *      lengths folded over the plan's bounds) is replaced by the selected
+ *      branch's outputs: its readers read them, and dead-code drops the
+ *      other branch.
  * Folded values keep their names and ids: the old producer merely stops
  * defining them and dead-code erases it. */
 #include <stdlib.h>
@@ -297,12 +302,36 @@ static int fold_constant_node(folder *f, int node)
     return LLMC_OK;
 }
 
+/* ---- (e) If ---- */
+
+static int fold_if(folder *f, int node)
+{
+    llmc_graph *g = f->g;
+    const llmc_node *n = &g->nodes[node];
+    llmc_affine cond;
+    /* Shape inference refuses an undecided condition before this runs. */
+    if (llmc_value_ints(g, n->inputs[0], &cond, 1) != 1 || !llmc_aff_is_const(cond))
+        return LLMC_OK;
+    int k = n->n_outputs, from = cond.c ? 1 : 1 + k;
+    for (int j = 0; j < k; j++)
+        if (defines(g, node, n->outputs[j]) && g->values[n->outputs[j]].is_graph_output)
+            return LLMC_OK;     /* its name binds a role: lowering refuses it */
+    for (int j = 0; j < k; j++)
+        if (n->outputs[j] >= 0)
+            llmc_graph_replace_value(g, n->outputs[j], n->inputs[from + j]);
+    llmc_graph_erase_node(g, node);
+    f->changed = true;
+    return LLMC_OK;
+}
+
 static int fold_node(folder *f, int node)
 {
     const llmc_node *n = &f->g->nodes[node];
     int rc = LLMC_OK;
     if (is_symbols_node(n))
         return LLMC_OK;
+    if (llmc_is_onnx_op(n, "If"))
+        return fold_if(f, node);
     if (is_default_domain(n) && strcmp(n->op_type, "Constant") == 0)
         return fold_constant_node(f, node);
     for (int k = 0; k < n->n_outputs && !rc; k++)

@@ -11,6 +11,13 @@ int infer_binary(infer *c);
 int infer_unary(infer *c);
 int infer_where(infer *c);
 int infer_cast(infer *c);
+/* Comparison `op` (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) of
+ * a and b when the bounds of `max_context` decide it: true, *value its
+ * result; false when it takes both values or `op` is no comparison. */
+bool infer_compare_decided(llmc_op op, llmc_affine a, llmc_affine b, uint32_t max_context, bool *value);
+
+/* shape_ops_if.c */
+int infer_if(infer *c);
 
 /* shape_ops_compute.c */
 int infer_matmul(infer *c);

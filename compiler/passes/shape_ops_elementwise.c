@@ -131,6 +131,17 @@ static const binary_op binary_ops[LLMC_ONNX_OP_COUNT] = {
     [LLMC_ONNX_Xor] = {NULL, true, true, false},
 };
 
+bool infer_compare_decided(llmc_op op, llmc_affine a, llmc_affine b, uint32_t max_context, bool *value)
+{
+    if ((int)op < 0 || (int)op >= (int)LLMC_ONNX_OP_COUNT || !binary_ops[op].bool_output || !binary_ops[op].fn)
+        return false;
+    llmc_affine r;
+    if (binary_ops[op].fn(a, b, max_context, &r) != SYM_OK)
+        return false;
+    *value = r.c != 0;
+    return true;
+}
+
 /* Contents of output 0 = fold of fn over the (broadcast) inputs. */
 static void binary_sym(const infer *c, sym_binary_fn fn)
 {
