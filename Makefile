@@ -239,6 +239,30 @@ check: deps
 	$(MAKE) -j$(NPROC) all unit $$(BUILD=$(BUILD) TIER=$(CHECK_TIER) tests/run_all.sh --needs)
 	BUILD=$(BUILD) TIER=$(CHECK_TIER) SAN_FLAGS="$(LDFLAGS)" TEST_JOBS=$(NPROC) tests/run_all.sh
 
+# `make check-tsan`: the tests that run threads, under ThreadSanitizer, in a
+# build folder of its own: the compiler, the runtime archives and
+# test_rt_threads built with -fsanitize=thread, then tests/run_all.sh over
+# test_rt_threads (the pool), t_threads (compile and run on 1, 2 and 4
+# threads) and t_sessions_parallel (1..8 sessions of one plan on as many
+# threads).  A report stops its process (halt_on_error) and is written to
+# build-tsan/tsan/; any file there fails the target, whatever the test made
+# of the exit code.  -Wno-tsan: gcc warns that TSan does not model
+# atomic_thread_fence; the pool's fences order only its seqlock's atomic
+# fields, and what guards plain memory is release/acquire on atomics, which
+# TSan does model.
+TSAN_BUILD := build-tsan
+TSAN_OPT   := -O2 -g -fsanitize=thread -Wno-tsan
+TSAN_TESTS := test_rt_threads t_threads t_sessions_parallel
+TSAN_LOGS  := $(TSAN_BUILD)/tsan
+check-tsan: deps
+	$(MAKE) -j$(NPROC) BUILD=$(TSAN_BUILD) OPT="$(TSAN_OPT)" \
+	  $(addprefix $(TSAN_BUILD)/,llmc libllmcrt.a libllmcrt_threads.a tests/test_rt_threads)
+	rm -rf $(TSAN_LOGS) && mkdir -p $(TSAN_LOGS)
+	TSAN_OPTIONS="halt_on_error=1 log_path=$(abspath $(TSAN_LOGS))/report" BUILD=$(TSAN_BUILD) \
+	  TIER=san SAN_FLAGS=-fsanitize=thread TESTS="$(TSAN_TESTS)" TEST_JOBS=$(NPROC) \
+	  tests/run_all.sh; rc=$$?; \
+	  for f in $(TSAN_LOGS)/report*; do [ -e "$$f" ] && cat "$$f" && rc=1; done; exit $$rc
+
 include tests/fuzz/fuzz.mk
 # (the fuzz build compiles the runtime again: the same flags for the same files)
 $(AVX2_KERNEL_SRC:%.c=$(FUZZ_DIR)/obj/%.o): FUZZ_CFLAGS += $(AVX2_FLAGS)
@@ -277,9 +301,9 @@ unit: $(BENCH_Q) $(BENCH_F32)
 endif
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-tsan
 
 
 .PHONY: firmware firmware-libs firmware-demo install
-.PHONY: all unit deps check demo tokenizer-parity big-model clean bench-kernels bench-f32 aarch64-tests
+.PHONY: all unit deps check check-tsan demo tokenizer-parity big-model clean bench-kernels bench-f32 aarch64-tests
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -34,12 +34,10 @@
  * writes a position in it; the Attention op appends only the new rows.
  * llmc_rt_session_reset returns every chunk to the pool.
  *
- * Threads: the runtime creates none and keeps no state outside the
- * caller's memory.  A verified plan is read only, so sessions on any number
- * of threads may share it; a session (and a chunked prefill on it) belongs
- * to one thread at a time.  A caller that has threads lends them to a
- * session through its parallel hook (llmc_rt_session_set_parallel), which
- * never changes the outputs. */
+ * Threads: the runtime creates none, takes no locks and keeps no state
+ * outside the caller's memory; an opened plan is shared read only by any
+ * number of sessions on any threads, a session belongs to one thread at a
+ * time (the "threads" section below says which object is which). */
 #ifndef LLMC_RT_H
 #define LLMC_RT_H
 
@@ -186,16 +184,59 @@ typedef struct {
     uint32_t context;                 /* the session's bound on positions */
 } llmc_rt_stats;
 
-/* ---- threads (optional) --------------------------------------------------
- * The runtime creates no threads.  A caller that has some installs a
- * parallel-for on the session: fn(pool, n, task, ctx) must call task(ctx, i)
- * exactly once for every i in [0, n), in any order and on any threads, and
- * return when all calls have returned (runtime/platform/llmc_threads.h is a
- * pthread implementation).  The runtime splits Linear (blocks of output
- * features), MatMul (rows) and Attention (heads) into a number of tasks that
- * depends only on the shapes, never on the threads; each task computes
- * exactly what the serial code computes for its part, in the same order, so
- * outputs are bitwise identical for any thread count and without a hook. */
+/* ---- threads ---------------------------------------------------------------
+ * In SQLite's terms the runtime is always in "multi-thread" mode: any
+ * number of threads may call it at once as long as no object of the
+ * "one thread at a time" list below is used by two of them at once.  It
+ * has no writable global or static data, takes no locks and creates no
+ * threads, so there is no mode to choose and nothing to initialize.
+ *
+ * Shared, read only, by any number of threads at once:
+ *   - an opened llmc_rt_plan and its bytes: llmc_rt_plan_info_of, _plan_io
+ *     and _plan_tokenizer, and llmc_rt_session_init / _init_for of any
+ *     number of sessions, which then run at once; no session writes the
+ *     plan.  llmc_rt_plan_open is the one call that writes it: it must
+ *     return before the plan is handed to other threads (through whatever
+ *     orders memory between them: creating the threads after it, a mutex, a
+ *     queue), and the bytes must stay valid and unchanged while any session
+ *     of the plan lives.
+ *   - an opened llmc_rt_tokenizer (llmc_rt_tokenizer_open or
+ *     llmc_rt_plan_tokenizer: the same rules as the plan): encodes on any
+ *     threads, each call with scratch of its own; llmc_rt_detok_* read it.
+ *   - llmc_rt_status_text, llmc_rt_op_name, llmc_rt_op_npu: constant tables.
+ * One thread at a time (calls on one object from two threads must be
+ * ordered by the caller, e.g. a mutex, or a join when it moves threads):
+ *   - a llmc_rt_session with its working memory: every call that takes it
+ *     (feed, run, output, stats, reset, set_parallel), and the tensors
+ *     llmc_rt_session_output points into its arena; two sessions never
+ *     share working memory.  A llmc_rt_chunked belongs to its session's
+ *     thread, and the runtime calls its delegate from that thread.
+ *   - a llmc_sampler (llmc_sample advances its rng) and the scratch it is
+ *     given.
+ *   - a llmc_rt_detok (one stream of decoded text) and encode scratch.
+ *   - the buffers a call writes: logits, ids, output text.
+ * Sessions of one plan on different threads compute exactly what each
+ * computes alone: ids and logits bitwise equal (tests/t_sessions_parallel.sh,
+ * also under ThreadSanitizer: `make check-tsan`).
+ *
+ * Threads within a session (optional): a caller that has threads installs
+ * a parallel-for on the session.  fn(pool, n, task, ctx) must call
+ * task(ctx, i) exactly once for every i in [0, n), in any order and on any
+ * threads, and return when all calls have returned, with their writes
+ * visible to the calling thread (a join, a barrier, a release/acquire
+ * counter).  Tasks touch only what the session's call touches (its working
+ * memory, the plan).  The pool is the caller's: it creates it, lends it with
+ * llmc_rt_session_set_parallel, keeps it alive until the session's last
+ * call, and destroys it; the runtime only calls fn from the thread calling
+ * the session, one call at a time.  A pool that takes one call at a time
+ * (runtime/platform/llmc_threads.h, a pthread implementation) serves one
+ * running session: sessions that run at once need a pool each.  The
+ * runtime splits Linear (blocks of output features), MatMul (rows),
+ * Attention (heads) and the row-wise ops (norms, SwiGLU, quantization) into
+ * a number of tasks that depends only on the shapes, never on the threads;
+ * each task computes exactly what the serial code computes for its part,
+ * in the same order, so outputs are bitwise identical for any thread count
+ * and without a hook. */
 typedef void (*llmc_rt_task_fn)(void *ctx, uint32_t i);
 typedef void (*llmc_rt_parallel_fn)(void *pool, uint32_t n_tasks, llmc_rt_task_fn task,
                                     void *ctx);
