@@ -248,10 +248,11 @@ row "plan segment hash mismatch" 6 "hash_mismatch.plan': weight segment hash mis
 row "plan cut in half" 6 "truncated.plan': plan truncated:" -- plan_refused "$PLANS/truncated.plan"
 : >"$WORK/empty.plan"
 # A byte flipped on its way to disk (tests/faults/flip_write.c): compile
-# reads the plan back through the runtime verifier and refuses to rename it.
+# reads the plan back through the runtime verifier and refuses to name it (its
+# unnamed file reads OUT/#INODE in /proc).
 flipped_on_write() {
     LD_PRELOAD=$PWD/$BUILD/faults/flip_write.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
-        LLMC_FLIP_PATH_PART="$OUT/out.plan.tmp." LLMC_FLIP_OFFSET=$(($(stat -c %s "$WORK/llama.plan") - 1)) \
+        LLMC_FLIP_PATH_PART="$OUT/#" LLMC_FLIP_OFFSET=$(($(stat -c %s "$WORK/llama.plan") - 1)) \
         "$LLMC" compile "$MODEL" -o "$OUT/out.plan" --max-context 64
 }
 row "plan corrupted while being written" 1 "the plan for '$OUT/out.plan', read back, fails the runtime verifier" \

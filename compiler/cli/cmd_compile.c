@@ -22,6 +22,7 @@
 #include "onnx/onnx_import.h"
 #include "passes/pipeline.h"
 #include "passes/position_tables.h"
+#include "support/out_file.h"
 #include "codegen/evaluate.h"
 
 #define MAX_DIM_BINDINGS 16
@@ -501,7 +502,11 @@ int llmc_cmd_compile(int argc, char **argv)
                          .logits_last = a.logits_last};
     progress_line progress;
     progress_init(&progress, &a);
-    llmc_pipeline_dumps dumps = {.dir = a.dump_dir, .dot = a.dot, .progress = progress_report,
+    /* the dumps appear at --dump-passes DIR once every pass has run, or not at all */
+    llmc_out_dir dump_dir = {0};
+    if (a.dump_dir)
+        rc = llmc_out_dir_create(a.dump_dir, &dump_dir, &err);
+    llmc_pipeline_dumps dumps = {.dir = dump_dir.tmp, .dot = a.dot, .progress = progress_report,
                                  .progress_ctx = &progress};
     llmc_pass_record records[MAX_PASSES];
     int n_records = 0;
@@ -538,6 +543,7 @@ int llmc_cmd_compile(int argc, char **argv)
     }
     if (!rc)
         rc = llmc_pipeline_run_dumps(&g, &ctx, &dumps, records, &n_records, &err);
+    rc = llmc_out_dir_finish(&dump_dir, NULL, rc, &err);
     progress_clear(&progress);
     if (!rc) {
         print_pass_table(records, n_records);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "support/layer_name.h"
+#include "support/out_file.h"
 #include "tokenizer_format.h"
 #include "tokenizer_state.h"
 #include "cli.h"
@@ -478,10 +479,13 @@ static int dump_weight(const llmc_rt_plan *p, uint32_t t, bool table, const char
     char path[4096];
     snprintf(path, sizeof path, "%s/%u.bin", dir, t);
     float *w = malloc(sizeof *w * (size_t)(n * k > 0 ? n * k : 1));
-    FILE *out = w ? fopen(path, "wb") : NULL;
+    if (!w)
+        return llmc_fail(err, LLMC_E_NOMEM, "out of memory for weight '%s'", d.name);
+    llmc_output file;
+    FILE *out = llmc_out_create(path, &file, err);
     if (!out) {
         free(w);
-        return llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path);
+        return err->code;
     }
     int rc = LLMC_OK;
     if (tiles && table)
@@ -490,27 +494,30 @@ static int dump_weight(const llmc_rt_plan *p, uint32_t t, bool table, const char
         dequantize_tiles(&s, bytes, w);
     else
         memcpy(w, bytes, sizeof *w * (size_t)(n * k));
-    bool ok = !rc && fwrite(w, sizeof *w, (size_t)(n * k), out) == (size_t)(n * k);
-    ok = fclose(out) == 0 && ok;
+    if (!rc && fwrite(w, sizeof *w, (size_t)(n * k), out) != (size_t)(n * k))
+        rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path);
     free(w);
-    if (!ok) {
-        remove(path);
-        return rc ? rc : llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path);
-    }
+    if ((rc = llmc_out_finish(&file, rc, err)))
+        return rc;
     printf("%u %s %lld %lld %s\n", t, d.name, (long long)n, (long long)k, tiles ? tile_format_name(&s) : "dense");
     return LLMC_OK;
 }
 
+/* DIR/<tensor>.bin for each weight matrix; DIR appears complete or not at all. */
 static int dump_weights(const llmc_rt_plan *p, const char *dir, llmc_error *err)
 {
     llmc_rt_error rt = {0};
     bool *tables = calloc(rt_plan_of(p)->n_tensors + 1u, sizeof *tables);
     if (!tables)
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
+    llmc_out_dir out = {0};
     if (gather_tables(p, tables, &rt))
         llmc_fail(err, LLMC_E_RUNTIME, "%s", rt.msg);
+    else
+        llmc_out_dir_create(dir, &out, err);
     for (uint32_t t = 0; !err->code && t < rt_plan_of(p)->n_tensors; t++)
-        dump_weight(p, t, tables[t], dir, err);
+        dump_weight(p, t, tables[t], out.tmp, err);
+    llmc_out_dir_finish(&out, NULL, err->code, err);
     free(tables);
     return err->code;
 }

@@ -9,46 +9,15 @@
  *   - npu_manifest.c, the manifest. */
 #include "npu_export.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "support/file_map.h"
+#include "support/out_file.h"
 #include "llmc_ref_delegate.h"
 #include "npu_manifest.h"
 #include "llmc_rt_internal.h"
-
-/* ---- files ------------------------------------------------------------------ */
-
-/* dir and its missing parents; a usage error when it is not a directory. */
-static int make_dir(const char *dir, llmc_error *err)
-{
-    char *path = malloc(strlen(dir) + 1);
-    if (!path)
-        return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
-    strcpy(path, dir);
-    int rc = LLMC_OK;
-    for (char *p = path + 1; !rc; p++) {
-        char c = *p;
-        if (c && c != '/')
-            continue;
-        *p = 0;
-        if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            rc = llmc_fail(err, LLMC_E_OUTPUT, "--npu-export: cannot create '%s': %s", path,
-                           strerror(errno));
-        *p = c;
-        if (!c)
-            break;
-    }
-    free(path);
-    struct stat st;
-    if (!rc && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
-        rc = llmc_fail(err, LLMC_E_OUTPUT, "--npu-export: '%s' is not a directory", dir);
-    return rc;
-}
 
 /* ---- the entry point ---------------------------------------------------------- */
 
@@ -135,21 +104,17 @@ int llmc_npu_export(const char *plan_path, const char *dir, uint32_t *n_subgraph
 {
     export_run r;
     memset(&r, 0, sizeof r);
-    r.ex.dir = dir;
+    llmc_out_dir out = {0};
     r.ex.plan_name = base_name(plan_path);
     r.ex.err = err;
     int rc = open_session(&r, plan_path, err);
     if (!rc)
-        rc = make_dir(dir, err);
-    char *manifest = rc ? NULL : npx_path_join(dir, MANIFEST_FILE, "");
-    if (!rc && !manifest)
-        rc = llmc_fail(err, LLMC_E_NOMEM, "out of memory");
-    if (!rc && unlink(manifest) != 0 && errno != ENOENT)
-        rc = llmc_fail(err, LLMC_E_OUTPUT, "--npu-export: cannot remove the old '%s': %s",
-                       manifest, strerror(errno));
-    free(manifest);
+        rc = llmc_out_dir_create(dir, &out, err);
+    r.ex.dir = out.tmp;
     if (!rc)
         rc = export_all(&r, err);
+    /* the manifest, which names the set, replaced last in an existing DIR */
+    rc = llmc_out_dir_finish(&out, MANIFEST_FILE, rc, err);
     if (!rc && n_subgraphs)
         *n_subgraphs = r.ex.n_entries;
     close_run(&r);

@@ -21,12 +21,17 @@
  *   DIR/<name>.outputs.bin   the reference delegate's outputs for them
  *                            (runtime/platform/llmc_ref_delegate.h), likewise
  *
- * then DIR/manifest.json, last (it is removed first, so a failed export
- * never leaves one describing other files): the chunk, the plan's file
+ * then DIR/manifest.json: the chunk, the plan's file
  * name, per subgraph its files, plan op range, inputs and outputs (names,
  * dims), weight bytes, and the schedule: the nodes of a chunk in plan
  * order, each an NPU subgraph or a run of CPU ops.  The same plan gives
- * the same bytes in every file. */
+ * the same bytes in every file.
+ *
+ * The files are written into a temporary directory beside DIR
+ * (support/out_file.h), renamed to DIR when all are complete; into a DIR
+ * that exists they are moved one by one, the old manifest removed first
+ * and the new one moved last, so a manifest never describes other files.
+ * A failed or killed export leaves DIR as it was. */
 #ifndef LLMC_NPU_EXPORT_H
 #define LLMC_NPU_EXPORT_H
 
@@ -34,8 +39,8 @@
 
 #include "support/diag.h"
 
-/* Exports the subgraphs of the plan at plan_path into dir (created if
- * missing); *n_subgraphs (may be NULL) receives their count.  LLMC_E_INPUT
+/* Exports the subgraphs of the plan at plan_path into dir (created,
+ * with its parents, if missing); *n_subgraphs (may be NULL) receives their count.  LLMC_E_INPUT
  * or LLMC_E_RUNTIME for a plan that cannot be opened or has no subgraphs,
  * LLMC_E_UNSUPPORTED for an op the export has no ONNX form of (naming the
  * subgraph and the op), LLMC_E_OUTPUT when a file cannot be written. */

@@ -8,6 +8,7 @@
 
 #include "ir/ir_dot.h"
 #include "ir/ir_dump.h"
+#include "support/out_file.h"
 
 static const llmc_pass *const pipeline[] = {
     /* dtypes, affine shapes in (S, P), contents of small int tensors */
@@ -95,12 +96,12 @@ static int write_file(const llmc_graph *g, const llmc_dot_origin *origin, const 
     int len = snprintf(path, sizeof path, "%s/%02d-%s.%s", dir, stage, origin->name[stage], ext);
     if (len < 0 || (size_t)len >= sizeof path)
         return llmc_fail(err, LLMC_E_OUTPUT, "dump path too long in '%s'", dir);
-    FILE *f = fopen(path, "w");
+    llmc_output out;
+    FILE *f = llmc_out_create(path, &out, err);
     if (!f)
-        return llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", path, strerror(errno));
-    int rc = writer(g, origin, f);
-    rc |= fclose(f);
-    return rc ? llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path) : LLMC_OK;
+        return err->code;
+    int rc = writer(g, origin, f) ? llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s'", path) : LLMC_OK;
+    return llmc_out_finish(&out, rc, err);
 }
 
 /* The stages run so far (the importer, then each pass): which one created

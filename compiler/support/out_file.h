@@ -1,24 +1,51 @@
-/* Output files written atomically: a temporary file next to the target,
- * renamed over it only when everything was written. */
+/* Output files and directories written atomically: nothing appears at the
+ * output path until everything was written, and a failure or a kill leaves
+ * the path as it was (docs/testing.md, "Killed writes"). */
 #ifndef LLMC_OUT_FILE_H
 #define LLMC_OUT_FILE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "diag.h"
 
-/* An output file written atomically: llmc_out_create opens a temporary file
- * next to `path`; llmc_out_finish renames it to `path` if rc is 0 (and the
- * close succeeds), else removes it, so a failure never leaves a partial
- * file.  Both return or record an LLMC_E_OUTPUT error naming `path`. */
+/* An output file: llmc_out_create opens an unnamed file in the directory of
+ * `path` (O_TMPFILE); llmc_out_finish, if rc is 0 and every write reached
+ * the file, gives it its name (linkat, then a rename over an existing
+ * output), else drops it.  Where the file system has no O_TMPFILE, the data
+ * goes to a temporary that is unlinked as soon as it is created and is
+ * copied to a named temporary beside `path`, renamed at once, in
+ * llmc_out_finish.  `tmp` names the file while it is open (a
+ * /proc/self/fd path), for reading it back before finishing.  Both return
+ * or record an LLMC_E_OUTPUT error naming `path`.  The mode is
+ * 0666 & ~umask; no fsync. */
 typedef struct {
     const char *path;
     char *tmp;
     FILE *file;
+    int how; /* out_file.c: how the file gets its name */
 } llmc_output;
 
 FILE *llmc_out_create(const char *path, llmc_output *out, llmc_error *err);
 int llmc_out_finish(llmc_output *out, int rc, llmc_error *err);
 
+/* An output directory: llmc_out_dir_create makes a temporary directory
+ * `.NAME.llmc-tmp.XXXXXX` beside `path` (in its nearest existing ancestor,
+ * or inside `path` when that is a mount point), locked (flock) while this
+ * process lives, and first removes the stale ones of the same name: unlocked
+ * and older than this call, left by a killed run.  The caller writes its
+ * files into `tmp`.  llmc_out_dir_finish with rc 0 renames `tmp` to `path`
+ * (creating missing parents), or, when `path` already exists, moves each
+ * file into it (replacing those of the same name; `last`, if not NULL,
+ * removed first and moved last); with rc != 0 it removes `tmp`. */
+typedef struct {
+    char *path;
+    char *tmp;
+    int lock_fd;
+    bool existed;
+} llmc_out_dir;
+
+int llmc_out_dir_create(const char *path, llmc_out_dir *d, llmc_error *err);
+int llmc_out_dir_finish(llmc_out_dir *d, const char *last, int rc, llmc_error *err);
 
 #endif

@@ -1,0 +1,80 @@
+"""kill_at.py DIR BYTES -- CMD...: runs CMD and kills it (SIGKILL) once it
+has written BYTES bytes of output into DIR, counting what is not yet named:
+the files CMD holds open that have no name (an O_TMPFILE file, or an
+unlinked temporary: /proc/PID/fd/N reads 'DIR/... (deleted)') and the files
+in the temporary directories DIR/.*.llmc-tmp.* it holds open.  The moment it sees BYTES or
+more (BYTES 0: the first unnamed output at all) it stops CMD (SIGSTOP),
+counts again, kills it and prints 'killed BYTES LINK', LINK being the /proc
+link of the largest unnamed file (or '-').  Prints 'finished' and exits 3
+when CMD ends before that."""
+import os
+import signal
+import subprocess
+import sys
+
+
+def open_files(pid):
+    """(path in /proc, link) of pid's open files."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return []
+    found = []
+    for fd in fds:
+        path = f"/proc/{pid}/fd/{fd}"
+        try:
+            found.append((path, os.readlink(path)))
+        except OSError:
+            pass
+    return found
+
+
+def size(path):
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def temp_dir_bytes(d):
+    total = 0
+    for root, _, files in os.walk(d):
+        total += sum(size(os.path.join(root, f)) for f in files)
+    return total
+
+
+def written(pid, out_dir):
+    """Bytes pid has written under out_dir that have no name yet: unnamed
+    files, and the files of the temporary directories it holds open; whether
+    there is any such output; the link of the largest unnamed file."""
+    files, dirs = [], []
+    for path, link in open_files(pid):
+        if not link.startswith(out_dir + "/"):
+            continue
+        if link.endswith(" (deleted)"):
+            files.append((size(path), link))
+        elif ".llmc-tmp." in os.path.basename(link) and os.path.isdir(link):
+            dirs.append(link)
+    total = sum(n for n, _ in files) + sum(temp_dir_bytes(d) for d in dirs)
+    return total, bool(files or dirs), max(files)[1] if files else "-"
+
+
+def main():
+    out_dir, want = os.path.abspath(sys.argv[1]), int(sys.argv[2])
+    cmd = sys.argv[sys.argv.index("--") + 1:]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while proc.poll() is None:
+        total, seen, _ = written(proc.pid, out_dir)
+        if seen and total >= want:
+            os.kill(proc.pid, signal.SIGSTOP)
+            total, _, link = written(proc.pid, out_dir)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            print(f"killed {total} {link}")
+            return 0
+    print("finished")
+    return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
