@@ -3,7 +3,7 @@
 # until it has executed CAMPAIGN_RUNS inputs (default 10,000,000) or spent
 # CAMPAIGN_SECONDS (default 3 hours), whichever comes first.
 #   scripts/fuzz_campaign.sh [OUT_DIR]        (default $BUILD/fuzz-campaign)
-# CAMPAIGN_TARGETS picks the targets (default all five); run two campaigns
+# CAMPAIGN_TARGETS picks the targets (default the eight below); run two campaigns
 # with disjoint targets and the same OUT_DIR to use two cores.
 #
 # Each target runs in-process (tests/fuzz/run_target.sh), so the first
@@ -17,7 +17,8 @@ set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 out=${1:-$BUILD/fuzz-campaign}
-targets=${CAMPAIGN_TARGETS:-fuzz_onnx_tensor fuzz_onnx_import fuzz_compile fuzz_plan_open fuzz_plan_run}
+targets=${CAMPAIGN_TARGETS:-fuzz_onnx_tensor fuzz_onnx_import fuzz_compile fuzz_plan_open fuzz_plan_run
+                          fuzz_calibrate fuzz_chunked fuzz_delegate}
 runs=${CAMPAIGN_RUNS:-10000000}
 seconds=${CAMPAIGN_SECONDS:-10800}
 mkdir -p "$out/bin"

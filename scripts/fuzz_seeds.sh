@@ -10,10 +10,24 @@
 #                                    LLaMA and Phi-2 (contrib ops), q4
 #                                    (MatMulNBits), int4
 #                                    (GatherBlockQuantized), int8 (dynamic
-#                                    quantization)
+#                                    quantization); the newer families
+#                                    (Qwen3's q/k norms, Phi-3, Mistral's
+#                                    sliding window, Gemma 2's soft-caps)
+#                                    and their builder forms: Phi-3's packed
+#                                    qkv, Mistral's local_window_size,
+#                                    Qwen3, RotaryEmbedding nodes,
+#                                    GroupQueryAttention's softcap
 #   fuzz_onnx_tensor                 every test_data_set_*/*.pb of those cases
 #   fuzz_plan_open                   plans `llmc compile` writes for all of them
 #   fuzz_plan_run                    the same plans + an 8-byte seed each
+#   fuzz_chunked, fuzz_delegate      plans with NPU subgraphs (calibrated
+#                                    w8a8, --npu-chunk 4 and 8) of the tiny
+#                                    LLMs + an 8-byte seed each; the plans
+#                                    also seed fuzz_plan_open and _run
+#   fuzz_calibrate                   calibration texts and token-id files;
+#                                    the plan it runs them on,
+#                                    $BUILD/fuzz/models/calibrate.plan
+#                                    (tiny Qwen2, byte-level tokenizer)
 #   fuzz_tokenizer                   tiny byte-level and SentencePiece
 #                                    tokenizer.json files
 #                                    (tests/make_tiny_tokenizer.py), their
@@ -38,14 +52,16 @@ fi
 [ -x "$LLMC" ] || { echo "fuzz_seeds: $LLMC missing (run make)" >&2; exit 1; }
 [ -d "$DATA" ] || { echo "fuzz_seeds: $DATA missing (libonnx-testdata)" >&2; exit 1; }
 rm -rf "$SEEDS"
-for t in fuzz_onnx_import fuzz_compile fuzz_onnx_tensor fuzz_plan_open fuzz_plan_run fuzz_tokenizer; do
+for t in fuzz_onnx_import fuzz_compile fuzz_onnx_tensor fuzz_plan_open fuzz_plan_run fuzz_tokenizer \
+         fuzz_calibrate fuzz_chunked fuzz_delegate; do
     mkdir -p "$SEEDS/$t"
 done
 models=$BUILD/fuzz/models
 mkdir -p "$models"
 
 # Tiny LLMs (vocab 512, hidden 64, 2 layers), weights inside the .onnx.
-for spec in llama:14 qwen2:17 gpt2:14 phi:17; do
+LLMS="llama:14 qwen2:17 gpt2:14 phi:17 qwen3:17 phi3:17 mistral:17 gemma2:17"   # family:opset
+for spec in $LLMS; do
     family=${spec%:*} opset=${spec#*:}
     out=$models/$family-$opset.onnx
     if [ ! -s "$out" ] || [ scripts/export_llm.py -nt "$out" ]; then
@@ -82,6 +98,14 @@ kind_seed llama-genai "$PY" scripts/export_genai.py --family llama --opset 21 --
 # Phi-2's builder form at opset 17: SkipLayerNormalization and FastGelu
 kind_seed phi-genai "$PY" scripts/export_genai.py --family phi --opset 17 --seed 1 \
     --out "$models/phi-genai.onnx"
+# The newer builder forms: Phi-3's packed qkv, Mistral's local_window_size,
+# Qwen3's q/k norms, RotaryEmbedding nodes, GroupQueryAttention's softcap.
+genai() { "$PY" scripts/export_genai.py --seed 1 "$@"; }
+for family in phi3 mistral qwen3; do
+    kind_seed "$family-genai" genai --family "$family" --out "$models/$family-genai.onnx"
+done
+kind_seed llama-genai-rotary genai --family llama --rotary separate --out "$models/llama-genai-rotary.onnx"
+kind_seed llama-genai-softcap genai --family llama --softcap 30 --out "$models/llama-genai-softcap.onnx"
 for form in q4 int4 int8; do
     kind_seed "llama-$form" "$PY" scripts/quantize_onnx.py --form "$form" "$models/llama-14.onnx" \
         "$models/llama-$form.onnx"
@@ -105,6 +129,41 @@ open(sys.argv[2], "wb").write(plan[at:at + size])
 PYEOF
 done
 
+seeded() {   # seeded PLAN DIR: two copies of PLAN in DIR, each + an 8-byte little-endian seed
+    local base=$2/$(basename "$1" .plan)
+    { cat "$1"; printf '\001\000\000\000\000\000\000\000'; } >"$base-1.bin"
+    { cat "$1"; printf '\347\003\000\000\000\000\000\200'; } >"$base-2.bin"
+}
+
+# Plans with NPU subgraphs: calibrated w8a8 over token ids, chunks of 4 and 8.
+ids=$models/calibrate-ids.txt
+"$PY" -c "import random; r = random.Random(3)
+for _ in range(4): print(' '.join(str(r.randrange(3, 500)) for _ in range(24)))" >"$ids"
+for spec in $LLMS; do
+    family=${spec%:*} model=$models/${spec/:/-}.onnx
+    for chunk in 4 8; do
+        plan=$SEEDS/fuzz_plan_open/llm-$family-npu$chunk.plan
+        "$LLMC" compile "$model" --max-context 32 --quant w8a8 --calibrate-ids "$ids" \
+            --npu-chunk "$chunk" --quiet -o "$plan" >"$models/$family-npu$chunk.log" 2>&1 ||
+            { echo "fuzz_seeds: --npu-chunk $chunk of $family failed (see $models/$family-npu$chunk.log)" >&2; exit 1; }
+        seeded "$plan" "$SEEDS/fuzz_chunked"
+        seeded "$plan" "$SEEDS/fuzz_delegate"
+    done
+done
+
+# Calibration: the plan fuzz_calibrate runs on, texts and id files.
+"$LLMC" compile "$models/qwen2-17.onnx" --tokenizer "$models/tok-byte-level/tokenizer.json" \
+    --max-context 16 --logits last --quiet -o "$models/calibrate.plan" >/dev/null
+cal=$SEEDS/fuzz_calibrate
+cp "$ids" "$cal/ids-lines.txt"
+printf '1, 2,3\r\n\n  499\t7\n' >"$cal/ids-separators.txt"
+printf '5 6 7' >"$cal/ids-no-newline.txt"
+head -n 1 "$ids" | cut -c1-30 >"$cal/ids-short.txt"
+printf 'Hello world, the calibration text.\n' >"$cal/text-ascii.txt"
+printf 'na\xc3\xafve caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80 <s> \xff\n' >"$cal/text-utf8.txt"
+head -c 32 README.md >"$cal/text-readme.txt"
+head -c 2000 README.md >"$cal/text-readme-long.txt"
+
 for dir in "$DATA"/*/; do
     name=$(basename "$dir")
     [ -f "$dir/model.onnx" ] || continue
@@ -120,11 +179,8 @@ for dir in "$DATA"/*/; do
         --max-context 16 >/dev/null 2>&1 || rm -f "$SEEDS/fuzz_plan_open/$name.plan"
 done
 
-# Plan + 8-byte little-endian seed, two seeds per plan.
 for plan in "$SEEDS"/fuzz_plan_open/*.plan; do
-    base=$SEEDS/fuzz_plan_run/$(basename "$plan" .plan)
-    { cat "$plan"; printf '\001\000\000\000\000\000\000\000'; } >"$base-1.bin"
-    { cat "$plan"; printf '\347\003\000\000\000\000\000\200'; } >"$base-2.bin"
+    seeded "$plan" "$SEEDS/fuzz_plan_run"
 done
 
 for t in "$SEEDS"/*/; do

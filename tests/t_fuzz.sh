@@ -2,7 +2,7 @@
 # Fuzzing in `make check`: every libFuzzer target (tests/fuzz/, built by
 # `make fuzz-build`) first replays its regression inputs
 # (tests/fuzz/regressions/<target>/: inputs that once crashed it), then
-# fuzzes for FUZZ_SECONDS (default 30) from the seed corpora
+# fuzzes for FUZZ_SECONDS (default 20) from the seed corpora
 # (scripts/fuzz_seeds.sh).  A crash, leak, sanitizer report, hang or
 # out-of-memory fails the check; the summary gives executions per target.
 # tier: plain-only (the fuzz targets are ASan + UBSan builds in every tier)
@@ -10,15 +10,16 @@
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-SECONDS_PER_TARGET=${FUZZ_SECONDS:-30}
+SECONDS_PER_TARGET=${FUZZ_SECONDS:-20}
 WORK=$BUILD/test-data/fuzz
 mkdir -p "$WORK"
 . tests/tap.sh
-targets="fuzz_onnx_import fuzz_onnx_tensor fuzz_compile fuzz_plan_open fuzz_plan_run fuzz_tokenizer"
+targets="fuzz_onnx_import fuzz_onnx_tensor fuzz_compile fuzz_plan_open fuzz_plan_run fuzz_tokenizer
+         fuzz_calibrate fuzz_chunked fuzz_delegate"
 
 replay() {
     local bin=$1; shift
-    ASAN_OPTIONS=detect_leaks=1 "$bin" -runs=1 -timeout=20 "$@"   # a hang fails too
+    ASAN_OPTIONS=detect_leaks=1 FUZZ_CALIBRATE_PLAN=$BUILD/fuzz/models/calibrate.plan "$bin" -runs=1 -timeout=20 "$@"   # a hang fails too
 }
 
 check "seed corpora generated" env BUILD="$BUILD" scripts/fuzz_seeds.sh

@@ -195,7 +195,7 @@ check "trace names the two lanes" grep -q '"args":{"name":"delegate"}' "$WORK/tr
 # ---- the zoo: greedy tokens chunked and not ---------------------------------
 $PY tests/make_tiny_tokenizer.py "$WORK/tok" >/dev/null
 ZOO_PROMPT=$($PY -c "import random; r = random.Random(5); print(','.join(str(r.randrange(3, 500)) for _ in range(21)))")
-for family in llama qwen2 gpt2 phi; do
+for family in llama qwen2 gpt2 phi gemma2; do
     model=$(zoo_model $family 17) || { check "export $family" false; continue; }
     plan=$WORK/$family.plan
     check "$family: compile --npu-chunk 8" sh -c "'$LLMC' compile '$model' --max-context 64 \

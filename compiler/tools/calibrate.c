@@ -238,33 +238,41 @@ static int calibration_ids(const llmc_rt_plan *plan, const llmc_calibrate_option
     return rc;
 }
 
+int llmc_calibrate_plan(const llmc_rt_plan *plan, const llmc_calibrate_options *opt,
+                        llmc_calibration *out, llmc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->percentile = opt->percentile;
+    out->context = opt->context;
+    llmc_id_list ids = {0}, ends = {0};
+    int rc = calibration_ids(plan, opt, &ids, &ends, err);
+    if (!rc)
+        rc = run_windows(plan, &ids, &ends, opt, out, err);
+    for (int i = 0; !rc && i < out->n; i++)
+        finish_range(&out->ranges[i], opt->percentile);
+    free(ids.ids);
+    free(ends.ids);
+    if (rc)
+        llmc_calibration_free(out);
+    return rc;
+}
+
 int llmc_calibrate(const char *model, const llmc_import_options *io, const llmc_pass_ctx *ctx,
                    const uint8_t *tokenizer, size_t tokenizer_size,
                    const llmc_calibrate_options *opt, llmc_calibration *out, llmc_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->percentile = opt->percentile;
-    out->context = opt->context;
     uint8_t *bytes = NULL;
     size_t size = 0;
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
-    llmc_id_list ids = {0}, ends = {0};
     int rc = calibration_plan(model, io, ctx, tokenizer, tokenizer_size, opt->target, &bytes,
                               &size, err);
     if (!rc && llmc_rt_plan_open(&plan, bytes, size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(err, LLMC_E_RUNTIME, "calibration plan: %s", rt.msg);
     if (!rc)
-        rc = calibration_ids(&plan, opt, &ids, &ends, err);
-    if (!rc)
-        rc = run_windows(&plan, &ids, &ends, opt, out, err);
-    for (int i = 0; !rc && i < out->n; i++)
-        finish_range(&out->ranges[i], opt->percentile);
-    free(ids.ids);
-    free(ends.ids);
+        rc = llmc_calibrate_plan(&plan, opt, out, err);
     free(bytes);
-    if (rc)
-        llmc_calibration_free(out);
     return rc;
 }
 

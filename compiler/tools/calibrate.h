@@ -20,6 +20,7 @@
 #include "onnx/onnx_import.h"
 #include "passes/calibration.h"
 #include "passes/pass.h"
+#include "llmc_rt.h"
 
 typedef struct {
     const char *text;       /* the calibration text, or NULL: */
@@ -37,6 +38,13 @@ typedef struct {
 int llmc_calibrate(const char *model, const llmc_import_options *io, const llmc_pass_ctx *ctx,
                    const uint8_t *tokenizer, size_t tokenizer_size,
                    const llmc_calibrate_options *opt, llmc_calibration *out, llmc_error *err);
+
+/* The calibration run of llmc_calibrate on a plan already open (the
+ * unquantized plan, with the tokenizer opt->text needs): reads opt->text or
+ * opt->ids (text_ids.h), refuses an input without tokens, runs the windows
+ * and fills *out (nothing to free on failure). */
+int llmc_calibrate_plan(const llmc_rt_plan *plan, const llmc_calibrate_options *opt,
+                        llmc_calibration *out, llmc_error *err);
 
 /* A table of the ranges (tensor, max |x|, clip, scale, outliers, importance). */
 void llmc_calibration_print(const llmc_calibration *c, FILE *out);

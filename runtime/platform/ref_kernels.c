@@ -22,12 +22,14 @@ void ref_run_norm(const ref_graph *g, const ref_step *s)
 {
     const ref_tensor *X = &g->tensors[s->in[0]];
     const float *x = read_of(g, s->in[0]), *scale = read_of(g, s->in[1]);
-    const float *bias = s->n_in > 2 ? read_of(g, s->in[2]) : NULL;
+    bool layer = s->code == LLMC_RT_OP_LayerNorm;
+    const float *bias = layer && s->n_in > 2 ? read_of(g, s->in[2]) : NULL;
+    const float *residual = !layer && s->n_in > 2 ? read_of(g, s->in[2]) : NULL;
     float *y = write_of(g, s->out[0]);
     int64_t d = X->cols;
     for (int64_t r = 0; r < X->rows && d; r++, x += d, y += d) {
         double mean = 0, sq = 0;
-        if (s->code == LLMC_RT_OP_LayerNorm) {
+        if (layer) {
             for (int64_t j = 0; j < d; j++)
                 mean += x[j];
             mean /= (double)d;
@@ -37,7 +39,7 @@ void ref_run_norm(const ref_graph *g, const ref_step *s)
         float inv = (float)(1.0 / sqrt(sq / (double)d + s->epsilon));
         for (int64_t j = 0; j < d; j++) {
             float v = (float)(x[j] - mean) * inv * scale[j];
-            y[j] = bias ? v + bias[j] : v;
+            y[j] = bias ? v + bias[j] : residual ? v + residual[r * d + j] : v;
         }
     }
 }

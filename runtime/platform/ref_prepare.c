@@ -196,12 +196,14 @@ static llmc_rt_status check_same_f32(const prep *p, uint32_t x, uint32_t y)
     return LLMC_RT_OK;
 }
 
-/* RMSNorm (x, scale) and LayerNorm (x, scale[, bias]) over the last axis,
- * scale and bias float32 weights of its length. */
+/* RMSNorm (x, scale[, residual]) and LayerNorm (x, scale[, bias]) over the
+ * last axis, scale and bias float32 weights of its length, RMSNorm's
+ * residual (added after the scale, as Gemma 2's post-norms) a float32
+ * tensor of the output's dims. */
 static llmc_rt_status prepare_norm(const prep *p, const llmc_rt_sg_op *op, ref_step *s)
 {
     bool layer = op->code == LLMC_RT_OP_LayerNorm;
-    llmc_rt_status st = check_counts(p, op, 2, layer ? 3 : 2, layer ? 3 : 1);
+    llmc_rt_status st = check_counts(p, op, 2, 3, layer ? 3 : 1);
     if (st)
         return st;
     if (layer && op->n_outputs != 1)
@@ -209,8 +211,10 @@ static llmc_rt_status prepare_norm(const prep *p, const llmc_rt_sg_op *op, ref_s
     uint32_t x = op->inputs[0];
     if ((st = check_same_f32(p, x, op->outputs[0])))
         return st;
+    if (!layer && op->n_inputs == 3 && (st = check_same_f32(p, op->inputs[2], op->outputs[0])))
+        return st;
     int64_t d = p->g->tensors[x].cols;
-    for (uint32_t i = 1; i < op->n_inputs; i++)
+    for (uint32_t i = 1; i < (layer ? op->n_inputs : 2); i++)
         if (!is_f32_vector_weight(p, op->inputs[i], d))
             return refuse_op(p, "'%s' must be a float32 weight [%lld]", tname(p, op->inputs[i]),
                              (long long)d);

@@ -7,13 +7,15 @@
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_DIR     := $(BUILD)/fuzz
-FUZZ_TARGETS := fuzz_onnx_import fuzz_onnx_tensor fuzz_compile fuzz_plan_open fuzz_plan_run fuzz_tokenizer
+FUZZ_TARGETS := fuzz_onnx_import fuzz_onnx_tensor fuzz_compile fuzz_plan_open fuzz_plan_run fuzz_tokenizer \
+                fuzz_calibrate fuzz_chunked fuzz_delegate
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_OPT     := -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 FUZZ_CFLAGS  := -std=c11 $(WARN) $(FUZZ_OPT) -D_GNU_SOURCE -I. -Icompiler -I$(BUILD)/gen -Iruntime -Iruntime/platform
 FUZZ_LIB_OBJ := $(C_SRC:%.c=$(FUZZ_DIR)/obj/%.o) $(RT_SRC:%.c=$(FUZZ_DIR)/obj/%.o) \
-                $(FUZZ_DIR)/obj/runtime/platform/threads_pthread.o \
-                $(FUZZ_DIR)/obj/onnx.pb-c.o $(FUZZ_DIR)/obj/tests/fuzz/fuzz_model_dir.o
+                $(FUZZ_DIR)/obj/runtime/platform/threads_pthread.o $(REF_SRC:%.c=$(FUZZ_DIR)/obj/%.o) \
+                $(FUZZ_DIR)/obj/onnx.pb-c.o $(FUZZ_DIR)/obj/tests/fuzz/fuzz_model_dir.o \
+                $(FUZZ_DIR)/obj/tests/fuzz/chunked_common.o
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
 
 $(FUZZ_DIR)/obj/onnx.pb-c.o: $(GEN_C)

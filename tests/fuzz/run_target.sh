@@ -24,6 +24,7 @@ seeds=$BUILD/fuzz/seeds/$target
 # -timeout: seconds one input may take before it counts as a hang;
 # -rss_limit_mb: beyond this the target is out of memory (a finding too).
 before=$(find "$artifacts" -type f | wc -l) start=$(date +%s)
+export FUZZ_CALIBRATE_PLAN=${FUZZ_CALIBRATE_PLAN:-$BUILD/fuzz/models/calibrate.plan}   # fuzz_calibrate's plan
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 "$bin" -max_total_time="$seconds" ${RUNS:+-runs=$RUNS} -timeout=20 -rss_limit_mb=2048 -detect_leaks=1 \
