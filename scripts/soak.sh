@@ -4,13 +4,15 @@
 # through repeated full contexts of SOAK_CONTEXT positions (default 256, the
 # training window) by tests/soak/soak.c, which samples the RSS every 1,000
 # tokens and fails on growth after the warm-up or on drift (docs/testing.md,
-# "Soak").  Then the f32-cache run once more with the session option
-# "re-verify every 1,000 tokens", and the time of one re-verification of
-# the plan.  Logs in $BUILD/soak/; exits non-zero if any run fails.
+# "Soak and re-verification"); beside them the f32-cache plan for
+# SOAK_REVERIFY_TOKENS (default 20,000) with the session option "re-verify
+# every 1,000 tokens"; then the time of one re-verification of the plan.  Logs in $BUILD/soak/; exits non-zero if any
+# run fails.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 TOKENS=${SOAK_TOKENS:-100000}
+REVERIFY_TOKENS=${SOAK_REVERIFY_TOKENS:-20000}
 CONTEXT=${SOAK_CONTEXT:-256}
 OUT=$BUILD/soak
 SOAK=$OUT/llmc-soak
@@ -23,20 +25,28 @@ for kv in f32 f16 int8; do
     "$BUILD/llmc" compile models/tiny-llama.onnx --tokenizer models/tokenizer.json --quiet \
         --max-context "$CONTEXT" --kv-cache "$kv" -o "$plan" >/dev/null || exit 1
 done
-run() { # NAME PLAN [FLAGS...]: one soak, its log and its summary
-    local name=$1 plan=$2
-    shift 2
+# The runs go side by side (each is one thread): on a shared machine their
+# wall times stretch with the load, their user CPU times compare.
+run() { # NAME PLAN TOKENS [FLAGS...]: one soak in the background, its log and times
+    local name=$1 plan=$2 tokens=$3
+    shift 3
     /usr/bin/time -f "%e s wall, %U s user, max RSS %M KiB" -o "$OUT/$name.time" \
-        "$SOAK" "$plan" --tokens "$TOKENS" "$@" >"$OUT/$name.log" 2>&1
-    local rc=$?
-    echo "== $name (exit $rc): $(cat "$OUT/$name.time")"
-    grep -E '^(tokens|rss after|last reference|soak)' "$OUT/$name.log" | sed 's/^/   /'
-    [ $rc -eq 0 ] || fail=1
+        "$SOAK" "$plan" --tokens "$tokens" "$@" >"$OUT/$name.log" 2>&1 &
+}
+report() { # NAME: its summary; fail=1 if it failed
+    local name=$1
+    echo "== $name: $(cat "$OUT/$name.time")"
+    grep -E '^(tokens|rss after|anonymous|last reference|soak)' "$OUT/$name.log" | sed 's/^/   /'
+    grep -q '^soak ok' "$OUT/$name.log" || fail=1
 }
 for kv in f32 f16 int8; do
-    run "kv-$kv" "$OUT/tiny-$kv.plan"
+    run "kv-$kv" "$OUT/tiny-$kv.plan" "$TOKENS"
 done
-run "kv-f32-reverify-1000" "$OUT/tiny-f32.plan" --reverify 1000
+run "kv-f32-reverify-1000" "$OUT/tiny-f32.plan" "$REVERIFY_TOKENS" --reverify 1000
+wait
+for name in kv-f32 kv-f16 kv-int8 kv-f32-reverify-1000; do
+    report "$name"
+done
 echo "== one re-verification of the plan ($(stat -c %s "$OUT/tiny-f32.plan") bytes)"
 "$SOAK" "$OUT/tiny-f32.plan" --bench-reverify 50 || fail=1
 echo "cpu load after: $(cut -d' ' -f1-3 /proc/loadavg)"
