@@ -294,6 +294,20 @@ $(BENCH_F32): tests/bench/bench_f32.c $(BUILD)/libllmcc.a $(THR_LIB) $(BUILD)/li
 bench-f32: $(BENCH_F32)
 	$(BENCH_F32)
 
+# The soak (not in `make check`): the trained model generates 10^5 tokens
+# through repeated full contexts for every KV cache dtype, its RSS sampled
+# and its reference context compared (scripts/soak.sh, docs/testing.md).
+# tests/t_reverify.sh drives the same program.
+SOAK_BIN := $(BUILD)/soak/llmc-soak
+$(SOAK_BIN): tests/soak/soak.c $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C) -o $@ $< $(BUILD)/libllmcc.a $(BUILD)/libllmcrt.a $(LDFLAGS) $(LDLIBS)
+
+soak-bin: $(SOAK_BIN)
+
+soak: all $(SOAK_BIN)
+	BUILD=$(BUILD) nice scripts/soak.sh
+
 # The kernel benchmarks are built (not run) with the tests, so that a change
 # of the kernels' interfaces cannot leave them uncompilable unnoticed.
 ifneq ($(X86_HOST),)
@@ -304,6 +318,6 @@ clean:
 	rm -rf build build-san build-tsan
 
 
-.PHONY: firmware firmware-libs firmware-demo install
+.PHONY: firmware firmware-libs firmware-demo install soak soak-bin
 .PHONY: all unit deps check check-tsan demo tokenizer-parity big-model clean bench-kernels bench-f32 aarch64-tests
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

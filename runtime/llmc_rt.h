@@ -294,6 +294,31 @@ llmc_rt_status llmc_rt_session_run(llmc_rt_session *s, uint32_t S, uint32_t P,
 llmc_rt_status llmc_rt_session_output(const llmc_rt_session *s, uint32_t index,
                                       llmc_rt_tensor *out, llmc_rt_error *err);
 
+/* ---- re-verification (optional) ------------------------------------------
+ * llmc_rt_plan_open checks the weight segments' hashes once (with
+ * LLMC_RT_VERIFY_HASHES).  Bytes that change afterwards (a bit flipped in
+ * flash or RAM) are caught only by hashing them again: these calls do, on
+ * request, and cost one read of every segment (the weights and the
+ * tokenizer) per check.  Runs do not read the rest of the plan (a session
+ * decodes it into its prepared tables at init).  A firmware that does not
+ * call them links none of them (--gc-sections). */
+
+/* Hashes every segment of the open plan again: LLMC_RT_E_HASH names the
+ * first one that no longer matches, its byte range in the plan and the
+ * tensor stored in it. */
+llmc_rt_status llmc_rt_plan_reverify(const llmc_rt_plan *plan, llmc_rt_error *err);
+/* The session option "re-verify every N tokens" (0: never, the default
+ * after init), which llmc_rt_session_feed_checked applies; setting it
+ * restarts the count. */
+void llmc_rt_session_set_reverify(llmc_rt_session *s, uint32_t every_tokens);
+/* llmc_rt_session_feed, preceded by llmc_rt_plan_reverify once the tokens
+ * fed since the last verification (or the option was set) reach the
+ * option's N.  A mismatch returns its LLMC_RT_E_HASH without feeding, and
+ * so does every later call: generation stops instead of running on changed
+ * weights. */
+llmc_rt_status llmc_rt_session_feed_checked(llmc_rt_session *s, const int64_t *tokens, uint32_t n,
+                                            float *logits, llmc_rt_error *err);
+
 /* ---- NPU chunk subgraphs and delegates ------------------------------------
  * A plan compiled with `--npu-chunk C` carries subgraphs (Plan.subgraphs):
  * runs of consecutive ops in Plan.ops whose every tensor has one fixed shape

@@ -129,6 +129,8 @@ typedef struct {
     llmc_rt_stats stats;
     llmc_rt_op_observer observer;     /* NULL: none (the default after init) */
     void *observer_ctx;
+    uint32_t reverify_every;          /* llmc_rt_session_set_reverify (reverify.c); 0: never */
+    uint32_t reverify_since;          /* tokens fed since the last verification */
 } rt_session_state;
 LLMC_STATIC_ASSERT(session_state_fits,
                    sizeof(rt_session_state) <= sizeof(((llmc_rt_session *)0)->state_));

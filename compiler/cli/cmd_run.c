@@ -1,6 +1,6 @@
 /* llmc run PLAN --prompt-ids 5,17,42 | --prompt TEXT --max-new N [--logits-out FILE]
  *          [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID] [--stats]
- *          [--threads N]
+ *          [--threads N] [--reverify N]
  * Greedy decoding (argmax of each logits row, ties to the lowest id) unless
  * a sampling flag is given; both go through the runtime's llmc_sampler. */
 #include <errno.h>
@@ -22,7 +22,7 @@
 static const char run_help[] =
     "usage: llmc run PLAN --prompt-ids ID,ID,... | --prompt TEXT --max-new N [--logits-out FILE]\n"
     "                [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID,...] [--stats]\n"
-    "                [--threads N] [--hugepages] [--isa NAME]\n"
+    "                [--threads N] [--hugepages] [--isa NAME] [--reverify N]\n"
     "                [--delegate ref|cpu [--lanes N] [--in-order] [--trace FILE.json]]\n"
     "\n"
     "Feeds the prompt, then generates N tokens and prints the generated ids\n"
@@ -60,6 +60,10 @@ static const char run_help[] =
     "  --isa NAME          run with the kernels NAME of the plan's target instead of the\n"
     "                      fastest this CPU has (\"avx2\" on an AVX-512 VNNI CPU, whose\n"
     "                      default is \"avx2+avx512vnni\"): the same ids and logits\n"
+    "  --reverify N        hash the plan's weights when it is opened and again every N\n"
+    "                      tokens fed (llmc_rt_session_set_reverify): bytes changed since\n"
+    "                      the plan was opened stop generation with an error naming the\n"
+    "                      segment and its tensor; the same ids and logits otherwise\n"
     "%s";
 
 typedef struct {
@@ -69,6 +73,7 @@ typedef struct {
     uint32_t n_prompt, n_stop;
     uint32_t max_new;
     uint32_t threads;         /* --threads */
+    uint32_t reverify;        /* --reverify: tokens between weight re-verifications, 0 never */
     bool sampling;            /* any of --temp --top-k --top-p --seed */
     bool stats;               /* --stats */
     bool hugepages;           /* --hugepages */
@@ -178,6 +183,11 @@ static int parse_args(int argc, char **argv, run_args *a)
         } else if (!strcmp(arg, "--threads") && has_value) {
             if (llmc_cli_parse_threads("run", argv[++i], &a->threads))
                 return LLMC_E_USAGE;
+        } else if (!strcmp(arg, "--reverify") && has_value) {
+            int64_t v = llmc_cli_parse_count(argv[++i]);
+            if (v < 1 || v > UINT32_MAX)
+                return llmc_cli_usage("run", "--reverify wants an integer >= 1, got '%s'", argv[i]);
+            a->reverify = (uint32_t)v;
         } else if (!strcmp(arg, "--stats")) {
             a->stats = true;
         } else if (!strcmp(arg, "--hugepages")) {
@@ -228,13 +238,17 @@ static void print_stats(const llmc_rt_session *s, const char *what)
                 (unsigned long long)st.bytes_last, st.kv_chunks_used, st.kv_chunks);
 }
 
-/* A session on mem whose ops run on pool's threads (NULL: serial). */
+/* A session on mem whose ops run on pool's threads (NULL: serial), which
+ * re-verifies the plan every `reverify` tokens (0: never). */
 static llmc_rt_status session_start(llmc_rt_session *s, const llmc_rt_plan *plan, void *mem,
-                                    size_t mem_size, llmc_threads *pool, llmc_rt_error *rt)
+                                    size_t mem_size, llmc_threads *pool, uint32_t reverify,
+                                    llmc_rt_error *rt)
 {
     llmc_rt_status st = llmc_rt_session_init(s, plan, mem, mem_size, rt);
-    if (!st)
+    if (!st) {
         llmc_rt_session_set_parallel(s, pool ? llmc_threads_parallel : NULL, pool);
+        llmc_rt_session_set_reverify(s, reverify);
+    }
     return st;
 }
 
@@ -278,7 +292,7 @@ static int prefill(llmc_rt_session *s, const run_args *a, llmc_npu **npu, float 
 {
     llmc_rt_error rt = {0};
     if (!a->npu.mode) {
-        if (llmc_rt_session_feed(s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK)
+        if (llmc_rt_session_feed_checked(s, a->prompt, a->n_prompt, logits, &rt) != LLMC_RT_OK)
             return runtime_error(err, "prompt", &rt);
     } else {
         int rc = llmc_npu_start(npu, s, &a->npu, err);
@@ -328,7 +342,7 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
         rc = llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes of working memory", mem_size);
     } else if (a->threads > 1 && !pool) {
         rc = llmc_fail(err, LLMC_E_NOMEM, "cannot start %u threads", a->threads);
-    } else if (session_start(&s, plan, mem, mem_size, pool, &rt) != LLMC_RT_OK) {
+    } else if (session_start(&s, plan, mem, mem_size, pool, a->reverify, &rt) != LLMC_RT_OK) {
         rc = runtime_error(err, "session", &rt);
     } else {
         rc = prefill(&s, a, &npu, logits, err);
@@ -344,7 +358,7 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
             rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", a->logits_out, strerror(errno));
         if (llmc_sampler_is_stop(&sm, token))
             break;
-        if (!rc && k + 1 < a->max_new && llmc_rt_session_feed(&s, &token, 1, logits, &rt) != LLMC_RT_OK)
+        if (!rc && k + 1 < a->max_new && llmc_rt_session_feed_checked(&s, &token, 1, logits, &rt) != LLMC_RT_OK)
             rc = runtime_error(err, "decode", &rt);
         else if (!rc && k + 1 < a->max_new && a->stats)
             print_stats(&s, "decode");
@@ -410,7 +424,8 @@ int llmc_cmd_run(int argc, char **argv)
     llmc_output logits = {0};
     if (!rc)
         rc = llmc_open_input(a.plan, a.hugepages, &file, &err);
-    if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
+    if (!rc && llmc_rt_plan_open(&plan, file.map, file.size,
+                                   a.reverify ? LLMC_RT_VERIFY_HASHES : 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
     if (!rc)
         rc = llmc_cli_use_isa(&plan, a.isa, a.plan, &err);
