@@ -59,53 +59,47 @@ done
 models=$BUILD/fuzz/models
 mkdir -p "$models"
 
-# Tiny LLMs (vocab 512, hidden 64, 2 layers), weights inside the .onnx.
-LLMS="llama:14 qwen2:17 gpt2:14 phi:17 qwen3:17 phi3:17 mistral:17 gemma2:17"   # family:opset
+# Tiny LLMs (vocab 512, hidden 64, 2 layers), weights inside the .onnx,
+# and the other file kinds: the test zoo's exports (tests/zoo.sh), taken
+# from the tests' cache or exported there in one python process.
+. tests/zoo.sh
+LLMS="llama@14 qwen2@17 gpt2@14 phi@17 qwen3@17 phi3@17 mistral@17 gemma2@17"
+# hf, SDPA, no-past (optimum's decoder_model); the builder forms: LLaMA at
+# opset 21, Phi-2's SkipLayerNormalization and FastGelu, Phi-3's packed qkv,
+# Mistral's local_window_size, Qwen3's q/k norms, RotaryEmbedding nodes,
+# GroupQueryAttention's softcap
+KINDS="llama@17:hf llama@17:sdpa llama@17:hf-no-past llama@21:genai phi@17:genai phi3@17:genai
+       mistral@17:genai qwen3@17:genai llama@17:genai-rotary llama@17:genai-softcap"
+# shellcheck disable=SC2086
+zoo_prefetch $LLMS $KINDS
+zoo_seed() {   # zoo_seed SPEC: the zoo model of SPEC as $models/NAME.onnx, seeding both ONNX targets
+    local name=${1/@/-} model
+    name=${name/:/-}
+    model=$(zoo_spec_model "$1") || { echo "fuzz_seeds: export of $1 failed" >&2; exit 1; }
+    cp "$model" "$models/$name.onnx"
+    cp "$model" "$SEEDS/fuzz_onnx_import/llm-$name.onnx"
+    cp "$model" "$SEEDS/fuzz_compile/llm-$name.onnx"
+}
 for spec in $LLMS; do
-    family=${spec%:*} opset=${spec#*:}
-    out=$models/$family-$opset.onnx
-    if [ ! -s "$out" ] || [ scripts/export_llm.py -nt "$out" ]; then
-        "$PY" scripts/export_llm.py --family "$family" --opset "$opset" --size tiny --seed 1 \
-            --out "$out.tmp.onnx" >"$out.log" 2>&1 && mv "$out.tmp.onnx" "$out" ||
-            { echo "fuzz_seeds: export of $family@$opset failed (see $out.log)" >&2; exit 1; }
-    fi
-    cp "$out" "$SEEDS/fuzz_onnx_import/llm-$family-$opset.onnx"
-    cp "$out" "$SEEDS/fuzz_compile/llm-$family-$opset.onnx"
-    "$LLMC" compile "$out" -o "$SEEDS/fuzz_plan_open/llm-$family-$opset.plan" \
+    zoo_seed "$spec"
+    family=${spec%@*} opset=${spec#*@}
+    "$LLMC" compile "$models/$family-$opset.onnx" -o "$SEEDS/fuzz_plan_open/llm-$family-$opset.plan" \
         --max-context 32 >/dev/null
 done
-
-# The other file kinds, from llama exports (each seeds both ONNX targets).
+for spec in $KINDS; do
+    zoo_seed "$spec"
+done
 kind_seed() {   # kind_seed NAME COMMAND...: COMMAND writes $models/NAME.onnx
     local name=$1 out=$models/$1.onnx
     shift
-    if [ ! -s "$out" ] || [ "$0" -nt "$out" ]; then
-        "$@" >"$out.log" 2>&1 || { echo "fuzz_seeds: $name failed (see $out.log)" >&2; exit 1; }
-    fi
+    "$@" >"$out.log" 2>&1 || { echo "fuzz_seeds: $name failed (see $out.log)" >&2; exit 1; }
     cp "$out" "$SEEDS/fuzz_onnx_import/llm-$name.onnx"
     cp "$out" "$SEEDS/fuzz_compile/llm-$name.onnx"
 }
-hf() { "$PY" scripts/export_llm.py --family llama --opset 17 --size tiny --seed 1 --style hf "$@"; }
-kind_seed llama-sdpa hf --attn sdpa --out "$models/llama-sdpa.onnx"
-kind_seed llama-hf hf --out "$models/llama-hf.onnx"
-kind_seed llama-no-past hf --no-past --out "$models/llama-no-past.onnx"
-kind_seed llama-merged "$PY" scripts/merge_decoders.py "$models/llama-no-past.onnx" "$models/llama-hf.onnx" \
-    --out "$models/llama-merged.onnx"
-kind_seed llama-keepio16 "$PY" scripts/make_fp16.py "$models/llama-hf.onnx" "$models/llama-keepio16.onnx" \
+kind_seed llama-merged "$PY" scripts/merge_decoders.py "$models/llama-17-hf-no-past.onnx" \
+    "$models/llama-17-hf.onnx" --out "$models/llama-merged.onnx"
+kind_seed llama-keepio16 "$PY" scripts/make_fp16.py "$models/llama-17-hf.onnx" "$models/llama-keepio16.onnx" \
     --form keepio16
-kind_seed llama-genai "$PY" scripts/export_genai.py --family llama --opset 21 --seed 1 \
-    --out "$models/llama-genai.onnx"
-# Phi-2's builder form at opset 17: SkipLayerNormalization and FastGelu
-kind_seed phi-genai "$PY" scripts/export_genai.py --family phi --opset 17 --seed 1 \
-    --out "$models/phi-genai.onnx"
-# The newer builder forms: Phi-3's packed qkv, Mistral's local_window_size,
-# Qwen3's q/k norms, RotaryEmbedding nodes, GroupQueryAttention's softcap.
-genai() { "$PY" scripts/export_genai.py --seed 1 "$@"; }
-for family in phi3 mistral qwen3; do
-    kind_seed "$family-genai" genai --family "$family" --out "$models/$family-genai.onnx"
-done
-kind_seed llama-genai-rotary genai --family llama --rotary separate --out "$models/llama-genai-rotary.onnx"
-kind_seed llama-genai-softcap genai --family llama --softcap 30 --out "$models/llama-genai-softcap.onnx"
 for form in q4 int4 int8; do
     kind_seed "llama-$form" "$PY" scripts/quantize_onnx.py --form "$form" "$models/llama-14.onnx" \
         "$models/llama-$form.onnx"
@@ -140,7 +134,7 @@ ids=$models/calibrate-ids.txt
 "$PY" -c "import random; r = random.Random(3)
 for _ in range(4): print(' '.join(str(r.randrange(3, 500)) for _ in range(24)))" >"$ids"
 for spec in $LLMS; do
-    family=${spec%:*} model=$models/${spec/:/-}.onnx
+    family=${spec%@*} model=$models/${spec/@/-}.onnx
     for chunk in 4 8; do
         plan=$SEEDS/fuzz_plan_open/llm-$family-npu$chunk.plan
         "$LLMC" compile "$model" --max-context 32 --quant w8a8 --calibrate-ids "$ids" \
