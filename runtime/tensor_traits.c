@@ -17,6 +17,17 @@ bool rt_add_i64(int64_t a, int64_t b, int64_t *out)
     return !__builtin_add_overflow(a, b, out);
 }
 
+/* A KV cache row's bytes (tensor_traits.h). */
+uint64_t rt_kv_row_bytes(int cache_dtype, int which, int64_t head_dim)
+{
+    int dtype = rt_kv_row_dtype(cache_dtype, which);
+    if (!rt_kv_dtype_known(cache_dtype))
+        return 0;
+    if (dtype == LLMC_RT_I8)
+        return rt_kv_scale_offset(head_dim) + sizeof(float);
+    return rt_dtype_bytes(dtype) * (uint64_t)head_dim;
+}
+
 /* The packed shapes' derived fields (quant_format.h). */
 bool rt_qweight_shape_init_coef(rt_qweight_shape *s, int bits, int hp, int lp, int64_t n,
                                 int64_t k, int64_t group, rt_qcoef coef)

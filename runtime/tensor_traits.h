@@ -111,16 +111,9 @@ static inline uint64_t rt_kv_scale_offset(int64_t head_dim)
 }
 
 /* Bytes of one K or V row; 0 for a dtype rt_kv_dtype_known refuses.
- * head_dim <= RT_ATTN_MAX_HEAD_DIM (verified), so nothing overflows. */
-static inline uint64_t rt_kv_row_bytes(int cache_dtype, int which, int64_t head_dim)
-{
-    int dtype = rt_kv_row_dtype(cache_dtype, which);
-    if (!rt_kv_dtype_known(cache_dtype))
-        return 0;
-    if (dtype == LLMC_RT_I8)
-        return rt_kv_scale_offset(head_dim) + sizeof(float);
-    return rt_dtype_bytes(dtype) * (uint64_t)head_dim;
-}
+ * head_dim <= RT_ATTN_MAX_HEAD_DIM (verified), so nothing overflows.  Out
+ * of line (tensor_traits.c): the session and the kernel share one copy. */
+uint64_t rt_kv_row_bytes(int cache_dtype, int which, int64_t head_dim);
 
 /* Bytes of one position of a cache: K and V rows of every kv head. */
 static inline uint64_t rt_kv_position_bytes(int cache_dtype, int64_t kv_heads, int64_t head_dim)

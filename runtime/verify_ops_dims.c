@@ -329,6 +329,22 @@ static llmc_rt_status verify_rope(fb_reader *r, const llmc_rt_plan *p, const rt_
     return LLMC_RT_OK;
 }
 
+/* Attention's q_norm and k_norm (inputs n_in, n_in + 1): float32 [D] both
+ * (per head) or [H*D] and [G*D] (the whole rows), one finite epsilon. */
+static bool head_norms_fit(fb_reader *r, const llmc_rt_plan *p, const rt_op_desc *op,
+                           uint32_t n_in)
+{
+    int64_t D = op->head_dim;
+    bool whole = !dims_match(r, p, op, n_in, &D, 1);
+    const int64_t want[2] = {whole ? op->heads * D : D, whole ? op->kv_heads * D : D};
+    for (uint32_t k = 0; k < 2; k++) {
+        tensor_meta m = rt_meta_of(r, p, op_in(r, op, n_in + k));
+        if (m.dtype != LLMC_RT_F32 || m.rank != 1 || !dims_match(r, p, op, n_in + k, &want[k], 1))
+            return false;
+    }
+    return op->epsilon >= 0.0f && isfinite(op->epsilon);
+}
+
 static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
                                        const rt_op_desc *op, const tensor_meta *in,
                                        tensor_meta y, llmc_rt_error *err)
@@ -361,14 +377,10 @@ static llmc_rt_status verify_attention(fb_reader *r, const llmc_rt_plan *p,
     if (R && (!dims_match(r, p, op, 3, table, 2) || !dims_match(r, p, op, 4, table, 2)))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "cos and sin must be [max_context %u, "
                        "rotary_dim %d]", RT_N(rt_plan_of(p)->max_context, R), NULL);
-    const int64_t norm_dims[1] = {D};
-    for (uint32_t k = n_in; norms && k < n_in + 2; k++) {
-        tensor_meta m = rt_meta_of(r, p, op_in(r, op, k));
-        if (m.dtype != LLMC_RT_F32 || m.rank != 1 || !dims_match(r, p, op, k, norm_dims, 1) ||
-            !(op->epsilon >= 0.0f && isfinite(op->epsilon)))
-            return rt_fail(err, LLMC_RT_E_CORRUPT, "q_norm and k_norm must be float32 [head_dim %d], "
-                           "epsilon finite >= 0", RT_N(D), NULL);
-    }
+    if (norms && !head_norms_fit(r, p, op, n_in))
+        return rt_fail(err, LLMC_RT_E_CORRUPT, "q_norm and k_norm must be float32 [head_dim %d] "
+                       "both (per head) or [%d heads * head_dim] and [%d kv_heads * head_dim] "
+                       "(whole rows), epsilon finite >= 0", RT_N(D, H, G), NULL);
     if (op->cache >= rt_plan_of(p)->n_caches)
         return rt_fail(err, LLMC_RT_E_CORRUPT, "cache %u >= n_caches %u",
                        RT_N(op->cache, rt_plan_of(p)->n_caches), NULL);

@@ -53,9 +53,6 @@ base_of() {
 for m in $(awk '$5 == "|" {print $1}' "$WORK/table.txt"); do
     limit=8
     [ "${m%%@*}" = phi ] && limit=6
-    # OLMo2's q/k RMSNorm over the whole projection stays two RMSNorm ops
-    # beside the Attention (its head norms are per head)
-    [ "${m%%@*}" = olmo2 ] && limit=10
     case ${m%%@*} in gemma*) limit=10 ;; esac   # four norms a layer
     count=$(per_layer "$m")
     check "$m: ${count:-?} plan ops per decoder layer (<= $limit)" test -n "$count" -a "${count:-99}" -le "$limit"

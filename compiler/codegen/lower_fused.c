@@ -132,15 +132,24 @@ static int live_llmc_ops(const llmc_graph *g, const char *op_type)
     return n;
 }
 
-/* The per-head norm weights q_norm, k_norm (inputs from `first` on): float [head_dim]. */
-static int check_head_norms(lower_ctx *L, int first, int64_t head_dim)
+/* The norm weights q_norm, k_norm (inputs from `first` on): float
+ * [head_dim] both (per head) or [heads*head_dim] and [kv_heads*head_dim]
+ * (whole rows). */
+static int check_head_norms(lower_ctx *L, int first, int64_t heads, int64_t kv_heads, int64_t head_dim)
 {
-    for (int k = first; k < first + 2; k++) {
-        const llmc_value *w = node_in_value(L, k);
-        if (w->dtype != LLMC_DT_FLOAT || w->shape.rank != 1 || !llmc_aff_eq(w->shape.dims[0], llmc_aff_const(head_dim)))
-            return lower_fail(L, LLMC_E_UNSUPPORTED, node_in(L, k), "a head norm weight must be float [head_dim %lld]",
-                              (long long)head_dim);
+    const int64_t whole[2] = {heads * head_dim, kv_heads * head_dim};
+    bool per_head = true, rows = true;
+    for (int k = 0; k < 2; k++) {
+        const llmc_value *w = node_in_value(L, first + k);
+        if (w->dtype != LLMC_DT_FLOAT || w->shape.rank != 1)
+            per_head = rows = false;
+        per_head = per_head && llmc_aff_eq(w->shape.dims[0], llmc_aff_const(head_dim));
+        rows = rows && llmc_aff_eq(w->shape.dims[0], llmc_aff_const(whole[k]));
     }
+    if (!per_head && !rows)
+        return lower_fail(L, LLMC_E_UNSUPPORTED, node_in(L, first), "the norm weights must be float [head_dim "
+                          "%lld] both or [heads*head_dim %lld] and [kv_heads*head_dim %lld]",
+                          (long long)head_dim, (long long)whole[0], (long long)whole[1]);
     return LLMC_OK;
 }
 
@@ -179,7 +188,7 @@ int lower_attention(lower_ctx *L, int kind)
     if (window < 0 || window > UINT32_MAX || !(softcap >= 0.0f && isfinite(softcap)))
         return lower_fail(L, LLMC_E_UNSUPPORTED, -1, "window %lld must be in [0, 2^32) and softcap %g "
                           "finite >= 0", (long long)window, (double)softcap);
-    int rc = norms ? check_head_norms(L, n_in, head_dim) : LLMC_OK;
+    int rc = norms ? check_head_norms(L, n_in, heads, kv_heads, head_dim) : LLMC_OK;
     n_in += norms ? 2 : 0;
     uint32_t in[7], out;
     for (int k = 0; k < n_in && !rc; k++)

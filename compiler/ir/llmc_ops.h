@@ -72,9 +72,11 @@
  *     this op's KV cache), rotary_dim (0 = no RoPE; then cos/sin omitted);
  *     FLOAT scale, epsilon (with the norms).  q [1, S, heads*head_dim], k, v
  *     [1, S, kv_heads*head_dim]: the new tokens only, heads interleaved as
- *     [S, heads, head_dim].  q_norm, k_norm (Qwen3; both or neither, the
- *     last two inputs): constant [head_dim]; each q (k) head row is first
- *     RMSNorm'ed (above) with q_norm (k_norm) and epsilon.
+ *     [S, heads, head_dim].  q_norm, k_norm (both or neither, the last
+ *     two inputs): constant [head_dim] (Qwen3), each q (k) head row first
+ *     RMSNorm'ed (above) with q_norm (k_norm) and epsilon; or constant
+ *     [heads*head_dim] and [kv_heads*head_dim] (OLMo2), each whole q (k)
+ *     row [heads*head_dim] first RMSNorm'ed.
  *     If rotary_dim > 0, Rope (above) is then applied per head to q and k.
  *     The op appends the new k, v rows to its cache (positions P .. P+S-1)
  *     and computes, per head h with kv head g = h / (heads / kv_heads),

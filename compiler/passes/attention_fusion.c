@@ -10,7 +10,9 @@
  * (the Reshape may be a chain of Reshapes, the RMSNorm anywhere in it over
  * a last dim of D) where the RMSNorm (Qwen3's q_norm / k_norm over head_dim,
  * one weight [D] for all heads; Gemma 3 normalizes after the Transpose
- * instead, the same rows) is on both q and k or on neither, with one epsilon, and
+ * instead, the same rows; OLMo2's over the whole projection X before the
+ * split, a weight [heads*D]: take_whole_norm) is on both q and k or on
+ * neither, of one kind, with one epsilon, and
  * scale ops are Div/Mul by constant scalars (their product is the
  * op's scale), repeat_kv is torch's Unsqueeze(2)/Expand/Reshape chain of
  * GQA, and mask ops are Add(scores, mask) and Where(cond, scores,
@@ -71,6 +73,7 @@ typedef struct {
     int x;                  /* [1, S, heads*D] */
     int64_t heads, dim;
     int norm;               /* llmc.RMSNorm node over D, -1 if none */
+    bool whole;             /* norm is over X's whole rows (weight [heads*D]) */
     int rope;               /* llmc.Rope node, -1 if none */
 } head_split;
 
@@ -221,6 +224,29 @@ static bool match_split_chain(const llmc_graph *g, int v, head_split *h)
     return h->x >= 0;
 }
 
+/* OLMo2's q_norm / k_norm: X = RMSNorm(P, w) over the whole projection P
+ * before the head split.  The Attention takes P and w (its norms over
+ * whole rows give the RMSNorm op's bits), when: the split has no per-head
+ * norm (one norm a side), the norm has no residual input, w is a float
+ * constant [heads*D], P a float [1, S, heads*D], and X has no reader but
+ * the split and is no graph output (nothing else needs the normalized
+ * rows).  check_consistency gives it back (keep_whole_norm) unless q and k
+ * both have one, with one epsilon, and v has none. */
+static void take_whole_norm(const llmc_graph *g, head_split *h)
+{
+    int n = fused_producer(g, h->x, "RMSNorm");
+    if (n < 0 || g->nodes[n].n_inputs != 2 || g->nodes[n].inputs[1] < 0 || llmc_match_sole_reader(g, h->x) < 0)
+        return;
+    const llmc_value *p = &g->values[g->nodes[n].inputs[0]], *w = &g->values[g->nodes[n].inputs[1]];
+    llmc_affine want_p[3] = {llmc_aff_const(1), {0, 1, 0}, llmc_aff_const(h->heads * h->dim)};
+    if (!w->is_const || w->dtype != LLMC_DT_FLOAT || !dims_are(&w->shape, 1, &want_p[2]) ||
+        p->dtype != LLMC_DT_FLOAT || !dims_are(&p->shape, 3, want_p))
+        return;
+    h->x = g->nodes[n].inputs[0];
+    h->norm = n;
+    h->whole = true;
+}
+
 /* x_heads = [Rope](Transpose(split(X), 0,2,1,3)), split(X) [1, S, heads, D]
  * Reshape(X) with an RMSNorm (weight [D]) before or after it, or within
  * Reshapes (match_split_chain) */
@@ -247,7 +273,21 @@ static bool match_head_split(const llmc_graph *g, int v, head_split *h, attn_mat
                       value_name(g, split_v));
     if (after >= 0)
         h->norm = after;
-    return h->norm < 0 || match_head_norm(g, h, m, what);
+    if (h->norm >= 0)
+        return match_head_norm(g, h, m, what);
+    take_whole_norm(g, h);
+    return true;
+}
+
+/* A whole-row norm given back: X is again the norm's output, which stays
+ * an RMSNorm op. */
+static void keep_whole_norm(const llmc_graph *g, head_split *h)
+{
+    if (!h->whole)
+        return;
+    h->x = g->nodes[h->norm].outputs[0];
+    h->norm = -1;
+    h->whole = false;
 }
 
 /* repeat_kv: Reshape(Expand(Unsqueeze(c, 2) -> [1,kv,1,T,D], [1,kv,n,T,D]), [1,kv*n,T,D]),
@@ -461,7 +501,7 @@ static bool match_output(const llmc_graph *g, attn_match *m)
 /* Heads, head dims, GQA factors and RoPE agree between q, k and v. */
 static bool check_consistency(const llmc_graph *g, attn_match *m)
 {
-    const head_split *q = &m->q, *k = &m->k.heads, *v = &m->v.heads;
+    head_split *q = &m->q, *k = &m->k.heads, *v = &m->v.heads;
     if (k->heads != v->heads || k->dim != q->dim || v->dim != q->dim || m->k.repeat != m->v.repeat ||
         k->heads * m->k.repeat != q->heads)
         return refuse(m, "q has %lld heads of %lld, k/v %lld/%lld heads repeated %lld/%lld times",
@@ -469,6 +509,12 @@ static bool check_consistency(const llmc_graph *g, attn_match *m)
                       (long long)m->k.repeat, (long long)m->v.repeat);
     if (v->rope >= 0)
         return refuse(m, "v is rotated");
+    keep_whole_norm(g, v);
+    if (q->whole != k->whole || (q->whole && llmc_node_attr_float(g, q->norm, "epsilon", 0) !=
+                                                 llmc_node_attr_float(g, k->norm, "epsilon", 0))) {
+        keep_whole_norm(g, q);
+        keep_whole_norm(g, k);
+    }
     if (v->norm >= 0)
         return refuse(m, "v is normalized per head (RMSNorm '%s')", g->nodes[v->norm].name);
     if ((q->norm < 0) != (k->norm < 0))

@@ -183,6 +183,9 @@ static inline float rt_rms_inv_split(const float sums[RT_RMS_LANES],
     }
     return rt_rms_inv(lane, x, j, n, epsilon, fd);
 }
+/* The portable row's inv of the n floats x (the fused Attention's head
+ * norms use it too), and the portable row. */
+float rt_rms_row_inv(const float *x, int64_t n, float epsilon, float fd);
 void rt_rmsnorm_row_generic(const float *x, const float *scale, float *y, int64_t n,
                             float epsilon, float fd);
 

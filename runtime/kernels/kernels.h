@@ -219,8 +219,10 @@ typedef struct {
 typedef struct {
     int64_t heads, kv_heads, head_dim, rotary_dim;
     float scale;
-    /* Qwen3's per-head norms: float [head_dim] weights, both or neither
-     * (NULL); the plan verifier proves their dims, the kernel trusts them */
+    /* RMSNorm weights, both or neither (NULL): float [head_dim] each
+     * normalizes every head alone (Qwen3), [heads*head_dim] and
+     * [kv_heads*head_dim] the whole q and k rows (OLMo2); the plan
+     * verifier proves their dims, the kernel trusts them */
     const rt_view *q_norm, *k_norm;
     float epsilon;
     /* Mistral's and Gemma 2's options: query position i sees key position
@@ -232,8 +234,8 @@ typedef struct {
 
 /* q [1, S, heads*head_dim], k, v [1, S, kv_heads*head_dim]; cos, sin
  * [rows >= P + S, rotary_dim] or NULL when rotary_dim is 0.  With
- * a->q_norm and a->k_norm, each q and new k head row is RMS-normalized
- * first (the table's rmsnorm_row: the RMSNorm op's bits).  Appends the
+ * a->q_norm and a->k_norm, each q and new k head row (or whole row) is
+ * RMS-normalized first (the RMSNorm op's bits).  Appends the
  * new (normalized, rotated) K and V rows at positions P .. P+S-1, then
  * writes o.  With a->window, only the chunks holding positions
  * [P - window + 1, P + S) are read: older ones may have been reused. */

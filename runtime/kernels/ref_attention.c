@@ -1,4 +1,4 @@
-/* Fused Attention: [per-head RMSNorm,] RoPE on q and the new k, append to the chunked KV cache,
+/* Fused Attention: [RMSNorm per head or over the whole row,] RoPE on q and the new k, append to the chunked KV cache,
  * causal softmax(scale q.K) V per head, fp32, tiled and split so that both
  * prefill and decode keep every thread busy without materializing scores.
  *
@@ -125,14 +125,15 @@ struct llmc_rt_kv_loops {
 typedef struct {
     ptrdiff_t H, G, D, rot; /* heads, kv_heads, head_dim, rotary_dim */
     float scale;
-    const float *q_norm, *k_norm; /* per-head RMSNorm weights [D], NULL without */
+    const float *q_norm, *k_norm; /* RMSNorm weights, NULL without */
+    ptrdiff_t q_span, k_span;     /* their lengths: D, or the whole row's H * D, G * D */
     float epsilon;
     ptrdiff_t window; /* 0: none */
     float softcap;    /* 0: none */
-    void (*norm_row)(const float *x, const float *scale, float *y, int64_t n, float epsilon, float fd);
     const rt_kv_cache *cache;
     ptrdiff_t chunk;        /* cache->chunk */
     struct llmc_rt_kv_loops loops;
+    size_t row_bytes[2];    /* of a K and a V row (rt_kv_row_bytes) */
 } attn_shape;
 
 /* Row of kv head g at position t: K (which = 0) or V (which = 1). */
@@ -140,9 +141,8 @@ static uint8_t *cache_row(const attn_shape *a, int which, ptrdiff_t g, ptrdiff_t
 {
     const rt_kv_cache *c = a->cache;
     uint8_t *chunk = c->pool + c->slot[t / a->chunk] * (size_t)c->slot_bytes;
-    size_t plane = (size_t)(a->G * a->chunk) * (size_t)rt_kv_row_bytes(c->dtype, 0, a->D);
-    return chunk + (size_t)which * plane +
-           (size_t)(g * a->chunk + t % a->chunk) * (size_t)rt_kv_row_bytes(c->dtype, which, a->D);
+    size_t plane = (size_t)(a->G * a->chunk) * a->row_bytes[0];
+    return chunk + (size_t)which * plane + (size_t)(g * a->chunk + t % a->chunk) * a->row_bytes[which];
 }
 
 /* An int8 K row: values round(x * 127 / max|x|), then the scale max|x| /
@@ -181,13 +181,20 @@ static void store_row_f32(const float *x, ptrdiff_t D, uint8_t *row)
     memcpy(row, x, (size_t)D * sizeof *x);
 }
 
-/* The head row x, RMS-normalized with `weight` into buf when there is a
- * weight, else x itself. */
-static const float *norm_head(const attn_shape *a, const float *x, const float *weight, float *buf)
+/* Head h of the row x (of D-float heads): RMS-normalized into buf with
+ * the weight w [span] when there is one, else x's head itself.  The norm
+ * runs over the span that holds the head: the head alone (span D, Qwen3)
+ * or the whole row (span heads * D, OLMo2); y = x * inv * w, inv the
+ * RMSNorm op's (rt_rms_row_inv: the same bits as every table's row). */
+static const float *norm_head(const attn_shape *a, const float *x, ptrdiff_t h, const float *w,
+                              ptrdiff_t span, float *buf)
 {
-    if (!weight)
-        return x;
-    a->norm_row(x, weight, buf, a->D, a->epsilon, (float)a->D);
+    ptrdiff_t at = h * a->D;
+    if (!w)
+        return x + at;
+    float inv = rt_rms_row_inv(x + at / span * span, span, a->epsilon, (float)span);
+    for (ptrdiff_t j = 0; j < a->D; j++)
+        buf[j] = x[at + j] * inv * w[at % span + j];
     return buf;
 }
 
@@ -199,7 +206,8 @@ static void append_rows(const attn_shape *a, const rt_view *k, const rt_view *v,
     float rotated[RT_ATTN_MAX_HEAD_DIM], normed[RT_ATTN_MAX_HEAD_DIM];
     for (ptrdiff_t s = 0; s < S; s++)
         for (ptrdiff_t g = 0; g < a->G; g++) {
-            const float *ks = norm_head(a, (const float *)k->data + s * width + g * D, a->k_norm, normed);
+            const float *ks = norm_head(a, (const float *)k->data + s * width, g, a->k_norm, a->k_span,
+                                        normed);
             const float *vs = (const float *)v->data + s * width + g * D;
             if (rot) {
                 k_rope_row(ks, rotated, D, rot, (const float *)cos->data + (P + s) * rot,
@@ -522,7 +530,8 @@ static void start_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdi
     ptrdiff_t D = a->D, rot = a->rot, s, h;
     float normed[RT_ATTN_MAX_HEAD_DIM];
     unit_row(J, unit, u, &s, &h);
-    const float *qs = norm_head(a, (const float *)J->q->data + (s * a->H + h) * D, a->q_norm, normed);
+    const float *qs = norm_head(a, (const float *)J->q->data + s * a->H * D, h, a->q_norm, a->q_span,
+                                normed);
     ptrdiff_t pos = J->P + s;
     if (rot)
         k_rope_row(qs, qbuf, D, rot, (const float *)J->cos->data + pos * rot,
@@ -727,12 +736,14 @@ llmc_rt_status k_attention_loops(const rt_kernels *kt, llmc_rt_kv_fn kv,
         return st;
     attn_shape sh = {(ptrdiff_t)a->heads, (ptrdiff_t)a->kv_heads, (ptrdiff_t)a->head_dim,
                      (ptrdiff_t)a->rotary_dim, a->scale, a->q_norm ? a->q_norm->data : NULL,
-                     a->k_norm ? a->k_norm->data : NULL, a->epsilon,
+                     a->k_norm ? a->k_norm->data : NULL, a->q_norm ? (ptrdiff_t)a->q_norm->dims[0] : 0,
+                     a->k_norm ? (ptrdiff_t)a->k_norm->dims[0] : 0, a->epsilon,
                      (ptrdiff_t)(a->window > P + q->dims[1] ? 0 : a->window), /* wider: none */
-                     a->softcap, kt && kt->rmsnorm_row ? kt->rmsnorm_row : rt_rmsnorm_row_generic, cache,
-                     (ptrdiff_t)cache->chunk, {-1, NULL, NULL, NULL, NULL, NULL}};
+                     a->softcap, cache, (ptrdiff_t)cache->chunk, {-1, NULL, NULL, NULL, NULL, NULL}, {0, 0}};
     if (kv)
         kv(&sh.loops);
+    sh.row_bytes[0] = (size_t)rt_kv_row_bytes(cache->dtype, 0, a->head_dim);
+    sh.row_bytes[1] = (size_t)rt_kv_row_bytes(cache->dtype, 1, a->head_dim);
     if (sh.loops.dtype != cache->dtype)
         return rt_fail(err, LLMC_RT_E_EXEC, "KV cache dtype %d without its loops (the op "
                        "resolver's entry is for dtype %d)", RT_N(cache->dtype, sh.loops.dtype),

@@ -120,16 +120,21 @@ llmc_rt_status k_layernorm(const rt_view *x, const rt_view *scale, const rt_view
  * where one chain waited ~4 cycles per element on the previous sum
  * (RMSNorm was 5% of a Qwen2-0.5B prefill).  The same bits on every
  * target. */
-void rt_rmsnorm_row_generic(const float *x, const float *scale, float *y, int64_t n,
-                            float epsilon, float fd)
+float rt_rms_row_inv(const float *x, int64_t n, float epsilon, float fd)
 {
     k_fsum lane[RT_RMS_LANES] = {{0, 0}};
     ptrdiff_t j = 0, len = (ptrdiff_t)n; /* the row lies in memory */
     for (; j + RT_RMS_LANES <= len; j += RT_RMS_LANES)
         for (int l = 0; l < RT_RMS_LANES; l++)
             k_fsum_add(&lane[l], x[j + l] * x[j + l]);
-    float inv = rt_rms_inv(lane, x, j, len, epsilon, fd);
-    for (j = 0; j < len; j++)
+    return rt_rms_inv(lane, x, j, len, epsilon, fd);
+}
+
+void rt_rmsnorm_row_generic(const float *x, const float *scale, float *y, int64_t n,
+                            float epsilon, float fd)
+{
+    float inv = rt_rms_row_inv(x, n, epsilon, fd);
+    for (ptrdiff_t j = 0; j < (ptrdiff_t)n; j++)
         y[j] = x[j] * inv * scale[j];
 }
 

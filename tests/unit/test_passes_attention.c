@@ -9,7 +9,10 @@
  *    compiler/ir/llmc_ops.h run with the fused node's attributes and the cos/sin
  *    tables the pass extracted: what is matched is what the op computes;
  *  - refusals: a non-causal mask, wrong Slice bounds, a present output read
- *    elsewhere leave the layer alone and --explain says why. */
+ *    elsewhere leave the layer alone and --explain says why;
+ *  - OLMo2's RMSNorm over the whole q and k projections joins the op, and
+ *    stays an op of its own (the layer still fused) when only q has one,
+ *    the normalized q is read elsewhere, or the epsilons differ. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +47,15 @@ typedef struct {
     bool present_read_elsewhere;
     bool scale_not_const;       /* scores / a graph input (a scalar no pass could fold) */
 } layer_spec;
+
+/* OLMo2's RMSNorm over the whole xq / xk (test_whole_norms) */
+enum {
+    WHOLE_NONE,
+    WHOLE_BOTH,         /* on xq and xk, one epsilon */
+    WHOLE_Q_ONLY,       /* on xq alone */
+    WHOLE_Q_READ,       /* on both, the normalized q also a graph output */
+    WHOLE_EPS,          /* on both, epsilons 1e-6 and 1e-5 */
+};
 
 /* The graph inputs of one layer; pos/mask are shared by all layers. */
 typedef struct {
@@ -655,6 +667,82 @@ static void test_refusals(void)
                  "Div 'L0/scores' before the Softmax scales by 'L0/sqrt_d_in', which is not a constant scalar");
 }
 
+/* ---- OLMo2's q/k RMSNorm over the whole projection ---- */
+
+/* The weight input i of Attention node att: a float constant [n]? */
+static bool weight_is(const llmc_graph *g, int att, int i, int64_t n)
+{
+    const llmc_value *w = &g->values[g->nodes[att].inputs[i]];
+    return g->nodes[att].n_inputs > i && w->is_const && w->dtype == LLMC_DT_FLOAT && shape_eq(w->shape, SHAPE(K(n)));
+}
+
+/* llmc.RMSNorm(x, w [n]) between the projection x [1, S, n] and the
+ * head split that reads it (after shape inference: it has no llmc ops). */
+static int whole_norm(builder *b, int x, int64_t n, float eps)
+{
+    llmc_graph *g = &b->g;
+    float w[8 * MAX_DIM];
+    for (int64_t i = 0; i < n; i++)
+        w[i] = 1.0f + 0.01f * (float)i;
+    char name[64];
+    snprintf(name, sizeof name, "%s_norm", g->values[x].name);
+    int ins[2] = {x, g_const(g, nm(b, 0, name), LLMC_DT_FLOAT, SHAPE(K(n)), w)};
+    int y = llmc_graph_add_value(g, nm(b, 0, name), LLMC_DT_FLOAT), split = -1;
+    for (int i = 0; i < g->n_nodes; i++)
+        split = !g->nodes[i].dead && g->nodes[i].n_inputs > 0 && g->nodes[i].inputs[0] == x ? i : split;
+    g->values[y].shape = SHAPE(K(1), SYM_S, K(n));
+    llmc_node_set_float(g, llmc_graph_add_llmc_node(g, "RMSNorm", name, ins, 2, &y, 1), "epsilon", eps);
+    g->nodes[split].inputs[0] = y;
+    return y;
+}
+
+/* Both norms join the op (the projections are its inputs, the weights its
+ * q_norm / k_norm); any other case keeps them as RMSNorm ops and still
+ * fuses the layer, reading the normalized rows. */
+static void test_whole_norms(void)
+{
+    static const struct { int kind; const char *what; } cases[] = {
+        {WHOLE_BOTH, "q and k normalized over the whole projection: the norms join the Attention"},
+        {WHOLE_Q_ONLY, "only q normalized: the norm stays, the layer fuses"},
+        {WHOLE_Q_READ, "the normalized q is also a graph output: both norms stay, the layer fuses"},
+        {WHOLE_EPS, "q and k norms of different epsilons: both stay, the layer fuses"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        builder b;
+        layer_io io;
+        char detail[256] = "";
+        layer_spec l = {.heads = 6, .kv_heads = 2, .dim = 8, .rotary = 4, .mask = MASK_ADDITIVE};
+        int kind = cases[i].kind;
+        new_builder(&b);
+        add_layer(&b, &l, &io);
+        llmc_graph *g = &b.g;
+        bool ran = prepare(g) == 0;
+        int xq = whole_norm(&b, io.xq, 48, 1e-6f);
+        if (kind != WHOLE_Q_ONLY)
+            whole_norm(&b, io.xk, 16, kind == WHOLE_EPS ? 1e-5f : 1e-6f);
+        if (kind == WHOLE_Q_READ)
+            g_output(g, xq);
+        ran = ran && fuse(g, NULL, detail) == 0;
+        int att = -1;
+        for (int n = 0; n < g->n_nodes; n++)
+            att = !g->nodes[n].dead && llmc_is_op(&g->nodes[n], "Attention") ? n : att;
+        const llmc_node *a = att >= 0 ? &g->nodes[att] : NULL;
+        bool fused = ran && a && strcmp(detail, "1 of 1 layers fused") == 0;
+        if (kind == WHOLE_BOTH)
+            CHECK(fused && a->inputs[0] == io.xq && a->inputs[1] == io.xk && a->n_inputs == 7 && weight_is(g, att, 5, 48) &&
+                      weight_is(g, att, 6, 16) && llmc_node_attr_float(g, att, "epsilon", 0) == 1e-6f &&
+                      count_llmc(g, "RMSNorm") == 0,
+                  "%s: reads xq, xk, q_norm [48], k_norm [16], epsilon 1e-6; no RMSNorm left (detail '%s')",
+                  cases[i].what, detail);
+        else
+            CHECK(fused && a->n_inputs == 5 && a->inputs[0] != io.xq && a->inputs[2] == io.xv &&
+                      count_llmc(g, "RMSNorm") == (kind == WHOLE_Q_ONLY ? 1 : 2) &&
+                      llmc_is_op(&g->nodes[producer_of(g, a->inputs[0])], "RMSNorm"),
+                  "%s: reads the normalized q, no norm inputs (detail '%s')", cases[i].what, detail);
+        llmc_graph_free(g);
+    }
+}
+
 /* ---- several layers: cache order, partial fusion ---- */
 
 static void test_layers(void)
@@ -766,6 +854,7 @@ int main(void)
     test_variant("GQA 4/1, no RoPE, additive mask, scale on q and k",
                  (layer_spec){.heads = 4, .kv_heads = 1, .dim = 8, .mask = MASK_ADDITIVE, .scale_on_qk = true});
     test_refusals();
+    test_whole_norms();
     test_layers();
     test_rope_tables();
     test_position_value();

@@ -30,6 +30,7 @@
 #include "tap.h"
 #include "codegen/evaluate.h"
 #include "kernels/kernel_table.h"
+#include "kernel_tables.h"
 #include "parallel_orders.h"
 
 enum { CTX = 160 }; /* > 150 decode positions; chunks of 64: 3 per cache */
@@ -526,16 +527,11 @@ static void test_window_kernels(void)
         {{4, 2, 24, 32, 100, 3, 0, 2.5f}, "softcap only"},
         {{2, 2, 64, 32, 500, 1, 1, 0}, "window 1 (the query's own key)"},
     };
-    /* the portable loops, the AVX2 table and the faster one this CPU runs
-     * for avx2 plans (AVX-512), where built and supported; NEON's inner
-     * loops are tested under qemu (tests/unit_arm), the window and cap
-     * logic around them is this shared driver */
-    const rt_kernels *tables[3] = {NULL}, *best = rt_kernels_for_target("avx2", NULL);
-    int n_tables = 1;
-    if (best && rt_kernels_for_isa("avx2", "avx2", NULL) != best)
-        tables[n_tables++] = rt_kernels_for_isa("avx2", "avx2", NULL);
-    if (best)
-        tables[n_tables++] = best;
+    /* the portable loops and the x86 tables; NEON's inner loops are tested
+     * under qemu (tests/unit_arm), the window and cap logic around them is
+     * this shared driver */
+    const rt_kernels *tables[3];
+    int n_tables = x86_tables(tables);
     for (int t = 0; t < n_tables; t++)
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
             test_window_case(tables[t], &cases[i].c, cases[i].what);
@@ -826,8 +822,18 @@ static float tp_cos[16 * 4], tp_sin[16 * 4], tp_norm[16];
 typedef struct {
     const char *q_dims, *k_dims, *q_dtype, *table_dims, *fields, *extra;
     int with_tables, two_ops;
-    const char *norm_dims; /* q_norm, k_norm after the inputs when set */
+    const char *norm_dims;   /* q_norm, k_norm after the inputs when set */
+    const char *k_norm_dims; /* k_norm's when not "8" */
 } bad_case;
+
+/* Bytes of a float32 weight of dims "a,b,...". */
+static size_t f32_bytes(const char *dims)
+{
+    size_t n = 4;
+    for (const char *d = dims; d; d = strchr(d, ','), d = d ? d + 1 : NULL)
+        n *= (size_t)atoi(d);
+    return n;
+}
 
 static uint8_t *attention_plan(const bad_case *c, size_t *size)
 {
@@ -843,9 +849,12 @@ static uint8_t *attention_plan(const bad_case *c, size_t *size)
     int sn = tp_weight(&tp, "sin", "Float32", td, tp_sin, sizeof tp_sin);
     const char *fields = c->fields ? c->fields : "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, scale: 0.35";
     char norms[32] = "";
-    if (c->norm_dims)
-        snprintf(norms, sizeof norms, ", %d, %d", tp_weight(&tp, "qn", "Float32", c->norm_dims, tp_norm, 8 * 4),
-                 tp_weight(&tp, "kn", "Float32", "8", tp_norm, 8 * 4));
+    if (c->norm_dims) {
+        const char *kd = c->k_norm_dims ? c->k_norm_dims : "8";
+        snprintf(norms, sizeof norms, ", %d, %d",
+                 tp_weight(&tp, "qn", "Float32", c->norm_dims, tp_norm, f32_bytes(c->norm_dims)),
+                 tp_weight(&tp, "kn", "Float32", kd, tp_norm, f32_bytes(kd)));
+    }
     for (int i = 0; i <= c->two_ops; i++) {
         char ins[96];
         if (c->with_tables)
@@ -861,6 +870,9 @@ static uint8_t *attention_plan(const bad_case *c, size_t *size)
     tp_io(&tp, 1, o, "Generic", 0);
     return tp_finish(&tp, "rt_attention_verify", size);
 }
+
+/* heads 4 of head_dim 4 over kv_heads 2: q [1, S, 16], k [1, S, 8] */
+#define WHOLE_4_2 "heads: 4, kv_heads: 2, head_dim: 4, rotary_dim: 4, scale: 0.5"
 
 static void test_verifier(void)
 {
@@ -886,6 +898,15 @@ static void test_verifier(void)
         {{.with_tables = 0, .norm_dims = "8", .fields = "heads: 2, kv_heads: 1, head_dim: 8, scale: 0.35"},
          "q/k head norms without RoPE open", NULL},
         {{.with_tables = 1, .norm_dims = "2,4"}, "q_norm [2, 4]", "q_norm and k_norm must be float32 [head_dim 8]"},
+        {{.with_tables = 1, .norm_dims = "16", .k_norm_dims = "8", .fields = WHOLE_4_2},
+         "whole-row norms [heads*head_dim] [kv_heads*head_dim] open", NULL},
+        {{.with_tables = 1, .norm_dims = "12", .k_norm_dims = "8", .fields = WHOLE_4_2},
+         "q_norm [12] (neither head_dim 4 nor heads*head_dim 16)",
+         "[head_dim 4] both (per head) or [4 heads * head_dim] and [2 kv_heads * head_dim]"},
+        {{.with_tables = 1, .norm_dims = "16", .k_norm_dims = "4", .fields = WHOLE_4_2},
+         "q_norm over the whole row, k_norm per head", "[4 heads * head_dim] and [2 kv_heads"},
+        {{.with_tables = 1, .norm_dims = "4", .k_norm_dims = "8", .fields = WHOLE_4_2},
+         "q_norm per head, k_norm over the whole row", "[head_dim 4] both"},
         {{.with_tables = 1, .norm_dims = "8", .fields = "heads: 2, kv_heads: 1, head_dim: 8, rotary_dim: 4, "
                                                        "scale: 0.35, epsilon: nan"},
          "head norm epsilon NaN", "epsilon finite >= 0"},
