@@ -66,7 +66,8 @@ VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
             "mistral@17", "mistral@17:hf", "mistral@21:genai",
             "gemma2@17", "gemma2@17:hf", "gemma3@17", "gemma3@17:hf",
             "qwen3@21:genai", "llama32@21:genai", "smollm3@21:genai", "granite@21:genai",
-            "qwen3@17:q4", "llama32@17:fp16")
+            "qwen3@17:q4", "llama32@17:fp16",
+            "gemma2@21:genai", "gemma3@21:genai")
 
 
 def node_count(graph):
