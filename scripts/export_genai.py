@@ -62,6 +62,7 @@ mistral (builders/mistral.py) is llama with local_window_size = the config's
 sliding_window on every GroupQueryAttention (ONNX Runtime 1.30's CPU kernel
 then keeps the sliding_window newest keys, as transformers does).  --softcap C sets GroupQueryAttention's
 softcap attribute (Gemma 2's score cap) on any family.
+gemma2 and gemma3 (builders/gemma.py): the block after genai_config.
 """
 import argparse
 import json
@@ -79,6 +80,8 @@ import hf_models
 FAMILIES = ("llama", "qwen2", "phi", "phi3", "mistral")
 # Newer families: the block after build() (SMALL_FAMILIES: export_llm.FamilyOptions)
 FAMILIES += ("qwen3", "llama32", "smollm2", "smollm3", "granite")
+# Gemma 2 and 3: the block after genai_config (gemma_layers)
+FAMILIES += ("gemma2", "gemma3")
 CONST = "/model/constants"
 
 
@@ -202,17 +205,19 @@ def unpack_phi3(cfg, sd):
         sd[f"{p}.mlp.gate_proj.weight"], sd[f"{p}.mlp.up_proj.weight"] = sd.pop(f"{p}.mlp.gate_up_proj.weight").chunk(2)
 
 
-def rotary_caches(b, rot):
+def rotary_caches(b, rot, theta=None, names=("cos_cache", "sin_cache")):
     """cos_cache / sin_cache [max_position, rot/2] (the builder's caches from
-    scratch, halved; partial rotary keeps the first rot/2 columns)."""
+    scratch, halved; partial rotary keeps the first rot/2 columns) at base
+    theta (default: the config's rope_theta)."""
     cfg = b.cfg
-    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, rot, 2, dtype=torch.int64).float() / rot))
+    theta = theta or cfg.rope_theta
+    inv_freq = 1.0 / (theta ** (torch.arange(0, rot, 2, dtype=torch.int64).float() / rot))
     if cfg.opts is not None and cfg.opts.rope_scaling:   # Llama 3's rescale_inv_freq
         inv_freq = hf_models.llama3_inv_freq(inv_freq, *cfg.opts.rope_scaling)
     freqs = torch.outer(torch.arange(cfg.max_pos, dtype=torch.int64).type_as(inv_freq), inv_freq)
-    b.init("cos_cache", freqs.cos().numpy().astype(np.float32))
-    b.init("sin_cache", freqs.sin().numpy().astype(np.float32))
-    return "cos_cache", "sin_cache"
+    b.init(names[0], freqs.cos().numpy().astype(np.float32))
+    b.init(names[1], freqs.sin().numpy().astype(np.float32))
+    return names
 
 
 def packed_qkv(b, sd, i, x):
@@ -260,7 +265,7 @@ def attention(b, sd, i, x, mask_info, caches, rotary, rot):
               *(caches if in_attention else ("", "")), "", "", ""]
     out = b.node("GroupQueryAttention", inputs, [f"{name}/output_0", f"present.{i}.key", f"present.{i}.value"], name,
                  domain="com.microsoft", num_heads=cfg.heads, kv_num_heads=cfg.kv_heads,
-                 scale=attention_scale(cfg), local_window_size=cfg.sliding_window or -1,
+                 scale=attention_scale(cfg), local_window_size=local_window(b, i),
                  softcap=b.softcap,
                  do_rotary=int(in_attention), rotary_interleaved=0)
     b.value(out, TensorProto.FLOAT, b.hidden(cfg.heads * cfg.head_dim))
@@ -271,34 +276,46 @@ def attention(b, sd, i, x, mask_info, caches, rotary, rot):
     return b.matmul(sd[f"{p}.o_proj.weight"], f"/model/layers.{i}/attn/o_proj/MatMul", out)
 
 
-def mlp(b, sd, i, x):
+def silu(b, base, gate):
+    """The builder's make_activation_with_mul: Sigmoid, then Mul by the gate."""
+    sig = b.node("Sigmoid", [gate], [f"{base}/act_fn/Sigmoid/output_0"], f"{base}/act_fn/Sigmoid")
+    act = b.node("Mul", [gate, sig], [f"{base}/act_fn/Mul/output_0"], f"{base}/act_fn/Mul")
+    b.value(sig, TensorProto.FLOAT, b.hidden(b.cfg.intermediate))
+    return act
+
+
+def mlp(b, sd, i, x, act_fn=silu):
     cfg, p, base = b.cfg, f"model.layers.{i}.mlp", f"/model/layers.{i}/mlp"
     gate = b.matmul(sd[f"{p}.gate_proj.weight"], f"{base}/gate_proj/MatMul", x)
     up = b.matmul(sd[f"{p}.up_proj.weight"], f"{base}/up_proj/MatMul", x)
-    sig = b.node("Sigmoid", [gate], [f"{base}/act_fn/Sigmoid/output_0"], f"{base}/act_fn/Sigmoid")
-    act = b.node("Mul", [gate, sig], [f"{base}/act_fn/Mul/output_0"], f"{base}/act_fn/Mul")
+    act = act_fn(b, base, gate)
     prod = b.node("Mul", [act, up], [f"{base}/Mul/output_0"], f"{base}/Mul")
-    for v in (sig, act, prod):
+    for v in (act, prod):
         b.value(v, TensorProto.FLOAT, b.hidden(cfg.intermediate))
     return b.matmul(sd[f"{p}.down_proj.weight"], f"{base}/down_proj/MatMul", prod)
 
 
-def mlp_fc(b, sd, i, x, opset):
+def gelu_tanh(b, base, x):
+    """The builder's FastGelu activation: Gelu(approximate="tanh") from opset
+    20 on, below it the builder's earlier com.microsoft FastGelu."""
+    name = f"{base}/act_fn/FastGelu"
+    if b.opset >= 20:
+        return b.node("Gelu", [x], [f"{name}/output_0"], name, approximate="tanh")
+    return b.node("FastGelu", [x], [f"{name}/output_0"], name, domain="com.microsoft")
+
+
+def mlp_fc(b, sd, i, x):
     """Phi's fc1 -> tanh GELU -> fc2, each Linear with its bias Add."""
     cfg, p, base = b.cfg, f"model.layers.{i}.mlp", f"/model/layers.{i}/mlp"
     h = b.matmul(sd[f"{p}.fc1.weight"], f"{base}/fc1/MatMul", x)
     h = b.add_bias(sd[f"{p}.fc1.bias"], f"{base}/fc1/Add", h)
-    name = f"{base}/act_fn/FastGelu"
-    if opset >= 20:
-        act = b.node("Gelu", [h], [f"{name}/output_0"], name, approximate="tanh")
-    else:
-        act = b.node("FastGelu", [h], [f"{name}/output_0"], name, domain="com.microsoft")
+    act = gelu_tanh(b, base, h)
     b.value(act, TensorProto.FLOAT, b.hidden(cfg.intermediate))
     h = b.matmul(sd[f"{p}.fc2.weight"], f"{base}/fc2/MatMul", act)
     return b.add_bias(sd[f"{p}.fc2.bias"], f"{base}/fc2/Add", h)
 
 
-def phi_layers(b, sd, norm, mask_info, caches, rotary, rot, opset):
+def phi_layers(b, sd, norm, mask_info, caches, rotary, rot):
     """Phi-2's parallel block: one norm feeds attention and MLP, whose sum
     is the next norm's skip input."""
     cfg = b.cfg
@@ -306,7 +323,7 @@ def phi_layers(b, sd, norm, mask_info, caches, rotary, rot, opset):
         p = f"model.layers.{i}.input_layernorm"
         x = norm(i, "input", sd[f"{p}.weight"], bias=sd[f"{p}.bias"])
         a = attention(b, sd, i, x, mask_info, caches, rotary, rot)
-        m = mlp_fc(b, sd, i, x, opset)
+        m = mlp_fc(b, sd, i, x)
         name = f"/model/layers.{i}/residual_add/Add"
         norm.skip = b.node("Add", [a, m], [f"{name}/output_0"], name)
         b.value(norm.skip, TensorProto.FLOAT, b.hidden(cfg.hidden))
@@ -346,19 +363,24 @@ def graph_io(cfg, rotary):
 
 def build(cfg, sd, opset, rotary, family, softcap=0.0):
     b = Builder(cfg)
-    b.softcap = softcap
+    b.opset, b.softcap, b.is_local = opset, softcap or cfg.attn_softcap, gemma_is_local(cfg, family)
     mask_info = attention_mask_reformat(b)
     rot = rotary_dim(cfg, family)
-    caches = longrope_caches(b, rot) if cfg.original_max_pos else rotary_caches(b, rot)
+    caches = (longrope_caches(b, rot) if cfg.original_max_pos else
+              gemma_caches(b, rot) if family in export_llm.GEMMA_FAMILIES else rotary_caches(b, rot))
     b.init("model.embed_tokens.weight", sd["model.embed_tokens.weight"].numpy().astype(np.float32))
     emb = b.node("Gather", ["model.embed_tokens.weight", "input_ids"], ["/model/embed_tokens/Gather/output_0"],
                  "/model/embed_tokens/Gather")
     b.value(emb, TensorProto.FLOAT, b.hidden(cfg.hidden))
     if cfg.opts is not None:
         emb = scaled(b, emb, cfg.opts.embedding_multiplier, "/model/embed_tokens/Mul")
+    if family in export_llm.GEMMA_FAMILIES:
+        emb = scaled(b, emb, gemma_embed_scale(cfg), "/model/embed_tokens/Mul")
     norm = Norms(b, cfg.norm_eps, emb)
-    if family == "phi":
-        phi_layers(b, sd, norm, mask_info, caches, rotary, rot, opset)
+    if family in export_llm.GEMMA_FAMILIES:
+        gemma_layers(b, sd, norm, mask_info, caches, rotary, rot)
+    elif family == "phi":
+        phi_layers(b, sd, norm, mask_info, caches, rotary, rot)
     elif cfg.opts is not None:
         small_family_layers(b, sd, norm, mask_info, caches, rotary, rot)
     else:
@@ -392,6 +414,8 @@ def uses_rope(cfg, layer):
 
 
 def attention_scale(cfg):
+    if cfg.query_pre_attn_scalar:   # Gemma 2 and 3
+        return cfg.query_pre_attn_scalar ** -0.5
     return cfg.opts.scale(cfg.head_dim) if cfg.opts is not None else 1.0 / math.sqrt(cfg.head_dim)
 
 
@@ -531,6 +555,96 @@ def genai_config(cfg, family, filename, rotary):
     }
 
 
+# ----------------------------------------------------------------------------
+# gemma2 / gemma3
+# ----------------------------------------------------------------------------
+# builders/gemma.py.  GemmaModel (Mistral's graph) multiplies the embedding
+# by round(sqrt(hidden), 2) (a Mul after the Gather) and stores every RMSNorm
+# weight as 1 + w (add_offset: in the initializers, no Add in the graph); its
+# gelu_pytorch_tanh is the builder's FastGelu, Mul(Gelu(tanh)(gate), up).
+# Gemma2Model: four norms a layer,
+#   input_layernorm: SkipSimplifiedLayerNormalization (residual + the last
+#       post_feedforward output; output 3 the residual)
+#   GroupQueryAttention: scale query_pre_attn_scalar^-0.5, softcap
+#       attn_logit_softcapping, local_window_size sliding_window on the
+#       local layers and -1 on the others
+#   post_attention_layernorm: SimplifiedLayerNormalization of o_proj's output
+#   pre_feedforward_layernorm: SkipSimplifiedLayerNormalization (residual +
+#       the post_attention output)
+#   post_feedforward_layernorm: SimplifiedLayerNormalization of down_proj's
+#       output, the next input_layernorm's skip input
+# then the final SkipSimplifiedLayerNormalization, lm_head MatMul and
+# final_logit_softcapping as Div, Tanh, Mul -> logits.  Its local layers
+# (is_local) are the odd ones; transformers' Gemma 2 slides the even ones,
+# so beyond the window the file differs from the hf export of the same
+# weights, as the builder's own Gemma 2 files do.
+# Gemma3Model: qwen3's per-head q/k norms (Split, Reshape,
+# SimplifiedLayerNormalization, Reshape), cos/sin_cache_global at rope_theta
+# and cos/sin_cache_local at rope_local_base_freq, the local pair on layers
+# with (layer + 1) % 6 != 0 (here the config's sliding_pattern: 2 in the tiny
+# size, as in its hf export).
+
+def gemma_is_local(cfg, family):
+    """Layers whose GroupQueryAttention slides (builders/gemma.py is_local);
+    every layer for the other families."""
+    if family == "gemma2":
+        return lambda i: i % 2 == 1
+    if family == "gemma3":
+        return lambda i: bool((i + 1) % cfg.sliding_pattern)
+    return lambda i: True
+
+
+def local_window(b, i):
+    """GroupQueryAttention's local_window_size: -1 is no window."""
+    return b.cfg.sliding_window if b.cfg.sliding_window and b.is_local(i) else -1
+
+
+def gemma_embed_scale(cfg):
+    return float(np.round(np.sqrt(cfg.hidden), decimals=2))
+
+
+def gemma_caches(b, rot):
+    """Each layer's cos/sin caches by is_local: Gemma 3's global and local
+    pairs, Gemma 2's one pair for both."""
+    cfg = b.cfg
+    if not cfg.rope_local_theta:
+        caches = rotary_caches(b, rot)
+        return {False: caches, True: caches}
+    return {False: rotary_caches(b, rot, names=("cos_cache_global", "sin_cache_global")),
+            True: rotary_caches(b, rot, theta=cfg.rope_local_theta, names=("cos_cache_local", "sin_cache_local"))}
+
+
+def gemma_offset_norms(sd):
+    """add_offset: the builder stores each Gemma RMSNorm weight w as 1 + w."""
+    for name in sd:
+        if name.endswith("norm.weight"):
+            sd[name] = sd[name] + 1.0
+
+
+def gemma_layers(b, sd, norm, mask_info, caches, rotary, rot):
+    cfg = b.cfg
+    for i in range(cfg.layers):
+        p = f"model.layers.{i}"
+        x = norm(i, "input", sd[f"{p}.input_layernorm.weight"])
+        a = attention(b, sd, i, x, mask_info, caches[b.is_local(i)], rotary, rot)
+        # a norm of one input (the post norms): a chain of its own, first norm only
+        norm.skip = Norms(b, cfg.norm_eps, a)(i, "post_attention", sd[f"{p}.post_attention_layernorm.weight"])
+        x = norm(i, "pre_feedforward", sd[f"{p}.pre_feedforward_layernorm.weight"])
+        m = mlp(b, sd, i, x, act_fn=gelu_tanh)
+        norm.skip = Norms(b, cfg.norm_eps, m)(i, "post_feedforward", sd[f"{p}.post_feedforward_layernorm.weight"])
+    x = norm(cfg.layers, "final_norm", sd["model.norm.weight"], last=True)
+    if not cfg.final_softcap:
+        b.matmul(sd["lm_head.weight"], "/lm_head/MatMul", x, out="logits")
+        return
+    h = b.matmul(sd["lm_head.weight"], "/lm_head/MatMul", x)
+    cap, base = b.const("FLOAT", cfg.final_softcap), "/lm_head/softcap"
+    div = b.node("Div", [h, cap], [f"{base}/Div/output_0"], f"{base}/Div")
+    tanh = b.node("Tanh", [div], [f"{base}/Tanh/output_0"], f"{base}/Tanh")
+    b.node("Mul", [tanh, cap], ["logits"], f"{base}/Mul")
+    for v in (div, tanh):
+        b.value(v, TensorProto.FLOAT, b.hidden(cfg.vocab))
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--family", choices=FAMILIES, required=True)
@@ -568,9 +682,9 @@ def main(argv=None):
         # (rotary_dim / 2) is a multiple of 8: the tiny size's 4 heads of 16
         # rotate 8 dims, 2 heads of 32 rotate 16 (Phi-2: 32 of 80)
         cfg.heads = cfg.kv_heads = 2
-    if args.family == "qwen3" and args.rotary == "separate":
-        raise SystemExit("export_genai: qwen3 is written with --rotary attention only (its q/k norms precede "
-                         "the rotation)")
+    if args.family in ("qwen3", "gemma3") and args.rotary == "separate":
+        raise SystemExit(f"export_genai: {args.family} is written with --rotary attention only (its q/k norms "
+                         "precede the rotation)")
     model = hf_models.build_hf_model(args.family, cfg).eval()
     export_llm.randomize_weights(model, args.seed, **hf_models.init_options(args.family))
     sd = {k: v.detach() for k, v in model.state_dict().items()}
@@ -578,6 +692,8 @@ def main(argv=None):
         sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
     if args.family == "phi3":
         unpack_phi3(cfg, sd)
+    if args.family in export_llm.GEMMA_FAMILIES:
+        gemma_offset_norms(sd)
     onnx_model = build(cfg, sd, args.opset, args.rotary, args.family, args.softcap)
     folder = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(folder, exist_ok=True)

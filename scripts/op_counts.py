@@ -71,7 +71,8 @@ VARIANTS = ("llama@14", "llama@17", "qwen2@14", "qwen2@17",
             "qwen3@17:fp16", "qwen3@17:int8", "llama32@17:q4", "llama32@17:int8", "smollm2@17:int8",
             "smollm3@17:q4", "granite@17:fp16", "olmo2@17:fp16", "olmo2@17:q4", "phi3@17:fp16", "phi3@17:int8",
             "mistral@17:int8", "gemma2@17:fp16", "gemma2@17:q4", "gemma2@17:int8",
-            "gemma3@17:fp16", "gemma3@17:q4", "gemma3@17:int8")
+            "gemma3@17:fp16", "gemma3@17:q4", "gemma3@17:int8",
+            "gemma2@21:genai", "gemma3@21:genai")
 
 
 def node_count(graph):

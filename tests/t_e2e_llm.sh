@@ -45,7 +45,7 @@ VARIANTS=${E2E_VARIANTS:-"llama@14 llama@17 qwen2@14 qwen2@17 gpt2@13 gpt2@14 gp
     mistral@17 mistral@17:hf mistral@17:genai llama@17:genai-softcap
     gemma2@17 gemma2@17:hf gemma3@17 gemma3@17:hf
     qwen3@17:genai llama32@17:genai smollm3@17:genai granite@17:genai
-    phi3@17:genai-longrope"}
+    phi3@17:genai-longrope gemma2@17:genai gemma3@21:genai"}
 
 WORK=$BUILD/e2e_llm
 mkdir -p "$WORK"

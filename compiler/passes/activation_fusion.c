@@ -7,6 +7,8 @@
  *   SiLU:                 x * Sigmoid(x)                                -> llmc.Silu
  *   SwiGLU:               Mul(llmc.Silu(gate), up)                      -> llmc.SwiGLU(gate, up)
  *   GeGLU (Gemma):        Mul(llmc.Gelu{tanh=1}(gate), up)              -> llmc.GeGLU(gate, up)
+ *                         (or ONNX's own Gelu{approximate="tanh"} of opset 20 on,
+ *                         as onnxruntime-genai's builder writes Gemma's gate)
  *
  * Exporters associate these products and sums in many orders (x*x*x or
  * Pow(x, 3); 0.5*(x*(1+e)), (x*0.5)*(1+e), x*((1+e)*0.5); x / sqrt 2 or
@@ -320,12 +322,26 @@ static int visit_silu(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
     return llmc_is_op(&g->nodes[node], "Silu") ? fuse_gated(g, ctx, node, "SwiGLU") : 0;
 }
 
+/* The tanh GELU as one node: llmc.Gelu{tanh=1} (the walks above), or ONNX's
+ * Gelu{approximate="tanh"} (opset 20 on; below it the node is left for
+ * codegen to refuse). */
+static bool is_tanh_gelu(const llmc_graph *g, int node)
+{
+    const llmc_node *n = &g->nodes[node];
+    if (llmc_is_op(n, "Gelu"))
+        return llmc_node_attr_int(g, node, "tanh", 0) == 1;
+    if (!llmc_is_onnx_op(n, "Gelu") || n->opset < 20)
+        return false;
+    const llmc_attr *a = llmc_node_attr(g, node, "approximate");
+    return a && a->type == LLMC_ATTR_STRING && a->s && strcmp(a->s, "tanh") == 0;
+}
+
 /* GeGLU gates with the tanh form only (Gemma's gelu_pytorch_tanh); the
  * erf form's Gelu stays an op of its own, and so does a tanh Gelu that no
  * Mul reads (GPT-2's, read by a MatMul: not a gate, nothing to explain) */
 static int visit_gelu_tanh(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
 {
-    bool tanh_gelu = llmc_is_op(&g->nodes[node], "Gelu") && llmc_node_attr_int(g, node, "tanh", 0) == 1;
+    bool tanh_gelu = is_tanh_gelu(g, node);
     int reader = tanh_gelu ? llmc_match_sole_reader(g, g->nodes[node].outputs[0]) : -1;
     return reader >= 0 && llmc_is_onnx_op(&g->nodes[reader], "Mul") ? fuse_gated(g, ctx, node, "GeGLU") : 0;
 }

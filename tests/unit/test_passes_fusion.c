@@ -679,6 +679,59 @@ static void test_silu_swiglu(void)
                    "up * Sigmoid(gate)");
 }
 
+/* ONNX's own Gelu{approximate} node (opset 20 on) gating an up projection,
+ * as onnxruntime-genai's builder writes Gemma's MLP at opset 21. */
+static int onnx_gelu_gate(llmc_graph *g, int opset, const char *approximate, int *gv, int *uv)
+{
+    new_graph(g);
+    g->opset = opset;
+    *gv = x_input(g, "gate", D);
+    *uv = x_input(g, "up", D);
+    int act = 0;
+    int node = g_node(g, "Gelu", "act", &act, 1, *gv);
+    llmc_attr a = {.name = "approximate", .type = LLMC_ATTR_STRING, .s = (char *)approximate};
+    llmc_node_add_attr(g, node, &a);
+    return OP(g, "Mul", "y", act, *uv);
+}
+
+static void test_geglu_onnx_gelu(void)
+{
+    float gate[ROWS * D], up[ROWS * D], got[ROWS * D];
+    double want[ROWS * D];
+    fill(gate, ROWS * D, 9);
+    fill(up, ROWS * D, 10);
+    for (int i = 0; i < ROWS * D; i++)
+        want[i] = gelu_of(gate[i], GELU_TANH) * up[i];
+    llmc_graph g;
+    pass_run r = {0};
+    int gv, uv, y = onnx_gelu_gate(&g, 21, "tanh", &gv, &uv);
+    g_output(&g, y);
+    CHECK(infer(&g) == LLMC_OK && evaluate(&g, (float *[]){gate, up}, (float *[]){got}) == LLMC_OK &&
+              close_to(got, want, ROWS * D),
+          "the original graph computes gelu_tanh(gate) * up");
+    CHECK(run_pass(&llmc_pass_activation_fusion, &g, &r) == LLMC_OK && IS_FUSED(&g, y, "GeGLU", gv, uv) &&
+              llmc_graph_live_nodes(&g) == 1 &&
+              strcmp(r.detail, "0 gelu (0 tanh form, 1 into geglu), 0 silu (0 into swiglu)") == 0,
+          "Mul(Gelu{approximate=tanh}(gate), up) at opset 21 -> llmc.GeGLU(gate, up); detail '%s'", r.detail);
+    pass_run_free(&r);
+    llmc_graph_free(&g);
+
+    /* the erf form gates nothing, and a Gelu node below opset 20 is not ONNX's op */
+    static const struct {
+        int opset;
+        const char *approximate;
+    } misses[] = {{21, "none"}, {17, "tanh"}};
+    for (int k = 0; k < 2; k++) {
+        y = onnx_gelu_gate(&g, misses[k].opset, misses[k].approximate, &gv, &uv);
+        g_output(&g, y);
+        CHECK(infer(&g) == LLMC_OK && run_pass(&llmc_pass_activation_fusion, &g, &r) == LLMC_OK &&
+                  count_op(&g, "GeGLU") == 0 && llmc_graph_live_nodes(&g) == 2,
+              "Gelu{approximate=%s} at opset %d stays unfused", misses[k].approximate, misses[k].opset);
+        pass_run_free(&r);
+        llmc_graph_free(&g);
+    }
+}
+
 /* ---- linear-fusion ---- */
 
 static int matrix(llmc_graph *g, const char *name, int rows, int cols, const float *data)
@@ -1010,6 +1063,7 @@ int main(void)
     test_gelu();
     test_gelu_rejections();
     test_silu_swiglu();
+    test_geglu_onnx_gelu();
     test_linear_merge();
     test_linear_split();
     test_linear_residual();
