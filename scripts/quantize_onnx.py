@@ -198,10 +198,30 @@ def dequantized(q, scale, zp):
     return ((q.astype(np.int32) - int(zp)).astype(np.float32) * np.float32(scale)).astype(np.float32)
 
 
+def unique_names(graph):
+    """A function giving each name unused in graph, or name_1, name_2, ...
+    if it is taken (every name it returns is taken from then on)."""
+    taken = {t.name for t in graph.initializer} | {v.name for v in graph.input} | \
+        {o for n in graph.node for o in n.output}
+
+    def fresh(name):
+        candidate, i = name, 0
+        while candidate in taken:
+            i += 1
+            candidate = "%s_%d" % (name, i)
+        taken.add(candidate)
+        return candidate
+    return fresh
+
+
 def to_dynamic(model, signed):
     graph = model.graph
     inits = initializers(graph)
     deq, dql, nodes, count = {}, {}, [], 0
+    # An activation's DynamicQuantizeLinear writes x_quantized, and a
+    # quantized Gather writing x writes x_quantized too: a post-norm layer
+    # (OLMo2) projects the embedding's output itself, so names are unique'd.
+    fresh = unique_names(graph)
     weights = {node.output[0]: w for node, w in matmul_weights(graph)}
     for node in graph.node:
         if node.op_type == "MatMul" and node.output[0] in weights:
@@ -211,7 +231,7 @@ def to_dynamic(model, signed):
             wq, ws, wzp = add_weight(graph, node.input[1], q, scale, zp)
             x = node.input[0]
             if x not in dql:   # one DynamicQuantizeLinear per activation, as ORT shares it
-                dql[x] = (x + "_quantized", x + "_scale", x + "_zero_point")
+                dql[x] = tuple(fresh(x + suffix) for suffix in ("_quantized", "_scale", "_zero_point"))
                 nodes.append(helper.make_node("DynamicQuantizeLinear", [x], list(dql[x]), name=x + "_QuantizeLinear"))
             xq, xs, xzp = dql[x]
             y, base = node.output[0], node.name or node.output[0]
@@ -229,9 +249,9 @@ def to_dynamic(model, signed):
             deq[node.input[0]] = dequantized(q, scale, zp)
             wq, ws, wzp = add_weight(graph, node.input[0], q, scale, zp)
             y = node.output[0]
-            nodes += [helper.make_node("Gather", [wq, node.input[1]], [y + "_quantized"], name=node.name,
-                                       axis=0),
-                      helper.make_node("DequantizeLinear", [y + "_quantized", ws, wzp], [y],
+            yq = fresh(y + "_quantized")
+            nodes += [helper.make_node("Gather", [wq, node.input[1]], [yq], name=node.name, axis=0),
+                      helper.make_node("DequantizeLinear", [yq, ws, wzp], [y],
                                        name=y + "_DequantizeLinear")]
             count += 1
         else:

@@ -15,8 +15,21 @@
  * the head's scale is folded, so both still share one table; the Mul/Div
  * stays (outside the decoder layers) and `--explain` says so.
  *
- * W and T are float32 constant matrices (pre-quantized weights are left
- * alone); c a finite nonzero float scalar constant; the scaled output has
+ * Pre-quantized weights and tables (quant-canonical's form, quant_weight.h:
+ * W = DequantizeLinear(Wq, S, Z), Wq integer, S float [G, N] or [V, G])
+ * take c into their float scales: (Wq - Z) (S c).  Wq and Z stay as the
+ * file has them (exact in the integers); each scale s c is rounded once (to
+ * binary16 when every scale was a binary16, so a binary16-coefficient
+ * weight keeps its tile form), so ((q - z) s) c and (q - z) (s c) differ
+ * in the last bit unless every s c is exact (c a power of two, no scale
+ * leaving the normal range), and `--explain` says which.
+ * Preconditions: the DequantizeLinear's output is read by this projection
+ * alone (checked as for W below); its scale may have other readers (a new
+ * constant is made).  No tying check: quantize-embedding shares bytes
+ * between float tables and float heads only.
+ *
+ * W and T are float32 constant matrices or pre-quantized as above; c a
+ * finite nonzero float scalar constant; the scaled output has
  * the projection's shape and the projection's output has no other reader.
  * The projection takes over the Mul's output value (a graph output keeps
  * its name) and reads a new constant; the old one is dropped once unread. */
@@ -26,6 +39,7 @@
 #include <stdlib.h>
 
 #include "fusion_match.h"
+#include "quant_weight.h"
 
 #define PASS_NAME "linear-fusion"
 
@@ -60,6 +74,12 @@ static bool scale_operand(const llmc_graph *g, int node, double *factor, int *ot
     return false;
 }
 
+/* v times `factor`, or divided by `divisor` when nonzero (as Div computes). */
+static float scaled(float v, double factor, double divisor)
+{
+    return divisor != 0 ? (float)(v / divisor) : (float)(v * factor);
+}
+
 /* A copy of float constant matrix w times `factor` (divided by `divisor`
  * when nonzero, as Div computes) as a new constant; -1 on OOM. */
 static int scaled_copy(llmc_graph *g, int w, double factor, double divisor)
@@ -72,11 +92,53 @@ static int scaled_copy(llmc_graph *g, int w, double factor, double divisor)
         return -1;
     }
     for (int64_t i = 0; i < n; i++)
-        data[i] = divisor != 0 ? (float)(data[i] / divisor) : (float)(data[i] * factor);
+        data[i] = scaled(data[i], factor, divisor);
     llmc_shape shape = v->shape;
     int id = llmc_add_const(g, v->name, "/scaled", LLMC_DT_FLOAT, &shape, data, (uint64_t)n * sizeof *data);
     free(data);
     return id;
+}
+
+static bool is_half(float f)
+{
+    return rt_half_to_float(rt_float_to_half(f)) == f;
+}
+
+/* Pre-quantized weight / table: DequantizeLinear dq's scales scaled() as
+ * its new scale input, *exact whether every one is the exact product; 0,
+ * 1 when nothing changed (the scales have no bytes, or a scaled scale
+ * would not be finite, e.g. past binary16's range), -1 on OOM. */
+static int scale_quantized(llmc_graph *g, int dq, double factor, double divisor, bool *exact)
+{
+    int sv = llmc_quant_weight_input(g, dq, 1);
+    const llmc_value *v = &g->values[sv];
+    int64_t n = v->shape.dims[0].c * v->shape.dims[1].c;
+    const float *s = llmc_const_bytes(&v->konst);
+    if (!s)
+        return 1;
+    float *data = malloc((size_t)(n ? n : 1) * sizeof *data);
+    if (!data)
+        return -1;
+    bool half = true, finite = true;
+    for (int64_t i = 0; i < n; i++)
+        half = half && is_half(s[i]);
+    *exact = true;
+    for (int64_t i = 0; i < n; i++) {
+        float f = scaled(s[i], factor, divisor);
+        data[i] = half ? rt_half_to_float(rt_float_to_half(f)) : f;
+        finite = finite && isfinite(data[i]);
+        *exact = *exact && data[i] == (divisor != 0 ? s[i] / divisor : s[i] * factor);
+    }
+    llmc_shape shape = v->shape;
+    uint64_t bytes = (uint64_t)n * sizeof *data;
+    int id = finite ? llmc_add_const(g, v->name, "/scaled", LLMC_DT_FLOAT, &shape, data, bytes) : 0;
+    free(data);
+    if (!finite || id < 0)
+        return finite ? -1 : 1;
+    g->nodes[dq].inputs[1] = id;
+    if (llmc_graph_use_count(g, sv) == 0)
+        llmc_graph_drop_const(g, sv);
+    return 0;
 }
 
 /* Is c a power of two, so that scaling by it is exact (normal numbers)? */
@@ -131,15 +193,30 @@ int llmc_scale_fold_visit(llmc_graph *g, const llmc_pass_ctx *ctx, int node)
     if ((!gather && !llmc_is_onnx_op(p, "MatMul")) || p->n_inputs < 2)
         return 0;
     int weight_input = gather ? 0 : 1, w = p->inputs[weight_input];
-    if (!llmc_const_matrix(g, w) || (gather && llmc_node_attr_int(g, proj, "axis", 0) != 0))
+    int dq = gather ? llmc_quant_table(g, w) : llmc_quant_weight(g, w);
+    if ((dq < 0 && !llmc_const_matrix(g, w)) || (gather && llmc_node_attr_int(g, proj, "axis", 0) != 0))
         return 0;
-    const char *wname = g->values[w].name;
-    if (llmc_graph_use_count(g, w) != 1 || tied(g, w, gather)) {
+    const char *wname = g->values[dq < 0 ? w : llmc_quant_weight_input(g, dq, 0)].name;
+    if (llmc_graph_use_count(g, w) != 1 || (dq < 0 && tied(g, w, gather))) {
         say(ctx, g, node, "not folded: the %s scale %g stays, '%s' is read elsewhere or tied (embedding table "
             "and LM head share the unscaled bytes)", gather ? "embedding" : "output", c, wname);
         return 0;
     }
     bool div = llmc_is_onnx_op(&g->nodes[node], "Div");
+    const char *what = gather ? "embedding" : "output";
+    if (dq >= 0) {
+        bool exact;
+        int rc = scale_quantized(g, dq, c, div ? 1.0 / c : 0, &exact);
+        if (rc)
+            return rc < 0 ? -1 : 0;
+        if (exact)
+            say(ctx, g, node, "folded: %s scale %g into the scales of quantized '%s' (exact)", what, c, wname);
+        else
+            say(ctx, g, node, "folded: %s scale %g into the scales of quantized '%s' (its integers exact; a "
+                "rounding change of the scales: (q - z) (s c) is not ((q - z) s) c bit for bit)", what, c, wname);
+        rewire(g, node, proj, weight_input, w);
+        return 1;
+    }
     int scaled = scaled_copy(g, w, c, div ? 1.0 / c : 0);
     if (scaled < 0)
         return -1;
