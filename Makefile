@@ -280,6 +280,14 @@ tokenizer-parity: deps all
 demo: deps all
 	scripts/demo.sh
 
+# Every model family in the float16 and pre-quantized kinds compared with
+# ONNX Runtime (make check runs the families whose difference meets a
+# kind's; this is the whole cross product, about 15 minutes on 2 cores).
+ALL_FAMILIES := llama qwen2 gpt2 phi qwen3 llama32 smollm2 smollm3 granite olmo2 phi3 mistral gemma2 gemma3
+check-families: deps all
+	BUILD=$(BUILD) FP16_FAMILIES="$(ALL_FAMILIES)" tests/t_fp16.sh
+	BUILD=$(BUILD) PREQUANT_FAMILIES="$(ALL_FAMILIES)" tests/t_prequant.sh
+
 # The 2.5 GB Qwen2-0.5B-shaped model: export, compile, run against ONNX Runtime.
 big-model: deps all
 	scripts/big_model.sh
@@ -318,6 +326,6 @@ clean:
 	rm -rf build build-san build-tsan
 
 
-.PHONY: firmware firmware-libs firmware-demo install soak soak-bin
+.PHONY: firmware firmware-libs firmware-demo install soak soak-bin check-families
 .PHONY: all unit deps check check-tsan demo tokenizer-parity big-model clean bench-kernels bench-f32 aarch64-tests
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
