@@ -285,8 +285,8 @@ demo: deps all
 # kind's; this is the whole cross product, about 15 minutes on 2 cores).
 ALL_FAMILIES := llama qwen2 gpt2 phi qwen3 llama32 smollm2 smollm3 granite olmo2 phi3 mistral gemma2 gemma3
 check-families: deps all
-	BUILD=$(BUILD) FP16_FAMILIES="$(ALL_FAMILIES)" tests/t_fp16.sh
-	BUILD=$(BUILD) PREQUANT_FAMILIES="$(ALL_FAMILIES)" tests/t_prequant.sh
+	BUILD=$(BUILD) FP16_FAMILIES="$(ALL_FAMILIES)" tests/t_fp16.sh; fp16=$$?; \
+	BUILD=$(BUILD) PREQUANT_FAMILIES="$(ALL_FAMILIES)" tests/t_prequant.sh && [ $$fp16 -eq 0 ]
 
 # The 2.5 GB Qwen2-0.5B-shaped model: export, compile, run against ONNX Runtime.
 big-model: deps all

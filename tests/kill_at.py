@@ -2,7 +2,9 @@
 has written BYTES bytes of output into DIR, counting what is not yet named:
 the files CMD holds open that have no name (an O_TMPFILE file, or an
 unlinked temporary: /proc/PID/fd/N reads 'DIR/... (deleted)') and the files
-in the temporary directories DIR/.*.llmc-tmp.* it holds open.  The moment it sees BYTES or
+in the temporary directories DIR/.*.llmc-tmp.* it holds open, other than
+those there before CMD started (a killed run's, which CMD opens to see
+whether it may remove them).  The moment it sees BYTES or
 more (BYTES 0: the first unnamed output at all) it stops CMD (SIGSTOP),
 counts again, kills it and prints 'killed BYTES LINK', LINK being the /proc
 link of the largest unnamed file (or '-').  Prints 'finished' and exits 3
@@ -43,17 +45,26 @@ def temp_dir_bytes(d):
     return total
 
 
-def written(pid, out_dir):
+def temp_dirs(out_dir):
+    """The temporary directories under out_dir now."""
+    found = set()
+    for root, names, _ in os.walk(out_dir):
+        found.update(os.path.join(root, n) for n in names if ".llmc-tmp." in n)
+    return found
+
+
+def written(pid, out_dir, old_dirs):
     """Bytes pid has written under out_dir that have no name yet: unnamed
-    files, and the files of the temporary directories it holds open; whether
-    there is any such output; the link of the largest unnamed file."""
+    files, and the files of the temporary directories it holds open (not
+    old_dirs); whether there is any such output; the link of the largest
+    unnamed file."""
     files, dirs = [], []
     for path, link in open_files(pid):
         if not link.startswith(out_dir + "/"):
             continue
         if link.endswith(" (deleted)"):
             files.append((size(path), link))
-        elif ".llmc-tmp." in os.path.basename(link) and os.path.isdir(link):
+        elif ".llmc-tmp." in os.path.basename(link) and os.path.isdir(link) and link not in old_dirs:
             dirs.append(link)
     total = sum(n for n, _ in files) + sum(temp_dir_bytes(d) for d in dirs)
     return total, bool(files or dirs), max(files)[1] if files else "-"
@@ -62,12 +73,13 @@ def written(pid, out_dir):
 def main():
     out_dir, want = os.path.abspath(sys.argv[1]), int(sys.argv[2])
     cmd = sys.argv[sys.argv.index("--") + 1:]
+    old_dirs = temp_dirs(out_dir)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while proc.poll() is None:
-        total, seen, _ = written(proc.pid, out_dir)
+        total, seen, _ = written(proc.pid, out_dir, old_dirs)
         if seen and total >= want:
             os.kill(proc.pid, signal.SIGSTOP)
-            total, _, link = written(proc.pid, out_dir)
+            total, _, link = written(proc.pid, out_dir, old_dirs)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             print(f"killed {total} {link}")
