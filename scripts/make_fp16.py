@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Make 16-bit float variants of an fp32 ONNX export (test inputs for llmc).
 
-    make_fp16.py IN.onnx OUT.onnx --form weights16|compute16|weightsbf16
+    make_fp16.py IN.onnx OUT.onnx --form weights16|compute16|keepio16|weightsbf16|widen32
 
 Written with the onnx package and numpy only (onnxconverter-common is not
 available).  Forms:
@@ -31,6 +31,14 @@ available).  Forms:
                common's keep_io_types): each float input is read through a
                Cast(to=FLOAT16), each float output written by a
                Cast(to=FLOAT) of the float16 value.
+  widen32      the reverse, for a float16 graph (compute16, keepio16): every
+               float16 tensor, Constant value, Cast target, graph input and
+               output and value_info entry made float32, values widened
+               exactly.  The result computes in float32 on the float16
+               file's own values -- what llmc computes for such a file (it
+               widens at import and reads Cast(to=FLOAT16) as to=FLOAT) --
+               so ONNX Runtime on it is the reference for llmc's arithmetic,
+               apart from ONNX Runtime's float16 arithmetic on the file.
 
 Prints one line: what was converted.
 """
@@ -115,12 +123,17 @@ def f16_attr_tensor(t):
     return numpy_helper.from_array(to_f16(numpy_helper.to_array(t), clamp=True), t.name)
 
 
-def set_f16_type(vi):
+def retype(vi, old, new):
+    """A value's tensor type old -> new; 1 if it was old."""
     tt = vi.type.tensor_type
-    if vi.type.HasField("tensor_type") and tt.elem_type == TensorProto.FLOAT:
-        tt.elem_type = TensorProto.FLOAT16
+    if vi.type.HasField("tensor_type") and tt.elem_type == old:
+        tt.elem_type = new
         return 1
     return 0
+
+
+def set_f16_type(vi):
+    return retype(vi, TensorProto.FLOAT, TensorProto.FLOAT16)
 
 
 FP32_OPS = ("Softmax", "LayerNormalization", "ReduceMean")
@@ -187,6 +200,39 @@ def compute_form(model):
             "{fp32_islands} Softmax/LayerNormalization/ReduceMean nodes run in float32 between Casts").format(**stats)
 
 
+def f32_attr_tensor(t):
+    return numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32), t.name)
+
+
+def set_f32_type(vi):
+    return retype(vi, TensorProto.FLOAT16, TensorProto.FLOAT)
+
+
+def widen_form(model):
+    g = model.graph
+    stats = dict(initializers=0, constants=0, casts=0, types=0)
+    inits = []
+    for t in g.initializer:
+        if t.data_type == TensorProto.FLOAT16:
+            t = f32_attr_tensor(t)
+            stats["initializers"] += 1
+        inits.append(t)
+    del g.initializer[:]
+    g.initializer.extend(inits)
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT16:
+                a.t.CopyFrom(f32_attr_tensor(a.t))
+                stats["constants"] += 1
+            elif n.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT16:
+                a.i = TensorProto.FLOAT
+                stats["casts"] += 1
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        stats["types"] += set_f32_type(vi)
+    return ("float32 compute on the float16 values: {initializers} initializers, {constants} tensor "
+            "attributes, {casts} Casts, {types} inputs/outputs/value_info entries made float32").format(**stats)
+
+
 def keep_io_types(model):
     """Float32 graph inputs and outputs around a float16 graph, with Casts at the edges."""
     g = model.graph
@@ -216,10 +262,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("input")
     ap.add_argument("output")
-    ap.add_argument("--form", required=True, choices=("weights16", "compute16", "keepio16", "weightsbf16"))
+    ap.add_argument("--form", required=True, choices=("weights16", "compute16", "keepio16", "weightsbf16", "widen32"))
     args = ap.parse_args(argv)
     model = onnx.load(args.input)
-    if args.form in ("compute16", "keepio16"):
+    if args.form == "widen32":
+        what = widen_form(model)
+    elif args.form in ("compute16", "keepio16"):
         what = compute_form(model)
         if args.form == "keepio16":
             what += keep_io_types(model)

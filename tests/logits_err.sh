@@ -1,16 +1,19 @@
 # Greedy runs compared by their logits (sourced by t_quant.sh and
 # t_kvcache.sh; needs $PY); and the prompts of those runs.
-# rel_err REF OUT (file bases): max over rows of max|a - b| / max|a|, over
-# the rows both runs computed from the same tokens (row r follows the ids
-# before it, so rows up to the first differing id)
+# rel_err REF OUT [OTHER...] (file bases): max over rows of max|a - b| /
+# max|a| between REF and OUT, over the rows every run given computed from
+# the same tokens (row r follows the ids before it, so rows up to the
+# first id where any two runs differ; OTHER runs only narrow the rows, so
+# that two runs judged against one REF are judged on the same rows)
 rel_err() {
-    $PY - "$1" "$2" "$VOCAB" <<'EOF'
+    $PY - "$VOCAB" "$@" <<'EOF'
 import sys, numpy as np
-v = int(sys.argv[3])
-a = np.fromfile(sys.argv[1] + ".bin", "<f4").reshape(-1, v).astype(np.float64)
-b = np.fromfile(sys.argv[2] + ".bin", "<f4").reshape(-1, v).astype(np.float64)
-ia, ib = open(sys.argv[1] + ".tok").read().split(), open(sys.argv[2] + ".tok").read().split()
-n = next((i for i, (x, y) in enumerate(zip(ia, ib)) if x != y), min(len(ia), len(ib)) - 1) + 1
+v = int(sys.argv[1])
+a = np.fromfile(sys.argv[2] + ".bin", "<f4").reshape(-1, v).astype(np.float64)
+b = np.fromfile(sys.argv[3] + ".bin", "<f4").reshape(-1, v).astype(np.float64)
+ids = [open(p + ".tok").read().split() for p in sys.argv[2:]]
+m = min(len(t) for t in ids)
+n = next((i for i in range(m) if len({t[i] for t in ids}) > 1), m - 1) + 1
 print("%.6f" % (np.abs(a[:n] - b[:n]).max(axis=1) / np.abs(a[:n]).max(axis=1)).max())
 EOF
 }

@@ -153,6 +153,13 @@ static bool coef_is(double got, double want)
     return llmc_value_near(got, want) || (got != 0 && llmc_value_near(1 / got, 1 / want));
 }
 
+/* A GELU argument's coefficient as gelu_argument_is takes it, but equal to
+ * want itself (or its reciprocal), not only to its float16 rounding. */
+static bool coef_exact(double got, double want)
+{
+    return llmc_value_exact(got, want) || (got != 0 && llmc_value_exact(1 / got, 1 / want));
+}
+
 /* Is the anchor's argument, read as a polynomial in x, the one GELU's
  * erf form (tanh_form 0) or tanh form takes? */
 static bool gelu_argument_is(const poly *p, int tanh_form)
@@ -188,8 +195,11 @@ static void x_candidates(const llmc_graph *g, int v, int depth, int *out, int *n
 }
 
 /* x of GELU's anchor (Erf or Tanh), the candidate for which the argument
- * is GELU's; its nodes collected.  -1 (rejected) when none is. */
-static int gelu_x(llmc_match *m, int anchor, int tanh_form)
+ * is GELU's; its nodes collected.  -1 (rejected) when none is.  *rounded:
+ * the argument's constants are GELU's rounded to float16 (a float16 export),
+ * which the fused op replaces by the exact ones.  (0.5, the outer
+ * coefficient, is exact in float16.) */
+static int gelu_x(llmc_match *m, int anchor, int tanh_form, bool *rounded)
 {
     const llmc_graph *g = m->g;
     int arg = g->nodes[anchor].inputs[0], cand[MAX_CANDIDATES], n = 0, n_before = m->n_nodes;
@@ -197,8 +207,12 @@ static int gelu_x(llmc_match *m, int anchor, int tanh_form)
     for (int i = 1; i < n; i++) {   /* cand[0] is the argument itself */
         poly p;
         poly_vars pv = {m, cand[i], -1};
-        if (poly_of(&pv, arg, POLY_DEPTH, &p) && gelu_argument_is(&p, tanh_form))
+        if (poly_of(&pv, arg, POLY_DEPTH, &p) && gelu_argument_is(&p, tanh_form)) {
+            double s = p.c[1][0];
+            *rounded = !(tanh_form ? coef_exact(s, sqrt(2.0 / M_PI)) && coef_exact(p.c[3][0] / s, 0.044715)
+                                   : coef_exact(s, sqrt(0.5)));
             return cand[i];
+        }
         m->n_nodes = n_before;
     }
     return llmc_match_reject(m, anchor, "its input is not %s in x in any association order",
@@ -260,13 +274,20 @@ static int fuse_gelu(llmc_graph *g, const llmc_pass_ctx *ctx, int anchor, int ta
     llmc_match m;
     llmc_match_init(&m, g, ctx, PASS_NAME);
     llmc_match_add(&m, anchor);
-    int x = gelu_x(&m, anchor, tanh_form);
+    bool rounded = false;
+    int x = gelu_x(&m, anchor, tanh_form, &rounded);
     int root = x >= 0 ? gelu_root(&m, anchor, x) : -1;
     if (root >= 0 && !llmc_shape_eq(&g->values[g->nodes[root].outputs[0]].shape, &g->values[x].shape)) {
         llmc_match_reject(&m, root, "the result is broadcast to another shape than x's");
         root = -1;
     }
-    return replace_unary(&m, root, "Gelu", x, tanh_form);
+    int rc = replace_unary(&m, root, "Gelu", x, tanh_form);
+    if (rc == 1 && rounded && ctx->explain && ctx->log) {
+        const llmc_node *a = &g->nodes[anchor];
+        fprintf(ctx->log, "%s: node '%s' (#%d, %s) fused: GELU's constants were rounded to float16; the fused Gelu "
+                "computes with the exact ones (a rounding change)\n", PASS_NAME, a->name, anchor, a->op_type);
+    }
+    return rc;
 }
 
 static int fuse_silu(llmc_graph *g, const llmc_pass_ctx *ctx, int sigmoid)

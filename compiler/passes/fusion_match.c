@@ -127,10 +127,14 @@ static double round_to_f16(double w)
     return nearbyint(w / ulp) * ulp;
 }
 
+bool llmc_value_exact(double x, double want)
+{
+    return fabs(x - want) <= CONST_REL_TOL * fabs(want);
+}
+
 bool llmc_value_near(double x, double want)
 {
-    double tol = CONST_REL_TOL * fabs(want);
-    return fabs(x - want) <= tol || fabs(x - round_to_f16(want)) <= tol;
+    return llmc_value_exact(x, want) || llmc_value_exact(x, round_to_f16(want));
 }
 
 bool llmc_const_near(const llmc_graph *g, int v, double want)

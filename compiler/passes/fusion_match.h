@@ -60,6 +60,8 @@ int llmc_other_input(const llmc_graph *g, int node, int v);
  * constants exactly, so 0.044715 arrives as 0.044708251953125): the one
  * rule every pattern constant is compared by.  Exactly 0 when want is 0. */
 bool llmc_value_near(double x, double want);
+/* llmc_value_near's first case only: x is want, not its float16 rounding. */
+bool llmc_value_exact(double x, double want);
 /* llmc_match_const_scalar (match.h) and llmc_value_near. */
 bool llmc_const_near(const llmc_graph *g, int v, double want);
 /* v is a float constant of shape [len]. */

@@ -579,6 +579,11 @@ static void test_gelu(void)
         CHECK(node >= 0 && IS_FUSED(&g, y, "Gelu", xv) && llmc_node_attr_int(&g, node, "tanh", 0) == tanh_form &&
                   strcmp(r.detail, want_detail) == 0,
               "%s: one llmc.Gelu{tanh=%d}(x) writing y; detail '%s'", names[form], tanh_form, r.detail);
+        bool f16 = gelu_consts_of((gelu_form)form).s == GELU_F16.s;
+        bool said = r.log && strstr(r.log, "fused: GELU's constants were rounded to float16; the fused Gelu computes "
+                                           "with the exact ones (a rounding change)");
+        CHECK(said == f16, "%s: --explain %s the rounding change: %s", names[form], f16 ? "names" : "does not name",
+              r.log ? r.log : "(nothing)");
         /* the fused node computes exact GELU: within 2e-4 of the float16 constants' */
         for (int i = 0; i < ROWS * D; i++)
             want[i] = gelu_of(x[i], tanh_form ? GELU_TANH : GELU_PHI);
