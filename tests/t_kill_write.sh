@@ -6,10 +6,16 @@
 # /proc/PID/fd, stops the process there, counts again and kills it), into an
 # empty folder and over an old plan: the folder holds exactly what it held
 # before, byte for byte.  The same for --dump-passes DIR and --npu-export
-# DIR at 0/25/50/90% of the bytes of their files, new and over an old DIR:
-# DIR (new or old) is as it was, the one thing beside it is the killed run's
-# temporary .DIR.llmc-tmp.XXXXXX, and the next run removes it (the one
-# before it was gone by then too) and writes what an undisturbed run writes.
+# DIR at 0/25/50/90% of the bytes of their files into a new DIR, and at
+# 0/25/50/90/100% and right after the exchange that puts the new DIR in
+# place over an old DIR (one of one's own files, modes and a symlink beside
+# the files the new set replaces): DIR is exactly as it was or exactly the
+# old DIR with the new set applied, never a mix; the one thing beside it is
+# the killed run's temporary .DIR.llmc-tmp.XXXXXX (after the exchange: the
+# old tree), and the next run removes it (the one before it was gone by
+# then too) and writes what an undisturbed run writes, keeping one's own
+# files as the same files.  Where directories cannot be exchanged
+# (LLMC_OUT_NO_EXCHANGE=1) the same result, the files moved in one by one.
 # A temporary that a live process holds locked is not removed.  The named
 # temporaries used where a file system has no O_TMPFILE
 # (LLMC_OUT_NO_TMPFILE=1): the same plan, nothing else in the folder, a
@@ -45,9 +51,11 @@ export_to() {   # export_to DIR: DIR/export
 mkdir -p "$WORK/plans"
 
 # snapshot DIR: every entry under DIR (temporary directories aside) with its
-# type, size, mode and contents' digest.
+# type, mode, size and symlink target (not a directory's size, which depends
+# on its history) and contents' digest.
 snapshot() {
-    (cd "$1" && find . -path '*.llmc-tmp.*' -prune -o -printf '%p %y %s %m\n' | LC_ALL=C sort &&
+    (cd "$1" && find . -path '*.llmc-tmp.*' -prune -o -type d -printf '%p %y %m\n' -o -printf '%p %y %m %s %l\n' |
+        LC_ALL=C sort &&
         find . -path '*.llmc-tmp.*' -prune -o -type f -exec sha256sum {} + | LC_ALL=C sort)
 }
 temps() {   # temps DIR: the temporary directories in DIR
@@ -60,14 +68,25 @@ bytes_in() {   # bytes_in PATH: the bytes of the files at or under PATH
 # Fixtures: what the output folder holds before a run.
 empty() { :; }
 old_plan() { printf 'an old plan, not to be touched\n' >"$1/out.plan"; }
-old_dir() {   # old_dir FOLDER DIR FILE: an old DIR with FILE, which the new set replaces, and a file of one's own
-    mkdir -p "$1/$2" && printf 'old\n' >"$1/$2/$3" && printf 'mine\n' >"$1/$2/notes.txt"
+# old_dir FOLDER DIR FILE: an old DIR (mode 750) with FILE, which the new set
+# replaces, and one's own: notes.txt (mode 600), a symlink to it, and mine/
+# (mode 700) with 2 x 1,000 small files, whose removal from the old tree
+# after the exchange takes long enough for a kill to land in it.
+old_dir() {
+    local d=$1/$2 i
+    mkdir -p "$d/mine/deep" && printf 'old\n' >"$d/$3" && printf 'mine\n' >"$d/notes.txt" &&
+        chmod 600 "$d/notes.txt" && ln -s notes.txt "$d/latest" || return 1
+    for i in $(seq 1000); do
+        printf '%s\n' "$i" >"$d/mine/$i.txt" && printf '%s\n' "$i" >"$d/mine/deep/$i" || return 1
+    done
+    chmod 700 "$d/mine" && chmod 750 "$d"
 }
 old_dump() { old_dir "$1" dump 00-import.txt; }
 old_export() { old_dir "$1" export manifest.json; }
 
 # killed WHAT FIXTURE TOTAL PERCENT WRITER [STALE [COMPLETE]]: a fresh folder
-# with FIXTURE, WRITER killed at PERCENT of TOTAL bytes, then the folder
+# with FIXTURE, WRITER killed at PERCENT of TOTAL bytes (PERCENT
+# replaced:NAME: when NAME is replaced, tests/kill_at.py), then the folder
 # must hold what it held before -- or, when the kill came after the output
 # was put in place (writes land a few MB at a time, so a kill aimed at 90%
 # or 100% may come after the last one), what COMPLETE accepts as the whole
@@ -80,21 +99,25 @@ killed() {
         if [ "$i" -gt 1 ] || [ ! -d "$dir" ]; then rm -rf "$dir" && mkdir -p "$dir" && $fixture "$dir"; fi
         snapshot "$dir" >"$WORK/before.txt"
         temps "$dir" >"$WORK/temps-before.txt"
-        RUN=("$PY" tests/kill_at.py "$dir" $((total * percent / 100)) --)
+        RUN=("$PY" tests/kill_at.py "$dir" "$([[ $percent = replaced:* ]] && echo "$percent" || echo $((total * percent / 100)))" --)
         out=$($writer "$dir") && break
         RUN=()
         out=
     done
     RUN=()
     [ -n "$out" ] || { echo "the writer finished before $percent% in $ATTEMPTS runs"; return 1; }
-    local bytes=${out#killed } link
+    local bytes=${out#killed } link after="as before"
     link=${bytes#* }
     bytes=${bytes%% *}
-    printf '%s %s %s%% %s of %s bytes %s\n' "$what" "$fixture" "$percent" "$bytes" "$total" "$link" >>"$WORK/points.txt"
-    echo "killed at $bytes of $total bytes ($link)"
     if ! snapshot "$dir" | diff "$WORK/before.txt" -; then
         $complete "$dir" || { echo "the folder changed, and not to the whole output"; return 1; }
-        echo "the kill came after the output was in place: the whole output"
+        after="the whole output"
+    fi
+    if [ "$bytes" = replaced ]; then
+        printf '%s %s %s, old tree left: %s; %s\n' "$what" "$fixture" "$percent" "$link" "$after" >>"$WORK/points.txt"
+    else
+        printf '%s %s %s%% %s of %s bytes %s; %s\n' "$what" "$fixture" "$percent" "$bytes" "$total" "$link" "$after" \
+            >>"$WORK/points.txt"
     fi
     local now
     now=$(temps "$dir")
@@ -117,7 +140,7 @@ for fixture in empty old_plan; do
             killed plan-$fixture $fixture "$PLAN_BYTES" $percent plan_to "" whole_plan
     done
 done
-unnamed_plan() { grep -q "^plan-empty empty 50% .* $(realpath "$WORK/plan-empty")/#[0-9]* (deleted)\$" "$WORK/points.txt"; }
+unnamed_plan() { grep -q "^plan-empty empty 50% .* $(realpath "$WORK/plan-empty")/#[0-9]* (deleted); as before\$" "$WORK/points.txt"; }
 check "the plan is written to an unnamed file (O_TMPFILE: /proc link DIR/#INODE)" unnamed_plan
 replaced() {
     plan_to "$WORK/plan-old_plan" && cmp "$WORK/ref/out.plan" "$WORK/plan-old_plan/out.plan" &&
@@ -126,39 +149,57 @@ replaced() {
 check "the next compile replaces the old plan, nothing else in the folder" replaced
 
 # ---- --dump-passes DIR and --npu-export DIR ----------------------------------------
-# A new DIR is one rename of the finished temporary directory: killed at
-# any point, the folder holds nothing of it or all of it.  Into an existing
-# DIR the finished files are renamed in one by one (its other files stay),
-# so only kills while the set is written are asserted there: a kill among
-# the final renames may leave old and new files side by side
+# A new DIR is one rename of the finished temporary directory, an old DIR
+# one exchange with it once the old DIR's other entries are linked in:
+# killed at any point, the folder holds all of the old or all of the new
 # (docs/testing.md, "Killed writes").
-directory_kills() {   # directory_kills NAME WRITER FIXTURE: kills at 0..90%, then a full run
-    local name=$1 writer=$2 fixture=$3 total start percents
+directory_kills() {   # directory_kills NAME WRITER FIXTURE: kills, then a full run, new and over FIXTURE
+    local name=$1 writer=$2 fixture=$3 total start percents complete f label
     mkdir -p "$WORK/ref-$name"
     check "$name: reference run" $writer "$WORK/ref-$name"
     total=$(bytes_in "$WORK/ref-$name/$name")
     eval "whole_$name() { diff -r '$WORK/ref-$name/$name' \"\$1/$name\" >/dev/null; }"
+    # the old DIR with the new set applied, and its snapshot
+    rm -rf "$WORK/applied-$name" && mkdir -p "$WORK/applied-$name" && $fixture "$WORK/applied-$name"
+    for f in "$WORK/ref-$name/$name"/*; do cp -pR --remove-destination "$f" "$WORK/applied-$name/$name/"; done
+    snapshot "$WORK/applied-$name" >"$WORK/applied-$name.txt"
+    eval "applied_$name() { snapshot \"\$1\" | cmp -s - '$WORK/applied-$name.txt'; }"
     for start in empty $fixture; do
         rm -rf "$WORK/$name-$start"
-        percents="0 25 50 90"
-        [ "$start" = empty ] || percents="0 25 50"
+        percents="0 25 50 90" complete=whole_$name
+        [ "$start" = empty ] || percents="0 25 50 90 100 replaced:$name" complete=applied_$name
         for percent in $percents; do
-            check "$name killed at $percent% ($start): DIR as it was (or whole), only this run's temporary beside it" \
-                killed "$name-$start" $start "$total" $percent $writer dir "$([ "$start" = empty ] && echo "whole_$name" || echo false)"
+            label=$percent%
+            [ "$percent" != "replaced:$name" ] || label="the exchange"
+            check "$name killed at $label ($start): DIR exactly as it was or exactly the new one, only this run's temporary beside it" \
+                killed "$name-$start" $start "$total" $percent $writer dir $complete
         done
+        [ "$start" = empty ] ||
+            check "$name killed after the exchange: the old tree was left under the temporary's name" \
+                old_tree_left "$name-$start"
         check "$name ($start): the next run removes the temporary and writes the whole set" \
             whole_set "$name" "$start" $writer
     done
+    check "$name over an old DIR, no RENAME_EXCHANGE (LLMC_OUT_NO_EXCHANGE=1): the same DIR, nothing beside it" \
+        moved_in "$name" "$fixture" $writer
+}
+old_tree_left() {   # the kill after the exchange came before the old tree was gone
+    grep -q "^$1 [a-z_]* replaced:[a-z]*, old tree left: \.[a-z]*\.llmc-tmp\.[A-Za-z0-9]\{6\}; the whole output\$" "$WORK/points.txt"
 }
 whole_set() {   # whole_set NAME FIXTURE WRITER
-    local dir=$WORK/$1-$2
+    local dir=$WORK/$1-$2 inode
+    inode=$(stat -c %i "$dir/$1/notes.txt" 2>/dev/null)
     $3 "$dir" || return 1
     [ -z "$(temps "$dir")" ] || { echo "left: $(temps "$dir")"; return 1; }
     [ "$(ls -A "$dir")" = "$1" ] || { ls -A "$dir"; return 1; }
-    diff -r "$WORK/ref-$1/$1" "$dir/$1" >"$WORK/diff.txt" && return 0
-    # an old DIR: its own file stays beside the new set, and only that
-    [ "$2" != empty ] && [ "$(cat "$WORK/diff.txt")" = "Only in $dir/$1: notes.txt" ] ||
-        { cat "$WORK/diff.txt"; return 1; }
+    [ "$2" != empty ] || { diff -r "$WORK/ref-$1/$1" "$dir/$1"; return; }
+    # an old DIR: the new set applied to it, one's own notes still the same file (a link, not a copy)
+    snapshot "$dir" | diff "$WORK/applied-$1.txt" - && [ "$(stat -c %i "$dir/$1/notes.txt")" = "$inode" ]
+}
+moved_in() {   # moved_in NAME FIXTURE WRITER
+    local dir=$WORK/$1-moved
+    rm -rf "$dir" && mkdir -p "$dir" && $2 "$dir" && LLMC_OUT_NO_EXCHANGE=1 $3 "$dir" || return 1
+    snapshot "$dir" | diff "$WORK/applied-$1.txt" - && [ -z "$(temps "$dir")" ]
 }
 directory_kills dump dumps_to old_dump
 directory_kills export export_to old_export
@@ -194,7 +235,7 @@ for fixture in empty old_plan; do
     check "named temporaries: plan killed at 50% ($fixture): the folder holds what it held" \
         killed named-$fixture $fixture "$PLAN_BYTES" 50 named_plan_to
 done
-named_link() { grep -q "^named-empty empty 50% .*/out.plan.tmp.[A-Za-z0-9]\{6\} (deleted)\$" "$WORK/points.txt"; }
+named_link() { grep -q "^named-empty empty 50% .*/out.plan.tmp.[A-Za-z0-9]\{6\} (deleted); as before\$" "$WORK/points.txt"; }
 check "... its temporary is unlinked while written (/proc link OUT.tmp.XXXXXX (deleted))" named_link
 failed_write() {   # the output is a folder: the last step, the rename, fails
     rm -rf "$WORK/fail" && mkdir -p "$WORK/fail/out.plan/x" && snapshot "$WORK/fail" >"$WORK/before.txt" &&

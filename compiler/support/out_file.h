@@ -33,11 +33,20 @@ int llmc_out_finish(llmc_output *out, int rc, llmc_error *err);
  * `.NAME.llmc-tmp.XXXXXX` beside `path` (in its nearest existing ancestor,
  * or inside `path` when that is a mount point), locked (flock) while this
  * process lives, and first removes the stale ones of the same name: unlocked
- * and older than this call, left by a killed run.  The caller writes its
- * files into `tmp`.  llmc_out_dir_finish with rc 0 renames `tmp` to `path`
- * (creating missing parents), or, when `path` already exists, moves each
- * file into it (replacing those of the same name; `last`, if not NULL,
- * removed first and moved last); with rc != 0 it removes `tmp`. */
+ * and older (ctime) than this call, left by a killed run.  The caller writes
+ * its files into `tmp`.  llmc_out_dir_finish with rc 0 renames `tmp` to
+ * `path` (creating missing parents).  When `path` already exists, every old
+ * entry the new set does not replace is hard-linked into `tmp` (directories
+ * made anew and merged, symlinks made anew, a copy where a link is refused),
+ * `tmp` gets the old mode, and the two are exchanged in one step
+ * (RENAME_EXCHANGE); the old tree, then under the temporary's name, is
+ * removed, or swept by the next run if this one is killed first.  Where the
+ * exchange is refused (EINVAL, ENOSYS; LLMC_OUT_NO_EXCHANGE=1 for tests),
+ * `path` is a mount point or a symlink, the files are instead moved into
+ * `path` one by one (replacing those of the same name; `last`, if not NULL,
+ * removed first and moved last), which a kill can leave half done.  A new
+ * file where `path` has a directory, or the reverse, is refused before
+ * anything changes.  With rc != 0 it removes `tmp`. */
 typedef struct {
     char *path;
     char *tmp;
