@@ -52,7 +52,10 @@ static const char bench_help[] =
     "                          {\"test\": \"pp512\", \"tok_s\": 412.3, \"sd\": 2.1, \"threads\": 2, ...}\n"
     "  --roofline              also measure this machine's read bandwidth (a buffer 8x\n"
     "                          the last-level cache), fp32 FMA and int8 peaks on each\n"
-    "                          thread count, and with a PLAN each test's roofline:\n"
+    "                          thread count (both int8 loops where the CPU has AVX-512\n"
+    "                          VNNI; a peak above threads x clock x what a core issues\n"
+    "                          per cycle is marked (!), suspect), and with a PLAN each\n"
+    "                          test's roofline against the peaks of its kernels:\n"
     "                          tgN: bandwidth / bytes read per token (weights of\n"
     "                          Linear/MatMul, one embedding row, K/V at the average\n"
     "                          context); ppN: peak / operations per token (2*N*K per\n"
@@ -107,6 +110,7 @@ typedef struct {
     float *logits;          /* vocab_size */
     llmc_rt_session s;
     bench_profile profile;  /* --profile */
+    llmc_cpu_info cpu;      /* named in --json lines */
     bench_result results[MAX_RESULTS];
     uint32_t n_results;
 } bench_state;
@@ -365,8 +369,10 @@ static void print_result(const bench_state *b, const bench_result *r)
                b->a->reps, r->median);
         for (uint32_t k = 0; k < b->a->reps; k++)
             printf("%s%.3f", k ? ", " : "", r->samples[k]);
-        printf("], \"context\": %u, \"working_memory_bytes\": %zu, \"peak_rss_bytes\": %llu}\n", b->context,
-               b->mem_size, (unsigned long long)peak_rss_bytes());
+        printf("], \"context\": %u, \"working_memory_bytes\": %zu, \"peak_rss_bytes\": %llu, \"cpu\": ",
+               b->context, b->mem_size, (unsigned long long)peak_rss_bytes());
+        llmc_cli_json_string(b->cpu.model);
+        printf("}\n");
     } else {
         printf("| %-30s | %10s | %7u | %13s | %11.2f ± %6.2f |\n", base_name(b->a->plan),
                human_bytes((double)b->plan_bytes, size, sizeof size), r->threads, r->name, r->mean, r->sd);
@@ -464,8 +470,8 @@ static test_roofline roofline_of(const bench_result *r, const llmc_plan_cost *c,
     t.ops = (double)c->linear_ops + (double)c->linear_ops_per_call / per_call +
             (double)c->attn_ops_per_pos * t.context;
     t.read = pk->read_gb_s * 1e9 / t.bytes;
-    t.fp32 = pk->fp32_gflops * 1e9 / t.ops;
-    t.int8 = pk->int8_gops * 1e9 / t.ops;
+    t.fp32 = pk->fp32.rate * 1e9 / t.ops;
+    t.int8 = pk->int8.rate * 1e9 / t.ops;
     if (!r->prefill) {
         t.roofline = t.read, t.bound = "read";
     } else if (c->quantized && t.int8 > t.fp32) {
@@ -477,25 +483,77 @@ static test_roofline roofline_of(const bench_result *r, const llmc_plan_cost *c,
     return t;
 }
 
+/* `"NAME_gops": R, "NAME_bound": B, "NAME_suspect": S` of one peak (bound
+ * null: unknown); nothing for a peak not measured. */
+static void json_peak(const char *name, const char *unit, const llmc_roofline_peak *p)
+{
+    if (!p->rate)
+        return;
+    printf(", \"%s_%s\": %.3f, \"%s_bound\": ", name, unit, p->rate, name);
+    printf(p->bound > 0 ? "%.3f" : "null", p->bound);
+    printf(", \"%s_suspect\": %s", name, p->suspect ? "true" : "false");
+}
+
+/* A peak in a table cell: "-" if not measured, "(!)" after a suspect one. */
+static const char *cell(const llmc_roofline_peak *p, char *buf, size_t size)
+{
+    if (!p->rate)
+        return "-";
+    snprintf(buf, size, "%.2f%s", p->rate, p->suspect ? " (!)" : "");
+    return buf;
+}
+
+/* The loud part of the sanity check, on stderr. */
+static void warn_suspect(const char *what, const llmc_roofline_peak *p, const llmc_roofline_peaks *pk)
+{
+    if (p->suspect)
+        fprintf(stderr,
+                "llmc bench: WARNING: the %s peak, %.2f G ops/s on %u threads, exceeds what %s can issue "
+                "(%.2f: threads x %.0f MHz (%s; measured %.0f) x ops per cycle per core): the figure is suspect\n",
+                what, p->rate, pk->threads, pk->cpu.model, p->bound, pk->cpu.max_mhz, pk->cpu.clock_source,
+                pk->cpu.measured_mhz);
+}
+
 static void print_peaks(const bench_args *a, const llmc_roofline_peaks *pk, uint32_t n)
 {
-    char buf[32];
+    char buf[32], c[4][32];
+    for (uint32_t i = 0; i < n; i++) {
+        warn_suspect("fp32", &pk[i].fp32, &pk[i]);
+        warn_suspect("int8 (vpmaddubsw)", &pk[i].int8_avx2, &pk[i]);
+        warn_suspect("int8 (vpdpbusd)", &pk[i].int8_vnni, &pk[i]);
+        if (!pk[i].int8_avx2.rate && !pk[i].int8_vnni.rate)
+            warn_suspect("int8", &pk[i].int8, &pk[i]);
+    }
     if (a->json) {
-        for (uint32_t i = 0; i < n; i++)
-            printf("{\"roofline\": \"peaks\", \"threads\": %u, \"isa\": \"%s\", \"read_gb_s\": %.3f, "
-                   "\"fp32_gflops\": %.3f, \"int8_gops\": %.3f, \"read_buffer_bytes\": %llu}\n",
-                   pk[i].threads, pk[i].isa, pk[i].read_gb_s, pk[i].fp32_gflops, pk[i].int8_gops,
-                   (unsigned long long)pk[i].read_bytes);
+        for (uint32_t i = 0; i < n; i++) {
+            printf("{\"roofline\": \"peaks\", \"threads\": %u, \"isa\": \"%s\", \"cpu\": ", pk[i].threads, pk[i].isa);
+            llmc_cli_json_string(pk[i].cpu.model);
+            printf(", \"max_mhz\": %.0f, \"clock_source\": \"%s\", \"measured_mhz\": %.0f, \"read_gb_s\": %.3f",
+                   pk[i].cpu.max_mhz, pk[i].cpu.clock_source, pk[i].cpu.measured_mhz, pk[i].read_gb_s);
+            json_peak("fp32", "gflops", &pk[i].fp32);
+            json_peak("int8", "gops", &pk[i].int8);
+            json_peak("int8_avx2", "gops", &pk[i].int8_avx2);
+            json_peak("int8_avx512vnni", "gops", &pk[i].int8_vnni);
+            printf(", \"read_buffer_bytes\": %llu}\n", (unsigned long long)pk[i].read_bytes);
+        }
         return;
     }
-    printf("\n| threads | loops    | read GB/s | fp32 GFLOPS | int8 GOPS |\n"
-           "| ------: | -------- | --------: | ----------: | --------: |\n");
-    for (uint32_t i = 0; i < n; i++)
-        printf("| %7u | %-8s | %9.2f | %11.2f | %9.2f |\n", pk[i].threads, pk[i].isa, pk[i].read_gb_s,
-               pk[i].fp32_gflops, pk[i].int8_gops);
-    printf("\nread: sum of a %s buffer, median of 7 passes; fp32: FMA chains, 2 ops per FMA;\n"
-           "int8: u8 x s8 multiply-add chains, 2 ops per multiply-add; compute: median of 5 runs.\n",
+    printf("\n| threads | loops           | read GB/s | fp32 GFLOPS | int8 GOPS (vpmaddubsw) | int8 GOPS (vpdpbusd) |\n"
+           "| ------: | --------------- | --------: | ----------: | ---------------------: | -------------------: |\n");
+    for (uint32_t i = 0; i < n; i++) {
+        const llmc_roofline_peak *avx2 = pk[i].int8_avx2.rate || pk[i].int8_vnni.rate ? &pk[i].int8_avx2 : &pk[i].int8;
+        printf("| %7u | %-15s | %9.2f | %11s | %22s | %20s |\n", pk[i].threads, pk[i].isa, pk[i].read_gb_s,
+               cell(&pk[i].fp32, c[0], sizeof c[0]), cell(avx2, c[1], sizeof c[1]),
+               cell(&pk[i].int8_vnni, c[2], sizeof c[2]));
+    }
+    printf("\nread: sum of a %s buffer, median of 7 passes; fp32: FMA chains, 2 ops per lane;\n"
+           "int8: u8 x s8 multiply-add chains, 2 ops per multiply-add; compute: median of 5 runs;\n"
+           "a plan is held to the int8 peak of its loops (column loops).\n",
            n ? human_bytes((double)pk[0].read_bytes, buf, sizeof buf) : "?");
+    if (n)
+        printf("cpu: %s; clock %.0f MHz (%s), measured %.0f MHz (dependent adds);\n"
+               "bound: threads x the larger clock x ops per cycle per core; (!) = above it, suspect.\n",
+               pk[0].cpu.model, pk[0].cpu.max_mhz, pk[0].cpu.clock_source, pk[0].cpu.measured_mhz);
 }
 
 static void print_cost(const bench_state *b, const llmc_plan_cost *c)
@@ -518,25 +576,39 @@ static void print_cost(const bench_state *b, const llmc_plan_cost *c)
            (double)c->attn_ops_per_pos / 1e3);
 }
 
-static void print_achieved(const bench_state *b, const bench_result *r, const test_roofline *t)
+/* The peak a test is held to: its rate (GB/s or G ops/s) and whether it is suspect. */
+static const llmc_roofline_peak *bound_peak(const test_roofline *t, const llmc_roofline_peaks *pk,
+                                            llmc_roofline_peak *read)
 {
+    *read = (llmc_roofline_peak){pk->read_gb_s, 0, false};
+    return !strcmp(t->bound, "read") ? read : !strcmp(t->bound, "int8") ? &pk->int8 : &pk->fp32;
+}
+
+static void print_achieved(const bench_state *b, const bench_result *r, const test_roofline *t,
+                           const llmc_roofline_peaks *pk)
+{
+    llmc_roofline_peak read;
+    const llmc_roofline_peak *peak = bound_peak(t, pk, &read);
     if (b->a->json) {
         printf("{\"roofline\": \"%s\", \"threads\": %u, \"tok_s\": %.3f, \"context\": %.1f, "
                "\"bytes_per_token\": %.0f, \"ops_per_token\": %.0f, \"read_tok_s\": %.3f, \"fp32_tok_s\": %.3f, "
-               "\"int8_tok_s\": %.3f, \"roofline_tok_s\": %.3f, \"bound\": \"%s\", \"achieved_pct\": %.2f}\n",
+               "\"int8_tok_s\": %.3f, \"roofline_tok_s\": %.3f, \"bound\": \"%s\", \"achieved_pct\": %.2f, "
+               "\"isa\": \"%s\", \"peak\": %.3f, \"peak_suspect\": %s, \"cpu\": ",
                r->name, r->threads, r->mean, t->context, t->bytes, t->ops, t->read, t->fp32, t->int8,
-               t->roofline, t->bound, t->pct);
+               t->roofline, t->bound, t->pct, pk->isa, peak->rate, peak->suspect ? "true" : "false");
+        llmc_cli_json_string(pk->cpu.model);
+        printf("}\n");
         return;
     }
-    char read[32] = "-", fp32[32] = "-", int8[32] = "-";
+    char read_s[32] = "-", fp32[32] = "-", int8[32] = "-";
     if (r->prefill) {
         snprintf(fp32, sizeof fp32, "%.2f", t->fp32);
         snprintf(int8, sizeof int8, "%.2f", t->int8);
     } else {
-        snprintf(read, sizeof read, "%.2f", t->read);
+        snprintf(read_s, sizeof read_s, "%.2f", t->read);
     }
-    printf("| %13s | %7u | %8.1f | %10.2f | %10s | %10s | %10s | %6.1f %% of %-4s |\n", r->name, r->threads,
-           t->context, r->mean, read, fp32, int8, t->pct, t->bound);
+    printf("| %13s | %7u | %8.1f | %10.2f | %10s | %10s | %10s | %6.1f %% of %-4s%s |\n", r->name, r->threads,
+           t->context, r->mean, read_s, fp32, int8, t->pct, t->bound, peak->suspect ? " (!)" : "");
 }
 
 static void print_rooflines(const bench_state *b, const llmc_plan_cost *c, const llmc_roofline_peaks *pk)
@@ -552,12 +624,13 @@ static void print_rooflines(const bench_state *b, const llmc_plan_cost *c, const
         while (b->a->threads.v[k] != r->threads)
             k++;
         test_roofline t = roofline_of(r, c, &pk[k]);
-        print_achieved(b, r, &t);
+        print_achieved(b, r, &t, &pk[k]);
     }
     if (!b->a->json)
         printf("\nroofline t/s: tgN = read bandwidth / bytes per token (weights + K/V at the average context),\n"
-               "ppN = fp32 or int8 peak / operations per token; achieved against read (tg), fp32 (pp of\n"
-               "a float32 plan) or the better of fp32 and int8 (pp of a quantized plan).\n"
+               "ppN = fp32 or int8 peak of the plan's kernels (column loops above) / operations per token;\n"
+               "achieved against read (tg), fp32 (pp of a float32 plan) or the better of fp32 and int8\n"
+               "(pp of a quantized plan); (!) = held to a suspect peak.\n"
                "context = average cached positions attention reads.\n");
 }
 
@@ -593,6 +666,7 @@ static int bench_plan(bench_state *b, llmc_error *err)
     if (!rc) {
         b->plan = &plan;
         b->plan_bytes = file.size;
+        llmc_cpu_info_read(&b->cpu);
         rc = run_tests(b, err);
     }
     if (!rc && b->a->roofline)

@@ -1,6 +1,7 @@
 /* `llmc bench --roofline`: measures this machine's read bandwidth and fp32 /
  * int8 peaks (roofline.h) with the AVX2 loops of roofline_x86.c when the CPU
- * has them, else with the portable loops below. */
+ * has them, else with the portable loops below, and checks each compute
+ * peak against what the cores can issue. */
 #include "roofline.h"
 
 #include <errno.h>
@@ -25,33 +26,39 @@ static uint64_t read_sum_portable(const uint64_t *words, size_t n)
     return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
 
-/* 16 independent multiply-add chains (2 flops each per iteration). */
+/* 16 independent multiply-add chains (2 flops each per iteration), each
+ * from its own starting value with its own multiplicand (tending to
+ * 1e-6 / (1 - m_k) = 1 / (k + 1)), so that no two compute the same thing. */
 #define PORTABLE_FMA_CHAINS 16
 static float fma_loop_portable(uint64_t iters)
 {
-    float c[PORTABLE_FMA_CHAINS], sum = 0.0f;
-    for (int k = 0; k < PORTABLE_FMA_CHAINS; k++)
+    float c[PORTABLE_FMA_CHAINS], m[PORTABLE_FMA_CHAINS], sum = 0.0f;
+    for (int k = 0; k < PORTABLE_FMA_CHAINS; k++) {
         c[k] = 0.5f + 0.01f * (float)k;
+        m[k] = 1.0f - (float)(k + 1) * 1e-6f;
+    }
     for (uint64_t i = 0; i < iters; i++)
         for (int k = 0; k < PORTABLE_FMA_CHAINS; k++)
-            c[k] = c[k] * 0.999999f + 1e-6f;
+            c[k] = c[k] * m[k] + 1e-6f;
     for (int k = 0; k < PORTABLE_FMA_CHAINS; k++)
         sum += c[k];
     return sum;
 }
 
-/* 32 u8 x s8 multiply-adds into int32 per iteration.  The empty asm tells
- * the compiler the u8 operands may have changed, so the products are
- * computed every iteration instead of being hoisted out of the loop. */
+/* 32 u8 x s8 multiply-adds into int32 per iteration, each lane its own
+ * operands and starting value.  The empty asm tells the compiler the u8
+ * operands may have changed, so the products are computed every iteration
+ * instead of being hoisted out of the loop. */
 #define PORTABLE_INT8_LANES 32
 static int32_t int8_loop_portable(uint64_t iters)
 {
     uint8_t x[PORTABLE_INT8_LANES];
     int8_t w[PORTABLE_INT8_LANES];
-    int32_t acc[PORTABLE_INT8_LANES] = {0};
+    int32_t acc[PORTABLE_INT8_LANES];
     for (int k = 0; k < PORTABLE_INT8_LANES; k++) {
         x[k] = (uint8_t)(3 + k);
-        w[k] = (int8_t)(k % 2 ? -k : k);
+        w[k] = (int8_t)(k % 2 ? -k : k + 1);
+        acc[k] = k;
     }
     for (uint64_t i = 0; i < iters; i++) {
         __asm__ volatile("" : : "r"(x) : "memory");
@@ -64,13 +71,15 @@ static int32_t int8_loop_portable(uint64_t iters)
     return (int32_t)(sum & 0x7fffffff);
 }
 
+/* Scalar C the compiler vectorizes as it likes: no instruction to count
+ * and no issue rate, so no bound. */
 static const llmc_roofline_loops roofline_portable = {
     .isa = "portable",
     .read_sum = read_sum_portable,
     .fma_loop = fma_loop_portable,
     .int8_loop = int8_loop_portable,
-    .fma_flops_per_iter = PORTABLE_FMA_CHAINS * 2,
-    .int8_ops_per_iter = PORTABLE_INT8_LANES * 2,
+    .fma = {.insns_per_iter = PORTABLE_FMA_CHAINS, .bits = 32, .elem_bits = 32},
+    .int8 = {.insns_per_iter = PORTABLE_INT8_LANES, .bits = 8, .elem_bits = 8},
 };
 
 /* The loops of the kernels named by isa (rt_kernels.isa; NULL: those this
@@ -186,11 +195,13 @@ static int measure_read(llmc_threads *pool, uint32_t n_tasks, roofline_job *j, l
     return 0;
 }
 
-/* Median rate (1e9 ops/s) of a compute loop whose runs last about
- * COMPUTE_SECONDS; iterations calibrated on growing trial runs. */
-static double measure_compute(llmc_threads *pool, uint32_t n_tasks, llmc_rt_task_fn fn, double ops_per_iter,
-                              roofline_job *j)
+/* Median rate (1e9 ops/s) of a compute loop of `loops` whose runs last
+ * about COMPUTE_SECONDS; iterations calibrated on growing trial runs. */
+static double measure_compute(llmc_threads *pool, uint32_t n_tasks, llmc_rt_task_fn fn,
+                              const llmc_roofline_loops *loops, roofline_job *j)
 {
+    double ops_per_iter = llmc_roofline_ops_per_iter(fn == fma_task ? &loops->fma : &loops->int8);
+    j->loops = loops;
     j->iters_per_task = 1024;
     double t;
     while ((t = timed_parallel(pool, n_tasks, fn, j)) < COMPUTE_SECONDS / 8)
@@ -204,6 +215,88 @@ static double measure_compute(llmc_threads *pool, uint32_t n_tasks, llmc_rt_task
     return llmc_median(rates, COMPUTE_RUNS);
 }
 
+/* 8 dependent register adds per iteration, x = 8 * iters * one: one cycle
+ * each on every x86 and Arm core (the empty asm keeps each add apart, and
+ * the register operand keeps Golden Cove's renamer from folding immediate
+ * adds). */
+#define ADD1 do { x += one; __asm__ volatile("" : "+r"(x)); } while (0)
+static uint64_t add_chain(uint64_t iters, uint64_t one)
+{
+    uint64_t x = 0;
+    for (uint64_t i = 0; i < iters; i++) {
+        ADD1; ADD1; ADD1; ADD1; ADD1; ADD1; ADD1; ADD1;
+    }
+    return x;
+}
+
+/* The calling thread's clock in MHz: adds per second of its own CPU time
+ * (time the thread spent descheduled does not count), the best of
+ * CLOCK_RUNS runs of about 2 ms. */
+#define CLOCK_RUNS 9
+#define CLOCK_ITERS 500000
+static double measured_mhz(void)
+{
+    double best = 0;
+    for (int k = 0; k < CLOCK_RUNS; k++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+        double adds = (double)(add_chain(CLOCK_ITERS, (uint64_t)k + 1) / ((uint64_t)k + 1));
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if (s > 0 && adds / s / 1e6 > best)
+            best = adds / s / 1e6;
+    }
+    return best;
+}
+
+/* rate against threads (at most the online CPUs) x clock (the larger of
+ * the stated and the measured one) x the instruction's ops per cycle per
+ * core: suspect if more than BOUND_SLACK above (boost moves the clock by a
+ * percent or two between the clock's runs and the loop's; a merged chain
+ * or a wrong count is 10% or more). */
+#define BOUND_SLACK 1.05
+static llmc_roofline_peak checked(double rate, const llmc_roofline_insn *in, uint32_t threads,
+                                  const llmc_cpu_info *cpu)
+{
+    double per_cycle = in->per_cycle[cpu->core] ? in->per_cycle[cpu->core] : in->per_cycle[LLMC_CORE_OTHER];
+    uint32_t cores = threads < cpu->cpus ? threads : cpu->cpus;
+    double mhz = cpu->max_mhz > cpu->measured_mhz ? cpu->max_mhz : cpu->measured_mhz;
+    double bound = cores * mhz * 1e6 * per_cycle * llmc_roofline_ops_per_insn(in) / 1e9;
+    return (llmc_roofline_peak){rate, bound, bound > 0 && rate > BOUND_SLACK * bound};
+}
+
+/* The compute peaks: the loops' own, then the x86 int8 loop they do not
+ * run where the CPU has it (vpmaddubsw beside vpdpbusd and the reverse);
+ * each checked against its bound once the clock is known. */
+static void measure_peaks(llmc_threads *pool, uint32_t n_tasks, const llmc_roofline_loops *loops,
+                          roofline_job *j, llmc_roofline_peaks *out)
+{
+    double mhz = measured_mhz(); /* before and after the loops: the higher */
+    out->fp32.rate = measure_compute(pool, n_tasks, fma_task, loops, j);
+    out->int8.rate = measure_compute(pool, n_tasks, int8_task, loops, j);
+#if defined(__x86_64__)
+    const llmc_roofline_loops *avx2 = &llmc_roofline_avx2, *vnni = &llmc_roofline_avx2_avx512;
+    if (loops == avx2 || loops == vnni) {
+        const llmc_roofline_loops *other = loops == avx2 ? vnni : avx2;
+        const rt_kernels *kt = rt_kernels_for_target("avx2", NULL);
+        bool has_other = other == avx2 || (kt && !strcmp(kt->isa, vnni->isa));
+        double other_rate = has_other ? measure_compute(pool, n_tasks, int8_task, other, j) : 0;
+        out->int8_avx2.rate = loops == avx2 ? out->int8.rate : other_rate;
+        out->int8_vnni.rate = loops == vnni ? out->int8.rate : other_rate;
+    }
+#endif
+    double after = measured_mhz();
+    out->cpu.measured_mhz = after > mhz ? after : mhz;
+#if defined(__x86_64__)
+    if (loops == avx2 || loops == vnni) {
+        out->int8_avx2 = checked(out->int8_avx2.rate, &avx2->int8, out->threads, &out->cpu);
+        out->int8_vnni = checked(out->int8_vnni.rate, &vnni->int8, out->threads, &out->cpu);
+    }
+#endif
+    out->fp32 = checked(out->fp32.rate, &loops->fma, out->threads, &out->cpu);
+    out->int8 = checked(out->int8.rate, &loops->int8, out->threads, &out->cpu);
+}
+
 int llmc_roofline_measure(uint32_t threads, const char *isa, llmc_roofline_peaks *out)
 {
     memset(out, 0, sizeof *out);
@@ -213,16 +306,16 @@ int llmc_roofline_measure(uint32_t threads, const char *isa, llmc_roofline_peaks
     roofline_job *j = calloc(1, sizeof *j);
     llmc_threads *pool = llmc_threads_create(threads);
     int rc = j && pool ? 0 : ENOMEM;
+    const llmc_roofline_loops *loops = pick_loops(isa);
     if (!rc) {
-        j->loops = pick_loops(isa);
-        out->isa = j->loops->isa;
+        llmc_cpu_info_read(&out->cpu);
+        j->loops = loops;
+        out->isa = loops->isa;
         out->threads = threads;
         rc = measure_read(pool, n_tasks, j, out);
     }
-    if (!rc) {
-        out->fp32_gflops = measure_compute(pool, n_tasks, fma_task, j->loops->fma_flops_per_iter, j);
-        out->int8_gops = measure_compute(pool, n_tasks, int8_task, j->loops->int8_ops_per_iter, j);
-    }
+    if (!rc)
+        measure_peaks(pool, n_tasks, loops, j, out);
     llmc_threads_destroy(pool);
     free(j);
     return rc;

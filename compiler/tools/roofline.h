@@ -3,11 +3,13 @@
  * Peaks (roofline.c drives, the loops are per ISA):
  *   read bandwidth  sum of a buffer 8x the last-level cache (>= 64 MiB),
  *                   GB/s = bytes / seconds, median of several passes
- *   fp32            independent FMA chains (MegPeak-like), GFLOPS, 2 per FMA
+ *   fp32            independent FMA chains (MegPeak-like), GFLOPS, 2 per lane
  *   int8            u8 x s8 -> s16 pairs -> s32 chains (vpmaddubsw + vpmaddwd +
  *                   vpaddd on AVX2; vpdpbusd on ZMM where the kernels use
- *                   AVX-512 VNNI), GOPS, 2 per multiply-add
- * all on `threads` threads at once.  The loops are those of the kernels
+ *                   AVX-512 VNNI, and the AVX2 loop beside it), GOPS, 2 per
+ *                   multiply-add
+ * all on `threads` threads at once, each checked against threads x max
+ * clock x the instruction's ops per cycle per core.  The loops are those of the kernels
  * "avx2" plans run on this CPU (roofline_x86.c, built with -mavx2 -mfma
  * only on x86-64 hosts): AVX2, with the AVX-512 VNNI int8 loop when the
  * runtime picks its AVX-512 table; the portable loops in roofline.c on a
@@ -27,19 +29,59 @@
 
 #include "llmc_rt.h"
 
+/* The kinds of core whose issue rates differ from the best cores' (the
+ * per_cycle column of the loops' tables). */
+typedef enum {
+    LLMC_CORE_OTHER,
+    LLMC_CORE_ZEN1,  /* AMD family 17h below model 30h: 256-bit ops as two 128-bit halves */
+    LLMC_CORE_ZEN4,  /* AMD family 19h with AVX-512: 512-bit ops on two 256-bit pipes */
+    LLMC_CORE_KINDS
+} llmc_core_kind;
+
+/* This machine, from /proc/cpuinfo and cpufreq. */
+typedef struct {
+    char model[96];           /* "model name", or "unknown" */
+    double max_mhz;           /* the highest clock; 0: unknown */
+    const char *clock_source; /* "cpuinfo_max_freq" (cpufreq), "cpu MHz" (/proc/cpuinfo), or "none" */
+    /* The clock measured on the calling thread by a chain of dependent adds
+     * (llmc_roofline_measure): a VM's "cpu MHz" is the nominal clock, which
+     * the host's boost exceeds. */
+    double measured_mhz;
+    llmc_core_kind core;
+    uint32_t cpus;            /* online logical CPUs */
+} llmc_cpu_info;
+
+void llmc_cpu_info_read(llmc_cpu_info *cpu);
+
+/* One measured compute peak and its sanity bound: threads (at most the
+ * online CPUs) x clock (the larger of max_mhz and measured_mhz) x the
+ * instruction's ops per cycle per core.  No
+ * core does more, so a rate above it means the loop's count or the clock
+ * is wrong: the figure is suspect. */
+typedef struct {
+    double rate;    /* 1e9 operations per second; 0: not measured */
+    double bound;   /* 1e9 operations per second; 0: unknown (no clock or no rate for the loop) */
+    bool suspect;   /* rate > bound */
+} llmc_roofline_peak;
+
 typedef struct {
     const char *isa;        /* "avx2", "avx2+avx512vnni" or "portable": the loops that ran */
     uint32_t threads;
     double read_gb_s;       /* 1e9 bytes per second */
-    double fp32_gflops;     /* 1e9 float operations per second */
-    double int8_gops;       /* 1e9 int8 operations per second */
     uint64_t read_bytes;    /* size of the buffer read */
+    llmc_roofline_peak fp32;       /* GFLOPS of the loops' FMA */
+    llmc_roofline_peak int8;       /* GOPS of the loops' int8: what plans with these kernels are held to */
+    /* Both x86 int8 loops where the CPU runs both (int8 is one of them):
+     * vpmaddubsw (AVX2) and vpdpbusd on ZMM (AVX-512 VNNI); rate 0: not run */
+    llmc_roofline_peak int8_avx2, int8_vnni;
+    llmc_cpu_info cpu;
 } llmc_roofline_peaks;
 
-/* Measures the three peaks on `threads` threads (about a second or two)
- * with the loops of the kernels named by isa (rt_kernels.isa: a plan's
- * table; NULL: the table "avx2" plans run on this CPU).  0, or an
- * errno-style code (ENOMEM: no buffer or no threads). */
+/* Measures the peaks on `threads` threads (about a second or two per
+ * loop) with the loops of the kernels named by isa (rt_kernels.isa: a
+ * plan's table; NULL: the table "avx2" plans run on this CPU), and checks
+ * each against its bound.  0, or an errno-style code (ENOMEM: no buffer
+ * or no threads). */
 int llmc_roofline_measure(uint32_t threads, const char *isa, llmc_roofline_peaks *out);
 
 /* CLOCK_MONOTONIC in seconds (the timer of every bench measurement). */
@@ -47,17 +89,41 @@ double llmc_seconds_now(void);
 /* Median of v[0, n) (n >= 1); sorts v. */
 double llmc_median(double *v, size_t n);
 
+/* The instruction a compute loop repeats, one per chain per iteration. */
+typedef struct {
+    const char *symbol;      /* the loop's function in its object (test_roofline_loops); NULL: not checked */
+    const char *insn;        /* fnmatch pattern of its mnemonic in `objdump -d` */
+    uint32_t insns_per_iter; /* in the loop's body: one per chain */
+    uint32_t bits;           /* vector width: 256 (ymm), 512 (zmm); the element's for scalar loops */
+    uint32_t elem_bits;      /* 32: fp32 lanes; 8: u8 x s8 multiply-adds */
+    /* instructions issued per cycle per core by llmc_core_kind (0: as
+     * LLMC_CORE_OTHER; all 0: no bound) */
+    double per_cycle[LLMC_CORE_KINDS];
+} llmc_roofline_insn;
+
+/* Operations an instruction does: a multiply and an add per lane. */
+static inline double llmc_roofline_ops_per_insn(const llmc_roofline_insn *in)
+{
+    return 2.0 * in->bits / in->elem_bits;
+}
+
+/* Operations per iteration of the loop: what its peak counts. */
+static inline double llmc_roofline_ops_per_iter(const llmc_roofline_insn *in)
+{
+    return in->insns_per_iter * llmc_roofline_ops_per_insn(in);
+}
+
 /* One ISA's loops.  Each returns a value derived from everything it
  * computed so that no loop can be optimized away. */
 typedef struct {
     const char *isa;
     /* Sum of n 64-bit words (n a multiple of 64). */
     uint64_t (*read_sum)(const uint64_t *words, size_t n);
-    /* `iters` iterations of fma_flops_per_iter float operations. */
+    /* `iters` iterations of fma's instructions. */
     float (*fma_loop)(uint64_t iters);
-    /* `iters` iterations of int8_ops_per_iter int8 operations. */
+    /* `iters` iterations of int8's instructions. */
     int32_t (*int8_loop)(uint64_t iters);
-    double fma_flops_per_iter, int8_ops_per_iter;
+    llmc_roofline_insn fma, int8;
 } llmc_roofline_loops;
 
 #if defined(__x86_64__)

@@ -1,13 +1,22 @@
-/* The AVX2 + FMA loops of `llmc bench --roofline` (roofline.h).  Built with
- * -mavx2 -mfma on x86-64 hosts only (Makefile); roofline.c calls them only
- * after __builtin_cpu_supports("avx2") and ("fma"), since the compiler may
- * use AVX2 anywhere in this file. */
+/* The AVX2 + FMA loops of `llmc bench --roofline` (roofline.h), and those of
+ * the AVX-512 kernels.  Built with -mavx2 -mfma on x86-64 hosts only
+ * (Makefile); roofline.c calls them only after __builtin_cpu_supports("avx2")
+ * and ("fma"), since the compiler may use AVX2 anywhere in this file.
+ *
+ * Every compute loop runs independent chains, each from its own starting
+ * value with its own multiplicand, so that no two chains compute the same
+ * thing and the compiler cannot merge them; test_roofline_loops counts the
+ * instructions of each hot loop in this file's object against the table at
+ * the end (insns_per_iter), from which the peaks' operation counts derive.
+ * The loops are noinline so that their names stay in the object. */
 #include <immintrin.h>
 
 #include "roofline.h"
 
+#define LOOP __attribute__((noinline))
+
 /* Four 256-bit accumulators: loads, not adds, are the limit. */
-static uint64_t read_sum_avx2(const uint64_t *words, size_t n)
+static LOOP uint64_t read_sum_avx2(const uint64_t *words, size_t n)
 {
     __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
     for (size_t i = 0; i < n; i += 16) {
@@ -21,48 +30,92 @@ static uint64_t read_sum_avx2(const uint64_t *words, size_t n)
     return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
-/* 12 independent vfmadd231ps chains.  An FMA has 4-5 cycles of latency
- * and up to 2 issue per cycle (Zen 2+, Skylake; Zen 1 splits a 256-bit FMA
- * in two halves), so at least 10 must be in flight to keep the units busy;
- * 12 accumulators + the two operands use 14 of the 16 ymm registers. */
-#define FMA_CHAINS 12
-#define FMA(c) c = _mm256_fmadd_ps(c, a, b)
+/* ---- fp32: vfmadd chains c = c * m + b ----
+ * An FMA has 4 (Skylake, Zen 3-5) to 5 (Haswell, Zen 1-2) cycles of latency
+ * and up to 2 issue per cycle (Intel's and AMD's optimization manuals,
+ * uops.info), so 5 x 2 = 10 chains keep every core's FMA units busy.  Chain
+ * k multiplies by m_k = 1 - (k + 1) * 1e-6 (distinct floats: their spacing
+ * near 1 is 6e-8) and tends to b / (1 - m_k) = 1 / (k + 1): no overflow, no
+ * denormals.  On AVX2, 10 accumulators + 10 multiplicands + b exceed the 16
+ * ymm registers, so some multiplicands are memory operands (2 loads per
+ * cycle keep up with 2 FMAs). */
+#define FMA_CHAINS 10
+#define M(k) (1.0f - (float)((k) + 1) * 1e-6f)
+#define C0(k) (0.50f + 0.01f * (float)(k))
 
-static float fma_loop_avx2(uint64_t iters)
+/* OP on chains c0..c9, chain k with operand mk (FMA_CHAINS, VNNI_CHAINS) */
+#define CHAINS10(OP, c, m)                                                                         \
+    OP(c##0, m##0); OP(c##1, m##1); OP(c##2, m##2); OP(c##3, m##3); OP(c##4, m##4);                \
+    OP(c##5, m##5); OP(c##6, m##6); OP(c##7, m##7); OP(c##8, m##8); OP(c##9, m##9)
+
+#define YFMA(c, m) c = _mm256_fmadd_ps(c, m, b)
+
+static LOOP float fma_loop_avx2(uint64_t iters)
 {
-    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-6f);
-    /* distinct starting values, or the compiler merges identical chains */
-    __m256 c0 = _mm256_set1_ps(0.50f), c1 = _mm256_set1_ps(0.51f), c2 = _mm256_set1_ps(0.52f),
-           c3 = _mm256_set1_ps(0.53f), c4 = _mm256_set1_ps(0.54f), c5 = _mm256_set1_ps(0.55f),
-           c6 = _mm256_set1_ps(0.56f), c7 = _mm256_set1_ps(0.57f), c8 = _mm256_set1_ps(0.58f),
-           c9 = _mm256_set1_ps(0.59f), c10 = _mm256_set1_ps(0.60f), c11 = _mm256_set1_ps(0.61f);
+    const __m256 b = _mm256_set1_ps(1e-6f);
+    const __m256 m0 = _mm256_set1_ps(M(0)), m1 = _mm256_set1_ps(M(1)), m2 = _mm256_set1_ps(M(2)),
+                 m3 = _mm256_set1_ps(M(3)), m4 = _mm256_set1_ps(M(4)), m5 = _mm256_set1_ps(M(5)),
+                 m6 = _mm256_set1_ps(M(6)), m7 = _mm256_set1_ps(M(7)), m8 = _mm256_set1_ps(M(8)),
+                 m9 = _mm256_set1_ps(M(9));
+    __m256 c0 = _mm256_set1_ps(C0(0)), c1 = _mm256_set1_ps(C0(1)), c2 = _mm256_set1_ps(C0(2)),
+           c3 = _mm256_set1_ps(C0(3)), c4 = _mm256_set1_ps(C0(4)), c5 = _mm256_set1_ps(C0(5)),
+           c6 = _mm256_set1_ps(C0(6)), c7 = _mm256_set1_ps(C0(7)), c8 = _mm256_set1_ps(C0(8)),
+           c9 = _mm256_set1_ps(C0(9));
     for (uint64_t i = 0; i < iters; i++) {
-        FMA(c0); FMA(c1); FMA(c2); FMA(c3); FMA(c4); FMA(c5);
-        FMA(c6); FMA(c7); FMA(c8); FMA(c9); FMA(c10); FMA(c11);
+        CHAINS10(YFMA, c, m);
     }
     __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c0, c1), _mm256_add_ps(c2, c3)),
                              _mm256_add_ps(_mm256_add_ps(c4, c5), _mm256_add_ps(c6, c7)));
-    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(c8, c9), _mm256_add_ps(c10, c11)));
+    s = _mm256_add_ps(s, _mm256_add_ps(c8, c9));
     float lanes[8];
     _mm256_storeu_ps(lanes, s);
     return lanes[0] + lanes[1] + lanes[2] + lanes[3] + lanes[4] + lanes[5] + lanes[6] + lanes[7];
 }
 
+/* The fp32 FMA of the kernels "avx2" plans run on an AVX-512 CPU
+ * (f_avx512.c): the same chains on ZMM, 16 lanes (32 registers: all of
+ * them in registers). */
+#define ZFMA(c, m) c = _mm512_fmadd_ps(c, m, b)
+
+__attribute__((target("avx512f"))) static LOOP float fma_loop_avx512(uint64_t iters)
+{
+    const __m512 b = _mm512_set1_ps(1e-6f);
+    const __m512 m0 = _mm512_set1_ps(M(0)), m1 = _mm512_set1_ps(M(1)), m2 = _mm512_set1_ps(M(2)),
+                 m3 = _mm512_set1_ps(M(3)), m4 = _mm512_set1_ps(M(4)), m5 = _mm512_set1_ps(M(5)),
+                 m6 = _mm512_set1_ps(M(6)), m7 = _mm512_set1_ps(M(7)), m8 = _mm512_set1_ps(M(8)),
+                 m9 = _mm512_set1_ps(M(9));
+    __m512 c0 = _mm512_set1_ps(C0(0)), c1 = _mm512_set1_ps(C0(1)), c2 = _mm512_set1_ps(C0(2)),
+           c3 = _mm512_set1_ps(C0(3)), c4 = _mm512_set1_ps(C0(4)), c5 = _mm512_set1_ps(C0(5)),
+           c6 = _mm512_set1_ps(C0(6)), c7 = _mm512_set1_ps(C0(7)), c8 = _mm512_set1_ps(C0(8)),
+           c9 = _mm512_set1_ps(C0(9));
+    for (uint64_t i = 0; i < iters; i++) {
+        CHAINS10(ZFMA, c, m);
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
+                             _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7)));
+    return _mm512_reduce_add_ps(_mm512_add_ps(s, _mm512_add_ps(c8, c9)));
+}
+
+/* ---- int8 ---- */
+
 /* The int8 dot product of an AVX2 kernel without VNNI: vpmaddubsw (32 u8 x
  * s8 products summed in pairs to s16), vpmaddwd by ones (pairs to s32),
- * vpaddd into the accumulator.  Only the add is loop-carried, so 4 chains
- * with their own s8 operand suffice; 4 accumulators + 4 operands + the u8
- * operand + ones + 2 temporaries = 12 ymm registers.  The empty asm makes
- * the u8 operand opaque each iteration so the products are not hoisted. */
+ * vpaddd into the accumulator.  Only the add (1 cycle) is loop-carried, so
+ * at 2 multiplies per cycle 2 chains would do; 4, each with its own s8
+ * operand and starting value, leave slack: 4 accumulators + 4 operands +
+ * the u8 operand + ones + 2 temporaries = 12 ymm registers.  The empty asm
+ * makes the u8 operand opaque each iteration so the products are not
+ * hoisted out of the loop. */
 #define INT8_CHAINS 4
 #define DOT(acc, w) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), ones))
 
-static int32_t int8_loop_avx2(uint64_t iters)
+static LOOP int32_t int8_loop_avx2(uint64_t iters)
 {
     __m256i x = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
     const __m256i w0 = _mm256_set1_epi8(1), w1 = _mm256_set1_epi8(-2), w2 = _mm256_set1_epi8(5),
                   w3 = _mm256_set1_epi8(-7);
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1), a2 = _mm256_set1_epi32(2),
+            a3 = _mm256_set1_epi32(3);
     for (uint64_t i = 0; i < iters; i++) {
         __asm__ volatile("" : "+x"(x));
         DOT(a0, w0); DOT(a1, w1); DOT(a2, w2); DOT(a3, w3);
@@ -74,52 +127,31 @@ static int32_t int8_loop_avx2(uint64_t iters)
     return (int32_t)(sum & 0x7fffffff);
 }
 
-const llmc_roofline_loops llmc_roofline_avx2 = {
-    .isa = "avx2",
-    .read_sum = read_sum_avx2,
-    .fma_loop = fma_loop_avx2,
-    .int8_loop = int8_loop_avx2,
-    .fma_flops_per_iter = FMA_CHAINS * 8 * 2,   /* 8 lanes, multiply + add */
-    .int8_ops_per_iter = INT8_CHAINS * 32 * 2,  /* 32 u8 x s8 multiply-adds per vpmaddubsw */
-};
-
-/* The fp32 FMA of the kernels "avx2" plans run on an AVX-512 CPU
- * (f_avx512.c): the same 12 chains on ZMM, 16 lanes. */
-#define ZFMA(c) c = _mm512_fmadd_ps(c, a, b)
-
-__attribute__((target("avx512f"))) static float fma_loop_avx512(uint64_t iters)
-{
-    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-6f);
-    __m512 c0 = _mm512_set1_ps(0.50f), c1 = _mm512_set1_ps(0.51f), c2 = _mm512_set1_ps(0.52f),
-           c3 = _mm512_set1_ps(0.53f), c4 = _mm512_set1_ps(0.54f), c5 = _mm512_set1_ps(0.55f),
-           c6 = _mm512_set1_ps(0.56f), c7 = _mm512_set1_ps(0.57f), c8 = _mm512_set1_ps(0.58f),
-           c9 = _mm512_set1_ps(0.59f), c10 = _mm512_set1_ps(0.60f), c11 = _mm512_set1_ps(0.61f);
-    for (uint64_t i = 0; i < iters; i++) {
-        ZFMA(c0); ZFMA(c1); ZFMA(c2); ZFMA(c3); ZFMA(c4); ZFMA(c5);
-        ZFMA(c6); ZFMA(c7); ZFMA(c8); ZFMA(c9); ZFMA(c10); ZFMA(c11);
-    }
-    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
-                             _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7)));
-    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11)));
-    return _mm512_reduce_add_ps(s);
-}
-
 /* The int8 dot product of the kernels "avx2" plans run on an AVX-512 VNNI
  * CPU (q_avx512_vnni.c): vpdpbusd on ZMM, 64 u8 x s8 multiply-adds added
- * into 16 int32 lanes.  About 5 cycles of latency and up to 2 issue per
- * cycle, so 10 chains; 10 accumulators + 2 operands of the 32 registers. */
+ * into 16 int32 lanes.  5 cycles of latency (Ice Lake, Sapphire Rapids;
+ * 4 on Zen 4-5) and up to 2 issue per cycle (Sapphire Rapids, Zen 5), so
+ * 10 chains; each its own s8 operand and starting value, the u8 operand
+ * opaque each iteration (as above): 10 + 10 + 1 of the 32 registers. */
 #define VNNI_CHAINS 10
-#define VDOT(acc) acc = _mm512_dpbusd_epi32(acc, u, s)
+/* vpdpbusd written out: around gcc 12's builtin every accumulator is copied
+ * twice per iteration (20 register moves for 10 vpdpbusd). */
+#define VDOT(acc, s) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s))
 
-__attribute__((target("avx512f,avx512vnni"))) static int32_t int8_loop_avx512_vnni(uint64_t iters)
+__attribute__((target("avx512f,avx512vnni"))) static LOOP int32_t int8_loop_avx512_vnni(uint64_t iters)
 {
-    __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2);
-    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-            a7 = a0, a8 = a0, a9 = a0;
+    __m512i u = _mm512_set1_epi8(3);
+    const __m512i s0 = _mm512_set1_epi8(1), s1 = _mm512_set1_epi8(-2), s2 = _mm512_set1_epi8(3),
+                  s3 = _mm512_set1_epi8(-4), s4 = _mm512_set1_epi8(5), s5 = _mm512_set1_epi8(-6),
+                  s6 = _mm512_set1_epi8(7), s7 = _mm512_set1_epi8(-8), s8 = _mm512_set1_epi8(9),
+                  s9 = _mm512_set1_epi8(-10);
+    __m512i a0 = _mm512_set1_epi32(0), a1 = _mm512_set1_epi32(1), a2 = _mm512_set1_epi32(2),
+            a3 = _mm512_set1_epi32(3), a4 = _mm512_set1_epi32(4), a5 = _mm512_set1_epi32(5),
+            a6 = _mm512_set1_epi32(6), a7 = _mm512_set1_epi32(7), a8 = _mm512_set1_epi32(8),
+            a9 = _mm512_set1_epi32(9);
     for (uint64_t i = 0; i < iters; i++) {
         __asm__ volatile("" : "+v"(u));
-        VDOT(a0); VDOT(a1); VDOT(a2); VDOT(a3); VDOT(a4);
-        VDOT(a5); VDOT(a6); VDOT(a7); VDOT(a8); VDOT(a9);
+        CHAINS10(VDOT, a, s);
     }
     __m512i t = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
                                  _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
@@ -131,11 +163,36 @@ __attribute__((target("avx512f,avx512vnni"))) static int32_t int8_loop_avx512_vn
     return (int32_t)(sum & 0x7fffffff);
 }
 
+_Static_assert(FMA_CHAINS == 10 && VNNI_CHAINS == 10, "CHAINS10 runs 10 chains");
+
+/* Instructions issued per cycle per core, for the bound of roofline.c
+ * (uops.info's measured throughputs; Agner Fog's instruction tables; AMD's
+ * Software Optimization Guides for families 17h and 19h; Intel's
+ * Optimization Reference Manual):
+ *   vfmadd ymm   2 (Haswell .. Golden Cove: ports 0 and 1; Zen 2-5: FP0,
+ *                FP1); Zen 1: 1 (two 128-bit FMA pipes, a ymm op takes both)
+ *   vpmaddubsw ymm  2 (Skylake and later: ports 0 and 1; Zen 3-5: FP0,
+ *                FP3); Zen 1: 0.5 (one 128-bit integer multiply pipe, FP0:
+ *                int8_loop_avx2 runs its 8 multiplies in 16 cycles there)
+ *   vfmadd zmm   2 (Skylake-SP/Ice Lake-SP/Sapphire Rapids with two 512-bit
+ *                FMA units, Zen 5); Zen 4: 1 (a 512-bit op on two 256-bit pipes)
+ *   vpdpbusd zmm 2 (Sapphire Rapids: ports 0 and 5; Zen 5); Zen 4: 1 */
+#define PER_CYCLE(other, zen1, zen4) {[LLMC_CORE_OTHER] = other, [LLMC_CORE_ZEN1] = zen1, [LLMC_CORE_ZEN4] = zen4}
+
+const llmc_roofline_loops llmc_roofline_avx2 = {
+    .isa = "avx2",
+    .read_sum = read_sum_avx2,
+    .fma_loop = fma_loop_avx2,
+    .int8_loop = int8_loop_avx2,
+    .fma = {"fma_loop_avx2", "vfmadd*ps", FMA_CHAINS, 256, 32, PER_CYCLE(2, 1, 2)},
+    .int8 = {"int8_loop_avx2", "vpmaddubsw", INT8_CHAINS, 256, 8, PER_CYCLE(2, 0.5, 2)},
+};
+
 const llmc_roofline_loops llmc_roofline_avx2_avx512 = {
     .isa = "avx2+avx512vnni",
     .read_sum = read_sum_avx2,
     .fma_loop = fma_loop_avx512,
     .int8_loop = int8_loop_avx512_vnni,
-    .fma_flops_per_iter = FMA_CHAINS * 16 * 2,
-    .int8_ops_per_iter = VNNI_CHAINS * 64 * 2, /* 64 multiply-adds per vpdpbusd */
+    .fma = {"fma_loop_avx512", "vfmadd*ps", FMA_CHAINS, 512, 32, PER_CYCLE(2, 2, 1)},
+    .int8 = {"int8_loop_avx512_vnni", "vpdpbusd", VNNI_CHAINS, 512, 8, PER_CYCLE(2, 2, 1)},
 };

@@ -208,7 +208,7 @@ static double fp32_peak(const rt_parallel *par, uint32_t threads)
         if (r)
             t[r - 1] = now() - t0;
     }
-    return (double)threads * (double)J.iters * J.loops->fma_flops_per_iter / median(t, RUNS) / 1e9;
+    return (double)threads * (double)J.iters * llmc_roofline_ops_per_iter(&J.loops->fma) / median(t, RUNS) / 1e9;
 #else
     (void)par;
     (void)threads;

@@ -390,7 +390,7 @@ int main(void)
             fprintf(stderr, "bench_qlinear: the roofline measurement failed\n");
             return 1;
         }
-        int8_gops[threads - 1] = peaks.int8_gops;
+        int8_gops[threads - 1] = peaks.int8.rate;
     }
     bench_bits(kt, 4, big, big_bytes, int8_gops);
     bench_bits(kt, 8, big, big_bytes, int8_gops);
