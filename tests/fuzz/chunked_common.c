@@ -3,7 +3,6 @@
 #include "fuzz_common.h"
 #include "llmc_rt_internal.h"
 
-#define SEED_BYTES 8
 #define MAX_CONTEXT 16
 #define MAX_LANES 3
 
@@ -69,13 +68,9 @@ static void run(llmc_rt_plan *p, const llmc_rt_delegate *delegate, uint64_t *rng
 
 void fuzz_chunked_input(const uint8_t *data, size_t size, const llmc_rt_delegate *delegate)
 {
-    if (size < SEED_BYTES)
-        return;
-    size_t plan_size = size - SEED_BYTES;
-    uint64_t rng = 0;
-    for (int i = 0; i < SEED_BYTES; i++)
-        rng |= (uint64_t)data[plan_size + i] << (8 * i);
-    uint8_t *bytes = fuzz_copy(data, plan_size);
+    size_t plan_size;
+    uint64_t rng;
+    uint8_t *bytes = fuzz_plan_and_seed(data, size, &plan_size, &rng);
     llmc_rt_plan plan;
     llmc_rt_error err;
     if (bytes && llmc_rt_plan_open(&plan, bytes, plan_size, 0, &err) == LLMC_RT_OK) {
