@@ -128,6 +128,8 @@ class Config:
 
 
 def make_config(family, size):
+    if size == "fuzz":
+        return fuzz_config(family)
     if family in GEMMA_FAMILIES:
         return gemma_config(family, size)
     if family in SMALL_FAMILIES:
@@ -154,6 +156,25 @@ def make_config(family, size):
                       intermediate=3072, max_pos=4096, rope_theta=1000000.0,
                       norm_eps=1e-6, head_size=128)
     raise ValueError(f"unknown size {size}")
+
+
+def fuzz_config(family):
+    """fuzz: the family's tiny shape at a quarter of the width (hidden 16,
+    2 heads, 32 positions) and one layer (Gemma keeps one sliding and one
+    global), so that the fuzz targets run its plans fast; it keeps the
+    vocabulary (512: the tiny tokenizers fit) and what sets the family
+    apart: grouped-query attention, heads x head_dim != hidden, a sliding
+    window (4) that a context of 16 crosses."""
+    cfg = make_config(family, "tiny")
+    cfg.max_pos, cfg.heads = 32, 2
+    cfg.kv_heads = 1 if cfg.kv_heads < 4 else 2
+    cfg.hidden //= 4
+    cfg.intermediate //= 4
+    cfg.head_size //= 2
+    cfg.sliding_window //= 4
+    cfg.original_max_pos //= 8
+    cfg.layers = 2 if cfg.sliding_pattern else 1
+    return cfg
 
 
 def make_phi3_config(size):
@@ -1132,7 +1153,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--family", choices=FAMILIES, required=True)
     ap.add_argument("--opset", type=int, default=14)
-    ap.add_argument("--size", choices=("tiny", "qwen2-0.5b", "qwen3-0.6b", "tiny-phi4") + SMALL_SIZES, default="tiny")
+    ap.add_argument("--size", choices=("tiny", "fuzz", "qwen2-0.5b", "qwen3-0.6b", "tiny-phi4") + SMALL_SIZES, default="tiny")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     ap.add_argument("--external", choices=("none", "per-tensor", "single"), default="none")

@@ -21,13 +21,16 @@
 #   fuzz_plan_open                   plans `llmc compile` writes for all of them
 #   fuzz_plan_run                    the same plans + an 8-byte seed each
 #   fuzz_chunked, fuzz_delegate      plans with NPU subgraphs (calibrated
-#                                    w8a8, --npu-chunk 4 and 8) of the tiny
-#                                    LLMs + an 8-byte seed each; the plans
+#                                    w8a8, --npu-chunk 2 and 4) of the eight
+#                                    families at export_llm.py's fuzz size
+#                                    (hidden 16, 1 layer: plans of 35 to 65
+#                                    KB) + an 8-byte seed each; the plans
 #                                    also seed fuzz_plan_open and _run
 #   fuzz_calibrate                   calibration texts and token-id files;
 #                                    the plan it runs them on,
 #                                    $BUILD/fuzz/models/calibrate.plan
-#                                    (tiny Qwen2, byte-level tokenizer)
+#                                    (Qwen2 at the fuzz size, byte-level
+#                                    tokenizer)
 #   fuzz_tokenizer                   tiny byte-level and SentencePiece
 #                                    tokenizer.json files
 #                                    (tests/make_tiny_tokenizer.py), their
@@ -129,15 +132,23 @@ seeded() {   # seeded PLAN DIR: two copies of PLAN in DIR, each + an 8-byte litt
     { cat "$1"; printf '\347\003\000\000\000\000\000\200'; } >"$base-2.bin"
 }
 
-# Plans with NPU subgraphs: calibrated w8a8 over token ids, chunks of 4 and 8.
+# Plans with NPU subgraphs, small so that the chunked targets run them fast
+# (a tiny LLM's plan took 5 times as long): the families at the fuzz size
+# (exported into the tests' cache), calibrated w8a8 over token ids with a
+# clip that leaves outliers (shadowed Linears with hot channels), chunks of
+# 2 and 4 (the int8 kernel's GEMM rows).
 ids=$models/calibrate-ids.txt
 "$PY" -c "import random; r = random.Random(3)
 for _ in range(4): print(' '.join(str(r.randrange(3, 500)) for _ in range(24)))" >"$ids"
+fuzz_model() {   # fuzz_model FAMILY OPSET: the family's fuzz-size export
+    zoo_export "$1-op$2-fuzz-s0" --family "$1" --opset "$2" --size fuzz --seed 0
+}
 for spec in $LLMS; do
-    family=${spec%@*} model=$models/${spec/@/-}.onnx
-    for chunk in 4 8; do
+    family=${spec%@*}
+    model=$(fuzz_model "$family" "${spec#*@}") || { echo "fuzz_seeds: fuzz-size export of $spec failed" >&2; exit 1; }
+    for chunk in 2 4; do
         plan=$SEEDS/fuzz_plan_open/llm-$family-npu$chunk.plan
-        "$LLMC" compile "$model" --max-context 32 --quant w8a8 --calibrate-ids "$ids" \
+        "$LLMC" compile "$model" --max-context 16 --quant w8a8 --calibrate-ids "$ids" --calib-percentile 99.9 \
             --npu-chunk "$chunk" --quiet -o "$plan" >"$models/$family-npu$chunk.log" 2>&1 ||
             { echo "fuzz_seeds: --npu-chunk $chunk of $family failed (see $models/$family-npu$chunk.log)" >&2; exit 1; }
         seeded "$plan" "$SEEDS/fuzz_chunked"
@@ -146,7 +157,8 @@ for spec in $LLMS; do
 done
 
 # Calibration: the plan fuzz_calibrate runs on, texts and id files.
-"$LLMC" compile "$models/qwen2-17.onnx" --tokenizer "$models/tok-byte-level/tokenizer.json" \
+model=$(fuzz_model qwen2 17) || { echo "fuzz_seeds: fuzz-size export of qwen2 failed" >&2; exit 1; }
+"$LLMC" compile "$model" --tokenizer "$models/tok-byte-level/tokenizer.json" \
     --max-context 16 --logits last --quiet -o "$models/calibrate.plan" >/dev/null
 cal=$SEEDS/fuzz_calibrate
 cp "$ids" "$cal/ids-lines.txt"

@@ -3,8 +3,12 @@
 #include "fuzz_common.h"
 #include "llmc_rt_internal.h"
 
-#define SEED_BYTES 8
 #define MAX_CONTEXT 16
+/* Prompts of up to 6 tokens: with the seeds' chunks of 2 and 4 that is up
+ * to 3 chunks (every lane in flight), a short last chunk, and a full chunk
+ * of 4 rows (the int8 kernel's GEMM path); longer prompts only repeat those
+ * paths, and their cost grows with the prompt. */
+#define MAX_PROMPT 6
 #define MAX_LANES 3
 
 /* Sizes out of range must come back as SIZE_MAX, never crash. */
@@ -26,13 +30,14 @@ static void list_nodes(const llmc_rt_chunked *c)
         (void)llmc_rt_chunked_node(c, k, &e);
 }
 
-/* A prompt of 1..context ids in -1..vocab, then one decode step. */
+/* A prompt of 1..MAX_PROMPT (at most context) ids in -1..vocab, then one
+ * decode step. */
 static void prefill(llmc_rt_chunked *c, llmc_rt_session *s, uint32_t context, uint64_t *rng)
 {
     uint32_t vocab = rt_plan_of(llmc_rt_session_plan(s))->vocab_size;
-    int64_t tokens[MAX_CONTEXT];
+    int64_t tokens[MAX_PROMPT];
     float *logits = malloc((size_t)vocab * sizeof(float) + 1);
-    uint32_t n = 1 + (uint32_t)(fuzz_next(rng) % context);
+    uint32_t n = 1 + (uint32_t)(fuzz_next(rng) % (context < MAX_PROMPT ? context : MAX_PROMPT));
     for (uint32_t i = 0; i < n; i++)
         tokens[i] = (int64_t)(fuzz_next(rng) % ((uint64_t)vocab + 2)) - 1;
     llmc_rt_error err;
@@ -69,13 +74,9 @@ static void run(llmc_rt_plan *p, const llmc_rt_delegate *delegate, uint64_t *rng
 
 void fuzz_chunked_input(const uint8_t *data, size_t size, const llmc_rt_delegate *delegate)
 {
-    if (size < SEED_BYTES)
-        return;
-    size_t plan_size = size - SEED_BYTES;
-    uint64_t rng = 0;
-    for (int i = 0; i < SEED_BYTES; i++)
-        rng |= (uint64_t)data[plan_size + i] << (8 * i);
-    uint8_t *bytes = fuzz_copy(data, plan_size);
+    size_t plan_size;
+    uint64_t rng;
+    uint8_t *bytes = fuzz_plan_and_seed(data, size, &plan_size, &rng);
     llmc_rt_plan plan;
     llmc_rt_error err;
     if (bytes && llmc_rt_plan_open(&plan, bytes, plan_size, 0, &err) == LLMC_RT_OK) {

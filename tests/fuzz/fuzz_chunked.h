@@ -14,8 +14,8 @@
  * schedule measured (llmc_rt_chunked_memory, also at contexts and lane
  * counts out of range), a chunked prefill set up on a session of up to 16
  * positions through `delegate` (NULL: the CPU runs the subgraphs) with 1..3
- * lanes, in or out of order, its nodes listed, then a prompt of 1..context
- * token ids in -1..vocab (one past each end, which the runtime must refuse)
+ * lanes, in or out of order, its nodes listed, then a prompt of 1..6 token
+ * ids in -1..vocab (one past each end, which the runtime must refuse)
  * prefilled and one token decoded. */
 void fuzz_chunked_input(const uint8_t *data, size_t size, const llmc_rt_delegate *delegate);
 

@@ -27,6 +27,23 @@ static inline uint8_t *fuzz_copy(const uint8_t *data, size_t size)
     return p;
 }
 
+/* The input of the plan-running targets: plan bytes followed by an 8-byte
+ * little-endian seed.  Returns a fuzz_copy() of the plan bytes (free() it)
+ * and sets *plan_size and *seed; NULL when the input is shorter than the
+ * seed or out of memory. */
+#define FUZZ_SEED_BYTES 8
+static inline uint8_t *fuzz_plan_and_seed(const uint8_t *data, size_t size, size_t *plan_size,
+                                          uint64_t *seed)
+{
+    if (size < FUZZ_SEED_BYTES)
+        return NULL;
+    *plan_size = size - FUZZ_SEED_BYTES;
+    *seed = 0;
+    for (int i = 0; i < FUZZ_SEED_BYTES; i++)
+        *seed |= (uint64_t)data[*plan_size + i] << (8 * i);
+    return fuzz_copy(data, *plan_size);
+}
+
 /* splitmix64: the targets' source of token ids and input values. */
 static inline uint64_t fuzz_next(uint64_t *state)
 {

@@ -15,7 +15,6 @@
 #include "llmc_rt.h"
 #include "plan_format.h"
 
-#define SEED_BYTES 8
 #define STEPS 3
 #define MAX_INPUT_BYTES ((uint64_t)1 << 20)
 
@@ -124,13 +123,9 @@ static void run_generic(llmc_rt_session *s, uint64_t *rng)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < SEED_BYTES)
-        return 0;
-    size_t plan_size = size - SEED_BYTES;
-    uint64_t rng = 0;
-    for (int i = 0; i < SEED_BYTES; i++)
-        rng |= (uint64_t)data[plan_size + i] << (8 * i);
-    uint8_t *bytes = fuzz_copy(data, plan_size);
+    size_t plan_size;
+    uint64_t rng;
+    uint8_t *bytes = fuzz_plan_and_seed(data, size, &plan_size, &rng);
     llmc_rt_plan plan;
     llmc_rt_error err;
     if (!bytes || llmc_rt_plan_open(&plan, bytes, plan_size, 0, &err) != LLMC_RT_OK ||
