@@ -11,11 +11,12 @@ ONNX export's graph and initializers alone (the reference of t_bench.sh).
                           of an embedding)
   kv_bytes_per_pos        float K and V of every past_key_values input:
                           kv_heads * head_dim * 4 bytes each
+  kv_layers               [kv_heads, head_dim] of each layer's past key
   linear_ops_per_token    2 * elements of each 2-D MatMul/Gemm initializer
   attn_ops_per_pos        4 * heads * head_dim per layer; heads * head_dim
                           is the model width for the zoo's families
 
-Prints one JSON object with those four keys."""
+Prints one JSON object with those five keys."""
 import json
 import sys
 
@@ -63,7 +64,9 @@ def main(path):
     weight_bytes += sum(t.nbytes // t.shape[0] for t in tables if t.ndim == 2 and t.shape[1] == width)
     past = [i.type.tensor_type.shape.dim for i in graph.input if i.name.startswith("past_key_values.")]
     kv = sum(d[1].dim_value * d[3].dim_value * 4 for d in past)
-    print(json.dumps({"weight_bytes_per_token": int(weight_bytes), "kv_bytes_per_pos": kv,
+    layers = [[i.type.tensor_type.shape.dim[1].dim_value, i.type.tensor_type.shape.dim[3].dim_value]
+              for i in graph.input if i.name.startswith("past_key_values.") and i.name.endswith(".key")]
+    print(json.dumps({"weight_bytes_per_token": int(weight_bytes), "kv_bytes_per_pos": kv, "kv_layers": layers,
                       "linear_ops_per_token": int(ops), "attn_ops_per_pos": 4 * width * len(past) // 2}))
 
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `llmc bench` on the tiny zoo exports: the JSON lines name
-# exactly the tests asked for, at the thread counts asked for, with
-# positive finite tok/s; tests beyond max_context are refused naming it;
-# --roofline prints positive peaks; and the plan's bytes and operations per
-# token equal the ones computed here from the ONNX file's initializers
-# (tests/bench_cost_ref.py), not from the plan.
+# exactly the tests asked for, at the thread counts and depths asked for,
+# with positive finite tok/s; tests beyond max_context (depth + N) are
+# refused naming it; --roofline prints positive peaks; and the plan's bytes
+# and operations per token equal the ones computed here from the ONNX
+# file's initializers (tests/bench_cost_ref.py), not from the plan, at
+# depth too, for float16 and int8 KV caches and a sliding-window layer.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -51,8 +52,25 @@ check "bench -p 8,16 -n 4 -t 1,2 --json: every test at each thread count" \
 check "bench -n 0: no tg test" tests_ok "$WORK/pp.json" "pp8" "1"
 check "the table has the llama-bench columns and a pp8 row with mean ± sd" \
     bash -c '"$0" bench "$1" -p 8 -n 4 -r 2 -t 1 | tee /dev/stderr |
-             grep -q "| plan .*| *size | threads | *test | *t/s |" &&
+             grep -q "| plan .*| *size | threads | depth | *test | *t/s |" &&
              "$0" bench "$1" -p 8 -n 4 -r 2 -t 1 | grep -Eq "\| +pp8 \| +[0-9.]+ ± +[0-9.]+ \|"' "$LLMC" "$PLAN"
+
+# depth_ok: -d 0,24 runs every test at each depth in order; "depth" is the
+# depth, n_prompt the tokens before the timed ones (a 4-token prompt for tg
+# at depth 0, the depth otherwise; pp counts its own N too).
+depth_ok() {
+    "$LLMC" bench "$PLAN" -p 8 -n 4 -d 0,24 -r 2 -t 1 --json >"$WORK/depth.json" || return 1
+    tests_ok "$WORK/depth.json" "pp8 tg4 pp8 tg4" "1 1 1 1" || return 1
+    $PY - "$WORK/depth.json" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [(r["depth"], r["n_prompt"], r["n_gen"]) for r in rows] == [(0, 8, 0), (0, 4, 4), (24, 32, 0), (24, 24, 4)], rows
+EOF
+}
+check "bench -d 0,24 --json: pp8 and tg4 at depths 0 and 24, depth and n_prompt fields" depth_ok
+check "the table's depth column holds each row's depth" \
+    bash -c '"$0" bench "$1" -p 8 -n 0 -d 0,24 -r 1 -t 1 | tee /dev/stderr |
+             grep -Ec "\| +1 \| +(0|24) \| +pp8 \|" | grep -qx 2' "$LLMC" "$PLAN"
 
 # profile_ok: --profile --json adds, per test, one row per op code (Linear
 # per W's layout and dtype) whose op counts are the plan's (llmc inspect),
@@ -92,6 +110,15 @@ refused_naming_max_context() {
 check "-p 65 on a max-context-64 plan is refused naming max_context and --max-context" \
     refused_naming_max_context -p 65 -n 0
 check "-n 61 (4-token prompt + 61 > 64) is refused likewise" refused_naming_max_context -p 8 -n 61
+# refused_naming_depth ARGS...: as above, the message also naming the depth
+refused_naming_depth() {
+    refused_naming_max_context "$@" && grep -q "at depth 57 needs 65 positions" "$WORK/refused.out"
+}
+check "-p 8 -d 57 (57 + 8 > 64) is refused naming the depth and max_context" refused_naming_depth -p 8 -n 0 -d 0,57
+check "-n 8 -d 57 likewise" refused_naming_depth -p 0 -n 8 -d 57
+check "-p 8 -n 8 -d 56 (exactly max_context) runs" \
+    bash -c '"$0" bench "$1" -p 8 -n 8 -d 56 -r 1 -t 1 --json | grep -c "\"depth\": 56" | grep -qx 2' "$LLMC" "$PLAN"
+check "-d x is a usage error (exit 2)" bash -c '"$0" bench "$1" -d x; [ $? -eq 2 ]' "$LLMC" "$PLAN"
 check "-p 64 -n 60 (exactly max_context) runs" \
     bash -c '"$0" bench "$1" -p 64 -n 60 -r 1 -t 1 --json | grep -c "\"test\"" | grep -qx 2' "$LLMC" "$PLAN"
 check "a truncated plan is refused with the runtime's message (exit 6)" \
@@ -130,6 +157,7 @@ achieved = [r for r in rows if r.get("roofline") in ("pp8", "tg4")]
 assert len(achieved) == 2, rows
 for a in achieved:
     ctx = (a["roofline"] == "tg4") * 4 + ((8 if a["roofline"] == "pp8" else 4) + 1) / 2
+    assert a["depth"] == 0, a
     assert a["context"] == ctx, a
     bytes_ = ref["weight_bytes_per_token"] + ref["kv_bytes_per_pos"] * ctx
     ops = ref["linear_ops_per_token"] + ref["attn_ops_per_pos"] * ctx
@@ -144,5 +172,49 @@ EOF
 for family in llama qwen2 gpt2; do
     check "$family@17: bytes and ops per token equal the ONNX initializers' (bench_cost_ref.py); rooflines recomputed" \
         cost_matches "$family"
+done
+
+# kv_at_depth FAMILY KV WINDOW: a plan with KV cache KV and max-context 64,
+# --roofline at depths 0 and 40; every test's bytes per token = the ONNX
+# initializers' weights + each layer's K/V row bytes of that dtype times the
+# mean over the timed positions p of min(p + 1, window) (the zoo's gemma2
+# has a window of 16 on one of its two layers: export_llm.py's
+# gemma_config; all layers' rows have the same size).
+kv_at_depth() {
+    local family=$1 kv=$2 window=$3 model plan=$WORK/$1-$2.plan
+    model=$(zoo_model "$family" 17) &&
+        "$LLMC" compile "$model" -o "$plan" --max-context 64 --kv-cache "$kv" >/dev/null || return 1
+    "$LLMC" bench "$plan" -p 8 -n 4 -d 0,40 -r 1 -t 1 --json --roofline >"$WORK/$family-$kv.json" || return 1
+    $PY tests/bench_cost_ref.py "$model" >"$WORK/$family.ref" || return 1
+    $PY - "$WORK/$family-$kv.json" "$WORK/$family.ref" "$kv" "$window" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+ref, kv, window = json.load(open(sys.argv[2])), sys.argv[3], int(sys.argv[4])
+# one K and one V row per kv head: float32, float16, or int8 keys with a
+# float scale at a 4-byte boundary and float16 values
+row = {"f32": lambda d: 8 * d, "f16": lambda d: 4 * d, "int8": lambda d: (d + 3) // 4 * 4 + 4 + 2 * d}[kv]
+layers = [h * row(d) for h, d in ref["kv_layers"]]
+windows = [window if window and i % 2 == 0 else 0 for i in range(len(layers))]
+plan = next(r for r in rows if r.get("roofline") == "plan")
+print(plan)
+assert plan["kv_bytes_per_pos"] == sum(layers), plan
+assert plan["windowed"] == ([{"window": window, "kv_bytes_per_pos": sum(layers[::2]),
+                              "attn_ops_per_pos": plan["attn_ops_per_pos"] // 2}] if window else []), plan
+achieved = [r for r in rows if r.get("roofline") in ("pp8", "tg4")]
+assert [(a["roofline"], a["depth"]) for a in achieved] == [("pp8", 0), ("tg4", 0), ("pp8", 40), ("tg4", 40)], achieved
+for a in achieved:
+    n = 8 if a["roofline"] == "pp8" else 4
+    first = a["depth"] or (4 if a["roofline"] == "tg4" else 0)
+    positions = range(first + 1, first + n + 1)
+    assert a["context"] == sum(positions) / n, a
+    want = ref["weight_bytes_per_token"] + sum(b * sum(min(c, w) if w else c for c in positions) / n
+                                               for b, w in zip(layers, windows))
+    print(a["roofline"], a["depth"], a["bytes_per_token"], want)
+    assert abs(a["bytes_per_token"] - want) <= 0.5, (a, want)
+EOF
+}
+check "llama@17, KV f16: bytes per token at depths 0 and 40 from the ONNX file" kv_at_depth llama f16 0
+for kv in f32 int8; do
+    check "gemma2@17 (window 16 on one layer), KV $kv: bytes per token at depths 0 and 40" kv_at_depth gemma2 "$kv" 16
 done
 tap_done

@@ -1,10 +1,11 @@
-/* llmc bench PLAN [-p 128,512] [-n 128] [-t 2] [-r 3] [--json] [--roofline] [--profile]
+/* llmc bench PLAN [-p 128,512] [-n 128] [-d 0,4096] [-t 2] [-r 3] [--json] [--roofline] [--profile]
  * llmc bench --roofline [-t 2] [--json]
  *
  * llama-bench-style throughput of a plan: ppN = one prefill of N tokens
  * from position 0, tgN = N single-token decode steps after a TG_PROMPT-token
- * prompt; tok/s = N / seconds of the timed calls, mean ± sd of r runs after
- * one untimed warm-up.  --roofline adds this machine's peaks (roofline.c)
+ * prompt; at depth D (-d) both start from position D after an untimed
+ * D-token prompt; tok/s = N / seconds of the timed calls, mean ± sd of r
+ * runs after one untimed warm-up.  --roofline adds this machine's peaks (roofline.c)
  * and each test's fraction of the plan's roofline (plan_cost.c); --profile
  * the time of each op code in each test (bench_profile.c). */
 #include <math.h>
@@ -26,12 +27,12 @@
 
 #define TG_PROMPT 4            /* prompt tokens fed (untimed) before a tgN test */
 #define MAX_LIST 16            /* entries of -p, -n, -t */
-#define MAX_RESULTS (2 * MAX_LIST * MAX_LIST)
+#define MAX_RESULTS (2 * MAX_LIST * MAX_LIST * MAX_LIST) /* pp and tg x -p/-n x -d x -t */
 #define DEFAULT_MAX_THREADS 8  /* -t default: online CPUs, at most this */
 
 static const char bench_help[] =
-    "usage: llmc bench PLAN [-p N,N,...] [-n N,N,...] [-t N,N,...] [-r N] [--json] [--roofline]\n"
-    "                  [--profile] [--hugepages] [--isa NAME]\n"
+    "usage: llmc bench PLAN [-p N,N,...] [-n N,N,...] [-d N,N,...] [-t N,N,...] [-r N] [--json]\n"
+    "                  [--roofline] [--profile] [--hugepages] [--isa NAME]\n"
     "       llmc bench --roofline [-t N,N,...] [--json]\n"
     "\n"
     "Measures a plan's throughput like llama-bench.  ppN: one prefill of N tokens\n"
@@ -45,6 +46,10 @@ static const char bench_help[] =
     "options:\n"
     "  -p, --n-prompt LIST     prefill lengths (default 512; 0 = no pp test)\n"
     "  -n, --n-gen LIST        decode lengths (default 128; 0 = no tg test)\n"
+    "  -d, --depth LIST        context depths (default 0): each test also runs after an\n"
+    "                          untimed prompt of D tokens, ppN prefilling N more from\n"
+    "                          position D and tgN decoding N steps from position D\n"
+    "                          (depth 0: the 4-token prompt above)\n"
     "  -t, --threads LIST      thread counts, the caller included (default: online CPUs,\n"
     "                          at most 8); every test runs at each\n"
     "  -r, --repetitions N     timed runs per test (default 3)\n"
@@ -57,8 +62,9 @@ static const char bench_help[] =
     "                          per cycle is marked (!), suspect), and with a PLAN each\n"
     "                          test's roofline against the peaks of its kernels:\n"
     "                          tgN: bandwidth / bytes read per token (weights of\n"
-    "                          Linear/MatMul, one embedding row, K/V at the average\n"
-    "                          context); ppN: peak / operations per token (2*N*K per\n"
+    "                          Linear/MatMul, one embedding row, K/V of the KV cache\n"
+    "                          dtype at the average context, a sliding-window layer's\n"
+    "                          at most its window); ppN: peak / operations per token (2*N*K per\n"
     "                          Linear, 4*heads*head_dim per cached position), for the\n"
     "                          fp32 and int8 peaks, achieved against fp32 for a float32\n"
     "                          plan, the better of the two for a quantized one\n"
@@ -73,7 +79,7 @@ static const char bench_help[] =
     "  --isa NAME              run the plan with the kernels NAME of its target (as llmc run\n"
     "                          --isa), and measure --roofline with their loops\n"
     "\n"
-    "A test longer than the plan's max_context is refused: recompile with\n"
+    "A test (depth + N) longer than the plan's max_context is refused: recompile with\n"
     "`llmc compile MODEL -o PLAN --max-context N`.\n";
 
 typedef struct {
@@ -83,7 +89,7 @@ typedef struct {
 
 typedef struct {
     const char *plan;
-    count_list pp, tg, threads;
+    count_list pp, tg, depth, threads;
     uint32_t reps;
     bool json, roofline, profile, hugepages;
     const char *isa;         /* --isa, or NULL */
@@ -92,7 +98,7 @@ typedef struct {
 typedef struct {
     char name[24];          /* "pp512", "tg128" */
     bool prefill;
-    uint32_t tokens, threads;
+    uint32_t tokens, depth, threads;
     double mean, sd, median; /* tok/s */
     double *samples;         /* tok/s of each timed run (reps) */
     double seconds;          /* of the timed calls, all runs */
@@ -155,6 +161,9 @@ static int parse_valued(const char *arg, const char *value, bench_args *a)
     } else if (!strcmp(arg, "-n") || !strcmp(arg, "--n-gen")) {
         if (parse_list(value, 0, 1u << 24, &a->tg))
             return llmc_cli_usage("bench", "%s wants comma-separated token counts, got '%s'", arg, value);
+    } else if (!strcmp(arg, "-d") || !strcmp(arg, "--depth")) {
+        if (parse_list(value, 0, 1u << 24, &a->depth))
+            return llmc_cli_usage("bench", "%s wants comma-separated token counts, got '%s'", arg, value);
     } else if (!strcmp(arg, "-t") || !strcmp(arg, "--threads")) {
         if (parse_list(value, 1, LLMC_MAX_THREADS, &a->threads))
             return llmc_cli_usage("bench", "%s wants comma-separated integers in 1..%d, got '%s'", arg,
@@ -175,6 +184,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     memset(a, 0, sizeof *a);
     a->pp = (count_list){{512}, 1};
     a->tg = (count_list){{128}, 1};
+    a->depth = (count_list){{0}, 1};
     a->threads = (count_list){{default_threads()}, 1};
     a->reps = 3;
     for (int i = 1; i < argc; i++) {
@@ -222,24 +232,48 @@ static uint32_t max_of(const count_list *l)
     return m;
 }
 
-/* The positions the longest test needs; a usage error if beyond the plan. */
+/* Tokens fed untimed before a test at depth D: D (at depth 0, a tgN test's
+ * TG_PROMPT). */
+static uint32_t prompt_of(bool prefill, uint32_t depth)
+{
+    return depth || prefill ? depth : TG_PROMPT;
+}
+
+/* A usage error naming the test, its depth, the positions it needs and the
+ * plan's max_context. */
+static int too_long(const bench_args *a, bool prefill, uint32_t n, uint32_t depth, uint32_t max, llmc_error *err)
+{
+    uint32_t prompt = prompt_of(prefill, depth);
+    uint64_t need = (uint64_t)prompt + n;
+    char at[32] = "", why[64] = "";
+    if (depth)
+        snprintf(at, sizeof at, " at depth %u", depth);
+    if (prompt)
+        snprintf(why, sizeof why, depth ? " (depth %u + %u)" : " (a %u-token prompt + %u)", prompt, n);
+    return llmc_fail(err, LLMC_E_USAGE,
+                     "%s%u%s needs %llu positions%s but '%s' has max_context %u: pass a smaller %s%s or "
+                     "recompile with `llmc compile MODEL -o PLAN --max-context %llu`",
+                     prefill ? "pp" : "tg", n, at, (unsigned long long)need, why, a->plan, max,
+                     prefill ? "-p" : "-n", depth ? " or -d" : "", (unsigned long long)need);
+}
+
+/* The positions the longest test needs (depth + N); a usage error if beyond the plan. */
 static int bench_context(const bench_args *a, const llmc_rt_plan *plan, uint32_t *context, llmc_error *err)
 {
-    uint32_t pp = max_of(&a->pp), tg = max_of(&a->tg);
-    if (!pp && !tg)
+    uint32_t max = rt_plan_of(plan)->max_context;
+    if (!max_of(&a->pp) && !max_of(&a->tg))
         return llmc_fail(err, LLMC_E_USAGE, "nothing to run: -p and -n are both 0");
-    if (pp > rt_plan_of(plan)->max_context)
-        return llmc_fail(err, LLMC_E_USAGE,
-                         "pp%u needs %u positions but '%s' has max_context %u: pass a smaller -p or "
-                         "recompile with `llmc compile MODEL -o PLAN --max-context %u`",
-                         pp, pp, a->plan, rt_plan_of(plan)->max_context, pp);
-    if (tg && TG_PROMPT + tg > rt_plan_of(plan)->max_context)
-        return llmc_fail(err, LLMC_E_USAGE,
-                         "tg%u needs %u positions (a %u-token prompt + %u) but '%s' has max_context %u: "
-                         "pass a smaller -n or recompile with `llmc compile MODEL -o PLAN --max-context %u`",
-                         tg, TG_PROMPT + tg, TG_PROMPT, tg, a->plan, rt_plan_of(plan)->max_context, TG_PROMPT + tg);
-    uint32_t tg_context = tg ? TG_PROMPT + tg : 0;
-    *context = pp > tg_context ? pp : tg_context;
+    *context = 0;
+    for (uint32_t i = 0; i < a->depth.n; i++)
+        for (int prefill = 1; prefill >= 0; prefill--) {
+            uint32_t n = max_of(prefill ? &a->pp : &a->tg), depth = a->depth.v[i];
+            uint64_t need = (uint64_t)prompt_of(prefill, depth) + n;
+            if (!n)
+                continue;
+            if (need > max)
+                return too_long(a, prefill, n, depth, max, err);
+            *context = need > *context ? (uint32_t)need : *context;
+        }
     return LLMC_OK;
 }
 
@@ -273,21 +307,20 @@ static int bench_prepare(bench_state *b, llmc_error *err)
     return LLMC_OK;
 }
 
-/* One run of a test: its timed seconds; with op_ns, the time of each op
- * in the timed calls added there. */
-static llmc_rt_status run_once(bench_state *b, bool prefill, uint32_t n, uint64_t *op_ns, double *seconds,
+/* One run of test r: its timed seconds; with op_ns, the time of each op
+ * in the timed calls added there.  The prompt (depth) is fed untimed. */
+static llmc_rt_status run_once(bench_state *b, const bench_result *r, uint64_t *op_ns, double *seconds,
                                llmc_rt_error *rt)
 {
-    llmc_rt_status st = LLMC_RT_OK;
+    uint32_t prompt = prompt_of(r->prefill, r->depth), n = r->tokens;
     llmc_rt_session_reset(&b->s);
-    if (!prefill)
-        st = llmc_rt_session_feed(&b->s, b->tokens, TG_PROMPT, b->logits, rt);
+    llmc_rt_status st = prompt ? llmc_rt_session_feed(&b->s, b->tokens, prompt, b->logits, rt) : LLMC_RT_OK;
     b->profile.ns = op_ns;
     double t0 = llmc_seconds_now();
-    if (prefill)
-        st = llmc_rt_session_feed(&b->s, b->tokens, n, b->logits, rt);
-    for (uint32_t k = 0; !prefill && !st && k < n; k++)
-        st = llmc_rt_session_feed(&b->s, &b->tokens[TG_PROMPT + k], 1, b->logits, rt);
+    if (!st && r->prefill)
+        st = llmc_rt_session_feed(&b->s, b->tokens + prompt, n, b->logits, rt);
+    for (uint32_t k = 0; !r->prefill && !st && k < n; k++)
+        st = llmc_rt_session_feed(&b->s, &b->tokens[prompt + k], 1, b->logits, rt);
     *seconds = llmc_seconds_now() - t0;
     b->profile.ns = NULL;
     return st;
@@ -308,7 +341,8 @@ static void summarize(bench_result *r, uint32_t n)
 }
 
 /* One warm-up, then reps timed runs. */
-static int run_test(bench_state *b, bool prefill, uint32_t n, uint32_t threads, bench_result *r, llmc_error *err)
+static int run_test(bench_state *b, bool prefill, uint32_t n, uint32_t depth, uint32_t threads, bench_result *r,
+                    llmc_error *err)
 {
     llmc_rt_error rt = {0};
     uint32_t reps = b->a->reps;
@@ -316,13 +350,14 @@ static int run_test(bench_state *b, bool prefill, uint32_t n, uint32_t threads, 
     snprintf(r->name, sizeof r->name, "%s%u", prefill ? "pp" : "tg", n);
     r->prefill = prefill;
     r->tokens = n;
+    r->depth = depth;
     r->threads = threads;
     if (!(r->samples = malloc(sizeof(double) * 2 * reps)) || /* samples, then sorted */
         (b->a->profile && !(r->op_ns = calloc(rt_plan_of(b->plan)->n_ops + 1u, sizeof *r->op_ns))))
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory");
     for (uint32_t k = 0; k <= reps; k++) {
         double seconds;
-        if (run_once(b, prefill, n, k ? r->op_ns : NULL, &seconds, &rt))
+        if (run_once(b, r, k ? r->op_ns : NULL, &seconds, &rt))
             return runtime_error(err, r->name, &rt);
         if (k) { /* run 0 is the warm-up */
             r->samples[k - 1] = n / (seconds > 1e-9 ? seconds : 1e-9);
@@ -360,12 +395,13 @@ static void print_result(const bench_state *b, const bench_result *r)
 {
     char size[32];
     if (b->a->json) {
-        printf("{\"test\": \"%s\", \"tok_s\": %.3f, \"sd\": %.3f, \"threads\": %u, \"plan\": ", r->name, r->mean,
-               r->sd, r->threads);
+        printf("{\"test\": \"%s\", \"tok_s\": %.3f, \"sd\": %.3f, \"threads\": %u, \"depth\": %u, \"plan\": ",
+               r->name, r->mean, r->sd, r->threads, r->depth);
         llmc_cli_json_string(b->a->plan);
         printf(", \"plan_bytes\": %llu, \"n_prompt\": %u, \"n_gen\": %u, \"reps\": %u, \"median_tok_s\": %.3f, "
                "\"samples_tok_s\": [",
-               (unsigned long long)b->plan_bytes, r->prefill ? r->tokens : TG_PROMPT, r->prefill ? 0 : r->tokens,
+               (unsigned long long)b->plan_bytes, prompt_of(r->prefill, r->depth) + (r->prefill ? r->tokens : 0),
+               r->prefill ? 0 : r->tokens,
                b->a->reps, r->median);
         for (uint32_t k = 0; k < b->a->reps; k++)
             printf("%s%.3f", k ? ", " : "", r->samples[k]);
@@ -374,24 +410,25 @@ static void print_result(const bench_state *b, const bench_result *r)
         llmc_cli_json_string(b->cpu.model);
         printf("}\n");
     } else {
-        printf("| %-30s | %10s | %7u | %13s | %11.2f ± %6.2f |\n", base_name(b->a->plan),
-               human_bytes((double)b->plan_bytes, size, sizeof size), r->threads, r->name, r->mean, r->sd);
+        printf("| %-30s | %10s | %7u | %5u | %13s | %11.2f ± %6.2f |\n", base_name(b->a->plan),
+               human_bytes((double)b->plan_bytes, size, sizeof size), r->threads, r->depth, r->name, r->mean,
+               r->sd);
     }
     fflush(stdout);
 }
 
 static void print_table_head(void)
 {
-    printf("| %-30s | %10s | %7s | %13s | %20s |\n", "plan", "size", "threads", "test", "t/s");
-    printf("| %.30s | %.10s | %.7s | %.13s | %.20s |\n", "------------------------------", "---------:",
-           "------:", "------------:", "-------------------:");
+    printf("| %-30s | %10s | %7s | %5s | %13s | %20s |\n", "plan", "size", "threads", "depth", "test", "t/s");
+    printf("| %.30s | %.10s | %.7s | %.5s | %.13s | %.20s |\n", "------------------------------", "---------:",
+           "------:", "----:", "------------:", "-------------------:");
 }
 
 static void print_table_foot(const bench_state *b)
 {
     char mem[32], rss[32];
-    printf("\nppN: N prompt tokens from position 0; tgN: N decode steps after a %d-token prompt;\n"
-           "fixed pseudo-random ids; mean ± sd of %u runs after 1 warm-up.\n",
+    printf("\nppN: N prompt tokens from position depth; tgN: N decode steps from position depth (at depth 0,\n"
+           "after a %d-token prompt); fixed pseudo-random ids; mean ± sd of %u runs after 1 warm-up.\n",
            TG_PROMPT, b->a->reps);
     printf("plan mapped read-only; working memory %s (context %u); peak RSS %s\n",
            human_bytes((double)b->mem_size, mem, sizeof mem), b->context,
@@ -412,18 +449,19 @@ static int run_at(bench_state *b, uint32_t threads, llmc_error *err)
         llmc_rt_session_set_parallel(&b->s, pool ? llmc_threads_parallel : NULL, pool);
     if (b->a->profile)
         llmc_rt_session_set_observer(&b->s, bench_profile_observe, &b->profile);
-    for (int prefill = 1; prefill >= 0 && !rc; prefill--) {
-        const count_list *l = prefill ? &b->a->pp : &b->a->tg;
-        for (uint32_t i = 0; i < l->n && !rc; i++) {
-            if (!l->v[i])
-                continue;
-            bench_result *r = &b->results[b->n_results];
-            if (!(rc = run_test(b, prefill, l->v[i], threads, r, err))) {
-                b->n_results++;
-                print_result(b, r);
+    for (uint32_t d = 0; d < b->a->depth.n && !rc; d++)
+        for (int prefill = 1; prefill >= 0 && !rc; prefill--) {
+            const count_list *l = prefill ? &b->a->pp : &b->a->tg;
+            for (uint32_t i = 0; i < l->n && !rc; i++) {
+                if (!l->v[i])
+                    continue;
+                bench_result *r = &b->results[b->n_results];
+                if (!(rc = run_test(b, prefill, l->v[i], b->a->depth.v[d], threads, r, err))) {
+                    b->n_results++;
+                    print_result(b, r);
+                }
             }
         }
-    }
     llmc_threads_destroy(pool);
     return rc;
 }
@@ -439,20 +477,15 @@ static int run_tests(bench_state *b, llmc_error *err)
         print_table_foot(b);
     for (uint32_t i = 0; !rc && b->a->profile && i < b->n_results; i++) {
         const bench_result *r = &b->results[i];
-        bench_profile_print(&b->profile, r->name, r->threads, r->op_ns, r->seconds,
+        char label[48]; /* "tg128 @ d4096" at a depth */
+        snprintf(label, sizeof label, r->depth ? "%s @ d%u" : "%s", r->name, r->depth);
+        bench_profile_print(&b->profile, label, r->threads, r->op_ns, r->seconds,
                             (uint64_t)r->tokens * b->a->reps, b->a->json);
     }
     return rc;
 }
 
 /* ---- roofline ---- */
-
-/* Average cached positions attention reads per token: (N+1)/2 over a
- * prefill from 0, TG_PROMPT + (N+1)/2 over N decode steps. */
-static double test_context(const bench_result *r)
-{
-    return (r->prefill ? 0.0 : TG_PROMPT) + (r->tokens + 1) / 2.0;
-}
 
 typedef struct {
     double context, bytes, ops;          /* per token */
@@ -464,11 +497,14 @@ typedef struct {
 static test_roofline roofline_of(const bench_result *r, const llmc_plan_cost *c, const llmc_roofline_peaks *pk)
 {
     test_roofline t;
-    t.context = test_context(r);
-    t.bytes = (double)c->weight_bytes + (double)c->kv_bytes_per_pos * t.context;
+    /* the timed tokens sit at positions [prompt, prompt + N) */
+    uint32_t first = prompt_of(r->prefill, r->depth);
+    double kv_bytes, attn_ops;
+    llmc_plan_cost_at(c, first, r->tokens, &kv_bytes, &attn_ops);
+    t.context = llmc_cost_positions(first, r->tokens, 0);
+    t.bytes = (double)c->weight_bytes + kv_bytes;
     double per_call = r->prefill ? (double)r->tokens : 1.0;
-    t.ops = (double)c->linear_ops + (double)c->linear_ops_per_call / per_call +
-            (double)c->attn_ops_per_pos * t.context;
+    t.ops = (double)c->linear_ops + (double)c->linear_ops_per_call / per_call + attn_ops;
     t.read = pk->read_gb_s * 1e9 / t.bytes;
     t.fp32 = pk->fp32.rate * 1e9 / t.ops;
     t.int8 = pk->int8.rate * 1e9 / t.ops;
@@ -562,10 +598,16 @@ static void print_cost(const bench_state *b, const llmc_plan_cost *c)
         printf("{\"roofline\": \"plan\", \"plan\": ");
         llmc_cli_json_string(b->a->plan);
         printf(", \"weight_bytes_per_token\": %llu, \"kv_bytes_per_pos\": %llu, \"linear_ops_per_token\": %llu, "
-               "\"linear_ops_per_call\": %llu, \"attn_ops_per_pos\": %llu, \"linears\": %u, \"gathers\": %u, \"attentions\": %u, \"quantized\": %s}\n",
+               "\"linear_ops_per_call\": %llu, \"attn_ops_per_pos\": %llu, \"linears\": %u, \"gathers\": %u, \"attentions\": %u, \"quantized\": %s, "
+               "\"windowed\": [",
                (unsigned long long)c->weight_bytes, (unsigned long long)c->kv_bytes_per_pos,
                (unsigned long long)c->linear_ops, (unsigned long long)c->linear_ops_per_call,
                (unsigned long long)c->attn_ops_per_pos, c->linears, c->gathers, c->attentions, c->quantized ? "true" : "false");
+        for (uint32_t i = 0; i < c->n_windowed; i++)
+            printf("%s{\"window\": %u, \"kv_bytes_per_pos\": %llu, \"attn_ops_per_pos\": %llu}", i ? ", " : "",
+                   c->windowed[i].window, (unsigned long long)c->windowed[i].kv_bytes_per_pos,
+                   (unsigned long long)c->windowed[i].attn_ops_per_pos);
+        printf("]}\n");
         return;
     }
     printf("\nper token: %.4g MB of weights (%u Linear/MatMul, %u Gather rows) + %.4g KB of K/V per cached position;\n"
@@ -574,6 +616,10 @@ static void print_cost(const bench_state *b, const llmc_plan_cost *c)
            (double)c->weight_bytes / 1e6, c->linears, c->gathers, (double)c->kv_bytes_per_pos / 1e3,
            (double)c->linear_ops / 1e9, (double)c->linear_ops_per_call / 1e9,
            (double)c->attn_ops_per_pos / 1e3);
+    for (uint32_t i = 0; i < c->n_windowed; i++)
+        printf("           of which %.4g KB of K/V and %.4g kOP in layers with a sliding window of %u positions\n",
+               (double)c->windowed[i].kv_bytes_per_pos / 1e3, (double)c->windowed[i].attn_ops_per_pos / 1e3,
+               c->windowed[i].window);
 }
 
 /* The peak a test is held to: its rate (GB/s or G ops/s) and whether it is suspect. */
@@ -590,11 +636,11 @@ static void print_achieved(const bench_state *b, const bench_result *r, const te
     llmc_roofline_peak read;
     const llmc_roofline_peak *peak = bound_peak(t, pk, &read);
     if (b->a->json) {
-        printf("{\"roofline\": \"%s\", \"threads\": %u, \"tok_s\": %.3f, \"context\": %.1f, "
+        printf("{\"roofline\": \"%s\", \"threads\": %u, \"depth\": %u, \"tok_s\": %.3f, \"context\": %.1f, "
                "\"bytes_per_token\": %.0f, \"ops_per_token\": %.0f, \"read_tok_s\": %.3f, \"fp32_tok_s\": %.3f, "
                "\"int8_tok_s\": %.3f, \"roofline_tok_s\": %.3f, \"bound\": \"%s\", \"achieved_pct\": %.2f, "
                "\"isa\": \"%s\", \"peak\": %.3f, \"peak_suspect\": %s, \"cpu\": ",
-               r->name, r->threads, r->mean, t->context, t->bytes, t->ops, t->read, t->fp32, t->int8,
+               r->name, r->threads, r->depth, r->mean, t->context, t->bytes, t->ops, t->read, t->fp32, t->int8,
                t->roofline, t->bound, t->pct, pk->isa, peak->rate, peak->suspect ? "true" : "false");
         llmc_cli_json_string(pk->cpu.model);
         printf("}\n");
@@ -607,17 +653,17 @@ static void print_achieved(const bench_state *b, const bench_result *r, const te
     } else {
         snprintf(read_s, sizeof read_s, "%.2f", t->read);
     }
-    printf("| %13s | %7u | %8.1f | %10.2f | %10s | %10s | %10s | %6.1f %% of %-4s%s |\n", r->name, r->threads,
-           t->context, r->mean, read_s, fp32, int8, t->pct, t->bound, peak->suspect ? " (!)" : "");
+    printf("| %13s | %7u | %5u | %8.1f | %10.2f | %10s | %10s | %10s | %6.1f %% of %-4s%s |\n", r->name, r->threads,
+           r->depth, t->context, r->mean, read_s, fp32, int8, t->pct, t->bound, peak->suspect ? " (!)" : "");
 }
 
 static void print_rooflines(const bench_state *b, const llmc_plan_cost *c, const llmc_roofline_peaks *pk)
 {
     print_cost(b, c);
     if (!b->a->json)
-        printf("\n| %13s | %7s | %8s | %10s | %10s | %10s | %10s | %17s |\n"
-               "| ------------: | ------: | -------: | ---------: | ---------: | ---------: | ---------: | ----------------: |\n",
-               "test", "threads", "context", "t/s", "read t/s", "fp32 t/s", "int8 t/s", "achieved");
+        printf("\n| %13s | %7s | %5s | %8s | %10s | %10s | %10s | %10s | %17s |\n"
+               "| ------------: | ------: | ----: | -------: | ---------: | ---------: | ---------: | ---------: | ----------------: |\n",
+               "test", "threads", "depth", "context", "t/s", "read t/s", "fp32 t/s", "int8 t/s", "achieved");
     for (uint32_t i = 0; i < b->n_results; i++) {
         const bench_result *r = &b->results[i];
         uint32_t k = 0;
@@ -627,11 +673,12 @@ static void print_rooflines(const bench_state *b, const llmc_plan_cost *c, const
         print_achieved(b, r, &t, &pk[k]);
     }
     if (!b->a->json)
-        printf("\nroofline t/s: tgN = read bandwidth / bytes per token (weights + K/V at the average context),\n"
+        printf("\nroofline t/s: tgN = read bandwidth / bytes per token (weights + K/V at the average context;\n"
+               "a sliding-window layer's K/V at most its window),\n"
                "ppN = fp32 or int8 peak of the plan's kernels (column loops above) / operations per token;\n"
                "achieved against read (tg), fp32 (pp of a float32 plan) or the better of fp32 and int8\n"
                "(pp of a quantized plan); (!) = held to a suspect peak.\n"
-               "context = average cached positions attention reads.\n");
+               "context = average cached positions attention reads (depth + (N + 1) / 2).\n");
 }
 
 static int roofline(bench_state *b, llmc_error *err)

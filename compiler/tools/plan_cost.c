@@ -148,6 +148,36 @@ static llmc_rt_status cost_of_past_inputs(fb_reader *r, const llmc_rt_plan *p, l
     return LLMC_RT_OK;
 }
 
+/* An Attention op: K and V rows of the plan's KV dtype per position, q.k
+ * and p.v per position; a windowed one also under its window's entry. */
+static llmc_rt_status cost_of_attention(const llmc_rt_plan *p, const rt_op_desc *op, llmc_plan_cost *c,
+                                        llmc_rt_error *err)
+{
+    uint64_t bytes = rt_kv_position_bytes(rt_plan_of(p)->kv_cache_dtype, op->kv_heads, op->head_dim);
+    uint64_t ops = 4u * (uint64_t)op->heads * (uint64_t)op->head_dim;
+    c->kv_bytes_per_pos += bytes;
+    c->attn_ops_per_pos += ops;
+    c->attentions++;
+    if (!op->window)
+        return LLMC_RT_OK;
+    uint32_t w = 0;
+    while (w < c->n_windowed && c->windowed[w].window != op->window)
+        w++;
+    if (w == LLMC_COST_WINDOWS) {
+        if (err) {
+            err->code = LLMC_RT_E_ARG;
+            snprintf(err->msg, sizeof err->msg, "'%s': more than %d distinct sliding windows",
+                     op->name ? op->name : "?", LLMC_COST_WINDOWS);
+        }
+        return LLMC_RT_E_ARG;
+    }
+    c->n_windowed += w == c->n_windowed;
+    c->windowed[w].window = op->window;
+    c->windowed[w].kv_bytes_per_pos += bytes;
+    c->windowed[w].attn_ops_per_pos += ops;
+    return LLMC_RT_OK;
+}
+
 llmc_rt_status llmc_plan_cost_of(const llmc_rt_plan *p, llmc_plan_cost *c, llmc_rt_error *err)
 {
     fb_reader r = rt_reader(p);
@@ -159,14 +189,38 @@ llmc_rt_status llmc_plan_cost_of(const llmc_rt_plan *p, llmc_plan_cost *c, llmc_
             st = cost_of_product(&r, p, &op, c, err);
         else if (!st && op.code == LLMC_RT_OP_Gather)
             st = cost_of_gather(&r, p, &op, c, err);
-        else if (!st && op.code == LLMC_RT_OP_Attention) {
-            /* K and V rows of the plan's KV dtype */
-            c->kv_bytes_per_pos += rt_kv_position_bytes(rt_plan_of(p)->kv_cache_dtype, op.kv_heads, op.head_dim);
-            c->attn_ops_per_pos += 4u * (uint64_t)op.heads * (uint64_t)op.head_dim;
-            c->attentions++;
-        }
+        else if (!st && op.code == LLMC_RT_OP_Attention)
+            st = cost_of_attention(p, &op, c, err);
         if (st)
             return st;
     }
     return cost_of_past_inputs(&r, p, c, err);
+}
+
+double llmc_cost_positions(uint64_t first, uint64_t n, uint32_t window)
+{
+    /* sum of min(c, w) over c = a .. b, the positions read */
+    double a = (double)first + 1, b = (double)first + (double)n, w = window;
+    if (!window || b <= w)
+        return (a + b) / 2;
+    if (a >= w)
+        return w;
+    return ((a + w) * (w - a + 1) / 2 + w * (b - w)) / (double)n;
+}
+
+void llmc_plan_cost_at(const llmc_plan_cost *c, uint64_t first, uint64_t n, double *kv_bytes,
+                       double *attn_ops)
+{
+    double full = llmc_cost_positions(first, n, 0);
+    uint64_t bytes = c->kv_bytes_per_pos, ops = c->attn_ops_per_pos;
+    *kv_bytes = *attn_ops = 0;
+    for (uint32_t i = 0; i < c->n_windowed; i++) {
+        double at = llmc_cost_positions(first, n, c->windowed[i].window);
+        *kv_bytes += (double)c->windowed[i].kv_bytes_per_pos * at;
+        *attn_ops += (double)c->windowed[i].attn_ops_per_pos * at;
+        bytes -= c->windowed[i].kv_bytes_per_pos;
+        ops -= c->windowed[i].attn_ops_per_pos;
+    }
+    *kv_bytes += (double)bytes * full;
+    *attn_ops += (double)ops * full;
 }

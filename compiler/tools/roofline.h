@@ -19,7 +19,9 @@
  *   bytes read per decoded token = weight_bytes + kv_bytes_per_pos * context
  *   ops per token                = linear_ops + linear_ops_per_call / tokens per call
  *                                  + attn_ops_per_pos * context
- * where `context` is the number of cached positions attention reads. */
+ * where `context` is the number of cached positions attention reads: for
+ * tokens at positions [first, first + n), the mean of p + 1, and for a
+ * sliding-window layer the mean of min(p + 1, window) (llmc_plan_cost_at). */
 #ifndef LLMC_ROOFLINE_H
 #define LLMC_ROOFLINE_H
 
@@ -133,6 +135,10 @@ extern const llmc_roofline_loops llmc_roofline_avx2;
 extern const llmc_roofline_loops llmc_roofline_avx2_avx512;
 #endif
 
+/* Distinct sliding windows llmc_plan_cost_of tells apart (Gemma 2 and 3,
+ * Mistral: one). */
+#define LLMC_COST_WINDOWS 8
+
 /* A plan's work per token, from its ops (Linear, MatMul with a weight
  * operand, Gather of a weight, Attention, and the PastKey/PastValue
  * inputs of unfused layers). */
@@ -143,9 +149,11 @@ typedef struct {
      * reads one row, not the table).  Norm scales, RoPE tables and the
      * constants of elementwise ops are left out (well under 1% on LLMs). */
     uint64_t weight_bytes;
-    /* Bytes of K and V read per cached position: 2 * kv_heads * head_dim * 4
-     * per Attention op (fp32 caches), plus the PastKey/PastValue inputs'
-     * bytes per position of unfused layers. */
+    /* Bytes of K and V read per cached position: a K and a V row of the
+     * plan's KV cache dtype (rt_kv_position_bytes: 2 * kv_heads * head_dim *
+     * 4 for float32, * 2 for float16, int8 keys with their scales) per
+     * Attention op, plus the PastKey/PastValue inputs' float bytes per
+     * position of unfused layers. */
     uint64_t kv_bytes_per_pos;
     /* 2 * N * K per Linear (W's logical dims [N, K]) and 2 * elements of
      * the weight operand of a MatMul; activation-by-activation MatMuls of
@@ -158,6 +166,14 @@ typedef struct {
     /* 4 * heads * head_dim per Attention op per cached position (q.k and
      * p.v, 2 ops per multiply-add each). */
     uint64_t attn_ops_per_pos;
+    /* The Attention ops with a sliding window, one entry per window: their
+     * share of kv_bytes_per_pos and attn_ops_per_pos (a query reads at
+     * most `window` of their positions). */
+    struct {
+        uint32_t window;
+        uint64_t kv_bytes_per_pos, attn_ops_per_pos;
+    } windowed[LLMC_COST_WINDOWS];
+    uint32_t n_windowed;
     uint32_t linears, gathers, attentions; /* ops counted */
     /* A Linear/MatMul weight is not float32 (quantized): prefill may run
      * on the int8 peak; a float32 plan's prefill is held to the fp32 one. */
@@ -165,8 +181,19 @@ typedef struct {
 } llmc_plan_cost;
 
 /* Walks the plan's ops and tensors through the runtime's reader; fills
- * `cost` or returns the reader's status with err filled. */
+ * `cost` or returns the reader's status with err filled (LLMC_RT_E_ARG:
+ * more than LLMC_COST_WINDOWS distinct windows). */
 llmc_rt_status llmc_plan_cost_of(const llmc_rt_plan *plan, llmc_plan_cost *cost,
                                  llmc_rt_error *err);
+
+/* Mean over the positions p in [first, first + n) (n >= 1) of the cached
+ * positions a query at p reads: p + 1, at most window (0: no window). */
+double llmc_cost_positions(uint64_t first, uint64_t n, uint32_t window);
+
+/* K/V bytes and attention operations per token, averaged over tokens at
+ * positions [first, first + n): each layer's per-position cost times its
+ * llmc_cost_positions. */
+void llmc_plan_cost_at(const llmc_plan_cost *cost, uint64_t first, uint64_t n, double *kv_bytes,
+                       double *attn_ops);
 
 #endif

@@ -8,8 +8,8 @@
  *     mixed: same logits through llmc_rt_session_feed, and the bytes a
  *     decode step moves (llmc_rt_session_stats) constant for the fused plan
  *     but growing with P for the unfused one;
- *   - sliding windows (smaller than, equal to and larger than the context)
- *     and soft-caps: the kernel with each kernel table this CPU runs on a
+ *   - sliding windows (smaller than, equal to and larger than the context),
+ *     soft-caps and Qwen2-0.5B's shape at depth 4096: the kernel with each kernel table this CPU runs on a
  *     chunked cache whose rows outside every window are NaN, against
  *     double, bitwise the same for any thread count; through a session,
  *     whose windowed cache keeps a ring of chunks (prompts longer than
@@ -526,6 +526,12 @@ static void test_window_kernels(void)
         {{4, 1, 8, 16, 20, 5, 1000, 0}, "window > context"},
         {{4, 2, 24, 32, 100, 3, 0, 2.5f}, "softcap only"},
         {{2, 2, 64, 32, 500, 1, 1, 0}, "window 1 (the query's own key)"},
+        /* Qwen2-0.5B's attention shape at depth 4096: decode splits the
+         * keys into ranges as long as the scratch allows; a prefill after
+         * 4096 positions walks them in key blocks */
+        {{14, 2, 64, 64, 4096, 1, 0, 0}, "decode at depth 4096, key split"},
+        {{14, 2, 64, 64, 4096, 17, 0, 0}, "prefill of 17 at depth 4096"},
+        {{14, 2, 64, 64, 4096, 1, 1024, 0}, "decode at depth 4096, window 1024"},
     };
     /* the portable loops and the x86 tables; NEON's inner loops are tested
      * under qemu (tests/unit_arm), the window and cap logic around them is
