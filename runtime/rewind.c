@@ -74,10 +74,10 @@ llmc_rt_status llmc_rt_session_rewind(llmc_rt_session *s, uint32_t p, llmc_rt_er
     const rt_prep_op *op = lost_window(s, p);
     if (op)
         return rt_fail(err, LLMC_RT_E_BOUNDS, "cannot rewind to position %u: Attention '%s' "
-                       "(sliding window %u) already reused the cache rows of positions after "
-                       "%u; feed at most llmc_rt_session_rewind_span positions past a point "
-                       "to rewind to", RT_N(p, op->window, window_low(op->window, p)),
-                       RT_S(op->name));
+                       "(sliding window %u) has written over cache rows of positions %u.. that "
+                       "the next query reads; feed at most llmc_rt_session_rewind_span "
+                       "positions past a point to rewind to", RT_N(p, op->window,
+                       window_low(op->window, p)), RT_S(op->name));
     for (uint32_t c = 0; c < rt_plan_of(rt_state(s)->plan)->n_caches; c++) {
         uint32_t *held = cache_table(s, c);
         *held = *held < p ? *held : p;
