@@ -530,8 +530,13 @@ llmc_rt_status llmc_rt_speculate_verify(llmc_rt_session *s, llmc_sampler *sm, in
                                         uint32_t n_seq, uint32_t n_draft, void *scratch,
                                         size_t scratch_size, uint32_t *accepted,
                                         llmc_rt_error *err);
-/* One step with prompt lookup: drafts up to max_draft tokens (fewer near
- * the context's end, the sequence's capacity `cap` or the rewind span),
+/* The most tokens a step may draft with the session at position n_seq - 1:
+ * max_draft, at most LLMC_RT_SPEC_MAX_DRAFT, fewer near the session's
+ * context, the sequence's capacity `cap` (seq holds the drafts and a token
+ * after them) or the rewind span. */
+uint32_t llmc_rt_speculate_room(const llmc_rt_session *s, uint32_t max_draft, uint32_t n_seq,
+                                uint32_t cap);
+/* One step with prompt lookup: drafts up to llmc_rt_speculate_room tokens,
  * verifies them, and grows *n_seq by the kept drafts + 1.  The first step
  * follows the prompt's feed: seq = the prompt and the token sampled from
  * its last logits (pending).  After a step (or llmc_rt_speculate_verify)

@@ -143,11 +143,11 @@ llmc_rt_status llmc_rt_speculate_verify(llmc_rt_session *s, llmc_sampler *sm, in
     return LLMC_RT_OK;
 }
 
-/* The most tokens a step may draft: the caller's bound, the session's
- * context, the sequence's capacity and how far a rewind may reach. */
-static uint32_t draft_room(const llmc_rt_session *s, uint32_t max_draft, uint32_t n_seq,
-                           uint32_t cap)
+uint32_t llmc_rt_speculate_room(const llmc_rt_session *s, uint32_t max_draft, uint32_t n_seq,
+                                uint32_t cap)
 {
+    if (!s || !rt_state(s)->plan || rt_state(s)->position >= rt_state(s)->context || n_seq >= cap)
+        return 0;
     uint32_t k = max_draft < LLMC_RT_SPEC_MAX_DRAFT ? max_draft : LLMC_RT_SPEC_MAX_DRAFT;
     uint32_t pos = rt_state(s)->position, context = rt_state(s)->context;
     uint32_t span = llmc_rt_session_rewind_span(s); /* feeds 1 + k from pos */
@@ -166,7 +166,7 @@ llmc_rt_status llmc_rt_speculate_step(llmc_rt_session *s, llmc_sampler *sm, uint
         *n_seq >= cap || rt_state(s)->position >= rt_state(s)->context)
         return rt_fail(err, LLMC_RT_E_ARG, "speculate: needs a session with room for a token "
                        "and a sequence of 1 <= n < cap tokens", NULL, NULL);
-    uint32_t n = *n_seq, k = draft_room(s, max_draft, n, cap), a = 0;
+    uint32_t n = *n_seq, k = llmc_rt_speculate_room(s, max_draft, n, cap), a = 0;
     uint32_t drafted = llmc_rt_draft_lookup(seq, n, LLMC_RT_DRAFT_NGRAM_MAX,
                                             LLMC_RT_DRAFT_NGRAM_MIN, seq + n, k);
     llmc_rt_status st = llmc_rt_speculate_verify(s, sm, seq, n, drafted, scratch, scratch_size,

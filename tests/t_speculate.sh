@@ -12,8 +12,10 @@
 #     (tests/unit/test_rt_speculate.c checks its distribution);
 #   - rewind: tests/speculate/rewind_check.c (bitwise logits after a
 #     rewind, refusal past a sliding window's span) on the same plans;
-#   - refusals: a plan compiled with --logits last (naming --logits all),
-#     K outside 1..32.
+#   - --draft PLAN: the ids stay plain greedy's, a plan drafting for itself
+#     has every draft accepted;
+#   - refusals: a plan compiled with --logits last (naming --logits all), a
+#     draft plan of another vocabulary (naming both), K outside 1..32.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -45,12 +47,13 @@ accepted_of() { sed -n 's/.* \([0-9]*\) accepted (.*/\1/p' "$1"; }
 drafted_of() { sed -n 's/.* \([0-9]*\) drafted, .*/\1/p' "$1"; }
 rate_of() { sed -n 's/.* accepted (\([0-9.]*%\)), \([0-9.]*\) tokens per step/\1 kept, \2 tokens per step/p' "$1"; }
 
-# same_ids PLAN NAME K ARGS...: --speculate K prints what plain decoding prints.
+# same_ids PLAN NAME K ARGS...: --speculate K (with --draft $DRAFT if set)
+# prints what plain decoding prints.
 same_ids() {
     local plan=$1 name=$2 k=$3
     shift 3
     "$BUILD/llmc" run "$plan" "$@" --max-new $MAX_NEW >"$WORK/$name.plain" 2>&1 || return 1
-    "$BUILD/llmc" run "$plan" "$@" --max-new $MAX_NEW --speculate "$k" --stats \
+    "$BUILD/llmc" run "$plan" "$@" --max-new $MAX_NEW --speculate "$k" --stats ${DRAFT:+--draft "$DRAFT"} \
         >"$WORK/$name.k$k" 2>"$WORK/$name.k$k.log" || { cat "$WORK/$name.k$k.log"; return 1; }
     cmp "$WORK/$name.plain" "$WORK/$name.k$k" || { head -c 400 "$WORK/$name.plain" "$WORK/$name.k$k"; return 1; }
 }
@@ -133,6 +136,22 @@ while read -r line; do
         "#"*) echo "$line" ;;
     esac
 done <"$WORK/rewind.tap"
+
+# --draft PLAN: the target's own plan drafts exactly its greedy tokens;
+# another model's drafts are mostly rejected; the ids stay plain greedy's.
+for draft in llama mistral; do
+    DRAFT=$WORK/$draft.plan check "llama with --draft $draft --speculate 4: plain decoding's ids" \
+        same_ids "$WORK/llama.plan" "draft-$draft" 4 --prompt-ids "$LONG"
+done
+log=$WORK/draft-llama.k4.log
+check "llama drafting for itself: every draft accepted ($(rate_of "$log"))" \
+    sh -c "test '$(drafted_of "$log")' -gt 0 && test '$(drafted_of "$log")' -eq '$(accepted_of "$log")'"
+refused_vocab() {
+    ! "$BUILD/llmc" run "$WORK/trained.plan" --prompt-ids 5 --speculate 4 --draft "$WORK/llama.plan" \
+        >/dev/null 2>"$WORK/vocab.err" && grep -q "512" "$WORK/vocab.err" && grep -q "2048" "$WORK/vocab.err"
+}
+check "a draft plan of another vocabulary is refused, naming both sizes" refused_vocab
+sed 's/^/# /' "$WORK/vocab.err"
 
 refused_last() {
     ! "$BUILD/llmc" run "$WORK/llama-last.plan" --prompt-ids "$SHORT" --max-new 8 --speculate 4 \
