@@ -5,7 +5,8 @@
 #     the generated tokens) and gemma2 (windowed and global layers
 #     alternating), for prompts of 1, 7 and 64 tokens and a repetitive one,
 #     and exactly plain greedy's text on the trained model (models/) for a
-#     passage of models/heldout.txt quoted again and for a short prompt;
+#     passage of models/heldout.txt quoted again and for a short prompt,
+#     also after a chunked prefill (--npu-chunk 8, --delegate cpu);
 #     drafts are verified on the repetitive prompts, and accepted on the
 #     trained model's (the rates are printed);
 #   - sampling with --speculate runs, and a seed repeats its ids
@@ -115,6 +116,18 @@ bench_table() {
 }
 check "llmc bench --speculate 4 --prompt-file: a row for the prompt, ids identical to plain decoding" \
     bench_table
+
+# A chunked prefill (--npu-chunk, --delegate cpu) fills the caches the
+# speculative steps then extend and rewind.
+npu_same() {
+    head -c 4000 models/heldout.txt >"$WORK/calib.txt"
+    "$BUILD/llmc" compile models/tiny-llama.onnx -o "$WORK/npu.plan" --max-context 512 --quiet \
+        --tokenizer models/tokenizer.json --quant w8a8 --calibrate "$WORK/calib.txt" --npu-chunk 8 \
+        >"$WORK/npu.log" 2>&1 || { cat "$WORK/npu.log"; return 1; }
+    same_ids "$WORK/npu.plan" npu 4 --prompt "$PASSAGE" --delegate cpu
+}
+check "trained model, w8a8 --npu-chunk 8, prompt through --delegate cpu: --speculate 4 gives plain greedy's text" \
+    npu_same
 
 sampled() {
     local run
