@@ -13,6 +13,7 @@
  *                                            FlatBuffer
  *   tokens     ->  llmc_rt_session_feed()    logits of the last token
  *   logits     ->  llmc_sample()             the next token
+ *   (or a speculative step: llmc_rt_speculate_step(), several tokens a feed)
  *
  * Working memory layout (one block, 64-byte aligned pieces):
  *   [ arena: tensors of one call, offsets planned by the compiler ]
@@ -207,7 +208,7 @@ typedef struct {
  * One thread at a time (calls on one object from two threads must be
  * ordered by the caller, e.g. a mutex, or a join when it moves threads):
  *   - a llmc_rt_session with its working memory: every call that takes it
- *     (feed, run, output, stats, reset, set_parallel), and the tensors
+ *     (feed, run, output, stats, reset, rewind, set_parallel, speculate), and the tensors
  *     llmc_rt_session_output points into its arena; two sessions never
  *     share working memory.  A llmc_rt_chunked belongs to its session's
  *     thread, and the runtime calls its delegate from that thread.
@@ -448,6 +449,103 @@ llmc_rt_status llmc_sample(llmc_sampler *sm, const float *logits, uint32_t n, vo
                            size_t scratch_size, int64_t *token, llmc_rt_error *err);
 /* 1 if token is one of the sampler's stop tokens. */
 int llmc_sampler_is_stop(const llmc_sampler *sm, int64_t token);
+
+/* ---- speculative decoding ------------------------------------------------
+ * Decoding reads every weight once per token; a feed of k + 1 tokens
+ * costs little more than one.  A step drafts k tokens (prompt lookup: what
+ * followed an earlier occurrence of the sequence's last n-gram), feeds the
+ * pending token and the drafts in one call, keeps the drafts the target's
+ * rows confirm plus one token of the first row that rejects one (or of
+ * the row after the last draft), and rewinds the session over the rest.
+ * Greedy, the ids are those of plain greedy decoding; sampling, each
+ * draft is kept with the target's probability of it (speculative
+ * sampling, Leviathan et al. 2023), so the ids follow the sampler's
+ * distribution exactly, though a seed gives other ids than plain sampling.
+ * Needs a plan whose logits have a row per position (`llmc compile
+ * --logits all`, the default).  The calls live in rewind.c, draft.c and
+ * speculate.c: a firmware that does not call them links none of them. */
+#define LLMC_RT_SPEC_MAX_DRAFT 32u  /* the most tokens a step drafts */
+/* Prompt lookup tries the last 3 tokens, then 2, then 1: a longer match
+ * predicts better; a shorter one still drafts in text that repeats single
+ * tokens (a rejected draft costs a few rows of one feed). */
+#define LLMC_RT_DRAFT_NGRAM_MAX 3u
+#define LLMC_RT_DRAFT_NGRAM_MIN 1u
+
+/* Moves the session's position back to p <= position: positions [p,
+ * position) are forgotten, the next feed writes over them.  LLMC_RT_E_BOUNDS
+ * when p > position, or when a sliding-window cache (a ring of chunks)
+ * already reused rows a query at p still needs: after feeding more than
+ * llmc_rt_session_rewind_span positions past p. */
+llmc_rt_status llmc_rt_session_rewind(llmc_rt_session *s, uint32_t p, llmc_rt_error *err);
+/* How many positions may be fed past the session's position with a rewind
+ * back to it still possible: UINT32_MAX without sliding-window caches,
+ * else at least 2 (0 for a session not initialized). */
+uint32_t llmc_rt_session_rewind_span(const llmc_rt_session *s);
+/* llmc_rt_session_feed_checked writing every fed token's logits: row i of
+ * logits[n * vocab_size] follows tokens[i].  LLMC_RT_E_ARG naming `llmc
+ * compile --logits all`, before feeding, when the plan's logits have the
+ * last row only (even for n = 1, so that a speculative decoder learns it
+ * at its first step). */
+llmc_rt_status llmc_rt_session_feed_rows(llmc_rt_session *s, const int64_t *tokens, uint32_t n,
+                                         float *logits, llmc_rt_error *err);
+
+/* Prompt lookup: the longest n-gram (ngram_max down to ngram_min >= 1
+ * tokens) ending seq[0, n_seq) that occurs earlier in it, at its most
+ * recent occurrence; writes the up to max_draft tokens that followed it to
+ * draft (which may be seq + n_seq) and returns their count, 0 if none. */
+uint32_t llmc_rt_draft_lookup(const int64_t *seq, uint32_t n_seq, uint32_t ngram_max,
+                              uint32_t ngram_min, int64_t *draft, uint32_t max_draft);
+
+/* Bytes of 4-aligned scratch a step of up to max_draft drafts needs: the
+ * rows of its feed and the sampler's scratch (0 past LLMC_RT_SPEC_MAX_DRAFT). */
+size_t llmc_rt_speculate_scratch(const llmc_rt_plan *plan, uint32_t max_draft);
+
+/* What a step did: drafted tokens fed, and how many of them were kept. */
+typedef struct {
+    uint32_t drafted, accepted;
+} llmc_rt_spec_step;
+
+/* The rule a step applies, for a caller that computes the target's rows
+ * itself: rows[(n_draft + 1) * vocab] are the target's logits after the
+ * pending token and after each draft; keeps *accepted of draft[0, n_draft)
+ * and sets *next, the token that follows them.  Greedy: drafts equal to
+ * their row's argmax are kept, *next is the first other argmax.  Sampling:
+ * speculative sampling for a drafter that proposes single tokens (q a point
+ * mass), draft[i] kept with probability p(draft[i]), p the sampler's
+ * distribution over row i, else *next drawn from p without it; so the kept
+ * tokens and *next follow the sampler's distribution exactly.  scratch:
+ * LLMC_SAMPLER_SCRATCH_BYTES(vocab), 4-aligned (may be NULL when greedy). */
+llmc_rt_status llmc_rt_speculate_accept(llmc_sampler *sm, const float *rows, uint32_t vocab,
+                                        const int64_t *draft, uint32_t n_draft, void *scratch,
+                                        size_t scratch_size, uint32_t *accepted, int64_t *next,
+                                        llmc_rt_error *err);
+/* Verifies n_draft drafted tokens seq[n_seq, n_seq + n_draft) (any
+ * drafter that proposes single tokens: prompt lookup, a greedy draft
+ * model).  The session holds seq[0, n_seq - 1) (position n_seq - 1) and
+ * seq[n_seq - 1] is pending.  Feeds the pending token and the drafts, keeps
+ * *accepted of the drafts, writes the next token at seq[n_seq + *accepted]
+ * and leaves the session at position n_seq + *accepted: that token is the
+ * new pending one.  seq holds n_seq + n_draft + 1 tokens. */
+llmc_rt_status llmc_rt_speculate_verify(llmc_rt_session *s, llmc_sampler *sm, int64_t *seq,
+                                        uint32_t n_seq, uint32_t n_draft, void *scratch,
+                                        size_t scratch_size, uint32_t *accepted,
+                                        llmc_rt_error *err);
+/* The most tokens a step may draft with the session at position n_seq - 1:
+ * max_draft, at most LLMC_RT_SPEC_MAX_DRAFT, fewer near the session's
+ * context, the sequence's capacity `cap` (seq holds the drafts and a token
+ * after them) or the rewind span. */
+uint32_t llmc_rt_speculate_room(const llmc_rt_session *s, uint32_t max_draft, uint32_t n_seq,
+                                uint32_t cap);
+/* One step with prompt lookup: drafts up to llmc_rt_speculate_room tokens,
+ * verifies them, and grows *n_seq by the kept drafts + 1.  The first step
+ * follows the prompt's feed: seq = the prompt and the token sampled from
+ * its last logits (pending).  After a step (or llmc_rt_speculate_verify)
+ * scratch starts with the feed's rows: row i (i <= accepted) is the
+ * distribution the token at the old n_seq + i came from. */
+llmc_rt_status llmc_rt_speculate_step(llmc_rt_session *s, llmc_sampler *sm, uint32_t max_draft,
+                                      int64_t *seq, uint32_t *n_seq, uint32_t cap, void *scratch,
+                                      size_t scratch_size, llmc_rt_spec_step *out,
+                                      llmc_rt_error *err);
 
 /* ---- Tokenizer (text <-> ids) ----
  * A compiled tokenizer (runtime/tokenizer_format.h): the plan's tokenizer

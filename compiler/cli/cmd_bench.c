@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tools/bench_profile.h"
+#include "bench_speculate.h"
 #include "cli.h"
 #include "support/file_map.h"
 #include "kernels/kernel_table.h"
@@ -34,6 +35,7 @@ static const char bench_help[] =
     "usage: llmc bench PLAN [-p N,N,...] [-n N,N,...] [-d N,N,...] [-t N,N,...] [-r N] [--json]\n"
     "                  [--roofline] [--profile] [--hugepages] [--isa NAME]\n"
     "       llmc bench --roofline [-t N,N,...] [--json]\n"
+    "       llmc bench PLAN --speculate K [--prompt-file FILE]... [-n N] [-t N] [-r N]\n"
     "\n"
     "Measures a plan's throughput like llama-bench.  ppN: one prefill of N tokens\n"
     "from position 0; tgN: N decode steps of one token each after a 4-token prompt\n"
@@ -78,6 +80,13 @@ static const char bench_help[] =
     "                          llmc run --hugepages)\n"
     "  --isa NAME              run the plan with the kernels NAME of its target (as llmc run\n"
     "                          --isa), and measure --roofline with their loops\n"
+    "  --speculate K           instead of the tests: greedy decoding of -n tokens (the first\n"
+    "                          entry) after each prompt, plainly and with llmc run --speculate K:\n"
+    "                          tok/s (medians of -r runs after one untimed, on the first -t),\n"
+    "                          speed-up, drafts kept and tokens per step; the ids must match\n"
+    "  --prompt-file FILE      with --speculate: a prompt (text, the plan's tokenizer), one\n"
+    "                          row each (up to 8); default: a 16-id pattern repeated and\n"
+    "                          pseudo-random ids, 128 of each\n"
     "\n"
     "A test (depth + N) longer than the plan's max_context is refused: recompile with\n"
     "`llmc compile MODEL -o PLAN --max-context N`.\n";
@@ -93,6 +102,7 @@ typedef struct {
     uint32_t reps;
     bool json, roofline, profile, hugepages;
     const char *isa;         /* --isa, or NULL */
+    llmc_bench_spec_args spec; /* --speculate K, --prompt-file */
 } bench_args;
 
 typedef struct {
@@ -179,6 +189,27 @@ static int parse_valued(const char *arg, const char *value, bench_args *a)
     return LLMC_OK;
 }
 
+/* --speculate K and --prompt-file FILE; 1 if argv[*i] is neither. */
+static int parse_speculate(int argc, char **argv, int *i, llmc_bench_spec_args *s)
+{
+    const char *arg = argv[*i];
+    if (*i + 1 >= argc || (strcmp(arg, "--speculate") && strcmp(arg, "--prompt-file")))
+        return 1;
+    const char *value = argv[++*i];
+    if (!strcmp(arg, "--prompt-file")) {
+        if (s->n_prompt_files == LLMC_BENCH_MAX_PROMPTS)
+            return llmc_cli_usage("bench", "at most %d --prompt-file", LLMC_BENCH_MAX_PROMPTS);
+        s->prompt_files[s->n_prompt_files++] = value;
+        return LLMC_OK;
+    }
+    int64_t v = llmc_cli_parse_count(value);
+    if (v < 1 || v > LLMC_RT_SPEC_MAX_DRAFT)
+        return llmc_cli_usage("bench", "--speculate wants an integer in [1, %u], got '%s'",
+                              LLMC_RT_SPEC_MAX_DRAFT, value);
+    s->k = (uint32_t)v;
+    return LLMC_OK;
+}
+
 static int parse_args(int argc, char **argv, bench_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -204,6 +235,9 @@ static int parse_args(int argc, char **argv, bench_args *a)
             a->hugepages = true;
         } else if (!strcmp(arg, "--isa") && i + 1 < argc) {
             a->isa = argv[++i];
+        } else if ((rc = parse_speculate(argc, argv, &i, &a->spec)) != 1) {
+            if (rc)
+                return rc;
         } else if (arg[0] == '-') {
             return llmc_cli_usage("bench", "unknown option or missing value: '%s'", arg);
         } else if (!a->plan) {
@@ -214,6 +248,13 @@ static int parse_args(int argc, char **argv, bench_args *a)
     }
     if (!a->plan && !a->roofline)
         return llmc_cli_usage("bench", "missing PLAN");
+    if ((a->spec.k || a->spec.n_prompt_files) && (!a->plan || !a->spec.k || !a->tg.v[0]))
+        return llmc_cli_usage("bench", "--speculate K needs a PLAN and -n >= 1; --prompt-file needs --speculate");
+    a->spec.plan = a->plan;
+    a->spec.n_gen = a->tg.v[0];
+    a->spec.reps = a->reps;
+    a->spec.threads = a->threads.v[0];
+    a->spec.hugepages = a->hugepages;
     return LLMC_OK;
 }
 
@@ -734,6 +775,8 @@ int llmc_cmd_bench(int argc, char **argv)
     if (rc)
         return rc;
     llmc_error err = {0};
+    if (a.spec.k)
+        return llmc_bench_speculate(&a.spec, &err) ? llmc_cli_report(&err) : 0;
     bench_state *b = calloc(1, sizeof *b);
     if (!b)
         return LLMC_E_NOMEM;

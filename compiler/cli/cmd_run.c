@@ -1,6 +1,6 @@
 /* llmc run PLAN --prompt-ids 5,17,42 | --prompt TEXT --max-new N [--logits-out FILE]
  *          [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID] [--stats]
- *          [--threads N] [--reverify N]
+ *          [--threads N] [--reverify N] [--speculate K [--draft PLAN]]
  * Greedy decoding (argmax of each logits row, ties to the lowest id) unless
  * a sampling flag is given; both go through the runtime's llmc_sampler. */
 #include <errno.h>
@@ -23,6 +23,7 @@ static const char run_help[] =
     "usage: llmc run PLAN --prompt-ids ID,ID,... | --prompt TEXT --max-new N [--logits-out FILE]\n"
     "                [--temp T] [--top-k K] [--top-p P] [--seed N] [--stop ID,ID,...] [--stats]\n"
     "                [--threads N] [--hugepages] [--isa NAME] [--reverify N]\n"
+    "                [--speculate K [--draft PLAN]]\n"
     "                [--delegate ref|cpu [--lanes N] [--in-order] [--trace FILE.json]]\n"
     "\n"
     "Feeds the prompt, then generates N tokens and prints the generated ids\n"
@@ -64,6 +65,15 @@ static const char run_help[] =
     "                      tokens fed (llmc_rt_session_set_reverify): bytes changed since\n"
     "                      the plan was opened stop generation with an error naming the\n"
     "                      segment and its tensor; the same ids and logits otherwise\n"
+    "  --speculate K       speculative decoding: each step drafts up to K tokens (1..32) by\n"
+    "                      prompt lookup (what followed an earlier occurrence of the last\n"
+    "                      3, 2 or 1 tokens), verifies them in one feed and keeps the ones\n"
+    "                      the model confirms: greedy, the same ids as without it; sampling,\n"
+    "                      the same distribution (speculative sampling), other ids for a\n"
+    "                      seed.  Needs a plan compiled with --logits all (the default);\n"
+    "                      --stats adds the steps, drafted and accepted tokens\n"
+    "  --draft PLAN        with --speculate: the drafts are PLAN's greedy tokens (a small\n"
+    "                      model of the same vocabulary) instead of prompt lookup\n"
     "%s";
 
 typedef struct {
@@ -74,6 +84,8 @@ typedef struct {
     uint32_t max_new;
     uint32_t threads;         /* --threads */
     uint32_t reverify;        /* --reverify: tokens between weight re-verifications, 0 never */
+    uint32_t speculate;       /* --speculate: most tokens drafted a step, 0 plain decoding */
+    const char *draft;        /* --draft: the draft model's plan, or NULL (prompt lookup) */
     bool sampling;            /* any of --temp --top-k --top-p --seed */
     bool stats;               /* --stats */
     bool hugepages;           /* --hugepages */
@@ -188,6 +200,14 @@ static int parse_args(int argc, char **argv, run_args *a)
             if (v < 1 || v > UINT32_MAX)
                 return llmc_cli_usage("run", "--reverify wants an integer >= 1, got '%s'", argv[i]);
             a->reverify = (uint32_t)v;
+        } else if (!strcmp(arg, "--speculate") && has_value) {
+            int64_t v = llmc_cli_parse_count(argv[++i]);
+            if (v < 1 || v > LLMC_RT_SPEC_MAX_DRAFT)
+                return llmc_cli_usage("run", "--speculate wants an integer in [1, %u], got '%s'",
+                                      LLMC_RT_SPEC_MAX_DRAFT, argv[i]);
+            a->speculate = (uint32_t)v;
+        } else if (!strcmp(arg, "--draft") && has_value) {
+            a->draft = argv[++i];
         } else if (!strcmp(arg, "--stats")) {
             a->stats = true;
         } else if (!strcmp(arg, "--hugepages")) {
@@ -208,6 +228,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         return llmc_cli_usage("run", "missing PLAN");
     if (!a->prompt == !a->prompt_text)
         return llmc_cli_usage("run", "give one of --prompt-ids and --prompt");
+    if (a->draft && !a->speculate)
+        return llmc_cli_usage("run", "--draft needs --speculate K");
     if (!a->npu.mode && (a->npu.trace || a->npu.lanes || a->npu.in_order))
         return llmc_cli_usage("run", "--trace, --lanes and --in-order need --delegate ref|cpu");
     return LLMC_OK;
@@ -314,6 +336,182 @@ static int prefill(llmc_rt_session *s, const run_args *a, llmc_npu **npu, float 
     return LLMC_OK;
 }
 
+/* Where generated tokens go: stdout (ids or text), the logits rows of
+ * --logits-out, the count, and whether generation ended (a stop token or
+ * max_new tokens). */
+typedef struct {
+    const run_args *a;
+    token_printer *tp;
+    FILE *logits_file;
+    uint32_t vocab, emitted;
+    bool done;
+} token_sink;
+
+/* One generated token and the logits row it was chosen from. */
+static int emit(token_sink *o, const llmc_sampler *sm, int64_t token, const float *row,
+                llmc_error *err)
+{
+    int rc = print_token(o->tp, token, err);
+    if (!rc && o->logits_file && fwrite(row, sizeof(float), o->vocab, o->logits_file) != o->vocab)
+        rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", o->a->logits_out, strerror(errno));
+    o->emitted++;
+    o->done = rc || llmc_sampler_is_stop(sm, token) || o->emitted == o->a->max_new;
+    return rc;
+}
+
+/* Plain decoding: one feed per token after the first. */
+static int decode_plain(llmc_rt_session *s, llmc_sampler *sm, token_sink *o, float *logits,
+                        void *scratch, size_t scratch_size, llmc_error *err)
+{
+    llmc_rt_error rt = {0};
+    int rc = LLMC_OK;
+    while (!rc && !o->done) {
+        int64_t token = 0;
+        if (llmc_sample(sm, logits, o->vocab, scratch, scratch_size, &token, &rt) != LLMC_RT_OK)
+            return runtime_error(err, "sampling", &rt);
+        rc = emit(o, sm, token, logits, err);
+        if (!rc && !o->done && llmc_rt_session_feed_checked(s, &token, 1, logits, &rt) != LLMC_RT_OK)
+            rc = runtime_error(err, "decode", &rt);
+        else if (!rc && !o->done && o->a->stats)
+            print_stats(s, "decode");
+    }
+    return rc;
+}
+
+/* --draft PLAN: a second session that holds seq[0, pos) of the sequence and
+ * proposes its greedy tokens. */
+typedef struct {
+    llmc_mapped_file file;
+    llmc_rt_plan plan;
+    llmc_rt_plan_info info;
+    llmc_rt_session s;
+    void *mem;
+    size_t mem_size;
+    float *logits;
+    llmc_sampler greedy;
+    uint32_t pos;
+} draft_model;
+
+static int draft_open(draft_model *d, const run_args *a, const llmc_rt_plan *target, llmc_threads *pool,
+                      llmc_error *err)
+{
+    llmc_rt_error rt = {0};
+    uint32_t vocab = rt_plan_of(target)->vocab_size;
+    int rc = llmc_open_input(a->draft, a->hugepages, &d->file, err);
+    if (!rc && (llmc_rt_plan_open(&d->plan, d->file.map, d->file.size, 0, &rt) ||
+                llmc_rt_plan_info_of(&d->plan, &d->info)))
+        return llmc_fail(err, LLMC_E_RUNTIME, "--draft '%s': %s", a->draft, rt.msg);
+    if (!rc && d->info.vocab_size != vocab)
+        return llmc_fail(err, LLMC_E_USAGE, "--draft '%s' has a vocabulary of %u ids; '%s' has %u: a draft "
+                         "model must share the target's vocabulary", a->draft, d->info.vocab_size, a->plan, vocab);
+    if (!rc && (uint64_t)a->n_prompt + a->max_new + a->speculate > d->info.max_context)
+        return llmc_fail(err, LLMC_E_USAGE, "--draft '%s': prompt (%u) + generated tokens (%u) + --speculate %u "
+                         "exceed its max context %u", a->draft, a->n_prompt, a->max_new, a->speculate,
+                         d->info.max_context);
+    d->mem_size = rc ? 0 : llmc_rt_session_memory(&d->plan);
+    d->mem = rc ? NULL : llmc_alloc_huge(d->mem_size);
+    d->logits = malloc(sizeof(float) * vocab);
+    llmc_sampler_init(&d->greedy, 0.0f, 0, 1.0f, 0);
+    if (!rc && (!d->mem || !d->logits))
+        rc = llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes for --draft", d->mem_size);
+    if (!rc && session_start(&d->s, &d->plan, d->mem, d->mem_size, pool, 0, &rt))
+        rc = runtime_error(err, "--draft session", &rt);
+    return rc;
+}
+
+static void draft_close(draft_model *d)
+{
+    llmc_free_huge(d->mem, d->mem_size);
+    free(d->logits);
+    llmc_unmap_file(&d->file);
+}
+
+/* Up to k greedy tokens of the draft model after seq[0, n) into seq + n:
+ * it first feeds what it has not seen (at least the pending seq[n - 1]). */
+static llmc_rt_status draft_tokens(draft_model *d, int64_t *seq, uint32_t n, uint32_t k, uint32_t *drafted,
+                                   llmc_rt_error *rt)
+{
+    llmc_rt_status st = llmc_rt_session_feed(&d->s, seq + d->pos, n - d->pos, d->logits, rt);
+    uint32_t span = llmc_rt_session_rewind_span(&d->s), i = 0;
+    d->pos = n;
+    k = span - 1 < k ? span - 1 : k; /* it feeds k - 1 of them and rewinds back to n at most */
+    for (; !st && i < k; i++) {
+        st = llmc_sample(&d->greedy, d->logits, d->info.vocab_size, NULL, 0, &seq[n + i], rt);
+        if (!st && i + 1 < k && !(st = llmc_rt_session_feed(&d->s, &seq[n + i], 1, d->logits, rt)))
+            d->pos++;
+    }
+    *drafted = i;
+    return st;
+}
+
+/* One step with the draft model's tokens; the draft session is rewound to
+ * the tokens it shares with the sequence. */
+static llmc_rt_status draft_step(draft_model *d, llmc_rt_session *s, llmc_sampler *sm, uint32_t k, int64_t *seq,
+                                 uint32_t *n, uint32_t cap, float *rows, size_t rows_size, llmc_rt_spec_step *step,
+                                 llmc_rt_error *rt)
+{
+    uint32_t drafted = 0, a = 0;
+    llmc_rt_status st = draft_tokens(d, seq, *n, llmc_rt_speculate_room(s, k, *n, cap), &drafted, rt);
+    if (!st)
+        st = llmc_rt_speculate_verify(s, sm, seq, *n, drafted, rows, rows_size, &a, rt);
+    if (!st && d->pos > *n + a && !(st = llmc_rt_session_rewind(&d->s, *n + a, rt)))
+        d->pos = *n + a;
+    *n += st ? 0 : a + 1;
+    step->drafted = drafted;
+    step->accepted = a;
+    return st;
+}
+
+/* --speculate K: the first token from the prompt's logits as without it,
+ * then steps of llmc_rt_speculate_step over prompt + generated tokens. */
+static int decode_speculative(const llmc_rt_plan *plan, llmc_rt_session *s, llmc_sampler *sm,
+                              token_sink *o, const float *logits, void *scratch, size_t scratch_size,
+                              draft_model *draft, llmc_error *err)
+{
+    const run_args *a = o->a;
+    uint32_t cap = a->n_prompt + a->max_new + LLMC_RT_SPEC_MAX_DRAFT + 1, n = a->n_prompt;
+    size_t spec_size = llmc_rt_speculate_scratch(plan, a->speculate);
+    int64_t *seq = malloc(sizeof(int64_t) * cap);
+    float *rows = malloc(spec_size);
+    uint64_t steps = 0, drafted = 0, accepted = 0;
+    llmc_rt_error rt = {0};
+    int rc = seq && rows ? LLMC_OK : llmc_fail(err, LLMC_E_NOMEM, "out of memory for --speculate");
+    if (!rc) {
+        memcpy(seq, a->prompt, sizeof(int64_t) * n);
+        if (llmc_sample(sm, logits, o->vocab, scratch, scratch_size, &seq[n], &rt) != LLMC_RT_OK)
+            rc = runtime_error(err, "sampling", &rt);
+    }
+    if (!rc)
+        rc = emit(o, sm, seq[n++], logits, err);
+    while (!rc && !o->done) {
+        llmc_rt_spec_step step;
+        uint32_t first = n;
+        llmc_rt_status st = draft ? draft_step(draft, s, sm, a->speculate, seq, &n, cap, rows, spec_size, &step, &rt)
+                                  : llmc_rt_speculate_step(s, sm, a->speculate, seq, &n, cap, rows, spec_size, &step,
+                                                           &rt);
+        if (st != LLMC_RT_OK) {
+            rc = runtime_error(err, "speculative decode", &rt);
+            break;
+        }
+        steps++;
+        drafted += step.drafted;
+        accepted += step.accepted;
+        for (uint32_t i = first; !rc && !o->done && i < n; i++)
+            rc = emit(o, sm, seq[i], rows + (size_t)(i - first) * o->vocab, err);
+        if (!rc && a->stats)
+            print_stats(s, "speculate");
+    }
+    if (a->stats)
+        fprintf(stderr, "llmc run: speculate %u: %llu steps, %llu drafted, %llu accepted (%.1f%%), "
+                "%.2f tokens per step\n", a->speculate, (unsigned long long)steps,
+                (unsigned long long)drafted, (unsigned long long)accepted,
+                drafted ? 100.0 * (double)accepted / (double)drafted : 0.0,
+                steps ? (double)(o->emitted - 1) / (double)steps : 0.0);
+    free(seq);
+    free(rows);
+    return rc;
+}
+
 /* Runs the generation loop; writes ids (or text) to stdout and logits rows to `logits_file`. */
 static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *tp, FILE *logits_file,
                     llmc_error *err)
@@ -337,6 +535,7 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
     llmc_rt_error rt = {0};
     llmc_sampler sm;
     llmc_npu *npu = NULL;
+    token_sink out = {a, tp, logits_file, rt_plan_of(plan)->vocab_size, 0, false};
     sampler_for(a, &sm);
     if (!mem || !logits || !scratch) {
         rc = llmc_fail(err, LLMC_E_NOMEM, "cannot allocate %zu bytes of working memory", mem_size);
@@ -347,23 +546,15 @@ static int generate(const llmc_rt_plan *plan, const run_args *a, token_printer *
     } else {
         rc = prefill(&s, a, &npu, logits, err);
     }
-    for (uint32_t k = 0; !rc && k < a->max_new; k++) {
-        int64_t token = 0;
-        if (llmc_sample(&sm, logits, rt_plan_of(plan)->vocab_size, scratch, scratch_size, &token, &rt) != LLMC_RT_OK) {
-            rc = runtime_error(err, "sampling", &rt);
-            break;
-        }
-        rc = print_token(tp, token, err);
-        if (!rc && logits_file && fwrite(logits, sizeof(float), rt_plan_of(plan)->vocab_size, logits_file) != rt_plan_of(plan)->vocab_size)
-            rc = llmc_fail(err, LLMC_E_OUTPUT, "cannot write '%s': %s", a->logits_out, strerror(errno));
-        if (llmc_sampler_is_stop(&sm, token))
-            break;
-        if (!rc && k + 1 < a->max_new && llmc_rt_session_feed_checked(&s, &token, 1, logits, &rt) != LLMC_RT_OK)
-            rc = runtime_error(err, "decode", &rt);
-        else if (!rc && k + 1 < a->max_new && a->stats)
-            print_stats(&s, "decode");
-    }
+    draft_model draft = {0};
+    if (!rc && a->draft)
+        rc = draft_open(&draft, a, plan, pool, err);
+    if (!rc && a->speculate)
+        rc = decode_speculative(plan, &s, &sm, &out, logits, scratch, scratch_size, a->draft ? &draft : NULL, err);
+    else if (!rc)
+        rc = decode_plain(&s, &sm, &out, logits, scratch, scratch_size, err);
     print_end(tp);
+    draft_close(&draft);
     int stop_rc = llmc_npu_stop(npu, err);
     rc = rc ? rc : stop_rc;
     llmc_threads_destroy(pool);
