@@ -2,7 +2,7 @@
  * that followed an earlier occurrence of the sequence's last n-gram
  * (Saxena 2023, "prompt lookup decoding"; the n-gram drafter of vLLM and
  * transformers' prompt_lookup_num_tokens).  No model, no memory of its
- * own: it reads the caller's sequence. */
+ * own: it reads the caller's sequence and the drafts it wrote. */
 #include "llmc_rt.h"
 
 /* 1 when seq[a, a + n) equals seq[b, b + n). */
@@ -26,10 +26,11 @@ uint32_t llmc_rt_draft_lookup(const int64_t *seq, uint32_t n_seq, uint32_t ngram
         for (uint32_t start = tail; start-- > 0;) {
             if (!same(seq, start, tail, n))
                 continue;
-            uint32_t k = 0;
-            for (uint32_t from = start + n; k < max_draft && from < n_seq; from++)
-                draft[k++] = seq[from];
-            return k;
+            /* past the sequence's end the drafts so far continue it: a
+             * pattern of period tail - start repeats (from - n_seq < k) */
+            for (uint32_t k = 0, from = start + n; k < max_draft; k++, from++)
+                draft[k] = from < n_seq ? seq[from] : draft[from - n_seq];
+            return max_draft;
         }
     }
     return 0;

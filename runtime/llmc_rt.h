@@ -491,8 +491,10 @@ llmc_rt_status llmc_rt_session_feed_rows(llmc_rt_session *s, const int64_t *toke
 
 /* Prompt lookup: the longest n-gram (ngram_max down to ngram_min >= 1
  * tokens) ending seq[0, n_seq) that occurs earlier in it, at its most
- * recent occurrence; writes the up to max_draft tokens that followed it to
- * draft (which may be seq + n_seq) and returns their count, 0 if none. */
+ * recent occurrence; writes the max_draft tokens that followed it to draft
+ * (which may be seq + n_seq; past seq's end the copy goes on from the
+ * drafts, so a repeating pattern continues) and returns max_draft, or 0
+ * when no n-gram recurs. */
 uint32_t llmc_rt_draft_lookup(const int64_t *seq, uint32_t n_seq, uint32_t ngram_max,
                               uint32_t ngram_min, int64_t *draft, uint32_t max_draft);
 

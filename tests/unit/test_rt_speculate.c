@@ -182,7 +182,11 @@ static void test_lookup(void)
     CHECK(k == 4 && d[0] == 9 && d[1] == 6 && d[2] == 1 && d[3] == 2,
           "the 3-gram 1 2 3 at its most recent earlier occurrence: 9 6 1 2 (%u drafted)", k);
     k = llmc_rt_draft_lookup(seq, n, 3, 1, d, 8);
-    CHECK(k == 5 && d[4] == 3, "drafts stop at the sequence's end (%u)", k);
+    CHECK(k == 8 && d[4] == 3 && d[5] == 9 && d[6] == 6 && d[7] == 1,
+          "past the sequence's end the pattern 9 6 1 2 3 repeats (%u drafted)", k);
+    const int64_t run[] = {4, 7, 7, 7};
+    k = llmc_rt_draft_lookup(run, 4, 3, 1, d, 5);
+    CHECK(k == 5 && d[0] == 7 && d[4] == 7, "a run of one token drafts more of it (%u)", k);
     const int64_t tail2[] = {4, 5, 6, 9, 5, 6, 7, 1, 5, 6};
     k = llmc_rt_draft_lookup(tail2, 10, 3, 1, d, 2);
     CHECK(k == 2 && d[0] == 7 && d[1] == 1, "no earlier 1 5 6: the 2-gram 5 6's most recent "
