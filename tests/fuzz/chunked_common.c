@@ -35,6 +35,8 @@ static void list_nodes(const llmc_rt_chunked *c)
 static void prefill(llmc_rt_chunked *c, llmc_rt_session *s, uint32_t context, uint64_t *rng)
 {
     uint32_t vocab = rt_plan_of(llmc_rt_session_plan(s))->vocab_size;
+    if ((size_t)vocab * sizeof(float) > FUZZ_MAX_SESSION_BYTES)
+        return; /* a fuzzed vocab_size of 2^30 would have the harness allocate 4 GB of logits */
     int64_t tokens[MAX_PROMPT];
     float *logits = malloc((size_t)vocab * sizeof(float) + 1);
     uint32_t n = 1 + (uint32_t)(fuzz_next(rng) % (context < MAX_PROMPT ? context : MAX_PROMPT));
