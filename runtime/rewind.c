@@ -13,16 +13,9 @@
 #include "rt_msg.h"
 #include "session.h"
 
-/* The positions a rewind to p needs in a cache of a window: the keys
- * [lo(p), p) of the first query fed after it (the bound Attention's
- * piece_rows uses). */
-static uint32_t window_low(uint32_t window, uint32_t p)
-{
-    return p >= window ? p - window + 1 : 0;
-}
-
 /* The first chunk of a windowed cache whose slot is the one of chunk
- * lo(p) / kv_chunk: taking it wrote over positions a rewind to p needs.
+ * lo(p) / kv_chunk (lo: rt_window_low, the first key the first query fed
+ * after the rewind reads): taking it wrote over positions a rewind to p needs.
  * UINT32_MAX for a cache without a ring (every chunk its own slot). */
 static uint32_t reused_chunk(const llmc_rt_session *s, const rt_prep_op *op, uint32_t p)
 {
@@ -31,7 +24,7 @@ static uint32_t reused_chunk(const llmc_rt_session *s, const rt_prep_op *op, uin
     uint32_t ring = rt_kv_ring(op->window, plan->kv_chunk, chunks);
     if (ring >= chunks)
         return UINT32_MAX;
-    return window_low(op->window, p) / plan->kv_chunk + ring;
+    return rt_window_low(op->window, p) / plan->kv_chunk + ring;
 }
 
 static uint32_t *cache_table(const llmc_rt_session *s, uint32_t cache)
@@ -77,7 +70,7 @@ llmc_rt_status llmc_rt_session_rewind(llmc_rt_session *s, uint32_t p, llmc_rt_er
                        "(sliding window %u) has written over cache rows of positions %u.. that "
                        "the next query reads; feed at most llmc_rt_session_rewind_span "
                        "positions past a point to rewind to", RT_N(p, op->window,
-                       window_low(op->window, p)), RT_S(op->name));
+                       rt_window_low(op->window, p)), RT_S(op->name));
     for (uint32_t c = 0; c < rt_plan_of(rt_state(s)->plan)->n_caches; c++) {
         uint32_t *held = cache_table(s, c);
         *held = *held < p ? *held : p;

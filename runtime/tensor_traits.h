@@ -129,6 +129,13 @@ static inline uint32_t rt_kv_chunks(uint32_t positions, uint32_t kv_chunk)
     return positions ? (positions - 1) / kv_chunk + 1 : 0;
 }
 
+/* The first position a query at `pos` attends to under a sliding window of
+ * `window` positions (0: none, every position from 0). */
+static inline uint32_t rt_window_low(uint32_t window, uint32_t pos)
+{
+    return window && pos >= window ? pos - window + 1 : 0;
+}
+
 /* Chunks a cache keeps live out of `chunks` (a session's chunks per cache):
  * all without a window, else ceil(window / kv_chunk) + 1, the chunks a
  * query's window can straddle plus the one being appended to. */

@@ -542,7 +542,7 @@ static void start_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdi
         qbuf[i] *= a->scale;
     r->q = qbuf;
     r->n = pos + 1;
-    r->lo = a->window && pos >= a->window ? pos - a->window + 1 : 0;
+    r->lo = rt_window_low((uint32_t)a->window, (uint32_t)pos);
     r->o = split == 0 ? J->o + (s * a->H + h) * D
                       : J->partial + ((unit * J->unit_rows + u) * (J->splits - 1) + split - 1) * D;
     memset(r->o, 0, (size_t)D * sizeof *r->o);
@@ -652,7 +652,7 @@ static void combine_splits(const attention_job *J)
 static void plan_work(attention_job *J)
 {
     const attn_shape *a = J->a;
-    ptrdiff_t D = a->D, first = a->window && J->P >= a->window ? J->P - a->window + 1 : 0;
+    ptrdiff_t D = a->D, first = rt_window_low((uint32_t)a->window, (uint32_t)J->P);
     J->key0 = first / KEY_BLOCK * KEY_BLOCK;
     ptrdiff_t keys = J->P + J->S - J->key0;
     J->pass_rows = min_idx(PASS_ROWS, PASS_FLOATS / D);
