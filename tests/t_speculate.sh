@@ -139,8 +139,10 @@ sampled() {
 }
 check "sampling with --speculate 4 generates $MAX_NEW tokens, and the seed repeats them" sampled
 
-"$WORK/rewind_check" "$WORK/llama.plan" 1 40 "$WORK/mistral.plan" 10 90 "$WORK/gemma2.plan" 10 90 \
-    "$WORK/trained.plan" 1 70 >"$WORK/rewind.tap" 2>&1
+# prompt lengths FIRST..LAST by 3: every offset of mistral's 16-position
+# window, and across the caches' 64-position chunk edge
+"$WORK/rewind_check" "$WORK/llama.plan" 1 48 3 "$WORK/mistral.plan" 10 90 3 \
+    "$WORK/gemma2.plan" 10 90 3 "$WORK/trained.plan" 1 70 3 >"$WORK/rewind.tap" 2>&1
 check "rewind_check ran to its end" grep -q '^1\.\.' "$WORK/rewind.tap"
 while read -r line; do
     case $line in

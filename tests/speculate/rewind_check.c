@@ -1,11 +1,14 @@
 /* llmc_rt_session_rewind on real plans (tests/t_speculate.sh): a session
  * that fed a prompt, then r tokens it forgets (rewind), then a continuation
  * must produce the continuation's logits bitwise equal to a session that
- * fed the prompt and the continuation only; for prompts of every length in
- * a range (crossing a sliding window and the cache's chunk edges) and r up
- * to llmc_rt_session_rewind_span.  A windowed cache must refuse a rewind
- * after span + 1 positions (its ring reused rows the rewind needs).
- * usage: rewind_check PLAN FIRST_PROMPT LAST_PROMPT [PLAN ...]; prints TAP. */
+ * fed the prompt and the continuation only; for prompt lengths FIRST,
+ * FIRST + STEP, ... LAST (crossing a sliding window and the cache's chunk
+ * edges) and r up to llmc_rt_session_rewind_span.  An odd STEP is coprime
+ * to the windows and chunks, powers of two, so a range of STEP * W lengths
+ * lands at every offset of a W-position window.  A
+ * windowed cache must refuse a rewind after span + 1 positions (its ring
+ * reused rows the rewind needs).
+ * usage: rewind_check PLAN FIRST LAST STEP [PLAN ...]; prints TAP. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +111,7 @@ static uint32_t span_after(fixture *x, uint32_t n)
     return llmc_rt_session_rewind_span(&x->a);
 }
 
-static void check_plan(const char *path, uint32_t first, uint32_t last)
+static void check_plan(const char *path, uint32_t first, uint32_t last, uint32_t step)
 {
     fixture x;
     if (open_fixture(&x, path)) {
@@ -118,7 +121,7 @@ static void check_plan(const char *path, uint32_t first, uint32_t last)
     }
     uint32_t equal = 0, tried = 0, refused_ok = 0, windowed = 0, min_span = UINT32_MAX;
     llmc_rt_error err = {0};
-    for (uint32_t n = first; n <= last; n++) {
+    for (uint32_t n = first; n <= last; n += step) {
         uint32_t span = span_after(&x, n), room = x.info.max_context - n - CONT;
         uint32_t dist[3] = {1, 7, span < room ? span : room};
         min_span = span < min_span ? span : min_span;
@@ -131,8 +134,8 @@ static void check_plan(const char *path, uint32_t first, uint32_t last)
         }
     }
     CHECK(equal == tried, "%s: rewind then feed gives the logits of a session that never saw "
-          "the forgotten tokens, bitwise (%u of %u prompts x distances, prompts %u..%u, "
-          "distances 1, 7 and the span)", path, equal, tried, first, last);
+          "the forgotten tokens, bitwise (%u of %u prompts x distances, prompts %u..%u step %u, "
+          "distances 1, 7 and the span)", path, equal, tried, first, last, step);
     if (windowed)
         CHECK(refused_ok == windowed, "%s: sliding window: a rewind after span + 1 positions is "
               "refused (%u of %u; smallest span %u): %s", path, refused_ok, windowed, min_span,
@@ -142,7 +145,10 @@ static void check_plan(const char *path, uint32_t first, uint32_t last)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i + 2 < argc; i += 3)
-        check_plan(argv[i], (uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
+    for (int i = 1; i + 3 < argc; i += 4) {
+        uint32_t step = (uint32_t)atoi(argv[i + 3]);
+        check_plan(argv[i], (uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]),
+                   step ? step : 1);
+    }
     return TAP_DONE();
 }
