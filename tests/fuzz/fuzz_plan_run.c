@@ -30,7 +30,13 @@ static int has_role(const llmc_rt_plan *p, int is_output, int role)
 
 static void run_llm(llmc_rt_session *s, uint64_t *rng)
 {
-    float *logits = malloc((size_t)rt_plan_of(llmc_rt_session_plan(s))->vocab_size * sizeof(float) + 1);
+    /* The verifier proved the logits [1, S or 1, vocab_size], in an arena
+     * within FUZZ_MAX_SESSION_BYTES; the bound is checked again here so the
+     * harness never asks for more than a session may use. */
+    uint64_t vocab = rt_plan_of(llmc_rt_session_plan(s))->vocab_size;
+    if (vocab > FUZZ_MAX_SESSION_BYTES / sizeof(float))
+        return;
+    float *logits = malloc((size_t)vocab * sizeof(float) + 1);
     if (!logits)
         return;
     int64_t tokens[4];
@@ -38,7 +44,7 @@ static void run_llm(llmc_rt_session *s, uint64_t *rng)
     llmc_rt_error err;
     for (int step = 0; step <= STEPS; step++, n = 1) {
         for (uint32_t i = 0; i < n; i++)
-            tokens[i] = (int64_t)(fuzz_next(rng) % ((uint64_t)rt_plan_of(llmc_rt_session_plan(s))->vocab_size + 2)) - 1;
+            tokens[i] = (int64_t)(fuzz_next(rng) % (vocab + 2)) - 1;
         if (llmc_rt_session_feed(s, tokens, n, logits, &err) != LLMC_RT_OK)
             break;
     }
