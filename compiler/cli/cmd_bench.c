@@ -534,6 +534,7 @@ static int run_tests(bench_state *b, llmc_error *err)
 typedef struct {
     double context, bytes, ops;          /* per token */
     double int8_ops[LLMC_INT8_MIXES];    /* of ops: the Linears of each int8 mix */
+    double other_ops;                    /* the rest, at the fp32 peak in the int8 roofline */
     /* roofline tok/s of each limit; int8: each mix's Linears at their own
      * int8 peak and the other ops at the fp32 peak (0: no int8 Linears) */
     double read, fp32, int8;
@@ -558,8 +559,9 @@ static void int8_roofline(test_roofline *t, const llmc_plan_cost *c, double per_
             int8_ops += t->int8_ops[m];
         }
     }
-    seconds += (t->ops - int8_ops) / (pk->fp32.rate * 1e9);
-    suspect |= t->ops > int8_ops && pk->fp32.suspect;
+    t->other_ops = t->ops - int8_ops;
+    seconds += t->other_ops / (pk->fp32.rate * 1e9);
+    suspect |= t->other_ops > 0 && pk->fp32.suspect;
     t->int8 = int8_ops > 0 ? 1.0 / seconds : 0;
     t->peak = (llmc_roofline_peak){t->ops * t->int8 / 1e9, 0, suspect};
 }
@@ -734,10 +736,7 @@ static void json_peaks_used(const test_roofline *t)
                 printf("%s\"int8_%s_gops\"", sep, llmc_int8_mix_name((llmc_int8_mix)m));
                 sep = ", ";
             }
-        double int8_ops = 0;
-        for (int m = 0; m < LLMC_INT8_MIXES; m++)
-            int8_ops += t->int8_ops[m];
-        if (t->ops > int8_ops)
+        if (t->other_ops > 0)
             printf("%s\"fp32_gflops\"", sep);
     } else {
         printf(!strcmp(t->bound, "read") ? "\"read_gb_s\"" : "\"fp32_gflops\"");
