@@ -112,7 +112,7 @@ for q in quants:
 peaks = next((r[k] for r in roof.values() for k in r if k == "peaks"), None)
 if peaks:
     print(f"\nroofline of this run ({peaks['threads']} threads, {peaks['isa']} loops): read {peaks['read_gb_s']:.2f} GB/s, "
-          f"fp32 {peaks['fp32_gflops']:.1f} GFLOPS, int8 {peaks['int8_gops']:.1f} GOPS (measured by the first plan's run)")
+          f"fp32 {peaks['fp32_gflops']:.1f} GFLOPS, int8 {peaks['int8_w8_gops']:.1f} (w8) / {peaks['int8_w4_gops']:.1f} (w4) GOPS (measured by the first plan's run)")
     for q in quants:
         r = roof.get(q, {})
         if "plan" in r:

@@ -59,17 +59,20 @@ static const char bench_help[] =
     "                          {\"test\": \"pp512\", \"tok_s\": 412.3, \"sd\": 2.1, \"threads\": 2, ...}\n"
     "  --roofline              also measure this machine's read bandwidth (a buffer 8x\n"
     "                          the last-level cache), fp32 FMA and int8 peaks on each\n"
-    "                          thread count (both int8 loops where the CPU has AVX-512\n"
-    "                          VNNI; a peak above threads x clock x what a core issues\n"
+    "                          thread count, int8 per instruction mix of the kernels\n"
+    "                          (w8: a vpmaddwd per vpmaddubsw, w4: one per 8; the AVX2\n"
+    "                          and vpdpbusd loops where the CPU has AVX-512 VNNI; a peak\n"
+    "                          above threads x clock x what a core issues\n"
     "                          per cycle is marked (!), suspect), and with a PLAN each\n"
     "                          test's roofline against the peaks of its kernels:\n"
     "                          tgN: bandwidth / bytes read per token (weights of\n"
     "                          Linear/MatMul, one embedding row, K/V of the KV cache\n"
     "                          dtype at the average context, a sliding-window layer's\n"
     "                          at most its window); ppN: peak / operations per token (2*N*K per\n"
-    "                          Linear, 4*heads*head_dim per cached position), for the\n"
-    "                          fp32 and int8 peaks, achieved against fp32 for a float32\n"
-    "                          plan, the better of the two for a quantized one\n"
+    "                          Linear, 4*heads*head_dim per cached position) at the fp32\n"
+    "                          peak, and for a plan with int8 Linears each Linear's ops at\n"
+    "                          the int8 peak of its mix (4- or 8-bit weights) plus the\n"
+    "                          rest at fp32, which it is then held to\n"
     "  --profile               after the table, each test's time per op code (Linear by\n"
     "                          W's layout and dtype): share of the timed calls and us per\n"
     "                          token, from a clock read before and after every op\n"
@@ -530,10 +533,38 @@ static int run_tests(bench_state *b, llmc_error *err)
 
 typedef struct {
     double context, bytes, ops;          /* per token */
-    double read, fp32, int8;             /* roofline tok/s of each limit */
+    double int8_ops[LLMC_INT8_MIXES];    /* of ops: the Linears of each int8 mix */
+    double other_ops;                    /* the rest, at the fp32 peak in the int8 roofline */
+    /* roofline tok/s of each limit; int8: each mix's Linears at their own
+     * int8 peak and the other ops at the fp32 peak (0: no int8 Linears) */
+    double read, fp32, int8;
     double roofline, pct;                /* the one that governs the test */
     const char *bound;
+    /* the peak it is held to: GB/s or G ops/s, for int8 ops / the time of
+     * its parts; suspect if one of the parts' peaks is */
+    llmc_roofline_peak peak;
 } test_roofline;
+
+/* The int8 roofline: the time per token is the sum over the int8 mixes of
+ * their Linears' ops / the mix's peak, plus the other ops / the fp32 peak. */
+static void int8_roofline(test_roofline *t, const llmc_plan_cost *c, double per_call, const llmc_roofline_peaks *pk)
+{
+    double int8_ops = 0, seconds = 0;
+    bool suspect = false;
+    for (int m = 0; m < LLMC_INT8_MIXES; m++) {
+        t->int8_ops[m] = (double)c->int8_ops[m] + (double)c->int8_ops_per_call[m] / per_call;
+        if (t->int8_ops[m] > 0) {
+            seconds += t->int8_ops[m] / (pk->int8[m].rate * 1e9);
+            suspect |= pk->int8[m].suspect;
+            int8_ops += t->int8_ops[m];
+        }
+    }
+    t->other_ops = t->ops - int8_ops;
+    seconds += t->other_ops / (pk->fp32.rate * 1e9);
+    suspect |= t->other_ops > 0 && pk->fp32.suspect;
+    t->int8 = int8_ops > 0 ? 1.0 / seconds : 0;
+    t->peak = (llmc_roofline_peak){t->ops * t->int8 / 1e9, 0, suspect};
+}
 
 static test_roofline roofline_of(const bench_result *r, const llmc_plan_cost *c, const llmc_roofline_peaks *pk)
 {
@@ -548,13 +579,15 @@ static test_roofline roofline_of(const bench_result *r, const llmc_plan_cost *c,
     t.ops = (double)c->linear_ops + (double)c->linear_ops_per_call / per_call + attn_ops;
     t.read = pk->read_gb_s * 1e9 / t.bytes;
     t.fp32 = pk->fp32.rate * 1e9 / t.ops;
-    t.int8 = pk->int8.rate * 1e9 / t.ops;
+    int8_roofline(&t, c, per_call, pk);
     if (!r->prefill) {
         t.roofline = t.read, t.bound = "read";
-    } else if (c->quantized && t.int8 > t.fp32) {
+        t.peak = (llmc_roofline_peak){pk->read_gb_s, 0, false};
+    } else if (t.int8 > 0) {
         t.roofline = t.int8, t.bound = "int8";
     } else {
         t.roofline = t.fp32, t.bound = "fp32";
+        t.peak = pk->fp32;
     }
     t.pct = 100.0 * r->mean / t.roofline;
     return t;
@@ -569,6 +602,16 @@ static void json_peak(const char *name, const char *unit, const llmc_roofline_pe
     printf(", \"%s_%s\": %.3f, \"%s_bound\": ", name, unit, p->rate, name);
     printf(p->bound > 0 ? "%.3f" : "null", p->bound);
     printf(", \"%s_suspect\": %s", name, p->suspect ? "true" : "false");
+}
+
+/* json_peak of each int8 mix's peak: PREFIX_w8_gops, PREFIX_w4_gops. */
+static void json_mix_peaks(const char *prefix, const llmc_roofline_peak *p)
+{
+    for (int m = 0; m < LLMC_INT8_MIXES; m++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s_%s", prefix, llmc_int8_mix_name((llmc_int8_mix)m));
+        json_peak(name, "gops", &p[m]);
+    }
 }
 
 /* A peak in a table cell: "-" if not measured, "(!)" after a suspect one. */
@@ -591,15 +634,22 @@ static void warn_suspect(const char *what, const llmc_roofline_peak *p, const ll
                 pk->cpu.measured_mhz);
 }
 
+/* The int8 peaks of the table's AVX2 columns: the AVX2 loops' where they
+ * ran beside vpdpbusd or are the plan's, else the plan's loops' (portable). */
+static const llmc_roofline_peak *avx2_mixes(const llmc_roofline_peaks *pk)
+{
+    return pk->int8_avx2[LLMC_INT8_W8].rate ? pk->int8_avx2 : pk->int8;
+}
+
 static void print_peaks(const bench_args *a, const llmc_roofline_peaks *pk, uint32_t n)
 {
     char buf[32], c[4][32];
     for (uint32_t i = 0; i < n; i++) {
+        const llmc_roofline_peak *mix = avx2_mixes(&pk[i]);
         warn_suspect("fp32", &pk[i].fp32, &pk[i]);
-        warn_suspect("int8 (vpmaddubsw)", &pk[i].int8_avx2, &pk[i]);
+        warn_suspect("int8 w8 (vpmaddubsw, a vpmaddwd each)", &mix[LLMC_INT8_W8], &pk[i]);
+        warn_suspect("int8 w4 (8 vpmaddubsw per vpmaddwd)", &mix[LLMC_INT8_W4], &pk[i]);
         warn_suspect("int8 (vpdpbusd)", &pk[i].int8_vnni, &pk[i]);
-        if (!pk[i].int8_avx2.rate && !pk[i].int8_vnni.rate)
-            warn_suspect("int8", &pk[i].int8, &pk[i]);
     }
     if (a->json) {
         for (uint32_t i = 0; i < n; i++) {
@@ -608,24 +658,26 @@ static void print_peaks(const bench_args *a, const llmc_roofline_peaks *pk, uint
             printf(", \"max_mhz\": %.0f, \"clock_source\": \"%s\", \"measured_mhz\": %.0f, \"read_gb_s\": %.3f",
                    pk[i].cpu.max_mhz, pk[i].cpu.clock_source, pk[i].cpu.measured_mhz, pk[i].read_gb_s);
             json_peak("fp32", "gflops", &pk[i].fp32);
-            json_peak("int8", "gops", &pk[i].int8);
-            json_peak("int8_avx2", "gops", &pk[i].int8_avx2);
+            json_mix_peaks("int8", pk[i].int8);
+            json_mix_peaks("int8_avx2", pk[i].int8_avx2);
             json_peak("int8_avx512vnni", "gops", &pk[i].int8_vnni);
             printf(", \"read_buffer_bytes\": %llu}\n", (unsigned long long)pk[i].read_bytes);
         }
         return;
     }
-    printf("\n| threads | loops           | read GB/s | fp32 GFLOPS | int8 GOPS (vpmaddubsw) | int8 GOPS (vpdpbusd) |\n"
-           "| ------: | --------------- | --------: | ----------: | ---------------------: | -------------------: |\n");
+    printf("\n| threads | loops           | read GB/s | fp32 GFLOPS | int8 w8 GOPS (1:1) | int8 w4 GOPS (8:1) | int8 GOPS (vpdpbusd) |\n"
+           "| ------: | --------------- | --------: | ----------: | -----------------: | -----------------: | -------------------: |\n");
     for (uint32_t i = 0; i < n; i++) {
-        const llmc_roofline_peak *avx2 = pk[i].int8_avx2.rate || pk[i].int8_vnni.rate ? &pk[i].int8_avx2 : &pk[i].int8;
-        printf("| %7u | %-15s | %9.2f | %11s | %22s | %20s |\n", pk[i].threads, pk[i].isa, pk[i].read_gb_s,
-               cell(&pk[i].fp32, c[0], sizeof c[0]), cell(avx2, c[1], sizeof c[1]),
-               cell(&pk[i].int8_vnni, c[2], sizeof c[2]));
+        const llmc_roofline_peak *mix = avx2_mixes(&pk[i]);
+        printf("| %7u | %-15s | %9.2f | %11s | %18s | %18s | %20s |\n", pk[i].threads, pk[i].isa, pk[i].read_gb_s,
+               cell(&pk[i].fp32, c[0], sizeof c[0]), cell(&mix[LLMC_INT8_W8], c[1], sizeof c[1]),
+               cell(&mix[LLMC_INT8_W4], c[2], sizeof c[2]), cell(&pk[i].int8_vnni, c[3], sizeof c[3]));
     }
     printf("\nread: sum of a %s buffer, median of 7 passes; fp32: FMA chains, 2 ops per lane;\n"
-           "int8: u8 x s8 multiply-add chains, 2 ops per multiply-add; compute: median of 5 runs;\n"
-           "a plan is held to the int8 peak of its loops (column loops).\n",
+           "int8: u8 x s8 chains, 2 ops per product, in the mix of the kernels of each weight width:\n"
+           "w8 (8-bit weights) a vpmaddwd per vpmaddubsw (1:1), w4 (4-bit) 8 vpmaddubsw added in int16\n"
+           "per vpmaddwd (8:1), vpdpbusd for both on AVX-512 VNNI; compute: median of 5 runs;\n"
+           "a plan's Linears are held to the int8 peak of their mix in its loops (column loops).\n",
            n ? human_bytes((double)pk[0].read_bytes, buf, sizeof buf) : "?");
     if (n)
         printf("cpu: %s; clock %.0f MHz (%s), measured %.0f MHz (dependent adds);\n"
@@ -639,11 +691,16 @@ static void print_cost(const bench_state *b, const llmc_plan_cost *c)
         printf("{\"roofline\": \"plan\", \"plan\": ");
         llmc_cli_json_string(b->a->plan);
         printf(", \"weight_bytes_per_token\": %llu, \"kv_bytes_per_pos\": %llu, \"linear_ops_per_token\": %llu, "
-               "\"linear_ops_per_call\": %llu, \"attn_ops_per_pos\": %llu, \"linears\": %u, \"gathers\": %u, \"attentions\": %u, \"quantized\": %s, "
-               "\"windowed\": [",
+               "\"linear_ops_per_call\": %llu, \"attn_ops_per_pos\": %llu, \"linears\": %u, \"gathers\": %u, \"attentions\": %u, \"quantized\": %s",
                (unsigned long long)c->weight_bytes, (unsigned long long)c->kv_bytes_per_pos,
                (unsigned long long)c->linear_ops, (unsigned long long)c->linear_ops_per_call,
                (unsigned long long)c->attn_ops_per_pos, c->linears, c->gathers, c->attentions, c->quantized ? "true" : "false");
+        for (int m = 0; m < LLMC_INT8_MIXES; m++) {
+            const char *name = llmc_int8_mix_name((llmc_int8_mix)m);
+            printf(", \"int8_%s_ops_per_token\": %llu, \"int8_%s_ops_per_call\": %llu", name,
+                   (unsigned long long)c->int8_ops[m], name, (unsigned long long)c->int8_ops_per_call[m]);
+        }
+        printf(", \"windowed\": [");
         for (uint32_t i = 0; i < c->n_windowed; i++)
             printf("%s{\"window\": %u, \"kv_bytes_per_pos\": %llu, \"attn_ops_per_pos\": %llu}", i ? ", " : "",
                    c->windowed[i].window, (unsigned long long)c->windowed[i].kv_bytes_per_pos,
@@ -657,32 +714,51 @@ static void print_cost(const bench_state *b, const llmc_plan_cost *c)
            (double)c->weight_bytes / 1e6, c->linears, c->gathers, (double)c->kv_bytes_per_pos / 1e3,
            (double)c->linear_ops / 1e9, (double)c->linear_ops_per_call / 1e9,
            (double)c->attn_ops_per_pos / 1e3);
+    for (int m = 0; m < LLMC_INT8_MIXES; m++)
+        if (c->int8_ops[m] || c->int8_ops_per_call[m])
+            printf("           of which %.4g GOP (+ %.4g GOP once per call) in Linears of int8 mix %s (%d-bit weights)\n",
+                   (double)c->int8_ops[m] / 1e9, (double)c->int8_ops_per_call[m] / 1e9,
+                   llmc_int8_mix_name((llmc_int8_mix)m), llmc_int8_mix_bits((llmc_int8_mix)m));
     for (uint32_t i = 0; i < c->n_windowed; i++)
         printf("           of which %.4g KB of K/V and %.4g kOP in layers with a sliding window of %u positions\n",
                (double)c->windowed[i].kv_bytes_per_pos / 1e3, (double)c->windowed[i].attn_ops_per_pos / 1e3,
                c->windowed[i].window);
 }
 
-/* The peak a test is held to: its rate (GB/s or G ops/s) and whether it is suspect. */
-static const llmc_roofline_peak *bound_peak(const test_roofline *t, const llmc_roofline_peaks *pk,
-                                            llmc_roofline_peak *read)
+/* `"peaks_used": [...]`: the peaks line's keys a test's roofline divides by. */
+static void json_peaks_used(const test_roofline *t)
 {
-    *read = (llmc_roofline_peak){pk->read_gb_s, 0, false};
-    return !strcmp(t->bound, "read") ? read : !strcmp(t->bound, "int8") ? &pk->int8 : &pk->fp32;
+    printf(", \"peaks_used\": [");
+    if (!strcmp(t->bound, "int8")) {
+        const char *sep = "";
+        for (int m = 0; m < LLMC_INT8_MIXES; m++)
+            if (t->int8_ops[m] > 0) {
+                printf("%s\"int8_%s_gops\"", sep, llmc_int8_mix_name((llmc_int8_mix)m));
+                sep = ", ";
+            }
+        if (t->other_ops > 0)
+            printf("%s\"fp32_gflops\"", sep);
+    } else {
+        printf(!strcmp(t->bound, "read") ? "\"read_gb_s\"" : "\"fp32_gflops\"");
+    }
+    printf("]");
 }
 
 static void print_achieved(const bench_state *b, const bench_result *r, const test_roofline *t,
                            const llmc_roofline_peaks *pk)
 {
-    llmc_roofline_peak read;
-    const llmc_roofline_peak *peak = bound_peak(t, pk, &read);
     if (b->a->json) {
         printf("{\"roofline\": \"%s\", \"threads\": %u, \"depth\": %u, \"tok_s\": %.3f, \"context\": %.1f, "
-               "\"bytes_per_token\": %.0f, \"ops_per_token\": %.0f, \"read_tok_s\": %.3f, \"fp32_tok_s\": %.3f, "
-               "\"int8_tok_s\": %.3f, \"roofline_tok_s\": %.3f, \"bound\": \"%s\", \"achieved_pct\": %.2f, "
-               "\"isa\": \"%s\", \"peak\": %.3f, \"peak_suspect\": %s, \"cpu\": ",
-               r->name, r->threads, r->depth, r->mean, t->context, t->bytes, t->ops, t->read, t->fp32, t->int8,
-               t->roofline, t->bound, t->pct, pk->isa, peak->rate, peak->suspect ? "true" : "false");
+               "\"bytes_per_token\": %.0f, \"ops_per_token\": %.0f, \"read_tok_s\": %.3f, \"fp32_tok_s\": %.3f, ",
+               r->name, r->threads, r->depth, r->mean, t->context, t->bytes, t->ops, t->read, t->fp32);
+        printf(t->int8 > 0 ? "\"int8_tok_s\": %.3f" : "\"int8_tok_s\": null", t->int8);
+        for (int m = 0; m < LLMC_INT8_MIXES; m++)
+            printf(", \"int8_%s_ops_per_token\": %.0f", llmc_int8_mix_name((llmc_int8_mix)m), t->int8_ops[m]);
+        printf(", \"roofline_tok_s\": %.3f, \"bound\": \"%s\", \"achieved_pct\": %.2f, \"isa\": \"%s\", \"peak\": %.3f, "
+               "\"peak_suspect\": %s",
+               t->roofline, t->bound, t->pct, pk->isa, t->peak.rate, t->peak.suspect ? "true" : "false");
+        json_peaks_used(t);
+        printf(", \"cpu\": ");
         llmc_cli_json_string(pk->cpu.model);
         printf("}\n");
         return;
@@ -690,12 +766,13 @@ static void print_achieved(const bench_state *b, const bench_result *r, const te
     char read_s[32] = "-", fp32[32] = "-", int8[32] = "-";
     if (r->prefill) {
         snprintf(fp32, sizeof fp32, "%.2f", t->fp32);
-        snprintf(int8, sizeof int8, "%.2f", t->int8);
+        if (t->int8 > 0)
+            snprintf(int8, sizeof int8, "%.2f", t->int8);
     } else {
         snprintf(read_s, sizeof read_s, "%.2f", t->read);
     }
     printf("| %13s | %7u | %5u | %8.1f | %10.2f | %10s | %10s | %10s | %6.1f %% of %-4s%s |\n", r->name, r->threads,
-           r->depth, t->context, r->mean, read_s, fp32, int8, t->pct, t->bound, peak->suspect ? " (!)" : "");
+           r->depth, t->context, r->mean, read_s, fp32, int8, t->pct, t->bound, t->peak.suspect ? " (!)" : "");
 }
 
 static void print_rooflines(const bench_state *b, const llmc_plan_cost *c, const llmc_roofline_peaks *pk)
@@ -716,9 +793,11 @@ static void print_rooflines(const bench_state *b, const llmc_plan_cost *c, const
     if (!b->a->json)
         printf("\nroofline t/s: tgN = read bandwidth / bytes per token (weights + K/V at the average context;\n"
                "a sliding-window layer's K/V at most its window),\n"
-               "ppN = fp32 or int8 peak of the plan's kernels (column loops above) / operations per token;\n"
-               "achieved against read (tg), fp32 (pp of a float32 plan) or the better of fp32 and int8\n"
-               "(pp of a quantized plan); (!) = held to a suspect peak.\n"
+               "ppN fp32 = fp32 peak / operations per token; ppN int8 = 1 / the sum of each int8 mix's\n"
+               "Linear operations per token / that mix's int8 peak of the plan's loops (columns w8, w4\n"
+               "above) + the other operations / the fp32 peak;\n"
+               "achieved against read (tg), int8 (pp of a plan with int8 Linears) or fp32 (other pp);\n"
+               "(!) = held to a suspect peak.\n"
                "context = average cached positions attention reads (depth + (N + 1) / 2).\n");
 }
 

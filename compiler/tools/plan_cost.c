@@ -70,6 +70,16 @@ static llmc_rt_status rows_grow_with_s(fb_reader *r, const llmc_rt_plan *p, cons
     return LLMC_RT_OK;
 }
 
+/* The int8 mix of a Linear's W: int8 tiles of its bits; -1 for float. */
+static int int8_mix_of(const rt_tensor_desc *w)
+{
+    int bits = rt_dtype_bits(w->dtype);
+    for (int m = 0; w->layout == LLMC_RT_LAYOUT_QWeightTiles && m < LLMC_INT8_MIXES; m++)
+        if (llmc_int8_mix_bits((llmc_int8_mix)m) == bits)
+            return m;
+    return -1;
+}
+
 /* Linear: every weight operand (W, bias, and whatever a quantized layout
  * adds) is read whole; 2 * N * K operations with W's logical [N, K].
  * MatMul: its weight operand read whole, 2 * elements operations. */
@@ -93,6 +103,9 @@ static llmc_rt_status cost_of_product(fb_reader *r, const llmc_rt_plan *p, const
             if (st)
                 return st;
             *(per_token ? &c->linear_ops : &c->linear_ops_per_call) += ops;
+            int mix = int8_mix_of(&t);
+            if (mix >= 0)
+                *(per_token ? &c->int8_ops[mix] : &c->int8_ops_per_call[mix]) += ops;
         }
         else if (op->code == LLMC_RT_OP_MatMul) {
             if (!elements_at(r, &t, 1, 0, &n))

@@ -72,14 +72,15 @@ static int32_t int8_loop_portable(uint64_t iters)
 }
 
 /* Scalar C the compiler vectorizes as it likes: no instruction to count
- * and no issue rate, so no bound. */
+ * and no issue rate, so no bound; one int8 loop for every mix. */
+#define PORTABLE_INT8 {.insns_per_iter = PORTABLE_INT8_LANES, .bits = 8, .elem_bits = 8}
 static const llmc_roofline_loops roofline_portable = {
     .isa = "portable",
     .read_sum = read_sum_portable,
     .fma_loop = fma_loop_portable,
-    .int8_loop = int8_loop_portable,
+    .int8_loop = {[LLMC_INT8_W8] = int8_loop_portable, [LLMC_INT8_W4] = int8_loop_portable},
     .fma = {.insns_per_iter = PORTABLE_FMA_CHAINS, .bits = 32, .elem_bits = 32},
-    .int8 = {.insns_per_iter = PORTABLE_INT8_LANES, .bits = 8, .elem_bits = 8},
+    .int8 = {[LLMC_INT8_W8] = PORTABLE_INT8, [LLMC_INT8_W4] = PORTABLE_INT8},
 };
 
 /* The loops of the kernels named by isa (rt_kernels.isa; NULL: those this
@@ -110,6 +111,7 @@ static const llmc_roofline_loops *pick_loops(const char *isa)
 
 typedef struct {
     const llmc_roofline_loops *loops;
+    llmc_int8_mix mix;  /* the int8 loop int8_task runs */
     const uint64_t *words;
     size_t words_per_task;
     uint64_t iters_per_task;
@@ -138,7 +140,7 @@ static void fma_task(void *ctx, uint32_t i)
 static void int8_task(void *ctx, uint32_t i)
 {
     roofline_job *j = ctx;
-    j->results[i] = (uint64_t)j->loops->int8_loop(j->iters_per_task);
+    j->results[i] = (uint64_t)j->loops->int8_loop[j->mix](j->iters_per_task);
 }
 
 static double timed_parallel(llmc_threads *pool, uint32_t n_tasks, llmc_rt_task_fn fn, roofline_job *j)
@@ -195,12 +197,13 @@ static int measure_read(llmc_threads *pool, uint32_t n_tasks, roofline_job *j, l
     return 0;
 }
 
-/* Median rate (1e9 ops/s) of a compute loop of `loops` whose runs last
- * about COMPUTE_SECONDS; iterations calibrated on growing trial runs. */
+/* Median rate (1e9 ops/s) of a compute loop of `loops` (FMA, or the int8
+ * loop of j->mix) whose runs last about COMPUTE_SECONDS; iterations
+ * calibrated on growing trial runs. */
 static double measure_compute(llmc_threads *pool, uint32_t n_tasks, llmc_rt_task_fn fn,
                               const llmc_roofline_loops *loops, roofline_job *j)
 {
-    double ops_per_iter = llmc_roofline_ops_per_iter(fn == fma_task ? &loops->fma : &loops->int8);
+    double ops_per_iter = llmc_roofline_ops_per_iter(fn == fma_task ? &loops->fma : &loops->int8[j->mix]);
     j->loops = loops;
     j->iters_per_task = 1024;
     double t;
@@ -261,40 +264,64 @@ static llmc_roofline_peak checked(double rate, const llmc_roofline_insn *in, uin
     double per_cycle = in->per_cycle[cpu->core] ? in->per_cycle[cpu->core] : in->per_cycle[LLMC_CORE_OTHER];
     uint32_t cores = threads < cpu->cpus ? threads : cpu->cpus;
     double mhz = cpu->max_mhz > cpu->measured_mhz ? cpu->max_mhz : cpu->measured_mhz;
-    double bound = cores * mhz * 1e6 * per_cycle * llmc_roofline_ops_per_insn(in) / 1e9;
+    double bound = cores * mhz * 1e6 * per_cycle * llmc_roofline_ops_per_issue(in) / 1e9;
     return (llmc_roofline_peak){rate, bound, bound > 0 && rate > BOUND_SLACK * bound};
 }
 
-/* The compute peaks: the loops' own, then the x86 int8 loop they do not
- * run where the CPU has it (vpmaddubsw beside vpdpbusd and the reverse);
- * each checked against its bound once the clock is known. */
+/* The int8 peak of each mix of `loops` into peak[] (a loop serving
+ * several mixes runs once). */
+static void measure_int8(llmc_threads *pool, uint32_t n_tasks, const llmc_roofline_loops *loops,
+                         roofline_job *j, llmc_roofline_peak peak[LLMC_INT8_MIXES])
+{
+    for (int m = 0; m < LLMC_INT8_MIXES; m++) {
+        int same = 0;
+        while (same < m && loops->int8_loop[same] != loops->int8_loop[m])
+            same++;
+        j->mix = (llmc_int8_mix)m;
+        peak[m].rate = same < m ? peak[same].rate : measure_compute(pool, n_tasks, int8_task, loops, j);
+    }
+}
+
+/* Each mix's peak checked against its bound. */
+static void check_int8(llmc_roofline_peak peak[LLMC_INT8_MIXES], const llmc_roofline_loops *loops,
+                       const llmc_roofline_peaks *out)
+{
+    for (int m = 0; m < LLMC_INT8_MIXES; m++)
+        peak[m] = checked(peak[m].rate, &loops->int8[m], out->threads, &out->cpu);
+}
+
+/* The compute peaks: the loops' own, then the x86 int8 loops they do not
+ * run where the CPU has them (the AVX2 mixes beside vpdpbusd and the
+ * reverse); each checked against its bound once the clock is known. */
 static void measure_peaks(llmc_threads *pool, uint32_t n_tasks, const llmc_roofline_loops *loops,
                           roofline_job *j, llmc_roofline_peaks *out)
 {
     double mhz = measured_mhz(); /* before and after the loops: the higher */
     out->fp32.rate = measure_compute(pool, n_tasks, fma_task, loops, j);
-    out->int8.rate = measure_compute(pool, n_tasks, int8_task, loops, j);
+    measure_int8(pool, n_tasks, loops, j, out->int8);
 #if defined(__x86_64__)
     const llmc_roofline_loops *avx2 = &llmc_roofline_avx2, *vnni = &llmc_roofline_avx2_avx512;
-    if (loops == avx2 || loops == vnni) {
-        const llmc_roofline_loops *other = loops == avx2 ? vnni : avx2;
-        const rt_kernels *kt = rt_kernels_for_target("avx2", NULL);
-        bool has_other = other == avx2 || (kt && !strcmp(kt->isa, vnni->isa));
-        double other_rate = has_other ? measure_compute(pool, n_tasks, int8_task, other, j) : 0;
-        out->int8_avx2.rate = loops == avx2 ? out->int8.rate : other_rate;
-        out->int8_vnni.rate = loops == vnni ? out->int8.rate : other_rate;
+    const rt_kernels *kt = rt_kernels_for_target("avx2", NULL);
+    if (loops == vnni) {
+        measure_int8(pool, n_tasks, avx2, j, out->int8_avx2);
+        out->int8_vnni.rate = out->int8[LLMC_INT8_W8].rate;
+    } else if (loops == avx2) {
+        memcpy(out->int8_avx2, out->int8, sizeof out->int8);
+        j->mix = LLMC_INT8_W8;
+        if (kt && !strcmp(kt->isa, vnni->isa))
+            out->int8_vnni.rate = measure_compute(pool, n_tasks, int8_task, vnni, j);
     }
 #endif
     double after = measured_mhz();
     out->cpu.measured_mhz = after > mhz ? after : mhz;
 #if defined(__x86_64__)
     if (loops == avx2 || loops == vnni) {
-        out->int8_avx2 = checked(out->int8_avx2.rate, &avx2->int8, out->threads, &out->cpu);
-        out->int8_vnni = checked(out->int8_vnni.rate, &vnni->int8, out->threads, &out->cpu);
+        check_int8(out->int8_avx2, avx2, out);
+        out->int8_vnni = checked(out->int8_vnni.rate, &vnni->int8[LLMC_INT8_W8], out->threads, &out->cpu);
     }
 #endif
     out->fp32 = checked(out->fp32.rate, &loops->fma, out->threads, &out->cpu);
-    out->int8 = checked(out->int8.rate, &loops->int8, out->threads, &out->cpu);
+    check_int8(out->int8, loops, out);
 }
 
 int llmc_roofline_measure(uint32_t threads, const char *isa, llmc_roofline_peaks *out)

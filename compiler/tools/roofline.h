@@ -4,16 +4,23 @@
  *   read bandwidth  sum of a buffer 8x the last-level cache (>= 64 MiB),
  *                   GB/s = bytes / seconds, median of several passes
  *   fp32            independent FMA chains (MegPeak-like), GFLOPS, 2 per lane
- *   int8            u8 x s8 -> s16 pairs -> s32 chains (vpmaddubsw + vpmaddwd +
- *                   vpaddd on AVX2; vpdpbusd on ZMM where the kernels use
- *                   AVX-512 VNNI, and the AVX2 loop beside it), GOPS, 2 per
- *                   multiply-add
+ *   int8            one loop per instruction mix of the quantized kernels
+ *                   (llmc_int8_mix): on AVX2 u8 x s8 -> s16 pairs by
+ *                   vpmaddubsw, widened to s32 by vpmaddwd after every one
+ *                   (bits 8) or after 8 added in s16 (bits 4); vpdpbusd on
+ *                   ZMM for both where the kernels use AVX-512 VNNI, and
+ *                   the AVX2 loops beside it), GOPS, 2 per u8 x s8 product
  * all on `threads` threads at once, each checked against threads x max
  * clock x the instruction's ops per cycle per core.  The loops are those of the kernels
  * "avx2" plans run on this CPU (roofline_x86.c, built with -mavx2 -mfma
  * only on x86-64 hosts): AVX2, with the AVX-512 VNNI int8 loop when the
  * runtime picks its AVX-512 table; the portable loops in roofline.c on a
  * CPU without AVX2 and FMA.
+ *
+ * Operations are counted alike for kernels and loops: 2 per u8 x s8 (or
+ * fp32) product, a multiply and an add; a GEMM of x [M, K] by W [N, K]
+ * does 2 M N K.  The widening vpmaddwd (by ones) is not an operation of
+ * the product, only an instruction the loop must issue.
  *
  * Cost per token (paper 000 §V), from the plan's ops (plan_cost.c):
  *   bytes read per decoded token = weight_bytes + kv_bytes_per_pos * context
@@ -66,16 +73,46 @@ typedef struct {
     bool suspect;   /* rate > bound */
 } llmc_roofline_peak;
 
+/* The int8 instruction mixes of the quantized Linears' kernels, by the
+ * bits of their weights (QWeightTiles Int8 or Uint4): NAME, bits.  On AVX2
+ * (q_avx2.c) bits 8 widens every vpmaddubsw by a vpmaddwd (a pair of
+ * products may reach 2 * 128 * 127: no room in s16), bits 4 adds 8
+ * vpmaddubsw results in s16 first (8 * 2 * 15 * 127 < 32767), so the two
+ * reach different peaks on a core where both instructions share the
+ * multiply pipes. */
+#define LLMC_INT8_MIX_LIST(X) X(W8, 8, "w8") X(W4, 4, "w4")
+#define LLMC_INT8_MIX_ENUM_(name, bits, text) LLMC_INT8_##name,
+typedef enum { LLMC_INT8_MIX_LIST(LLMC_INT8_MIX_ENUM_) LLMC_INT8_MIXES } llmc_int8_mix;
+#undef LLMC_INT8_MIX_ENUM_
+
+/* The weight bits of a mix. */
+static inline int llmc_int8_mix_bits(llmc_int8_mix m)
+{
+#define LLMC_INT8_MIX_BITS_(name, bits, text) m == LLMC_INT8_##name ? bits :
+    return LLMC_INT8_MIX_LIST(LLMC_INT8_MIX_BITS_) 0;
+#undef LLMC_INT8_MIX_BITS_
+}
+
+/* Its name in bench's table and JSON ("w8", "w4"). */
+static inline const char *llmc_int8_mix_name(llmc_int8_mix m)
+{
+#define LLMC_INT8_MIX_NAME_(name, bits, text) m == LLMC_INT8_##name ? text :
+    return LLMC_INT8_MIX_LIST(LLMC_INT8_MIX_NAME_) "?";
+#undef LLMC_INT8_MIX_NAME_
+}
+
 typedef struct {
     const char *isa;        /* "avx2", "avx2+avx512vnni" or "portable": the loops that ran */
     uint32_t threads;
     double read_gb_s;       /* 1e9 bytes per second */
     uint64_t read_bytes;    /* size of the buffer read */
     llmc_roofline_peak fp32;       /* GFLOPS of the loops' FMA */
-    llmc_roofline_peak int8;       /* GOPS of the loops' int8: what plans with these kernels are held to */
+    /* GOPS of the loops' int8 per mix: what a plan's Linears of that mix
+     * are held to */
+    llmc_roofline_peak int8[LLMC_INT8_MIXES];
     /* Both x86 int8 loops where the CPU runs both (int8 is one of them):
-     * vpmaddubsw (AVX2) and vpdpbusd on ZMM (AVX-512 VNNI); rate 0: not run */
-    llmc_roofline_peak int8_avx2, int8_vnni;
+     * the AVX2 mixes and vpdpbusd on ZMM (AVX-512 VNNI); rate 0: not run */
+    llmc_roofline_peak int8_avx2[LLMC_INT8_MIXES], int8_vnni;
     llmc_cpu_info cpu;
 } llmc_roofline_peaks;
 
@@ -91,15 +128,20 @@ double llmc_seconds_now(void);
 /* Median of v[0, n) (n >= 1); sorts v. */
 double llmc_median(double *v, size_t n);
 
-/* The instruction a compute loop repeats, one per chain per iteration. */
+/* The instruction a compute loop repeats, and the one that widens its
+ * results where the loop has one (vpmaddwd after vpmaddubsw). */
 typedef struct {
     const char *symbol;      /* the loop's function in its object (test_roofline_loops); NULL: not checked */
     const char *insn;        /* fnmatch pattern of its mnemonic in `objdump -d` */
-    uint32_t insns_per_iter; /* in the loop's body: one per chain */
+    uint32_t insns_per_iter; /* in the loop's body */
     uint32_t bits;           /* vector width: 256 (ymm), 512 (zmm); the element's for scalar loops */
     uint32_t elem_bits;      /* 32: fp32 lanes; 8: u8 x s8 multiply-adds */
-    /* instructions issued per cycle per core by llmc_core_kind (0: as
-     * LLMC_CORE_OTHER; all 0: no bound) */
+    /* The widening instruction (NULL: none) and how many the body holds:
+     * no operations of their own, but they take the same pipes as insn. */
+    const char *widen;
+    uint32_t widens_per_iter;
+    /* insn and widen instructions issued per cycle per core by
+     * llmc_core_kind (0: as LLMC_CORE_OTHER; all 0: no bound) */
     double per_cycle[LLMC_CORE_KINDS];
 } llmc_roofline_insn;
 
@@ -115,6 +157,13 @@ static inline double llmc_roofline_ops_per_iter(const llmc_roofline_insn *in)
     return in->insns_per_iter * llmc_roofline_ops_per_insn(in);
 }
 
+/* Operations per issued instruction (insn or widen): what the bound
+ * multiplies the issue rate by. */
+static inline double llmc_roofline_ops_per_issue(const llmc_roofline_insn *in)
+{
+    return llmc_roofline_ops_per_iter(in) / (in->insns_per_iter + in->widens_per_iter);
+}
+
 /* One ISA's loops.  Each returns a value derived from everything it
  * computed so that no loop can be optimized away. */
 typedef struct {
@@ -123,9 +172,10 @@ typedef struct {
     uint64_t (*read_sum)(const uint64_t *words, size_t n);
     /* `iters` iterations of fma's instructions. */
     float (*fma_loop)(uint64_t iters);
-    /* `iters` iterations of int8's instructions. */
-    int32_t (*int8_loop)(uint64_t iters);
-    llmc_roofline_insn fma, int8;
+    /* `iters` iterations of int8[mix]'s instructions (one loop may serve
+     * several mixes). */
+    int32_t (*int8_loop[LLMC_INT8_MIXES])(uint64_t iters);
+    llmc_roofline_insn fma, int8[LLMC_INT8_MIXES];
 } llmc_roofline_loops;
 
 #if defined(__x86_64__)
@@ -166,6 +216,9 @@ typedef struct {
     /* 4 * heads * head_dim per Attention op per cached position (q.k and
      * p.v, 2 ops per multiply-add each). */
     uint64_t attn_ops_per_pos;
+    /* Of linear_ops and linear_ops_per_call: the Linears whose W is int8
+     * tiles of each mix (QWeightTiles Int8, Uint4); the rest runs in float. */
+    uint64_t int8_ops[LLMC_INT8_MIXES], int8_ops_per_call[LLMC_INT8_MIXES];
     /* The Attention ops with a sliding window, one entry per window: their
      * share of kv_bytes_per_pos and attn_ops_per_pos (a query reads at
      * most `window` of their positions). */

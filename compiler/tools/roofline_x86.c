@@ -98,9 +98,13 @@ __attribute__((target("avx512f"))) static LOOP float fma_loop_avx512(uint64_t it
 
 /* ---- int8 ---- */
 
-/* The int8 dot product of an AVX2 kernel without VNNI: vpmaddubsw (32 u8 x
- * s8 products summed in pairs to s16), vpmaddwd by ones (pairs to s32),
- * vpaddd into the accumulator.  Only the add (1 cycle) is loop-carried, so
+/* Operations: 2 per u8 x s8 product, as the kernels' 2 M N K counts them
+ * (roofline.h); a ymm vpmaddubsw does 32 products, 64 operations, and its
+ * widening vpmaddwd by ones none.
+ *
+ * Bits 8, the dot product of the AVX2 kernel without VNNI (q_avx2.c
+ * w8_tile_row): vpmaddubsw (32 u8 x s8 products summed in pairs to s16),
+ * vpmaddwd by ones (pairs to s32), vpaddd into the accumulator.  Only the add (1 cycle) is loop-carried, so
  * at 2 multiplies per cycle 2 chains would do; 4, each with its own s8
  * operand and starting value, leave slack: 4 accumulators + 4 operands +
  * the u8 operand + ones + 2 temporaries = 12 ymm registers.  The empty asm
@@ -122,6 +126,42 @@ static LOOP int32_t int8_loop_avx2(uint64_t iters)
     }
     uint32_t lanes[8], sum = 0;
     _mm256_storeu_si256((__m256i *)lanes, _mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)));
+    for (int i = 0; i < 8; i++)
+        sum += lanes[i];
+    return (int32_t)(sum & 0x7fffffff);
+}
+
+/* Bits 4 (q_avx2.c w4_group_rows): 8 vpmaddubsw added in s16 (vpaddw), then
+ * one vpmaddwd by ones and a vpaddd into the s32 accumulator.  2 chains,
+ * each with its own opaque u8 operand and starting value, the 8 s8
+ * operands shared (16 distinct products): 2 accumulators + 2 u8 + 8 s8 +
+ * ones + 3 temporaries = 16 ymm registers.  The s16 sums wrap, as vpaddw
+ * does; only their count matters here. */
+#define W4_CHAINS 2
+#define W4_RUN 8 /* vpmaddubsw per vpmaddwd */
+#define MUB(x, w) _mm256_maddubs_epi16(x, w)
+#define W4DOT(acc, x)                                                                              \
+    acc = _mm256_add_epi32(                                                                        \
+        acc, _mm256_madd_epi16(                                                                    \
+                 _mm256_add_epi16(_mm256_add_epi16(_mm256_add_epi16(MUB(x, w0), MUB(x, w1)),       \
+                                                   _mm256_add_epi16(MUB(x, w2), MUB(x, w3))),      \
+                                  _mm256_add_epi16(_mm256_add_epi16(MUB(x, w4), MUB(x, w5)),       \
+                                                   _mm256_add_epi16(MUB(x, w6), MUB(x, w7)))),     \
+                 ones))
+
+static LOOP int32_t int8_w4_loop_avx2(uint64_t iters)
+{
+    __m256i x0 = _mm256_set1_epi8(3), x1 = _mm256_set1_epi8(11), ones = _mm256_set1_epi16(1);
+    const __m256i w0 = _mm256_set1_epi8(1), w1 = _mm256_set1_epi8(-2), w2 = _mm256_set1_epi8(3),
+                  w3 = _mm256_set1_epi8(-4), w4 = _mm256_set1_epi8(5), w5 = _mm256_set1_epi8(-6),
+                  w6 = _mm256_set1_epi8(7), w7 = _mm256_set1_epi8(-8);
+    __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1);
+    for (uint64_t i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+x"(x0), "+x"(x1));
+        W4DOT(a0, x0); W4DOT(a1, x1);
+    }
+    uint32_t lanes[8], sum = 0;
+    _mm256_storeu_si256((__m256i *)lanes, _mm256_add_epi32(a0, a1));
     for (int i = 0; i < 8; i++)
         sum += lanes[i];
     return (int32_t)(sum & 0x7fffffff);
@@ -171,28 +211,38 @@ _Static_assert(FMA_CHAINS == 10 && VNNI_CHAINS == 10, "CHAINS10 runs 10 chains")
  * Optimization Reference Manual):
  *   vfmadd ymm   2 (Haswell .. Golden Cove: ports 0 and 1; Zen 2-5: FP0,
  *                FP1); Zen 1: 1 (two 128-bit FMA pipes, a ymm op takes both)
- *   vpmaddubsw ymm  2 (Skylake and later: ports 0 and 1; Zen 3-5: FP0,
- *                FP3); Zen 1: 0.5 (one 128-bit integer multiply pipe, FP0:
- *                int8_loop_avx2 runs its 8 multiplies in 16 cycles there)
+ *   vpmaddubsw and vpmaddwd ymm, counted together (they share the pipes):
+ *                2 (Skylake and later: ports 0 and 1; Zen 3-5: FP0, FP3);
+ *                Zen 1: 0.5 (one 128-bit integer multiply pipe, FP0:
+ *                int8_loop_avx2 runs its 8 multiplies in 16 cycles there,
+ *                int8_w4_loop_avx2 its 18 in 36)
  *   vfmadd zmm   2 (Skylake-SP/Ice Lake-SP/Sapphire Rapids with two 512-bit
  *                FMA units, Zen 5); Zen 4: 1 (a 512-bit op on two 256-bit pipes)
  *   vpdpbusd zmm 2 (Sapphire Rapids: ports 0 and 5; Zen 5); Zen 4: 1 */
 #define PER_CYCLE(other, zen1, zen4) {[LLMC_CORE_OTHER] = other, [LLMC_CORE_ZEN1] = zen1, [LLMC_CORE_ZEN4] = zen4}
 
+#define VNNI_INSN {"int8_loop_avx512_vnni", "vpdpbusd", VNNI_CHAINS, 512, 8, NULL, 0, PER_CYCLE(2, 2, 1)}
+
 const llmc_roofline_loops llmc_roofline_avx2 = {
     .isa = "avx2",
     .read_sum = read_sum_avx2,
     .fma_loop = fma_loop_avx2,
-    .int8_loop = int8_loop_avx2,
-    .fma = {"fma_loop_avx2", "vfmadd*ps", FMA_CHAINS, 256, 32, PER_CYCLE(2, 1, 2)},
-    .int8 = {"int8_loop_avx2", "vpmaddubsw", INT8_CHAINS, 256, 8, PER_CYCLE(2, 0.5, 2)},
+    .int8_loop = {[LLMC_INT8_W8] = int8_loop_avx2, [LLMC_INT8_W4] = int8_w4_loop_avx2},
+    .fma = {"fma_loop_avx2", "vfmadd*ps", FMA_CHAINS, 256, 32, NULL, 0, PER_CYCLE(2, 1, 2)},
+    .int8 = {
+        [LLMC_INT8_W8] = {"int8_loop_avx2", "vpmaddubsw", INT8_CHAINS, 256, 8, "vpmaddwd", INT8_CHAINS,
+                          PER_CYCLE(2, 0.5, 2)},
+        [LLMC_INT8_W4] = {"int8_w4_loop_avx2", "vpmaddubsw", W4_CHAINS * W4_RUN, 256, 8, "vpmaddwd",
+                          W4_CHAINS, PER_CYCLE(2, 0.5, 2)},
+    },
 };
 
+/* Both mixes are vpdpbusd in q_avx512_vnni.c. */
 const llmc_roofline_loops llmc_roofline_avx2_avx512 = {
     .isa = "avx2+avx512vnni",
     .read_sum = read_sum_avx2,
     .fma_loop = fma_loop_avx512,
-    .int8_loop = int8_loop_avx512_vnni,
-    .fma = {"fma_loop_avx512", "vfmadd*ps", FMA_CHAINS, 512, 32, PER_CYCLE(2, 2, 1)},
-    .int8 = {"int8_loop_avx512_vnni", "vpdpbusd", VNNI_CHAINS, 512, 8, PER_CYCLE(2, 2, 1)},
+    .int8_loop = {[LLMC_INT8_W8] = int8_loop_avx512_vnni, [LLMC_INT8_W4] = int8_loop_avx512_vnni},
+    .fma = {"fma_loop_avx512", "vfmadd*ps", FMA_CHAINS, 512, 32, NULL, 0, PER_CYCLE(2, 2, 1)},
+    .int8 = {[LLMC_INT8_W8] = VNNI_INSN, [LLMC_INT8_W4] = VNNI_INSN},
 };

@@ -11,8 +11,10 @@
  *   (b) a STREAM-like read of the same byte count (AVX2 sum of bytes,
  *       split into tasks like the GEMV);
  *   (c) prefill: QLinear at m = 512 over one layer's Linears, GOPS
- *       (2 m n k per second), against the int8 peak of `llmc bench
- *       --roofline` on as many threads;
+ *       (2 m n k per second, 2 ops per u8 x s8 product as the roofline
+ *       loops count them), against the int8 peak of the weights' mix in
+ *       `llmc bench --roofline` on as many threads (w4: 8 vpmaddubsw per
+ *       vpmaddwd, w8: one each, on AVX2);
  *   (d) the GEMV's compute ceiling: layer 0's o projection [896, 896]
  *       (w4 460 KB, w8 860 KB: in L2) at m = 1 again and again, GB/s of
  *       weights; decode reaches the read bandwidth only if this is well
@@ -293,7 +295,7 @@ static double read_all(const uint8_t *p, uint64_t bytes, const rt_parallel *par)
 /* ---- report ------------------------------------------------------------------- */
 
 static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint64_t big_bytes,
-                       const double *int8_gops)
+                       const llmc_roofline_peaks *peaks)
 {
     model M;
     acts A1, A512;
@@ -317,17 +319,19 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
             ratio[r] = rd[r] / dec[r];
         }
         double t_dec = median(dec), t_rd = median(rd), t_pre = median(pre);
+        llmc_int8_mix mix = bits == 4 ? LLMC_INT8_W4 : LLMC_INT8_W8;
+        double peak = peaks[threads - 1].int8[mix].rate;
         double gemv_gbs = (double)M.bytes / t_dec / 1e9, read_gbs = (double)M.bytes / t_rd / 1e9;
         /* the ratio is taken run by run (a read right after each token),
          * which the load of a shared machine disturbs less */
         printf("w%da8 g%d %s %u thread%s: decode %.1f tok/s, GEMV %.2f GB/s of %.0f MB, read "
                "%.2f GB/s, GEMV/read %.0f%%, GEMV in L2 %.1f GB/s; prefill m=512 GEMM %.1f "
-               "GOPS (%.0f%% of int8 peak %.0f)\n",
+               "GOPS (%.0f%% of int8 %s peak %.0f)\n",
                bits, (int)M.ws[0].group, kt->target, threads, threads > 1 ? "s" : " ",
                1.0 / t_dec, gemv_gbs,
                (double)M.bytes / 1e6, read_gbs, 100.0 * median(ratio),
                (double)rt_qweight_bytes(&M.ws[1]) / median(l2) / 1e9, ops / t_pre / 1e9,
-               100.0 * ops / t_pre / 1e9 / int8_gops[threads - 1], int8_gops[threads - 1]);
+               100.0 * ops / t_pre / 1e9 / peak, llmc_int8_mix_name(mix), peak);
         if (threads > 1 && kt->qlinear_gemv_pair && bits == 8) {
             rt_kernels per_tile = *kt;
             per_tile.qlinear_gemv_pair = NULL;
@@ -383,17 +387,15 @@ int main(void)
         return 1;
     for (uint64_t i = 0; i < big_bytes; i++)
         big[i] = (uint8_t)i;
-    double int8_gops[2];
+    llmc_roofline_peaks peaks[2];
     for (uint32_t threads = 1; threads <= 2; threads++) {
-        llmc_roofline_peaks peaks;
-        if (llmc_roofline_measure(threads, kt->isa, &peaks) != 0) {
+        if (llmc_roofline_measure(threads, kt->isa, &peaks[threads - 1]) != 0) {
             fprintf(stderr, "bench_qlinear: the roofline measurement failed\n");
             return 1;
         }
-        int8_gops[threads - 1] = peaks.int8.rate;
     }
-    bench_bits(kt, 4, big, big_bytes, int8_gops);
-    bench_bits(kt, 8, big, big_bytes, int8_gops);
+    bench_bits(kt, 4, big, big_bytes, peaks);
+    bench_bits(kt, 8, big, big_bytes, peaks);
     llmc_free_huge(big, big_bytes);
     return 0;
 }

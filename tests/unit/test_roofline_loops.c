@@ -4,7 +4,9 @@
  * of a backward branch in its function -- holds exactly its table's
  * insns_per_iter instructions (roofline.h: the mnemonic pattern insn, on
  * registers of the table's width), the count its peak's operations derive
- * from.  A compiler merging chains, or a loop edited without its table
+ * from, and widens_per_iter of its widening instruction (the int8 mixes'
+ * vpmaddwd: 1 per vpmaddubsw for bits 8, 1 per 8 for bits 4), which its
+ * bound counts.  A compiler merging chains, or a loop edited without its table
  * row, fails here.  No AVX-512 hardware needed: the object is only read. */
 #include <fnmatch.h>
 #include <stdio.h>
@@ -62,17 +64,18 @@ typedef struct {
     int loops;           /* backward branches in it */
     unsigned matching;   /* in the hot loop: insn on registers of the table's width */
     unsigned any_width;  /* in the hot loop: insn on any registers */
+    unsigned widens, widens_any; /* in the hot loop: widen, on registers of the width / any */
 } loop_count;
 
-/* The backward branch at lines[b] (to a target in the same function): the
- * instructions between its target and itself. */
-static void count_body(size_t b, const llmc_roofline_insn *in, const char *reg, unsigned *matching,
+/* The backward branch at lines[b] (to a target in the same function): of
+ * the instructions between its target and itself, those matching pattern. */
+static void count_body(size_t b, const char *pattern, const char *reg, unsigned *matching,
                        unsigned *any_width)
 {
     unsigned long target = strtoul(lines[b].ops, NULL, 16);
     *matching = *any_width = 0;
     for (size_t i = b; i-- > 0 && !strcmp(lines[i].fn, lines[b].fn) && lines[i].addr >= target;) {
-        if (fnmatch(in->insn, lines[i].mnem, 0))
+        if (fnmatch(pattern, lines[i].mnem, 0))
             continue;
         (*any_width)++;
         *matching += strstr(lines[i].ops, reg) != NULL;
@@ -94,9 +97,12 @@ static loop_count count_loop(const llmc_roofline_insn *in)
             continue;
         c.loops++;
         unsigned matching, any_width;
-        count_body(b, in, reg, &matching, &any_width);
-        if (any_width > c.any_width || (any_width == c.any_width && matching > c.matching))
+        count_body(b, in->insn, reg, &matching, &any_width);
+        if (any_width > c.any_width || (any_width == c.any_width && matching > c.matching)) {
             c.matching = matching, c.any_width = any_width;
+            if (in->widen)
+                count_body(b, in->widen, reg, &c.widens, &c.widens_any);
+        }
     }
     return c;
 }
@@ -111,6 +117,10 @@ static void check_insn(const char *isa, const char *what, const llmc_roofline_in
           "(%.0f ops per iteration)",
           isa, what, c.matching, in->insn, in->symbol, c.any_width, in->insns_per_iter,
           llmc_roofline_ops_per_iter(in));
+    if (in->widen)
+        CHECK(c.widens == in->widens_per_iter && c.widens_any == in->widens_per_iter,
+              "%s %s: %u %s per iteration of %s's hot loop (%u on any registers), the table counts %u",
+              isa, what, c.widens, in->widen, in->symbol, c.widens_any, in->widens_per_iter);
 }
 
 int main(int argc, char **argv)
@@ -124,7 +134,11 @@ int main(int argc, char **argv)
     const llmc_roofline_loops *tables[] = {&llmc_roofline_avx2, &llmc_roofline_avx2_avx512};
     for (size_t t = 0; ok && t < sizeof tables / sizeof *tables; t++) {
         check_insn(tables[t]->isa, "fp32", &tables[t]->fma);
-        check_insn(tables[t]->isa, "int8", &tables[t]->int8);
+        for (int m = 0; m < LLMC_INT8_MIXES; m++) {
+            char what[32];
+            snprintf(what, sizeof what, "int8 %s", llmc_int8_mix_name((llmc_int8_mix)m));
+            check_insn(tables[t]->isa, what, &tables[t]->int8[m]);
+        }
     }
     return TAP_DONE();
 }
