@@ -166,10 +166,11 @@ INLINE void w4_pair_both(const uint8_t *wa, const uint8_t *wb, const uint8_t *x,
  * 2 vpmaddwd, 2 vpaddd, 6 register copies and spills, 6 scalar; 10.75 per
  * 32 weight bytes, against 12.25 one tile at a time (2 vpbroadcastd per 32
  * bytes instead of 1).  The qtile calls of [896, 896] g64, weights in L2,
- * one thread, AMD EPYC (Zen 1, 2.0 GHz): 11.7 GB/s against 10.2.  For
- * scale: activation words as memory operands instead of broadcasts (one
- * tile) measured 11.6, and no nibble unpack at all 13.1, near what the one
- * vector multiply pipe allows (4.5 cycles per 32 bytes). */
+ * one thread, AMD EPYC (Zen 1): 11.7 GB/s against 10.2.  For scale:
+ * activation words as memory operands instead of broadcasts (one tile)
+ * measured 11.6, and no nibble unpack at all 13.1; the multiplies alone
+ * take 4.5 cycles of the one vector multiply pipe per 32 bytes (18 GB/s
+ * at 2.53 GHz).  docs/benchmarks.md, Zen 1, has the variants measured. */
 INLINE void w4_group_row_pair(const uint8_t *wa, const uint8_t *wb, const uint8_t *x,
                               int64_t pairs, __m256i *sa, __m256i *sb)
 {
