@@ -116,13 +116,12 @@ typedef struct rt_kernels {
      * finished by rt_rms_inv: bit for bit the portable row. */
     void (*rmsnorm_row)(const float *x, const float *scale, float *y, int64_t n,
                         float epsilon, float fd);
-    /* The QLinear driver's decode GEMV (m == 1) of 8-bit W row tiles ht
-     * and ht + 1, each activation word loaded once for both, stored with
-     * the portable stores, each output's bits qtile's (NULL: qtile per
-     * tile).  The driver calls it for bits 8 only: the AVX2 pair made the
-     * 8-bit decode GEMV 6-10 % faster, the same pairing of the bits 4 loops
-     * slower.  In the table, as qlinear_pair_column, so that a build whose
-     * tables have none links none of it. */
+    /* The QLinear driver's decode GEMV (m == 1) of W row tiles ht and
+     * ht + 1, each activation word loaded once for both, stored with the
+     * portable stores, each output's bits qtile's (NULL: qtile per tile).
+     * The AVX2 pair made the 8-bit decode GEMV 6-10 % faster and the 4-bit
+     * one's in-L2 rate 14 %.  In the table, as qlinear_pair_column, so
+     * that a build whose tables have none links none of it. */
     void (*qlinear_gemv_pair)(const rt_qlinear_job *J, ptrdiff_t ht);
     /* The instruction set of the kernels, for reports: the target's name,
      * or more where a faster table runs the target's plans. */

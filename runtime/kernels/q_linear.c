@@ -309,7 +309,7 @@ static void qlinear_task(void *ctx, uint32_t i)
         if (J->tile_step == 2)
             for (; ht + 1 < ht1; ht += 2)
                 J->kt->qlinear_pair_column(J, b0, b1, ht);
-        if (J->m == 1 && J->a.ws.bits == 8 && J->kt->qlinear_gemv_pair)
+        if (J->m == 1 && J->kt->qlinear_gemv_pair)
             for (; ht + 1 < ht1; ht += 2)
                 J->kt->qlinear_gemv_pair(J, ht);
         for (; ht < ht1; ht++)

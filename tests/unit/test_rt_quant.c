@@ -1006,9 +1006,31 @@ static llmc_rt_status run_dequant(const rt_kernels *kt, const qfixture *f, const
                              f->res ? &rv : NULL, c->col0, &yv, par, &err);
 }
 
-/* The decode QLinear (m = 1) of 8-bit weights through the table's
- * qlinear_gemv_pair: the bits of qtile per tile (the table without it),
- * every case_at shape (odd n, col0, groups), serial and on a real pool. */
+/* One case of test_gemv_pair: the table against per_tile, serial and on
+ * the pool `real`. */
+static bool gemv_pair_case(const rt_kernels *kt, const rt_kernels *per_tile, qcase c,
+                           const rt_parallel *real)
+{
+    qfixture f;
+    bool ok = fixture_init(&f, &c, kt);
+    float *want = malloc((size_t)c.n_y * sizeof(float));
+    float *got = malloc((size_t)c.n_y * sizeof(float));
+    ok &= run_qlinear(per_tile, &f, 2, NULL, want) == LLMC_RT_OK &&
+          run_qlinear(kt, &f, 2, NULL, got) == LLMC_RT_OK &&
+          !memcmp(got, want, (size_t)c.n_y * sizeof *got);
+    ok &= run_qlinear(kt, &f, 2, real, got) == LLMC_RT_OK &&
+          !memcmp(got, want, (size_t)c.n_y * sizeof *got);
+    free(want);
+    free(got);
+    fixture_free(&f);
+    return ok;
+}
+
+/* The decode QLinear (m = 1) through the table's qlinear_gemv_pair: the
+ * bits of qtile per tile (the table without it), every case_at shape (bits
+ * 4 and 8, odd n, col0, groups), and for bits 4 groups of 16 and 48 as
+ * well (2 and 6 nibble pairs: a group shorter than one chunk of 4 pairs,
+ * and one with 2 left over), serial and on a real pool. */
 static void test_gemv_pair(const rt_kernels *kt)
 {
     rt_kernels per_tile = *kt;
@@ -1019,26 +1041,19 @@ static void test_gemv_pair(const rt_kernels *kt)
     int shapes = 0;
     for (int i = 0; ok && i < n_cases(); i++) {
         qcase c = case_at(i);
-        if (c.bits != 8)
-            continue;
         c.m = 1;
-        qfixture f;
-        ok &= fixture_init(&f, &c, kt);
-        float *want = malloc((size_t)c.n_y * sizeof(float));
-        float *got = malloc((size_t)c.n_y * sizeof(float));
-        ok &= run_qlinear(&per_tile, &f, 2, NULL, want) == LLMC_RT_OK &&
-              run_qlinear(kt, &f, 2, NULL, got) == LLMC_RT_OK &&
-              !memcmp(got, want, (size_t)c.n_y * sizeof *got);
-        ok &= run_qlinear(kt, &f, 2, &real, got) == LLMC_RT_OK &&
-              !memcmp(got, want, (size_t)c.n_y * sizeof *got);
+        ok &= gemv_pair_case(kt, &per_tile, c, &real);
         shapes += c.n_y > 8;
-        free(want);
-        free(got);
-        fixture_free(&f);
+        for (int64_t group = 16; c.bits == 4 && group <= 48; group += 32) {
+            c.group = group;
+            ok &= gemv_pair_case(kt, &per_tile, c, &real);
+            shapes += c.n_y > 8;
+        }
     }
     llmc_threads_destroy(pool);
-    CHECK(ok && shapes > 0, "%s qlinear_gemv_pair: the 8-bit decode QLinear bitwise qtile per "
-          "tile on %d shapes (every group, col0, odd n), serial and 2 threads", kt->isa, shapes);
+    CHECK(ok && shapes > 0, "%s qlinear_gemv_pair: the decode QLinear (bits 4 and 8) bitwise "
+          "qtile per tile on %d shapes (groups 16..per channel, col0, odd n), serial and 2 "
+          "threads", kt->isa, shapes);
 }
 
 /* Within 1e-5 of the sum of |terms| of both the portable int8 path on the

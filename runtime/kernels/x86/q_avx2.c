@@ -15,13 +15,19 @@
  * once. */
 #define W4_CHUNK_PAIRS 4
 
-/* One nibble pair at w by activation row x (its tile 2u): int16 sums. */
-static inline __m256i w4_pair_row(const uint8_t *w, const uint8_t *x)
+/* One nibble pair at w by the activation words xl (its tile 2u) and xh
+ * (tile 2u + 1), broadcast: int16 sums. */
+static inline __m256i w4_pair_words(const uint8_t *w, __m256i xl, __m256i xh)
 {
     __m256i lo, hi;
     w4_nibbles(w, &lo, &hi);
-    return _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(x)),
-                            _mm256_maddubs_epi16(hi, bcast4(x + ACT_STEP)));
+    return _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_maddubs_epi16(hi, xh));
+}
+
+/* One nibble pair at w by activation row x (its tile 2u): int16 sums. */
+static inline __m256i w4_pair_row(const uint8_t *w, const uint8_t *x)
+{
+    return w4_pair_words(w, bcast4(x), bcast4(x + ACT_STEP));
 }
 
 /* Whole chunks of 4 pairs written out (two independent int16 chains, no
@@ -126,9 +132,7 @@ static inline void w8_group_rows(const uint8_t *w, const uint8_t *x, int64_t til
 }
 
 /* The sign trick of w8_group_row for two W row tiles, each activation
- * word broadcast once for both.  (The same pairing of the bits 4 loops,
- * two nibble unpacks per broadcast, made the w4a8 decode slower: make
- * bench-kernels' paired ratio 0.92-0.98.) */
+ * word broadcast once for both. */
 static inline void w8_group_row_pair(const uint8_t *wa, const uint8_t *wb, const uint8_t *x,
                                      int64_t tiles, __m256i *sa, __m256i *sb)
 {
@@ -145,6 +149,52 @@ static inline void w8_group_row_pair(const uint8_t *wa, const uint8_t *wb, const
     }
 }
 
+/* Pair u of the row tiles at wa and wb by activation row x, each
+ * activation word broadcast once for both: int16 sums added to *a, *b. */
+INLINE void w4_pair_both(const uint8_t *wa, const uint8_t *wb, const uint8_t *x, int64_t u,
+                         __m256i *a, __m256i *b)
+{
+    __m256i xl = bcast4(x + 2 * u * ACT_STEP), xh = bcast4(x + (2 * u + 1) * ACT_STEP);
+    *a = _mm256_add_epi16(*a, w4_pair_words(wa + u * TILE_BYTES, xl, xh));
+    *b = _mm256_add_epi16(*b, w4_pair_words(wb + u * TILE_BYTES, xl, xh));
+}
+
+/* w4_group_row for two W row tiles: whole chunks of 4 pairs written out,
+ * then what is left of the group; the int32 products added to *sa, *sb.
+ * A chunk (256 weight bytes) is 86 instructions in gcc 12's loop (objdump):
+ * 8 loads, 8 vpbroadcastd, 8 vpsrlw, 16 vpand, 16 vpmaddubsw, 14 vpaddw,
+ * 2 vpmaddwd, 2 vpaddd, 6 register copies and spills, 6 scalar; 10.75 per
+ * 32 weight bytes, against 12.25 one tile at a time (2 vpbroadcastd per 32
+ * bytes instead of 1).  The qtile calls of [896, 896] g64, weights in L2,
+ * one thread, AMD EPYC (Zen 1): 11.7 GB/s against 10.2.  For scale:
+ * activation words as memory operands instead of broadcasts (one tile)
+ * measured 11.6, and no nibble unpack at all 13.1; the multiplies alone
+ * take 4.5 cycles of the one vector multiply pipe per 32 bytes (18 GB/s
+ * at 2.53 GHz).  docs/benchmarks.md, Zen 1, has the variants measured. */
+INLINE void w4_group_row_pair(const uint8_t *wa, const uint8_t *wb, const uint8_t *x,
+                              int64_t pairs, __m256i *sa, __m256i *sb)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i a = _mm256_setzero_si256(), b = a;
+    int64_t u = 0;
+    for (; u + W4_CHUNK_PAIRS <= pairs; u += W4_CHUNK_PAIRS) {
+        a = b = _mm256_setzero_si256();
+        w4_pair_both(wa, wb, x, u, &a, &b);
+        w4_pair_both(wa, wb, x, u + 1, &a, &b);
+        w4_pair_both(wa, wb, x, u + 2, &a, &b);
+        w4_pair_both(wa, wb, x, u + 3, &a, &b);
+        *sa = _mm256_add_epi32(*sa, _mm256_madd_epi16(a, ones));
+        *sb = _mm256_add_epi32(*sb, _mm256_madd_epi16(b, ones));
+    }
+    if (u < pairs) {
+        a = b = _mm256_setzero_si256();
+        for (; u < pairs; u++)
+            w4_pair_both(wa, wb, x, u, &a, &b);
+        *sa = _mm256_add_epi32(*sa, _mm256_madd_epi16(a, ones));
+        *sb = _mm256_add_epi32(*sb, _mm256_madd_epi16(b, ones));
+    }
+}
+
 #include "q_x86_qtile.h"
 
 void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out)
@@ -152,9 +202,9 @@ void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, f
     qtile_x86(a, et, rows, ht, out);
 }
 
-/* gemv of row tiles ht and ht + 1 at once, bits 8. */
-INLINE void gemv_pair_w8(const rt_qtile_args *a, int64_t et, int64_t ht, float *out,
-                         rt_qcoef coef)
+/* gemv of row tiles ht and ht + 1 at once (bits and coef constants). */
+INLINE void gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits,
+                      rt_qcoef coef)
 {
     operands o = operands_of(a, et, ht);
     uint64_t tile = (uint64_t)o.groups * o.block; /* bytes of a row tile */
@@ -164,9 +214,12 @@ INLINE void gemv_pair_w8(const rt_qtile_args *a, int64_t et, int64_t ht, float *
         prefetch_block(w, o.block);
         prefetch_block(w + tile, o.block);
         __m256i dot_a = _mm256_setzero_si256(), dot_b = _mm256_setzero_si256();
-        w8_group_row_pair(w, w + tile, x, o.tiles, &dot_a, &dot_b);
-        acc_a = group_floats(acc_a, w, &o, dot_a, o.sums[g], o.sx[g], 8, coef);
-        acc_b = group_floats(acc_b, w + tile, &o, dot_b, o.sums[g], o.sx[g], 8, coef);
+        if (bits == 4)
+            w4_group_row_pair(w, w + tile, x, o.pairs, &dot_a, &dot_b);
+        else
+            w8_group_row_pair(w, w + tile, x, o.tiles, &dot_a, &dot_b);
+        acc_a = group_floats(acc_a, w, &o, dot_a, o.sums[g], o.sx[g], bits, coef);
+        acc_b = group_floats(acc_b, w + tile, &o, dot_b, o.sums[g], o.sx[g], bits, coef);
     }
     _mm256_storeu_ps(out, acc_a);
     _mm256_storeu_ps(out + HP, acc_b);
@@ -174,13 +227,10 @@ INLINE void gemv_pair_w8(const rt_qtile_args *a, int64_t et, int64_t ht, float *
 
 void rt_q_avx2_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out)
 {
-    if (x86_tiles(a) && a->ws.bits == 8) {
-        if (a->ws.coef == RT_QCOEF_HALF)
-            gemv_pair_w8(a, et, ht, out, RT_QCOEF_HALF);
-        else
-            gemv_pair_w8(a, et, ht, out, RT_QCOEF_FLOAT);
+    if (!x86_tiles(a)) {
+        rt_q_avx2_qtile(a, et, 1, ht, out);
+        rt_q_avx2_qtile(a, et, 1, ht + 1, out + a->ws.hp);
         return;
     }
-    rt_q_avx2_qtile(a, et, 1, ht, out);
-    rt_q_avx2_qtile(a, et, 1, ht + 1, out + a->ws.hp);
+    BY_BITS_COEF(a, gemv_pair, a, et, ht, out);
 }

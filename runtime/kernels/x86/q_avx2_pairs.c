@@ -1,7 +1,7 @@
 /* The QLinear driver's walks over pairs of W row tiles for the AVX2 table:
  * the GEMM's (rt_kernels.qlinear_pair_column): activation tile et by W row
  * tiles ht and ht + 1, two qtile calls, then the 4 x 16 outputs; and the
- * 8-bit decode GEMV's (rt_kernels.qlinear_gemv_pair).
+ * decode GEMV's (rt_kernels.qlinear_gemv_pair).
  *
  * As in q_avx512_pairs.c: where the tile's rows all exist and the 16
  * columns are one aligned 64-byte line of each y row, a row's y = out
@@ -62,7 +62,7 @@ void rt_qlinear_pair_column_avx2(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_
     _mm_sfence();
 }
 
-/* rows == 1, 8-bit W row tiles ht and ht + 1 in one kernel call. */
+/* rows == 1, W row tiles ht and ht + 1 in one kernel call. */
 void rt_qlinear_gemv_pair_avx2(const rt_qlinear_job *J, ptrdiff_t ht)
 {
     float out[2 * RT_QTILE_MAX_OUT];

@@ -388,13 +388,5 @@ void rt_q_avx512_vnni_qtile_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, 
                 rt_q_generic_qtile(a, et + i, ep, ht + j, out + (2 * i + j) * tile);
         return;
     }
-    bool half = a->ws.coef == RT_QCOEF_HALF;
-    if (a->ws.bits == 4 && half)
-        gemm_2x2(a, et, ht, out, 4, RT_QCOEF_HALF);
-    else if (a->ws.bits == 4)
-        gemm_2x2(a, et, ht, out, 4, RT_QCOEF_FLOAT);
-    else if (half)
-        gemm_2x2(a, et, ht, out, 8, RT_QCOEF_HALF);
-    else
-        gemm_2x2(a, et, ht, out, 8, RT_QCOEF_FLOAT);
+    BY_BITS_COEF(a, gemm_2x2, a, et, ht, out);
 }

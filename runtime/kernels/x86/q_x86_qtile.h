@@ -68,8 +68,6 @@ static inline operands operands_of(const rt_qtile_args *a, int64_t et, int64_t h
 #define PREFETCH_AHEAD 8192
 #endif
 
-#define INLINE static inline __attribute__((always_inline))
-
 /* Always inlined: gcc 12's IPA finds a function whose only statements are
  * prefetches free of side effects and deletes its calls (an out-of-line
  * prefetch_block left the GEMV without a single prefetch instruction). */
@@ -160,6 +158,21 @@ INLINE void qtile_rows(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
         gemm(a, et, rows, ht, out, bits, coef);
 }
 
+/* f(args..., bits, coef) for a's bits and coefficient type, each pair a
+ * constant: every call site compiles to loops of its own. */
+#define BY_BITS_COEF(a, f, ...)                                                              \
+    do {                                                                                     \
+        bool half_ = (a)->ws.coef == RT_QCOEF_HALF;                                          \
+        if ((a)->ws.bits == 4 && half_)                                                      \
+            f(__VA_ARGS__, 4, RT_QCOEF_HALF);                                                \
+        else if ((a)->ws.bits == 4)                                                          \
+            f(__VA_ARGS__, 4, RT_QCOEF_FLOAT);                                               \
+        else if (half_)                                                                      \
+            f(__VA_ARGS__, 8, RT_QCOEF_HALF);                                                \
+        else                                                                                 \
+            f(__VA_ARGS__, 8, RT_QCOEF_FLOAT);                                               \
+    } while (0)
+
 /* rt_kernels.qtile over these kernels: GEMV for one row, GEMM for more;
  * other tile sizes go to the portable kernel. */
 static inline void qtile_x86(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
@@ -169,15 +182,7 @@ static inline void qtile_x86(const rt_qtile_args *a, int64_t et, int rows, int64
         rt_q_generic_qtile(a, et, rows, ht, out);
         return;
     }
-    bool half = a->ws.coef == RT_QCOEF_HALF;
-    if (a->ws.bits == 4 && half)
-        qtile_rows(a, et, rows, ht, out, 4, RT_QCOEF_HALF);
-    else if (a->ws.bits == 4)
-        qtile_rows(a, et, rows, ht, out, 4, RT_QCOEF_FLOAT);
-    else if (half)
-        qtile_rows(a, et, rows, ht, out, 8, RT_QCOEF_HALF);
-    else
-        qtile_rows(a, et, rows, ht, out, 8, RT_QCOEF_FLOAT);
+    BY_BITS_COEF(a, qtile_rows, a, et, rows, ht, out);
 }
 
 #endif

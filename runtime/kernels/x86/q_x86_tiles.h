@@ -42,6 +42,8 @@
  * registers, not stack arrays (gcc -O2 keeps the loop otherwise). */
 #define EACH_ROW _Pragma("GCC unroll 4")
 
+#define INLINE static inline __attribute__((always_inline))
+
 /* The 4 activation bytes at p in every 32-bit lane (vpbroadcastd). */
 static inline __m256i bcast4(const uint8_t *p)
 {

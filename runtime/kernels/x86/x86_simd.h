@@ -31,7 +31,7 @@ void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_sha
 void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
                             float *out);
-/* q_avx2.c: rows == 1 of 8-bit W row tiles ht and ht + 1: out[0..8), out[8..16) */
+/* q_avx2.c: rows == 1 of W row tiles ht and ht + 1: out[0..8), out[8..16) */
 void rt_q_avx2_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
 /* q_avx512_vnni.c: rt_kernels.qtile_2x2 (8 activation rows by 16 W rows). */
 void rt_q_avx512_vnni_qtile_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
