@@ -22,8 +22,9 @@
 # makes Q4_0 and Q8_0 files of it (LLAMA_TYPES, default "Q4_0 Q8_0 F32";
 # files kept in $BUILD/peers/ while newer than their source), and each runs
 # `llama-bench -p P -n N -t T -r R` (plus LLAMA_BENCH_FLAGS; its tgN starts
-# from an empty context, its own warm-up).  Rows "llama.cpp TYPE", and their
-# ratios to llmc's matching plan (Q4_0: w4a8, Q8_0: w8a8, F32: f32).
+# from an empty context, its own warm-up).  Rows "llama.cpp TYPE", and the
+# ratios of their median tok/s to llmc's matching plan's (Q4_0: w4a8, Q8_0:
+# w8a8, F32: f32).
 # Not part of `make check` (minutes on the big model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -111,7 +112,7 @@ done
 
 echo
 /usr/bin/python3 - "$DIR" "$NAME" "$P" "$N" "$QUANTS" "$LLAMA_TYPES" <<'EOF'
-import json, os, sys
+import json, os, statistics, sys
 d, name, p, n, quants, types = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5].split(), sys.argv[6].split()
 pp, tg = f"pp{p}", f"tg{n}"
 
@@ -162,7 +163,8 @@ def llama_rows(t):
         return None
     rss = open(f"{d}/{name}.llama-{t}.json.rss").read().split()[-1]
     return {(f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"):
-            {"tok_s": r["avg_ts"], "sd": r["stddev_ts"], "bytes": r["model_size"], "rss": 1024 * int(rss)}
+            {"tok_s": r["avg_ts"], "sd": r["stddev_ts"], "median_tok_s": statistics.median(r["samples_ts"]),
+             "bytes": r["model_size"], "rss": 1024 * int(rss)}
             for r in rows}
 
 llama = {t: llama_rows(t) for t in types}
@@ -174,16 +176,23 @@ for t, rows in llama.items():
     print(f"| llama.cpp {t} | {cell(rows, pp)} | {ratio(rows, pp)} | - | {cell(rows, tg)} | {ratio(rows, tg)} | - | "
           f"{any_row['bytes'] / 2**20:.1f} MiB | {any_row['rss'] / 2**20:.1f} MiB |")
 
-# llama.cpp's file types against llmc's plans of the same weight width.
+# llama.cpp's file types against llmc's plans of the same weight width, by
+# the medians of the runs (a run disturbed by other work on a shared
+# machine moves a mean and not a median of three).
 MATCH = {"Q4_0": "w4a8", "Q8_0": "w8a8", "F32": "f32"}
 pairs = [(t, MATCH[t]) for t, rows in llama.items() if rows and runs.get(MATCH.get(t))]
+
+def median_ratio(a, b):
+    return f"{a['median_tok_s']:.2f} / {b['median_tok_s']:.2f} = {a['median_tok_s'] / b['median_tok_s']:.2f}x" \
+        if a and b else "-"
+
 if pairs:
-    print(f"\n| llama.cpp / llmc | {pp} | {tg} |")
+    print(f"\n| llama.cpp / llmc, medians (t/s) | {pp} | {tg} |")
     print("| --- | ---: | ---: |")
     for t, q in pairs:
         mine = tests(runs[q])
-        r = [f"{llama[t][k]['tok_s'] / mine[k]['tok_s']:.2f}x" if k in llama[t] and k in mine else "-" for k in (pp, tg)]
-        print(f"| llama.cpp {t} / llmc {q} | {r[0]} | {r[1]} |")
+        print(f"| llama.cpp {t} / llmc {q} | {median_ratio(llama[t].get(pp), mine.get(pp))} | "
+              f"{median_ratio(llama[t].get(tg), mine.get(tg))} |")
 
 peaks = next((r[k] for r in roof.values() for k in r if k == "peaks"), None)
 if peaks:
