@@ -15,6 +15,16 @@
 # (plans compiled with --max-context max(P, 4 + N) into $BUILD/peers/).  A
 # --quant the compiler refuses is reported "not available"; if it refuses
 # --quant altogether, the f32 row is the plain compile (f32 today).
+#
+# With LLAMA_BENCH=path/to/llama-bench (and LLAMA_QUANTIZE, default the
+# llama-quantize beside it) llama.cpp runs too, on the same weights:
+# scripts/onnx_to_gguf.py writes the export as a float32 GGUF, llama-quantize
+# makes Q4_0 and Q8_0 files of it (LLAMA_TYPES, default "Q4_0 Q8_0 F32";
+# files kept in $BUILD/peers/ while newer than their source), and each runs
+# `llama-bench -p P -n N -t T -r R` (plus LLAMA_BENCH_FLAGS; its tgN starts
+# from an empty context, its own warm-up).  Rows "llama.cpp TYPE", and the
+# ratios of their median tok/s to llmc's matching plan's (Q4_0: w4a8, Q8_0:
+# w8a8, F32: f32).
 # Not part of `make check` (minutes on the big model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +32,9 @@ BUILD=${BUILD:-build}
 MODEL=${1:-$BUILD/big/qwen2-0.5b.onnx}
 P=${P:-512} N=${N:-128} T=${T:-2} R=${R:-3}
 QUANTS=${QUANTS:-"f32 w8a8 w4a8"}
+LLAMA_BENCH=${LLAMA_BENCH:-}
+LLAMA_QUANTIZE=${LLAMA_QUANTIZE:-$(dirname "${LLAMA_BENCH:-.}")/llama-quantize}
+LLAMA_TYPES=${LLAMA_TYPES-"Q4_0 Q8_0 F32"}
 DIR=$BUILD/peers
 LLMC=$BUILD/llmc
 [ -s "$MODEL" ] || { echo "bench_peers: no $MODEL (run 'make big-model', or pass a tiny export)" >&2; exit 2; }
@@ -29,6 +42,11 @@ LLMC=$BUILD/llmc
 mkdir -p "$DIR"
 NAME=$(basename "$MODEL" .onnx)
 CONTEXT=$((P > 4 + N ? P : 4 + N))
+[ -n "$LLAMA_BENCH" ] || LLAMA_TYPES=""
+if [ -n "$LLAMA_TYPES" ] && ! { [ -x "$LLAMA_BENCH" ] && [ -x "$LLAMA_QUANTIZE" ]; }; then
+    echo "bench_peers: LLAMA_BENCH=$LLAMA_BENCH and LLAMA_QUANTIZE=$LLAMA_QUANTIZE must be executables" >&2
+    exit 2
+fi
 echo "== $MODEL: pp$P, tg$N (after a 4-token prompt), $T threads, $R runs + 1 warm-up; $(nproc) cores"
 
 echo "== onnxruntime"
@@ -64,10 +82,38 @@ for quant in $QUANTS; do
     fi
 done
 
+# gguf_file TYPE: $DIR/$NAME.TYPE.gguf, kept while newer than its source:
+# the F32 file written from the export, the others quantized from it.
+gguf_file() {
+    local type=$1 out=$DIR/$NAME.$1.gguf f32=$DIR/$NAME.F32.gguf
+    if [ "$type" = F32 ]; then
+        [ -s "$out" ] && [ "$out" -nt "$MODEL" ] && [ "$out" -nt scripts/onnx_to_gguf.py ] ||
+            /usr/bin/python3 scripts/onnx_to_gguf.py "$MODEL" "$out" >&2 || return 1
+    else
+        gguf_file F32 >/dev/null || return 1
+        [ -s "$out" ] && [ "$out" -nt "$f32" ] && [ "$out" -nt "$LLAMA_QUANTIZE" ] ||
+            "$LLAMA_QUANTIZE" "$f32" "$out" "$type" >"$out.log" 2>&1 ||
+            { tail -3 "$out.log" >&2; rm -f "$out"; return 1; }
+    fi
+    echo "$out"
+}
+
+for type in $LLAMA_TYPES; do
+    out=$DIR/$NAME.llama-$type.json
+    echo "== llama.cpp $type"
+    rm -f "$out" "$out.rss"
+    if gguf=$(gguf_file "$type"); then
+        /usr/bin/time -f %M -o "$out.rss" "$LLAMA_BENCH" -m "$gguf" -p "$P" -n "$N" -t "$T" -r "$R" -o jsonl \
+            ${LLAMA_BENCH_FLAGS:-} 2>"$out.log" | tee "$out" || { tail -3 "$out.log"; echo "llama-bench failed"; rm -f "$out"; }
+    else
+        echo "not available"
+    fi
+done
+
 echo
-/usr/bin/python3 - "$DIR" "$NAME" "$P" "$N" "$QUANTS" <<'EOF'
-import json, os, sys
-d, name, p, n, quants = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5].split()
+/usr/bin/python3 - "$DIR" "$NAME" "$P" "$N" "$QUANTS" "$LLAMA_TYPES" <<'EOF'
+import json, os, statistics, sys
+d, name, p, n, quants, types = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5].split(), sys.argv[6].split()
 pp, tg = f"pp{p}", f"tg{n}"
 
 def load(path):
@@ -108,6 +154,45 @@ for q in quants:
     print(f"| llmc {q} | {cell(t, pp)} | {ratio(t, pp)} | {pct(q, pp, t.get(pp, {}).get('tok_s'))} | "
           f"{cell(t, tg)} | {ratio(t, tg)} | {pct(q, tg, t.get(tg, {}).get('tok_s'))} | "
           f"{any_row['plan_bytes'] / 2**20:.1f} MiB | {max(r['peak_rss_bytes'] for r in t.values()) / 2**20:.1f} MiB |")
+
+
+def llama_rows(t):
+    """llama-bench's JSON lines as llmc bench's tests, its peak RSS (KiB) in bytes."""
+    rows = load(f"{d}/{name}.llama-{t}.json")
+    if not rows:
+        return None
+    rss = open(f"{d}/{name}.llama-{t}.json.rss").read().split()[-1]
+    return {(f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"):
+            {"tok_s": r["avg_ts"], "sd": r["stddev_ts"], "median_tok_s": statistics.median(r["samples_ts"]),
+             "bytes": r["model_size"], "rss": 1024 * int(rss)}
+            for r in rows}
+
+llama = {t: llama_rows(t) for t in types}
+for t, rows in llama.items():
+    if rows is None:
+        print(f"| llama.cpp {t} | not available | | | | | | | |")
+        continue
+    any_row = next(iter(rows.values()))
+    print(f"| llama.cpp {t} | {cell(rows, pp)} | {ratio(rows, pp)} | - | {cell(rows, tg)} | {ratio(rows, tg)} | - | "
+          f"{any_row['bytes'] / 2**20:.1f} MiB | {any_row['rss'] / 2**20:.1f} MiB |")
+
+# llama.cpp's file types against llmc's plans of the same weight width, by
+# the medians of the runs (a run disturbed by other work on a shared
+# machine moves a mean and not a median of three).
+MATCH = {"Q4_0": "w4a8", "Q8_0": "w8a8", "F32": "f32"}
+pairs = [(t, MATCH[t]) for t, rows in llama.items() if rows and runs.get(MATCH.get(t))]
+
+def median_ratio(a, b):
+    return f"{a['median_tok_s']:.2f} / {b['median_tok_s']:.2f} = {a['median_tok_s'] / b['median_tok_s']:.2f}x" \
+        if a and b else "-"
+
+if pairs:
+    print(f"\n| llama.cpp / llmc, medians (t/s) | {pp} | {tg} |")
+    print("| --- | ---: | ---: |")
+    for t, q in pairs:
+        mine = tests(runs[q])
+        print(f"| llama.cpp {t} / llmc {q} | {median_ratio(llama[t].get(pp), mine.get(pp))} | "
+              f"{median_ratio(llama[t].get(tg), mine.get(tg))} |")
 
 peaks = next((r[k] for r in roof.values() for k in r if k == "peaks"), None)
 if peaks:
