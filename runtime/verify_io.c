@@ -14,33 +14,6 @@ static bool role_is_input(int role)
     return role <= ROLE_PAST_VALUE;
 }
 
-/* Is Affine a of the plan the constant c, or (when s_ok) exactly S? */
-static bool affine_is(const uint8_t *a, int64_t c, bool s_ok)
-{
-    int64_t ac = fb_i64(a), as = fb_i64(a + 8), ap = fb_i64(a + 16);
-    return ap == 0 && ((ac == c && as == 0) || (s_ok && ac == 0 && as == 1));
-}
-
-/* The logits output is [1, S or 1, vocab_size]: the sizes the session
- * copies from (session.c take_output) and a caller allocates by
- * llmc_rt_plan_info's vocab_size, proved here rather than at the first
- * feed. */
-static llmc_rt_status verify_logits_dims(fb_reader *r, const llmc_rt_plan *p, uint32_t tensor,
-                                         llmc_rt_error *err)
-{
-    rt_tensor_desc d;
-    llmc_rt_status st = rt_read_tensor(r, p, tensor, &d, err);
-    if (st)
-        return st;
-    uint32_t vocab = rt_plan_of(p)->vocab_size;
-    if (d.dims.len != 3 || vocab == 0 || !affine_is(fb_vec_affine(r, d.dims, 0), 1, false) ||
-        !affine_is(fb_vec_affine(r, d.dims, 1), 1, true) ||
-        !affine_is(fb_vec_affine(r, d.dims, 2), vocab, false))
-        return rt_fail(err, LLMC_RT_E_CORRUPT, "logits tensor %u is not [1, S or 1, vocab_size "
-                       "%u]", RT_N(tensor, vocab), NULL);
-    return LLMC_RT_OK;
-}
-
 static llmc_rt_status verify_binding(fb_reader *r, const llmc_rt_plan *p, const rt_io_desc *io,
                                      int is_output, llmc_rt_error *err)
 {
@@ -64,8 +37,6 @@ static llmc_rt_status verify_binding(fb_reader *r, const llmc_rt_plan *p, const 
     if (role_is_kv(io->role) && (io->layer < 0 || (uint32_t)io->layer >= rt_plan_of(p)->n_layers))
         return rt_fail(err, LLMC_RT_E_CORRUPT, "layer %d outside [0, n_layers %u)",
                        RT_N(io->layer, rt_plan_of(p)->n_layers), NULL);
-    if (io->role == ROLE_LOGITS)
-        return verify_logits_dims(r, p, io->tensor, err);
     return LLMC_RT_OK;
 }
 

@@ -30,9 +30,9 @@ static int has_role(const llmc_rt_plan *p, int is_output, int role)
 
 static void run_llm(llmc_rt_session *s, uint64_t *rng)
 {
-    /* The verifier proved the logits [1, S or 1, vocab_size], in an arena
-     * within FUZZ_MAX_SESSION_BYTES; the bound is checked again here so the
-     * harness never asks for more than a session may use. */
+    /* A plan's vocab_size is any uint32: the harness never asks for more
+     * than a session may use (the feed refuses logits whose rows are not
+     * vocab_size). */
     uint64_t vocab = rt_plan_of(llmc_rt_session_plan(s))->vocab_size;
     if (vocab > FUZZ_MAX_SESSION_BYTES / sizeof(float))
         return;

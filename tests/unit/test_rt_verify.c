@@ -12,7 +12,7 @@
 enum {
     V_VALID, V_VERSION, V_TARGET, V_BAD_SRC, V_BAD_INPUT, V_ARITY, V_DTYPE, V_REGION_LEN,
     V_ROLE_DTYPE, V_LAYER, V_WEIGHT_OUTPUT, V_AXES, V_LAYERNORM_2_OUTPUTS,
-    V_LAYERNORM_STATS_DTYPE, V_LOGITS, V_LOGITS_VOCAB, V_LOGITS_ROWS
+    V_LAYERNORM_STATS_DTYPE
 };
 
 static tp_plan tp;
@@ -31,17 +31,6 @@ static void add_layernorm(int variant, int z, int b)
     else
         tp_op(&tp, "code: \"LayerNorm\", name: \"ln\", axis: 1, inputs: [%d, %d], "
               "outputs: [%d, %d, %d]", z, b, n, mean, inv);
-}
-
-/* y reshaped to the Logits output [1, S, 3] (V_LOGITS_ROWS: [1, 2, 3]), with
- * vocab_size 3 (V_LOGITS_VOCAB: 7). */
-static void add_logits(int variant, int y)
-{
-    snprintf(tp.extra, sizeof tp.extra, "vocab_size: %d,", variant == V_LOGITS_VOCAB ? 7 : 3);
-    int logits = tp_tensor(&tp, "logits", "Float32", variant == V_LOGITS_ROWS ? "1,2,3" : "1,S,3");
-    tp_op(&tp, "code: \"Reshape\", name: \"to_logits\", inputs: [%d], outputs: [%d]", y,
-          logits);
-    tp_io(&tp, 1, logits, "Logits", 0);
 }
 
 /* The mlp of test_rt_session (Softmax(x Transpose(wt) + b)), with one defect. */
@@ -79,10 +68,7 @@ static uint8_t *build(int variant, size_t *size)
     if (variant == V_LAYERNORM_2_OUTPUTS || variant == V_LAYERNORM_STATS_DTYPE)
         add_layernorm(variant, z, b);
     tp_io(&tp, 0, x, variant == V_ROLE_DTYPE ? "InputIds" : "Generic", 0);
-    if (variant == V_LOGITS || variant == V_LOGITS_VOCAB || variant == V_LOGITS_ROWS)
-        add_logits(variant, y);
-    else
-        tp_io(&tp, 1, y, variant == V_LAYER ? "PresentKey" : "Generic", 3);
+    tp_io(&tp, 1, y, variant == V_LAYER ? "PresentKey" : "Generic", 3);
     return tp_finish(&tp, "rt_verify", size);
 }
 
@@ -230,11 +216,6 @@ static void test_defects(const uint8_t *bytes, size_t size)
                 "has 1 output or 3", "LayerNorm with y and mean only");
     expect_code(V_LAYERNORM_STATS_DTYPE, LLMC_RT_E_CORRUPT, "LayerNorm mean and inv_std_dev "
                 "float32", "LayerNorm int64 mean");
-    expect_code(V_LOGITS, LLMC_RT_OK, "", "Logits [1, S, vocab_size] opens");
-    expect_code(V_LOGITS_VOCAB, LLMC_RT_E_CORRUPT, "output 0: logits tensor 7 is not [1, S or 1, "
-                "vocab_size 7]", "Logits' last dim is not vocab_size");
-    expect_code(V_LOGITS_ROWS, LLMC_RT_E_CORRUPT, "output 0: logits tensor 7 is not",
-                "Logits of 2 rows whatever S");
     expect_patched(bytes, size, wbase + 64, wbase, 0, LLMC_RT_E_CORRUPT, "overlap",
                    "overlapping segments");
     expect_patched(bytes, size, wbase + 64, wbase + 72, 0, LLMC_RT_E_CORRUPT, "aligned",
