@@ -158,10 +158,10 @@ static float emb_table[V][D], wout[D][V];
 /* A fake one-layer "model" with the foundation IO: present = concat(past,
  * new rows), logits of every position depend on the whole KV history, on
  * position_ids, on the attention mask and on a Symbols value. */
-static uint8_t *build_llm(size_t *size)
+static uint8_t *build_llm(size_t *size, int vocab_size)
 {
     tp_init(&tp, CTX);
-    snprintf(tp.extra, sizeof tp.extra, "vocab_size: %d, n_layers: 1,", V);
+    snprintf(tp.extra, sizeof tp.extra, "vocab_size: %d, n_layers: 1,", vocab_size);
     int ids = tp_tensor(&tp, "input_ids", "Int64", "1,S");
     int mask = tp_tensor(&tp, "attention_mask", "Int64", "1,P+S");
     int pos = tp_tensor(&tp, "position_ids", "Int64", "1,S");
@@ -235,6 +235,36 @@ static uint8_t *build_llm(size_t *size)
     return tp_finish(&tp, "rt_session_llm", size);
 }
 
+/* A plan whose vocab_size (8) is not its logits rows' (7): the feed refuses
+ * it, naming both, and writes nothing to the caller's vocab_size floats. */
+static void test_logits_not_vocab(void)
+{
+    size_t size, mem_size;
+    llmc_rt_plan plan;
+    llmc_rt_session s;
+    llmc_rt_error err = {LLMC_RT_OK, ""};
+    uint8_t *bytes = build_llm(&size, V + 1);
+    void *mem = NULL;
+    llmc_rt_status st = bytes ? llmc_rt_plan_open(&plan, bytes, size, 0, &err) : LLMC_RT_E_ARG;
+    if (!st) {
+        mem_size = llmc_rt_session_memory(&plan);
+        mem = malloc(mem_size);
+        st = llmc_rt_session_init(&s, &plan, mem, mem_size, &err);
+    }
+    float logits[V + 1] = {0};
+    int64_t tokens[2] = {1, 2};
+    if (!st)
+        st = llmc_rt_session_feed(&s, tokens, 2, logits, &err);
+    int untouched = 1;
+    for (int i = 0; i <= V; i++)
+        untouched &= logits[i] == 0;
+    CHECK(st == LLMC_RT_E_EXEC && strstr(err.msg, "vocab_size 8") && untouched,
+          "logits rows of 7 in a plan of vocab_size 8: the feed refuses it, the caller's "
+          "buffer untouched (%s)", err.msg);
+    free(mem);
+    free(bytes);
+}
+
 /* Logits of the last of tokens[0..n) by the fake model's definition. */
 static void llm_reference(const int64_t *tokens, int n, float *out)
 {
@@ -268,7 +298,7 @@ static void test_llm(void)
             emb_table[v][d] = frand();
             wout[d][v] = frand();
         }
-    uint8_t *bytes = build_llm(&size);
+    uint8_t *bytes = build_llm(&size, V);
     llmc_rt_plan plan;
     llmc_rt_error err;
     llmc_rt_status st = bytes ? llmc_rt_plan_open(&plan, bytes, size, LLMC_RT_VERIFY_HASHES, &err)
@@ -327,6 +357,7 @@ static void test_llm(void)
           out.rank == 4 && out.dims[2] == 4, "present.0.key readable after feed, 4 rows");
     free(mem);
     free(bytes);
+    test_logits_not_vocab();
 }
 
 int main(void)
