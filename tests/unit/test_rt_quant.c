@@ -1457,6 +1457,47 @@ static void test_qtile_2x2(const rt_kernels *kt)
           "%d shapes (bits 4/8, every group)", kt->isa, pairs);
 }
 
+#if defined(__x86_64__)
+/* rt_q_avx2_qtile_pair against qtile twice byte for byte, at every
+ * activation tile (1..4 rows) and pair of W row tiles of one case_at
+ * shape. */
+static bool qtile_pair_case(const rt_kernels *kt, const qcase *c)
+{
+    qfixture f;
+    bool ok = fixture_init(&f, c, kt);
+    rt_qtile_args args = {f.xq, f.xs, f.w, f.ws};
+    int ep = f.xs.ep, hp = f.ws.hp;
+    for (int64_t et = 0; ok && et < f.xs.mp / ep; et++)
+        for (int64_t ht = 0; ok && ht + 1 < f.ws.np / hp; ht++) {
+            int rows = c->m - et * ep < ep ? (int)(c->m - et * ep) : ep;
+            float got[2 * RT_QTILE_MAX_OUT], want[RT_QTILE_MAX_OUT];
+            rt_q_avx2_qtile_pair(&args, et, rows, ht, got);
+            for (int i = 0; i < 2; i++) {
+                kt->qtile(&args, et, rows, ht + i, want);
+                ok &= !memcmp(got + i * ep * hp, want, (size_t)(rows * hp) * sizeof *want);
+            }
+        }
+    fixture_free(&f);
+    return ok;
+}
+#endif
+
+/* The AVX2 GEMM of two W row tiles per activation broadcast. */
+static void test_qtile_pair(void)
+{
+#if defined(__x86_64__)
+    if (!rt_cpu_x86_avx2_ok())
+        return;
+    bool ok = true;
+    for (int i = 0; i < n_cases(); i++) {
+        qcase c = case_at(i);
+        ok &= qtile_pair_case(&rt_kernels_avx2, &c);
+    }
+    CHECK(ok, "avx2 qtile_pair: both tiles of every W row tile pair bitwise qtile's on %d "
+          "shapes (1..4 rows, bits 4/8, float16/float32 coefficients, every group)", n_cases());
+#endif
+}
+
 /* On an AVX-512 VNNI CPU "avx2" plans run rt_kernels_avx2_avx512; the AVX2
  * table they would run elsewhere is checked here as well, and the two
  * against each other. */
@@ -1496,6 +1537,7 @@ int main(void)
         }
         test_table(kt);
     }
+    test_qtile_pair();
     test_avx512_table();
     return TAP_DONE();
 }

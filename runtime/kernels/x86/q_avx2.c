@@ -81,6 +81,67 @@ static inline void w4_group_rows(const uint8_t *w, const uint8_t *x, int64_t pai
     }
 }
 
+/* One activation row of a nibble pair for two W row tiles: a += la * xl +
+ * ha * xh and b += lb * xl + hb * xh in int16, xl the 4 bytes at p (tile
+ * 2u) and xh those at p + ACT_STEP (tile 2u + 1), each broadcast once for
+ * both tiles.  Written out because gcc 12 reassociates the intrinsics'
+ * adds, schedules the products ahead and then has no register left for
+ * the sums: 60 instructions a nibble pair with 5 sums spilled to the stack
+ * and reloaded, where these are 40 with all 8 in registers (objdump). */
+static inline void w4_row_both(__m256i *a, __m256i *b, __m256i la, __m256i ha, __m256i lb,
+                               __m256i hb, const uint8_t *p)
+{
+    __m256i x, t;
+    __asm__("vpbroadcastd %[xl], %[x]\n\t"
+            "vpmaddubsw %[x], %[la], %[t]\n\t"
+            "vpaddw %[t], %[a], %[a]\n\t"
+            "vpmaddubsw %[x], %[lb], %[t]\n\t"
+            "vpaddw %[t], %[b], %[b]\n\t"
+            "vpbroadcastd %[xh], %[x]\n\t"
+            "vpmaddubsw %[x], %[ha], %[t]\n\t"
+            "vpaddw %[t], %[a], %[a]\n\t"
+            "vpmaddubsw %[x], %[hb], %[t]\n\t"
+            "vpaddw %[t], %[b], %[b]"
+            : [a] "+x"(*a), [b] "+x"(*b), [x] "=&x"(x), [t] "=&x"(t)
+            : [la] "x"(la), [ha] "x"(ha), [lb] "x"(lb), [hb] "x"(hb),
+              [xl] "m"(*(const uint8_t(*)[4])(const void *)p),
+              [xh] "m"(*(const uint8_t(*)[4])(const void *)(p + ACT_STEP)));
+}
+
+/* w4_group_rows for two W row tiles (a prefill GEMM's 4 x 16 outputs):
+ * each activation word is broadcast once for both tiles, which halves the
+ * vpbroadcastd per vpmaddubsw.  Per nibble pair: 2 loads, 2 vpsrlw, 4
+ * vpand, then per row 2 vpbroadcastd, 4 vpmaddubsw and 4 vpaddw: 48 vector
+ * instructions per 16 vpmaddubsw (3.0), against 36 per 8 (4.5, gcc's
+ * register copies included) one tile at a time.  In the inner loop: 4
+ * nibble tiles, the mask, 8 int16 sums, a broadcast and a product, 15 YMM
+ * registers; the int32 sums sa, sb are touched once a chunk. */
+static inline void w4_group_rows_pair(const uint8_t *wa, const uint8_t *wb, const uint8_t *x,
+                                      int64_t pairs, __m256i sa[EP], __m256i sb[EP])
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t u0 = 0; u0 < pairs; u0 += W4_CHUNK_PAIRS) {
+        __m256i a16[EP], b16[EP];
+        EACH_ROW
+        for (int e = 0; e < EP; e++)
+            a16[e] = b16[e] = _mm256_setzero_si256();
+        int64_t u1 = u0 + W4_CHUNK_PAIRS < pairs ? u0 + W4_CHUNK_PAIRS : pairs;
+        for (int64_t u = u0; u < u1; u++) {
+            __m256i la, ha, lb, hb;
+            w4_nibbles(wa + u * TILE_BYTES, &la, &ha);
+            w4_nibbles(wb + u * TILE_BYTES, &lb, &hb);
+            EACH_ROW
+            for (int e = 0; e < EP; e++)
+                w4_row_both(&a16[e], &b16[e], la, ha, lb, hb, x + 2 * u * ACT_STEP + e * LP);
+        }
+        EACH_ROW
+        for (int e = 0; e < EP; e++) {
+            sa[e] = _mm256_add_epi32(sa[e], _mm256_madd_epi16(a16[e], ones));
+            sb[e] = _mm256_add_epi32(sb[e], _mm256_madd_epi16(b16[e], ones));
+        }
+    }
+}
+
 /* ---- bits 8 ---------------------------------------------------------------
  * Both operands are signed, so the sign trick: |w| is the unsigned operand
  * and x takes w's sign (vpsignb; 0 where w is 0).  A Float32-coefficient
@@ -233,4 +294,53 @@ void rt_q_avx2_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *
         return;
     }
     BY_BITS_COEF(a, gemv_pair, a, et, ht, out);
+}
+
+/* gemm of row tiles ht and ht + 1 at once, bits 4 (coef a constant): tile
+ * ht's rows at out[e * HP], tile ht + 1's at out[(EP + e) * HP]. */
+INLINE void gemm_pair_w4(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out,
+                         rt_qcoef coef)
+{
+    operands o = operands_of(a, et, ht);
+    uint64_t tile = (uint64_t)o.groups * o.block; /* bytes of a row tile */
+    const uint8_t *w = o.w, *x = o.x;
+    __m256 acc_a[EP], acc_b[EP];
+    EACH_ROW
+    for (int e = 0; e < EP; e++)
+        acc_a[e] = acc_b[e] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < o.groups; g++, w += o.block, x += o.x_step) {
+        __m256i sa[EP], sb[EP];
+        EACH_ROW
+        for (int e = 0; e < EP; e++)
+            sa[e] = sb[e] = _mm256_setzero_si256();
+        w4_group_rows_pair(w, w + tile, x, o.pairs, sa, sb);
+        EACH_ROW
+        for (int e = 0; e < EP; e++) {
+            int32_t sum = o.sums[e * o.groups + g];
+            float sx = o.sx[e * o.groups + g];
+            acc_a[e] = group_floats(acc_a[e], w, &o, sa[e], sum, sx, 4, coef);
+            acc_b[e] = group_floats(acc_b[e], w + tile, &o, sb[e], sum, sx, 4, coef);
+        }
+    }
+    for (int e = 0; e < rows; e++) {
+        _mm256_storeu_ps(out + e * HP, acc_a[e]);
+        _mm256_storeu_ps(out + (EP + e) * HP, acc_b[e]);
+    }
+}
+
+/* Bits 8 takes qtile twice: the 8-bit tiles share a broadcast between two
+ * W row tiles at 5.0 instructions per vpmaddubsw instead of 5.5, but gcc
+ * 12 copied each of the 8 int32 sums every step (53 instructions a tile
+ * pair) and the GEMM ran 10% slower than one tile at a time (make
+ * bench-kernels, AMD EPYC Zen 1, runs alternated). */
+void rt_q_avx2_qtile_pair(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out)
+{
+    if (rows == 1 || a->ws.bits != 4 || !x86_tiles(a)) {
+        rt_q_avx2_qtile(a, et, rows, ht, out);
+        rt_q_avx2_qtile(a, et, rows, ht + 1, out + a->xs.ep * a->ws.hp);
+    } else if (a->ws.coef == RT_QCOEF_HALF) {
+        gemm_pair_w4(a, et, rows, ht, out, RT_QCOEF_HALF);
+    } else {
+        gemm_pair_w4(a, et, rows, ht, out, RT_QCOEF_FLOAT);
+    }
 }

@@ -1,7 +1,8 @@
 /* The QLinear driver's walks over pairs of W row tiles for the AVX2 table:
  * the GEMM's (rt_kernels.qlinear_pair_column): activation tile et by W row
- * tiles ht and ht + 1, two qtile calls, then the 4 x 16 outputs; and the
- * decode GEMV's (rt_kernels.qlinear_gemv_pair).
+ * tiles ht and ht + 1 in one rt_q_avx2_qtile_pair call (each activation
+ * word broadcast once for both), then the 4 x 16 outputs; and the decode
+ * GEMV's (rt_kernels.qlinear_gemv_pair).
  *
  * As in q_avx512_pairs.c: where the tile's rows all exist and the 16
  * columns are one aligned 64-byte line of each y row, a row's y = out
@@ -37,12 +38,14 @@ static void two_tiles(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
     float out[2 * RT_QTILE_MAX_OUT];
     int hp = J->a.ws.hp, ep = J->a.xs.ep, rows = rt_qlinear_tile_rows(J, et);
     if (!streams(J, et, ht)) {
-        rt_qlinear_one_tile(J, et, ht);
-        rt_qlinear_one_tile(J, et, ht + 1);
+        rt_qlinear_prefetch_outputs(J, et, rows, ht);
+        rt_qlinear_prefetch_outputs(J, et, rows, ht + 1);
+        rt_q_avx2_qtile_pair(&J->a, et, rows, ht, out);
+        rt_qlinear_store_tile(J, et, rows, ht, out);
+        rt_qlinear_store_tile(J, et, rows, ht + 1, out + ep * hp);
         return;
     }
-    J->kt->qtile(&J->a, et, rows, ht, out);
-    J->kt->qtile(&J->a, et, rows, ht + 1, out + ep * hp);
+    rt_q_avx2_qtile_pair(&J->a, et, rows, ht, out);
     ptrdiff_t j0 = ht * hp - J->col0;
     for (int e = 0; e < ep; e++) {
         ptrdiff_t row = et * ep + e;

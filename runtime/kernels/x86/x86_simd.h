@@ -33,6 +33,12 @@ void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_
                             float *out);
 /* q_avx2.c: rows == 1 of W row tiles ht and ht + 1: out[0..8), out[8..16) */
 void rt_q_avx2_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
+/* q_avx2.c: rows 1..4 of activation tile et by W row tiles ht and ht + 1
+ * (bits 4: each activation word broadcast once for both): tile ht's
+ * outputs at out[0..ep * hp), tile ht + 1's after them (qtile's layout
+ * twice). */
+void rt_q_avx2_qtile_pair(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
+                          float *out);
 /* q_avx512_vnni.c: rt_kernels.qtile_2x2 (8 activation rows by 16 W rows). */
 void rt_q_avx512_vnni_qtile_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
 /* q_avx2_pairs.c, q_avx512_pairs.c (AVX512_VNNI_FLAGS as well):
