@@ -2,7 +2,7 @@
 # Fuzzing in `make check`: every libFuzzer target (tests/fuzz/, built by
 # `make fuzz-build`) first replays its regression inputs
 # (tests/fuzz/regressions/<target>/: inputs that once crashed it), then
-# fuzzes for FUZZ_SECONDS (default 10) from the seed corpora
+# fuzzes for FUZZ_SECONDS (default 5) from the seed corpora
 # (scripts/fuzz_seeds.sh).  A crash, leak, sanitizer report, hang or
 # out-of-memory fails the check; the summary gives executions per target.
 # tier: plain-only (the fuzz targets are ASan + UBSan builds in every tier)
@@ -10,7 +10,7 @@
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-SECONDS_PER_TARGET=${FUZZ_SECONDS:-10}
+SECONDS_PER_TARGET=${FUZZ_SECONDS:-5}
 WORK=$BUILD/test-data/fuzz
 mkdir -p "$WORK"
 . tests/tap.sh

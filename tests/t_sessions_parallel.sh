@@ -7,7 +7,8 @@
 # trained model (GQA, 4 layers) with its tokenizer, each session encoding
 # its own text through the one shared tokenizer; tiny Qwen2 (GQA, q/k/v
 # biases) with float32, float16 and int8 KV caches, the int8 one for the
-# portable kernels.  `make check-tsan` runs it under ThreadSanitizer.
+# portable kernels.  `make check-tsan` runs it under ThreadSanitizer with
+# SESSIONS_STEPS=4 (decode steps per session; default 16).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -38,5 +39,5 @@ if ! setup >"$WORK/setup.log" 2>&1; then
     echo "1..1"
     exit 1
 fi
-exec "$WORK/sessions_parallel" "$WORK/trained.plan" "$WORK/qwen2-kvf32.plan" \
+exec "$WORK/sessions_parallel" --steps "${SESSIONS_STEPS:-16}" "$WORK/trained.plan" "$WORK/qwen2-kvf32.plan" \
     "$WORK/qwen2-kvf16.plan" "$WORK/qwen2-kvint8-generic.plan"
