@@ -186,7 +186,8 @@ rm -f "$WORK/big.onnx"
 # ---- tokenizer.json (compile --tokenizer): edits of the tests' tiny
 # byte-level tokenizer (tests/make_tiny_tokenizer.py) ----
 TOK=$WORK/tok
-$PY tests/make_tiny_tokenizer.py "$TOK/ok" && $PY - "$TOK" <<'PYEOF' || { echo "Bail out! cannot write the bad tokenizers"; exit 1; }
+$PY tests/make_tiny_tokenizer.py "$TOK/ok" && $PY tests/make_tiny_tokenizer.py "$TOK/sp" --style sentencepiece &&
+$PY - "$TOK" <<'PYEOF' || { echo "Bail out! cannot write the bad tokenizers"; exit 1; }
 import json, os, sys
 root = sys.argv[1]
 text = open(os.path.join(root, "ok", "tokenizer.json"), encoding="utf-8").read()
@@ -203,6 +204,9 @@ edited("nfkc", lambda t: t.update(normalizer={"type": "NFKC"}))
 edited("regex", lambda t: t["pre_tokenizer"]["pretokenizers"][0]["pattern"].update(Regex=r"\p{L}+|\s+"))
 edited("wordpiece", lambda t: t["model"].update(type="WordPiece"))
 edited("merge", lambda t: t["model"]["merges"].append(["zz", "q"]))
+sp = json.load(open(os.path.join(root, "sp", "tokenizer.json"), encoding="utf-8"))
+sp["model"]["vocab"][""] = len(sp["model"]["vocab"])
+case("empty", json.dumps(sp))
 PYEOF
 with_tokenizer() { compile "$MODEL" --tokenizer "$TOK/$1/tokenizer.json"; }
 row "tokenizer.json cut after 100 bytes" 3 "tok/cut/tokenizer.json: JSON byte 100: unterminated string" -- with_tokenizer cut
@@ -212,6 +216,8 @@ row "tokenizer.json with an unknown split regex" 4 "tok/regex/tokenizer.json: pr
     -- with_tokenizer regex
 row "tokenizer.json of a WordPiece model" 4 "tok/wordpiece/tokenizer.json: model: only BPE models are supported" \
     -- with_tokenizer wordpiece
+row "tokenizer.json (SentencePiece) with an empty vocab piece" 4 "tok/empty/tokenizer.json: vocab: empty piece" \
+    -- with_tokenizer empty
 row "tokenizer.json merge of pieces not in the vocab" 3 \
     "tok/merge/tokenizer.json: model.merges[20]: \"zz\" + \"q\" or their merge is not in the vocab" -- with_tokenizer merge
 

@@ -145,7 +145,11 @@ static int set_piece(builder *b, uint32_t id, const uint8_t *s, size_t n, unsign
  * byte-level pieces map each character back to its byte. */
 static int model_bytes(builder *b, const char *s, size_t n, uint8_t *out, size_t *out_n, const char *where)
 {
-    if (b->model != TOK_MODEL_BYTE_LEVEL) { memcpy(out, s, n); *out_n = n; return LLMC_OK; }
+    if (b->model != TOK_MODEL_BYTE_LEVEL) {
+        if (n) memcpy(out, s, n); /* an empty piece has no buffer yet; set_piece refuses it */
+        *out_n = n;
+        return LLMC_OK;
+    }
     size_t o = 0;
     for (size_t i = 0; i < n;) {
         size_t len;
