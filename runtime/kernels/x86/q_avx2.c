@@ -112,8 +112,8 @@ static inline void w4_row_both(__m256i *a, __m256i *b, __m256i la, __m256i ha, _
  * each activation word is broadcast once for both tiles, which halves the
  * vpbroadcastd per vpmaddubsw.  Per nibble pair: 2 loads, 2 vpsrlw, 4
  * vpand, then per row 2 vpbroadcastd, 4 vpmaddubsw and 4 vpaddw: 48 vector
- * instructions per 16 vpmaddubsw (3.0), against 36 per 8 (4.5, gcc's
- * register copies included) one tile at a time.  In the inner loop: 4
+ * instructions per 16 vpmaddubsw, 52 with the loop's (3.25 each), against
+ * 36 per 8 (4.5, gcc's register copies included) one tile at a time.  In the inner loop: 4
  * nibble tiles, the mask, 8 int16 sums, a broadcast and a product, 15 YMM
  * registers; the int32 sums sa, sb are touched once a chunk. */
 static inline void w4_group_rows_pair(const uint8_t *wa, const uint8_t *wb, const uint8_t *x,
