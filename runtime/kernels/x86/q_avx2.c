@@ -113,9 +113,10 @@ static inline void w4_row_both(__m256i *a, __m256i *b, __m256i la, __m256i ha, _
  * vpbroadcastd per vpmaddubsw.  Per nibble pair: 2 loads, 2 vpsrlw, 4
  * vpand, then per row 2 vpbroadcastd, 4 vpmaddubsw and 4 vpaddw: 48 vector
  * instructions per 16 vpmaddubsw, 52 with the loop's (3.25 each), against
- * 36 per 8 (4.5, gcc's register copies included) one tile at a time.  In the inner loop: 4
- * nibble tiles, the mask, 8 int16 sums, a broadcast and a product, 15 YMM
- * registers; the int32 sums sa, sb are touched once a chunk. */
+ * 36 per 8 (4.5, gcc's register copies included) one tile at a time.  In
+ * the inner loop: 4 nibble tiles, the mask, 8 int16 sums, a broadcast and a
+ * product, 15 YMM registers; the int32 sums sa, sb are touched once a
+ * chunk. */
 static inline void w4_group_rows_pair(const uint8_t *wa, const uint8_t *wb, const uint8_t *x,
                                       int64_t pairs, __m256i sa[EP], __m256i sb[EP])
 {
@@ -314,13 +315,8 @@ INLINE void gemm_pair_w4(const rt_qtile_args *a, int64_t et, int rows, int64_t h
         for (int e = 0; e < EP; e++)
             sa[e] = sb[e] = _mm256_setzero_si256();
         w4_group_rows_pair(w, w + tile, x, o.pairs, sa, sb);
-        EACH_ROW
-        for (int e = 0; e < EP; e++) {
-            int32_t sum = o.sums[e * o.groups + g];
-            float sx = o.sx[e * o.groups + g];
-            acc_a[e] = group_floats(acc_a[e], w, &o, sa[e], sum, sx, 4, coef);
-            acc_b[e] = group_floats(acc_b[e], w + tile, &o, sb[e], sum, sx, 4, coef);
-        }
+        rows_floats(acc_a, w, &o, sa, g, 4, coef);
+        rows_floats(acc_b, w + tile, &o, sb, g, 4, coef);
     }
     for (int e = 0; e < rows; e++) {
         _mm256_storeu_ps(out + e * HP, acc_a[e]);

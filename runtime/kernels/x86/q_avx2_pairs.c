@@ -37,15 +37,17 @@ static void two_tiles(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
 {
     float out[2 * RT_QTILE_MAX_OUT];
     int hp = J->a.ws.hp, ep = J->a.xs.ep, rows = rt_qlinear_tile_rows(J, et);
-    if (!streams(J, et, ht)) {
+    bool stream = streams(J, et, ht);
+    if (!stream) {
         rt_qlinear_prefetch_outputs(J, et, rows, ht);
         rt_qlinear_prefetch_outputs(J, et, rows, ht + 1);
-        rt_q_avx2_qtile_pair(&J->a, et, rows, ht, out);
+    }
+    rt_q_avx2_qtile_pair(&J->a, et, rows, ht, out);
+    if (!stream) {
         rt_qlinear_store_tile(J, et, rows, ht, out);
         rt_qlinear_store_tile(J, et, rows, ht + 1, out + ep * hp);
         return;
     }
-    rt_q_avx2_qtile_pair(&J->a, et, rows, ht, out);
     ptrdiff_t j0 = ht * hp - J->col0;
     for (int e = 0; e < ep; e++) {
         ptrdiff_t row = et * ep + e;

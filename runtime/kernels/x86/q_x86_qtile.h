@@ -98,6 +98,17 @@ INLINE __m256 group_floats(__m256 acc, const uint8_t *w, const operands *o, __m2
     return _mm256_fmadd_ps(_mm256_set1_ps(sx), c, acc);
 }
 
+/* group_floats for the EP rows of an activation tile: acc[e] += row e's
+ * term of group g, s32[e] its int32 products with the row tile at w. */
+INLINE void rows_floats(__m256 acc[EP], const uint8_t *w, const operands *o,
+                        const __m256i s32[EP], int64_t g, int bits, rt_qcoef coef)
+{
+    EACH_ROW
+    for (int e = 0; e < EP; e++)
+        acc[e] = group_floats(acc[e], w, o, s32[e], o->sums[e * o->groups + g],
+                              o->sx[e * o->groups + g], bits, coef);
+}
+
 /* rows == 1 (decode): one activation row against row tile ht, every group
  * (bits a constant: each call site compiles to its own loop). */
 INLINE void gemv(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits,
@@ -131,10 +142,7 @@ INLINE void gemm(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float
             w4_group_rows(w, x, o.pairs, s32);
         else
             w8_group_rows(w, x, o.tiles, o.sums + g, o.groups, s32);
-        EACH_ROW
-        for (int e = 0; e < EP; e++)
-            acc[e] = group_floats(acc[e], w, &o, s32[e], o.sums[e * o.groups + g],
-                                  o.sx[e * o.groups + g], bits, coef);
+        rows_floats(acc, w, &o, s32, g, bits, coef);
     }
     for (int e = 0; e < rows; e++)
         _mm256_storeu_ps(out + e * HP, acc[e]);

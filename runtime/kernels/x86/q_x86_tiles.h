@@ -17,8 +17,9 @@
  * nibble registers and constants: > 16, spills), and ep = 8 gives
  * 8 + 1 + 8 = 17 before any temporary.  (Bits 4 does run two hp = 8 tiles
  * at once, q_avx2.c's qtile_pair: only the 8 int16 sums stay in registers
- * across the inner loop, the int32 ones are touched once per 4 pairs.)  AVX-512's 32 registers are what let
- * paper 002's Table 2 go to hp = 64 there.
+ * across the inner loop, the int32 ones are touched once per 4 pairs.)
+ * AVX-512's 32 registers are what let paper 002's Table 2 go to hp = 64
+ * there.
  *
  * AVX-512 VNNI's vpdpbusd (q_avx512_vnni.c) reduces the same 4 consecutive
  * l per 32-bit lane, so its kernels read the same tiles, two to a ZMM.
