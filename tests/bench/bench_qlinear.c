@@ -140,8 +140,10 @@ typedef struct {
 
 static bool acts_init(acts *A, const model *M, const rt_kernels *kt, int64_t m)
 {
-    A->x = malloc((size_t)(m * 9728) * sizeof(float));
-    A->y = malloc((size_t)(m * 9728) * sizeof(float));
+    /* 64-byte aligned as a session's arena tensors are: the GEMM walks
+     * stream whole output lines only into aligned rows */
+    A->x = aligned_alloc(64, (size_t)(m * 9728) * sizeof(float));
+    A->y = aligned_alloc(64, (size_t)(m * 9728) * sizeof(float));
     if (!A->x || !A->y)
         return false;
     for (int64_t i = 0; i < m * 9728; i++)
