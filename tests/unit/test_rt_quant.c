@@ -1375,6 +1375,44 @@ static void test_streamed_stores(const rt_kernels *fast)
           fast->isa);
 }
 
+/* The walks on deep reductions: many groups (group 8 and 32, k 600 and
+ * 1100), more activation tile pairs than a cache block holds (80 rows),
+ * and one group per row longer than 1024 elements (k 2600 and 4100);
+ * bitwise qtile per tile and the portable stores, and qtile_2x2 bitwise
+ * qtile. */
+static bool qtile_2x2_case(const rt_kernels *kt, const qcase *c);
+
+static void test_deep_reductions(const rt_kernels *fast)
+{
+    static const int64_t shape[][4] = {{80, 600, 8, 16}, {13, 1100, 32, 32}, {24, 2600, 0, 16},
+                                       {9, 4100, 0, 32}};
+    rt_kernels plain = *fast;
+    plain.qtile_2x2 = NULL;
+    plain.qlinear_pair_column = NULL;
+    bool ok = true;
+    for (int i = 0; i < 16; i++) {
+        const int64_t *sh = shape[i % 4];
+        qcase c = {i % 8 < 4 ? 4 : 8, sh[0], 48, sh[1], group_for(sh[2], sh[1]), sh[3], 0,
+                   i % 2 == 0, i % 3 == 0, i >= 8};
+        c.n_y = c.n - c.col0;
+        qfixture f;
+        size_t bytes = (size_t)(c.m * c.n_y) * sizeof(float);
+        float *a = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        float *b = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        ok &= fixture_init(&f, &c, fast) && a && b &&
+              run_qlinear(fast, &f, 2, NULL, a) == LLMC_RT_OK &&
+              run_qlinear(&plain, &f, 2, NULL, b) == LLMC_RT_OK && !memcmp(a, b, bytes);
+        fixture_free(&f);
+        free(a);
+        free(b);
+        if (fast->qtile_2x2)
+            ok &= qtile_2x2_case(fast, &c);
+    }
+    CHECK(ok, "%s QLinear GEMM walk and qtile_2x2 on k 600..4100 (groups 8 and 32, one group "
+          "per row): bitwise qtile per tile on 16 shapes (bits 4/8, float16/float32 "
+          "coefficients)", fast->isa);
+}
+
 static void test_table(const rt_kernels *kt)
 {
     CHECK(!kt->qtile_2x2 || kt->qlinear_pair_column,
@@ -1391,8 +1429,10 @@ static void test_table(const rt_kernels *kt)
         test_table_vs_generic(kt);
         test_qtile_exact(kt);
     }
-    if (kt->qlinear_pair_column)
+    if (kt->qlinear_pair_column) {
         test_streamed_stores(kt);
+        test_deep_reductions(kt);
+    }
     if (kt->qlinear_gemv_pair)
         test_gemv_pair(kt);
 }
