@@ -34,10 +34,10 @@ AVX2_SRC := $(wildcard runtime/kernels/x86/*.c)
 AVX2_KERNEL_SRC := $(filter-out %/cpu_x86.c,$(AVX2_SRC))
 RT_SRC   += $(AVX2_SRC)
 $(AVX2_KERNEL_SRC:%.c=$(BUILD)/%.o): CFLAGS_RT += $(AVX2_FLAGS)
-# q_avx512_vnni.c, q_avx512_pairs.c and f_avx512.c add AVX-512 (their table
-# is chosen only on a CPU that has it)
+# the files named *avx512* add AVX-512 (their table is chosen only on a CPU
+# that has it)
 AVX512_VNNI_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vnni
-AVX512_OBJ := $(addprefix runtime/kernels/x86/,q_avx512_vnni.o q_avx512_pairs.o f_avx512.o)
+AVX512_OBJ := $(patsubst %.c,%.o,$(wildcard runtime/kernels/x86/*avx512*.c))
 $(addprefix $(BUILD)/,$(AVX512_OBJ)): CFLAGS_RT += $(AVX512_VNNI_FLAGS)
 endif
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)

@@ -22,9 +22,8 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   file(GLOB LLMC_RT_SIMD CONFIGURE_DEPENDS ${LLMC_RT_DIR}/kernels/x86/*.c)
   set_source_files_properties(${LLMC_RT_SIMD} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
   set_source_files_properties(${LLMC_RT_DIR}/kernels/x86/cpu_x86.c PROPERTIES COMPILE_OPTIONS "")
-  set_source_files_properties(${LLMC_RT_DIR}/kernels/x86/q_avx512_vnni.c
-                              ${LLMC_RT_DIR}/kernels/x86/q_avx512_pairs.c
-                              ${LLMC_RT_DIR}/kernels/x86/f_avx512.c PROPERTIES
+  file(GLOB LLMC_RT_AVX512 CONFIGURE_DEPENDS ${LLMC_RT_DIR}/kernels/x86/*avx512*.c)
+  set_source_files_properties(${LLMC_RT_AVX512} PROPERTIES
     COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni")
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
   file(GLOB LLMC_RT_SIMD CONFIGURE_DEPENDS ${LLMC_RT_DIR}/kernels/arm_neon/*.c)

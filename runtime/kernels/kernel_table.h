@@ -123,6 +123,21 @@ typedef struct rt_kernels {
      * one's in-L2 rate 14 %.  In the table, as qlinear_pair_column, so
      * that a build whose tables have none links none of it. */
     void (*qlinear_gemv_pair)(const rt_qlinear_job *J, ptrdiff_t ht);
+    /* Two query rows' scores over the same nk keys in one sweep (NULL:
+     * attn_scores and its float16 and int8 siblings row by row): sa[t] =
+     * qa . k_t, sb[t] = qb . k_t for key rows as stored in a cache of
+     * dtype `dtype` (LLMC_RT_F32, F16, I8; the rows of attn_scores, _f16
+     * and _i8), each score the bits the table's single-row loop gives it.
+     * Only in a table that has all three. */
+    void (*attn_scores_pair)(const float *qa, const float *qb, const uint8_t *k, int dtype,
+                             int64_t nk, int64_t d, float *sa, float *sb);
+    /* Two rows' o += p[t] v_t over the same nk V rows (oa with pa, ob with
+     * pb; NULL: attn_accumulate row by row), V rows of dtype `dtype`
+     * (LLMC_RT_F32 or F16, rt_kv_row_dtype of the cache's V), each element
+     * the bits of the table's attn_accumulate (_f16).  Only in a table that
+     * has both. */
+    void (*attn_accumulate_pair)(float *oa, float *ob, const uint8_t *v, int dtype,
+                                 const float *pa, const float *pb, int64_t nk, int64_t d);
     /* The instruction set of the kernels, for reports: the target's name,
      * or more where a faster table runs the target's plans. */
     const char *isa;
@@ -134,6 +149,14 @@ typedef struct rt_kernels {
 #define RT_EXP_MIN_BITS 0xC2AE0000u /* -87.0f */
 #define RT_EXP_MAX_BITS 0x42B00000  /* 88.0f */
 #define RT_EXP_NAN_BITS 0x7FC00000u
+/* Its range reduction, shared likewise: x = n ln2 + r, n = round(x log2(e)),
+ * ln2 in two parts (the high one has 15 bits, so n * hi is exact); and the
+ * SIMD tables' Taylor coefficients of exp(r), degree 7, highest first (for
+ * Horner's rule by FMAs). */
+#define RT_EXP_LOG2E 1.44269504f
+#define RT_EXP_LN2_HI 0.693145751953125f
+#define RT_EXP_LN2_LO 1.428606765330187e-6f
+#define RT_EXP_TAYLOR {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}
 
 /* q_dequant.c: rt_kernels.dequant_block's portable loop. */
 void rt_dequant_block_generic(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,

@@ -256,6 +256,16 @@ typedef struct {
     float *o;
     float *stats;     /* splits > 1: [unit][row][split] (l, offset) */
     float *partial;   /* splits > 1: [unit][row][split - 1][head_dim] */
+#if defined(__x86_64__)
+    /* two rows' scores at once, each with the bits of the loop above for
+     * the cache's dtype (NULL: row by row) */
+    void (*scores_pair)(const float *qa, const float *qb, const uint8_t *k, int dtype,
+                        int64_t nk, int64_t d, float *sa, float *sb);
+    /* two rows' weighted sums of the same V rows, each the bits of
+     * accumulate (_f16) (NULL: row by row) */
+    void (*accumulate_pair)(float *oa, float *ob, const uint8_t *v, int dtype, const float *pa,
+                            const float *pb, int64_t nk, int64_t d);
+#endif
 } attention_job;
 
 /* Softmax state of one query row over one key range. */
@@ -446,8 +456,8 @@ static void exp_block(float *p, int64_t n, float off)
         uint32_t keep = 0u - (uint32_t)(ux <= RT_EXP_MIN_BITS); /* all ones unless x < -87 */
         uint32_t nan = 0u - (uint32_t)((ux & 0x7FFFFFFFu) > 0x7F800000u);
         memcpy(&xc, &uc, sizeof xc);
-        float n = xc * 1.44269504f + 12582912.0f - 12582912.0f; /* round to integer */
-        float r = xc - n * 0.693145751953125f - n * 1.428606765330187e-6f;
+        float n = xc * RT_EXP_LOG2E + 12582912.0f - 12582912.0f; /* round to integer */
+        float r = xc - n * RT_EXP_LN2_HI - n * RT_EXP_LN2_LO;
         float y = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
                   r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
         uint32_t two_n = (uint32_t)((int32_t)n + 127) << 23 & keep, bits;
@@ -497,13 +507,13 @@ static void capped_scores(const attention_job *J, const float *q, const uint8_t 
     cap_scores(p, nk, J->a->softcap);
 }
 
-/* One row over keys [b0, b0 + nk) of a block (K rows k, V rows v). */
-static void attend_block(const attention_job *J, row_state *r, const uint8_t *k,
-                         const uint8_t *v, ptrdiff_t nk)
+/* One row's softmax state over nk keys of a block whose capped scores
+ * p[0..nk) holds; p becomes their weights exp(score - offset). */
+static inline __attribute__((always_inline)) void softmax_block(const attention_job *J,
+                                                                 row_state *r, ptrdiff_t nk,
+                                                                 float p[KEY_BLOCK])
 {
     ptrdiff_t D = J->a->D;
-    float p[KEY_BLOCK];
-    capped_scores(J, r->q, k, nk, p);
     for (ptrdiff_t t = nk; t < KEY_BLOCK; t++) /* a short block: exp(-inf) = 0 */
         p[t] = -INFINITY;
     float bm = block_max(p);
@@ -519,8 +529,62 @@ static void attend_block(const attention_job *J, row_state *r, const uint8_t *k,
     }
     J->exp(p, KEY_BLOCK, off);
     r->l += block_sum(p);
+}
+
+/* One row over nk keys of a block (V rows v) whose capped scores p[0..nk)
+ * holds. */
+static inline __attribute__((always_inline)) void attend_scored(const attention_job *J,
+                                                                 row_state *r, const uint8_t *v,
+                                                                 ptrdiff_t nk, float p[KEY_BLOCK])
+{
+    softmax_block(J, r, nk, p);
     accumulate_rows(J, r->o, v, p, nk);
 }
+
+/* One row over keys [b0, b0 + nk) of a block (K rows k, V rows v). */
+static void attend_block(const attention_job *J, row_state *r, const uint8_t *k,
+                         const uint8_t *v, ptrdiff_t nk)
+{
+    float p[KEY_BLOCK];
+    capped_scores(J, r->q, k, nk, p);
+    attend_scored(J, r, v, nk, p);
+}
+
+#if defined(__x86_64__)
+/* Only x86-64's tables have the pair loops: elsewhere (the Cortex-M core's
+ * .text budget, firmware.md) the driver has no pair path.
+ *
+ * Rows a and b over the keys [k0, k1) of each in block [b0, b1) of KV
+ * group g, their scores in one sweep over the keys either sees (a score's
+ * bits do not depend on the keys scored with it); false where either row
+ * sees none. */
+static bool attend_block_pair(const attention_job *J, row_state *a, row_state *b, ptrdiff_t g,
+                              ptrdiff_t b0, ptrdiff_t b1)
+{
+    ptrdiff_t a0 = a->lo > b0 ? a->lo : b0, a1 = min_idx(b1, a->n);
+    ptrdiff_t c0 = b->lo > b0 ? b->lo : b0, c1 = min_idx(b1, b->n);
+    if (a1 <= a0 || c1 <= c0)
+        return false;
+    ptrdiff_t lo = min_idx(a0, c0), hi = a1 > c1 ? a1 : c1;
+    float sa[KEY_BLOCK], sb[KEY_BLOCK], p[KEY_BLOCK];
+    J->scores_pair(a->q, b->q, cache_row(J->a, 0, g, lo), J->a->cache->dtype, hi - lo, J->a->D,
+                   sa, sb);
+    cap_scores(sa, hi - lo, J->a->softcap);
+    cap_scores(sb, hi - lo, J->a->softcap);
+    if (J->accumulate_pair && a0 == c0 && a1 == c1) { /* the same V rows: both sums at once */
+        softmax_block(J, a, a1 - a0, sa);
+        softmax_block(J, b, c1 - c0, sb);
+        J->accumulate_pair(a->o, b->o, cache_row(J->a, 1, g, a0),
+                           rt_kv_row_dtype(J->a->cache->dtype, 1), sa, sb, a1 - a0, J->a->D);
+        return true;
+    }
+    memcpy(p, sa + (a0 - lo), (size_t)(a1 - a0) * sizeof *p);
+    attend_scored(J, a, cache_row(J->a, 1, g, a0), a1 - a0, p);
+    memcpy(p, sb + (c0 - lo), (size_t)(c1 - c0) * sizeof *p);
+    attend_scored(J, b, cache_row(J->a, 1, g, c0), c1 - c0, p);
+    return true;
+}
+#endif
 
 /* The query row u of a unit into r (rotated and scaled into qbuf). */
 static void start_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdiff_t split,
@@ -576,6 +640,13 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
     for (ptrdiff_t b0 = start > t0 ? start : t0; b0 < end;) {
         ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
         for (int i = 0; i < nr; i++) {
+#if defined(__x86_64__)
+            if (J->scores_pair && i + 1 < nr &&
+                attend_block_pair(J, &rows[i], &rows[i + 1], g, b0, b1)) {
+                i++;
+                continue;
+            }
+#endif
             ptrdiff_t k0 = rows[i].lo > b0 ? rows[i].lo : b0, k1 = min_idx(b1, rows[i].n);
             if (k1 > k0)
                 attend_block(J, &rows[i], cache_row(a, 0, g, k0), cache_row(a, 1, g, k0), k1 - k0);
@@ -692,6 +763,12 @@ static void use_table_loops(attention_job *J, const rt_kernels *kt)
         J->accumulate_f16 = kt->attn_accumulate_f16;
     if (kt->attn_exp)
         J->exp = kt->attn_exp;
+#if defined(__x86_64__)
+    if (kt->attn_scores && kt->attn_scores_f16 && kt->attn_scores_i8)
+        J->scores_pair = kt->attn_scores_pair;
+    if (kt->attn_accumulate && kt->attn_accumulate_f16)
+        J->accumulate_pair = kt->attn_accumulate_pair;
+#endif
 }
 
 /* The op resolver's KV cache entries: each cache dtype's loops, stored
@@ -756,7 +833,11 @@ llmc_rt_status k_attention_loops(const rt_kernels *kt, llmc_rt_kv_fn kv,
     float scratch[SCRATCH_FLOATS];
     attention_job J = {&sh, q, cos, sin, S, (ptrdiff_t)P, sh.H / sh.G, 0, 0, 0, 0, 0, 0, 0,
                        block_scores, add_weighted_rows, sh.loops.scores_f16, sh.loops.scores_i8,
-                       sh.loops.accumulate_f16, exp_block, o->data, scratch, NULL};
+                       sh.loops.accumulate_f16, exp_block, o->data, scratch, NULL,
+#if defined(__x86_64__)
+                       NULL, NULL
+#endif
+    };
     use_table_loops(&J, kt);
     plan_work(&J);
     J.partial = scratch + sh.G * J.qblocks * J.unit_rows * J.splits * 2;

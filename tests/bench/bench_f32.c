@@ -287,7 +287,7 @@ static double attn_call(attn_bench *A, const rt_kernels *kt, int64_t P, int64_t 
 
 static void bench_attention(const rt_kernels *kt, const rt_parallel *pars)
 {
-    const char *name = kt ? kt->target : "portable";
+    const char *name = kt ? kt->isa : "portable";
     attn_bench A;
     size_t chunks = MAX_CTX / CHUNK + 1, chunk_floats = 2u * G * CHUNK * D;
     A.pool = malloc(sizeof(float) * chunks * chunk_floats);
@@ -317,7 +317,7 @@ static void bench_attention(const rt_kernels *kt, const rt_parallel *pars)
                     t[r - 1] = s / LAYERS;
             }
             double kv_gb = 2.0 * G * (double)(Ps[i] + 1) * D * 4 / 1e9, m = median(t, RUNS);
-            printf("attention %-8s decode  P %4d, %d thr: %7.1f us per call (KV %.1f GB/s)\n",
+            printf("attention %-15s decode  P %4d, %d thr: %7.1f us per call (KV %.1f GB/s)\n",
                    name, (int)Ps[i], th + 1, 1e6 * m, kv_gb / m);
         }
         double t[RUNS];
@@ -327,7 +327,7 @@ static void bench_attention(const rt_kernels *kt, const rt_parallel *pars)
                 t[r - 1] = s;
         }
         double m = median(t, RUNS), macs = 2.0 * H * D * 512.0 * 513.0 / 2.0;
-        printf("attention %-8s prefill S  512, %d thr: %7.1f ms per call (%.1f GFLOPS)\n", name,
+        printf("attention %-15s prefill S  512, %d thr: %7.1f ms per call (%.1f GFLOPS)\n", name,
                th + 1, 1e3 * m, 2.0 * macs / m / 1e9);
     }
     free(A.pool);
@@ -346,7 +346,10 @@ int main(int argc, char **argv)
     llmc_threads *two = llmc_threads_create(2);
     rt_parallel pars[2] = {{NULL, NULL}, {llmc_threads_parallel, two}};
     if (!only_linear) {
+        const rt_kernels *avx2 = rt_kernels_for_isa("avx2", "avx2", NULL);
         bench_attention(NULL, pars);
+        if (avx2 && avx2 != tile_table()) /* and the faster table this CPU runs */
+            bench_attention(avx2, pars);
         bench_attention(tile_table(), pars);
     }
     if (!only_attention) {

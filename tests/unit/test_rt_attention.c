@@ -543,6 +543,164 @@ static void test_window_kernels(void)
             test_window_case(tables[t], &cases[i].c, cases[i].what);
 }
 
+/* ---- two query rows per sweep (attn_scores_pair) ------------------------ */
+
+/* nk key rows of head_dim d in a cache of `dtype`, values in [-2, 2) (int8:
+ * values in [-127, 127] and a scale per row). */
+static uint8_t *pair_keys(int dtype, int64_t nk, int64_t d)
+{
+    uint64_t row = rt_kv_row_bytes(dtype, 0, d);
+    uint8_t *k = calloc((size_t)(row * (uint64_t)nk) + 1, 1);
+    for (int64_t t = 0; t < nk; t++) {
+        uint8_t *r = k + (uint64_t)t * row;
+        for (int64_t i = 0; i < d; i++) {
+            float x = 4 * frand() - 2;
+            if (dtype == LLMC_RT_F16) {
+                uint16_t h = rt_float_to_half(x);
+                memcpy(r + 2 * i, &h, 2);
+            } else if (dtype == LLMC_RT_I8) {
+                r[i] = (uint8_t)(int8_t)lrintf(x * 63.5f);
+            } else {
+                memcpy(r + 4 * i, &x, 4);
+            }
+        }
+        if (dtype == LLMC_RT_I8) {
+            float scale = 0.01f + frand() / 64;
+            memcpy(r + rt_kv_scale_offset(d), &scale, 4);
+        }
+    }
+    return k;
+}
+
+static void single_scores(const rt_kernels *kt, int dtype, const float *q, const uint8_t *k,
+                          int64_t nk, int64_t d, float *s)
+{
+    if (dtype == LLMC_RT_F16)
+        kt->attn_scores_f16(q, (const uint16_t *)(const void *)k, nk, d, s);
+    else if (dtype == LLMC_RT_I8)
+        kt->attn_scores_i8(q, k, nk, d, s);
+    else
+        kt->attn_scores(q, (const float *)(const void *)k, nk, d, s);
+}
+
+/* Row a's and row b's scores of nk key rows k (cache dtype) by the pair
+ * loop and by the single-row loops, byte for byte. */
+static bool scores_pair_same(const rt_kernels *kt, int dtype, const uint8_t *k, int64_t nk,
+                             int64_t d)
+{
+    float qa[200], qb[200], sa[40], sb[40], wa[40], wb[40];
+    for (int64_t c = 0; c < d; c++) {
+        qa[c] = 2 * frand() - 1;
+        qb[c] = 2 * frand() - 1;
+    }
+    kt->attn_scores_pair(qa, qb, k, dtype, nk, d, sa, sb);
+    single_scores(kt, dtype, qa, k, nk, d, wa);
+    single_scores(kt, dtype, qb, k, nk, d, wb);
+    return !memcmp(sa, wa, sizeof(float) * (size_t)nk) && !memcmp(sb, wb, sizeof(float) * (size_t)nk);
+}
+
+/* Two rows' sums over nk V rows v (float32 or float16) by the pair loop and
+ * row by row, byte for byte. */
+static bool accumulate_pair_same(const rt_kernels *kt, int dtype, const uint8_t *v, int64_t nk,
+                                 int64_t d)
+{
+    float pa[40], pb[40], oa[200], ob[200], wa[200], wb[200];
+    for (int64_t c = 0; c < nk; c++) {
+        pa[c] = frand();
+        pb[c] = frand();
+    }
+    for (int64_t c = 0; c < d; c++) {
+        wa[c] = oa[c] = 2 * frand() - 1;
+        wb[c] = ob[c] = 2 * frand() - 1;
+    }
+    kt->attn_accumulate_pair(oa, ob, v, dtype, pa, pb, nk, d);
+    if (dtype == LLMC_RT_F16) {
+        kt->attn_accumulate_f16(wa, (const uint16_t *)(const void *)v, pa, nk, d);
+        kt->attn_accumulate_f16(wb, (const uint16_t *)(const void *)v, pb, nk, d);
+    } else {
+        kt->attn_accumulate(wa, (const float *)(const void *)v, pa, nk, d);
+        kt->attn_accumulate(wb, (const float *)(const void *)v, pb, nk, d);
+    }
+    return !memcmp(oa, wa, sizeof(float) * (size_t)d) && !memcmp(ob, wb, sizeof(float) * (size_t)d);
+}
+
+/* A table's pair loops against its single-row ones, byte for byte: every
+ * cache dtype's K rows (float32, float16, int8) and V rows (float32,
+ * float16), head_dim 1..200 (whole and partial 8-column steps, 64-column
+ * sweeps), 1..40 keys (whole and partial 8-key groups). */
+static void test_pair_loops(const rt_kernels *kt)
+{
+    static const int64_t ds[] = {1, 3, 8, 20, 64, 65, 96, 128, 200};
+    static const int64_t nks[] = {1, 5, 8, 13, 32, 40};
+    static const int dtypes[] = {LLMC_RT_F32, LLMC_RT_F16, LLMC_RT_I8};
+    bool scores = true, sums = true;
+    int cases = 0;
+    for (size_t t = 0; t < 3; t++)
+        for (size_t i = 0; i < sizeof ds / sizeof *ds; i++)
+            for (size_t j = 0; j < sizeof nks / sizeof *nks; j++, cases++) {
+                uint8_t *rows = pair_keys(dtypes[t], nks[j], ds[i]);
+                scores &= scores_pair_same(kt, dtypes[t], rows, nks[j], ds[i]);
+                if (dtypes[t] != LLMC_RT_I8) /* an int8 cache's V rows are float16 */
+                    sums &= accumulate_pair_same(kt, dtypes[t], rows, nks[j], ds[i]);
+                free(rows);
+            }
+    CHECK(scores, "%s attn_scores_pair: both rows' scores bitwise the single-row loops' on %d "
+          "shapes (float32, float16 and int8 rows, head_dim 1..200, 1..40 keys)", kt->isa, cases);
+    CHECK(sums, "%s attn_accumulate_pair: both rows bitwise attn_accumulate's (float32, float16 "
+          "V rows) on the same head_dims and key counts", kt->isa);
+}
+
+/* The attention op with a table's pair loops and without them (row by
+ * row), byte for byte, on the window/softcap cases' shapes (decode,
+ * prefill, causal and window edges inside key blocks, GQA groups of 1..7). */
+static void test_pair_op(const rt_kernels *kt)
+{
+    static const win_case cases[] = {
+        {6, 2, 20, 32, 300, 1, 50, 0},   {2, 1, 33, 64, 1000, 1, 700, 3.0f},
+        {4, 2, 12, 16, 0, 70, 16, 0},    {3, 3, 17, 32, 40, 9, 45, 5.0f},
+        {14, 2, 64, 64, 100, 37, 0, 0},  {14, 2, 64, 64, 4096, 1, 0, 0},
+        {5, 1, 128, 32, 7, 23, 0, 0},    {7, 7, 8, 16, 3, 50, 20, 0},
+    };
+    rt_kernels rows = *kt;
+    rows.attn_scores_pair = NULL;
+    rows.attn_accumulate_pair = NULL;
+    bool ok = true;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        win_data d;
+        llmc_rt_error err = {0};
+        win_make(&d, &cases[i]);
+        int n = cases[i].S * cases[i].H * cases[i].D;
+        float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+        ok &= win_run(kt, &d, a, NULL, &err) == LLMC_RT_OK &&
+              win_run(&rows, &d, b, NULL, &err) == LLMC_RT_OK &&
+              !memcmp(a, b, sizeof(float) * (size_t)n);
+        free(a);
+        free(b);
+        free(d.pool);
+        free(d.slot);
+        free(d.q);
+        free(d.k);
+        free(d.v);
+    }
+    CHECK(ok, "%s Attention with attn_scores_pair and attn_accumulate_pair: bitwise row by row "
+          "on %d shapes (decode, prefill, windows, softcap, GQA)", kt->isa,
+          (int)(sizeof cases / sizeof *cases));
+}
+
+static void test_pair_tables(void)
+{
+    const rt_kernels *tables[3];
+    int n_tables = x86_tables(tables), tested = 0;
+    for (int t = 0; t < n_tables; t++)
+        if (tables[t] && tables[t]->attn_scores_pair) {
+            test_pair_loops(tables[t]);
+            test_pair_op(tables[t]);
+            tested++;
+        }
+    if (!tested)
+        printf("# skipped: no kernel table with attn_scores_pair on this CPU\n");
+}
+
 /* ---- a 2-layer model: fused, unfused, mixed ---------------------------- */
 
 enum { VOC = 11, DM = 16, MH = 2, MD = 8, LAYERS = 2 };
@@ -1071,6 +1229,7 @@ int main(void)
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++)
         test_op(&cfgs[i].c, cfgs[i].what);
     test_window_kernels();
+    test_pair_tables();
     test_lowering_errors();
     test_model();
     test_verifier();

@@ -24,10 +24,10 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "attn_x86.h"
 #include "tensor_traits.h"
 #include "x86_simd.h"
 
-enum { ROW_F32, ROW_F16, ROW_I8 };
 #define INLINE static inline __attribute__((always_inline))
 
 /* 8 values of a row from element i on, as floats. */
@@ -40,8 +40,6 @@ INLINE __m256 load8(const void *row, int64_t i, int kind)
             _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)row + i))));
     return _mm256_loadu_ps((const float *)row + i);
 }
-
-static const int elem_bytes[] = {4, 2, 1};
 
 /* The last n < 8 values of a row from element i on, the other lanes 0
  * (copied out, so nothing past the row is read). */
@@ -108,26 +106,19 @@ INLINE __m256 score_eight(const float *q, const uint8_t *const *kr, int64_t d, i
     return _mm256_mul_ps(s, _mm256_loadu_ps(scale));
 }
 
-/* Scores of nk key rows of row_bytes each.  A whole group's row pointers
- * are a running sum: written as the tail's select, gcc vectorized their
- * computation (vpmuludq, vpblendvb, vpextrq) into an eighth of the
- * function's time (perf, head_dim 64). */
+/* Scores of nk key rows of row_bytes each. */
 INLINE void scores_of(const float *q, const uint8_t *k, uint64_t row_bytes, int64_t nk,
                       int64_t d, float *scores, int kind)
 {
     const uint8_t *kr[8];
     int64_t t0 = 0;
     for (; t0 + 8 <= nk; t0 += 8) {
-        kr[0] = k + (uint64_t)t0 * row_bytes;
-#pragma GCC unroll 7
-        for (int j = 1; j < 8; j++)
-            kr[j] = kr[j - 1] + row_bytes;
+        key_group(k, row_bytes, t0, nk, kr);
         _mm256_storeu_ps(scores + t0, score_eight(q, kr, d, kind));
     }
     if (t0 == nk)
         return;
-    for (int j = 0; j < 8; j++) /* keys past nk repeat the first of the group */
-        kr[j] = k + (uint64_t)(t0 + j < nk ? t0 + j : t0) * row_bytes;
+    key_group(k, row_bytes, t0, nk, kr);
     float tail[8];
     _mm256_storeu_ps(tail, score_eight(q, kr, d, kind));
     for (int64_t j = 0; t0 + j < nk; j++)
@@ -223,12 +214,11 @@ static inline __m256 exp8(__m256 x)
     __m256i keep = _mm256_cmpeq_epi32(_mm256_max_epu32(ux, min_bits), min_bits); /* x >= -87 */
     __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(ux, _mm256_set1_epi32(0x7FFFFFFF)),
                                      _mm256_set1_epi32(0x7F800000));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504f)),
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(RT_EXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
-    static const float taylor[] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24,
-                                   1.0f / 6,    0.5f,       1.0f,       1.0f};
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(RT_EXP_LN2_HI), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(RT_EXP_LN2_LO), r);
+    static const float taylor[] = RT_EXP_TAYLOR;
     __m256 y = _mm256_set1_ps(taylor[0]);
     for (int i = 1; i < 8; i++)
         y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(taylor[i]));

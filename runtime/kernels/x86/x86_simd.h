@@ -69,6 +69,14 @@ void rt_attn_scores_i8_avx2(const float *q, const uint8_t *k, int64_t nk, int64_
                             float *scores);
 void rt_attn_accumulate_f16_avx2(float *o, const uint16_t *v, const float *p, int64_t nk,
                                  int64_t d);
+/* attn_avx512.c (AVX512_VNNI_FLAGS as well): rt_kernels.attn_scores_pair,
+ * each score the bits of the attn_avx2.c loop of its dtype. */
+void rt_attn_scores_pair_avx512(const float *qa, const float *qb, const uint8_t *k, int dtype,
+                                int64_t nk, int64_t d, float *sa, float *sb);
+/* attn_avx512.c: rt_kernels.attn_accumulate_pair, each element the bits
+ * of the attn_avx2.c loop of its dtype. */
+void rt_attn_accumulate_pair_avx512(float *oa, float *ob, const uint8_t *v, int dtype,
+                                    const float *pa, const float *pb, int64_t nk, int64_t d);
 /* attn_avx2.c: rt_kernels.attn_exp (8 lanes, FMA). */
 void rt_attn_exp_avx2(float *p, int64_t n, float off);
 
