@@ -285,9 +285,24 @@ static double attn_call(attn_bench *A, const rt_kernels *kt, int64_t P, int64_t 
     return now() - t0;
 }
 
-static void bench_attention(const rt_kernels *kt, const rt_parallel *pars)
+/* Seconds of one test on table kt: decode (S 1) at P as the mean of 24
+ * layers' calls, or the 512-token prefill (P 0). */
+static double attn_test(attn_bench *A, const rt_kernels *kt, int64_t P, const rt_parallel *par)
 {
-    const char *name = kt ? kt->isa : "portable";
+    if (!P)
+        return attn_call(A, kt, 0, 512, par);
+    double s = 0.0;
+    for (int l = 0; l < LAYERS; l++)
+        s += attn_call(A, kt, P, 1, par);
+    return s / LAYERS;
+}
+
+/* The attention tests on the n tables kts (NULL: the portable loops), the
+ * tables taking turns run by run (the order rotating), so that a shared
+ * machine's slow minutes fall on all of them: each table's median and,
+ * against the first table, the median of the run-by-run time ratios. */
+static void bench_attention(const rt_kernels *const *kts, int n, const rt_parallel *pars)
+{
     attn_bench A;
     size_t chunks = MAX_CTX / CHUNK + 1, chunk_floats = 2u * G * CHUNK * D;
     A.pool = malloc(sizeof(float) * chunks * chunk_floats);
@@ -305,31 +320,37 @@ static void bench_attention(const rt_kernels *kt, const rt_parallel *pars)
     fill(A.sn, MAX_CTX * D);
     for (size_t c = 0; c < chunks; c++)
         A.slot[c] = (uint32_t)c;
-    static const int64_t Ps[] = {128, 512, 2048};
-    for (int th = 0; th < 2; th++) {
-        for (int i = 0; i < 3; i++) {
-            double t[RUNS];
-            for (int r = 0; r <= RUNS; r++) { /* 24 layers' calls per run */
-                double s = 0.0;
-                for (int l = 0; l < LAYERS; l++)
-                    s += attn_call(&A, kt, Ps[i], 1, &pars[th]);
-                if (r)
-                    t[r - 1] = s / LAYERS;
+    static const int64_t Ps[] = {128, 512, 2048, 0}; /* 0: the prefill */
+    for (int th = 0; th < 2; th++)
+        for (int i = 0; i < 4; i++) {
+            double t[3][RUNS], ratio[3][RUNS];
+            for (int r = 0; r <= RUNS; r++) /* run 0 warms up */
+                for (int v = 0; v < n; v++) {
+                    int j = (v + r) % n;
+                    double s = attn_test(&A, kts[j], Ps[i], &pars[th]);
+                    if (r)
+                        t[j][r - 1] = s;
+                }
+            for (int j = 0; j < n; j++) {
+                for (int r = 0; r < RUNS; r++)
+                    ratio[j][r] = t[0][r] / t[j][r];
+                const char *name = kts[j] ? kts[j]->isa : "portable";
+                double m = median(t[j], RUNS);
+                if (Ps[i]) {
+                    double kv_gb = 2.0 * G * (double)(Ps[i] + 1) * D * 4 / 1e9;
+                    printf("attention %-15s decode  P %4d, %d thr: %7.1f us per call (KV %.1f "
+                           "GB/s)", name, (int)Ps[i], th + 1, 1e6 * m, kv_gb / m);
+                } else {
+                    double macs = 2.0 * H * D * 512.0 * 513.0 / 2.0;
+                    printf("attention %-15s prefill S  512, %d thr: %7.1f ms per call (%.1f "
+                           "GFLOPS)", name, th + 1, 1e3 * m, 2.0 * macs / m / 1e9);
+                }
+                if (j)
+                    printf(", %.2fx %s (paired median)", median(ratio[j], RUNS),
+                           kts[0] ? kts[0]->isa : "portable");
+                printf("\n");
             }
-            double kv_gb = 2.0 * G * (double)(Ps[i] + 1) * D * 4 / 1e9, m = median(t, RUNS);
-            printf("attention %-15s decode  P %4d, %d thr: %7.1f us per call (KV %.1f GB/s)\n",
-                   name, (int)Ps[i], th + 1, 1e6 * m, kv_gb / m);
         }
-        double t[RUNS];
-        for (int r = 0; r <= RUNS; r++) {
-            double s = attn_call(&A, kt, 0, 512, &pars[th]);
-            if (r)
-                t[r - 1] = s;
-        }
-        double m = median(t, RUNS), macs = 2.0 * H * D * 512.0 * 513.0 / 2.0;
-        printf("attention %-15s prefill S  512, %d thr: %7.1f ms per call (%.1f GFLOPS)\n", name,
-               th + 1, 1e3 * m, 2.0 * macs / m / 1e9);
-    }
     free(A.pool);
     free(A.q);
     free(A.o);
@@ -346,11 +367,12 @@ int main(int argc, char **argv)
     llmc_threads *two = llmc_threads_create(2);
     rt_parallel pars[2] = {{NULL, NULL}, {llmc_threads_parallel, two}};
     if (!only_linear) {
-        const rt_kernels *avx2 = rt_kernels_for_isa("avx2", "avx2", NULL);
-        bench_attention(NULL, pars);
-        if (avx2 && avx2 != tile_table()) /* and the faster table this CPU runs */
-            bench_attention(avx2, pars);
-        bench_attention(tile_table(), pars);
+        /* the portable loops, then the AVX2 table and the faster one this
+         * CPU runs for avx2 plans, if any, in turns */
+        const rt_kernels *portable = NULL, *avx2 = rt_kernels_for_isa("avx2", "avx2", NULL);
+        const rt_kernels *tables[2] = {avx2, tile_table()};
+        bench_attention(&portable, 1, pars);
+        bench_attention(avx2 ? tables : tables + 1, avx2 && avx2 != tile_table() ? 2 : 1, pars);
     }
     if (!only_attention) {
         float *x = malloc(sizeof(float) * 512 * 9728), *y = malloc(sizeof(float) * 512 * 9728);

@@ -129,10 +129,15 @@ INLINE void pair_of(const float *qa, const float *qb, const uint8_t *k, uint64_t
     __m512 q2[RT_ATTN_MAX_HEAD_DIM / 8];
     interleave_rows(qa, qb, d, q2);
     const uint8_t *kr[8];
-    for (int64_t t0 = 0; t0 < nk; t0 += 8) {
+    int64_t t0 = 0;
+    for (; t0 + 8 <= nk; t0 += 8) {
         key_group(k, row_bytes, t0, nk, kr);
-        score_eight(q2, d, kr, kind, sa + t0, sb + t0, nk - t0 < 8 ? nk - t0 : 8);
+        score_eight(q2, d, kr, kind, sa + t0, sb + t0, 8);
     }
+    if (t0 == nk)
+        return;
+    key_group(k, row_bytes, t0, nk, kr);
+    score_eight(q2, d, kr, kind, sa + t0, sb + t0, nk - t0);
 }
 
 void rt_attn_scores_pair_avx512(const float *qa, const float *qb, const uint8_t *k, int dtype,
