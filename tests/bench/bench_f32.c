@@ -297,7 +297,7 @@ static double attn_test(attn_bench *A, const rt_kernels *kt, int64_t P, const rt
     return s / LAYERS;
 }
 
-/* The attention tests on the n tables kts (NULL: the portable loops), the
+/* The attention tests on the n <= 2 tables kts (NULL: the portable loops), the
  * tables taking turns run by run (the order rotating), so that a shared
  * machine's slow minutes fall on all of them: each table's median and,
  * against the first table, the median of the run-by-run time ratios. */
@@ -323,7 +323,7 @@ static void bench_attention(const rt_kernels *const *kts, int n, const rt_parall
     static const int64_t Ps[] = {128, 512, 2048, 0}; /* 0: the prefill */
     for (int th = 0; th < 2; th++)
         for (int i = 0; i < 4; i++) {
-            double t[3][RUNS], ratio[3][RUNS];
+            double t[2][RUNS], ratio[2][RUNS];
             for (int r = 0; r <= RUNS; r++) /* run 0 warms up */
                 for (int v = 0; v < n; v++) {
                     int j = (v + r) % n;
@@ -371,8 +371,9 @@ int main(int argc, char **argv)
          * CPU runs for avx2 plans, if any, in turns */
         const rt_kernels *portable = NULL, *avx2 = rt_kernels_for_isa("avx2", "avx2", NULL);
         const rt_kernels *tables[2] = {avx2, tile_table()};
+        int n = avx2 && avx2 != tables[1] ? 2 : 1;
         bench_attention(&portable, 1, pars);
-        bench_attention(avx2 ? tables : tables + 1, avx2 && avx2 != tile_table() ? 2 : 1, pars);
+        bench_attention(tables + 2 - n, n, pars);
     }
     if (!only_attention) {
         float *x = malloc(sizeof(float) * 512 * 9728), *y = malloc(sizeof(float) * 512 * 9728);

@@ -34,6 +34,28 @@ static inline __m512 both_halves(__m256 v)
     return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(v)));
 }
 
+/* 8 floats at a in the low half, 8 at b in the high one. */
+static inline __m512 join8(const float *a, const float *b)
+{
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(
+                                                   _mm256_loadu_ps(a))),
+                                               _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
+}
+
+static inline void split8(__m512 v, float *a, float *b)
+{
+    _mm256_storeu_ps(a, _mm512_castps512_ps256(v));
+    _mm256_storeu_ps(b, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+/* [p_a[t] x 8 | p_b[t] x 8]: both rows' weights of key t. */
+static inline __m512 pair_weights(const float *pa, const float *pb, int64_t t)
+{
+    return _mm512_castpd_ps(_mm512_insertf64x4(
+        _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_broadcast_ss(pa + t))),
+        _mm256_castps_pd(_mm256_broadcast_ss(pb + t)), 1));
+}
+
 /* The 8 values of a key row from element i on, as floats in both halves. */
 INLINE __m512 key8(const uint8_t *row, int64_t i, int kind)
 {
@@ -105,6 +127,10 @@ INLINE void score_eight(const __m512 *q2, int64_t d, const uint8_t *const *kr, i
             memcpy(&scale[j], kr[j] + at, sizeof scale[j]);
         s = _mm512_mul_ps(s, both_halves(_mm256_loadu_ps(scale)));
     }
+    if (count == 8) {
+        split8(s, sa, sb);
+        return;
+    }
     float out[16];
     _mm512_storeu_ps(out, s);
     memcpy(sa, out, (size_t)count * sizeof *sa);
@@ -153,20 +179,6 @@ void rt_attn_scores_pair_avx512(const float *qa, const float *qb, const uint8_t 
 
 /* ---- rt_kernels.attn_accumulate_pair ------------------------------------ */
 
-/* 8 floats at a in the low half, 8 at b in the high one. */
-static inline __m512 join8(const float *a, const float *b)
-{
-    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(
-                                                   _mm256_loadu_ps(a))),
-                                               _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
-}
-
-static inline void split8(__m512 v, float *a, float *b)
-{
-    _mm256_storeu_ps(a, _mm512_castps512_ps256(v));
-    _mm256_storeu_ps(b, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-}
-
 /* Columns [i, i + 64) of both rows over the nk V rows (v_t = v + t *
  * row_bytes). */
 INLINE void pair_64(float *oa, float *ob, const uint8_t *v, uint64_t row_bytes, const float *pa,
@@ -177,9 +189,7 @@ INLINE void pair_64(float *oa, float *ob, const uint8_t *v, uint64_t row_bytes, 
     for (int j = 0; j < 8; j++)
         acc[j] = join8(oa + i + 8 * j, ob + i + 8 * j);
     for (int64_t t = 0; t < nk; t++) {
-        __m512 pt = _mm512_castpd_ps(_mm512_insertf64x4(
-            _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_broadcast_ss(pa + t))),
-            _mm256_castps_pd(_mm256_broadcast_ss(pb + t)), 1));
+        __m512 pt = pair_weights(pa, pb, t);
         const uint8_t *vt = v + (uint64_t)t * row_bytes;
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++)
@@ -199,9 +209,7 @@ INLINE void pair_8(float *oa, float *ob, const uint8_t *v, uint64_t row_bytes, c
         _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_maskz_loadu_ps(live, oa + i))),
         _mm256_castps_pd(_mm256_maskz_loadu_ps(live, ob + i)), 1));
     for (int64_t t = 0; t < nk; t++) {
-        __m512 pt = _mm512_castpd_ps(_mm512_insertf64x4(
-            _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_broadcast_ss(pa + t))),
-            _mm256_castps_pd(_mm256_broadcast_ss(pb + t)), 1));
+        __m512 pt = pair_weights(pa, pb, t);
         const uint8_t *vt = v + (uint64_t)t * row_bytes;
         acc = _mm512_fmadd_ps(pt, n == 8 ? key8(vt, i, kind) : key_tail(vt, i, n, kind), acc);
     }
