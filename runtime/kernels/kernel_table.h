@@ -138,6 +138,11 @@ typedef struct rt_kernels {
      * has both. */
     void (*attn_accumulate_pair)(float *oa, float *ob, const uint8_t *v, int dtype,
                                  const float *pa, const float *pb, int64_t nk, int64_t d);
+    /* Two rows' softmax weights at once: pa[t] = exp(pa[t] - off_a), pb[t]
+     * = exp(pb[t] - off_b) for t < n, each the bits of the table's
+     * attn_exp (NULL: attn_exp row by row).  Only in a table that has
+     * attn_exp. */
+    void (*attn_exp_pair)(float *pa, float *pb, int64_t n, float off_a, float off_b);
     /* The instruction set of the kernels, for reports: the target's name,
      * or more where a faster table runs the target's plans. */
     const char *isa;

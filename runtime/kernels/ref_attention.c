@@ -265,6 +265,9 @@ typedef struct {
      * accumulate (_f16) (NULL: row by row) */
     void (*accumulate_pair)(float *oa, float *ob, const uint8_t *v, int dtype, const float *pa,
                             const float *pb, int64_t nk, int64_t d);
+    /* both rows' weights at once, each the bits of exp (set with
+     * accumulate_pair) */
+    void (*exp_pair)(float *pa, float *pb, int64_t n, float off_a, float off_b);
 #endif
 } attention_job;
 
@@ -507,14 +510,13 @@ static void capped_scores(const attention_job *J, const float *q, const uint8_t 
     cap_scores(p, nk, J->a->softcap);
 }
 
-/* One row's softmax state over nk keys of a block whose capped scores
- * p[0..nk) holds; p becomes their weights exp(score - offset). */
-static inline __attribute__((always_inline)) void softmax_block(const attention_job *J,
-                                                                 row_state *r, ptrdiff_t nk,
-                                                                 float p[KEY_BLOCK])
+/* One row's offset for a block whose capped scores p[0..nk) holds (the
+ * rest of p padded with -inf, whose weights are 0). */
+static inline __attribute__((always_inline)) void block_offset(const attention_job *J,
+                                                                row_state *r, ptrdiff_t nk,
+                                                                float p[KEY_BLOCK])
 {
-    ptrdiff_t D = J->a->D;
-    for (ptrdiff_t t = nk; t < KEY_BLOCK; t++) /* a short block: exp(-inf) = 0 */
+    for (ptrdiff_t t = nk; t < KEY_BLOCK; t++)
         p[t] = -INFINITY;
     float bm = block_max(p);
     r->mx = bm > r->mx ? bm : r->mx;
@@ -524,10 +526,19 @@ static inline __attribute__((always_inline)) void softmax_block(const attention_
     if (off != r->off) {
         float f = expf(r->off - off);
         r->l *= f;
-        scale_row(r->o, f, D);
+        scale_row(r->o, f, J->a->D);
         r->off = off;
     }
-    J->exp(p, KEY_BLOCK, off);
+}
+
+/* One row's softmax state over nk keys of a block whose capped scores
+ * p[0..nk) holds; p becomes their weights exp(score - offset). */
+static inline __attribute__((always_inline)) void softmax_block(const attention_job *J,
+                                                                 row_state *r, ptrdiff_t nk,
+                                                                 float p[KEY_BLOCK])
+{
+    block_offset(J, r, nk, p);
+    J->exp(p, KEY_BLOCK, r->off);
     r->l += block_sum(p);
 }
 
@@ -572,8 +583,11 @@ static bool attend_block_pair(const attention_job *J, row_state *a, row_state *b
     cap_scores(sa, hi - lo, J->a->softcap);
     cap_scores(sb, hi - lo, J->a->softcap);
     if (J->accumulate_pair && a0 == c0 && a1 == c1) { /* the same V rows: both sums at once */
-        softmax_block(J, a, a1 - a0, sa);
-        softmax_block(J, b, c1 - c0, sb);
+        block_offset(J, a, a1 - a0, sa);
+        block_offset(J, b, c1 - c0, sb);
+        J->exp_pair(sa, sb, KEY_BLOCK, a->off, b->off);
+        a->l += block_sum(sa);
+        b->l += block_sum(sb);
         J->accumulate_pair(a->o, b->o, cache_row(J->a, 1, g, a0),
                            rt_kv_row_dtype(J->a->cache->dtype, 1), sa, sb, a1 - a0, J->a->D);
         return true;
@@ -766,8 +780,10 @@ static void use_table_loops(attention_job *J, const rt_kernels *kt)
 #if defined(__x86_64__)
     if (kt->attn_scores && kt->attn_scores_f16 && kt->attn_scores_i8)
         J->scores_pair = kt->attn_scores_pair;
-    if (kt->attn_accumulate && kt->attn_accumulate_f16)
+    if (kt->attn_accumulate && kt->attn_accumulate_f16 && kt->attn_exp && kt->attn_exp_pair) {
         J->accumulate_pair = kt->attn_accumulate_pair;
+        J->exp_pair = kt->attn_exp_pair;
+    }
 #endif
 }
 
@@ -835,7 +851,7 @@ llmc_rt_status k_attention_loops(const rt_kernels *kt, llmc_rt_kv_fn kv,
                        block_scores, add_weighted_rows, sh.loops.scores_f16, sh.loops.scores_i8,
                        sh.loops.accumulate_f16, exp_block, o->data, scratch, NULL,
 #if defined(__x86_64__)
-                       NULL, NULL
+                       NULL, NULL, NULL
 #endif
     };
     use_table_loops(&J, kt);

@@ -624,6 +624,32 @@ static bool accumulate_pair_same(const rt_kernels *kt, int dtype, const uint8_t 
     return !memcmp(oa, wa, sizeof(float) * (size_t)d) && !memcmp(ob, wb, sizeof(float) * (size_t)d);
 }
 
+/* The table's attn_exp_pair against attn_exp row by row, byte for byte:
+ * differences over [-100, 100] (both clamps), -inf, +inf, NaN, -0 and the
+ * clamp bounds themselves, 1..40 values (whole and partial 8-lane steps),
+ * each row with an offset of its own. */
+static bool exp_pair_same(const rt_kernels *kt, int64_t n)
+{
+    static const uint32_t edges[] = {0xFF800000u, 0x7F800000u, 0x7FC00000u, 0x80000000u,
+                                     RT_EXP_MIN_BITS, RT_EXP_MAX_BITS, 0xC2AE0001u, 0x42B00001};
+    float pa[40], pb[40], wa[40], wb[40];
+    for (int64_t t = 0; t < n; t++) {
+        pa[t] = 100 * frand();
+        pb[t] = 100 * frand();
+        if (t % 5 == 4)
+            memcpy(&pa[t], &edges[(t / 5) % 8], 4);
+        if (t % 7 == 3)
+            memcpy(&pb[t], &edges[(t / 7 + 3) % 8], 4);
+    }
+    float off_a = 3 * frand(), off_b = -2 * frand();
+    memcpy(wa, pa, sizeof pa);
+    memcpy(wb, pb, sizeof pb);
+    kt->attn_exp_pair(pa, pb, n, off_a, off_b);
+    kt->attn_exp(wa, n, off_a);
+    kt->attn_exp(wb, n, off_b);
+    return !memcmp(pa, wa, sizeof(float) * (size_t)n) && !memcmp(pb, wb, sizeof(float) * (size_t)n);
+}
+
 /* A table's pair loops against its single-row ones, byte for byte: every
  * cache dtype's K rows (float32, float16, int8) and V rows (float32,
  * float16), head_dim 1..200 (whole and partial 8-column steps, 64-column
@@ -648,6 +674,12 @@ static void test_pair_loops(const rt_kernels *kt)
           "shapes (float32, float16 and int8 rows, head_dim 1..200, 1..40 keys)", kt->isa, cases);
     CHECK(sums, "%s attn_accumulate_pair: both rows bitwise attn_accumulate's (float32, float16 "
           "V rows) on the same head_dims and key counts", kt->isa);
+    bool exps = true;
+    for (int64_t n = 1; n <= 40; n++)
+        for (int rep = 0; rep < 8; rep++)
+            exps &= exp_pair_same(kt, n);
+    CHECK(exps, "%s attn_exp_pair: both rows bitwise attn_exp's on 1..40 values of [-100, 100], "
+          "infinities, NaN, -0 and the clamp bounds", kt->isa);
 }
 
 /* The attention op with a table's pair loops and without them (row by
@@ -664,6 +696,7 @@ static void test_pair_op(const rt_kernels *kt)
     rt_kernels rows = *kt;
     rows.attn_scores_pair = NULL;
     rows.attn_accumulate_pair = NULL;
+    rows.attn_exp_pair = NULL;
     bool ok = true;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         win_data d;
@@ -682,8 +715,8 @@ static void test_pair_op(const rt_kernels *kt)
         free(d.k);
         free(d.v);
     }
-    CHECK(ok, "%s Attention with attn_scores_pair and attn_accumulate_pair: bitwise row by row "
-          "on %d shapes (decode, prefill, windows, softcap, GQA)", kt->isa,
+    CHECK(ok, "%s Attention with attn_scores_pair, attn_accumulate_pair and attn_exp_pair: "
+          "bitwise row by row on %d shapes (decode, prefill, windows, softcap, GQA)", kt->isa,
           (int)(sizeof cases / sizeof *cases));
 }
 

@@ -13,7 +13,7 @@ const rt_kernels rt_kernels_neon_dot = {
     rt_neon_swiglu, NULL, /* dequant_block: rt_dequant_block_generic */
     rt_neon_rmsnorm_row,
     NULL, /* qlinear_gemv_pair: qtile per tile */
-    NULL, NULL, /* attn_scores_pair, attn_accumulate_pair: row by row */
+    NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     "neon-dot",
 };
 
@@ -26,6 +26,6 @@ const rt_kernels rt_kernels_neon_i8mm = {
     rt_neon_swiglu, NULL, /* dequant_block: rt_dequant_block_generic */
     rt_neon_rmsnorm_row,
     NULL, /* qlinear_gemv_pair: qtile per tile */
-    NULL, NULL, /* attn_scores_pair, attn_accumulate_pair: row by row */
+    NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     "neon-i8mm",
 };

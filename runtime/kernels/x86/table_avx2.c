@@ -14,7 +14,7 @@ const rt_kernels rt_kernels_avx2 = {
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avx2,
-    NULL, NULL, /* attn_scores_pair, attn_accumulate_pair: row by row */
+    NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     "avx2",
 };
 
@@ -25,6 +25,6 @@ const rt_kernels rt_kernels_avx2_avx512 = {
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2,
     NULL, /* qlinear_gemv_pair: qtile per tile (vpdpbusd) */
-    rt_attn_scores_pair_avx512, rt_attn_accumulate_pair_avx512,
+    rt_attn_scores_pair_avx512, rt_attn_accumulate_pair_avx512, rt_attn_exp_pair_avx512,
     "avx2+avx512vnni",
 };

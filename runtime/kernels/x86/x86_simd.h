@@ -77,6 +77,9 @@ void rt_attn_scores_pair_avx512(const float *qa, const float *qb, const uint8_t 
  * of the attn_avx2.c loop of its dtype. */
 void rt_attn_accumulate_pair_avx512(float *oa, float *ob, const uint8_t *v, int dtype,
                                     const float *pa, const float *pb, int64_t nk, int64_t d);
+/* attn_avx512.c: rt_kernels.attn_exp_pair, each value the bits of
+ * rt_attn_exp_avx2. */
+void rt_attn_exp_pair_avx512(float *pa, float *pb, int64_t n, float off_a, float off_b);
 /* attn_avx2.c: rt_kernels.attn_exp (8 lanes, FMA). */
 void rt_attn_exp_avx2(float *p, int64_t n, float off);
 
