@@ -43,6 +43,15 @@ static inline __m512 join8(const float *a, const float *b)
                                                _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
 }
 
+/* The lanes `live` of 8 floats at a (low half) and at b (high half), the
+ * other lanes 0 (nothing past them is read). */
+static inline __m512 join8_first(const float *a, const float *b, __mmask8 live)
+{
+    return _mm512_castpd_ps(_mm512_insertf64x4(
+        _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_maskz_loadu_ps(live, a))),
+        _mm256_castps_pd(_mm256_maskz_loadu_ps(live, b)), 1));
+}
+
 static inline void split8(__m512 v, float *a, float *b)
 {
     _mm256_storeu_ps(a, _mm512_castps512_ps256(v));
@@ -144,9 +153,7 @@ static void interleave_rows(const float *qa, const float *qb, int64_t d, __m512 
 {
     for (int64_t i = 0; i < d; i += 8) {
         __mmask8 live = (__mmask8)(d - i >= 8 ? 0xFF : (1u << (d - i)) - 1u);
-        __m256 a = _mm256_maskz_loadu_ps(live, qa + i), b = _mm256_maskz_loadu_ps(live, qb + i);
-        q2[i / 8] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(a)),
-                                                        _mm256_castps_pd(b), 1));
+        q2[i / 8] = join8_first(qa + i, qb + i, live);
     }
 }
 
@@ -206,9 +213,7 @@ INLINE void pair_8(float *oa, float *ob, const uint8_t *v, uint64_t row_bytes, c
                    const float *pb, int64_t nk, int64_t i, int64_t n, int kind)
 {
     __mmask8 live = (__mmask8)(n == 8 ? 0xFF : (1u << n) - 1u);
-    __m512 acc = _mm512_castpd_ps(_mm512_insertf64x4(
-        _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_maskz_loadu_ps(live, oa + i))),
-        _mm256_castps_pd(_mm256_maskz_loadu_ps(live, ob + i)), 1));
+    __m512 acc = join8_first(oa + i, ob + i, live);
     for (int64_t t = 0; t < nk; t++) {
         __m512 pt = pair_weights(pa, pb, t);
         const uint8_t *vt = v + (uint64_t)t * row_bytes;
@@ -268,24 +273,21 @@ static inline __m512 exp16(__m512 x)
     __m512i two_n = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n),
                                                        _mm512_set1_epi32(127)), 23);
     __m512 res = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_maskz_mov_epi32(keep, two_n)), y);
-    return _mm512_mask_mov_ps(res, nan, _mm512_castsi512_ps(_mm512_set1_epi32((int)RT_EXP_NAN_BITS)));
+    return _mm512_mask_mov_ps(res, nan,
+                              _mm512_castsi512_ps(_mm512_set1_epi32((int)RT_EXP_NAN_BITS)));
 }
 
 void rt_attn_exp_pair_avx512(float *pa, float *pb, int64_t n, float off_a, float off_b)
 {
-    __m512 off = _mm512_castpd_ps(_mm512_insertf64x4(
-        _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_set1_ps(off_a))),
-        _mm256_castps_pd(_mm256_set1_ps(off_b)), 1));
+    __m512 off = pair_weights(&off_a, &off_b, 0);
     int64_t t = 0;
     for (; t + 8 <= n; t += 8)
         split8(exp16(_mm512_sub_ps(join8(pa + t, pb + t), off)), pa + t, pb + t);
     if (t == n)
         return;
     __mmask8 live = (__mmask8)((1u << (n - t)) - 1u);
-    __m512 x = _mm512_castpd_ps(_mm512_insertf64x4(
-        _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_maskz_loadu_ps(live, pa + t))),
-        _mm256_castps_pd(_mm256_maskz_loadu_ps(live, pb + t)), 1));
-    __m512 e = exp16(_mm512_sub_ps(x, off));
+    __m512 e = exp16(_mm512_sub_ps(join8_first(pa + t, pb + t, live), off));
     _mm256_mask_storeu_ps(pa + t, live, _mm512_castps512_ps256(e));
-    _mm256_mask_storeu_ps(pb + t, live, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+    _mm256_mask_storeu_ps(pb + t, live,
+                          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
 }
