@@ -236,9 +236,11 @@ llmc_rt_status k_shadow_linear(const rt_view *x, const uint8_t *w, const rt_qwei
          (int64_t)rt_udiv64((uint64_t)k_count(&zs[0]), (uint64_t)J.width[0]) != J.m))
         return rt_fail(err, LLMC_RT_E_EXEC, "x [..., %d] and outputs summing to %d columns "
                        "with x's rows", RT_N(k, ws->n), NULL);
-    for (uint32_t j = 0; j < n_out; j++) /* z = y, then the outliers added */
+    /* z = y, then the outliers added; memmove: a verified plan may still
+     * place z over part of y (the arena's offsets are not proved apart) */
+    for (uint32_t j = 0; j < n_out; j++)
         if (zs[j].data != ys[j].data)
-            memcpy(zs[j].data, ys[j].data, sizeof(float) * (size_t)k_count(&zs[j]));
+            memmove(zs[j].data, ys[j].data, sizeof(float) * (size_t)k_count(&zs[j]));
     find_columns(&J);
     if (!J.n_cols) /* most decode steps */
         return LLMC_RT_OK;

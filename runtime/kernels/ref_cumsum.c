@@ -21,7 +21,7 @@ static void add_row(int dtype, const void *prev, const void *x, void *y, int64_t
     if (!x) {
         memset(y, 0, (size_t)n * es);
     } else if (!prev) {
-        memcpy(y, x, (size_t)n * es);
+        memmove(y, x, (size_t)n * es); /* a fuzzed plan may overlap y with x */
     } else if (dtype == LLMC_RT_F32) {
         const float *a = prev, *b = x;
         float *c = y;
