@@ -53,17 +53,17 @@ typedef struct rt_kernels {
      * either coefficient dtype (Float16, Float32) and bits 4 or 8.  rows ==
      * 1 is the decode GEMV and may take a path of its own. */
     void (*qtile)(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
-    /* The GEMM of activation tiles et, et + 1 (all 2 * ep rows) by W row
-     * tiles ht, ht + 1 in one call: out holds the [ep][hp] tiles (et, ht),
-     * (et, ht + 1), (et + 1, ht), (et + 1, ht + 1) in that order, each with
+    /* The GEMM of activation tiles et .. et + tiles - 1 (tiles 2 or 4, all
+     * their ep rows) by W row tiles ht, ht + 1 in one call: out holds the
+     * [ep][hp] tiles (et + i, ht + j) at (2 * i + j) * ep * hp, each with
      * the bits qtile gives it for rows >= 2.  For ISAs whose registers hold
      * more than one tile's outputs (NULL: the driver calls qtile). */
-    void (*qtile_2x2)(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
+    void (*qtile_block)(const rt_qtile_args *a, int64_t et, int tiles, int64_t ht, float *out);
     /* The QLinear driver's GEMM walk over W row tiles ht, ht + 1 for the
-     * activation tiles [b0, b1) of a cache block, with qtile_2x2 where the
+     * activation tiles [b0, b1) of a cache block, with qtile_block where the
      * table has one and stores of its own (x86: whole output lines
      * streamed), the outputs' bits those of qtile per tile and the
-     * portable stores (NULL: qtile per tile; a table with qtile_2x2 needs
+     * portable stores (NULL: qtile per tile; a table with qtile_block needs
      * it).  In the table rather than the driver, so that a build whose
      * tables have none (the Cortex-M core) links none of it. */
     void (*qlinear_pair_column)(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,

@@ -396,10 +396,12 @@ static int64_t size_tasks(rt_qlinear_job *J, bool gemv)
     J->block_tiles = act_tiles ? act_tiles : 1;
     if (!gemv && act_tile_bytes * act_tiles > ACT_BLOCK_BYTES)
         J->block_tiles = act_tile_bytes < ACT_BLOCK_BYTES ? ACT_BLOCK_BYTES / act_tile_bytes : 1;
-    /* qtile_2x2 takes activation tiles in pairs too (an odd block would
-     * leave a third of a [4864]-deep Linear's tiles to qtile); whole
-     * pairs cost the other walks nothing */
-    J->block_tiles = whole_steps(J, J->block_tiles);
+    /* qtile_block takes activation tiles 4 (or 2) at a time: a block of
+     * whole fours (an odd one would leave a third of a [4864]-deep
+     * Linear's tiles to qtile, a block of 18 a ninth of a [896]-deep one's
+     * to the 2-tile kernel); whole fours cost the other walks nothing */
+    if (J->tile_step == 2)
+        J->block_tiles = (J->block_tiles + 3) / 4 * 4;
     ptrdiff_t total = J->ht1 - J->ht0, big = J->tiles_per_task;
     ptrdiff_t tail = total < TAIL_BIG_TASKS * big ? total : TAIL_BIG_TASKS * big;
     J->big_tasks = (total - tail) / big;

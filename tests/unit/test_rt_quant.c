@@ -1339,20 +1339,21 @@ static void test_generic_tile_sizes(void)
 
 /* An x86 table's QLinear GEMM walk (qlinear_pair_column) streams whole
  * output lines to y: bitwise the same table's qtile per tile and portable
- * stores (the table without its walk and qtile_2x2), on shapes where every
- * line streams (col0 and n_y multiples of 16, y 64-byte aligned, whole
- * activation tiles) and where only some do (a short last tile, columns
- * past n_y), bits 4 and 8, with and without bias and residual, and on a y
- * that is not 64-byte aligned (no line streams). */
+ * stores (the table without its walk and qtile_block), on shapes where
+ * every line streams (col0 and n_y multiples of 16, y 64-byte aligned,
+ * whole activation tiles) and where only some do (a short last tile,
+ * columns past n_y), with blocks of 4 and 2 activation tiles and single
+ * ones (m 8..30), bits 4 and 8, with and without bias and residual, and on
+ * a y that is not 64-byte aligned (no line streams). */
 static void test_streamed_stores(const rt_kernels *fast)
 {
-    static const int64_t ms[] = {8, 13, 16, 24};
+    static const int64_t ms[] = {8, 13, 16, 24, 20, 30};
     rt_kernels plain = *fast;
-    plain.qtile_2x2 = NULL;
+    plain.qtile_block = NULL;
     plain.qlinear_pair_column = NULL;
     bool ok = true;
-    for (int i = 0; i < 32; i++) {
-        qcase c = {i % 2 ? 8 : 4, ms[i % 4], 80, i % 3 ? 96 : 200, 32, i % 8 < 4 ? 0 : 16, 0,
+    for (int i = 0; i < 48; i++) {
+        qcase c = {i % 2 ? 8 : 4, ms[i % 6], 80, i % 3 ? 96 : 200, 32, i % 8 < 4 ? 0 : 16, 0,
                    i % 4 < 2, i % 3 != 0, false};
         c.n_y = c.n - c.col0 - (i % 16 < 8 ? 0 : 16);
         c.float_coef = i % 5 == 0;
@@ -1360,7 +1361,7 @@ static void test_streamed_stores(const rt_kernels *fast)
         size_t bytes = (size_t)(c.m * c.n_y) * sizeof(float) + 64;
         float *a = aligned_alloc(64, (bytes + 63) / 64 * 64);
         float *b = aligned_alloc(64, (bytes + 63) / 64 * 64);
-        int shift = i >= 24; /* 4 bytes off a line: the portable stores only */
+        int shift = i >= 40; /* 4 bytes off a line: the portable stores only */
         ok &= fixture_init(&f, &c, fast) && a && b &&
               run_qlinear(fast, &f, 2, NULL, a + shift) == LLMC_RT_OK &&
               run_qlinear(&plain, &f, 2, NULL, b + shift) == LLMC_RT_OK &&
@@ -1370,7 +1371,7 @@ static void test_streamed_stores(const rt_kernels *fast)
         free(b);
     }
     CHECK(ok, "%s QLinear GEMM with streamed output lines: bitwise qtile per tile and the "
-          "portable stores on 32 shapes (bits 4/8, float16/float32 coefficients, bias, residual, "
+          "portable stores on 48 shapes (bits 4/8, float16/float32 coefficients, bias, residual, "
           "short tiles, unaligned y)",
           fast->isa);
 }
@@ -1378,16 +1379,16 @@ static void test_streamed_stores(const rt_kernels *fast)
 /* The walks on deep reductions: many groups (group 8 and 32, k 600 and
  * 1100), more activation tile pairs than a cache block holds (80 rows),
  * and one group per row longer than 1024 elements (k 2600 and 4100);
- * bitwise qtile per tile and the portable stores, and qtile_2x2 bitwise
+ * bitwise qtile per tile and the portable stores, and qtile_block bitwise
  * qtile. */
-static bool qtile_2x2_case(const rt_kernels *kt, const qcase *c);
+static bool qtile_block_case(const rt_kernels *kt, const qcase *c);
 
 static void test_deep_reductions(const rt_kernels *fast)
 {
     static const int64_t shape[][4] = {{80, 600, 8, 16}, {13, 1100, 32, 32}, {24, 2600, 0, 16},
                                        {9, 4100, 0, 32}};
     rt_kernels plain = *fast;
-    plain.qtile_2x2 = NULL;
+    plain.qtile_block = NULL;
     plain.qlinear_pair_column = NULL;
     bool ok = true;
     for (int i = 0; i < 16; i++) {
@@ -1405,18 +1406,18 @@ static void test_deep_reductions(const rt_kernels *fast)
         fixture_free(&f);
         free(a);
         free(b);
-        if (fast->qtile_2x2)
-            ok &= qtile_2x2_case(fast, &c);
+        if (fast->qtile_block)
+            ok &= qtile_block_case(fast, &c);
     }
-    CHECK(ok, "%s QLinear GEMM walk and qtile_2x2 on k 600..4100 (groups 8 and 32, one group "
+    CHECK(ok, "%s QLinear GEMM walk and qtile_block on k 600..4100 (groups 8 and 32, one group "
           "per row): bitwise qtile per tile on 16 shapes (bits 4/8, float16/float32 "
           "coefficients)", fast->isa);
 }
 
 static void test_table(const rt_kernels *kt)
 {
-    CHECK(!kt->qtile_2x2 || kt->qlinear_pair_column,
-          "%s: a qtile_2x2 comes with a pair walk (qlinear_pair_column)", kt->isa);
+    CHECK(!kt->qtile_block || kt->qlinear_pair_column,
+          "%s: a qtile_block comes with a pair walk (qlinear_pair_column)", kt->isa);
     test_quantize_rows(kt);
     test_group_outlier(kt);
     test_quantize_static(kt);
@@ -1463,38 +1464,40 @@ static void test_tables_bitwise(const rt_kernels *a, const rt_kernels *b)
           a->isa, b->isa, n_cases());
 }
 
-/* qtile_2x2's four tiles against qtile's GEMM (all ep rows) byte for byte,
- * at every pair of activation tiles and W row tiles of every case_at shape. */
-static bool qtile_2x2_case(const rt_kernels *kt, const qcase *c)
+/* qtile_block's 2 x 2 and 4 x 2 tiles against qtile's GEMM (all ep rows)
+ * byte for byte, at every run of activation tiles and pair of W row tiles
+ * of every case_at shape. */
+static bool qtile_block_case(const rt_kernels *kt, const qcase *c)
 {
     qfixture f;
     bool ok = fixture_init(&f, c, kt);
     rt_qtile_args args = {f.xq, f.xs, f.w, f.ws};
     int ep = f.xs.ep, tile = ep * f.ws.hp;
-    for (int64_t et = 0; ok && et + 1 < f.xs.mp / ep; et++)
-        for (int64_t ht = 0; ok && ht + 1 < f.ws.np / f.ws.hp; ht++) {
-            float got[4 * RT_QTILE_MAX_OUT], want[RT_QTILE_MAX_OUT];
-            kt->qtile_2x2(&args, et, ht, got);
-            for (int i = 0; i < 4; i++) {
-                kt->qtile(&args, et + i / 2, ep, ht + i % 2, want);
-                ok &= !memcmp(got + i * tile, want, (size_t)tile * sizeof *want);
+    for (int tiles = 2; tiles <= 4; tiles += 2)
+        for (int64_t et = 0; ok && et + tiles <= f.xs.mp / ep; et++)
+            for (int64_t ht = 0; ok && ht + 1 < f.ws.np / f.ws.hp; ht++) {
+                float got[8 * RT_QTILE_MAX_OUT], want[RT_QTILE_MAX_OUT];
+                kt->qtile_block(&args, et, tiles, ht, got);
+                for (int i = 0; i < 2 * tiles; i++) {
+                    kt->qtile(&args, et + i / 2, ep, ht + i % 2, want);
+                    ok &= !memcmp(got + i * tile, want, (size_t)tile * sizeof *want);
+                }
             }
-        }
     fixture_free(&f);
     return ok;
 }
 
-static void test_qtile_2x2(const rt_kernels *kt)
+static void test_qtile_block(const rt_kernels *kt)
 {
     bool ok = true;
-    int pairs = 0;
+    int blocks = 0;
     for (int i = 0; i < n_cases(); i++) {
         qcase c = case_at(i);
-        pairs += c.m > 4;
-        ok &= qtile_2x2_case(kt, &c);
+        blocks += c.m > 12;
+        ok &= qtile_block_case(kt, &c);
     }
-    CHECK(ok && pairs > 0, "%s qtile_2x2: the 4 tiles of every tile pair bitwise qtile's on "
-          "%d shapes (bits 4/8, every group)", kt->isa, pairs);
+    CHECK(ok && blocks > 0, "%s qtile_block: the tiles of every 2 x 2 and 4 x 2 block bitwise qtile's on "
+          "%d shapes (bits 4/8, every group)", kt->isa, blocks);
 }
 
 #if defined(__x86_64__)
@@ -1555,7 +1558,7 @@ static void test_avx512_table(void)
     }
     test_table(&rt_kernels_avx2);
     test_tables_bitwise(&rt_kernels_avx2_avx512, &rt_kernels_avx2);
-    test_qtile_2x2(&rt_kernels_avx2_avx512);
+    test_qtile_block(&rt_kernels_avx2_avx512);
 #endif
 }
 

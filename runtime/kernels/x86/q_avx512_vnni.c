@@ -187,26 +187,45 @@ void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_
     qtile_x86(a, et, rows, ht, out);
 }
 
-/* ---- rt_kernels.qtile_2x2: 8 activation rows by 16 W rows ---------------
+/* ---- rt_kernels.qtile_block: 8 or 16 activation rows by 16 W rows -------
  *
- * Activation tiles et, et + 1 (rows r = 4i + e) by W row tiles ht, ht + 1:
- * lane h < 8 of a row's ZMM is output h of tile ht, lane 8 + h output h of
- * tile ht + 1.  One vpbroadcastd of a row's 4 activation bytes then feeds
- * 16 outputs with no permute and no halves to add, and each 64-byte weight
- * register serves 8 rows: 8 vpdpbusd per weight load instead of qtile's 4
- * vpdpbusd and 4 vpermd per pair.  Paper 002 Eq 3 with AVX-512's 32
- * registers: 8 rows x 2 int32 accumulators (even and odd tiles, two
- * vpdpbusd chains per row in flight) + 8 float sums + 2 weight registers +
- * the nibble mask and a broadcast = 28.  The float steps per group are
- * qtile's (group_floats: scale x dot, an FMA of min x activation sum, an
- * FMA of the activation scale), lane by lane, so the outputs are its bits. */
-#define ROWS2 (2 * EP)
-#define EACH_ROW2 _Pragma("GCC unroll 8")
+ * Activation tiles et .. et + tiles - 1 (rows r = 4i + e) by W row tiles
+ * ht, ht + 1: lane h < 8 of a row's ZMM is output h of tile ht, lane 8 + h
+ * output h of tile ht + 1.  One vpbroadcastd of a row's 4 activation bytes
+ * then feeds 16 outputs with no permute and no halves to add, and each
+ * 64-byte weight register serves every row of the block: ROWS vpdpbusd per
+ * weight load instead of qtile's 4 vpdpbusd and 4 vpermd per pair.
+ *
+ * Counted per group of bits 4 (objdump of the 16-row loop): 32 vpdpbusd per
+ * nibble pair against 4 instructions that unpack it (vinserti64x4, 2 vpandd,
+ * vpsrlw), and per group end 2 x ROWS float steps (vcvtdq2ps, vmulps, the
+ * FMAs of the min and of the activation scale: 4 per row) plus ~6 for the
+ * coefficients.  On the two ports vpdpbusd issues to, 16 rows at g64 are
+ * 256 vpdpbusd in 256 + 32 + 64 + 6 slots: at most 71 % of the peak, where
+ * 8 rows are bound at 62 % (128 in 206: the nibbles unpacked for half as
+ * many rows, and 8 vpaddd that join the even and odd chains).
+ *
+ * Chains: vpdpbusd adds into its accumulator (~5 cycles), so at 2 a cycle
+ * ~10 must be in flight.  16 rows are 16 chains; 8 rows keep two per row
+ * (low and high nibbles) and add them at the group's end.  Registers (Paper
+ * 002 Eq 3 with AVX-512's 32): 16 int32 accumulators + 2 weight registers +
+ * the nibble mask and the coefficients; the 16 rows' float sums live in
+ * memory (a load and a store per row and group, off the vector ports).
+ *
+ * The float steps per group are qtile's (group_floats: scale x dot, an FMA
+ * of min x activation sum, an FMA of the activation scale), lane by lane,
+ * so the outputs are its bits. */
+#define MAX_ROWS (4 * EP)
+#define EACH_ROW16 _Pragma("GCC unroll 16")
 
-/* 32 bytes at a in lanes 0-7, 32 at b in lanes 8-15. */
+/* 32 bytes at a in lanes 0-7, 32 at b in lanes 8-15.  The first half by
+ * vbroadcasti64x4 (EVEX: straight into any of the 32 registers; a VEX
+ * vmovdqu needs one of the low 16, which the 16-row kernel's accumulators
+ * hold, and gcc copied the loaded half and an accumulator through spare
+ * registers on every step). */
 static inline __m512i join32(const uint8_t *a, const uint8_t *b)
 {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(load32(a)), load32(b), 1);
+    return _mm512_inserti64x4(_mm512_broadcast_i64x4(load32(a)), load32(b), 1);
 }
 
 /* 8 float16 at a and 8 at b as 16 floats. */
@@ -237,52 +256,75 @@ static inline __m512i dot_bcast(__m512i acc, __m512i w, const uint8_t *p)
     return acc;
 }
 
-/* Row r's 4 bytes of activation tile step t (x[0]: tile et, x[1]: et + 1). */
-static inline const uint8_t *act_row(const uint8_t *const x[2], int r, int64_t t)
+/* A zero register by the zeroing idiom, which the core resolves at rename
+ * with no execution port.  Asm, because gcc zeroes one register and copies
+ * it to each of the 16 accumulators with vmovdqa64, 15 instructions per
+ * group on the ports vpdpbusd needs. */
+static inline __m512i zeroed(void)
+{
+    __m512i z;
+    __asm__ volatile("vpxord %0, %0, %0" : "=v"(z));
+    return z;
+}
+
+/* Row r's 4 bytes of activation tile step t (x[i]: tile et + i). */
+static inline const uint8_t *act_row(const uint8_t *const x[4], int r, int64_t t)
 {
     return x[r / EP] + t * ACT_STEP + (r % EP) * LP;
 }
 
 /* One group, bits 4: `pairs` nibble pairs of both row tiles (wa, wb). */
-static inline void w4_group_2x2(const uint8_t *wa, const uint8_t *wb, const uint8_t *const x[2],
-                                int64_t pairs, __m512i s32[ROWS2])
+INLINE void w4_group_block(const uint8_t *wa, const uint8_t *wb, const uint8_t *const x[4],
+                           int64_t pairs, int rows, __m512i s32[MAX_ROWS])
 {
     const __m512i nibble = _mm512_set1_epi8(15);
-    __m512i odd[ROWS2];
-    EACH_ROW2
-    for (int r = 0; r < ROWS2; r++)
-        s32[r] = odd[r] = _mm512_setzero_si512();
-    for (int64_t u = 0; u < pairs; u++) {
+    __m512i odd[MAX_ROWS];
+    EACH_ROW16
+    for (int r = 0; r < rows; r++) {
+        s32[r] = zeroed();
+        if (rows < MAX_ROWS)
+            odd[r] = zeroed();
+    }
+    int64_t u = 0;
+    do { /* pairs >= 1 (rt_qdepth_ok) */
         __m512i raw = join32(wa + u * TILE_BYTES, wb + u * TILE_BYTES);
         __m512i lo = _mm512_and_si512(raw, nibble);
         __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-        EACH_ROW2
-        for (int r = 0; r < ROWS2; r++) {
+        EACH_ROW16
+        for (int r = 0; r < rows; r++)
             s32[r] = dot_bcast(s32[r], lo, act_row(x, r, 2 * u));
-            odd[r] = dot_bcast(odd[r], hi, act_row(x, r, 2 * u + 1));
+        EACH_ROW16
+        for (int r = 0; r < rows; r++) {
+            if (rows == MAX_ROWS) /* 16 chains in flight without a second one */
+                s32[r] = dot_bcast(s32[r], hi, act_row(x, r, 2 * u + 1));
+            else
+                odd[r] = dot_bcast(odd[r], hi, act_row(x, r, 2 * u + 1));
         }
+    } while (++u < pairs);
+    if (rows < MAX_ROWS) {
+        EACH_ROW16
+        for (int r = 0; r < rows; r++)
+            s32[r] = _mm512_add_epi32(s32[r], odd[r]);
     }
-    EACH_ROW2
-    for (int r = 0; r < ROWS2; r++)
-        s32[r] = _mm512_add_epi32(s32[r], odd[r]);
 }
 
 /* One group, bits 8 (tiles even): u8 w + 128, then 128 * sum off
  * (start[r]: -128 * the group's activation sum of row r). */
-static inline void w8_group_2x2(const uint8_t *wa, const uint8_t *wb, const uint8_t *const x[2],
-                                int64_t tiles, const int32_t *start, int64_t stride,
-                                __m512i s32[ROWS2])
+INLINE void w8_group_block(const uint8_t *wa, const uint8_t *wb, const uint8_t *const x[4],
+                           int64_t tiles, const int32_t *start, int64_t stride, int rows,
+                           __m512i s32[MAX_ROWS])
 {
-    EACH_ROW2
-    for (int r = 0; r < ROWS2; r++)
+    EACH_ROW16
+    for (int r = 0; r < rows; r++)
         s32[r] = _mm512_set1_epi32(start[r * stride]);
-    for (int64_t t = 0; t < tiles; t++) {
+    int64_t t = 0;
+    do { /* tiles >= 2 (rt_qdepth_ok) */
         __m512i w = _mm512_xor_si512(join32(wa + t * TILE_BYTES, wb + t * TILE_BYTES),
                                      _mm512_set1_epi8((char)0x80));
-        EACH_ROW2
-        for (int r = 0; r < ROWS2; r++)
+        EACH_ROW16
+        for (int r = 0; r < rows; r++)
             s32[r] = dot_bcast(s32[r], w, act_row(x, r, t));
-    }
+    } while (++t < tiles);
 }
 
 /* Per chunk of SUM_CHUNK groups, the rows' activation scales, and their
@@ -295,19 +337,19 @@ static inline void w8_group_2x2(const uint8_t *wa, const uint8_t *wb, const uint
 
 typedef struct {
     union {
-        float f[ROWS2][SUM_CHUNK];
-        int32_t start[ROWS2][SUM_CHUNK];
+        float f[MAX_ROWS][SUM_CHUNK];
+        int32_t start[MAX_ROWS][SUM_CHUNK];
     } sum;
-    int32_t raw[ROWS2][SUM_CHUNK]; /* the sums as they are (Float32 coefficients) */
-    float sx[ROWS2][SUM_CHUNK];
+    int32_t raw[MAX_ROWS][SUM_CHUNK]; /* the sums as they are (Float32 coefficients) */
+    float sx[MAX_ROWS][SUM_CHUNK];
 } chunk_sums;
 
-static inline void convert_sums(const operands *o, int64_t g0, int64_t n, int bits,
-                                rt_qcoef coef, chunk_sums *c)
+INLINE void convert_sums(const operands *o, int64_t g0, int64_t n, int rows, int bits,
+                         rt_qcoef coef, chunk_sums *c)
 {
     __mmask16 live = (__mmask16)((1u << n) - 1u);
-    EACH_ROW2
-    for (int r = 0; r < ROWS2; r++) {
+    EACH_ROW16
+    for (int r = 0; r < rows; r++) {
         __m512i v = _mm512_maskz_loadu_epi32(live, o->sums + r * o->groups + g0);
         _mm512_storeu_ps(c->sx[r], _mm512_maskz_loadu_ps(live, o->sx + r * o->groups + g0));
         if (coef == RT_QCOEF_FLOAT)
@@ -329,64 +371,95 @@ static inline void store_row16(float *out, int r, __m512 v)
     _mm256_storeu_ps(tile + EP * HP, _mm256_castpd_ps(high));
 }
 
-INLINE void gemm_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits,
-                     rt_qcoef coef)
+/* The coefficients of group g for both row tiles, as 16 lanes. */
+typedef struct {
+    __m512 scale, min;
+    __m512i zero;
+} group_coefs;
+
+INLINE group_coefs coefs_of(const uint8_t *wa, const uint8_t *wb, const operands *o, int bits,
+                            rt_qcoef coef)
 {
+    bool half = coef == RT_QCOEF_HALF;
+    group_coefs k;
+    k.scale = half ? join_halves(wa + o->data, wb + o->data) : join_floats(wa + o->data, wb + o->data);
+    k.min = half && bits == 4 ? join_halves(wa + o->data + 2 * HP, wb + o->data + 2 * HP)
+                              : _mm512_setzero_ps();
+    k.zero = half ? _mm512_setzero_si512()
+                  : _mm512_cvttps_epi32(join_floats(wa + o->data + 4 * HP, wb + o->data + 4 * HP));
+    return k;
+}
+
+/* group_floats' steps (q_x86_qtile.h), lane by lane, for every row. */
+INLINE void block_floats(__m512 acc[MAX_ROWS], __m512i s32[MAX_ROWS], const group_coefs *k,
+                         const chunk_sums *c, int64_t i, int rows, int bits, rt_qcoef coef)
+{
+    EACH_ROW16
+    for (int r = 0; r < rows; r++) {
+        if (coef == RT_QCOEF_FLOAT)
+            s32[r] = _mm512_sub_epi32(s32[r], _mm512_mullo_epi32(
+                                                  k->zero, _mm512_set1_epi32(c->raw[r][i])));
+        __m512 t = _mm512_mul_ps(k->scale, _mm512_cvtepi32_ps(s32[r]));
+        if (coef == RT_QCOEF_HALF && bits == 4)
+            t = _mm512_fmadd_ps(k->min, _mm512_set1_ps(c->sum.f[r][i]), t);
+        acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(c->sx[r][i]), t, acc[r]);
+    }
+}
+
+INLINE void gemm_block(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int tiles,
+                       int bits, rt_qcoef coef)
+{
+    const int rows = tiles * EP;
     operands o = operands_of(a, et, ht);
     const uint8_t *wa = o.w, *wb = a->w + rt_qweight_block_offset(&a->ws, ht + 1, 0);
-    const uint8_t *x[2] = {o.x, o.x + (uint64_t)a->xs.kp * EP};
-    __m512 acc[ROWS2];
-    EACH_ROW2
-    for (int r = 0; r < ROWS2; r++)
+    uint64_t tile_bytes = (uint64_t)a->xs.kp * EP;
+    const uint8_t *x[4] = {o.x, o.x + tile_bytes, o.x + 2 * tile_bytes, o.x + 3 * tile_bytes};
+    __m512 acc[MAX_ROWS];
+    EACH_ROW16
+    for (int r = 0; r < rows; r++)
         acc[r] = _mm512_setzero_ps();
     chunk_sums c;
     for (int64_t g = 0; g < o.groups; g++) {
         int64_t i = g % SUM_CHUNK;
         if (!i) /* o.sums, o.sx: row r, group g at [r * groups + g] */
-            convert_sums(&o, g, o.groups - g < SUM_CHUNK ? o.groups - g : SUM_CHUNK, bits, coef,
-                         &c);
-        __m512i s32[ROWS2];
+            convert_sums(&o, g, o.groups - g < SUM_CHUNK ? o.groups - g : SUM_CHUNK, rows, bits,
+                         coef, &c);
+        __m512i s32[MAX_ROWS];
         if (bits == 4)
-            w4_group_2x2(wa, wb, x, o.pairs, s32);
+            w4_group_block(wa, wb, x, o.pairs, rows, s32);
         else
-            w8_group_2x2(wa, wb, x, o.tiles, &c.sum.start[0][i], SUM_CHUNK, s32);
-        /* group_floats' steps (q_x86_qtile.h), lane by lane */
-        bool half = coef == RT_QCOEF_HALF;
-        __m512 scale = half ? join_halves(wa + o.data, wb + o.data)
-                            : join_floats(wa + o.data, wb + o.data);
-        __m512 min = half && bits == 4 ? join_halves(wa + o.data + 2 * HP, wb + o.data + 2 * HP)
-                                       : _mm512_setzero_ps();
-        __m512i zero = half ? _mm512_setzero_si512()
-                            : _mm512_cvttps_epi32(join_floats(wa + o.data + 4 * HP,
-                                                              wb + o.data + 4 * HP));
-        EACH_ROW2
-        for (int r = 0; r < ROWS2; r++) {
-            if (!half)
-                s32[r] = _mm512_sub_epi32(s32[r], _mm512_mullo_epi32(
-                                                      zero, _mm512_set1_epi32(c.raw[r][i])));
-            __m512 t = _mm512_mul_ps(scale, _mm512_cvtepi32_ps(s32[r]));
-            if (half && bits == 4)
-                t = _mm512_fmadd_ps(min, _mm512_set1_ps(c.sum.f[r][i]), t);
-            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(c.sx[r][i]), t, acc[r]);
-        }
+            w8_group_block(wa, wb, x, o.tiles, &c.sum.start[0][i], SUM_CHUNK, rows, s32);
+        group_coefs k = coefs_of(wa, wb, &o, bits, coef);
+        block_floats(acc, s32, &k, &c, i, rows, bits, coef);
         wa += o.block;
         wb += o.block;
-        x[0] += o.x_step;
-        x[1] += o.x_step;
+        for (int t = 0; t < tiles; t++)
+            x[t] += o.x_step;
     }
-    EACH_ROW2
-    for (int r = 0; r < ROWS2; r++)
+    EACH_ROW16
+    for (int r = 0; r < rows; r++)
         store_row16(out, r, acc[r]);
 }
 
-void rt_q_avx512_vnni_qtile_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out)
+/* Both block sizes for a's bits and coefficient type, each a constant. */
+INLINE void gemm_tiles(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int tiles,
+                       int bits, rt_qcoef coef)
+{
+    if (tiles == 4)
+        gemm_block(a, et, ht, out, 4, bits, coef);
+    else
+        gemm_block(a, et, ht, out, 2, bits, coef);
+}
+
+void rt_q_avx512_vnni_qtile_block(const rt_qtile_args *a, int64_t et, int tiles, int64_t ht,
+                                  float *out)
 {
     if (!x86_tiles(a)) {
         int ep = a->xs.ep, tile = ep * a->ws.hp;
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < tiles; i++)
             for (int j = 0; j < 2; j++)
                 rt_q_generic_qtile(a, et + i, ep, ht + j, out + (2 * i + j) * tile);
         return;
     }
-    BY_BITS_COEF(a, gemm_2x2, a, et, ht, out);
+    BY_BITS_COEF(a, gemm_tiles, a, et, ht, out, tiles);
 }

@@ -20,7 +20,7 @@ const rt_kernels rt_kernels_avx2 = {
 
 const rt_kernels rt_kernels_avx2_avx512 = {
     "avx2", 8, 4, 4, 16, 6, rt_q_avx2_quantize_rows, rt_q_avx512_vnni_qtile,
-    rt_q_avx512_vnni_qtile_2x2, rt_qlinear_pair_column_avx512, rt_ftile_avx512,
+    rt_q_avx512_vnni_qtile_block, rt_qlinear_pair_column_avx512, rt_ftile_avx512,
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2,

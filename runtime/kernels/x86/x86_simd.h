@@ -39,11 +39,13 @@ void rt_q_avx2_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *
  * twice). */
 void rt_q_avx2_qtile_pair(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
                           float *out);
-/* q_avx512_vnni.c: rt_kernels.qtile_2x2 (8 activation rows by 16 W rows). */
-void rt_q_avx512_vnni_qtile_2x2(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
+/* q_avx512_vnni.c: rt_kernels.qtile_block (8 or 16 activation rows by 16
+ * W rows). */
+void rt_q_avx512_vnni_qtile_block(const rt_qtile_args *a, int64_t et, int tiles, int64_t ht,
+                                  float *out);
 /* q_avx2_pairs.c, q_avx512_pairs.c (AVX512_VNNI_FLAGS as well):
  * rt_kernels.qlinear_pair_column, the GEMM walks over pairs of W row tiles
- * (qtile twice; qtile_2x2) with streamed stores; q_avx2_pairs.c:
+ * (qtile twice; qtile_block) with streamed stores; q_avx2_pairs.c:
  * rt_kernels.qlinear_gemv_pair (rt_q_avx2_gemv_pair, portable stores). */
 void rt_qlinear_gemv_pair_avx2(const rt_qlinear_job *J, ptrdiff_t ht);
 void rt_qlinear_pair_column_avx2(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
