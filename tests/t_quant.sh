@@ -185,12 +185,14 @@ done
 
 # The software prefetches are in the objects: gcc 12 deletes calls to a
 # function made of prefetches alone (it takes it for side-effect free), which
-# silently left the x86 GEMV and the QLinear driver without any for a while.
+# silently left the x86 GEMV and the QLinear driver without any for a while
+# (attention prefetches the key blocks ahead of its pass on x86 too).
 has_prefetch() {   # has_prefetch OBJECT
     [ "$(objdump -d "$1" | grep -c prefetch)" -gt 0 ]
 }
 if [ "$TARGETS" != generic ]; then
-    for obj in kernels/x86/q_avx2.o kernels/x86/q_avx512_vnni.o kernels/q_linear.o; do
+    for obj in kernels/x86/q_avx2.o kernels/x86/q_avx512_vnni.o kernels/q_linear.o \
+               kernels/ref_attention.o; do
         check "$obj holds its prefetch instructions" has_prefetch "$BUILD/runtime/$obj"
     done
 fi

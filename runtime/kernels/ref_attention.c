@@ -633,6 +633,38 @@ static void start_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdi
     r->mx = -INFINITY;
 }
 
+#if defined(__x86_64__)
+/* Key blocks ahead of the pass whose K and V rows it prefetches.  Decode at
+ * depth reads the cache from memory once (the first row pair of a pass;
+ * the others find the block in L1), in blocks of 8 KiB of K and 8 KiB of V
+ * (float32, head_dim 64) on different pages, and computes between them, so
+ * the hardware prefetchers stay behind.  24 layers' caches at depth 4096,
+ * one attention call each, with and without (alternated 7 times, Intel
+ * Xeon family 6 model 207): median time ratio 1.025 (float32), 1.089
+ * (float16), 1.040 (int8) on one thread, 1.06-1.09 on two; 1 and 3 blocks
+ * ahead, or into L2 only, measured the same as 2 within the noise. */
+#define PREFETCH_BLOCKS 2
+
+/* The K and V rows of kv head g at positions [t, t + KEY_BLOCK) (below
+ * end), each chunk's span of them contiguous.  Always inlined: gcc 12
+ * deletes calls to a function made of prefetches alone. */
+static inline __attribute__((always_inline)) void prefetch_block(const attn_shape *a,
+                                                                 ptrdiff_t g, ptrdiff_t t,
+                                                                 ptrdiff_t end)
+{
+    ptrdiff_t stop = min_idx(t + KEY_BLOCK, end);
+    for (ptrdiff_t u = t; u < stop;) {
+        ptrdiff_t next = min_idx((u / a->chunk + 1) * a->chunk, stop);
+        for (int which = 0; which < 2; which++) {
+            const char *p = (const char *)cache_row(a, which, g, u);
+            for (size_t o = 0; o < (size_t)(next - u) * a->row_bytes[which]; o += 64)
+                __builtin_prefetch(p + o);
+        }
+        u = next;
+    }
+}
+#endif
+
 /* Rows [u0, u1) of a unit over the keys [t0, t1) of one split. */
 static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split, ptrdiff_t u0,
                         ptrdiff_t u1, ptrdiff_t t0, ptrdiff_t t1)
@@ -653,6 +685,9 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
     ptrdiff_t start = lo / KEY_BLOCK * KEY_BLOCK;
     for (ptrdiff_t b0 = start > t0 ? start : t0; b0 < end;) {
         ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
+#if defined(__x86_64__)
+        prefetch_block(a, g, b0 + PREFETCH_BLOCKS * KEY_BLOCK, end);
+#endif
         for (int i = 0; i < nr; i++) {
 #if defined(__x86_64__)
             if (J->scores_pair && i + 1 < nr &&
