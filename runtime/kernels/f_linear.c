@@ -12,7 +12,9 @@
  * in c order across panels and the row blocks are the same whatever the
  * pass (passes hold a multiple of f_ep rows), so each output element comes
  * out of the same ftile calls, fixed by m and k alone: the bits never
- * depend on how tiles are grouped into tasks or on the thread count. */
+ * depend on how tiles are grouped into tasks or on the thread count.  On
+ * x86-64 a table with ftile_pair runs the tiles of a task two at a time
+ * (tasks hold whole pairs), each panel's sums those of ftile. */
 #include <string.h>
 
 #include "kernel_table.h"
@@ -146,12 +148,57 @@ static void tile_pass(const ftile_job *J, int64_t ht, int64_t e0, int64_t rows, 
     }
 }
 
+#if defined(__x86_64__)
+/* tile_pass for tiles ht and ht + 1 at once (the table's ftile_pair). */
+static void tile_pair_pass(const ftile_job *J, int64_t ht, int64_t e0, int64_t rows, float *za,
+                           float *zb)
+{
+    int hp = J->ws.hp, ep = J->kt->f_ep;
+    int64_t k = J->ws.k;
+    const float *ta = J->w + ht * k * hp, *tb = ta + k * hp, *x = J->x + e0 * k;
+    memset(za, 0, sizeof *za * (size_t)(rows * hp));
+    memset(zb, 0, sizeof *zb * (size_t)(rows * hp));
+    for (int64_t c0 = 0; c0 < k; c0 += KC) {
+        int64_t kc = k - c0 < KC ? k - c0 : KC;
+        for (int64_t e = 0; e < rows; e += ep) {
+            int block = rows - e < ep ? (int)(rows - e) : ep;
+            J->kt->ftile_pair(x + e * k + c0, k, ta + c0 * hp, tb + c0 * hp, hp, kc, block,
+                              za + e * hp, zb + e * hp);
+        }
+    }
+}
+
+/* Tiles [t0, t1) two at a time, with the pass's sums of both on the stack. */
+static bool task_in_pairs(const ftile_job *J, int64_t t0, int64_t t1)
+{
+    if (!J->kt->ftile_pair)
+        return false;
+    float z[2][PASS_FLOATS];
+    for (int64_t t = t0; t < t1; t += 2)
+        for (int64_t e0 = 0; e0 < J->m; e0 += J->pass_rows) {
+            int64_t rows = J->m - e0 < J->pass_rows ? J->m - e0 : J->pass_rows;
+            if (t + 1 < t1) {
+                tile_pair_pass(J, J->tile0 + t, e0, rows, z[0], z[1]);
+                store_tile(J, e0, (int)rows, J->tile0 + t + 1, z[1]);
+            } else {
+                tile_pass(J, J->tile0 + t, e0, rows, z[0]);
+            }
+            store_tile(J, e0, (int)rows, J->tile0 + t, z[0]);
+        }
+    return true;
+}
+#endif
+
 static void ftile_task(void *ctx, uint32_t i)
 {
     const ftile_job *J = ctx;
-    float z[PASS_FLOATS];
     int64_t t0 = (int64_t)i * J->per_task;
     int64_t t1 = J->tiles - t0 < J->per_task ? J->tiles : t0 + J->per_task;
+#if defined(__x86_64__)
+    if (task_in_pairs(J, t0, t1))
+        return;
+#endif
+    float z[PASS_FLOATS];
     for (int64_t t = t0; t < t1; t++)
         for (int64_t e0 = 0; e0 < J->m; e0 += J->pass_rows) {
             int64_t rows = J->m - e0 < J->pass_rows ? J->m - e0 : J->pass_rows;
@@ -199,6 +246,10 @@ static llmc_rt_status ftile_output_job(void *ctx, uint32_t slot, int64_t col0, r
     J->tiles = (int64_t)rt_udiv64((uint64_t)(col0 + J->n_y - 1), (uint64_t)ws->hp) + 1 - J->tile0;
     int64_t tile_macs = J->m * ws->k * ws->hp;
     J->per_task = tile_macs >= TASK_MACS ? 1 : TASK_MACS / (int32_t)(tile_macs ? tile_macs : 1);
+#if defined(__x86_64__)
+    if (o->kt->ftile_pair) /* whole pairs of tiles per task */
+        J->per_task += J->per_task & 1;
+#endif
     int64_t tasks = (ptrdiff_t)(J->tiles + J->per_task - 1) / (ptrdiff_t)J->per_task;
     if (tasks > UINT32_MAX)
         return rt_fail(err, LLMC_RT_E_EXEC, "Linear has too many row tiles", NULL, NULL);

@@ -143,6 +143,17 @@ typedef struct rt_kernels {
      * attn_exp (NULL: attn_exp row by row).  Only in a table that has
      * attn_exp. */
     void (*attn_exp_pair)(float *pa, float *pb, int64_t n, float off_a, float off_b);
+    /* ftile for two weight panels of the same steps at once (row tiles ht
+     * and ht + 1 of an FWeightTiles W): x's rows against panel_a into
+     * acc_a and against panel_b into acc_b, each acc the bits ftile gives
+     * it for the same rows (NULL: ftile per panel).  For ISAs whose
+     * registers hold more than one panel's sums: with one panel the ep
+     * FMA chains of a step are too few to keep the FMA units busy.  The
+     * fp32 Linear driver uses it on x86-64 only (the Cortex-M core's
+     * .text budget). */
+    void (*ftile_pair)(const float *x, int64_t x_stride, const float *panel_a,
+                       const float *panel_b, int hp, int64_t kc, int rows, float *acc_a,
+                       float *acc_b);
     /* The instruction set of the kernels, for reports: the target's name,
      * or more where a faster table runs the target's plans. */
     const char *isa;

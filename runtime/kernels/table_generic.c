@@ -13,5 +13,6 @@ const rt_kernels rt_kernels_generic = {
     NULL, /* rmsnorm_row: rt_rmsnorm_row_generic */
     NULL, /* qlinear_gemv_pair: qtile per tile */
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
+    NULL, /* ftile_pair: ftile per panel */
     "generic",
 };

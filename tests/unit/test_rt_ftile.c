@@ -207,6 +207,81 @@ static void test_ftile_same(const char *name, ftile_fn a, ftile_fn b, int hp, in
     CHECK(same, "%s: bitwise the AVX2 kernel's sums, rows 1..%d, k 1..301 in two panels", name, ep);
 }
 
+#if defined(__x86_64__)
+/* ftile_pair on tiles ht, ht + 1 (the second one padded) against ftile on
+ * each, byte for byte: every rows count 1..6, reductions of 1..301 steps
+ * split in two panels, rows not from 0. */
+static void test_ftile_pair_same(void)
+{
+    static const int64_t ks[] = {1, 3, 4, 17, 130, 301};
+    const int hp = 16, ep = 6;
+    bool same = true;
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+        int64_t k = ks[ki], n = 2 * hp - 3, m = ep + 2, stride = k + 3, split = k / 3;
+        float *x = rand_floats(m * stride), *w = rand_floats(n * k), *t = pack_tiles(w, n, k, hp);
+        float pa[6 * 16], pb[6 * 16], a[6 * 16], b[6 * 16];
+        for (int rows = 1; rows <= ep; rows++) {
+            const float *xe = x + (m - rows) * stride, *ta = t, *tb = t + k * hp;
+            memset(pa, 0, sizeof pa);
+            memset(pb, 0, sizeof pb);
+            rt_ftile_pair_avx512(xe, stride, ta, tb, hp, split, rows, pa, pb);
+            rt_ftile_pair_avx512(xe + split, stride, ta + split * hp, tb + split * hp, hp,
+                                 k - split, rows, pa, pb);
+            ftile_split(rt_ftile_avx512, x, stride, t, hp, k, split, m - rows, rows, 0, a);
+            ftile_split(rt_ftile_avx512, x, stride, t, hp, k, split, m - rows, rows, 1, b);
+            same = same && !memcmp(pa, a, sizeof *a * (size_t)(rows * hp)) &&
+                   !memcmp(pb, b, sizeof *b * (size_t)(rows * hp));
+        }
+        free(x);
+        free(w);
+        free(t);
+    }
+    CHECK(same, "rt_ftile_pair_avx512: each panel bitwise rt_ftile_avx512's, rows 1..6, k 1..301 "
+          "in two panels");
+}
+
+/* The fp32 Linear with the table's ftile_pair bitwise the same without it:
+ * m 1..40 (passes of one row, short row blocks, more than one pass), an
+ * odd and an even number of tiles, reductions of one panel and of three,
+ * columns from inside a tile, bias and residual. */
+static void test_linear_pairs(const rt_kernels *kt)
+{
+    static const int64_t shapes[][4] = {{1, 70, 83, 5},   {2, 300, 96, 0},  {7, 53, 77, 11},
+                                        {13, 600, 64, 3}, {40, 131, 45, 0}, {130, 70, 150, 7}};
+    rt_kernels single = *kt;
+    single.ftile_pair = NULL;
+    bool same = true;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        int64_t m = shapes[i][0], k = shapes[i][1], n = shapes[i][2], col0 = shapes[i][3];
+        int64_t n_y = n - col0;
+        float *x = rand_floats(m * k), *w = rand_floats(n * k), *b = rand_floats(n);
+        float *r = rand_floats(m * n_y), *t = pack_tiles(w, n, k, kt->f_hp);
+        float *ya = rand_floats(m * n_y), *yb = rand_floats(m * n_y);
+        rt_ftile_shape ws;
+        rt_ftile_shape_init(&ws, kt->f_hp, n, k);
+        rt_view vx = {LLMC_RT_F32, 2, {m, k}, x}, vb = {LLMC_RT_F32, 1, {n}, b},
+                vr = {LLMC_RT_F32, 2, {m, n_y}, r}, va = {LLMC_RT_F32, 2, {m, n_y}, ya},
+                vy = {LLMC_RT_F32, 2, {m, n_y}, yb};
+        bool resid = i % 2 == 1;
+        same = same &&
+               k_linear_tiles(kt, &vx, t, &ws, &vb, resid ? &vr : NULL, col0, &va, 1, NULL,
+                              &err) == LLMC_RT_OK &&
+               k_linear_tiles(&single, &vx, t, &ws, &vb, resid ? &vr : NULL, col0, &vy, 1, NULL,
+                              &err) == LLMC_RT_OK &&
+               !memcmp(ya, yb, sizeof *ya * (size_t)(m * n_y));
+        free(x);
+        free(w);
+        free(b);
+        free(r);
+        free(t);
+        free(ya);
+        free(yb);
+    }
+    CHECK(same, "k_linear_tiles %s: with ftile_pair bitwise without it on 6 shapes (m 1..130, "
+          "k 53..600, odd and even tile counts)", kt->isa);
+}
+#endif
+
 static void test_linear_tiles(const rt_kernels *kt)
 {
     static const int64_t ms[] = {1, 2, 5, 6, 7, 13};
@@ -660,6 +735,8 @@ int main(void)
         test_ftile_same("rt_ftile_avx512", rt_ftile_avx512, rt_ftile_avx2, 16, 6);
         test_linear_tiles(&rt_kernels_avx2_avx512);
         test_linear_threads(&rt_kernels_avx2_avx512);
+        test_ftile_pair_same();
+        test_linear_pairs(&rt_kernels_avx2_avx512);
     } else
         CHECK(true, "# SKIP this CPU has no AVX-512 VNNI: rt_ftile_avx512 not tested");
 #endif

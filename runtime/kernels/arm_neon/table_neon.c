@@ -14,6 +14,7 @@ const rt_kernels rt_kernels_neon_dot = {
     rt_neon_rmsnorm_row,
     NULL, /* qlinear_gemv_pair: qtile per tile */
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
+    NULL, /* ftile_pair: no fp32 tiles */
     "neon-dot",
 };
 
@@ -27,5 +28,6 @@ const rt_kernels rt_kernels_neon_i8mm = {
     rt_neon_rmsnorm_row,
     NULL, /* qlinear_gemv_pair: qtile per tile */
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
+    NULL, /* ftile_pair: no fp32 tiles */
     "neon-i8mm",
 };

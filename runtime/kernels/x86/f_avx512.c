@@ -8,7 +8,13 @@
  * Each lane does the AVX2 kernel's operations in its order (rows >= 2: one
  * FMA per step c into the running sum; rows == 1: steps c + u into
  * accumulator u of 4, then (0 + 2) + (1 + 3), then the running sum), so the
- * two tables give the same bits (test_rt_ftile). */
+ * two tables give the same bits (test_rt_ftile).
+ *
+ * ftile_pair runs two panels (row tiles ht, ht + 1) against the same rows:
+ * 2 x ep accumulators.  With one panel a step's ep = 6 FMAs form 6
+ * dependent chains, and two FMA units with a latency of 4 need 8 in flight,
+ * so one panel is bound at 6 / 8 of the FMA peak before anything else; two
+ * panels give 12 chains, and each broadcast activation feeds two FMAs. */
 #include <immintrin.h>
 
 #include "x86_simd.h"
@@ -51,6 +57,52 @@ static void panel_gemv(const float *x, const float *panel, int64_t kc, float *ac
         s[0] = _mm512_fmadd_ps(_mm512_set1_ps(x[c]), _mm512_loadu_ps(panel + c * HP), s[0]);
     __m512 sum = _mm512_add_ps(_mm512_add_ps(s[0], s[2]), _mm512_add_ps(s[1], s[3]));
     _mm512_storeu_ps(acc, _mm512_add_ps(_mm512_loadu_ps(acc), sum));
+}
+
+/* panel_rows for two panels: each lane the same FMAs in the same order. */
+static inline __attribute__((always_inline)) void pair_rows(const float *x, int64_t xs,
+                                                            const float *panel_a,
+                                                            const float *panel_b, int64_t kc,
+                                                            int rows, float *acc_a, float *acc_b)
+{
+    __m512 sa[EP], sb[EP];
+    #pragma GCC unroll 6
+    for (int e = 0; e < rows; e++) {
+        sa[e] = _mm512_loadu_ps(acc_a + e * HP);
+        sb[e] = _mm512_loadu_ps(acc_b + e * HP);
+    }
+    for (int64_t c = 0; c < kc; c++) {
+        __m512 wa = _mm512_loadu_ps(panel_a + c * HP), wb = _mm512_loadu_ps(panel_b + c * HP);
+        #pragma GCC unroll 6
+        for (int e = 0; e < rows; e++) {
+            __m512 xe = _mm512_set1_ps(x[e * xs + c]);
+            sa[e] = _mm512_fmadd_ps(xe, wa, sa[e]);
+            sb[e] = _mm512_fmadd_ps(xe, wb, sb[e]);
+        }
+    }
+    #pragma GCC unroll 6
+    for (int e = 0; e < rows; e++) {
+        _mm512_storeu_ps(acc_a + e * HP, sa[e]);
+        _mm512_storeu_ps(acc_b + e * HP, sb[e]);
+    }
+}
+
+void rt_ftile_pair_avx512(const float *x, int64_t x_stride, const float *panel_a,
+                          const float *panel_b, int hp, int64_t kc, int rows, float *acc_a,
+                          float *acc_b)
+{
+    (void)hp; /* the driver checked hp == f_hp == 16 */
+    switch (rows) {
+    case 1: /* the GEMV's own order, panel by panel */
+        panel_gemv(x, panel_a, kc, acc_a);
+        panel_gemv(x, panel_b, kc, acc_b);
+        break;
+    case 2: pair_rows(x, x_stride, panel_a, panel_b, kc, 2, acc_a, acc_b); break;
+    case 3: pair_rows(x, x_stride, panel_a, panel_b, kc, 3, acc_a, acc_b); break;
+    case 4: pair_rows(x, x_stride, panel_a, panel_b, kc, 4, acc_a, acc_b); break;
+    case 5: pair_rows(x, x_stride, panel_a, panel_b, kc, 5, acc_a, acc_b); break;
+    default: pair_rows(x, x_stride, panel_a, panel_b, kc, EP, acc_a, acc_b); break;
+    }
 }
 
 void rt_ftile_avx512(const float *x, int64_t x_stride, const float *panel, int hp, int64_t kc,

@@ -86,10 +86,13 @@ void rt_attn_exp_pair_avx512(float *pa, float *pb, int64_t n, float off_a, float
 void rt_attn_exp_avx2(float *p, int64_t n, float off);
 
 /* f_avx2.c, f_avx512.c (-mavx512f as well): rt_kernels.ftile for hp = 16,
- * rows <= 6. */
+ * rows <= 6, and f_avx512.c's rt_kernels.ftile_pair. */
 void rt_ftile_avx2(const float *x, int64_t x_stride, const float *panel, int hp, int64_t kc,
                    int rows, float *acc);
 void rt_ftile_avx512(const float *x, int64_t x_stride, const float *panel, int hp, int64_t kc,
                      int rows, float *acc);
+void rt_ftile_pair_avx512(const float *x, int64_t x_stride, const float *panel_a,
+                          const float *panel_b, int hp, int64_t kc, int rows, float *acc_a,
+                          float *acc_b);
 
 #endif
