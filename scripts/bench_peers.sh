@@ -24,7 +24,10 @@
 # `llama-bench -p P -n N -t T -r R` (plus LLAMA_BENCH_FLAGS; its tgN starts
 # from an empty context, its own warm-up).  Rows "llama.cpp TYPE", and the
 # ratios of their median tok/s to llmc's matching plan's (Q4_0: w4a8, Q8_0:
-# w8a8, F32: f32).
+# w8a8, F32: f32).  llama-bench's prefill computes the logits of the last
+# position only, and ONNX Runtime's of every position, so the ppP against
+# llama.cpp is that of a second plan compiled with --logits last (about a
+# fifth faster on the Qwen2-0.5B shape, whose LM head is 136M weights).
 # Not part of `make check` (minutes on the big model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,16 +55,17 @@ echo "== $MODEL: pp$P, tg$N (after a 4-token prompt), $T threads, $R runs + 1 wa
 echo "== onnxruntime"
 node scripts/ort_bench.js "$MODEL" -p "$P" -n "$N" -t "$T" -r "$R" --json | tee "$DIR/$NAME.ort.json"
 
-# compile_plan QUANT PLAN: the plan for QUANT (kept while newer than the
-# model and llmc); 1 if the compiler refuses the quantization.
+# compile_plan QUANT PLAN [FLAGS...]: the plan for QUANT (kept while newer
+# than the model and llmc); 1 if the compiler refuses the quantization.
 compile_plan() {
     local quant=$1 plan=$2 log=$2.log
+    shift 2
     [ -s "$plan" ] && [ "$plan" -nt "$MODEL" ] && [ "$plan" -nt "$LLMC" ] && return 0
-    if "$LLMC" compile "$MODEL" -o "$plan" --max-context "$CONTEXT" --quant "$quant" >"$log" 2>&1; then
+    if "$LLMC" compile "$MODEL" -o "$plan" --max-context "$CONTEXT" --quant "$quant" "$@" >"$log" 2>&1; then
         return 0
     fi
     if [ "$quant" = f32 ] && grep -q -- "--quant" "$log" &&
-        "$LLMC" compile "$MODEL" -o "$plan" --max-context "$CONTEXT" >"$log" 2>&1; then
+        "$LLMC" compile "$MODEL" -o "$plan" --max-context "$CONTEXT" "$@" >"$log" 2>&1; then
         echo "(llmc compile refuses --quant: the f32 plan is the plain compile)"
         return 0
     fi
@@ -76,6 +80,23 @@ for quant in $QUANTS; do
     rm -f "$out"
     if compile_plan "$quant" "$plan"; then
         "$LLMC" bench "$plan" -p "$P" -n "$N" -t "$T" -r "$R" --json --roofline ${LLMC_BENCH_FLAGS:-} | tee "$out" ||
+            { echo "llmc bench failed"; rm -f "$out"; }
+    else
+        echo "not available"
+    fi
+done
+
+# The prefill of the plans llama.cpp is held against, logits of the last
+# position only (as llama-bench's).
+declare -A LLAMA_MATCH=([Q4_0]=w4a8 [Q8_0]=w8a8 [F32]=f32)
+for type in $LLAMA_TYPES; do
+    quant=${LLAMA_MATCH[$type]:-}
+    [ -n "$quant" ] && [[ " $QUANTS " == *" $quant "* ]] || continue
+    plan=$DIR/$NAME.$quant.last.plan out=$DIR/$NAME.$quant.last.json
+    echo "== llmc $quant --logits last"
+    rm -f "$out"
+    if compile_plan "$quant" "$plan" --logits last; then
+        "$LLMC" bench "$plan" -p "$P" -n 0 -t "$T" -r "$R" --json ${LLMC_BENCH_FLAGS:-} | tee "$out" ||
             { echo "llmc bench failed"; rm -f "$out"; }
     else
         echo "not available"
@@ -178,20 +199,22 @@ for t, rows in llama.items():
 
 # llama.cpp's file types against llmc's plans of the same weight width, by
 # the medians of the runs (a run disturbed by other work on a shared
-# machine moves a mean and not a median of three).
+# machine moves a mean and not a median of three); the prefill against the
+# plan with the logits of the last position only, as llama-bench computes.
 MATCH = {"Q4_0": "w4a8", "Q8_0": "w8a8", "F32": "f32"}
 pairs = [(t, MATCH[t]) for t, rows in llama.items() if rows and runs.get(MATCH.get(t))]
+last = {q: tests(load(f"{d}/{name}.{q}.last.json") or []) for _, q in pairs}
 
 def median_ratio(a, b):
     return f"{a['median_tok_s']:.2f} / {b['median_tok_s']:.2f} = {a['median_tok_s'] / b['median_tok_s']:.2f}x" \
         if a and b else "-"
 
 if pairs:
-    print(f"\n| llama.cpp / llmc, medians (t/s) | {pp} | {tg} |")
+    print(f"\n| llama.cpp / llmc, medians (t/s) | {pp} (llmc --logits last) | {tg} |")
     print("| --- | ---: | ---: |")
     for t, q in pairs:
         mine = tests(runs[q])
-        print(f"| llama.cpp {t} / llmc {q} | {median_ratio(llama[t].get(pp), mine.get(pp))} | "
+        print(f"| llama.cpp {t} / llmc {q} | {median_ratio(llama[t].get(pp), last[q].get(pp))} | "
               f"{median_ratio(llama[t].get(tg), mine.get(tg))} |")
 
 peaks = next((r[k] for r in roof.values() for k in r if k == "peaks"), None)
