@@ -285,8 +285,10 @@ INLINE void w4_group_block(const uint8_t *wa, const uint8_t *wb, const uint8_t *
         if (rows < MAX_ROWS)
             odd[r] = zeroed();
     }
+    /* do/while, pairs >= 1 (rt_qdepth_ok): around a loop that might not
+     * run, gcc copied every accumulator into other registers and back */
     int64_t u = 0;
-    do { /* pairs >= 1 (rt_qdepth_ok) */
+    do {
         __m512i raw = join32(wa + u * TILE_BYTES, wb + u * TILE_BYTES);
         __m512i lo = _mm512_and_si512(raw, nibble);
         __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
@@ -318,7 +320,7 @@ INLINE void w8_group_block(const uint8_t *wa, const uint8_t *wb, const uint8_t *
     for (int r = 0; r < rows; r++)
         s32[r] = _mm512_set1_epi32(start[r * stride]);
     int64_t t = 0;
-    do { /* tiles >= 2 (rt_qdepth_ok) */
+    do { /* tiles >= 2 (rt_qdepth_ok); do/while as above */
         __m512i w = _mm512_xor_si512(join32(wa + t * TILE_BYTES, wb + t * TILE_BYTES),
                                      _mm512_set1_epi8((char)0x80));
         EACH_ROW16
