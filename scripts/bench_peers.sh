@@ -38,6 +38,8 @@ QUANTS=${QUANTS:-"f32 w8a8 w4a8"}
 LLAMA_BENCH=${LLAMA_BENCH:-}
 LLAMA_QUANTIZE=${LLAMA_QUANTIZE:-$(dirname "${LLAMA_BENCH:-.}")/llama-quantize}
 LLAMA_TYPES=${LLAMA_TYPES-"Q4_0 Q8_0 F32"}
+# llama.cpp's file types and llmc's plans of the same weight width
+declare -A LLAMA_MATCH=([Q4_0]=w4a8 [Q8_0]=w8a8 [F32]=f32)
 DIR=$BUILD/peers
 LLMC=$BUILD/llmc
 [ -s "$MODEL" ] || { echo "bench_peers: no $MODEL (run 'make big-model', or pass a tiny export)" >&2; exit 2; }
@@ -88,7 +90,6 @@ done
 
 # The prefill of the plans llama.cpp is held against, logits of the last
 # position only (as llama-bench's).
-declare -A LLAMA_MATCH=([Q4_0]=w4a8 [Q8_0]=w8a8 [F32]=f32)
 for type in $LLAMA_TYPES; do
     quant=${LLAMA_MATCH[$type]:-}
     [ -n "$quant" ] && [[ " $QUANTS " == *" $quant "* ]] || continue
@@ -132,7 +133,8 @@ for type in $LLAMA_TYPES; do
 done
 
 echo
-/usr/bin/python3 - "$DIR" "$NAME" "$P" "$N" "$QUANTS" "$LLAMA_TYPES" <<'EOF'
+/usr/bin/python3 - "$DIR" "$NAME" "$P" "$N" "$QUANTS" "$LLAMA_TYPES" \
+    "$(for t in "${!LLAMA_MATCH[@]}"; do echo "$t=${LLAMA_MATCH[$t]}"; done)" <<'EOF'
 import json, os, statistics, sys
 d, name, p, n, quants, types = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5].split(), sys.argv[6].split()
 pp, tg = f"pp{p}", f"tg{n}"
@@ -201,7 +203,7 @@ for t, rows in llama.items():
 # the medians of the runs (a run disturbed by other work on a shared
 # machine moves a mean and not a median of three); the prefill against the
 # plan with the logits of the last position only, as llama-bench computes.
-MATCH = {"Q4_0": "w4a8", "Q8_0": "w8a8", "F32": "f32"}
+MATCH = dict(pair.split("=") for pair in sys.argv[7].split())
 pairs = [(t, MATCH[t]) for t, rows in llama.items() if rows and runs.get(MATCH.get(t))]
 last = {q: tests(load(f"{d}/{name}.{q}.last.json") or []) for _, q in pairs}
 

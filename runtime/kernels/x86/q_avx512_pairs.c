@@ -88,9 +88,10 @@ static void block_tiles(const rt_qlinear_job *J, ptrdiff_t et, int tiles, ptrdif
 void rt_qlinear_pair_column_avx512(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
                                    ptrdiff_t ht)
 {
+    bool fits = J->a.xs.ep * J->a.ws.hp <= TILE_OUT;
     for (ptrdiff_t et = b0; et < b1;) {
-        int tiles = J->a.xs.ep * J->a.ws.hp > TILE_OUT                         ? 1
-                    : et + 3 < b1 && rt_qlinear_tile_rows(J, et + 3) >= 2   ? 4
+        int tiles = !fits                                                  ? 1
+                    : et + 3 < b1 && rt_qlinear_tile_rows(J, et + 3) >= 2 ? 4
                     : et + 1 < b1 && rt_qlinear_tile_rows(J, et + 1) >= 2 ? 2
                                                                           : 1;
         if (tiles > 1) {
