@@ -154,6 +154,15 @@ typedef struct rt_kernels {
     void (*ftile_pair)(const float *x, int64_t x_stride, const float *panel_a,
                        const float *panel_b, int hp, int64_t kc, int rows, float *acc_a,
                        float *acc_b);
+    /* n stored cache rows (row_bytes apart) of dtype `dtype` (LLMC_RT_F16,
+     * or LLMC_RT_I8 whose values only, not their scale) as n rows of d
+     * floats at out (NULL: none).  Every conversion is exact, so attention
+     * over the widened rows (float32 loops, an int8 score times its row's
+     * scale) has the bits of the loops over the stored rows; the pass
+     * widens a key block once for all its query rows instead of once per
+     * row pair.  x86-64 only, with the pair loops. */
+    void (*attn_widen_rows)(const uint8_t *rows, int dtype, uint64_t row_bytes, int64_t n,
+                            int64_t d, float *out);
     /* The instruction set of the kernels, for reports: the target's name,
      * or more where a faster table runs the target's plans. */
     const char *isa;

@@ -42,7 +42,8 @@
  * S new rows are converted as they are appended (float16 rounded to nearest
  * even; int8 keys quantized per row with their scale), and the loops read
  * the stored rows as they are (the portable ones widen 4 rows at a time
- * into a stack buffer, the AVX2 ones 8 values per load), so no step
+ * into a stack buffer, the AVX2 ones 8 values per load; the AVX-512 pair
+ * loops a key block at a time for all the row pairs of a pass), so no step
  * converts the cache.  Each dtype's storing and portable loops come with
  * the op resolver's KV cache entry (llmc_rt_kv_Float32, ...): a firmware
  * whose plan caches float32 links neither conversion.
@@ -268,6 +269,10 @@ typedef struct {
     /* both rows' weights at once, each the bits of exp (set with
      * accumulate_pair) */
     void (*exp_pair)(float *pa, float *pb, int64_t n, float off_a, float off_b);
+    /* stored float16 / int8 rows as floats (NULL: the pair loops read the
+     * stored rows) */
+    void (*widen)(const uint8_t *rows, int dtype, uint64_t row_bytes, int64_t n, int64_t d,
+                  float *out);
 #endif
 } attention_job;
 
@@ -563,23 +568,98 @@ static void attend_block(const attention_job *J, row_state *r, const uint8_t *k,
 
 #if defined(__x86_64__)
 /* Only x86-64's tables have the pair loops: elsewhere (the Cortex-M core's
- * .text budget, firmware.md) the driver has no pair path.
- *
- * Rows a and b over the keys [k0, k1) of each in block [b0, b1) of KV
- * group g, their scores in one sweep over the keys either sees (a score's
- * bits do not depend on the keys scored with it); false where either row
- * sees none. */
-static bool attend_block_pair(const attention_job *J, row_state *a, row_state *b, ptrdiff_t g,
-                              ptrdiff_t b0, ptrdiff_t b1)
+ * .text budget, firmware.md) the driver has no pair path. */
+
+/* The K and V rows of kv head g at the positions [t0, t1) of one key block,
+ * which lies inside one cache chunk: its rows are contiguous, so a row is
+ * found without cache_row's division. */
+typedef struct {
+    const uint8_t *k, *v; /* the rows of position t0 */
+    ptrdiff_t t0, t1;
+} key_block;
+
+static key_block block_at(const attn_shape *a, ptrdiff_t g, ptrdiff_t t0, ptrdiff_t t1)
 {
+    key_block b = {cache_row(a, 0, g, t0), cache_row(a, 1, g, t0), t0, t1};
+    return b;
+}
+
+/* Row t of the block: K (which = 0) or V (which = 1). */
+static const uint8_t *block_row(const attn_shape *a, const key_block *b, int which, ptrdiff_t t)
+{
+    return (which ? b->v : b->k) + (size_t)(t - b->t0) * a->row_bytes[which];
+}
+
+/* The K and V rows the pair loops read for a key block: the stored ones,
+ * or the block widened to float32 once for all the row pairs of a pass
+ * (rt_kernels.attn_widen_rows).  Widened int8 keys leave their scales in
+ * the stored rows, and each score is multiplied by its row's scale as the
+ * int8 loops do after the sum. */
+typedef struct {
+    const uint8_t *k, *v;       /* the rows of the block's first position */
+    int k_dtype, v_dtype;       /* LLMC_RT_F32 once widened */
+    size_t k_bytes, v_bytes;    /* row strides */
+    const uint8_t *k_scales;    /* widened int8 keys: the stored rows; else NULL */
+} pair_rows;
+
+/* Keys per block times head_dim floats that a pass widens on its stack
+ * (2 x 16 KiB): blocks of head_dim <= 128. */
+#define WIDEN_FLOATS (KEY_BLOCK * 128)
+
+/* The block's rows as the pair loops read them: widened into kf and vf
+ * when the table can, the cache stores float16 or int8, and the pass has
+ * more than one row pair to share them; else the stored rows. */
+static pair_rows pair_rows_for(const attention_job *J, const key_block *blk, int pairs,
+                               float *kf, float *vf)
+{
+    const attn_shape *a = J->a;
+    int dtype = a->cache->dtype;
+    pair_rows w = {blk->k, blk->v, dtype, rt_kv_row_dtype(dtype, 1), a->row_bytes[0],
+                   a->row_bytes[1], NULL};
+    ptrdiff_t n = blk->t1 - blk->t0;
+    if (!J->widen || dtype == LLMC_RT_F32 || pairs < 2 || n * a->D > WIDEN_FLOATS)
+        return w;
+    J->widen(blk->k, dtype, a->row_bytes[0], n, a->D, kf);
+    J->widen(blk->v, w.v_dtype, a->row_bytes[1], n, a->D, vf);
+    pair_rows wide = {(const uint8_t *)kf, (const uint8_t *)vf, LLMC_RT_F32, LLMC_RT_F32,
+                      (size_t)a->D * sizeof(float), (size_t)a->D * sizeof(float),
+                      dtype == LLMC_RT_I8 ? blk->k : NULL};
+    return wide;
+}
+
+/* scores[i] *= the scale of the stored int8 key row t0 + i, i < nk (the
+ * block's rows from position t0 on, stride row_bytes). */
+static void scale_scores(const attn_shape *a, const uint8_t *rows, ptrdiff_t nk, float *scores)
+{
+    size_t at = (size_t)rt_kv_scale_offset(a->D);
+    for (ptrdiff_t i = 0; i < nk; i++) {
+        float scale;
+        memcpy(&scale, rows + (size_t)i * a->row_bytes[0] + at, sizeof scale);
+        scores[i] *= scale;
+    }
+}
+
+/* Rows a and b over the keys [k0, k1) of each in the key block blk (its
+ * rows w for the pair loops), their scores in one sweep over the keys
+ * either sees (a score's bits do not depend on the keys scored with it);
+ * false where either row sees none. */
+static bool attend_block_pair(const attention_job *J, row_state *a, row_state *b,
+                              const key_block *blk, const pair_rows *w)
+{
+    ptrdiff_t b0 = blk->t0, b1 = blk->t1, D = J->a->D;
     ptrdiff_t a0 = a->lo > b0 ? a->lo : b0, a1 = min_idx(b1, a->n);
     ptrdiff_t c0 = b->lo > b0 ? b->lo : b0, c1 = min_idx(b1, b->n);
     if (a1 <= a0 || c1 <= c0)
         return false;
     ptrdiff_t lo = min_idx(a0, c0), hi = a1 > c1 ? a1 : c1;
     float sa[KEY_BLOCK], sb[KEY_BLOCK], p[KEY_BLOCK];
-    J->scores_pair(a->q, b->q, cache_row(J->a, 0, g, lo), J->a->cache->dtype, hi - lo, J->a->D,
-                   sa, sb);
+    J->scores_pair(a->q, b->q, w->k + (size_t)(lo - b0) * w->k_bytes, w->k_dtype, hi - lo, D, sa,
+                   sb);
+    if (w->k_scales) {
+        const uint8_t *stored = block_row(J->a, blk, 0, lo);
+        scale_scores(J->a, stored, hi - lo, sa);
+        scale_scores(J->a, stored, hi - lo, sb);
+    }
     cap_scores(sa, hi - lo, J->a->softcap);
     cap_scores(sb, hi - lo, J->a->softcap);
     if (J->accumulate_pair && a0 == c0 && a1 == c1) { /* the same V rows: both sums at once */
@@ -588,14 +668,14 @@ static bool attend_block_pair(const attention_job *J, row_state *a, row_state *b
         J->exp_pair(sa, sb, KEY_BLOCK, a->off, b->off);
         a->l += block_sum(sa);
         b->l += block_sum(sb);
-        J->accumulate_pair(a->o, b->o, cache_row(J->a, 1, g, a0),
-                           rt_kv_row_dtype(J->a->cache->dtype, 1), sa, sb, a1 - a0, J->a->D);
+        J->accumulate_pair(a->o, b->o, w->v + (size_t)(a0 - b0) * w->v_bytes, w->v_dtype, sa, sb,
+                           a1 - a0, D);
         return true;
     }
     memcpy(p, sa + (a0 - lo), (size_t)(a1 - a0) * sizeof *p);
-    attend_scored(J, a, cache_row(J->a, 1, g, a0), a1 - a0, p);
+    attend_scored(J, a, block_row(J->a, blk, 1, a0), a1 - a0, p);
     memcpy(p, sb + (c0 - lo), (size_t)(c1 - c0) * sizeof *p);
-    attend_scored(J, b, cache_row(J->a, 1, g, c0), c1 - c0, p);
+    attend_scored(J, b, block_row(J->a, blk, 1, c0), c1 - c0, p);
     return true;
 }
 #endif
@@ -673,6 +753,9 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
     ptrdiff_t D = a->D, chunk = a->chunk, end = t0, lo = t1, g = unit / J->qblocks;
     float qbuf[PASS_FLOATS];
     row_state rows[PASS_ROWS];
+#if defined(__x86_64__)
+    float kf[WIDEN_FLOATS], vf[WIDEN_FLOATS];
+#endif
     int nr = 0;
     for (ptrdiff_t u = u0; u < u1; u++, nr++) {
         start_row(J, unit, u, split, qbuf + nr * D, &rows[nr]);
@@ -686,12 +769,14 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
     for (ptrdiff_t b0 = start > t0 ? start : t0; b0 < end;) {
         ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
 #if defined(__x86_64__)
+        key_block blk = block_at(a, g, b0, b1);
         prefetch_block(a, g, b0 + PREFETCH_BLOCKS * KEY_BLOCK, end);
+        pair_rows w = pair_rows_for(J, &blk, nr / 2, kf, vf);
 #endif
         for (int i = 0; i < nr; i++) {
 #if defined(__x86_64__)
             if (J->scores_pair && i + 1 < nr &&
-                attend_block_pair(J, &rows[i], &rows[i + 1], g, b0, b1)) {
+                attend_block_pair(J, &rows[i], &rows[i + 1], &blk, &w)) {
                 i++;
                 continue;
             }
@@ -819,6 +904,8 @@ static void use_table_loops(attention_job *J, const rt_kernels *kt)
         J->accumulate_pair = kt->attn_accumulate_pair;
         J->exp_pair = kt->attn_exp_pair;
     }
+    if (J->scores_pair)
+        J->widen = kt->attn_widen_rows;
 #endif
 }
 
@@ -886,7 +973,7 @@ llmc_rt_status k_attention_loops(const rt_kernels *kt, llmc_rt_kv_fn kv,
                        block_scores, add_weighted_rows, sh.loops.scores_f16, sh.loops.scores_i8,
                        sh.loops.accumulate_f16, exp_block, o->data, scratch, NULL,
 #if defined(__x86_64__)
-                       NULL, NULL, NULL
+                       NULL, NULL, NULL, NULL
 #endif
     };
     use_table_loops(&J, kt);

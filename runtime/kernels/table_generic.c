@@ -14,5 +14,6 @@ const rt_kernels rt_kernels_generic = {
     NULL, /* qlinear_gemv_pair: qtile per tile */
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel */
+    NULL, /* attn_widen_rows: no pair loops */
     "generic",
 };

@@ -720,6 +720,98 @@ static void test_pair_op(const rt_kernels *kt)
           (int)(sizeof cases / sizeof *cases));
 }
 
+/* One call of the op on a float16 or int8 cache: n rows at position P of
+ * q, k, v, the output into o.  The pool is used in place (history) or as a
+ * copy of `pool` (every compared run starts from the same cache). */
+typedef struct {
+    int H, G, D, chunk, P, S;
+} cache_case;
+
+static bool cache_call(const rt_kernels *kt, const cache_case *c, int dtype, uint8_t *pool,
+                       uint64_t slot_bytes, bool copy, int64_t P, int64_t n, const float *q,
+                       const float *k, const float *v, float *o)
+{
+    int chunks = (c->P + c->S + c->chunk - 1) / c->chunk;
+    size_t bytes = (size_t)(slot_bytes * (uint64_t)chunks);
+    uint8_t *use = copy ? malloc(bytes) : pool;
+    uint32_t *slot = malloc(sizeof *slot * (size_t)chunks);
+    if (copy)
+        memcpy(use, pool, bytes);
+    for (int i = 0; i < chunks; i++)
+        slot[i] = (uint32_t)(chunks - 1 - i);
+    rt_kv_cache cache = {use, slot, slot_bytes, c->chunk, dtype};
+    rt_attention_attrs a = {c->H, c->G, c->D, 0, 1.0f / sqrtf((float)c->D), NULL, NULL, 0.0f, 0,
+                            0.0f};
+    rt_view vq = {LLMC_RT_F32, 3, {1, n, c->H * c->D}, (void *)q},
+            vk = {LLMC_RT_F32, 3, {1, n, c->G * c->D}, (void *)k},
+            vv = {LLMC_RT_F32, 3, {1, n, c->G * c->D}, (void *)v},
+            out = {LLMC_RT_F32, 3, {1, n, c->H * c->D}, o};
+    llmc_rt_error err = {0};
+    bool ok = k_attention_kernels(kt, &a, &vq, &vk, &vv, NULL, NULL, &cache, P, &out, NULL,
+                                  &err) == LLMC_RT_OK;
+    if (copy)
+        free(use);
+    free(slot);
+    return ok;
+}
+
+static float *rand_floats(int64_t n, float scale)
+{
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = scale * (2 * frand() - 1);
+    return x;
+}
+
+/* The op on float16 and int8 caches with a table's pair loops reading key
+ * blocks widened to float32 once a pass (attn_widen_rows), reading the
+ * stored rows, and row by row: byte for byte (decode and prefill, GQA
+ * groups of 1..8, head_dim 8..136, blocks cut by chunks and the causal
+ * edge; head_dim 136 is past what a pass widens). */
+static void test_pair_op_caches(const rt_kernels *kt)
+{
+    static const cache_case cases[] = {
+        {14, 2, 64, 64, 300, 1}, {14, 2, 64, 64, 100, 37}, {6, 2, 20, 32, 50, 9},
+        {7, 7, 8, 16, 3, 50},    {8, 1, 128, 32, 70, 5},   {4, 1, 136, 32, 40, 3},
+    };
+    static const int dtypes[] = {LLMC_RT_F16, LLMC_RT_I8};
+    rt_kernels stored = *kt, rows = *kt;
+    stored.attn_widen_rows = NULL;
+    rows.attn_scores_pair = NULL;
+    rows.attn_accumulate_pair = NULL;
+    rows.attn_exp_pair = NULL;
+    rows.attn_widen_rows = NULL;
+    bool ok = true;
+    int runs = 0;
+    for (size_t t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            const cache_case *c = &cases[i];
+            int chunks = (c->P + c->S + c->chunk - 1) / c->chunk;
+            uint64_t slot_bytes = ((uint64_t)c->chunk * rt_kv_position_bytes(dtypes[t], c->G, c->D) +
+                                   63) / 64 * 64;
+            uint8_t *pool = calloc((size_t)(slot_bytes * (uint64_t)chunks), 1);
+            int64_t n_all = (int64_t)(c->P + c->S);
+            float *q = rand_floats(n_all * c->H * c->D, 1.0f), *k = rand_floats(n_all * c->G * c->D, 2.0f);
+            float *v = rand_floats(n_all * c->G * c->D, 1.0f);
+            float *o = malloc(sizeof(float) * (size_t)(n_all * c->H * c->D));
+            int64_t new_q = (int64_t)c->P * c->H * c->D, new_kv = (int64_t)c->P * c->G * c->D;
+            ok &= cache_call(&rows, c, dtypes[t], pool, slot_bytes, false, 0, c->P, q, k, v, o);
+            int n = c->S * c->H * c->D;
+            float *want = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)n);
+            const float *nq = q + new_q, *nk = k + new_kv, *nv = v + new_kv;
+            ok &= cache_call(&rows, c, dtypes[t], pool, slot_bytes, true, c->P, c->S, nq, nk, nv, want);
+            ok &= cache_call(kt, c, dtypes[t], pool, slot_bytes, true, c->P, c->S, nq, nk, nv, got) &&
+                  !memcmp(want, got, sizeof(float) * (size_t)n);
+            ok &= cache_call(&stored, c, dtypes[t], pool, slot_bytes, true, c->P, c->S, nq, nk, nv,
+                             got) && !memcmp(want, got, sizeof(float) * (size_t)n);
+            runs++;
+            free(pool), free(q), free(k), free(v), free(o), free(want), free(got);
+        }
+    CHECK(ok, "%s Attention on float16 and int8 caches: pair loops over widened key blocks, "
+          "pair loops over the stored rows and row by row bitwise the same (%d cases)", kt->isa,
+          runs);
+}
+
 static void test_pair_tables(void)
 {
     const rt_kernels *tables[3];
@@ -728,6 +820,7 @@ static void test_pair_tables(void)
         if (tables[t] && tables[t]->attn_scores_pair) {
             test_pair_loops(tables[t]);
             test_pair_op(tables[t]);
+            test_pair_op_caches(tables[t]);
             tested++;
         }
     if (!tested)

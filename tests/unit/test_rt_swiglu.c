@@ -1,13 +1,14 @@
-/* SwiGLU: each target's rt_kernels.swiglu against silu(g) * u computed in
+/* SwiGLU: each table's rt_kernels.swiglu against silu(g) * u computed in
  * double precision (a few ulp), NaN and infinities as the portable loop has
- * them, a tail element's bits independent of n; the Binary op through
+ * them, a tail element's bits independent of n; the AVX-512 table's loop
+ * bitwise the AVX2 table's where the CPU has both; the Binary op through
  * k_binary_kernels gives the portable k_binary's bits without a table and
  * bitwise the serial result with 1-4 threads. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernel_table.h"
+#include "kernel_tables.h"
 #include "llmc_threads.h"
 #include "rt_views.h"
 #include "plan_format.h"
@@ -105,13 +106,46 @@ static void test_binary_op(const rt_kernels *kt)
     }
 }
 
+/* The AVX-512 loop against the AVX2 one, bit for bit: values across the
+ * whole exp range (underflow, subnormal results, both signs), the specials,
+ * and every length 1..40 (the 16-lane tail). */
+static void test_same_bits(const rt_kernels *avx2, const rt_kernels *avx512)
+{
+    const int64_t n = N_MAX;
+    for (int64_t i = 0; i < n; i++) {
+        gate[i] = i % 3 ? frand(-120.0f, 120.0f) : frand(-2.0f, 2.0f);
+        up[i] = frand(-1e3f, 1e3f);
+    }
+    const float special[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, -103.97f, -104.0f, -87.5f, 88.7f,
+                             1e-40f, -1e-40f};
+    memcpy(gate, special, sizeof special);
+    avx2->swiglu(gate, up, y, n);
+    avx512->swiglu(gate, up, y2, n);
+    CHECK(memcmp(y, y2, sizeof(float) * (size_t)n) == 0,
+          "%s swiglu: the bits of %s's on %lld values", avx512->isa, avx2->isa, (long long)n);
+    bool same = true;
+    const uint8_t fill[sizeof(float)] = {0xA5, 0xA5, 0xA5, 0xA5};
+    for (int64_t len = 1; len <= 40; len++) {
+        memset(y2, 0xA5, sizeof(float) * 48);
+        avx512->swiglu(gate + 3, up + 3, y2, len);
+        same &= memcmp(y + 3, y2, sizeof(float) * (size_t)len) == 0 &&
+                memcmp(y2 + len, fill, sizeof fill) == 0;
+    }
+    CHECK(same, "%s swiglu: lengths 1-40 give the AVX2 bits and store nothing past n",
+          avx512->isa);
+}
+
 int main(void)
 {
-    static const char *const targets[] = {"avx2", "neon-dot", "neon-i8mm"};
-    llmc_rt_error err;
+    const rt_kernels *tables[5];
+    int n = x86_tables(tables);
+    static const char *const arm[] = {"neon-dot", "neon-i8mm"};
+    for (size_t t = 0; t < sizeof arm / sizeof *arm; t++)
+        if (rt_kernels_for_target(arm[t], NULL))
+            tables[n++] = rt_kernels_for_target(arm[t], NULL);
     int tested = 0;
-    for (size_t t = 0; t < sizeof targets / sizeof *targets; t++) {
-        const rt_kernels *kt = rt_kernels_for_target(targets[t], &err);
+    for (int t = 0; t < n; t++) {
+        const rt_kernels *kt = tables[t];
         if (!kt || !kt->swiglu)
             continue;
         tested++;
@@ -119,6 +153,12 @@ int main(void)
         test_special(kt);
         test_binary_op(kt);
     }
+    const rt_kernels *avx2 = rt_kernels_for_isa("avx2", "avx2", NULL);
+    const rt_kernels *best = rt_kernels_for_target("avx2", NULL);
+    if (avx2 && best && best != avx2)
+        test_same_bits(avx2, best);
+    else
+        printf("# no AVX-512 table on this build/CPU: its SwiGLU is not compared\n");
     if (!tested)
         printf("# no table with a swiglu loop on this build/CPU\n");
     return TAP_DONE();

@@ -15,6 +15,7 @@ const rt_kernels rt_kernels_neon_dot = {
     NULL, /* qlinear_gemv_pair: qtile per tile */
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     NULL, /* ftile_pair: no fp32 tiles */
+    NULL, /* attn_widen_rows: no pair loops */
     "neon-dot",
 };
 
@@ -29,5 +30,6 @@ const rt_kernels rt_kernels_neon_i8mm = {
     NULL, /* qlinear_gemv_pair: qtile per tile */
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     NULL, /* ftile_pair: no fp32 tiles */
+    NULL, /* attn_widen_rows: no pair loops */
     "neon-i8mm",
 };

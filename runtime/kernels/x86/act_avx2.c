@@ -3,33 +3,31 @@
  *
  * silu(x) = x * sigmoid(x) as the portable loop writes it (exp of a
  * non-positive argument only, so nothing overflows): with e = exp(-|x|),
- * x / (1 + e) for x >= 0 and x * e / (1 + e) below.  exp is the usual
- * range reduction t = n ln2 + r, |r| <= ln2 / 2, a degree-6 polynomial for
- * exp(r) (the Cephes expf coefficients, ~1 ulp) and 2^n put in the
- * exponent bits (in two factors, so subnormal results come out as expf's
- * do); arguments below ln(2^-150) give 0 like expf's underflow (so
- * silu(-inf) is -inf * 0 = NaN, as in the portable loop). */
+ * x / (1 + e) for x >= 0 and x * e / (1 + e) below.  exp is act_x86.h's
+ * range reduction and polynomial, with 2^n put in the exponent bits (in
+ * two factors, so subnormal results come out as expf's do); arguments
+ * below ln(2^-150) give 0 like expf's underflow (so silu(-inf) is -inf * 0
+ * = NaN, as in the portable loop).  act_avx512.c has the same loop on 16
+ * lanes. */
 #include <immintrin.h>
 
+#include "act_x86.h"
 #include "x86_simd.h"
 
 /* exp(t) for t <= 0 (NaN: some finite value; the caller's x carries the NaN). */
 static inline __m256 exp_nonpositive(__m256 t)
 {
-    const __m256 lowest = _mm256_set1_ps(-103.972077f); /* ln(2^-150) */
+    const __m256 lowest = _mm256_set1_ps(SILU_EXP_LOWEST);
     __m256 underflow = _mm256_cmp_ps(t, lowest, _CMP_LT_OQ);
     t = _mm256_max_ps(t, lowest);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.44269504088896341f)),
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(SILU_EXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    /* r = t - n ln2, ln2 in two parts so n * ln2_hi is exact */
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), t);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SILU_EXP_LN2_HI), t);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SILU_EXP_LN2_LO), r);
+    static const float poly[SILU_EXP_POLY_TERMS] = SILU_EXP_POLY;
+    __m256 p = _mm256_set1_ps(poly[0]);
+    for (int i = 1; i < SILU_EXP_POLY_TERMS; i++)
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(poly[i]));
     p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     /* n in [-150, 0]: 2^n = 2^n1 * 2^n2, both normal floats; p * 2^n1 is
      * exact, so the result is rounded once */

@@ -19,7 +19,9 @@
  *
  * Float16 and int8 rows widen 8 values per load (vcvtph2ps; vpmovsxbd +
  * vcvtdq2ps) as attn_avx2.c's loops do, and an int8 key's sum is
- * multiplied by its row's scale after the tree. */
+ * multiplied by its row's scale after the tree.  A pass of several row
+ * pairs widens its key block once instead (attn_widen_rows) and runs the
+ * float32 loops on it. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -290,4 +292,32 @@ void rt_attn_exp_pair_avx512(float *pa, float *pb, int64_t n, float off_a, float
     _mm256_mask_storeu_ps(pa + t, live, _mm512_castps512_ps256(e));
     _mm256_mask_storeu_ps(pb + t, live,
                           _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+}
+
+/* ---- rt_kernels.attn_widen_rows ----------------------------------------- */
+
+/* n stored float16 or int8 rows as floats: 16 values per step (vcvtph2ps;
+ * vpmovsxbd + vcvtdq2ps), the last d % 16 masked. */
+INLINE void widen_of(const uint8_t *rows, uint64_t row_bytes, int64_t n, int64_t d, float *out,
+                     int kind)
+{
+    for (int64_t t = 0; t < n; t++, rows += row_bytes, out += d)
+        for (int64_t i = 0; i < d; i += 16) {
+            __mmask16 live = (__mmask16)(d - i >= 16 ? 0xFFFF : (1u << (d - i)) - 1u);
+            __m512 x;
+            if (kind == ROW_F16)
+                x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(live, rows + 2 * i));
+            else
+                x = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(live, rows + i)));
+            _mm512_mask_storeu_ps(out + i, live, x);
+        }
+}
+
+void rt_attn_widen_rows_avx512(const uint8_t *rows, int dtype, uint64_t row_bytes, int64_t n,
+                               int64_t d, float *out)
+{
+    if (dtype == LLMC_RT_F16)
+        widen_of(rows, row_bytes, n, d, out, ROW_F16);
+    else
+        widen_of(rows, row_bytes, n, d, out, ROW_I8);
 }

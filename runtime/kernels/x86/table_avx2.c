@@ -3,9 +3,10 @@
  * f_avx2.c.  tests/unit/test_rt_quant.c checks them against plan_enums.h's
  * target list.  A CPU with AVX-512 VNNI runs the same plans with the table
  * whose quantized GEMV/GEMM use vpdpbusd on ZMM registers (q_avx512_vnni.c),
- * whose fp32 panels are ZMM FMAs (f_avx512.c) and whose attention takes two
- * query rows per sweep over the keys (attn_avx512.c): bitwise the same outputs, about
- * half the instructions. */
+ * whose fp32 panels are ZMM FMAs (f_avx512.c), whose attention takes two
+ * query rows per sweep over the keys (attn_avx512.c) and whose SwiGLU runs
+ * on 16 lanes (act_avx512.c): bitwise the same outputs, about half the
+ * instructions. */
 #include "x86_simd.h"
 
 const rt_kernels rt_kernels_avx2 = {
@@ -16,6 +17,7 @@ const rt_kernels rt_kernels_avx2 = {
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avx2,
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel (16 YMM registers hold one panel's 2 x 6) */
+    NULL, /* attn_widen_rows: no pair loops */
     "avx2",
 };
 
@@ -24,9 +26,9 @@ const rt_kernels rt_kernels_avx2_avx512 = {
     rt_q_avx512_vnni_qtile_block, rt_qlinear_pair_column_avx512, rt_ftile_avx512,
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
-    rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2,
+    rt_swiglu_avx512, rt_dequant_block_avx2, rt_rmsnorm_row_avx2,
     NULL, /* qlinear_gemv_pair: qtile per tile (vpdpbusd) */
     rt_attn_scores_pair_avx512, rt_attn_accumulate_pair_avx512, rt_attn_exp_pair_avx512,
-    rt_ftile_pair_avx512,
+    rt_ftile_pair_avx512, rt_attn_widen_rows_avx512,
     "avx2+avx512vnni",
 };

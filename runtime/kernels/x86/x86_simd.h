@@ -58,6 +58,9 @@ void rt_dequant_block_avx2(const uint8_t *block, const rt_qweight_shape *ws, int
                            int64_t i1, float *out, int64_t stride);
 /* act_avx2.c: rt_kernels.swiglu and rmsnorm_row. */
 void rt_swiglu_avx2(const float *gate, const float *up, float *y, int64_t n);
+/* act_avx512.c (AVX512_VNNI_FLAGS as well): rt_kernels.swiglu, each value
+ * the bits of rt_swiglu_avx2. */
+void rt_swiglu_avx512(const float *gate, const float *up, float *y, int64_t n);
 void rt_rmsnorm_row_avx2(const float *x, const float *scale, float *y, int64_t n,
                          float epsilon, float fd);
 
@@ -82,6 +85,9 @@ void rt_attn_accumulate_pair_avx512(float *oa, float *ob, const uint8_t *v, int 
 /* attn_avx512.c: rt_kernels.attn_exp_pair, each value the bits of
  * rt_attn_exp_avx2. */
 void rt_attn_exp_pair_avx512(float *pa, float *pb, int64_t n, float off_a, float off_b);
+/* attn_avx512.c: rt_kernels.attn_widen_rows. */
+void rt_attn_widen_rows_avx512(const uint8_t *rows, int dtype, uint64_t row_bytes, int64_t n,
+                               int64_t d, float *out);
 /* attn_avx2.c: rt_kernels.attn_exp (8 lanes, FMA). */
 void rt_attn_exp_avx2(float *p, int64_t n, float off);
 
