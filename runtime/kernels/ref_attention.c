@@ -722,7 +722,13 @@ static void start_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdi
  * one attention call each, with and without (alternated 7 times, Intel
  * Xeon family 6 model 207): median time ratio 1.025 (float32), 1.089
  * (float16), 1.040 (int8) on one thread, 1.06-1.09 on two; 1 and 3 blocks
- * ahead, or into L2 only, measured the same as 2 within the noise. */
+ * ahead, or into L2 only, measured the same as 2 within the noise; so did
+ * issuing the prefetches spread over the row pairs, or only each page's
+ * first lines.  Only decode-like calls prefetch (one query block per kv
+ * head, so each key block is read by one pass): in a prefill the passes of
+ * the query blocks before have just read the same keys, and the prefetches
+ * cost instructions only (0.97x the time without them at S 512, at depth 0
+ * and 3584). */
 #define PREFETCH_BLOCKS 2
 
 /* The K and V rows of kv head g at positions [t, t + KEY_BLOCK) (below
@@ -770,7 +776,8 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
         ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
 #if defined(__x86_64__)
         key_block blk = block_at(a, g, b0, b1);
-        prefetch_block(a, g, b0 + PREFETCH_BLOCKS * KEY_BLOCK, end);
+        if (J->qblocks == 1)
+            prefetch_block(a, g, b0 + PREFETCH_BLOCKS * KEY_BLOCK, end);
         pair_rows w = pair_rows_for(J, &blk, nr / 2, kf, vf);
 #endif
         for (int i = 0; i < nr; i++) {
