@@ -606,9 +606,10 @@ typedef struct {
  * (2 x 16 KiB): blocks of head_dim <= 128. */
 #define WIDEN_FLOATS (KEY_BLOCK * 128)
 
-/* The block's rows as the pair loops read them: widened into kf and vf
- * when the table can, the cache stores float16 or int8, and the pass has
- * more than one row pair to share them; else the stored rows. */
+/* The block's rows as the pair loops (and the single rows of the pass)
+ * read them: widened into kf and vf when the table can, the cache stores
+ * float16 or int8, and the pass has more than one row pair to share them;
+ * else the stored rows. */
 static pair_rows pair_rows_for(const attention_job *J, const key_block *blk, int pairs,
                                float *kf, float *vf)
 {
@@ -637,6 +638,23 @@ static void scale_scores(const attn_shape *a, const uint8_t *rows, ptrdiff_t nk,
         memcpy(&scale, rows + (size_t)i * a->row_bytes[0] + at, sizeof scale);
         scores[i] *= scale;
     }
+}
+
+/* One row over its keys [k0, k1) of the key block whose rows w widened
+ * (the float32 loops; the bits of attend_block over the stored rows). */
+static void attend_block_wide(const attention_job *J, row_state *r, const key_block *blk,
+                              const pair_rows *w, ptrdiff_t k0, ptrdiff_t k1)
+{
+    ptrdiff_t nk = k1 - k0, D = J->a->D;
+    float p[KEY_BLOCK];
+    J->scores(r->q, (const float *)(const void *)(w->k + (size_t)(k0 - blk->t0) * w->k_bytes), nk,
+              D, p);
+    if (w->k_scales)
+        scale_scores(J->a, block_row(J->a, blk, 0, k0), nk, p);
+    cap_scores(p, nk, J->a->softcap);
+    softmax_block(J, r, nk, p);
+    J->accumulate(r->o, (const float *)(const void *)(w->v + (size_t)(k0 - blk->t0) * w->v_bytes),
+                  p, nk, D);
 }
 
 /* Rows a and b over the keys [k0, k1) of each in the key block blk (its
@@ -789,6 +807,12 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
             }
 #endif
             ptrdiff_t k0 = rows[i].lo > b0 ? rows[i].lo : b0, k1 = min_idx(b1, rows[i].n);
+#if defined(__x86_64__)
+            if (k1 > k0 && w.k_dtype != a->cache->dtype) {
+                attend_block_wide(J, &rows[i], &blk, &w, k0, k1);
+                continue;
+            }
+#endif
             if (k1 > k0)
                 attend_block(J, &rows[i], cache_row(a, 0, g, k0), cache_row(a, 1, g, k0), k1 - k0);
         }
