@@ -599,7 +599,8 @@ typedef struct {
     const uint8_t *k, *v;       /* the rows of the block's first position */
     int k_dtype, v_dtype;       /* LLMC_RT_F32 once widened */
     size_t k_bytes, v_bytes;    /* row strides */
-    const uint8_t *k_scales;    /* widened int8 keys: the stored rows; else NULL */
+    bool widened;
+    bool scaled;                /* widened int8 keys: scores times the stored scales */
 } pair_rows;
 
 /* Keys per block times head_dim floats that a pass widens on its stack
@@ -616,15 +617,15 @@ static pair_rows pair_rows_for(const attention_job *J, const key_block *blk, int
     const attn_shape *a = J->a;
     int dtype = a->cache->dtype;
     pair_rows w = {blk->k, blk->v, dtype, rt_kv_row_dtype(dtype, 1), a->row_bytes[0],
-                   a->row_bytes[1], NULL};
+                   a->row_bytes[1], false, false};
     ptrdiff_t n = blk->t1 - blk->t0;
     if (!J->widen || dtype == LLMC_RT_F32 || pairs < 2 || n * a->D > WIDEN_FLOATS)
         return w;
     J->widen(blk->k, dtype, a->row_bytes[0], n, a->D, kf);
     J->widen(blk->v, w.v_dtype, a->row_bytes[1], n, a->D, vf);
     pair_rows wide = {(const uint8_t *)kf, (const uint8_t *)vf, LLMC_RT_F32, LLMC_RT_F32,
-                      (size_t)a->D * sizeof(float), (size_t)a->D * sizeof(float),
-                      dtype == LLMC_RT_I8 ? blk->k : NULL};
+                      (size_t)a->D * sizeof(float), (size_t)a->D * sizeof(float), true,
+                      dtype == LLMC_RT_I8};
     return wide;
 }
 
@@ -649,7 +650,7 @@ static void attend_block_wide(const attention_job *J, row_state *r, const key_bl
     float p[KEY_BLOCK];
     J->scores(r->q, (const float *)(const void *)(w->k + (size_t)(k0 - blk->t0) * w->k_bytes), nk,
               D, p);
-    if (w->k_scales)
+    if (w->scaled)
         scale_scores(J->a, block_row(J->a, blk, 0, k0), nk, p);
     cap_scores(p, nk, J->a->softcap);
     softmax_block(J, r, nk, p);
@@ -673,7 +674,7 @@ static bool attend_block_pair(const attention_job *J, row_state *a, row_state *b
     float sa[KEY_BLOCK], sb[KEY_BLOCK], p[KEY_BLOCK];
     J->scores_pair(a->q, b->q, w->k + (size_t)(lo - b0) * w->k_bytes, w->k_dtype, hi - lo, D, sa,
                    sb);
-    if (w->k_scales) {
+    if (w->scaled) {
         const uint8_t *stored = block_row(J->a, blk, 0, lo);
         scale_scores(J->a, stored, hi - lo, sa);
         scale_scores(J->a, stored, hi - lo, sb);
@@ -808,7 +809,7 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
 #endif
             ptrdiff_t k0 = rows[i].lo > b0 ? rows[i].lo : b0, k1 = min_idx(b1, rows[i].n);
 #if defined(__x86_64__)
-            if (k1 > k0 && w.k_dtype != a->cache->dtype) {
+            if (k1 > k0 && w.widened) {
                 attend_block_wide(J, &rows[i], &blk, &w, k0, k1);
                 continue;
             }

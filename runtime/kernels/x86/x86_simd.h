@@ -58,11 +58,11 @@ void rt_dequant_block_avx2(const uint8_t *block, const rt_qweight_shape *ws, int
                            int64_t i1, float *out, int64_t stride);
 /* act_avx2.c: rt_kernels.swiglu and rmsnorm_row. */
 void rt_swiglu_avx2(const float *gate, const float *up, float *y, int64_t n);
+void rt_rmsnorm_row_avx2(const float *x, const float *scale, float *y, int64_t n,
+                         float epsilon, float fd);
 /* act_avx512.c (AVX512_VNNI_FLAGS as well): rt_kernels.swiglu, each value
  * the bits of rt_swiglu_avx2. */
 void rt_swiglu_avx512(const float *gate, const float *up, float *y, int64_t n);
-void rt_rmsnorm_row_avx2(const float *x, const float *scale, float *y, int64_t n,
-                         float epsilon, float fd);
 
 /* attn_avx2.c: rt_kernels.attn_scores and attn_accumulate. */
 void rt_attn_scores_avx2(const float *q, const float *k, int64_t nk, int64_t d, float *scores);
