@@ -39,6 +39,10 @@ $(AVX2_KERNEL_SRC:%.c=$(BUILD)/%.o): CFLAGS_RT += $(AVX2_FLAGS)
 AVX512_VNNI_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vnni
 AVX512_OBJ := $(patsubst %.c,%.o,$(wildcard runtime/kernels/x86/*avx512*.c))
 $(addprefix $(BUILD)/,$(AVX512_OBJ)): CFLAGS_RT += $(AVX512_VNNI_FLAGS)
+# and the files named *avxvnni* AVX-VNNI (vpdpbusd on YMM, VEX-encoded)
+AVXVNNI_FLAGS := -mavxvnni
+AVXVNNI_OBJ := $(patsubst %.c,%.o,$(wildcard runtime/kernels/x86/*avxvnni*.c))
+$(addprefix $(BUILD)/,$(AVXVNNI_OBJ)): CFLAGS_RT += $(AVXVNNI_FLAGS)
 endif
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 # Optional platform files (threads): their own archive, never in libllmcrt.a.
@@ -270,6 +274,7 @@ include tests/fuzz/fuzz.mk
 # (the fuzz build compiles the runtime again: the same flags for the same files)
 $(AVX2_KERNEL_SRC:%.c=$(FUZZ_DIR)/obj/%.o): FUZZ_CFLAGS += $(AVX2_FLAGS)
 $(addprefix $(FUZZ_DIR)/obj/,$(AVX512_OBJ)): FUZZ_CFLAGS += $(AVX512_VNNI_FLAGS)
+$(addprefix $(FUZZ_DIR)/obj/,$(AVXVNNI_OBJ)): FUZZ_CFLAGS += $(AVXVNNI_FLAGS)
 
 ifneq ($(X86_HOST),)
 $(BUILD)/compiler/tools/roofline_x86.o: CFLAGS_C += -mavx2 -mfma

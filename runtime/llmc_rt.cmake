@@ -25,6 +25,9 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   file(GLOB LLMC_RT_AVX512 CONFIGURE_DEPENDS ${LLMC_RT_DIR}/kernels/x86/*avx512*.c)
   set_source_files_properties(${LLMC_RT_AVX512} PROPERTIES
     COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni")
+  file(GLOB LLMC_RT_AVXVNNI CONFIGURE_DEPENDS ${LLMC_RT_DIR}/kernels/x86/*avxvnni*.c)
+  set_source_files_properties(${LLMC_RT_AVXVNNI} PROPERTIES
+    COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavxvnni")
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
   file(GLOB LLMC_RT_SIMD CONFIGURE_DEPENDS ${LLMC_RT_DIR}/kernels/arm_neon/*.c)
   set_source_files_properties(${LLMC_RT_DIR}/kernels/arm_neon/q_neon_dot.c

@@ -17,7 +17,8 @@
 # On x86-64 and AArch64 hosts targets.c lists the SIMD kernel tables, so a
 # hosted build there adds LLMC_RT_SIMD_SRC_avx2 (kernel files with -mavx2
 # -mfma -mf16c, the files named *avx512* with -mavx512f -mavx512bw
-# -mavx512vl -mavx512vnni as well, cpu_x86.c without) or
+# -mavx512vl -mavx512vnni as well, those named *avxvnni* with -mavxvnni,
+# cpu_x86.c without) or
 # LLMC_RT_SIMD_SRC_neon (q_neon_dot.c with -march=armv8.2-a+dotprod,
 # q_neon_i8mm.c with +i8mm); the main Makefile and runtime/llmc_rt.cmake do
 # exactly that.  Cortex-M builds take

@@ -148,14 +148,14 @@ case " $TARGETS " in
     check "llmc tune --prefill-kernel f32-dequant: ids and logits (1e-4) of int8 on 2 prompts" pinned_kernel ;;
 esac
 
-# The AVX-512 kernels (the table "avx2" plans run on a CPU with AVX-512
-# VNNI) give the AVX2 kernels' bits: ids and logits byte for byte, GEMV and
-# GEMM paths (a 19-token prompt: qtile_2x2 on two pairs of activation tiles,
-# qtile on the 3-row last one), 2 threads, every family's f32, w8a8 and
-# w4a8 plan.
-same_isa_output() {   # same_isa_output FAMILY MODE
+# The AVX-512 and AVX-VNNI kernels (the tables "avx2" plans run on a CPU
+# with AVX-512 VNNI or AVX-VNNI) give the AVX2 kernels' bits: ids and logits
+# byte for byte, GEMV and GEMM paths (a 19-token prompt: qtile_2x2 on two
+# pairs of activation tiles, qtile on the 3-row last one), 2 threads, every
+# family's f32, w8a8 and w4a8 plan.
+same_isa_output() {   # same_isa_output FAMILY MODE ISA
     local plan=$WORK/$1-$2-avx2.plan isa out=()
-    for isa in avx2 avx2+avx512vnni; do
+    for isa in avx2 "$3"; do
         "$LLMC" run "$plan" --prompt-ids 3,14,15,92,65,35,89,79,32,38,46,26,43,38,32,79,50,28,84 \
             --max-new 16 --threads 2 --isa "$isa" \
             --logits-out "$WORK/isa-$1-$2-$isa.bin" >"$WORK/isa-$1-$2-$isa.tok" || return 1
@@ -163,17 +163,19 @@ same_isa_output() {   # same_isa_output FAMILY MODE
     done
     cmp "${out[0]}.tok" "${out[1]}.tok" && cmp "${out[0]}.bin" "${out[1]}.bin"
 }
-if [ "$TARGETS" != generic ] &&
-    "$LLMC" run "$WORK/llama-w4a8-avx2.plan" --prompt-ids 1 --max-new 1 --isa avx2+avx512vnni >/dev/null 2>&1; then
-    for family in llama qwen2 gpt2 phi; do
-        for mode in f32 w8a8 w4a8; do
-            check "$family $mode: --isa avx2+avx512vnni ids and logits byte-identical to --isa avx2" \
-                same_isa_output "$family" "$mode"
+for isa in avx2+avx512vnni avx2+avxvnni; do
+    if [ "$TARGETS" != generic ] &&
+        "$LLMC" run "$WORK/llama-w4a8-avx2.plan" --prompt-ids 1 --max-new 1 --isa "$isa" >/dev/null 2>&1; then
+        for family in llama qwen2 gpt2 phi; do
+            for mode in f32 w8a8 w4a8; do
+                check "$family $mode: --isa $isa ids and logits byte-identical to --isa avx2" \
+                    same_isa_output "$family" "$mode" "$isa"
+            done
         done
-    done
-else
-    echo "# skip: this CPU has no AVX-512 VNNI kernels for avx2 plans"
-fi
+    else
+        echo "# skip: this CPU has no $isa kernels for avx2 plans"
+    fi
+done
 unknown_isa() {
     local out
     out=$("$LLMC" run "$WORK/llama-w4a8-$1.plan" --prompt-ids 1 --max-new 1 --isa sse9 2>&1)
@@ -191,7 +193,8 @@ has_prefetch() {   # has_prefetch OBJECT
     [ "$(objdump -d "$1" | grep -c prefetch)" -gt 0 ]
 }
 if [ "$TARGETS" != generic ]; then
-    for obj in kernels/x86/q_avx2.o kernels/x86/q_avx512_vnni.o kernels/q_linear.o \
+    for obj in kernels/x86/q_avx2.o kernels/x86/q_avx512_vnni.o kernels/x86/q_avxvnni.o \
+               kernels/q_linear.o \
                kernels/ref_attention.o; do
         check "$obj holds its prefetch instructions" has_prefetch "$BUILD/runtime/$obj"
     done

@@ -641,6 +641,18 @@ static const llmc_roofline_peak *avx2_mixes(const llmc_roofline_peaks *pk)
     return pk->int8_avx2[LLMC_INT8_W8].rate ? pk->int8_avx2 : pk->int8;
 }
 
+/* The vpdpbusd peak of the last column: ZMM where it ran, else the plan's
+ * loops' own where they are YMM vpdpbusd (loops avx2+avxvnni). */
+static const llmc_roofline_peak *vpdpbusd_peak(const llmc_roofline_peaks *pk)
+{
+#if defined(__x86_64__)
+    bool ymm = !pk->int8_vnni.rate && !strcmp(pk->isa, llmc_roofline_avx2_avxvnni.isa);
+#else
+    bool ymm = false;
+#endif
+    return ymm ? &pk->int8[LLMC_INT8_W8] : &pk->int8_vnni;
+}
+
 static void print_peaks(const bench_args *a, const llmc_roofline_peaks *pk, uint32_t n)
 {
     char buf[32], c[4][32];
@@ -649,7 +661,7 @@ static void print_peaks(const bench_args *a, const llmc_roofline_peaks *pk, uint
         warn_suspect("fp32", &pk[i].fp32, &pk[i]);
         warn_suspect("int8 w8 (vpmaddubsw, a vpmaddwd each)", &mix[LLMC_INT8_W8], &pk[i]);
         warn_suspect("int8 w4 (8 vpmaddubsw per vpmaddwd)", &mix[LLMC_INT8_W4], &pk[i]);
-        warn_suspect("int8 (vpdpbusd)", &pk[i].int8_vnni, &pk[i]);
+        warn_suspect("int8 (vpdpbusd)", vpdpbusd_peak(&pk[i]), &pk[i]);
     }
     if (a->json) {
         for (uint32_t i = 0; i < n; i++) {
@@ -671,12 +683,13 @@ static void print_peaks(const bench_args *a, const llmc_roofline_peaks *pk, uint
         const llmc_roofline_peak *mix = avx2_mixes(&pk[i]);
         printf("| %7u | %-15s | %9.2f | %11s | %18s | %18s | %20s |\n", pk[i].threads, pk[i].isa, pk[i].read_gb_s,
                cell(&pk[i].fp32, c[0], sizeof c[0]), cell(&mix[LLMC_INT8_W8], c[1], sizeof c[1]),
-               cell(&mix[LLMC_INT8_W4], c[2], sizeof c[2]), cell(&pk[i].int8_vnni, c[3], sizeof c[3]));
+               cell(&mix[LLMC_INT8_W4], c[2], sizeof c[2]), cell(vpdpbusd_peak(&pk[i]), c[3], sizeof c[3]));
     }
     printf("\nread: sum of a %s buffer, median of 7 passes; fp32: FMA chains, 2 ops per lane;\n"
            "int8: u8 x s8 chains, 2 ops per product, in the mix of the kernels of each weight width:\n"
            "w8 (8-bit weights) a vpmaddwd per vpmaddubsw (1:1), w4 (4-bit) 8 vpmaddubsw added in int16\n"
-           "per vpmaddwd (8:1), vpdpbusd for both on AVX-512 VNNI; compute: median of 5 runs;\n"
+           "per vpmaddwd (8:1), vpdpbusd for both on AVX-512 VNNI (ZMM) or AVX-VNNI (YMM: loops\n"
+           "avx2+avxvnni); compute: median of 5 runs;\n"
            "a plan's Linears are held to the int8 peak of their mix in its loops (column loops).\n",
            n ? human_bytes((double)pk[0].read_bytes, buf, sizeof buf) : "?");
     if (n)

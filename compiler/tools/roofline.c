@@ -84,15 +84,16 @@ static const llmc_roofline_loops roofline_portable = {
 };
 
 /* The loops of the kernels named by isa (rt_kernels.isa; NULL: those this
- * CPU runs "avx2" plans with). */
+ * CPU runs "avx2" plans with); a table this CPU does not run gets the AVX2
+ * loops (the report names the loops that ran). */
 static const llmc_roofline_loops *pick_loops(const char *isa)
 {
 #if defined(__x86_64__)
-    const rt_kernels *kt = isa ? NULL : rt_kernels_for_target("avx2", NULL);
-    if (kt)
-        isa = kt->isa;
-    if (isa && !strcmp(isa, llmc_roofline_avx2_avx512.isa))
+    const rt_kernels *kt = rt_kernels_for_isa("avx2", isa, NULL);
+    if (kt && !strcmp(kt->isa, llmc_roofline_avx2_avx512.isa))
         return &llmc_roofline_avx2_avx512;
+    if (kt && !strcmp(kt->isa, llmc_roofline_avx2_avxvnni.isa))
+        return &llmc_roofline_avx2_avxvnni;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return &llmc_roofline_avx2;
 #endif
@@ -305,6 +306,8 @@ static void measure_peaks(llmc_threads *pool, uint32_t n_tasks, const llmc_roofl
     if (loops == vnni) {
         measure_int8(pool, n_tasks, avx2, j, out->int8_avx2);
         out->int8_vnni.rate = out->int8[LLMC_INT8_W8].rate;
+    } else if (loops == &llmc_roofline_avx2_avxvnni) {
+        measure_int8(pool, n_tasks, avx2, j, out->int8_avx2);
     } else if (loops == avx2) {
         memcpy(out->int8_avx2, out->int8, sizeof out->int8);
         j->mix = LLMC_INT8_W8;
@@ -315,7 +318,7 @@ static void measure_peaks(llmc_threads *pool, uint32_t n_tasks, const llmc_roofl
     double after = measured_mhz();
     out->cpu.measured_mhz = after > mhz ? after : mhz;
 #if defined(__x86_64__)
-    if (loops == avx2 || loops == vnni) {
+    if (out->int8_avx2[LLMC_INT8_W8].rate) {
         check_int8(out->int8_avx2, avx2, out);
         out->int8_vnni = checked(out->int8_vnni.rate, &vnni->int8[LLMC_INT8_W8], out->threads, &out->cpu);
     }

@@ -102,7 +102,7 @@ static inline const char *llmc_int8_mix_name(llmc_int8_mix m)
 }
 
 typedef struct {
-    const char *isa;        /* "avx2", "avx2+avx512vnni" or "portable": the loops that ran */
+    const char *isa;        /* "avx2", "avx2+avx512vnni", "avx2+avxvnni" or "portable": the loops that ran */
     uint32_t threads;
     double read_gb_s;       /* 1e9 bytes per second */
     uint64_t read_bytes;    /* size of the buffer read */
@@ -179,10 +179,11 @@ typedef struct {
 } llmc_roofline_loops;
 
 #if defined(__x86_64__)
-/* roofline_x86.c: the AVX2 loops, and those of the AVX-512 kernels (FMA and
- * vpdpbusd on ZMM) */
+/* roofline_x86.c: the AVX2 loops, those of the AVX-512 kernels (FMA and
+ * vpdpbusd on ZMM) and those of the AVX-VNNI ones (vpdpbusd on YMM) */
 extern const llmc_roofline_loops llmc_roofline_avx2;
 extern const llmc_roofline_loops llmc_roofline_avx2_avx512;
+extern const llmc_roofline_loops llmc_roofline_avx2_avxvnni;
 #endif
 
 /* Distinct sliding windows llmc_plan_cost_of tells apart (Gemma 2 and 3,

@@ -1,5 +1,5 @@
 /* The AVX2 + FMA loops of `llmc bench --roofline` (roofline.h), and those of
- * the AVX-512 kernels.  Built with -mavx2 -mfma on x86-64 hosts only
+ * the AVX-512 and AVX-VNNI kernels.  Built with -mavx2 -mfma on x86-64 hosts only
  * (Makefile); roofline.c calls them only after __builtin_cpu_supports("avx2")
  * and ("fma"), since the compiler may use AVX2 anywhere in this file.
  *
@@ -203,6 +203,38 @@ __attribute__((target("avx512f,avx512vnni"))) static LOOP int32_t int8_loop_avx5
     return (int32_t)(sum & 0x7fffffff);
 }
 
+/* The int8 dot product of the kernels "avx2" plans run on an AVX-VNNI CPU
+ * (q_avxvnni.c): vpdpbusd on YMM, VEX-encoded, 32 u8 x s8 multiply-adds
+ * into 8 int32 lanes.  5 cycles of latency and 2 issue per cycle (Alder
+ * Lake P-cores, Sapphire Rapids: ports 0 and 1), so 10 chains as above;
+ * 10 accumulators + 5 s8 operands (each shared by two chains that start
+ * apart) + the u8 operand fill the 16 YMM registers. */
+#define YDOT(acc, s) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s))
+
+static LOOP int32_t int8_loop_avxvnni(uint64_t iters)
+{
+    __m256i u = _mm256_set1_epi8(3);
+    const __m256i s0 = _mm256_set1_epi8(1), s1 = _mm256_set1_epi8(-2), s2 = _mm256_set1_epi8(3),
+                  s3 = _mm256_set1_epi8(-4), s4 = _mm256_set1_epi8(5);
+    const __m256i s5 = s0, s6 = s1, s7 = s2, s8 = s3, s9 = s4;
+    __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1), a2 = _mm256_set1_epi32(2),
+            a3 = _mm256_set1_epi32(3), a4 = _mm256_set1_epi32(4), a5 = _mm256_set1_epi32(5),
+            a6 = _mm256_set1_epi32(6), a7 = _mm256_set1_epi32(7), a8 = _mm256_set1_epi32(8),
+            a9 = _mm256_set1_epi32(9);
+    for (uint64_t i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+x"(u));
+        CHAINS10(YDOT, a, s);
+    }
+    __m256i t = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
+                                 _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7)));
+    t = _mm256_add_epi32(t, _mm256_add_epi32(a8, a9));
+    uint32_t lanes[8], sum = 0;
+    _mm256_storeu_si256((__m256i *)lanes, t);
+    for (int i = 0; i < 8; i++)
+        sum += lanes[i];
+    return (int32_t)(sum & 0x7fffffff);
+}
+
 _Static_assert(FMA_CHAINS == 10 && VNNI_CHAINS == 10, "CHAINS10 runs 10 chains");
 
 /* Instructions issued per cycle per core, for the bound of roofline.c
@@ -218,7 +250,9 @@ _Static_assert(FMA_CHAINS == 10 && VNNI_CHAINS == 10, "CHAINS10 runs 10 chains")
  *                int8_w4_loop_avx2 its 18 in 36)
  *   vfmadd zmm   2 (Skylake-SP/Ice Lake-SP/Sapphire Rapids with two 512-bit
  *                FMA units, Zen 5); Zen 4: 1 (a 512-bit op on two 256-bit pipes)
- *   vpdpbusd zmm 2 (Sapphire Rapids: ports 0 and 5; Zen 5); Zen 4: 1 */
+ *   vpdpbusd zmm 2 (Sapphire Rapids: ports 0 and 5; Zen 5); Zen 4: 1
+ *   vpdpbusd ymm 2 (Alder Lake P-cores, Sapphire Rapids: ports 0 and 1;
+ *                Zen 4-5: FP0, FP1) */
 #define PER_CYCLE(other, zen1, zen4) {[LLMC_CORE_OTHER] = other, [LLMC_CORE_ZEN1] = zen1, [LLMC_CORE_ZEN4] = zen4}
 
 #define VNNI_INSN {"int8_loop_avx512_vnni", "vpdpbusd", VNNI_CHAINS, 512, 8, NULL, 0, PER_CYCLE(2, 2, 1)}
@@ -245,4 +279,16 @@ const llmc_roofline_loops llmc_roofline_avx2_avx512 = {
     .int8_loop = {[LLMC_INT8_W8] = int8_loop_avx512_vnni, [LLMC_INT8_W4] = int8_loop_avx512_vnni},
     .fma = {"fma_loop_avx512", "vfmadd*ps", FMA_CHAINS, 512, 32, NULL, 0, PER_CYCLE(2, 2, 1)},
     .int8 = {[LLMC_INT8_W8] = VNNI_INSN, [LLMC_INT8_W4] = VNNI_INSN},
+};
+
+/* Both mixes are vpdpbusd on YMM in q_avxvnni.c. */
+#define YVNNI_INSN {"int8_loop_avxvnni", "vpdpbusd", VNNI_CHAINS, 256, 8, NULL, 0, PER_CYCLE(2, 2, 2)}
+
+const llmc_roofline_loops llmc_roofline_avx2_avxvnni = {
+    .isa = "avx2+avxvnni",
+    .read_sum = read_sum_avx2,
+    .fma_loop = fma_loop_avx2,
+    .int8_loop = {[LLMC_INT8_W8] = int8_loop_avxvnni, [LLMC_INT8_W4] = int8_loop_avxvnni},
+    .fma = {"fma_loop_avx2", "vfmadd*ps", FMA_CHAINS, 256, 32, NULL, 0, PER_CYCLE(2, 1, 2)},
+    .int8 = {[LLMC_INT8_W8] = YVNNI_INSN, [LLMC_INT8_W4] = YVNNI_INSN},
 };

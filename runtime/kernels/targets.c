@@ -44,10 +44,10 @@ typedef struct {
     bool (*cpu_ok)(void);         /* does this CPU run the table? */
     const char *needs;            /* what cpu_ok checks, for messages */
     void (*missing)(char *buf, size_t cap); /* what this CPU lacks (NULL: say `needs`) */
-    /* a table for the same plans with bitwise the same outputs, faster on
-     * a CPU that passes faster_ok (NULL: none) */
-    const rt_kernels *faster;
-    bool (*faster_ok)(void);
+    /* the i-th table for the same plans with bitwise the same outputs that
+     * this CPU runs and that is faster than `table`, the fastest first;
+     * NULL past the last (NULL: none) */
+    const rt_kernels *(*faster)(int i);
 } target_kernels;
 
 static bool any_cpu(void)
@@ -57,25 +57,37 @@ static bool any_cpu(void)
 
 /* Indexed by TARGET_*. */
 static const target_kernels kernels_of[TARGET_COUNT] = {
-    [TARGET_GENERIC] = {&rt_kernels_generic, any_cpu, "", NULL, NULL, NULL},
+    [TARGET_GENERIC] = {&rt_kernels_generic, any_cpu, "", NULL, NULL},
 #if defined(__x86_64__)
     [TARGET_AVX2] = {&rt_kernels_avx2, rt_cpu_x86_avx2_ok, "AVX2, FMA and F16C",
-                     rt_cpu_x86_avx2_missing, &rt_kernels_avx2_avx512,
-                     rt_cpu_x86_avx512_vnni_ok},
+                     rt_cpu_x86_avx2_missing, rt_cpu_x86_faster_table},
 #else
-    [TARGET_AVX2] = {NULL, NULL, "an x86-64 build", NULL, NULL, NULL},
+    [TARGET_AVX2] = {NULL, NULL, "an x86-64 build", NULL, NULL},
 #endif
 #if defined(__aarch64__)
     [TARGET_NEON_DOT] = {&rt_kernels_neon_dot, rt_cpu_arm_dotprod_ok,
-                         "the dot product extension", NULL, NULL, NULL},
+                         "the dot product extension", NULL, NULL},
     [TARGET_NEON_I8MM] = {&rt_kernels_neon_i8mm, rt_cpu_arm_i8mm_ok,
-                          "the int8 matrix multiply extension (i8mm)", NULL,
-                          NULL, NULL},
+                          "the int8 matrix multiply extension (i8mm)", NULL, NULL},
 #else
-    [TARGET_NEON_DOT] = {NULL, NULL, "an aarch64 build", NULL, NULL, NULL},
-    [TARGET_NEON_I8MM] = {NULL, NULL, "an aarch64 build", NULL, NULL, NULL},
+    [TARGET_NEON_DOT] = {NULL, NULL, "an aarch64 build", NULL, NULL},
+    [TARGET_NEON_I8MM] = {NULL, NULL, "an aarch64 build", NULL, NULL},
 #endif
 };
+
+/* The i-th faster table of t on this CPU.  Only x86-64 has any; elsewhere
+ * there is nothing to look up (which keeps the Cortex-M core's .text in
+ * its budget, firmware.md). */
+static const rt_kernels *faster_table(const target_kernels *t, int i)
+{
+#if defined(__x86_64__)
+    return t->faster ? t->faster(i) : NULL;
+#else
+    (void)t;
+    (void)i;
+    return NULL;
+#endif
+}
 
 /* What the CPU lacks for entry t, into buf. */
 static const char *missing_text(const target_kernels *t, char *buf, size_t cap)
@@ -106,7 +118,8 @@ const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err)
                 NULL, RT_S(target, missing_text(t, buf, sizeof buf)));
         return NULL;
     }
-    return t->faster && t->faster_ok() ? t->faster : t->table;
+    const rt_kernels *fastest = faster_table(t, 0);
+    return fastest ? fastest : t->table;
 }
 
 const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_rt_error *err)
@@ -115,12 +128,12 @@ const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_r
     if (!best || !isa)
         return best;
     const target_kernels *t = &kernels_of[rt_target_index(target)];
-    if (same_name(isa, t->table->isa))
-        return t->table;
-    if (t->faster && t->faster_ok() && same_name(isa, t->faster->isa))
-        return t->faster;
+    const rt_kernels *k = t->table, *f0 = faster_table(t, 0), *f1 = faster_table(t, 1);
+    for (int i = 0; k; k = faster_table(t, i++))
+        if (same_name(isa, k->isa))
+            return k;
     rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\" has no kernels \"%s\" on this CPU; it runs "
-            "%s%s%s", NULL, RT_S(target, isa, t->table->isa, best != t->table ? " and " : "",
-                                 best != t->table ? best->isa : ""));
+            "%s%s%s%s%s", NULL, RT_S(target, isa, t->table->isa, f0 ? ", " : "",
+                                   f0 ? f0->isa : "", f1 ? ", " : "", f1 ? f1->isa : ""));
     return NULL;
 }

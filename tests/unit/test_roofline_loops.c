@@ -45,6 +45,8 @@ static int disassemble(const char *obj)
             continue;
         l->ops[0] = 0;
         if (sscanf(text, " %lx:\t%31s %159[^\n]", &l->addr, l->mnem, l->ops) >= 2 && fn[0]) {
+            if (l->mnem[0] == '{') /* an encoding prefix ({vex}): the mnemonic follows */
+                sscanf(text, " %*x:\t%*s %31s %159[^\n]", l->mnem, l->ops);
             snprintf(l->fn, sizeof l->fn, "%s", fn);
             n_lines++;
         }
@@ -131,7 +133,8 @@ int main(int argc, char **argv)
     const char *path = argc > 1 ? argv[1] : obj;
     int ok = disassemble(path) == 0;
     CHECK(ok, "objdump -d %s: %zu instructions", path, n_lines);
-    const llmc_roofline_loops *tables[] = {&llmc_roofline_avx2, &llmc_roofline_avx2_avx512};
+    const llmc_roofline_loops *tables[] = {&llmc_roofline_avx2, &llmc_roofline_avx2_avx512,
+                                           &llmc_roofline_avx2_avxvnni};
     for (size_t t = 0; ok && t < sizeof tables / sizeof *tables; t++) {
         check_insn(tables[t]->isa, "fp32", &tables[t]->fma);
         for (int m = 0; m < LLMC_INT8_MIXES; m++) {

@@ -1501,10 +1501,13 @@ static void test_qtile_block(const rt_kernels *kt)
 }
 
 #if defined(__x86_64__)
-/* rt_q_avx2_qtile_pair against qtile twice byte for byte, at every
- * activation tile (1..4 rows) and pair of W row tiles of one case_at
- * shape. */
-static bool qtile_pair_case(const rt_kernels *kt, const qcase *c)
+typedef void qtile_pair_fn(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
+                           float *out);
+
+/* A table's qtile_pair (rt_q_avx2_qtile_pair, rt_q_avxvnni_qtile_pair)
+ * against its qtile twice byte for byte, at every activation tile (1..4
+ * rows) and pair of W row tiles of one case_at shape. */
+static bool qtile_pair_case(const rt_kernels *kt, qtile_pair_fn *pair, const qcase *c)
 {
     qfixture f;
     bool ok = fixture_init(&f, c, kt);
@@ -1514,7 +1517,7 @@ static bool qtile_pair_case(const rt_kernels *kt, const qcase *c)
         for (int64_t ht = 0; ok && ht + 1 < f.ws.np / hp; ht++) {
             int rows = c->m - et * ep < ep ? (int)(c->m - et * ep) : ep;
             float got[2 * RT_QTILE_MAX_OUT], want[RT_QTILE_MAX_OUT];
-            rt_q_avx2_qtile_pair(&args, et, rows, ht, got);
+            pair(&args, et, rows, ht, got);
             for (int i = 0; i < 2; i++) {
                 kt->qtile(&args, et, rows, ht + i, want);
                 ok &= !memcmp(got + i * ep * hp, want, (size_t)(rows * hp) * sizeof *want);
@@ -1525,21 +1528,20 @@ static bool qtile_pair_case(const rt_kernels *kt, const qcase *c)
 }
 #endif
 
-/* The AVX2 GEMM of two W row tiles per activation broadcast. */
-static void test_qtile_pair(void)
-{
 #if defined(__x86_64__)
-    if (!rt_cpu_x86_avx2_ok())
-        return;
+/* A table's GEMM of two W row tiles per activation broadcast. */
+static void test_qtile_pair(const rt_kernels *kt, qtile_pair_fn *pair)
+{
     bool ok = true;
     for (int i = 0; i < n_cases(); i++) {
         qcase c = case_at(i);
-        ok &= qtile_pair_case(&rt_kernels_avx2, &c);
+        ok &= qtile_pair_case(kt, pair, &c);
     }
-    CHECK(ok, "avx2 qtile_pair: both tiles of every W row tile pair bitwise qtile's on %d "
-          "shapes (1..4 rows, bits 4/8, float16/float32 coefficients, every group)", n_cases());
-#endif
+    CHECK(ok, "%s qtile_pair: both tiles of every W row tile pair bitwise qtile's on %d "
+          "shapes (1..4 rows, bits 4/8, float16/float32 coefficients, every group)", kt->isa,
+          n_cases());
 }
+#endif
 
 /* On an AVX-512 VNNI CPU "avx2" plans run rt_kernels_avx2_avx512; the AVX2
  * table they would run elsewhere is checked here as well, and the two
@@ -1562,6 +1564,35 @@ static void test_avx512_table(void)
 #endif
 }
 
+/* A CPU with AVX-VNNI and without AVX-512 VNNI runs "avx2" plans with
+ * rt_kernels_avx2_avxvnni; one with both still offers it (--isa).  Its
+ * kernels against the portable ones and bitwise against the AVX2 table. */
+static void test_avxvnni_table(void)
+{
+#if defined(__x86_64__)
+    if (!rt_cpu_x86_avx2_ok())
+        return;
+    const rt_kernels *want = rt_cpu_x86_avx512_vnni_ok() ? &rt_kernels_avx2_avx512
+                             : rt_cpu_x86_avxvnni_ok()   ? &rt_kernels_avx2_avxvnni
+                                                         : &rt_kernels_avx2;
+    CHECK(rt_kernels_for_target("avx2", NULL) == want,
+          "target avx2 runs the AVX-VNNI table when the CPU has AVX-VNNI and not AVX-512 VNNI");
+    llmc_rt_error e = {0};
+    const rt_kernels *named = rt_kernels_for_isa("avx2", "avx2+avxvnni", &e);
+    CHECK(rt_cpu_x86_avxvnni_ok() ? named == &rt_kernels_avx2_avxvnni
+                                  : !named && strstr(e.msg, "no kernels \"avx2+avxvnni\""),
+          "--isa avx2+avxvnni: its table exactly when the CPU has AVX-VNNI (%s)",
+          named ? named->isa : e.msg);
+    if (!rt_cpu_x86_avxvnni_ok()) {
+        printf("# avx2+avxvnni: this CPU lacks AVX-VNNI; its kernels are not run\n");
+        return;
+    }
+    test_table(&rt_kernels_avx2_avxvnni);
+    test_tables_bitwise(&rt_kernels_avx2_avxvnni, &rt_kernels_avx2);
+    test_qtile_pair(&rt_kernels_avx2_avxvnni, rt_q_avxvnni_qtile_pair);
+#endif
+}
+
 int main(void)
 {
     srand(14);
@@ -1580,7 +1611,11 @@ int main(void)
         }
         test_table(kt);
     }
-    test_qtile_pair();
+#if defined(__x86_64__)
+    if (rt_cpu_x86_avx2_ok())
+        test_qtile_pair(&rt_kernels_avx2, rt_q_avx2_qtile_pair);
+#endif
     test_avx512_table();
+    test_avxvnni_table();
     return TAP_DONE();
 }

@@ -54,6 +54,26 @@ bool rt_cpu_x86_avx512_vnni_ok(void)
            (b & ebx) == ebx && (c & 1u << 11) && (xcr0() & 0xe6u) == 0xe6u;
 }
 
+/* CPUID leaf 7 subleaf 1: EAX bit 4 (AVX-VNNI); YMM state as for AVX2. */
+bool rt_cpu_x86_avxvnni_ok(void)
+{
+    unsigned a, b, c, d;
+    return missing_mask() == 0 && __get_cpuid_max(0, NULL) >= 7 &&
+           __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & 1u << 4);
+}
+
+/* AVX-512 VNNI first: a ZMM vpdpbusd does twice the work of a YMM one. */
+const rt_kernels *rt_cpu_x86_faster_table(int i)
+{
+    const rt_kernels *runs[2];
+    int n = 0;
+    if (rt_cpu_x86_avx512_vnni_ok())
+        runs[n++] = &rt_kernels_avx2_avx512;
+    if (rt_cpu_x86_avxvnni_ok())
+        runs[n++] = &rt_kernels_avx2_avxvnni;
+    return i >= 0 && i < n ? runs[i] : NULL;
+}
+
 void rt_cpu_x86_avx2_missing(char *buf, size_t cap)
 {
     static const char *const names[] = {"AVX2", "FMA", "F16C", "AVX",

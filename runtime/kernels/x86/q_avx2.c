@@ -196,8 +196,9 @@ static inline void w8_group_rows(const uint8_t *w, const uint8_t *x, int64_t til
 /* The sign trick of w8_group_row for two W row tiles, each activation
  * word broadcast once for both. */
 static inline void w8_group_row_pair(const uint8_t *wa, const uint8_t *wb, const uint8_t *x,
-                                     int64_t tiles, __m256i *sa, __m256i *sb)
+                                     int64_t tiles, int32_t sum, __m256i *sa, __m256i *sb)
 {
+    (void)sum;
     for (int64_t t = 0; t < tiles; t++) {
         __m256i xt = bcast4(x + t * ACT_STEP);
         __m256i at = _mm256_loadu_si256((const __m256i *)(wa + t * TILE_BYTES));
@@ -257,6 +258,7 @@ INLINE void w4_group_row_pair(const uint8_t *wa, const uint8_t *wb, const uint8_
     }
 }
 
+#define Q_X86_PAIR_PRIMITIVES
 #include "q_x86_qtile.h"
 
 void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out)
@@ -264,79 +266,12 @@ void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, f
     qtile_x86(a, et, rows, ht, out);
 }
 
-/* gemv of row tiles ht and ht + 1 at once (bits and coef constants). */
-INLINE void gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits,
-                      rt_qcoef coef)
-{
-    operands o = operands_of(a, et, ht);
-    uint64_t tile = (uint64_t)o.groups * o.block; /* bytes of a row tile */
-    const uint8_t *w = o.w, *x = o.x;
-    __m256 acc_a = _mm256_setzero_ps(), acc_b = _mm256_setzero_ps();
-    for (int64_t g = 0; g < o.groups; g++, w += o.block, x += o.x_step) {
-        prefetch_block(w, o.block);
-        prefetch_block(w + tile, o.block);
-        __m256i dot_a = _mm256_setzero_si256(), dot_b = _mm256_setzero_si256();
-        if (bits == 4)
-            w4_group_row_pair(w, w + tile, x, o.pairs, &dot_a, &dot_b);
-        else
-            w8_group_row_pair(w, w + tile, x, o.tiles, &dot_a, &dot_b);
-        acc_a = group_floats(acc_a, w, &o, dot_a, o.sums[g], o.sx[g], bits, coef);
-        acc_b = group_floats(acc_b, w + tile, &o, dot_b, o.sums[g], o.sx[g], bits, coef);
-    }
-    _mm256_storeu_ps(out, acc_a);
-    _mm256_storeu_ps(out + HP, acc_b);
-}
-
 void rt_q_avx2_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out)
 {
-    if (!x86_tiles(a)) {
-        rt_q_avx2_qtile(a, et, 1, ht, out);
-        rt_q_avx2_qtile(a, et, 1, ht + 1, out + a->ws.hp);
-        return;
-    }
-    BY_BITS_COEF(a, gemv_pair, a, et, ht, out);
+    gemv_pair_x86(a, et, ht, out);
 }
 
-/* gemm of row tiles ht and ht + 1 at once, bits 4 (coef a constant): tile
- * ht's rows at out[e * HP], tile ht + 1's at out[(EP + e) * HP]. */
-INLINE void gemm_pair_w4(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out,
-                         rt_qcoef coef)
-{
-    operands o = operands_of(a, et, ht);
-    uint64_t tile = (uint64_t)o.groups * o.block; /* bytes of a row tile */
-    const uint8_t *w = o.w, *x = o.x;
-    __m256 acc_a[EP], acc_b[EP];
-    EACH_ROW
-    for (int e = 0; e < EP; e++)
-        acc_a[e] = acc_b[e] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < o.groups; g++, w += o.block, x += o.x_step) {
-        __m256i sa[EP], sb[EP];
-        EACH_ROW
-        for (int e = 0; e < EP; e++)
-            sa[e] = sb[e] = _mm256_setzero_si256();
-        w4_group_rows_pair(w, w + tile, x, o.pairs, sa, sb);
-        rows_floats(acc_a, w, &o, sa, g, 4, coef);
-        rows_floats(acc_b, w + tile, &o, sb, g, 4, coef);
-    }
-    for (int e = 0; e < rows; e++) {
-        _mm256_storeu_ps(out + e * HP, acc_a[e]);
-        _mm256_storeu_ps(out + (EP + e) * HP, acc_b[e]);
-    }
-}
-
-/* Bits 8 takes qtile twice: the 8-bit tiles share a broadcast between two
- * W row tiles at 5.0 instructions per vpmaddubsw instead of 5.5, but gcc
- * 12 copied each of the 8 int32 sums every step (53 instructions a tile
- * pair) and the GEMM ran 10% slower than one tile at a time (make
- * bench-kernels, AMD EPYC Zen 1, runs alternated). */
 void rt_q_avx2_qtile_pair(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out)
 {
-    if (rows == 1 || a->ws.bits != 4 || !x86_tiles(a)) {
-        rt_q_avx2_qtile(a, et, rows, ht, out);
-        rt_q_avx2_qtile(a, et, rows, ht + 1, out + a->xs.ep * a->ws.hp);
-    } else if (a->ws.coef == RT_QCOEF_HALF) {
-        gemm_pair_w4(a, et, rows, ht, out, RT_QCOEF_HALF);
-    } else {
-        gemm_pair_w4(a, et, rows, ht, out, RT_QCOEF_FLOAT);
-    }
+    qtile_pair_x86(a, et, rows, ht, out);
 }

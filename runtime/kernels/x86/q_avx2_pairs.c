@@ -1,8 +1,8 @@
-/* The QLinear driver's walks over pairs of W row tiles for the AVX2 table:
- * the GEMM's (rt_kernels.qlinear_pair_column): activation tile et by W row
- * tiles ht and ht + 1 in one rt_q_avx2_qtile_pair call (each activation
- * word broadcast once for both), then the 4 x 16 outputs; and the decode
- * GEMV's (rt_kernels.qlinear_gemv_pair).
+/* The QLinear driver's walks over pairs of W row tiles for the AVX2 and
+ * AVX-VNNI tables: the GEMM's (rt_kernels.qlinear_pair_column): activation
+ * tile et by W row tiles ht and ht + 1 in one qtile_pair call of the table
+ * (each activation word broadcast once for both), then the 4 x 16 outputs;
+ * and the decode GEMV's (rt_kernels.qlinear_gemv_pair).
  *
  * As in q_avx512_pairs.c: where the tile's rows all exist and the 16
  * columns are one aligned 64-byte line of each y row, a row's y = out
@@ -33,7 +33,14 @@ static __m256 row_values(const rt_qlinear_job *J, ptrdiff_t row, ptrdiff_t j, co
     return v;
 }
 
-static void two_tiles(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
+/* A table's kernels for two W row tiles at once. */
+typedef void qtile_pair_fn(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
+                           float *out);
+typedef void gemv_pair_fn(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
+
+static inline __attribute__((always_inline)) void two_tiles(const rt_qlinear_job *J,
+                                                            ptrdiff_t et, ptrdiff_t ht,
+                                                            qtile_pair_fn *pair)
 {
     float out[2 * RT_QTILE_MAX_OUT];
     int hp = J->a.ws.hp, ep = J->a.xs.ep, rows = rt_qlinear_tile_rows(J, et);
@@ -42,7 +49,7 @@ static void two_tiles(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
         rt_qlinear_prefetch_outputs(J, et, rows, ht);
         rt_qlinear_prefetch_outputs(J, et, rows, ht + 1);
     }
-    rt_q_avx2_qtile_pair(&J->a, et, rows, ht, out);
+    pair(&J->a, et, rows, ht, out);
     if (!stream) {
         rt_qlinear_store_tile(J, et, rows, ht, out);
         rt_qlinear_store_tile(J, et, rows, ht + 1, out + ep * hp);
@@ -58,21 +65,45 @@ static void two_tiles(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
 }
 
 /* Activation tiles [b0, b1) by W row tiles ht, ht + 1. */
-void rt_qlinear_pair_column_avx2(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
-                                 ptrdiff_t ht)
+static inline __attribute__((always_inline)) void pair_column(const rt_qlinear_job *J,
+                                                              ptrdiff_t b0, ptrdiff_t b1,
+                                                              ptrdiff_t ht, qtile_pair_fn *pair)
 {
     for (ptrdiff_t et = b0; et < b1; et++)
-        two_tiles(J, et, ht);
+        two_tiles(J, et, ht, pair);
     /* the streamed lines are weakly ordered: visible before the task ends */
     _mm_sfence();
 }
 
 /* rows == 1, W row tiles ht and ht + 1 in one kernel call. */
-void rt_qlinear_gemv_pair_avx2(const rt_qlinear_job *J, ptrdiff_t ht)
+static inline __attribute__((always_inline)) void gemv_pair(const rt_qlinear_job *J, ptrdiff_t ht,
+                                                            gemv_pair_fn *pair)
 {
     float out[2 * RT_QTILE_MAX_OUT];
     rt_qlinear_prefetch_outputs(J, 0, 1, ht);
-    rt_q_avx2_gemv_pair(&J->a, 0, ht, out);
+    pair(&J->a, 0, ht, out);
     rt_qlinear_store_tile(J, 0, 1, ht, out);
     rt_qlinear_store_tile(J, 0, 1, ht + 1, out + J->a.ws.hp);
+}
+
+void rt_qlinear_pair_column_avx2(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
+                                 ptrdiff_t ht)
+{
+    pair_column(J, b0, b1, ht, rt_q_avx2_qtile_pair);
+}
+
+void rt_qlinear_gemv_pair_avx2(const rt_qlinear_job *J, ptrdiff_t ht)
+{
+    gemv_pair(J, ht, rt_q_avx2_gemv_pair);
+}
+
+void rt_qlinear_pair_column_avxvnni(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
+                                    ptrdiff_t ht)
+{
+    pair_column(J, b0, b1, ht, rt_q_avxvnni_qtile_pair);
+}
+
+void rt_qlinear_gemv_pair_avxvnni(const rt_qlinear_job *J, ptrdiff_t ht)
+{
+    gemv_pair(J, ht, rt_q_avxvnni_gemv_pair);
 }

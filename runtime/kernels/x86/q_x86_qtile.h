@@ -193,4 +193,102 @@ static inline void qtile_x86(const rt_qtile_args *a, int64_t et, int rows, int64
     BY_BITS_COEF(a, qtile_rows, a, et, rows, ht, out);
 }
 
+#ifdef Q_X86_PAIR_PRIMITIVES
+/* Two W row tiles at once, for files that also define the pair primitives:
+ *
+ *   void w4_group_row_pair(const uint8_t *wa, const uint8_t *wb,
+ *                          const uint8_t *x, int64_t pairs, __m256i *sa, __m256i *sb)
+ *   void w8_group_row_pair(const uint8_t *wa, const uint8_t *wb,
+ *                          const uint8_t *x, int64_t tiles, int32_t sum,
+ *                          __m256i *sa, __m256i *sb)
+ *       one activation row by the row tiles at wa and wb, added to *sa, *sb;
+ *   void w4_group_rows_pair(const uint8_t *wa, const uint8_t *wb,
+ *                           const uint8_t *x, int64_t pairs, __m256i sa[EP], __m256i sb[EP])
+ *       the EP rows of the activation tile at x (bits 4).
+ *
+ * Each tile's outputs have the bits qtile gives it: the same int32
+ * products, then group_floats in the same order. */
+
+/* gemv of row tiles ht and ht + 1 at once (bits and coef constants). */
+INLINE void gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits,
+                      rt_qcoef coef)
+{
+    operands o = operands_of(a, et, ht);
+    uint64_t tile = (uint64_t)o.groups * o.block; /* bytes of a row tile */
+    const uint8_t *w = o.w, *x = o.x;
+    __m256 acc_a = _mm256_setzero_ps(), acc_b = _mm256_setzero_ps();
+    for (int64_t g = 0; g < o.groups; g++, w += o.block, x += o.x_step) {
+        prefetch_block(w, o.block);
+        prefetch_block(w + tile, o.block);
+        __m256i dot_a = _mm256_setzero_si256(), dot_b = _mm256_setzero_si256();
+        if (bits == 4)
+            w4_group_row_pair(w, w + tile, x, o.pairs, &dot_a, &dot_b);
+        else
+            w8_group_row_pair(w, w + tile, x, o.tiles, o.sums[g], &dot_a, &dot_b);
+        acc_a = group_floats(acc_a, w, &o, dot_a, o.sums[g], o.sx[g], bits, coef);
+        acc_b = group_floats(acc_b, w + tile, &o, dot_b, o.sums[g], o.sx[g], bits, coef);
+    }
+    _mm256_storeu_ps(out, acc_a);
+    _mm256_storeu_ps(out + HP, acc_b);
+}
+
+/* rows == 1 of W row tiles ht and ht + 1: out[0..hp), out[hp..2 hp). */
+static inline void gemv_pair_x86(const rt_qtile_args *a, int64_t et, int64_t ht, float *out)
+{
+    if (!x86_tiles(a)) {
+        qtile_x86(a, et, 1, ht, out);
+        qtile_x86(a, et, 1, ht + 1, out + a->ws.hp);
+        return;
+    }
+    BY_BITS_COEF(a, gemv_pair, a, et, ht, out);
+}
+
+/* gemm of row tiles ht and ht + 1 at once, bits 4 (coef a constant): tile
+ * ht's rows at out[e * HP], tile ht + 1's at out[(EP + e) * HP]. */
+INLINE void gemm_pair_w4(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out,
+                         rt_qcoef coef)
+{
+    operands o = operands_of(a, et, ht);
+    uint64_t tile = (uint64_t)o.groups * o.block; /* bytes of a row tile */
+    const uint8_t *w = o.w, *x = o.x;
+    __m256 acc_a[EP], acc_b[EP];
+    EACH_ROW
+    for (int e = 0; e < EP; e++)
+        acc_a[e] = acc_b[e] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < o.groups; g++, w += o.block, x += o.x_step) {
+        __m256i sa[EP], sb[EP];
+        EACH_ROW
+        for (int e = 0; e < EP; e++)
+            sa[e] = sb[e] = _mm256_setzero_si256();
+        w4_group_rows_pair(w, w + tile, x, o.pairs, sa, sb);
+        rows_floats(acc_a, w, &o, sa, g, 4, coef);
+        rows_floats(acc_b, w + tile, &o, sb, g, 4, coef);
+    }
+    for (int e = 0; e < rows; e++) {
+        _mm256_storeu_ps(out + e * HP, acc_a[e]);
+        _mm256_storeu_ps(out + (EP + e) * HP, acc_b[e]);
+    }
+}
+
+/* Rows 1..4 of activation tile et by W row tiles ht and ht + 1: tile ht's
+ * outputs at out[0..ep * hp), tile ht + 1's after them.  Bits 8 takes
+ * qtile twice: the 8-bit tiles of the AVX2 file share a broadcast between
+ * two W row tiles at 5.0 instructions per vpmaddubsw instead of 5.5, but
+ * gcc 12 copied each of the 8 int32 sums every step (53 instructions a tile
+ * pair) and the GEMM ran 10% slower than one tile at a time (make
+ * bench-kernels, AMD EPYC Zen 1, runs alternated). */
+static inline void qtile_pair_x86(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
+                                  float *out)
+{
+    if (rows == 1 || a->ws.bits != 4 || !x86_tiles(a)) {
+        qtile_x86(a, et, rows, ht, out);
+        qtile_x86(a, et, rows, ht + 1, out + a->xs.ep * a->ws.hp);
+    } else if (a->ws.coef == RT_QCOEF_HALF) {
+        gemm_pair_w4(a, et, rows, ht, out, RT_QCOEF_HALF);
+    } else {
+        gemm_pair_w4(a, et, rows, ht, out, RT_QCOEF_FLOAT);
+    }
+}
+#endif
+
 #endif

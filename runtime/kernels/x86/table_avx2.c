@@ -32,3 +32,17 @@ const rt_kernels rt_kernels_avx2_avx512 = {
     rt_ftile_pair_avx512, rt_attn_widen_rows_avx512,
     "avx2+avx512vnni",
 };
+
+/* AVX-VNNI without AVX-512: the AVX2 table with vpdpbusd on YMM for the
+ * quantized GEMV/GEMM (q_avxvnni.c), bitwise the same outputs. */
+const rt_kernels rt_kernels_avx2_avxvnni = {
+    "avx2", 8, 4, 4, 16, 6, rt_q_avx2_quantize_rows, rt_q_avxvnni_qtile, NULL,
+    rt_qlinear_pair_column_avxvnni, rt_ftile_avx2,
+    rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
+    rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
+    rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avxvnni,
+    NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
+    NULL, /* ftile_pair: ftile per panel */
+    NULL, /* attn_widen_rows: no pair loops */
+    "avx2+avxvnni",
+};

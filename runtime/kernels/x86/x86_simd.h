@@ -10,9 +10,11 @@
 #include "../kernel_table.h"
 
 /* table_avx2.c: hp 8, lp 4, ep 4 (q_x86_tiles.h says why); the second
- * table is the first with the AVX-512 VNNI qtile. */
+ * table is the first with the AVX-512 VNNI qtile, the third with the
+ * AVX-VNNI one. */
 extern const rt_kernels rt_kernels_avx2;
 extern const rt_kernels rt_kernels_avx2_avx512;
+extern const rt_kernels rt_kernels_avx2_avxvnni;
 
 /* cpu_x86.c: true when the CPU and the OS support AVX2, FMA and F16C (the
  * YMM state saved by XSAVE). */
@@ -23,6 +25,12 @@ void rt_cpu_x86_avx2_missing(char *buf, size_t cap);
 /* cpu_x86.c: true when rt_cpu_x86_avx2_ok() and the CPU and the OS support
  * AVX512F, AVX512BW, AVX512VL and AVX512_VNNI (the ZMM state saved). */
 bool rt_cpu_x86_avx512_vnni_ok(void);
+/* cpu_x86.c: true when rt_cpu_x86_avx2_ok() and the CPU has AVX-VNNI
+ * (vpdpbusd on YMM, VEX-encoded). */
+bool rt_cpu_x86_avxvnni_ok(void);
+/* cpu_x86.c: the i-th table faster than rt_kernels_avx2 that this CPU runs
+ * (bitwise its outputs), the fastest first; NULL past the last. */
+const rt_kernels *rt_cpu_x86_faster_table(int i);
 
 /* q_avx2_quantize.c: rt_kernels.quantize_rows (kernel_table.h). */
 void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
@@ -31,14 +39,20 @@ void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_sha
 void rt_q_avx2_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
                             float *out);
-/* q_avx2.c: rows == 1 of W row tiles ht and ht + 1: out[0..8), out[8..16) */
+/* q_avx2.c, q_avxvnni.c (AVXVNNI_FLAGS as well): rows == 1 of W row tiles
+ * ht and ht + 1: out[0..8), out[8..16) */
 void rt_q_avx2_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
-/* q_avx2.c: rows 1..4 of activation tile et by W row tiles ht and ht + 1
- * (bits 4: each activation word broadcast once for both): tile ht's
- * outputs at out[0..ep * hp), tile ht + 1's after them (qtile's layout
- * twice). */
+void rt_q_avxvnni_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
+/* q_avx2.c, q_avxvnni.c: rows 1..4 of activation tile et by W row tiles ht
+ * and ht + 1 (bits 4: each activation word broadcast once for both): tile
+ * ht's outputs at out[0..ep * hp), tile ht + 1's after them (qtile's
+ * layout twice). */
 void rt_q_avx2_qtile_pair(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
                           float *out);
+void rt_q_avxvnni_qtile_pair(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
+                             float *out);
+/* q_avxvnni.c: rt_kernels.qtile (vpdpbusd on YMM). */
+void rt_q_avxvnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 /* q_avx512_vnni.c: rt_kernels.qtile_block (8 or 16 activation rows by 16
  * W rows). */
 void rt_q_avx512_vnni_qtile_block(const rt_qtile_args *a, int64_t et, int tiles, int64_t ht,
@@ -50,6 +64,10 @@ void rt_q_avx512_vnni_qtile_block(const rt_qtile_args *a, int64_t et, int tiles,
 void rt_qlinear_gemv_pair_avx2(const rt_qlinear_job *J, ptrdiff_t ht);
 void rt_qlinear_pair_column_avx2(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
                                  ptrdiff_t ht);
+/* q_avx2_pairs.c: the same walks over the AVX-VNNI kernels. */
+void rt_qlinear_gemv_pair_avxvnni(const rt_qlinear_job *J, ptrdiff_t ht);
+void rt_qlinear_pair_column_avxvnni(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
+                                    ptrdiff_t ht);
 void rt_qlinear_pair_column_avx512(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
                                    ptrdiff_t ht);
 
