@@ -24,7 +24,9 @@
  *       within decode tokens (2 threads).
  * Weights and the read buffer in 2 MiB pages (llmc_alloc_huge), as a
  * plan under `llmc bench --hugepages`.  Median of 5 runs, on 1 and 2
- * threads (llmc_threads). */
+ * threads (llmc_threads).  The kernels are the table this CPU runs "avx2"
+ * plans with, or BENCH_ISA's (`BENCH_ISA=avx2+avxvnni make bench-kernels`),
+ * the peaks those of its loops. */
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,7 +331,7 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
         printf("w%da8 g%d %s %u thread%s: decode %.1f tok/s, GEMV %.2f GB/s of %.0f MB, read "
                "%.2f GB/s, GEMV/read %.0f%%, GEMV in L2 %.1f GB/s; prefill m=512 GEMM %.1f "
                "GOPS (%.0f%% of int8 %s peak %.0f)\n",
-               bits, (int)M.ws[0].group, kt->target, threads, threads > 1 ? "s" : " ",
+               bits, (int)M.ws[0].group, kt->isa, threads, threads > 1 ? "s" : " ",
                1.0 / t_dec, gemv_gbs,
                (double)M.bytes / 1e6, read_gbs, 100.0 * median(ratio),
                (double)rt_qweight_bytes(&M.ws[1]) / median(l2) / 1e9, ops / t_pre / 1e9,
@@ -348,7 +350,7 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
             }
             printf("w%da8 g%d %s %u threads: decode with qlinear_gemv_pair %.1f tok/s, qtile "
                    "per tile %.1f tok/s (paired median ratio %.3f)\n", bits, (int)M.ws[0].group,
-                   kt->target, threads, 1.0 / median(paired), 1.0 / median(single),
+                   kt->isa, threads, 1.0 / median(paired), 1.0 / median(single),
                    median(gain));
         }
         if (threads > 1) {
@@ -363,7 +365,7 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
             }
             printf("w%da8 g%d %s %u threads: q, k and v of a layer (%.0f KB) in one call %.1f us, "
                    "in three calls %.1f us (paired median ratio %.3f)\n",
-                   bits, (int)M.ws[0].group, kt->target, threads,
+                   bits, (int)M.ws[0].group, kt->isa, threads,
                    (double)rt_qweight_bytes(&M.ws[0]) / 1e3, 1e6 * median(joined) / LAYERS,
                    1e6 * median(three) / LAYERS, median(gain));
         }
@@ -378,7 +380,9 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
 int main(void)
 {
     llmc_rt_error err;
-    const rt_kernels *kt = rt_kernels_for_target("avx2", &err);
+    /* BENCH_ISA names one of the tables "avx2" plans run here (llmc run
+     * --isa); unset, the one this CPU picks */
+    const rt_kernels *kt = rt_kernels_for_isa("avx2", getenv("BENCH_ISA"), &err);
     if (!kt) {
         fprintf(stderr, "bench_qlinear: %s\n", err.msg);
         return 1;
