@@ -22,7 +22,10 @@
  * unpack (vpsrlw, 2 vpand) shared by the rows of a tile; bits 8 1 vpdpbusd,
  * 1 vpbroadcastd and the vpxor shared likewise.  The AVX2 file needs 4
  * vpmaddubsw-side instructions per 32 bytes at bits 8 (vpsignb, vpmaddubsw,
- * vpmaddwd, vpaddd) and 10.75 per 32 bytes at bits 4 in its GEMV. */
+ * vpmaddwd, vpaddd) and 10.75 per 32 bytes at bits 4 in its GEMV.  The
+ * 8-bit GEMM of two W row tiles (w8_group_rows_pair) is, per tile of each,
+ * 8 vpdpbusd, 2 vpxor with the weight loads and 4 vpbroadcastd loads: at
+ * most 80% of the vpdpbusd peak on the two ports both use. */
 #include "q_x86_tiles.h"
 
 /* acc + the 4-byte dot products of u8 (unsigned) and s8 (signed) per lane.
@@ -173,7 +176,37 @@ static inline void w8_group_row_pair(const uint8_t *wa, const uint8_t *wb, const
     *sb = _mm256_add_epi32(*sb, _mm256_sub_epi32(b, w8_offset(sum)));
 }
 
+/* The 4 rows by two W row tiles, each activation word broadcast once for
+ * both: 8 chains, where qtile's 4 (one a row) keep fewer vpdpbusd in
+ * flight than 5 cycles of latency at 2 a cycle need, and half the
+ * vpbroadcastd per vpdpbusd. */
+static inline void w8_group_rows_pair(const uint8_t *wa, const uint8_t *wb, const uint8_t *x,
+                                      int64_t tiles, const int32_t *sums, int64_t sums_stride,
+                                      __m256i sa[EP], __m256i sb[EP])
+{
+    __m256i da[EP], db[EP];
+    EACH_ROW
+    for (int e = 0; e < EP; e++)
+        da[e] = db[e] = _mm256_setzero_si256();
+    for (int64_t t = 0; t < tiles; t++) {
+        __m256i ua = w8_unsigned(wa + t * TILE_BYTES), ub = w8_unsigned(wb + t * TILE_BYTES);
+        EACH_ROW
+        for (int e = 0; e < EP; e++) {
+            __m256i xe = bcast4(x + t * ACT_STEP + e * LP);
+            da[e] = dot4(da[e], ua, xe);
+            db[e] = dot4(db[e], ub, xe);
+        }
+    }
+    EACH_ROW
+    for (int e = 0; e < EP; e++) {
+        __m256i offset = w8_offset(sums[e * sums_stride]);
+        sa[e] = _mm256_add_epi32(sa[e], _mm256_sub_epi32(da[e], offset));
+        sb[e] = _mm256_add_epi32(sb[e], _mm256_sub_epi32(db[e], offset));
+    }
+}
+
 #define Q_X86_PAIR_PRIMITIVES
+#define Q_X86_W8_ROWS_PAIR
 #include "q_x86_qtile.h"
 
 void rt_q_avxvnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out)

@@ -243,10 +243,15 @@ static inline void gemv_pair_x86(const rt_qtile_args *a, int64_t et, int64_t ht,
     BY_BITS_COEF(a, gemv_pair, a, et, ht, out);
 }
 
-/* gemm of row tiles ht and ht + 1 at once, bits 4 (coef a constant): tile
- * ht's rows at out[e * HP], tile ht + 1's at out[(EP + e) * HP]. */
-INLINE void gemm_pair_w4(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out,
-                         rt_qcoef coef)
+/* gemm of row tiles ht and ht + 1 at once (bits and coef constants): tile
+ * ht's rows at out[e * HP], tile ht + 1's at out[(EP + e) * HP].  Bits 8
+ * needs the file's w8_group_rows_pair (Q_X86_W8_ROWS_PAIR):
+ *
+ *   void w8_group_rows_pair(const uint8_t *wa, const uint8_t *wb,
+ *                           const uint8_t *x, int64_t tiles, const int32_t *sums,
+ *                           int64_t sums_stride, __m256i sa[EP], __m256i sb[EP]) */
+INLINE void gemm_pair(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out,
+                      int bits, rt_qcoef coef)
 {
     operands o = operands_of(a, et, ht);
     uint64_t tile = (uint64_t)o.groups * o.block; /* bytes of a row tile */
@@ -260,9 +265,14 @@ INLINE void gemm_pair_w4(const rt_qtile_args *a, int64_t et, int rows, int64_t h
         EACH_ROW
         for (int e = 0; e < EP; e++)
             sa[e] = sb[e] = _mm256_setzero_si256();
-        w4_group_rows_pair(w, w + tile, x, o.pairs, sa, sb);
-        rows_floats(acc_a, w, &o, sa, g, 4, coef);
-        rows_floats(acc_b, w + tile, &o, sb, g, 4, coef);
+#ifdef Q_X86_W8_ROWS_PAIR
+        if (bits == 8)
+            w8_group_rows_pair(w, w + tile, x, o.tiles, o.sums + g, o.groups, sa, sb);
+        else
+#endif
+            w4_group_rows_pair(w, w + tile, x, o.pairs, sa, sb);
+        rows_floats(acc_a, w, &o, sa, g, bits, coef);
+        rows_floats(acc_b, w + tile, &o, sb, g, bits, coef);
     }
     for (int e = 0; e < rows; e++) {
         _mm256_storeu_ps(out + e * HP, acc_a[e]);
@@ -271,23 +281,34 @@ INLINE void gemm_pair_w4(const rt_qtile_args *a, int64_t et, int rows, int64_t h
 }
 
 /* Rows 1..4 of activation tile et by W row tiles ht and ht + 1: tile ht's
- * outputs at out[0..ep * hp), tile ht + 1's after them.  Bits 8 takes
- * qtile twice: the 8-bit tiles of the AVX2 file share a broadcast between
- * two W row tiles at 5.0 instructions per vpmaddubsw instead of 5.5, but
- * gcc 12 copied each of the 8 int32 sums every step (53 instructions a tile
- * pair) and the GEMM ran 10% slower than one tile at a time (make
- * bench-kernels, AMD EPYC Zen 1, runs alternated). */
+ * outputs at out[0..ep * hp), tile ht + 1's after them.  Without
+ * Q_X86_W8_ROWS_PAIR bits 8 takes qtile twice: the 8-bit tiles of the AVX2
+ * file share a broadcast between two W row tiles at 5.0 instructions per
+ * vpmaddubsw instead of 5.5, but gcc 12 copied each of the 8 int32 sums
+ * every step (53 instructions a tile pair) and the GEMM ran 10% slower
+ * than one tile at a time (make bench-kernels, AMD EPYC Zen 1, runs
+ * alternated). */
 static inline void qtile_pair_x86(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
                                   float *out)
 {
-    if (rows == 1 || a->ws.bits != 4 || !x86_tiles(a)) {
+#ifdef Q_X86_W8_ROWS_PAIR
+    bool pairs = true;
+#else
+    bool pairs = a->ws.bits == 4;
+#endif
+    if (rows == 1 || !pairs || !x86_tiles(a)) {
         qtile_x86(a, et, rows, ht, out);
         qtile_x86(a, et, rows, ht + 1, out + a->xs.ep * a->ws.hp);
-    } else if (a->ws.coef == RT_QCOEF_HALF) {
-        gemm_pair_w4(a, et, rows, ht, out, RT_QCOEF_HALF);
-    } else {
-        gemm_pair_w4(a, et, rows, ht, out, RT_QCOEF_FLOAT);
+        return;
     }
+#ifdef Q_X86_W8_ROWS_PAIR
+    BY_BITS_COEF(a, gemm_pair, a, et, rows, ht, out);
+#else
+    if (a->ws.coef == RT_QCOEF_HALF)
+        gemm_pair(a, et, rows, ht, out, 4, RT_QCOEF_HALF);
+    else
+        gemm_pair(a, et, rows, ht, out, 4, RT_QCOEF_FLOAT);
+#endif
 }
 #endif
 
