@@ -176,6 +176,36 @@ for isa in avx2+avx512vnni avx2+avxvnni; do
         echo "# skip: this CPU has no $isa kernels for avx2 plans"
     fi
 done
+# A CPU with AVX2 and neither AVX-512 nor AVX-VNNI (qemu-x86_64 -cpu
+# Haswell): its cpuid leads avx2 plans to the AVX2 table, which gives the
+# bytes --isa avx2 gives here, and --isa of the other tables is refused
+# naming avx2 alone (a table picked without its instructions would stop on
+# an illegal instruction).
+haswell_output() {   # haswell_output FAMILY MODE
+    local plan=$WORK/$1-$2-avx2.plan ids=3,14,15,92,65,35,89,79,32,38,46,26,43,38,32,79,50,28,84
+    qemu-x86_64 -cpu Haswell "$LLMC" run "$plan" --prompt-ids $ids --max-new 8 --threads 2 \
+        --logits-out "$WORK/haswell.bin" >"$WORK/haswell.tok" 2>/dev/null || return 1
+    "$LLMC" run "$plan" --prompt-ids $ids --max-new 8 --threads 2 --isa avx2 \
+        --logits-out "$WORK/native.bin" >"$WORK/native.tok" || return 1
+    cmp "$WORK/haswell.tok" "$WORK/native.tok" && cmp "$WORK/haswell.bin" "$WORK/native.bin"
+}
+haswell_refuses() {   # haswell_refuses ISA
+    local out
+    out=$(qemu-x86_64 -cpu Haswell "$LLMC" run "$WORK/llama-w4a8-avx2.plan" --prompt-ids 1 \
+        --max-new 1 --isa "$1" 2>&1)
+    [ $? -eq 2 ] && grep -q "has no kernels \"$1\" on this CPU; it runs avx2\$" <<<"$out"
+}
+if [ "$TARGETS" != generic ] && command -v qemu-x86_64 >/dev/null; then
+    for mode in f32 w8a8 w4a8; do
+        check "llama $mode under qemu -cpu Haswell: the AVX2 table's ids and logits byte for byte" \
+            haswell_output llama "$mode"
+    done
+    for isa in avx2+avx512vnni avx2+avxvnni; do
+        check "qemu -cpu Haswell: --isa $isa refused, naming avx2 alone" haswell_refuses "$isa"
+    done
+else
+    echo "# skip: no avx2 plans or no qemu-x86_64 for a CPU without AVX-512 and AVX-VNNI"
+fi
 unknown_isa() {
     local out
     out=$("$LLMC" run "$WORK/llama-w4a8-$1.plan" --prompt-ids 1 --max-new 1 --isa sse9 2>&1)
