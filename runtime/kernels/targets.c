@@ -1,7 +1,8 @@
 /* Plan targets: their names and tile sizes (plan_enums.h), and the kernel
  * table that runs each.  "generic" runs everywhere; a SIMD table is in the
- * list only where its directory is built (the #ifs choose table entries and
- * nothing else) and is handed out only after its CPU check. */
+ * list only where its directory is built (the #ifs choose table entries,
+ * and faster_table's lookup of x86-64's faster tables) and is handed out
+ * only after its CPU check. */
 #include "kernel_table.h"
 #include "plan_format.h"
 #include "rt_msg.h"
@@ -128,6 +129,8 @@ const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_r
     if (!best || !isa)
         return best;
     const target_kernels *t = &kernels_of[rt_target_index(target)];
+    /* the message names the target's table and up to two faster ones
+     * (x86-64 has two: rt_cpu_x86_faster_table) */
     const rt_kernels *k = t->table, *f0 = faster_table(t, 0), *f1 = faster_table(t, 1);
     for (int i = 0; k; k = faster_table(t, i++))
         if (same_name(isa, k->isa))
