@@ -1,6 +1,7 @@
 /* Internal: the drivers of the x86 quantized micro-kernels, shared by the
- * AVX2 file (q_avx2.c: vpmaddubsw + vpmaddwd) and the AVX-512 one
- * (q_avx512_vnni.c: vpdpbusd on ZMM registers).  They differ only in how one group's exact
+ * AVX2 file (q_avx2.c: vpmaddubsw + vpmaddwd), the AVX-512 one
+ * (q_avx512_vnni.c: vpdpbusd on ZMM registers) and the AVX-VNNI one
+ * (q_avxvnni.c: vpdpbusd on YMM).  They differ only in how one group's exact
  * int32 dot products are formed, so each includes this header after
  * defining those four primitives:
  *
@@ -19,9 +20,9 @@
  *       multiply w + 128 and subtract 128 * sum.  Exact for every int8 w,
  *       -128 included (a Float32-coefficient block's, quant_format.h).
  *
- * The products are exact, so both files give the same int32 values, and
+ * The products are exact, so the files give the same int32 values, and
  * the float steps here are the same instructions in the same order: the
- * two tables' outputs are bitwise equal (tests/unit/test_rt_quant.c). */
+ * tables' outputs are bitwise equal (tests/unit/test_rt_quant.c). */
 #ifndef LLMC_RT_Q_X86_QTILE_H
 #define LLMC_RT_Q_X86_QTILE_H
 
