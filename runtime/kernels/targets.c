@@ -129,12 +129,13 @@ const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_r
     if (!best || !isa)
         return best;
     const target_kernels *t = &kernels_of[rt_target_index(target)];
-    /* the message names the target's table and up to two faster ones
-     * (x86-64 has two: rt_cpu_x86_faster_table) */
-    const rt_kernels *k = t->table, *f0 = faster_table(t, 0), *f1 = faster_table(t, 1);
+    const rt_kernels *k = t->table;
     for (int i = 0; k; k = faster_table(t, i++))
         if (same_name(isa, k->isa))
             return k;
+    /* the message names the target's table and up to two faster ones
+     * (x86-64 has two: rt_cpu_x86_faster_table) */
+    const rt_kernels *f0 = faster_table(t, 0), *f1 = faster_table(t, 1);
     rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\" has no kernels \"%s\" on this CPU; it runs "
             "%s%s%s%s%s", NULL, RT_S(target, isa, t->table->isa, f0 ? ", " : "",
                                    f0 ? f0->isa : "", f1 ? ", " : "", f1 ? f1->isa : ""));
