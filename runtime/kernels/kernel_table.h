@@ -35,6 +35,27 @@ typedef struct {
 /* The QLinear driver's state (q_linear_job.h). */
 typedef struct rt_qlinear_job rt_qlinear_job;
 
+/* Attention's key blocks (ref_attention.c walks the keys KEY_BLOCK at a
+ * time), and the offset headroom of its unified-max softmax: a row keeps
+ * its offset phi while its scores stay below phi + RT_ATTN_EXP_HEADROOM. */
+#define RT_ATTN_KEY_BLOCK 32
+#define RT_ATTN_EXP_HEADROOM 32.0f
+
+/* The query rows of an attention pass as the lanes of 16-float vectors
+ * (rt_kernels.attn_block_lanes): lane r is row r, and each query and
+ * output column is one vector over the rows, so a key's value reaches
+ * every row by one broadcast and the softmax state of all rows moves in
+ * one instruction.  Rows past the pass's are lanes with no visible key. */
+#define RT_ATTN_LANES 16
+#define RT_ATTN_LANES_DIM 128
+typedef struct {
+    float q[RT_ATTN_LANES_DIM][RT_ATTN_LANES]; /* column i of every row's query */
+    float o[RT_ATTN_LANES_DIM][RT_ATTN_LANES]; /* the rows' weighted sums, by column */
+    float phi[RT_ATTN_LANES], off[RT_ATTN_LANES], l[RT_ATTN_LANES], mx[RT_ATTN_LANES];
+    int32_t lo[RT_ATTN_LANES], n[RT_ATTN_LANES]; /* row r sees the keys [lo, n) */
+    int64_t d;                                   /* head_dim, a multiple of 8 */
+} rt_attn_lanes;
+
 typedef struct rt_kernels {
     const char *target;     /* the Plan.target this table runs */
     int q_hp, q_lp, q_ep;   /* tile sizes of this target's quantized plans */
@@ -163,6 +184,17 @@ typedef struct rt_kernels {
      * row pair.  x86-64 only, with the pair loops. */
     void (*attn_widen_rows)(const uint8_t *rows, int dtype, uint64_t row_bytes, int64_t n,
                             int64_t d, float *out);
+    /* Every row of a pass over one block of float32 key rows k and value
+     * rows v (d floats each, positions t0 .. t0 + nk - 1, nk <=
+     * RT_ATTN_KEY_BLOCK; scale: NULL, or each key's int8 scale, a score's
+     * factor after its sum), the rows' softmax state and sums in L
+     * updated as ref_attention.c's row loops update one row's: each lane
+     * the bits the table's attn_scores, attn_exp and attn_accumulate give
+     * that row, over the keys it sees (NULL: the pair or row loops).  For
+     * rows whose first visible key is at or before t0 (the driver's
+     * choice).  x86-64 only, with the pair loops. */
+    void (*attn_block_lanes)(rt_attn_lanes *L, const float *k, const float *v,
+                             const float *scale, int64_t t0, int64_t nk);
     /* The instruction set of the kernels, for reports: the target's name,
      * or more where a faster table runs the target's plans. */
     const char *isa;

@@ -223,7 +223,7 @@ static void append_rows(const attn_shape *a, const rt_view *k, const rt_view *v,
 
 /* Keys per block: 32 rows of K and of V are 16 KiB at head_dim 64, so a
  * block stays in L1 while every query row of the pass uses it. */
-#define KEY_BLOCK 32
+#define KEY_BLOCK RT_ATTN_KEY_BLOCK
 /* Query rows per pass, and the floats of their rotated queries (on the
  * task's stack): 16 rows of head_dim <= 128, fewer rows beyond. */
 #define PASS_ROWS 16
@@ -234,7 +234,7 @@ static void append_rows(const attn_shape *a, const rt_view *k, const rt_view *v,
 #define SPLIT_UNITS 8
 #define SPLIT_MIN_KEYS 256
 #define SCRATCH_FLOATS 4096
-#define EXP_HEADROOM 32.0f
+#define EXP_HEADROOM RT_ATTN_EXP_HEADROOM
 /* Under PARALLEL_MIN_MACS multiply-adds in all, the tasks run on this
  * thread (waking workers would cost more); the same tasks, so the same bits. */
 #define PARALLEL_MIN_MACS (1 << 15)
@@ -273,6 +273,9 @@ typedef struct {
      * stored rows) */
     void (*widen)(const uint8_t *rows, int dtype, uint64_t row_bytes, int64_t n, int64_t d,
                   float *out);
+    /* every row of a pass over a key block at once (NULL: pairs, rows) */
+    void (*block_lanes)(rt_attn_lanes *L, const float *k, const float *v, const float *scale,
+                        int64_t t0, int64_t nk);
 #endif
 } attention_job;
 
@@ -770,6 +773,88 @@ static inline __attribute__((always_inline)) void prefetch_block(const attn_shap
 }
 #endif
 
+#if defined(__x86_64__)
+/* Passes of more rows than LANES_MIN_ROWS take the lanes loop: with fewer
+ * (a decode step's GQA group, 1..8 rows) most of its 16 lanes would idle
+ * and the pair loops do less work. */
+#define LANES_MIN_ROWS 8
+
+/* Whether the pass's nr rows, whose first key block starts at b0, can take
+ * the table's lanes loop: every row sees the keys of each block from the
+ * block's first on (so its weights line up with the key block as the row
+ * loops' do), no soft-cap, head_dim a multiple of 8 within the lanes, and
+ * float32 rows (the cache's, or a block widened once for the pass). */
+static bool lanes_fit(const attention_job *J, const row_state *rows, int nr, ptrdiff_t b0,
+                      ptrdiff_t end)
+{
+    const attn_shape *a = J->a;
+    if (!J->block_lanes || nr <= LANES_MIN_ROWS || a->D % 8 || a->D > RT_ATTN_LANES_DIM ||
+        a->softcap > 0.0f || end > INT32_MAX)
+        return false;
+    if (a->cache->dtype == LLMC_RT_F32 && a->row_bytes[0] != (size_t)a->D * sizeof(float))
+        return false;
+    for (int i = 0; i < nr; i++)
+        if (rows[i].lo > b0)
+            return false;
+    return true;
+}
+
+/* The pass's rows into the lanes of L (the lanes past them see no key). */
+static void rows_to_lanes(const row_state *rows, int nr, ptrdiff_t D, rt_attn_lanes *L)
+{
+    memset(L->q, 0, sizeof L->q[0] * (size_t)D);
+    for (int r = 0; r < RT_ATTN_LANES; r++) {
+        bool row = r < nr;
+        for (ptrdiff_t i = 0; row && i < D; i++) {
+            L->q[i][r] = rows[r].q[i];
+            L->o[i][r] = rows[r].o[i];
+        }
+        for (ptrdiff_t i = 0; !row && i < D; i++)
+            L->o[i][r] = 0.0f;
+        L->phi[r] = row ? rows[r].phi : 0.0f;
+        L->off[r] = row ? rows[r].off : 0.0f;
+        L->l[r] = row ? rows[r].l : 0.0f;
+        L->mx[r] = row ? rows[r].mx : -INFINITY;
+        L->lo[r] = row ? (int32_t)rows[r].lo : 0;
+        L->n[r] = row ? (int32_t)rows[r].n : 0;
+    }
+    L->d = D;
+}
+
+static void lanes_to_rows(const rt_attn_lanes *L, int nr, ptrdiff_t D, row_state *rows)
+{
+    for (int r = 0; r < nr; r++) {
+        for (ptrdiff_t i = 0; i < D; i++)
+            rows[r].o[i] = L->o[i][r];
+        rows[r].off = L->off[r];
+        rows[r].l = L->l[r];
+        rows[r].mx = L->mx[r];
+    }
+}
+
+/* The pass's nr rows over the key blocks [b0, end) of kv head g as lanes. */
+static void attend_lanes(const attention_job *J, row_state *rows, int nr, ptrdiff_t g,
+                         ptrdiff_t b0, ptrdiff_t end, float *kf, float *vf)
+{
+    const attn_shape *a = J->a;
+    rt_attn_lanes L __attribute__((aligned(64))); /* a column per 64-byte line */
+    rows_to_lanes(rows, nr, a->D, &L);
+    while (b0 < end) {
+        ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / a->chunk + 1) * a->chunk), end);
+        key_block blk = block_at(a, g, b0, b1);
+        pair_rows w = pair_rows_for(J, &blk, nr / 2, kf, vf);
+        float scale[KEY_BLOCK];
+        size_t at = (size_t)rt_kv_scale_offset(a->D);
+        for (ptrdiff_t t = 0; w.scaled && t < b1 - b0; t++)
+            memcpy(&scale[t], block_row(a, &blk, 0, b0 + t) + at, sizeof scale[t]);
+        J->block_lanes(&L, (const float *)(const void *)w.k, (const float *)(const void *)w.v,
+                       w.scaled ? scale : NULL, b0, b1 - b0);
+        b0 = b1;
+    }
+    lanes_to_rows(&L, nr, a->D, rows);
+}
+#endif
+
 /* Rows [u0, u1) of a unit over the keys [t0, t1) of one split. */
 static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split, ptrdiff_t u0,
                         ptrdiff_t u1, ptrdiff_t t0, ptrdiff_t t1)
@@ -790,8 +875,14 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
     end = min_idx(end, t1);
     /* blocks on the KEY_BLOCK grid from t0 (a row's bits do not depend on
      * which rows share its pass); a row reads only its visible keys */
-    ptrdiff_t start = lo / KEY_BLOCK * KEY_BLOCK;
-    for (ptrdiff_t b0 = start > t0 ? start : t0; b0 < end;) {
+    ptrdiff_t start = lo / KEY_BLOCK * KEY_BLOCK, first = start > t0 ? start : t0;
+#if defined(__x86_64__)
+    if (lanes_fit(J, rows, nr, first, end)) {
+        attend_lanes(J, rows, nr, g, first, end, kf, vf);
+        first = end;
+    }
+#endif
+    for (ptrdiff_t b0 = first; b0 < end;) {
         ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
 #if defined(__x86_64__)
         key_block blk = block_at(a, g, b0, b1);
@@ -938,6 +1029,8 @@ static void use_table_loops(attention_job *J, const rt_kernels *kt)
     }
     if (J->scores_pair)
         J->widen = kt->attn_widen_rows;
+    if (J->scores_pair && J->accumulate_pair && J->widen)
+        J->block_lanes = kt->attn_block_lanes;
 #endif
 }
 
@@ -1005,7 +1098,7 @@ llmc_rt_status k_attention_loops(const rt_kernels *kt, llmc_rt_kv_fn kv,
                        block_scores, add_weighted_rows, sh.loops.scores_f16, sh.loops.scores_i8,
                        sh.loops.accumulate_f16, exp_block, o->data, scratch, NULL,
 #if defined(__x86_64__)
-                       NULL, NULL, NULL, NULL
+                       NULL, NULL, NULL, NULL, NULL
 #endif
     };
     use_table_loops(&J, kt);

@@ -15,5 +15,6 @@ const rt_kernels rt_kernels_generic = {
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel */
     NULL, /* attn_widen_rows: no pair loops */
+    NULL, /* attn_block_lanes: no pair loops */
     "generic",
 };

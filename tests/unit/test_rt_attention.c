@@ -687,37 +687,51 @@ static void test_pair_loops(const rt_kernels *kt)
  * prefill, causal and window edges inside key blocks, GQA groups of 1..7). */
 static void test_pair_op(const rt_kernels *kt)
 {
+    /* the last four: passes of 9..16 rows (the lanes loop) with blocks cut
+     * by chunks, head_dim 24 (an 8-column step), a window all rows start
+     * before, and queries 6x as large (scores past phi + headroom: the
+     * exact fallback) */
     static const win_case cases[] = {
         {6, 2, 20, 32, 300, 1, 50, 0},   {2, 1, 33, 64, 1000, 1, 700, 3.0f},
         {4, 2, 12, 16, 0, 70, 16, 0},    {3, 3, 17, 32, 40, 9, 45, 5.0f},
         {14, 2, 64, 64, 100, 37, 0, 0},  {14, 2, 64, 64, 4096, 1, 0, 0},
         {5, 1, 128, 32, 7, 23, 0, 0},    {7, 7, 8, 16, 3, 50, 20, 0},
+        {8, 2, 64, 48, 30, 40, 0, 0},    {12, 4, 24, 32, 5, 33, 0, 0},
+        {16, 1, 64, 64, 0, 40, 64, 0},   {14, 2, 64, 32, 70, 30, 0, 0},
     };
-    rt_kernels rows = *kt;
+    rt_kernels rows = *kt, pairs = *kt;
     rows.attn_scores_pair = NULL;
     rows.attn_accumulate_pair = NULL;
     rows.attn_exp_pair = NULL;
+    rows.attn_block_lanes = NULL;
+    pairs.attn_block_lanes = NULL;
     bool ok = true;
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    size_t n_cases = sizeof cases / sizeof *cases;
+    for (size_t i = 0; i < n_cases; i++) {
         win_data d;
         llmc_rt_error err = {0};
         win_make(&d, &cases[i]);
         int n = cases[i].S * cases[i].H * cases[i].D;
+        for (int j = 0; i == n_cases - 1 && j < n; j++)
+            d.q[j] *= 6.0f;
         float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+        float *c = malloc(sizeof(float) * (size_t)n);
         ok &= win_run(kt, &d, a, NULL, &err) == LLMC_RT_OK &&
               win_run(&rows, &d, b, NULL, &err) == LLMC_RT_OK &&
-              !memcmp(a, b, sizeof(float) * (size_t)n);
+              win_run(&pairs, &d, c, NULL, &err) == LLMC_RT_OK &&
+              !memcmp(a, b, sizeof(float) * (size_t)n) && !memcmp(c, b, sizeof(float) * (size_t)n);
         free(a);
         free(b);
+        free(c);
         free(d.pool);
         free(d.slot);
         free(d.q);
         free(d.k);
         free(d.v);
     }
-    CHECK(ok, "%s Attention with attn_scores_pair, attn_accumulate_pair and attn_exp_pair: "
-          "bitwise row by row on %d shapes (decode, prefill, windows, softcap, GQA)", kt->isa,
-          (int)(sizeof cases / sizeof *cases));
+    CHECK(ok, "%s Attention with the lanes loop, with the pair loops only and row by row: "
+          "bitwise the same on %d shapes (decode, prefill, windows, softcap, GQA, the exact "
+          "fallback)", kt->isa, (int)n_cases);
 }
 
 /* One call of the op on a float16 or int8 cache: n rows at position P of
@@ -781,6 +795,7 @@ static void test_pair_op_caches(const rt_kernels *kt)
     rows.attn_accumulate_pair = NULL;
     rows.attn_exp_pair = NULL;
     rows.attn_widen_rows = NULL;
+    rows.attn_block_lanes = NULL;
     bool ok = true;
     int runs = 0;
     for (size_t t = 0; t < 2; t++)

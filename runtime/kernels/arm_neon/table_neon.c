@@ -16,6 +16,7 @@ const rt_kernels rt_kernels_neon_dot = {
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     NULL, /* ftile_pair: no fp32 tiles */
     NULL, /* attn_widen_rows: no pair loops */
+    NULL, /* attn_block_lanes: no pair loops */
     "neon-dot",
 };
 
@@ -31,5 +32,6 @@ const rt_kernels rt_kernels_neon_i8mm = {
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     NULL, /* ftile_pair: no fp32 tiles */
     NULL, /* attn_widen_rows: no pair loops */
+    NULL, /* attn_block_lanes: no pair loops */
     "neon-i8mm",
 };

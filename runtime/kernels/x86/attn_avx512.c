@@ -23,6 +23,7 @@
  * pairs widens its key block once instead (attn_widen_rows) and runs the
  * float32 loops on it. */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "attn_x86.h"
@@ -320,4 +321,176 @@ void rt_attn_widen_rows_avx512(const uint8_t *rows, int dtype, uint64_t row_byte
         widen_of(rows, row_bytes, n, d, out, ROW_F16);
     else
         widen_of(rows, row_bytes, n, d, out, ROW_I8);
+}
+
+/* ---- rt_kernels.attn_block_lanes ---------------------------------------
+ *
+ * A pass's rows as the 16 lanes of a ZMM (rt_attn_lanes): column i of the
+ * queries is one vector, and a key's value enters as an embedded broadcast
+ * ({1to16}) of the FMA, so a key block needs no shuffles at all.  A lane's
+ * score keeps attn_avx2.c's order: chain j (j < 8) adds the products of
+ * columns 8i + j, i in order, and the chains join as ((0+1)+(2+3)) +
+ * ((4+5)+(6+7)), the lane sums of its hadd tree.  Three keys at a time are
+ * 24 chains, enough to keep both FMA ports busy through the 4-cycle
+ * latency, in 24 of the 32 registers.  The weighted sum keeps 16 output
+ * columns in registers across the block's keys, one masked FMA per key
+ * and column: each lane adds only the keys its row sees, in key order, as
+ * attn_accumulate does.  The softmax state (block maximum, offset, sum of
+ * the weights) is ref_attention.c's per row, lane by lane, on the lanes
+ * that see a key of the block (a row that sees none skips the block). */
+
+/* acc + x * (*k in every lane) by an embedded broadcast: around
+ * _mm512_set1_ps gcc 12 issued a vbroadcastss per FMA and took the other
+ * factor from memory, two loads per FMA where the keys need one. */
+static inline __m512 fma_bcast(__m512 acc, __m512 x, const float *k)
+{
+    __asm__("vfmadd231ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(x), "m"(*k));
+    return acc;
+}
+
+/* The same in the lanes `live` only (the others keep acc). */
+static inline __m512 fma_bcast_mask(__m512 acc, __m512 x, const float *k, __mmask16 live)
+{
+    __asm__("vfmadd231ps %3%{1to16%}, %2, %0%{%1%}" : "+v"(acc) : "Yk"(live), "v"(x), "m"(*k));
+    return acc;
+}
+
+/* The keys t0 .. t0 + KEYS - 1 of k (rows of d floats): their scores in s. */
+INLINE void score_keys(const rt_attn_lanes *L, const float *k, int64_t d, int keys, __m512 *s)
+{
+    __m512 acc[3][8];
+#pragma GCC unroll 3
+    for (int t = 0; t < keys; t++)
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++)
+            acc[t][j] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < d; i += 8)
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            __m512 q = _mm512_loadu_ps(L->q[i + j]);
+#pragma GCC unroll 3
+            for (int t = 0; t < keys; t++)
+                acc[t][j] = fma_bcast(acc[t][j], q, &k[t * d + i + j]);
+        }
+#pragma GCC unroll 3
+    for (int t = 0; t < keys; t++) {
+        __m512 *c = acc[t];
+        s[t] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c[0], c[1]), _mm512_add_ps(c[2], c[3])),
+                             _mm512_add_ps(_mm512_add_ps(c[4], c[5]), _mm512_add_ps(c[6], c[7])));
+    }
+}
+
+/* Lanes whose rows see key position t. */
+static inline __mmask16 sees(__m512i lo, __m512i n, int64_t t)
+{
+    __m512i at = _mm512_set1_epi32((int)t);
+    return _mm512_cmple_epi32_mask(lo, at) & _mm512_cmpgt_epi32_mask(n, at);
+}
+
+/* s[t]: the scores of key t0 + t (times its scale), -inf where a lane does
+ * not see it and past nk; vis[t]: the lanes that see it.  Returns the
+ * lanes that see any. */
+INLINE __mmask16 block_scores_lanes(const rt_attn_lanes *L, const float *k, const float *scale,
+                                    int64_t t0, int64_t nk, __m512 s[RT_ATTN_KEY_BLOCK],
+                                    __mmask16 vis[RT_ATTN_KEY_BLOCK])
+{
+    const __m512 none = _mm512_set1_ps(-INFINITY);
+    __m512i lo = _mm512_loadu_si512(L->lo), n = _mm512_loadu_si512(L->n);
+    int64_t d = L->d, t = 0;
+    for (; t + 3 <= nk; t += 3)
+        score_keys(L, k + t * d, d, 3, s + t);
+    if (nk - t == 2)
+        score_keys(L, k + t * d, d, 2, s + t);
+    else if (nk - t == 1)
+        score_keys(L, k + t * d, d, 1, s + t);
+    __mmask16 any = 0;
+    for (t = 0; t < RT_ATTN_KEY_BLOCK; t++) {
+        vis[t] = t < nk ? sees(lo, n, t0 + t) : 0;
+        any |= vis[t];
+        if (t < nk && scale)
+            s[t] = _mm512_mul_ps(s[t], _mm512_set1_ps(scale[t]));
+        s[t] = _mm512_mask_blend_ps(vis[t], none, s[t]);
+    }
+    return any;
+}
+
+/* ref_attention.c's block_offset for the lanes `live`: the running maximum
+ * from the block's (4 running maxima, joined (0,1), (2,3)), then the
+ * offset, and where it moved, the row's sum and output scaled by exp(old
+ * - new). */
+static void offset_lanes(rt_attn_lanes *L, const __m512 s[RT_ATTN_KEY_BLOCK], __mmask16 live)
+{
+    __m512 m[4] = {s[0], s[1], s[2], s[3]};
+    for (int t = 4; t < RT_ATTN_KEY_BLOCK; t++)
+        m[t % 4] = _mm512_max_ps(s[t], m[t % 4]);
+    __m512 bm = _mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3]));
+    __m512 mx = _mm512_loadu_ps(L->mx), phi = _mm512_loadu_ps(L->phi);
+    __m512 off = _mm512_loadu_ps(L->off);
+    mx = _mm512_mask_max_ps(mx, live, bm, mx);
+    __mmask16 unified = _mm512_cmp_ps_mask(mx, _mm512_add_ps(phi, _mm512_set1_ps(
+                                                                      RT_ATTN_EXP_HEADROOM)),
+                                           _CMP_LT_OQ);
+    __m512 next = _mm512_mask_blend_ps(unified, mx, phi);
+    __mmask16 moved = live & _mm512_cmp_ps_mask(next, off, _CMP_NEQ_UQ);
+    _mm512_storeu_ps(L->mx, mx);
+    float moved_to[RT_ATTN_LANES];
+    _mm512_storeu_ps(moved_to, next);
+    for (int r = 0; moved; r++, moved >>= 1) { /* rare: the exact fallback */
+        if (!(moved & 1))
+            continue;
+        float f = expf(L->off[r] - moved_to[r]);
+        L->l[r] *= f;
+        for (int64_t i = 0; i < L->d; i++)
+            L->o[i][r] *= f;
+        L->off[r] = moved_to[r];
+    }
+}
+
+/* The columns c .. c + W - 1 of every row's sum over the block's keys. */
+INLINE void accumulate_lanes(rt_attn_lanes *L, const float *v, const __m512 p[RT_ATTN_KEY_BLOCK],
+                             const __mmask16 vis[RT_ATTN_KEY_BLOCK], int64_t nk, int64_t c,
+                             int width)
+{
+    __m512 acc[16];
+    int64_t d = L->d;
+#pragma GCC unroll 16
+    for (int j = 0; j < width; j++)
+        acc[j] = _mm512_loadu_ps(L->o[c + j]);
+    for (int64_t t = 0; t < nk; t++) {
+        const float *vt = v + t * d + c;
+#pragma GCC unroll 16
+        for (int j = 0; j < width; j++)
+            acc[j] = fma_bcast_mask(acc[j], p[t], &vt[j], vis[t]);
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < width; j++)
+        _mm512_storeu_ps(L->o[c + j], acc[j]);
+}
+
+void rt_attn_block_lanes_avx512(rt_attn_lanes *L, const float *k, const float *v,
+                                const float *scale, int64_t t0, int64_t nk)
+{
+    __m512 s[RT_ATTN_KEY_BLOCK];
+    __mmask16 vis[RT_ATTN_KEY_BLOCK];
+    __mmask16 live = block_scores_lanes(L, k, scale, t0, nk, s, vis);
+    if (!live)
+        return;
+    offset_lanes(L, s, live);
+    /* the weights exp(s - offset) and their sum, 4 lanes of keys joined
+     * (0, 2), (1, 3) as block_sum does */
+    __m512 off = _mm512_loadu_ps(L->off), sum[4];
+    for (int j = 0; j < 4; j++)
+        sum[j] = _mm512_setzero_ps();
+    for (int t = 0; t < RT_ATTN_KEY_BLOCK; t++) {
+        s[t] = exp16(_mm512_sub_ps(s[t], off));
+        sum[t % 4] = _mm512_add_ps(sum[t % 4], s[t]);
+    }
+    __m512 l = _mm512_loadu_ps(L->l);
+    __m512 total = _mm512_add_ps(_mm512_add_ps(sum[0], sum[2]), _mm512_add_ps(sum[1], sum[3]));
+    _mm512_storeu_ps(L->l, _mm512_mask_add_ps(l, live, l, total));
+    int64_t c = 0;
+    for (; c + 16 <= L->d; c += 16)
+        accumulate_lanes(L, v, s, vis, nk, c, 16);
+    if (c < L->d)
+        accumulate_lanes(L, v, s, vis, nk, c, 8);
 }

@@ -18,6 +18,7 @@ const rt_kernels rt_kernels_avx2 = {
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel (16 YMM registers hold one panel's 2 x 6) */
     NULL, /* attn_widen_rows: no pair loops */
+    NULL, /* attn_block_lanes: no pair loops */
     "avx2",
 };
 
@@ -29,7 +30,7 @@ const rt_kernels rt_kernels_avx2_avx512 = {
     rt_swiglu_avx512, rt_dequant_block_avx2, rt_rmsnorm_row_avx2,
     NULL, /* qlinear_gemv_pair: qtile per tile (vpdpbusd) */
     rt_attn_scores_pair_avx512, rt_attn_accumulate_pair_avx512, rt_attn_exp_pair_avx512,
-    rt_ftile_pair_avx512, rt_attn_widen_rows_avx512,
+    rt_ftile_pair_avx512, rt_attn_widen_rows_avx512, rt_attn_block_lanes_avx512,
     "avx2+avx512vnni",
 };
 
@@ -44,5 +45,6 @@ const rt_kernels rt_kernels_avx2_avxvnni = {
     NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel */
     NULL, /* attn_widen_rows: no pair loops */
+    NULL, /* attn_block_lanes: no pair loops */
     "avx2+avxvnni",
 };

@@ -106,6 +106,9 @@ void rt_attn_exp_pair_avx512(float *pa, float *pb, int64_t n, float off_a, float
 /* attn_avx512.c: rt_kernels.attn_widen_rows. */
 void rt_attn_widen_rows_avx512(const uint8_t *rows, int dtype, uint64_t row_bytes, int64_t n,
                                int64_t d, float *out);
+/* attn_avx512.c: rt_kernels.attn_block_lanes. */
+void rt_attn_block_lanes_avx512(rt_attn_lanes *L, const float *k, const float *v,
+                                const float *scale, int64_t t0, int64_t nk);
 /* attn_avx2.c: rt_kernels.attn_exp (8 lanes, FMA). */
 void rt_attn_exp_avx2(float *p, int64_t n, float off);
 
