@@ -237,7 +237,11 @@ typedef struct {
  * a number of tasks that depends only on the shapes, never on the threads;
  * each task computes exactly what the serial code computes for its part,
  * in the same order, so outputs are bitwise identical for any thread count
- * and without a hook. */
+ * and without a hook.  A task uses up to LLMC_RT_TASK_STACK bytes of the
+ * stack of the thread that runs it (an x86-64 Attention task keeps its
+ * query rows, their softmax state and a widened key block there), so a
+ * pool's threads need that much on top of their own frames. */
+#define LLMC_RT_TASK_STACK (160u * 1024u)
 typedef void (*llmc_rt_task_fn)(void *ctx, uint32_t i);
 typedef void (*llmc_rt_parallel_fn)(void *pool, uint32_t n_tasks, llmc_rt_task_fn task,
                                     void *ctx);

@@ -4,11 +4,15 @@
  *
  * Work unit: one kv head g with a block of query rows that read its K/V
  * (the group = heads / kv_heads query heads of g, for qpos consecutive
- * positions), over a range of key positions.  The unit walks the keys in
- * blocks of KEY_BLOCK positions inside one cache chunk; each block of K and
- * V is loaded once and used by every query row of the pass while it is in
- * L1 (GQA reuse), and a row only keeps its output row, a few floats of
- * softmax state and one block of scores (never [heads, S, P+S] scores).
+ * positions: as many rows as UNIT_PASSES passes hold), over a range of key
+ * positions.  A pass walks the keys in blocks of KEY_BLOCK positions inside
+ * one cache chunk; each block of K and V is loaded once and used by every
+ * query row of the pass while it is in L1 (GQA reuse), and a row only
+ * keeps its output row, a few floats of softmax state and one block of
+ * scores (never [heads, S, P+S] scores).  Where the table has a lanes loop
+ * (x86-64 AVX-512: 16 rows per vector), the unit's passes walk the keys
+ * together, so a prefill reads each block from L2 or memory once for up to
+ * UNIT_PASSES * 16 rows instead of once per pass.
  *
  * Softmax offset (FlashDecoding++ §3, "unified max"): exp(s - phi) / sum
  * exp(s - phi) is the softmax for any phi, so each row uses one offset phi
@@ -228,6 +232,10 @@ static void append_rows(const attn_shape *a, const rt_view *k, const rt_view *v,
  * task's stack): 16 rows of head_dim <= 128, fewer rows beyond. */
 #define PASS_ROWS 16
 #define PASS_FLOATS 2048
+/* Passes per work unit: the query positions of a unit are as many as
+ * UNIT_PASSES passes hold, so that the lanes loop (x86-64) reads each key
+ * block once for all of them. */
+#define UNIT_PASSES 4
 /* Decode splits the keys when there are fewer units than SPLIT_UNITS, into
  * ranges of at least SPLIT_MIN_KEYS (~7 rows x 256 keys x 64 x 2 = 230k
  * multiply-adds a task), keeping the partials in SCRATCH_FLOATS (16 KiB). */
@@ -773,33 +781,61 @@ static inline __attribute__((always_inline)) void prefetch_block(const attn_shap
 }
 #endif
 
+/* Rows u0 .. u0 + nr - 1 of a unit after the keys of their split: the
+ * outputs divided by the sums, or (split keys) the sums and offsets kept
+ * for combine_row. */
+static void finish_rows(const attention_job *J, ptrdiff_t unit, ptrdiff_t split, ptrdiff_t u0,
+                        const row_state *rows, int nr)
+{
+    for (int i = 0; i < nr; i++) {
+        if (J->splits == 1) {
+            divide_row(rows[i].o, rows[i].l, J->a->D);
+            continue;
+        }
+        float *st = J->stats + ((unit * J->unit_rows + u0 + i) * J->splits + split) * 2;
+        st[0] = rows[i].l;
+        st[1] = rows[i].off;
+    }
+}
+
 #if defined(__x86_64__)
-/* Passes of more rows than LANES_MIN_ROWS take the lanes loop: with fewer
+/* Units of more rows than LANES_MIN_ROWS take the lanes loop: with fewer
  * (a decode step's GQA group, 1..8 rows) most of its 16 lanes would idle
  * and the pair loops do less work. */
 #define LANES_MIN_ROWS 8
 
-/* Whether the pass's nr rows, whose first key block starts at b0, can take
- * the table's lanes loop: every row sees the keys of each block from the
- * block's first on (so its weights line up with the key block as the row
- * loops' do), no soft-cap, head_dim a multiple of 8 within the lanes, and
- * float32 rows (the cache's, or a block widened once for the pass). */
-static bool lanes_fit(const attention_job *J, const row_state *rows, int nr, ptrdiff_t b0,
-                      ptrdiff_t end)
+/* The first key block of the unit's rows in the split [t0, t1) and the
+ * end of their keys, and whether they can take the table's lanes loop:
+ * every row sees the keys of each block from the block's first on (so its
+ * weights line up with the key block as the row loops' do), no soft-cap,
+ * head_dim a multiple of 8 within the lanes, float32 rows (the cache's, or
+ * a block widened once for the unit). */
+static bool lanes_fit(const attention_job *J, ptrdiff_t unit, ptrdiff_t used, ptrdiff_t t0,
+                      ptrdiff_t t1, ptrdiff_t *first, ptrdiff_t *end)
 {
     const attn_shape *a = J->a;
-    if (!J->block_lanes || nr <= LANES_MIN_ROWS || a->D % 8 || a->D > RT_ATTN_LANES_DIM ||
-        a->softcap > 0.0f || end > INT32_MAX)
+    if (!J->block_lanes || used <= LANES_MIN_ROWS || a->D % 8 || a->D > RT_ATTN_LANES_DIM ||
+        a->softcap > 0.0f || J->P + J->S > INT32_MAX)
         return false;
     if (a->cache->dtype == LLMC_RT_F32 && a->row_bytes[0] != (size_t)a->D * sizeof(float))
         return false;
-    for (int i = 0; i < nr; i++)
-        if (rows[i].lo > b0)
+    ptrdiff_t lo = t1, hi = t0, s, h;
+    for (ptrdiff_t u = 0; u < used; u++) {
+        unit_row(J, unit, u, &s, &h);
+        lo = min_idx(lo, rt_window_low((uint32_t)a->window, (uint32_t)(J->P + s)));
+        hi = hi > J->P + s + 1 ? hi : J->P + s + 1;
+    }
+    *first = lo / KEY_BLOCK * KEY_BLOCK > t0 ? lo / KEY_BLOCK * KEY_BLOCK : t0;
+    *end = min_idx(hi, t1);
+    for (ptrdiff_t u = 0; u < used; u++) {
+        unit_row(J, unit, u, &s, &h);
+        if (rt_window_low((uint32_t)a->window, (uint32_t)(J->P + s)) > *first)
             return false;
+    }
     return true;
 }
 
-/* The pass's rows into the lanes of L (the lanes past them see no key). */
+/* Rows into the lanes of L (the lanes past them see no key). */
 static void rows_to_lanes(const row_state *rows, int nr, ptrdiff_t D, rt_attn_lanes *L)
 {
     memset(L->q, 0, sizeof L->q[0] * (size_t)D);
@@ -832,26 +868,51 @@ static void lanes_to_rows(const rt_attn_lanes *L, int nr, ptrdiff_t D, row_state
     }
 }
 
-/* The pass's nr rows over the key blocks [b0, end) of kv head g as lanes. */
-static void attend_lanes(const attention_job *J, row_state *rows, int nr, ptrdiff_t g,
-                         ptrdiff_t b0, ptrdiff_t end, float *kf, float *vf)
+/* Lane groups of a unit (UNIT_PASSES of them at most, plan_work). */
+#define UNIT_LANES (UNIT_PASSES * RT_ATTN_LANES)
+
+/* All the rows of a unit over the keys [t0, t1) of one split as groups of
+ * 16 lanes, each key block (widened once) run through every group while
+ * it is in L1: one pass over the keys reads K and V from L2 or memory
+ * once for up to UNIT_LANES query rows.  False (nothing done) where the
+ * unit does not fit the lanes loop. */
+static bool attend_unit_lanes(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
+                              ptrdiff_t used, ptrdiff_t t0, ptrdiff_t t1)
 {
     const attn_shape *a = J->a;
-    rt_attn_lanes L __attribute__((aligned(64))); /* a column per 64-byte line */
-    rows_to_lanes(rows, nr, a->D, &L);
+    ptrdiff_t D = a->D, g = unit / J->qblocks, b0, end;
+    if (used > UNIT_LANES || !lanes_fit(J, unit, used, t0, t1, &b0, &end))
+        return false;
+    rt_attn_lanes L[UNIT_PASSES] __attribute__((aligned(64))); /* a column per 64-byte line */
+    row_state rows[UNIT_LANES];
+    float qbuf[RT_ATTN_LANES * RT_ATTN_LANES_DIM], kf[WIDEN_FLOATS], vf[WIDEN_FLOATS];
+    int groups = (int)((used + RT_ATTN_LANES - 1) / RT_ATTN_LANES);
+    for (int i = 0; i < groups; i++) {
+        int nr = (int)min_idx(RT_ATTN_LANES, used - i * RT_ATTN_LANES);
+        for (int r = 0; r < nr; r++)
+            start_row(J, unit, i * RT_ATTN_LANES + r, split, qbuf + r * D,
+                      &rows[i * RT_ATTN_LANES + r]);
+        rows_to_lanes(rows + i * RT_ATTN_LANES, nr, D, &L[i]);
+    }
     while (b0 < end) {
         ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / a->chunk + 1) * a->chunk), end);
         key_block blk = block_at(a, g, b0, b1);
-        pair_rows w = pair_rows_for(J, &blk, nr / 2, kf, vf);
+        pair_rows w = pair_rows_for(J, &blk, (int)used / 2, kf, vf);
         float scale[KEY_BLOCK];
-        size_t at = (size_t)rt_kv_scale_offset(a->D);
+        size_t at = (size_t)rt_kv_scale_offset(D);
         for (ptrdiff_t t = 0; w.scaled && t < b1 - b0; t++)
             memcpy(&scale[t], block_row(a, &blk, 0, b0 + t) + at, sizeof scale[t]);
-        J->block_lanes(&L, (const float *)(const void *)w.k, (const float *)(const void *)w.v,
-                       w.scaled ? scale : NULL, b0, b1 - b0);
+        for (int i = 0; i < groups; i++)
+            J->block_lanes(&L[i], (const float *)(const void *)w.k,
+                           (const float *)(const void *)w.v, w.scaled ? scale : NULL, b0, b1 - b0);
         b0 = b1;
     }
-    lanes_to_rows(&L, nr, a->D, rows);
+    for (int i = 0; i < groups; i++) {
+        int nr = (int)min_idx(RT_ATTN_LANES, used - i * RT_ATTN_LANES);
+        lanes_to_rows(&L[i], nr, D, rows + i * RT_ATTN_LANES);
+    }
+    finish_rows(J, unit, split, 0, rows, (int)used);
+    return true;
 }
 #endif
 
@@ -875,14 +936,8 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
     end = min_idx(end, t1);
     /* blocks on the KEY_BLOCK grid from t0 (a row's bits do not depend on
      * which rows share its pass); a row reads only its visible keys */
-    ptrdiff_t start = lo / KEY_BLOCK * KEY_BLOCK, first = start > t0 ? start : t0;
-#if defined(__x86_64__)
-    if (lanes_fit(J, rows, nr, first, end)) {
-        attend_lanes(J, rows, nr, g, first, end, kf, vf);
-        first = end;
-    }
-#endif
-    for (ptrdiff_t b0 = first; b0 < end;) {
+    ptrdiff_t start = lo / KEY_BLOCK * KEY_BLOCK;
+    for (ptrdiff_t b0 = start > t0 ? start : t0; b0 < end;) {
         ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
 #if defined(__x86_64__)
         key_block blk = block_at(a, g, b0, b1);
@@ -910,15 +965,7 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
         }
         b0 = b1;
     }
-    for (int i = 0; i < nr; i++) {
-        if (J->splits == 1) {
-            divide_row(rows[i].o, rows[i].l, D);
-            continue;
-        }
-        float *st = J->stats + ((unit * J->unit_rows + u0 + i) * J->splits + split) * 2;
-        st[0] = rows[i].l;
-        st[1] = rows[i].off;
-    }
+    finish_rows(J, unit, split, u0, rows, nr);
 }
 
 /* Query rows of a unit that exist (the last query block may be short). */
@@ -936,6 +983,10 @@ static void attention_task(void *ctx, uint32_t i)
     ptrdiff_t t0 = J->key0 + split * J->split_keys;
     ptrdiff_t t1 = min_idx(t0 + J->split_keys, J->P + J->S);
     ptrdiff_t used = unit_rows_used(J, unit);
+#if defined(__x86_64__)
+    if (attend_unit_lanes(J, unit, split, used, t0, t1))
+        return;
+#endif
     for (ptrdiff_t u = 0; u < used; u += J->pass_rows)
         attend_pass(J, unit, split, u, min_idx(u + J->pass_rows, used), t0, t1);
 }
@@ -984,7 +1035,8 @@ static void plan_work(attention_job *J)
     J->key0 = first / KEY_BLOCK * KEY_BLOCK;
     ptrdiff_t keys = J->P + J->S - J->key0;
     J->pass_rows = min_idx(PASS_ROWS, PASS_FLOATS / D);
-    J->qpos = min_idx(J->S, J->pass_rows / J->group > 1 ? J->pass_rows / J->group : 1);
+    ptrdiff_t unit_rows = UNIT_PASSES * J->pass_rows;
+    J->qpos = min_idx(J->S, unit_rows / J->group > 1 ? unit_rows / J->group : 1);
     J->unit_rows = J->qpos * J->group;
     J->qblocks = (J->S + J->qpos - 1) / J->qpos;
     ptrdiff_t units = a->G * J->qblocks, rows = units * J->unit_rows;

@@ -160,6 +160,22 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Stack for a worker: the runtime's tasks use up to LLMC_RT_TASK_STACK
+ * (llmc_rt.h), and some C libraries give threads less by default (musl:
+ * 128 KiB); a larger default is kept. */
+static bool start_worker(llmc_threads *t, pthread_t *th)
+{
+    pthread_attr_t attr;
+    size_t size = 0;
+    if (pthread_attr_init(&attr))
+        return false;
+    if (!pthread_attr_getstacksize(&attr, &size) && size < 2 * LLMC_RT_TASK_STACK)
+        pthread_attr_setstacksize(&attr, 2 * LLMC_RT_TASK_STACK);
+    bool ok = !pthread_create(th, &attr, worker_main, t);
+    pthread_attr_destroy(&attr);
+    return ok;
+}
+
 llmc_threads *llmc_threads_create(uint32_t n_threads)
 {
     if (n_threads == 0)
@@ -189,7 +205,7 @@ llmc_threads *llmc_threads_create(uint32_t n_threads)
     pthread_cond_init(&t->wake, NULL);
     pthread_cond_init(&t->done, NULL);
     for (; t->started < t->n_workers; t->started++)
-        if (pthread_create(&t->workers[t->started], NULL, worker_main, t)) {
+        if (!start_worker(t, &t->workers[t->started])) {
             llmc_threads_destroy(t);
             return NULL;
         }

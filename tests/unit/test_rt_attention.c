@@ -17,6 +17,7 @@
  *   - the verifier's Attention checks on hand-written plans;
  *   - the sampler. */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -827,6 +828,43 @@ static void test_pair_op_caches(const rt_kernels *kt)
           runs);
 }
 
+/* A widened int8 prefill at head_dim 128 (the lanes loop's deepest stack)
+ * on a thread whose stack is LLMC_RT_TASK_STACK plus this test's frames:
+ * the bound llmc_rt.h documents holds (an overflow would crash). */
+typedef struct {
+    const rt_kernels *kt;
+    bool ok;
+} stack_run;
+
+static void *deep_stack_run(void *arg)
+{
+    stack_run *r = arg;
+    static const cache_case c = {8, 1, 128, 32, 70, 9};
+    uint64_t slot_bytes = ((uint64_t)c.chunk * rt_kv_position_bytes(LLMC_RT_I8, c.G, c.D) + 63) /
+                          64 * 64;
+    int chunks = (c.P + c.S + c.chunk - 1) / c.chunk;
+    uint8_t *pool = calloc((size_t)(slot_bytes * (uint64_t)chunks), 1);
+    float *q = rand_floats((int64_t)c.S * c.H * c.D, 1.0f), *k = rand_floats((int64_t)c.S * c.D, 2.0f);
+    float *v = rand_floats((int64_t)c.S * c.D, 1.0f), *o = malloc(sizeof(float) * (size_t)(c.S * c.H * c.D));
+    r->ok = cache_call(r->kt, &c, LLMC_RT_I8, pool, slot_bytes, false, 0, c.S, q, k, v, o);
+    free(pool), free(q), free(k), free(v), free(o);
+    return NULL;
+}
+
+static void test_task_stack(const rt_kernels *kt)
+{
+    pthread_attr_t attr;
+    pthread_t th;
+    stack_run r = {kt, false};
+    pthread_attr_init(&attr);
+    /* the task's LLMC_RT_TASK_STACK, the op's own frame (~21 KiB) and this test's */
+    pthread_attr_setstacksize(&attr, LLMC_RT_TASK_STACK + 48 * 1024);
+    bool ok = !pthread_create(&th, &attr, deep_stack_run, &r) && !pthread_join(th, NULL);
+    pthread_attr_destroy(&attr);
+    CHECK(ok && r.ok, "%s Attention's lanes loop (int8 cache, head_dim 128) runs on a thread of "
+          "LLMC_RT_TASK_STACK + 48 KiB of stack", kt->isa);
+}
+
 static void test_pair_tables(void)
 {
     const rt_kernels *tables[3];
@@ -836,6 +874,7 @@ static void test_pair_tables(void)
             test_pair_loops(tables[t]);
             test_pair_op(tables[t]);
             test_pair_op_caches(tables[t]);
+            test_task_stack(tables[t]);
             tested++;
         }
     if (!tested)
