@@ -4,15 +4,15 @@
  *
  * Work unit: one kv head g with a block of query rows that read its K/V
  * (the group = heads / kv_heads query heads of g, for qpos consecutive
- * positions: as many rows as UNIT_PASSES passes hold), over a range of key
+ * positions: as many rows as a pass holds), over a range of key
  * positions.  A pass walks the keys in blocks of KEY_BLOCK positions inside
  * one cache chunk; each block of K and V is loaded once and used by every
- * query row of the pass while it is in L1 (GQA reuse), and a row only
- * keeps its output row, a few floats of softmax state and one block of
- * scores (never [heads, S, P+S] scores).  Where the table has a lanes loop
- * (x86-64 AVX-512: 16 rows per vector), the unit's passes walk the keys
- * together, so a prefill reads each block from L2 or memory once for up to
- * UNIT_PASSES * 16 rows instead of once per pass.
+ * query row of the pass while it is in L1 (GQA reuse), so a prefill reads
+ * the cache from L2 or memory once per PASS_ROWS query rows, and a row
+ * only keeps its output row, a few floats of softmax state and one block
+ * of scores (never [heads, S, P+S] scores).  Where the table has a lanes
+ * loop (x86-64 AVX-512), the pass's rows go through it 16 at a time, one
+ * row per vector lane.
  *
  * Softmax offset (FlashDecoding++ §3, "unified max"): exp(s - phi) / sum
  * exp(s - phi) is the softmax for any phi, so each row uses one offset phi
@@ -229,13 +229,13 @@ static void append_rows(const attn_shape *a, const rt_view *k, const rt_view *v,
  * block stays in L1 while every query row of the pass uses it. */
 #define KEY_BLOCK RT_ATTN_KEY_BLOCK
 /* Query rows per pass, and the floats of their rotated queries (on the
- * task's stack): 16 rows of head_dim <= 128, fewer rows beyond. */
-#define PASS_ROWS 16
-#define PASS_FLOATS 2048
-/* Passes per work unit: the query positions of a unit are as many as
- * UNIT_PASSES passes hold, so that the lanes loop (x86-64) reads each key
- * block once for all of them. */
-#define UNIT_PASSES 4
+ * task's stack): 64 rows of head_dim <= 128, fewer rows beyond.  Each key
+ * block read from L2 or memory serves them all: against passes of 16 rows,
+ * the attention of 512 new rows at depth 3584 (Qwen2-0.5B's heads, 2
+ * threads, Intel Xeon family 6 model 207) took 0.86-0.90 of the time with
+ * the AVX-512 lanes loop and 0.94 with the AVX2 row loops. */
+#define PASS_ROWS 64
+#define PASS_FLOATS 8192
 /* Decode splits the keys when there are fewer units than SPLIT_UNITS, into
  * ranges of at least SPLIT_MIN_KEYS (~7 rows x 256 keys x 64 x 2 = 230k
  * multiply-adds a task), keeping the partials in SCRATCH_FLOATS (16 KiB). */
@@ -868,23 +868,19 @@ static void lanes_to_rows(const rt_attn_lanes *L, int nr, ptrdiff_t D, row_state
     }
 }
 
-/* Lane groups of a unit (UNIT_PASSES of them at most, plan_work). */
-#define UNIT_LANES (UNIT_PASSES * RT_ATTN_LANES)
-
-/* All the rows of a unit over the keys [t0, t1) of one split as groups of
- * 16 lanes, each key block (widened once) run through every group while
- * it is in L1: one pass over the keys reads K and V from L2 or memory
- * once for up to UNIT_LANES query rows.  False (nothing done) where the
- * unit does not fit the lanes loop. */
-static bool attend_unit_lanes(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
+/* All the rows of a unit (one pass) over the keys [t0, t1) of one split as
+ * groups of 16 lanes, each key block (widened once) run through every
+ * group while it is in L1.  False (nothing done) where the unit does not
+ * fit the lanes loop. */
+static bool attend_lanes(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
                               ptrdiff_t used, ptrdiff_t t0, ptrdiff_t t1)
 {
     const attn_shape *a = J->a;
     ptrdiff_t D = a->D, g = unit / J->qblocks, b0, end;
-    if (used > UNIT_LANES || !lanes_fit(J, unit, used, t0, t1, &b0, &end))
+    if (used > J->pass_rows || !lanes_fit(J, unit, used, t0, t1, &b0, &end))
         return false;
-    rt_attn_lanes L[UNIT_PASSES] __attribute__((aligned(64))); /* a column per 64-byte line */
-    row_state rows[UNIT_LANES];
+    rt_attn_lanes L[PASS_ROWS / RT_ATTN_LANES] __attribute__((aligned(64))); /* a column a line */
+    row_state rows[PASS_ROWS];
     float qbuf[RT_ATTN_LANES * RT_ATTN_LANES_DIM], kf[WIDEN_FLOATS], vf[WIDEN_FLOATS];
     int groups = (int)((used + RT_ATTN_LANES - 1) / RT_ATTN_LANES);
     for (int i = 0; i < groups; i++) {
@@ -984,7 +980,7 @@ static void attention_task(void *ctx, uint32_t i)
     ptrdiff_t t1 = min_idx(t0 + J->split_keys, J->P + J->S);
     ptrdiff_t used = unit_rows_used(J, unit);
 #if defined(__x86_64__)
-    if (attend_unit_lanes(J, unit, split, used, t0, t1))
+    if (attend_lanes(J, unit, split, used, t0, t1))
         return;
 #endif
     for (ptrdiff_t u = 0; u < used; u += J->pass_rows)
@@ -1035,8 +1031,7 @@ static void plan_work(attention_job *J)
     J->key0 = first / KEY_BLOCK * KEY_BLOCK;
     ptrdiff_t keys = J->P + J->S - J->key0;
     J->pass_rows = min_idx(PASS_ROWS, PASS_FLOATS / D);
-    ptrdiff_t unit_rows = UNIT_PASSES * J->pass_rows;
-    J->qpos = min_idx(J->S, unit_rows / J->group > 1 ? unit_rows / J->group : 1);
+    J->qpos = min_idx(J->S, J->pass_rows / J->group > 1 ? J->pass_rows / J->group : 1);
     J->unit_rows = J->qpos * J->group;
     J->qblocks = (J->S + J->qpos - 1) / J->qpos;
     ptrdiff_t units = a->G * J->qblocks, rows = units * J->unit_rows;
