@@ -819,20 +819,16 @@ static bool lanes_fit(const attention_job *J, ptrdiff_t unit, ptrdiff_t used, pt
         return false;
     if (a->cache->dtype == LLMC_RT_F32 && a->row_bytes[0] != (size_t)a->D * sizeof(float))
         return false;
-    ptrdiff_t lo = t1, hi = t0, s, h;
-    for (ptrdiff_t u = 0; u < used; u++) {
-        unit_row(J, unit, u, &s, &h);
-        lo = min_idx(lo, rt_window_low((uint32_t)a->window, (uint32_t)(J->P + s)));
-        hi = hi > J->P + s + 1 ? hi : J->P + s + 1;
-    }
+    /* rows are in position order: the first sees the lowest keys, the last
+     * the most */
+    ptrdiff_t s0, s1, h;
+    unit_row(J, unit, 0, &s0, &h);
+    unit_row(J, unit, used - 1, &s1, &h);
+    ptrdiff_t lo = rt_window_low((uint32_t)a->window, (uint32_t)(J->P + s0));
+    ptrdiff_t hi = rt_window_low((uint32_t)a->window, (uint32_t)(J->P + s1));
     *first = lo / KEY_BLOCK * KEY_BLOCK > t0 ? lo / KEY_BLOCK * KEY_BLOCK : t0;
-    *end = min_idx(hi, t1);
-    for (ptrdiff_t u = 0; u < used; u++) {
-        unit_row(J, unit, u, &s, &h);
-        if (rt_window_low((uint32_t)a->window, (uint32_t)(J->P + s)) > *first)
-            return false;
-    }
-    return true;
+    *end = min_idx(J->P + s1 + 1, t1);
+    return hi <= *first;
 }
 
 /* Rows into the lanes of L (the lanes past them see no key). */
@@ -872,8 +868,8 @@ static void lanes_to_rows(const rt_attn_lanes *L, int nr, ptrdiff_t D, row_state
  * groups of 16 lanes, each key block (widened once) run through every
  * group while it is in L1.  False (nothing done) where the unit does not
  * fit the lanes loop. */
-static bool attend_lanes(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
-                              ptrdiff_t used, ptrdiff_t t0, ptrdiff_t t1)
+static bool attend_lanes(const attention_job *J, ptrdiff_t unit, ptrdiff_t split, ptrdiff_t used,
+                         ptrdiff_t t0, ptrdiff_t t1)
 {
     const attn_shape *a = J->a;
     ptrdiff_t D = a->D, g = unit / J->qblocks, b0, end;
