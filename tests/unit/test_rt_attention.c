@@ -828,6 +828,38 @@ static void test_pair_op_caches(const rt_kernels *kt)
           runs);
 }
 
+/* The op with the table's loops (lanes, pairs) and row by row, byte for
+ * byte, on 120 random shapes of a float32 cache: GQA groups 1..10,
+ * head_dim 8..128 in steps of 8 (whole and half 16-column steps), chunks
+ * that cut key blocks, 0..200 cached positions, 1..40 new rows, windows
+ * that start inside and before a pass's blocks. */
+static void test_lanes_random(const rt_kernels *kt)
+{
+    static const int chunks[] = {16, 24, 32, 48, 64, 100};
+    rt_kernels rows = *kt;
+    rows.attn_scores_pair = NULL;
+    rows.attn_accumulate_pair = NULL;
+    rows.attn_exp_pair = NULL;
+    rows.attn_block_lanes = NULL;
+    int same = 0, cases = 120;
+    for (int i = 0; i < cases; i++) {
+        int G = 1 + rand() % 3, group = 1 + rand() % 10, P = rand() % 201, S = 1 + rand() % 40;
+        win_case c = {G * group, G, 8 * (1 + rand() % 16), chunks[rand() % 6], P, S,
+                      rand() % 3 ? 0 : 1 + rand() % (P + S), 0.0f};
+        win_data d;
+        llmc_rt_error err = {0};
+        win_make(&d, &c);
+        int n = c.S * c.H * c.D;
+        float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+        same += win_run(kt, &d, a, NULL, &err) == LLMC_RT_OK &&
+                win_run(&rows, &d, b, NULL, &err) == LLMC_RT_OK &&
+                !memcmp(a, b, sizeof(float) * (size_t)n);
+        free(a), free(b), free(d.pool), free(d.slot), free(d.q), free(d.k), free(d.v);
+    }
+    CHECK(same == cases, "%s Attention with its lanes and pair loops bitwise row by row on %d of "
+          "%d random shapes (GQA, head_dim, chunks, windows)", kt->isa, same, cases);
+}
+
 /* A widened int8 prefill at head_dim 128 (the lanes loop's deepest stack)
  * on a thread whose stack is LLMC_RT_TASK_STACK plus this test's frames:
  * the bound llmc_rt.h documents holds (an overflow would crash). */
@@ -875,6 +907,7 @@ static void test_pair_tables(void)
             test_pair_op(tables[t]);
             test_pair_op_caches(tables[t]);
             test_task_stack(tables[t]);
+            test_lanes_random(tables[t]);
             tested++;
         }
     if (!tested)
