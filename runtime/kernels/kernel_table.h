@@ -190,9 +190,9 @@ typedef struct rt_kernels {
      * factor after its sum), the rows' softmax state and sums in L
      * updated as ref_attention.c's row loops update one row's: each lane
      * the bits the table's attn_scores, attn_exp and attn_accumulate give
-     * that row, over the keys it sees (NULL: the pair or row loops).  For
-     * rows whose first visible key is at or before t0 (the driver's
-     * choice).  x86-64 only, with the pair loops. */
+     * that row, over the keys it sees (NULL: the pair or row loops), also
+     * a row whose first visible key lies inside the block.  x86-64 only,
+     * with the pair loops. */
     void (*attn_block_lanes)(rt_attn_lanes *L, const float *k, const float *v,
                              const float *scale, int64_t t0, int64_t nk);
     /* The instruction set of the kernels, for reports: the target's name,

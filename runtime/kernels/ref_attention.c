@@ -805,11 +805,9 @@ static void finish_rows(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
 #define LANES_MIN_ROWS 8
 
 /* The first key block of the unit's rows in the split [t0, t1) and the
- * end of their keys, and whether they can take the table's lanes loop:
- * every row sees the keys of each block from the block's first on (so its
- * weights line up with the key block as the row loops' do), no soft-cap,
- * head_dim a multiple of 8 within the lanes, float32 rows (the cache's, or
- * a block widened once for the unit). */
+ * end of their keys, and whether they can take the table's lanes loop: no
+ * soft-cap, head_dim a multiple of 8 within the lanes, float32 rows (the
+ * cache's, or a block widened once for the unit). */
 static bool lanes_fit(const attention_job *J, ptrdiff_t unit, ptrdiff_t used, ptrdiff_t t0,
                       ptrdiff_t t1, ptrdiff_t *first, ptrdiff_t *end)
 {
@@ -825,10 +823,9 @@ static bool lanes_fit(const attention_job *J, ptrdiff_t unit, ptrdiff_t used, pt
     unit_row(J, unit, 0, &s0, &h);
     unit_row(J, unit, used - 1, &s1, &h);
     ptrdiff_t lo = rt_window_low((uint32_t)a->window, (uint32_t)(J->P + s0));
-    ptrdiff_t hi = rt_window_low((uint32_t)a->window, (uint32_t)(J->P + s1));
     *first = lo / KEY_BLOCK * KEY_BLOCK > t0 ? lo / KEY_BLOCK * KEY_BLOCK : t0;
     *end = min_idx(J->P + s1 + 1, t1);
-    return hi <= *first;
+    return true;
 }
 
 /* Rows into the lanes of L (the lanes past them see no key). */

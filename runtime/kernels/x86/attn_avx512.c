@@ -337,7 +337,12 @@ void rt_attn_widen_rows_avx512(const uint8_t *rows, int dtype, uint64_t row_byte
  * and column: each lane adds only the keys its row sees, in key order, as
  * attn_accumulate does.  The softmax state (block maximum, offset, sum of
  * the weights) is ref_attention.c's per row, lane by lane, on the lanes
- * that see a key of the block (a row that sees none skips the block). */
+ * that see a key of the block (a row that sees none skips the block).  A
+ * row's weights sit at their keys' places in the block where the row
+ * loops start them at the row's first key (a window's start inside the
+ * block): the sum is still theirs, since the zero weights before it add
+ * nothing and block_sum's four partial sums ((0+2)+(1+3), any rotation of
+ * them) join by commutative adds; the maximum does not depend on places. */
 
 /* acc + x * (*k in every lane) by an embedded broadcast: around
  * _mm512_set1_ps gcc 12 issued a vbroadcastss per FMA and took the other
