@@ -781,6 +781,20 @@ static inline __attribute__((always_inline)) void prefetch_block(const attn_shap
 }
 #endif
 
+/* The key blocks: on the KEY_BLOCK grid from the split's first key t0 (a
+ * row's bits do not depend on which rows share its pass), the first one
+ * holding key lo, each cut at the chunk's end and at `end`. */
+static ptrdiff_t first_block(ptrdiff_t lo, ptrdiff_t t0)
+{
+    ptrdiff_t start = lo / KEY_BLOCK * KEY_BLOCK;
+    return start > t0 ? start : t0;
+}
+
+static ptrdiff_t block_end(const attn_shape *a, ptrdiff_t b0, ptrdiff_t end)
+{
+    return min_idx(min_idx(b0 + KEY_BLOCK, (b0 / a->chunk + 1) * a->chunk), end);
+}
+
 /* Rows u0 .. u0 + nr - 1 of a unit after the keys of their split: the
  * outputs divided by the sums, or (split keys) the sums and offsets kept
  * for combine_row. */
@@ -823,23 +837,21 @@ static bool lanes_fit(const attention_job *J, ptrdiff_t unit, ptrdiff_t used, pt
     unit_row(J, unit, 0, &s0, &h);
     unit_row(J, unit, used - 1, &s1, &h);
     ptrdiff_t lo = rt_window_low((uint32_t)a->window, (uint32_t)(J->P + s0));
-    *first = lo / KEY_BLOCK * KEY_BLOCK > t0 ? lo / KEY_BLOCK * KEY_BLOCK : t0;
+    *first = first_block(lo, t0);
     *end = min_idx(J->P + s1 + 1, t1);
     return true;
 }
 
-/* Rows into the lanes of L (the lanes past them see no key). */
+/* Rows just started (start_row: outputs 0) into the lanes of L (the lanes
+ * past them see no key). */
 static void rows_to_lanes(const row_state *rows, int nr, ptrdiff_t D, rt_attn_lanes *L)
 {
     memset(L->q, 0, sizeof L->q[0] * (size_t)D);
+    memset(L->o, 0, sizeof L->o[0] * (size_t)D);
     for (int r = 0; r < RT_ATTN_LANES; r++) {
         bool row = r < nr;
-        for (ptrdiff_t i = 0; row && i < D; i++) {
+        for (ptrdiff_t i = 0; row && i < D; i++)
             L->q[i][r] = rows[r].q[i];
-            L->o[i][r] = rows[r].o[i];
-        }
-        for (ptrdiff_t i = 0; !row && i < D; i++)
-            L->o[i][r] = 0.0f;
         L->phi[r] = row ? rows[r].phi : 0.0f;
         L->off[r] = row ? rows[r].off : 0.0f;
         L->l[r] = row ? rows[r].l : 0.0f;
@@ -884,7 +896,7 @@ static bool attend_lanes(const attention_job *J, ptrdiff_t unit, ptrdiff_t split
         rows_to_lanes(rows + i * RT_ATTN_LANES, nr, D, &L[i]);
     }
     while (b0 < end) {
-        ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / a->chunk + 1) * a->chunk), end);
+        ptrdiff_t b1 = block_end(a, b0, end);
         key_block blk = block_at(a, g, b0, b1);
         pair_rows w = pair_rows_for(J, &blk, (int)used / 2, kf, vf);
         float scale[KEY_BLOCK];
@@ -910,7 +922,7 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
                         ptrdiff_t u1, ptrdiff_t t0, ptrdiff_t t1)
 {
     const attn_shape *a = J->a;
-    ptrdiff_t D = a->D, chunk = a->chunk, end = t0, lo = t1, g = unit / J->qblocks;
+    ptrdiff_t D = a->D, end = t0, lo = t1, g = unit / J->qblocks;
     float qbuf[PASS_FLOATS];
     row_state rows[PASS_ROWS];
 #if defined(__x86_64__)
@@ -923,11 +935,9 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
         lo = min_idx(rows[nr].lo, lo);
     }
     end = min_idx(end, t1);
-    /* blocks on the KEY_BLOCK grid from t0 (a row's bits do not depend on
-     * which rows share its pass); a row reads only its visible keys */
-    ptrdiff_t start = lo / KEY_BLOCK * KEY_BLOCK;
-    for (ptrdiff_t b0 = start > t0 ? start : t0; b0 < end;) {
-        ptrdiff_t b1 = min_idx(min_idx(b0 + KEY_BLOCK, (b0 / chunk + 1) * chunk), end);
+    /* a row reads only its visible keys */
+    for (ptrdiff_t b0 = first_block(lo, t0); b0 < end;) {
+        ptrdiff_t b1 = block_end(a, b0, end);
 #if defined(__x86_64__)
         key_block blk = block_at(a, g, b0, b1);
         if (J->qblocks == 1)

@@ -683,6 +683,19 @@ static void test_pair_loops(const rt_kernels *kt)
           "infinities, NaN, -0 and the clamp bounds", kt->isa);
 }
 
+/* kt without its multi-row attention loops (pairs, widened blocks,
+ * lanes): the single-row loops every other path is compared with. */
+static rt_kernels row_by_row(const rt_kernels *kt)
+{
+    rt_kernels rows = *kt;
+    rows.attn_scores_pair = NULL;
+    rows.attn_accumulate_pair = NULL;
+    rows.attn_exp_pair = NULL;
+    rows.attn_widen_rows = NULL;
+    rows.attn_block_lanes = NULL;
+    return rows;
+}
+
 /* The attention op with a table's pair loops and without them (row by
  * row), byte for byte, on the window/softcap cases' shapes (decode,
  * prefill, causal and window edges inside key blocks, GQA groups of 1..7). */
@@ -700,11 +713,7 @@ static void test_pair_op(const rt_kernels *kt)
         {8, 2, 64, 48, 30, 40, 0, 0},    {12, 4, 24, 32, 5, 33, 0, 0},
         {16, 1, 64, 64, 0, 40, 64, 0},   {14, 2, 64, 32, 70, 30, 0, 0},
     };
-    rt_kernels rows = *kt, pairs = *kt;
-    rows.attn_scores_pair = NULL;
-    rows.attn_accumulate_pair = NULL;
-    rows.attn_exp_pair = NULL;
-    rows.attn_block_lanes = NULL;
+    rt_kernels rows = row_by_row(kt), pairs = *kt;
     pairs.attn_block_lanes = NULL;
     bool ok = true;
     size_t n_cases = sizeof cases / sizeof *cases;
@@ -790,13 +799,8 @@ static void test_pair_op_caches(const rt_kernels *kt)
         {7, 7, 8, 16, 3, 50},    {8, 1, 128, 32, 70, 5},   {4, 1, 136, 32, 40, 3},
     };
     static const int dtypes[] = {LLMC_RT_F16, LLMC_RT_I8};
-    rt_kernels stored = *kt, rows = *kt;
+    rt_kernels stored = *kt, rows = row_by_row(kt);
     stored.attn_widen_rows = NULL;
-    rows.attn_scores_pair = NULL;
-    rows.attn_accumulate_pair = NULL;
-    rows.attn_exp_pair = NULL;
-    rows.attn_widen_rows = NULL;
-    rows.attn_block_lanes = NULL;
     bool ok = true;
     int runs = 0;
     for (size_t t = 0; t < 2; t++)
@@ -836,11 +840,7 @@ static void test_pair_op_caches(const rt_kernels *kt)
 static void test_lanes_random(const rt_kernels *kt)
 {
     static const int chunks[] = {16, 24, 32, 48, 64, 100};
-    rt_kernels rows = *kt;
-    rows.attn_scores_pair = NULL;
-    rows.attn_accumulate_pair = NULL;
-    rows.attn_exp_pair = NULL;
-    rows.attn_block_lanes = NULL;
+    rt_kernels rows = row_by_row(kt);
     int same = 0, cases = 120;
     for (int i = 0; i < cases; i++) {
         int G = 1 + rand() % 3, group = 1 + rand() % 10, P = rand() % 201, S = 1 + rand() % 40;
