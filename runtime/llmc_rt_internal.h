@@ -26,8 +26,12 @@ typedef struct {
     uint64_t kv_slot_bytes; /* one pool chunk: K and V of the widest cache, 64-aligned */
     uint64_t source_hash;
     const char *target;     /* Plan.target, NUL-terminated inside the plan */
-    const struct rt_kernels *kernels; /* the target's kernels; NULL when this
-                               build or CPU cannot run it (OPEN_ANY_TARGET) */
+    const struct rt_kernels *kernels; /* the target's kernels for steps of
+                               gemm_min_rows rows or more (Plan.prefill_isa);
+                               NULL when this build or CPU cannot run it
+                               (OPEN_ANY_TARGET) */
+    const struct rt_kernels *decode_kernels; /* for shorter steps (Plan.decode_isa) */
+    uint32_t decode_isa, prefill_isa; /* Plan's KISA_* (plan_format.h) */
     uint32_t gemm_min_rows; /* Plan.gemm_min_rows, or the runtime's default */
     /* Entries of the session's prepared pools (counted by the verifier;
      * capped at 2^40, which no session can hold): */
@@ -60,12 +64,17 @@ typedef struct {
 
 llmc_rt_status llmc_rt_plan_op(const llmc_rt_plan *plan, uint32_t index, llmc_rt_op_info *op);
 
-/* Runs the plan with the kernels of `isa` (an ISA of its target this CPU
- * runs, e.g. the plain "avx2" table on an AVX-512 machine, to compare
- * them) instead of the fastest; LLMC_RT_E_TARGET names the ones there are.
- * Call before session init. */
+/* Runs every step of the plan with the kernels of `isa` (an ISA of its
+ * target this CPU runs, e.g. the plain "avx2" table on an AVX-512 machine,
+ * to compare them) instead of the tuned or fastest ones; LLMC_RT_E_TARGET
+ * names the ones there are.  Call before session init. */
 llmc_rt_status llmc_rt_plan_use_kernels(llmc_rt_plan *plan, const char *isa,
                                         llmc_rt_error *err);
+
+/* The isa of the kernel table a step of `rows` rows runs on this CPU
+ * (Plan.decode_isa's below gemm_min_rows, else Plan.prefill_isa's, or
+ * --isa's), for reports; "none" when the plan's target does not run here. */
+const char *llmc_rt_plan_step_isa(const llmc_rt_plan *plan, uint32_t rows);
 
 /* Profiling.  The runtime has no clock.  An observer installed on a
  * session is called on the calling thread right before (end = 0) and right after (end = 1)

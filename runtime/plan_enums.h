@@ -121,6 +121,18 @@
  * X(SUFFIX, "name", value). */
 #define LLMC_PLAN_PREFILL_KERNELS(X) X(INT8, "int8", 0) X(F32_DEQUANT, "f32-dequant", 1)
 
+/* The kernel tables a plan's steps may be tuned to (Plan.decode_isa,
+ * Plan.prefill_isa; `llmc tune` measures them): FASTEST (0) is the fastest
+ * table of the plan's target that this CPU runs, the others one table by
+ * its rt_kernels.isa, each with the target whose plans it runs.  The
+ * tables of one target give bitwise the same outputs, so a step may run
+ * on any of them.  X(SUFFIX, "name", TARGET_SUFFIX). */
+#define LLMC_PLAN_KERNEL_ISAS(X)                                            \
+    X(FASTEST, "fastest", GENERIC) X(GENERIC, "generic", GENERIC)           \
+    X(AVX2, "avx2", AVX2) X(AVX2_AVXVNNI, "avx2+avxvnni", AVX2)             \
+    X(AVX2_AVX512VNNI, "avx2+avx512vnni", AVX2)                             \
+    X(NEON_DOT, "neon-dot", NEON_DOT) X(NEON_I8MM, "neon-i8mm", NEON_I8MM)
+
 /* Every list, with the schema's enum name, for tools that print them all. */
 #define LLMC_PLAN_ENUM_LISTS(Y)                                  \
     Y(OpCode, LLMC_PLAN_OPS) Y(UnaryKind, LLMC_PLAN_UNARY_KINDS) \

@@ -34,7 +34,7 @@
     X(KV_CHUNK, kv_chunk) X(GEMM_MIN_ROWS, gemm_min_rows)                           \
     X(PREFILL_KERNEL, prefill_kernel) X(KV_CACHE_DTYPE, kv_cache_dtype)             \
     X(TOKENIZER, tokenizer) X(NPU_CHUNK, npu_chunk) X(SUBGRAPHS, subgraphs)         \
-    X(NPU_COSTS, npu_costs)
+    X(NPU_COSTS, npu_costs) X(DECODE_ISA, decode_isa) X(PREFILL_ISA, prefill_isa)
 #define LLMC_PLAN_SUBGRAPH_FIELDS(X)                                          \
     X(NAME, name) X(FIRST_OP, first_op) X(N_OPS, n_ops) X(INPUTS, inputs) \
     X(OUTPUTS, outputs)
@@ -178,6 +178,25 @@ static inline const char *rt_prefill_kernel_name(uint32_t v)
     static const char *const names[] = {LLMC_PLAN_PREFILL_KERNELS(PF_PK_N)};
 #undef PF_PK_N
     return v < PREFILL_KERNEL_COUNT ? names[v] : "?";
+}
+
+/* Plan.decode_isa and Plan.prefill_isa values (plan_enums.h), their names
+ * and the target whose plans each table runs ("?" and -1 past the list). */
+#define PF_KISA_O(s, n, t) KISA_##s,
+enum { LLMC_PLAN_KERNEL_ISAS(PF_KISA_O) KISA_COUNT };
+static inline const char *rt_kernel_isa_name(uint32_t v)
+{
+#define PF_KISA_N(s, n, t) n,
+    static const char *const names[] = {LLMC_PLAN_KERNEL_ISAS(PF_KISA_N)};
+#undef PF_KISA_N
+    return v < KISA_COUNT ? names[v] : "?";
+}
+static inline int rt_kernel_isa_target(uint32_t v)
+{
+#define PF_KISA_T(s, n, t) TARGET_##t,
+    static const signed char targets[] = {LLMC_PLAN_KERNEL_ISAS(PF_KISA_T)};
+#undef PF_KISA_T
+    return v < KISA_COUNT ? targets[v] : -1;
 }
 
 /* A Linear over QWeightTiles with fewer rows than this runs one GEMV per

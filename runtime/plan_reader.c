@@ -459,7 +459,7 @@ llmc_rt_status llmc_rt_plan_use_kernels(llmc_rt_plan *plan, const char *isa,
     const rt_kernels *kernels = rt_kernels_for_isa(rt_plan_of(plan)->target, isa, err);
     if (!kernels)
         return LLMC_RT_E_TARGET;
-    rt_plan_of(plan)->kernels = kernels;
+    rt_plan_of(plan)->kernels = rt_plan_of(plan)->decode_kernels = kernels;
     return LLMC_RT_OK;
 }
 

@@ -3,6 +3,7 @@
  * never the plan's FlatBuffer. */
 #include <string.h>
 
+#include "kernels/kernel_table.h"
 #include "rt_msg.h"
 #include "session.h"
 #include "llmc_rt_internal.h"
@@ -60,6 +61,19 @@ static int outputs_empty(const rt_view *out, uint32_t n)
  * which checks and extends its cache even then), and adds the bytes it
  * wrote to *moved: its outputs', or what it counted itself (Copy, Linear,
  * QuantizeRows). */
+/* The table a step of S rows runs on: Plan.decode_isa's below
+ * gemm_min_rows (the GEMV split's steps), else Plan.prefill_isa's. */
+static const rt_kernels *step_kernels(const rt_plan *plan, int64_t S)
+{
+    return RT_KERNELS_TUNABLE && S < plan->gemm_min_rows ? plan->decode_kernels : plan->kernels;
+}
+
+const char *llmc_rt_plan_step_isa(const llmc_rt_plan *plan, uint32_t rows)
+{
+    const rt_kernels *k = step_kernels(rt_plan_of(plan), rows);
+    return k ? k->isa : "none";
+}
+
 static llmc_rt_status exec_op(llmc_rt_session *s, const rt_prep_op *op, int64_t S, int64_t P,
                               uint8_t *arena, uint64_t *moved, llmc_rt_error *err)
 {
@@ -68,6 +82,7 @@ static llmc_rt_status exec_op(llmc_rt_session *s, const rt_prep_op *op, int64_t 
     c.op = op;
     c.S = S;
     c.P = P;
+    c.kernels = step_kernels(rt_plan_of(rt_state(s)->plan), S);
     c.arena = arena;
     c.moved = 0;
     bool views_outputs = op->code != LLMC_RT_OP_Copy && op->code != LLMC_RT_OP_Linear;

@@ -82,7 +82,7 @@ llmc_rt_status llmc_rt_exec_Unary(rt_op_call *c, llmc_rt_error *err)
 llmc_rt_status llmc_rt_exec_Binary(rt_op_call *c, llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
-    return k_binary_kernels(rt_plan_of(rt_state(c->s)->plan)->kernels, c->op->kind, &c->op->binary, &c->in[0],
+    return k_binary_kernels(c->kernels, c->op->kind, &c->op->binary, &c->in[0],
                             &c->in[1], &c->out[0], &par, err);
 }
 
@@ -168,7 +168,7 @@ llmc_rt_status llmc_rt_exec_LayerNorm(rt_op_call *c, llmc_rt_error *err)
 llmc_rt_status llmc_rt_exec_RMSNorm(rt_op_call *c, llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
-    return k_rmsnorm(rt_plan_of(rt_state(c->s)->plan)->kernels, &c->in[0], &c->in[1],
+    return k_rmsnorm(c->kernels, &c->in[0], &c->in[1],
                      c->op->inputs.len > 2 ? &c->in[2] : NULL, c->op->epsilon, &c->out[0], &par, err);
 }
 
@@ -242,7 +242,7 @@ static llmc_rt_status quantize_x(rt_op_call *c, llmc_rt_error *err)
     if (!rt_qact_shape_of(&rt_state(c->s)->prepared->tensors[t].format, xq.rank, xq.dims, &qs))
         return rt_fail(err, LLMC_RT_E_EXEC, "x's tiles have an invalid QActTiles format", NULL, NULL);
     rt_parallel par = rt_session_parallel(c->s);
-    st = k_quantize_rows(rt_plan_of(rt_state(c->s)->plan)->kernels, &c->in[0], &qs, c->op->scale, &xq,
+    st = k_quantize_rows(c->kernels, &c->in[0], &qs, c->op->scale, &xq,
                          &par, err);
     if (!st) {
         c->moved += rt_qact_bytes(&qs);
@@ -313,7 +313,7 @@ llmc_rt_status llmc_rt_linear_FWeightTiles(rt_op_call *c, int64_t col0, rt_view 
                                            uint32_t n_ys, llmc_rt_error *err)
 {
     rt_parallel par = rt_session_parallel(c->s);
-    return k_linear_tiles(rt_plan_of(rt_state(c->s)->plan)->kernels, &c->in[0], c->in[1].data, &c->op->w.f,
+    return k_linear_tiles(c->kernels, &c->in[0], c->in[1].data, &c->op->w.f,
                           linear_bias(c), linear_residual(c), col0, ys, n_ys, &par, err);
 }
 
@@ -332,7 +332,7 @@ static llmc_rt_status qlinear_int8(rt_op_call *c, const rt_qact_shape *qx, int64
 {
     const llmc_rt_plan *plan = rt_state(c->s)->plan;
     rt_parallel par = rt_session_parallel(c->s);
-    return k_qlinear(rt_plan_of(plan)->kernels, &c->in[0], qx, c->in[1].data, &c->op->w.q, linear_bias(c),
+    return k_qlinear(c->kernels, &c->in[0], qx, c->in[1].data, &c->op->w.q, linear_bias(c),
                      linear_residual(c), col0, ys, n_ys, rt_plan_of(plan)->gemm_min_rows, &par, err);
 }
 
@@ -355,11 +355,11 @@ llmc_rt_status llmc_rt_linear_QWeightTilesF32Dequant(rt_op_call *c, int64_t col0
     llmc_rt_status status = qact_shape(c, &qx, err);
     if (status)
         return status;
-    if (qx.m < rt_plan_of(plan)->gemm_min_rows || !k_qlinear_dequant_runs(rt_plan_of(plan)->kernels, &c->op->w.q))
+    if (qx.m < rt_plan_of(plan)->gemm_min_rows || !k_qlinear_dequant_runs(c->kernels, &c->op->w.q))
         return qlinear_int8(c, &qx, col0, ys, n_ys, err);
     rt_parallel par = rt_session_parallel(c->s);
     for (uint32_t j = 0; j < n_ys; col0 += ys[j].dims[ys[j].rank - 1], j++) {
-        status = k_qlinear_dequant(rt_plan_of(plan)->kernels, &c->in[0], &qx, c->in[1].data, &c->op->w.q,
+        status = k_qlinear_dequant(c->kernels, &c->in[0], &qx, c->in[1].data, &c->op->w.q,
                                    linear_bias(c), linear_residual(c), col0, &ys[j], &par, err);
         if (status)
             return output_failed(err, status, j, n_ys);
@@ -378,7 +378,7 @@ llmc_rt_status llmc_rt_exec_QuantizeRows(rt_op_call *c, llmc_rt_error *err)
     if (!rt_qact_shape_of(f, xq->rank, xq->dims, &qs))
         return rt_fail(err, LLMC_RT_E_EXEC, "output has an invalid QActTiles format", NULL, NULL);
     rt_parallel par = rt_session_parallel(c->s);
-    llmc_rt_status st = k_quantize_rows(rt_plan_of(rt_state(c->s)->plan)->kernels, &c->in[0], &qs, c->op->scale, xq, &par,
+    llmc_rt_status st = k_quantize_rows(c->kernels, &c->in[0], &qs, c->op->scale, xq, &par,
                                         err);
     if (!st)
         c->moved += rt_qact_bytes(&qs);
@@ -479,7 +479,7 @@ llmc_rt_status llmc_rt_exec_Attention(rt_op_call *c, llmc_rt_error *err)
         next_rows(qkvo, last, n);
         st = take_chunks(s, table + 1, P + done + n, ring, err);
         if (!st)
-            st = k_attention_loops(plan->kernels, op->kv_cache, &a, &qkvo[0], &qkvo[1], &qkvo[2],
+            st = k_attention_loops(c->kernels, op->kv_cache, &a, &qkvo[0], &qkvo[1], &qkvo[2],
                                    rope ? &in[3] : NULL, rope ? &in[4] : NULL, &cache, P + done,
                                    &qkvo[3], &par, err);
         done += n;

@@ -150,6 +150,7 @@ struct llmc_rt_op_call {
     llmc_rt_session *s;
     const rt_prep_op *op;
     int64_t S, P;
+    const struct rt_kernels *kernels; /* the plan's table for a step of S rows */
     uint8_t *arena;          /* where its arena tensors live: the session's arena, or a
                                 chunk's copy of it (chunked_run.c; NULL: the session's) */
     rt_view in[MAX_OP_INPUTS];

@@ -33,26 +33,48 @@ static llmc_rt_status read_plan_vectors(fb_reader *r, const fb_table *t, llmc_rt
     return st;
 }
 
+/* Plan.decode_isa and Plan.prefill_isa name tables of the plan's target;
+ * each step runs on its table where this CPU runs it, else on the fastest
+ * (choose_target's), which gives the same bits. */
+static llmc_rt_status choose_tuned_kernels(rt_plan *P, llmc_rt_error *err)
+{
+    P->decode_kernels = P->kernels;
+    if (!RT_KERNELS_TUNABLE)
+        return LLMC_RT_OK;
+    const uint32_t isa[2] = {P->decode_isa, P->prefill_isa};
+    for (int i = 0; i < 2; i++)
+        if (isa[i] && rt_kernel_isa_target(isa[i]) != rt_target_index(P->target))
+            return rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.%s %d (%s) is not a kernel table of "
+                           "target \"%s\"", RT_N(isa[i]), RT_S(i ? "prefill_isa" : "decode_isa",
+                           rt_kernel_isa_name(isa[i]), P->target));
+    P->decode_kernels = rt_kernels_tuned(P->target, P->kernels, P->decode_isa);
+    P->kernels = rt_kernels_tuned(P->target, P->kernels, P->prefill_isa);
+    return LLMC_RT_OK;
+}
+
 static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
                                         llmc_rt_error *err)
 {
 #define PF_(id, width, dflt, member) FB_SCALAR(id, width, dflt, rt_plan, member)
-    static const fb_scalar_spec fields[10] = {
+    static const fb_scalar_spec fields[12] = {
         PF_(PLAN_SOURCE_HASH, 8, 0, source_hash),   PF_(PLAN_MAX_CONTEXT, 4, 0, max_context),
         PF_(PLAN_ARENA_SIZE, 8, 0, arena_size),     PF_(PLAN_VOCAB_SIZE, 4, 0, vocab_size),
         PF_(PLAN_N_LAYERS, 4, 0, n_layers),         PF_(PLAN_N_CACHES, 4, 0, n_caches),
         PF_(PLAN_KV_CHUNK, 4, 0, kv_chunk),         PF_(PLAN_GEMM_MIN_ROWS, 4, 0, gemm_min_rows),
         PF_(PLAN_PREFILL_KERNEL, 4, 0, prefill_kernel),
-        PF_(PLAN_KV_CACHE_DTYPE, 4, LLMC_RT_F32, kv_cache_dtype)};
+        PF_(PLAN_KV_CACHE_DTYPE, 4, LLMC_RT_F32, kv_cache_dtype),
+        PF_(PLAN_DECODE_ISA, 4, 0, decode_isa),     PF_(PLAN_PREFILL_ISA, 4, 0, prefill_isa)};
 #undef PF_
     rt_plan *P = rt_plan_of(p);
     const char *compiler_version;
     llmc_rt_status st = fb_string_field(r, t, PLAN_COMPILER_VERSION, &compiler_version, err);
     if (!st)
-        st = fb_scalars(r, t, fields, 10, P, err);
+        st = fb_scalars(r, t, fields, 12, P, err);
     if (!st && P->prefill_kernel >= PREFILL_KERNEL_COUNT)
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.prefill_kernel %d is not a known kernel",
                      RT_N(P->prefill_kernel), NULL);
+    if (!st)
+        st = choose_tuned_kernels(P, err);
     if (!P->gemm_min_rows)
         P->gemm_min_rows = RT_DEFAULT_GEMM_MIN_ROWS;
     if (P->kv_cache_dtype < 0) /* a uint32 past INT32_MAX: unknown */

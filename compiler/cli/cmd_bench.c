@@ -435,6 +435,12 @@ static const char *human_bytes(double bytes, char *buf, size_t size)
     return buf;
 }
 
+/* The rows of a timed step: the whole prompt of a ppN, one of a tgN. */
+static uint32_t step_rows(const bench_result *r)
+{
+    return r->prefill ? r->tokens : 1;
+}
+
 static void print_result(const bench_state *b, const bench_result *r)
 {
     char size[32];
@@ -449,8 +455,9 @@ static void print_result(const bench_state *b, const bench_result *r)
                b->a->reps, r->median);
         for (uint32_t k = 0; k < b->a->reps; k++)
             printf("%s%.3f", k ? ", " : "", r->samples[k]);
-        printf("], \"context\": %u, \"working_memory_bytes\": %zu, \"peak_rss_bytes\": %llu, \"cpu\": ",
-               b->context, b->mem_size, (unsigned long long)peak_rss_bytes());
+        printf("], \"context\": %u, \"working_memory_bytes\": %zu, \"peak_rss_bytes\": %llu, "
+               "\"kernels\": \"%s\", \"cpu\": ", b->context, b->mem_size,
+               (unsigned long long)peak_rss_bytes(), llmc_rt_plan_step_isa(b->plan, step_rows(r)));
         llmc_cli_json_string(b->cpu.model);
         printf("}\n");
     } else {
@@ -477,6 +484,9 @@ static void print_table_foot(const bench_state *b)
     printf("plan mapped read-only; working memory %s (context %u); peak RSS %s\n",
            human_bytes((double)b->mem_size, mem, sizeof mem), b->context,
            human_bytes((double)peak_rss_bytes(), rss, sizeof rss));
+    printf("kernels: steps of < %u rows (tgN) on %s, longer on %s\n",
+           rt_plan_of(b->plan)->gemm_min_rows, llmc_rt_plan_step_isa(b->plan, 1),
+           llmc_rt_plan_step_isa(b->plan, rt_plan_of(b->plan)->gemm_min_rows));
 }
 
 /* Every test at `threads` threads, appended to b->results and printed. */

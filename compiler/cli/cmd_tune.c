@@ -1,18 +1,26 @@
 /* llmc tune PLAN [-t N] [--max-rows M] [--prefill-rows P] [-r R]: measures
- * on this machine where a quantized Linear should switch from the GEMV work
- * split to the GEMM one (paper 001 §5: the flat shapes of decode and short
- * prompts want tasks that stream weight blocks, longer prompts activations
- * blocked for the cache), and which kernel its GEMM should run (the
- * int8 one, or fp32 FMA on dequantized weight panels: which is faster
- * follows from the target's int8 and fp32 peaks), and writes both into the
- * plan's gemm_min_rows and prefill_kernel, in place and atomically.
+ * on this machine which of the plan target's kernel tables runs its decode
+ * steps and its prefills fastest (on x86-64 an "avx2" plan runs on the
+ * AVX2, AVX-VNNI and AVX-512 VNNI tables, with the same bits: which is
+ * faster depends on the core, e.g. 512-bit instructions on Zen 4's
+ * double-pumped 256-bit units), which kernel a prefill's GEMM should run
+ * (the int8 one, or fp32 FMA on dequantized weight panels: which is faster
+ * follows from the target's int8 and fp32 peaks), and where a quantized
+ * Linear should switch from the GEMV work split to the GEMM one (paper 001
+ * §5: the flat shapes of decode and short prompts want tasks that stream
+ * weight blocks, longer prompts activations blocked for the cache), and
+ * writes them into the plan's decode_isa, prefill_isa, prefill_kernel and
+ * gemm_min_rows, in place and atomically.
  *
- * For each row count m in 2..M it times a prefill of m tokens with every
- * Linear forced onto the GEMV path and again forced onto the GEMM, medians
- * of R runs each; the crossover is the smallest m from which the GEMM wins
- * at every m measured.  Then it times a prefill of P tokens (default 512,
- * at most max_context) with each prefill kernel and keeps the faster; a
- * target without fp32 tiles keeps int8 unmeasured. */
+ * All times are medians of R runs after one warm-up.  The decode table:
+ * TUNE_DECODE_STEPS one-token steps on each table.  The prefill table: a
+ * prefill of P tokens (default 512, at most max_context) on each table
+ * with the int8 kernel, then the other kernels on the faster table (a
+ * target without fp32 tiles keeps int8).  Last, for each row count m in
+ * 2..M, a prefill of m tokens with every Linear on the GEMV split (and the
+ * decode table) and again on the GEMM split (and the prefill table); the
+ * crossover is the smallest m from which the GEMM wins at every m
+ * measured. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +30,7 @@
 #include "support/file_map.h"
 #include "llmc_threads.h"
 #include "support/out_file.h"
+#include "kernels/kernel_table.h"
 #include "plan_format.h"
 #include "npu/npu_prefill.h"
 #include "tools/roofline.h"
@@ -30,21 +39,27 @@
 #define TUNE_MAX_ROWS 64
 #define TUNE_MAX_REPEATS 31
 #define TUNE_PREFILL_ROWS 512
+#define TUNE_DECODE_STEPS 32
 
 static const char tune_help[] =
-    "usage: llmc tune PLAN [-t THREADS] [--max-rows M] [--prefill-rows P]\n"
-    "                 [--prefill-kernel int8|f32-dequant] [-r REPEATS]\n"
+    "usage: llmc tune PLAN [-t THREADS] [--max-rows M] [--prefill-rows P] [-r REPEATS]\n"
+    "                 [--decode-isa NAME] [--prefill-isa NAME] [--prefill-kernel int8|f32-dequant]\n"
     "       llmc tune PLAN --npu [--delegate ref|cpu] [--npu-rows N] [-r REPEATS]\n"
     "\n"
-    "Times prefills of 2..M tokens (default 16) with the quantized Linears on\n"
-    "their GEMV work split and on their GEMM split, R times each (default 5,\n"
-    "medians), prints both and writes the crossover row count into PLAN\n"
-    "(gemm_min_rows: Linears with fewer rows take the GEMV split).  Then times\n"
-    "a prefill of P tokens (default 512, at most the plan's max_context) with\n"
-    "the GEMM on the int8 kernel and on fp32 tiles of dequantized weights, and\n"
-    "writes the faster into PLAN (prefill_kernel; targets without fp32 tiles\n"
-    "keep int8); --prefill-kernel writes the one named instead of measuring.\n"
-    "The plan is rewritten atomically; nothing else in it changes.\n"
+    "Times, R times each (default 5, medians), 32 decode steps on each kernel\n"
+    "table of the plan's target this CPU runs (on x86-64: avx2, avx2+avxvnni,\n"
+    "avx2+avx512vnni; they compute the same bits) and a prefill of P tokens\n"
+    "(default 512, at most the plan's max_context) on each, with the int8 kernel\n"
+    "and then, on the faster table, on fp32 tiles of dequantized weights\n"
+    "(targets with fp32 tiles).  Then times prefills of 2..M tokens (default 16)\n"
+    "with the quantized Linears on their GEMV work split and on their GEMM\n"
+    "split.  Writes into PLAN the decode table (decode_isa: steps of fewer rows\n"
+    "than gemm_min_rows), the prefill table and kernel (prefill_isa,\n"
+    "prefill_kernel) and the crossover row count (gemm_min_rows: Linears with\n"
+    "fewer rows take the GEMV split).  A CPU without a plan's table runs its\n"
+    "fastest one instead.  --decode-isa, --prefill-isa (a table or fastest) and\n"
+    "--prefill-kernel write the one named instead of measuring.  The plan is\n"
+    "rewritten atomically; nothing else in it changes.\n"
     "\n"
     "--npu (a plan compiled with --npu-chunk): instead, times every node of a chunk\n"
     "(each subgraph on the delegate, default ref, and each run of the other ops on\n"
@@ -56,13 +71,14 @@ typedef struct {
     const char *plan;
     uint32_t threads, max_rows, prefill_rows, repeats;
     int pinned_kernel;      /* --prefill-kernel, or -1: measure */
+    int decode_isa, prefill_isa; /* --decode-isa, --prefill-isa (KISA_*), or -1: measure */
     bool npu;               /* --npu: node costs instead */
     llmc_tune_npu_options npu_options;
 } tune_args;
 
-/* What tune measured: the two fields it writes. */
+/* What tune measured: the fields it writes. */
 typedef struct {
-    uint32_t gemm_min_rows, prefill_kernel;
+    uint32_t gemm_min_rows, prefill_kernel, decode_isa, prefill_isa;
 } tune_result;
 
 static int prefill_kernel_index(const char *name)
@@ -73,9 +89,28 @@ static int prefill_kernel_index(const char *name)
     return -1;
 }
 
+static int kernel_isa_index(const char *name)
+{
+    for (uint32_t k = 0; k < KISA_COUNT; k++)
+        if (!strcmp(name, rt_kernel_isa_name(k)))
+            return (int)k;
+    return -1;
+}
+
+/* "avx2, avx2+avxvnni, ...": the tables after KISA_FASTEST. */
+static const char *kernel_isa_names(void)
+{
+    static char names[256];
+    names[0] = 0;
+    for (uint32_t k = 1; k < KISA_COUNT; k++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k > 1 ? ", " : "",
+                 rt_kernel_isa_name(k));
+    return names;
+}
+
 static int parse_args(int argc, char **argv, tune_args *a)
 {
-    *a = (tune_args){NULL, 1, 16, TUNE_PREFILL_ROWS, 5, -1, false, {LLMC_NPU_REF, 256, 5}};
+    *a = (tune_args){NULL, 1, 16, TUNE_PREFILL_ROWS, 5, -1, -1, -1, false, {LLMC_NPU_REF, 256, 5}};
     for (int i = 1; i < argc; i++) {
         int has_value = i + 1 < argc;
         int64_t v;
@@ -109,6 +144,13 @@ static int parse_args(int argc, char **argv, tune_args *a)
             if (a->pinned_kernel < 0)
                 return llmc_cli_usage("tune", "--prefill-kernel wants int8 or f32-dequant, got "
                                       "'%s'", argv[i]);
+        } else if ((!strcmp(argv[i], "--decode-isa") || !strcmp(argv[i], "--prefill-isa")) &&
+                   has_value) {
+            int *isa = argv[i][2] == 'd' ? &a->decode_isa : &a->prefill_isa;
+            *isa = kernel_isa_index(argv[++i]);
+            if (*isa < 0)
+                return llmc_cli_usage("tune", "%s wants fastest or a kernel table (%s), got '%s'",
+                                      argv[i - 1], kernel_isa_names(), argv[i]);
         } else if (!strcmp(argv[i], "-r") && has_value) {
             v = llmc_cli_parse_count(argv[++i]);
             if (v < 1 || v > TUNE_MAX_REPEATS)
@@ -121,6 +163,17 @@ static int parse_args(int argc, char **argv, tune_args *a)
         }
     }
     return a->plan ? LLMC_OK : llmc_cli_usage("tune", "missing PLAN");
+}
+
+/* A session over `mem` with the plan's fields as they stand (the op
+ * resolver reads prefill_kernel at init); serial unless pool. */
+static int open_session(llmc_rt_session *s, llmc_rt_plan *plan, uint32_t rows, void *mem,
+                        size_t size, llmc_threads *pool, llmc_rt_error *rt)
+{
+    if (llmc_rt_session_init_for(s, plan, rows, mem, size, rt) != LLMC_RT_OK)
+        return -1;
+    llmc_rt_session_set_parallel(s, pool ? llmc_threads_parallel : NULL, pool);
+    return 0;
 }
 
 /* Median seconds of `repeats` prefills of m tokens from position 0. */
@@ -140,20 +193,57 @@ static int time_prefill(llmc_rt_session *s, const int64_t *tokens, uint32_t m, u
     return 0;
 }
 
-/* The GEMV/GEMM crossover: smallest m from which GEMM beats GEMV at every
- * m <= max_rows (max_rows + 1 if none). */
-static int measure_crossover(llmc_rt_session *s, llmc_rt_plan *plan, const tune_args *a,
-                             const int64_t *tokens, uint32_t *crossover, llmc_rt_error *rt,
-                             llmc_error *err)
+/* Median seconds per step of `repeats` runs of `steps` one-token decode
+ * steps after a one-token prompt. */
+static int time_decode(llmc_rt_session *s, const int64_t *tokens, uint32_t steps,
+                       uint32_t repeats, double *median, llmc_rt_error *rt)
 {
+    double t[TUNE_MAX_REPEATS];
+    for (uint32_t r = 0; r <= repeats; r++) { /* run 0 warms caches up */
+        llmc_rt_session_reset(s);
+        if (llmc_rt_session_feed(s, tokens, 1, NULL, rt) != LLMC_RT_OK)
+            return -1;
+        double t0 = llmc_seconds_now();
+        for (uint32_t i = 1; i <= steps; i++)
+            if (llmc_rt_session_feed(s, tokens + i, 1, NULL, rt) != LLMC_RT_OK)
+                return -1;
+        if (r)
+            t[r - 1] = (llmc_seconds_now() - t0) / steps;
+    }
+    *median = llmc_median(t, repeats);
+    return 0;
+}
+
+/* What measure() works with: the plan, a session's memory and the tokens. */
+typedef struct {
+    llmc_rt_plan *plan;
+    const tune_args *a;
+    llmc_rt_session s;
+    void *mem;
+    size_t size;
+    uint32_t rows;          /* the session's bound: the longest run */
+    int64_t *tokens;
+    llmc_threads *pool;
+    llmc_rt_error rt;
+} tune_bench;
+
+/* The GEMV/GEMM crossover: smallest m from which GEMM beats GEMV at every
+ * m <= max_rows (max_rows + 1 if none).  A step of fewer rows than
+ * gemm_min_rows runs the decode table too, so each side runs on its own. */
+static int measure_crossover(tune_bench *b, uint32_t *crossover, llmc_error *err)
+{
+    const tune_args *a = b->a;
+    rt_plan *P = rt_plan_of(b->plan);
     *crossover = a->max_rows + 1;
+    if (open_session(&b->s, b->plan, b->rows, b->mem, b->size, b->pool, &b->rt))
+        return llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", a->plan, b->rt.msg);
     printf("%6s %14s %14s\n", "rows", "gemv ms", "gemm ms");
     for (uint32_t m = 2; m <= a->max_rows; m++) {
         double gemv, gemm;
-        rt_plan_of(plan)->gemm_min_rows = m + 1;
-        if (time_prefill(s, tokens, m, a->repeats, &gemv, rt) == 0) {
-            rt_plan_of(plan)->gemm_min_rows = m;
-            if (time_prefill(s, tokens, m, a->repeats, &gemm, rt) == 0) {
+        P->gemm_min_rows = m + 1;
+        if (time_prefill(&b->s, b->tokens, m, a->repeats, &gemv, &b->rt) == 0) {
+            P->gemm_min_rows = m;
+            if (time_prefill(&b->s, b->tokens, m, a->repeats, &gemm, &b->rt) == 0) {
                 printf("%6u %14.3f %14.3f\n", m, 1e3 * gemv, 1e3 * gemm);
                 if (gemm >= gemv)
                     *crossover = a->max_rows + 1;
@@ -162,73 +252,179 @@ static int measure_crossover(llmc_rt_session *s, llmc_rt_plan *plan, const tune_
                 continue;
             }
         }
-        return llmc_fail(err, LLMC_E_RUNTIME, "'%s': prefill of %u tokens: %s", a->plan, m, rt->msg);
+        return llmc_fail(err, LLMC_E_RUNTIME, "'%s': prefill of %u tokens: %s", a->plan, m,
+                         b->rt.msg);
     }
     return LLMC_OK;
 }
 
-/* The prefill kernel: the faster of int8 and f32-dequant on a prefill of
- * `rows` tokens (GEMM split from gemm_min_rows); int8 when the target has
- * no fp32 tiles. */
-static int measure_prefill_kernel(llmc_rt_session *s, llmc_rt_plan *plan, const tune_args *a,
-                                  const int64_t *tokens, uint32_t rows, uint32_t *kernel,
-                                  llmc_rt_error *rt, llmc_error *err)
+/* The kernel tables of the plan's target this CPU runs (KISA_*), the
+ * fastest first, so that a tie keeps the runtime's choice. */
+static uint32_t runnable_tables(const llmc_rt_plan *plan, uint32_t *isa)
 {
-    double ms[PREFILL_KERNEL_COUNT];
-    *kernel = PREFILL_INT8;
-    if (a->pinned_kernel >= 0) {
-        *kernel = (uint32_t)a->pinned_kernel;
-        return LLMC_OK;
+    const char *target = rt_plan_of(plan)->target;
+    const rt_kernels *fastest = rt_kernels_for_target(target, NULL);
+    uint32_t n = 0;
+    for (uint32_t i = 1; i < KISA_COUNT; i++) {
+        const rt_kernels *k = NULL;
+        if (rt_kernel_isa_target(i) == rt_target_index(target))
+            k = rt_kernels_for_isa(target, rt_kernel_isa_name(i), NULL);
+        if (k == fastest)
+            memmove(isa + 1, isa, n * sizeof *isa), isa[0] = i, n++;
+        else if (k)
+            isa[n++] = i;
     }
-    const rt_target_info *info = rt_target_info_of(rt_target_index(rt_plan_of(plan)->target));
-    if (!info || !info->f_hp) {
-        printf("target %s has no fp32 tiles: prefill stays on the int8 kernel\n", rt_plan_of(plan)->target);
-        return LLMC_OK;
+    return n;
+}
+
+/* The decode table: the fastest per step of `steps` one-token steps. */
+static int measure_decode_table(tune_bench *b, const uint32_t *isa, uint32_t n, uint32_t *best,
+                                llmc_error *err)
+{
+    const tune_args *a = b->a;
+    rt_plan *P = rt_plan_of(b->plan);
+    uint32_t steps = b->rows - 1 < TUNE_DECODE_STEPS ? b->rows - 1 : TUNE_DECODE_STEPS;
+    const rt_kernels *fastest = rt_kernels_for_target(P->target, NULL);
+    double ms[KISA_COUNT];
+    if (open_session(&b->s, b->plan, b->rows, b->mem, b->size, b->pool, &b->rt))
+        return llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", a->plan, b->rt.msg);
+    *best = isa[0];
+    for (uint32_t i = 0; i < n; i++) {
+        P->decode_kernels = rt_kernels_tuned(P->target, fastest, isa[i]);
+        if (time_decode(&b->s, b->tokens, steps, a->repeats, &ms[isa[i]], &b->rt))
+            return llmc_fail(err, LLMC_E_RUNTIME, "'%s': decode on the %s kernels: %s", a->plan,
+                             rt_kernel_isa_name(isa[i]), b->rt.msg);
+        printf("decode, %u steps,      %-16s %12s %10.3f ms a step (%.1f tok/s)\n", steps,
+               P->decode_kernels->isa, "", 1e3 * ms[isa[i]], 1 / ms[isa[i]]);
+        if (ms[isa[i]] < ms[*best])
+            *best = isa[i];
     }
-    for (uint32_t k = 0; k < PREFILL_KERNEL_COUNT; k++) {
-        rt_plan_of(plan)->prefill_kernel = k;
-        if (time_prefill(s, tokens, rows, a->repeats, &ms[k], rt))
-            return llmc_fail(err, LLMC_E_RUNTIME, "'%s': prefill of %u tokens on the %s kernel: "
-                             "%s", a->plan, rows, rt_prefill_kernel_name(k), rt->msg);
-        printf("prefill of %u tokens, %-12s %10.3f ms (%.1f tok/s)\n", rows,
-               rt_prefill_kernel_name(k), 1e3 * ms[k], rows / ms[k]);
-        if (ms[k] < ms[*kernel])
-            *kernel = k;
-    }
+    P->decode_kernels = rt_kernels_tuned(P->target, fastest, *best);
     return LLMC_OK;
 }
 
-/* Both measurements on one session sized for the longer prefill. */
+/* Median seconds of a prefill of `rows` tokens on table isa and kernel k
+ * (a session of its own: the op resolver reads prefill_kernel at init). */
+static int time_prefill_on(tune_bench *b, uint32_t isa, uint32_t k, uint32_t rows, double *ms,
+                           llmc_error *err)
+{
+    rt_plan *P = rt_plan_of(b->plan);
+    P->kernels = rt_kernels_tuned(P->target, rt_kernels_for_target(P->target, NULL), isa);
+    P->prefill_kernel = k;
+    if (open_session(&b->s, b->plan, b->rows, b->mem, b->size, b->pool, &b->rt) ||
+        time_prefill(&b->s, b->tokens, rows, b->a->repeats, ms, &b->rt))
+        return llmc_fail(err, LLMC_E_RUNTIME, "'%s': prefill of %u tokens on the %s kernels, "
+                         "%s: %s", b->a->plan, rows, P->kernels->isa, rt_prefill_kernel_name(k),
+                         b->rt.msg);
+    printf("prefill of %u tokens, %-16s %-12s %10.3f ms (%.1f tok/s)\n", rows, P->kernels->isa,
+           rt_prefill_kernel_name(k), 1e3 * *ms, rows / *ms);
+    return LLMC_OK;
+}
+
+/* The prefill table, the fastest on a prefill of `rows` tokens (GEMM split
+ * from gemm_min_rows) with the int8 kernel (or --prefill-kernel's); then,
+ * on that table, the faster prefill kernel, unless --prefill-kernel names
+ * one or the target has no fp32 tiles. */
+static int measure_prefill(tune_bench *b, const uint32_t *isa, uint32_t n, uint32_t rows,
+                           tune_result *best, llmc_error *err)
+{
+    const tune_args *a = b->a;
+    rt_plan *P = rt_plan_of(b->plan);
+    const rt_target_info *info = rt_target_info_of(rt_target_index(P->target));
+    double best_ms = 0, ms;
+    best->prefill_kernel = a->pinned_kernel >= 0 ? (uint32_t)a->pinned_kernel : PREFILL_INT8;
+    for (uint32_t i = 0; i < n; i++) {
+        if (time_prefill_on(b, isa[i], best->prefill_kernel, rows, &ms, err))
+            return err->code;
+        if (!i || ms < best_ms)
+            best_ms = ms, best->prefill_isa = isa[i];
+    }
+    if (a->pinned_kernel < 0 && !(info && info->f_hp))
+        printf("target %s has no fp32 tiles: prefill stays on the int8 kernel\n", P->target);
+    for (uint32_t k = 0; a->pinned_kernel < 0 && info && info->f_hp && k < PREFILL_KERNEL_COUNT; k++) {
+        if (k == PREFILL_INT8)
+            continue;
+        if (time_prefill_on(b, best->prefill_isa, k, rows, &ms, err))
+            return err->code;
+        if (ms < best_ms)
+            best_ms = ms, best->prefill_kernel = k;
+    }
+    P->kernels = rt_kernels_tuned(P->target, rt_kernels_for_target(P->target, NULL),
+                                  best->prefill_isa);
+    P->prefill_kernel = best->prefill_kernel;
+    return LLMC_OK;
+}
+
+/* The tables first (decode, then prefill with its kernel), then the
+ * crossover between the two, on sessions sized for the longest run. */
+static int measure_all(tune_bench *b, tune_result *out, llmc_error *err)
+{
+    const tune_args *a = b->a;
+    uint32_t isa[KISA_COUNT], prefill_rows = b->a->prefill_rows;
+    if (prefill_rows > rt_plan_of(b->plan)->max_context)
+        prefill_rows = rt_plan_of(b->plan)->max_context;
+    uint32_t n = runnable_tables(b->plan, isa);
+    printf("kernel tables of target %s on this CPU:", rt_plan_of(b->plan)->target);
+    for (uint32_t i = 0; i < n; i++)
+        printf(" %s", rt_kernel_isa_name(isa[i]));
+    printf("\n");
+    int rc = LLMC_OK;
+    if (a->decode_isa >= 0) {
+        out->decode_isa = (uint32_t)a->decode_isa;
+        rt_plan_of(b->plan)->decode_kernels = rt_kernels_tuned(
+            rt_plan_of(b->plan)->target, rt_kernels_for_target(rt_plan_of(b->plan)->target, NULL),
+            out->decode_isa);
+    } else
+        rc = measure_decode_table(b, isa, n, &out->decode_isa, err);
+    if (!rc && a->prefill_isa >= 0)
+        isa[0] = (uint32_t)a->prefill_isa, n = 1;
+    if (!rc)
+        rc = measure_prefill(b, isa, n, prefill_rows, out, err);
+    if (!rc)
+        rc = measure_crossover(b, &out->gemm_min_rows, err);
+    return rc;
+}
+
+/* Every measurement on one block of session memory. */
 static int measure(llmc_rt_plan *plan, const tune_args *a, tune_result *out, llmc_error *err)
 {
-    llmc_rt_error rt = {0};
-    llmc_rt_session s;
-    uint32_t prefill_rows = a->prefill_rows < rt_plan_of(plan)->max_context ? a->prefill_rows : rt_plan_of(plan)->max_context;
-    uint32_t rows = prefill_rows > a->max_rows ? prefill_rows : a->max_rows;
-    size_t size = llmc_rt_session_memory_for(plan, rows);
-    void *mem = llmc_alloc_huge(size);
-    int64_t *tokens = malloc(sizeof *tokens * rows);
-    llmc_threads *pool = a->threads > 1 ? llmc_threads_create(a->threads) : NULL;
+    tune_bench b = {.plan = plan, .a = a};
+    uint32_t max_context = rt_plan_of(plan)->max_context;
+    b.rows = a->prefill_rows < max_context ? a->prefill_rows : max_context;
+    if (b.rows < a->max_rows)
+        b.rows = a->max_rows;
+    if (b.rows < TUNE_DECODE_STEPS + 1)
+        b.rows = TUNE_DECODE_STEPS + 1 < max_context ? TUNE_DECODE_STEPS + 1 : max_context;
+    b.size = llmc_rt_session_memory_for(plan, b.rows);
+    b.mem = llmc_alloc_huge(b.size);
+    b.tokens = malloc(sizeof *b.tokens * b.rows);
+    b.pool = a->threads > 1 ? llmc_threads_create(a->threads) : NULL;
     int rc = LLMC_OK;
-    if (!mem || !tokens || (a->threads > 1 && !pool))
+    if (!b.mem || !b.tokens || (a->threads > 1 && !b.pool))
         rc = llmc_fail(err, LLMC_E_NOMEM, "out of memory for the session");
-    else if (llmc_rt_session_init_for(&s, plan, rows, mem, size, &rt) != LLMC_RT_OK)
-        rc = llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", a->plan, rt.msg);
-    if (!rc) {
-        llmc_rt_session_set_parallel(&s, pool ? llmc_threads_parallel : NULL, pool);
-        for (uint32_t i = 0; i < rows; i++)
-            tokens[i] = (int64_t)((i * 7919u + 13u) % (rt_plan_of(plan)->vocab_size ? rt_plan_of(plan)->vocab_size : 1));
-        rc = measure_crossover(&s, plan, a, tokens, &out->gemm_min_rows, &rt, err);
-    }
-    if (!rc) {
-        rt_plan_of(plan)->gemm_min_rows = out->gemm_min_rows;
-        rc = measure_prefill_kernel(&s, plan, a, tokens, prefill_rows, &out->prefill_kernel, &rt,
-                                    err);
-    }
-    llmc_threads_destroy(pool);
-    free(tokens);
-    llmc_free_huge(mem, size);
+    uint32_t vocab = rt_plan_of(plan)->vocab_size ? rt_plan_of(plan)->vocab_size : 1;
+    for (uint32_t i = 0; !rc && i < b.rows; i++)
+        b.tokens[i] = (int64_t)((i * 7919u + 13u) % vocab);
+    if (!rc)
+        rc = measure_all(&b, out, err);
+    llmc_threads_destroy(b.pool);
+    free(b.tokens);
+    llmc_free_huge(b.mem, b.size);
     return rc;
+}
+
+/* --decode-isa and --prefill-isa name tables of the plan's target (which
+ * this CPU need not run: the plan may be tuned for another machine). */
+static int check_pinned_tables(const llmc_rt_plan *plan, const tune_args *a, llmc_error *err)
+{
+    const int pinned[2] = {a->decode_isa, a->prefill_isa};
+    const char *target = rt_plan_of(plan)->target;
+    for (int i = 0; i < 2; i++)
+        if (pinned[i] > 0 && rt_kernel_isa_target((uint32_t)pinned[i]) != rt_target_index(target))
+            return llmc_fail(err, LLMC_E_USAGE, "--%s-isa %s: not a kernel table of the plan's "
+                             "target %s", i ? "prefill" : "decode",
+                             rt_kernel_isa_name((uint32_t)pinned[i]), target);
+    return LLMC_OK;
 }
 
 /* Byte position of the Plan's uint field `field` (written by every
@@ -253,17 +449,23 @@ static void put_u32(uint8_t *p, uint32_t v)
 static int write_plan(const tune_args *a, const llmc_rt_plan *plan, const tune_result *res,
                       llmc_error *err)
 {
-    uint32_t gemm = field_pos(plan, PLAN_GEMM_MIN_ROWS);
-    uint32_t kernel = field_pos(plan, PLAN_PREFILL_KERNEL);
-    if (!gemm || !kernel)
-        return llmc_fail(err, LLMC_E_INPUT, "'%s' has no %s field to rewrite; recompile it "
-                         "with this llmc", a->plan, gemm ? "prefill_kernel" : "gemm_min_rows");
+    static const int fields[4] = {PLAN_GEMM_MIN_ROWS, PLAN_PREFILL_KERNEL, PLAN_DECODE_ISA,
+                                  PLAN_PREFILL_ISA};
+    static const char *const names[4] = {"gemm_min_rows", "prefill_kernel", "decode_isa",
+                                         "prefill_isa"};
+    const uint32_t values[4] = {res->gemm_min_rows, res->prefill_kernel, res->decode_isa,
+                                res->prefill_isa};
+    uint32_t pos[4];
+    for (int i = 0; i < 4; i++)
+        if (!(pos[i] = field_pos(plan, fields[i])))
+            return llmc_fail(err, LLMC_E_INPUT, "'%s' has no %s field to rewrite; recompile it "
+                             "with this llmc", a->plan, names[i]);
     uint8_t *copy = malloc(rt_plan_of(plan)->size);
     if (!copy)
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory copying the plan");
     memcpy(copy, rt_plan_of(plan)->base, rt_plan_of(plan)->size);
-    put_u32(copy + gemm, res->gemm_min_rows);
-    put_u32(copy + kernel, res->prefill_kernel);
+    for (int i = 0; i < 4; i++)
+        put_u32(copy + pos[i], values[i]);
     llmc_output out = {0};
     int rc = llmc_out_create(a->plan, &out, err) ? LLMC_OK : err->code;
     if (!rc && fwrite(copy, 1, rt_plan_of(plan)->size, out.file) != rt_plan_of(plan)->size)
@@ -287,7 +489,7 @@ int llmc_cmd_tune(int argc, char **argv)
     llmc_mapped_file file = {0};
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
-    tune_result res = {0, PREFILL_INT8};
+    tune_result res = {0, PREFILL_INT8, KISA_FASTEST, KISA_FASTEST};
     rc = llmc_open_input(a.plan, false, &file, &err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
@@ -300,12 +502,15 @@ int llmc_cmd_tune(int argc, char **argv)
         rc = llmc_fail(&err, LLMC_E_USAGE, "--max-rows %u exceeds the plan's max_context %u",
                        a.max_rows, rt_plan_of(&plan)->max_context);
     if (!rc)
+        rc = check_pinned_tables(&plan, &a, &err);
+    if (!rc)
         rc = measure(&plan, &a, &res, &err);
     if (!rc)
         rc = write_plan(&a, &plan, &res, &err);
     if (!rc)
-        printf("gemm_min_rows = %u, prefill_kernel = %s written to %s%s\n", res.gemm_min_rows,
-               rt_prefill_kernel_name(res.prefill_kernel), a.plan,
+        printf("gemm_min_rows = %u, prefill_kernel = %s, decode_isa = %s, prefill_isa = %s "
+               "written to %s%s\n", res.gemm_min_rows, rt_prefill_kernel_name(res.prefill_kernel),
+               rt_kernel_isa_name(res.decode_isa), rt_kernel_isa_name(res.prefill_isa), a.plan,
                res.gemm_min_rows > a.max_rows ? " (GEMV won at every row count measured)" : "");
     llmc_unmap_file(&file);
     return rc ? llmc_cli_report(&err) : 0;

@@ -230,6 +230,19 @@ const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err);
  * faster one rt_kernels_for_target picks on this CPU), for runs that
  * compare them; NULL with LLMC_RT_E_TARGET naming the ones there are. */
 const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_rt_error *err);
+/* Whether a target has more than one table in this build (x86-64: "avx2"
+ * plans run on three).  Elsewhere Plan.decode_isa and prefill_isa have
+ * nothing to choose from: the verifier skips them, which keeps the
+ * Cortex-M core's .text in its budget (firmware.md). */
+#if defined(__x86_64__)
+#define RT_KERNELS_TUNABLE 1
+#else
+#define RT_KERNELS_TUNABLE 0
+#endif
+/* The table a plan tuned to `isa` (Plan.decode_isa or prefill_isa, a KISA_*
+ * of `target`) runs on this CPU: that one where the CPU runs it, else
+ * `fastest` (rt_kernels_for_target's; also for KISA_FASTEST). */
+const rt_kernels *rt_kernels_tuned(const char *target, const rt_kernels *fastest, uint32_t isa);
 
 /* RMSNorm rows (ref_layernorm.c).  The square of element j of a row goes
  * to lane j % RT_RMS_LANES of a compensated sum (k_fsum): independent

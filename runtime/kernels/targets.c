@@ -141,3 +141,10 @@ const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_r
                                    f0 ? f0->isa : "", f1 ? ", " : "", f1 ? f1->isa : ""));
     return NULL;
 }
+
+const rt_kernels *rt_kernels_tuned(const char *target, const rt_kernels *fastest, uint32_t isa)
+{
+    const rt_kernels *k = fastest && isa ? rt_kernels_for_isa(target, rt_kernel_isa_name(isa), NULL)
+                                         : NULL;
+    return k ? k : fastest;
+}

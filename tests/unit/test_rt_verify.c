@@ -1,18 +1,21 @@
 /* The plan verifier: a valid plan, every truncation, every single-bit flip
  * (a flipped plan that still opens is also run), and targeted corruptions. */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "llmc_rt.h"
+#include "kernels/kernel_table.h"
 #include "llmc_rt_internal.h"
+#include "plan_format.h"
 #include "rt_testplan.h"
 #include "tap.h"
 
 enum {
     V_VALID, V_VERSION, V_TARGET, V_BAD_SRC, V_BAD_INPUT, V_ARITY, V_DTYPE, V_REGION_LEN,
     V_ROLE_DTYPE, V_LAYER, V_WEIGHT_OUTPUT, V_AXES, V_LAYERNORM_2_OUTPUTS,
-    V_LAYERNORM_STATS_DTYPE
+    V_LAYERNORM_STATS_DTYPE, V_DECODE_ISA_OTHER_TARGET, V_PREFILL_ISA_UNKNOWN, V_TUNED_GENERIC
 };
 
 static tp_plan tp;
@@ -41,6 +44,13 @@ static uint8_t *build(int variant, size_t *size)
         tp.format_version = LLMC_RT_FORMAT_VERSION + 1;
     if (variant == V_TARGET)
         tp.target = "cuda-f16";
+    if (variant == V_DECODE_ISA_OTHER_TARGET)
+        snprintf(tp.extra, sizeof tp.extra, "decode_isa: %d,", KISA_AVX2_AVX512VNNI);
+    if (variant == V_PREFILL_ISA_UNKNOWN)
+        snprintf(tp.extra, sizeof tp.extra, "prefill_isa: %d,", KISA_COUNT);
+    if (variant == V_TUNED_GENERIC)
+        snprintf(tp.extra, sizeof tp.extra, "decode_isa: %d, prefill_isa: %d,", KISA_GENERIC,
+                 KISA_GENERIC);
     int x = tp_tensor(&tp, "x", "Float32", "S,4");
     int t_wt = tp_weight(&tp, "wt", "Float32", "3,4", wt, sizeof wt);
     int w = tp_tensor(&tp, "w", "Float32", "4,3");
@@ -241,6 +251,29 @@ static void test_defects(const uint8_t *bytes, size_t size)
     free(bad);
 }
 
+/* Plan.decode_isa and prefill_isa name a table of the plan's target (where a
+ * target has several: x86-64 builds); a step of fewer than gemm_min_rows
+ * rows runs the decode one. */
+static void test_tuned_kernels(void)
+{
+    size_t size;
+    uint8_t *bytes = build(V_TUNED_GENERIC, &size);
+    llmc_rt_plan plan;
+    llmc_rt_error err;
+    CHECK(bytes && llmc_rt_plan_open(&plan, bytes, size, 0, &err) == LLMC_RT_OK &&
+          !strcmp(llmc_rt_plan_step_isa(&plan, 1), "generic") &&
+          !strcmp(llmc_rt_plan_step_isa(&plan, 64), "generic"),
+          "decode_isa and prefill_isa generic on a generic plan: both steps on generic");
+    free(bytes);
+    if (!RT_KERNELS_TUNABLE)
+        return;
+    expect_code(V_DECODE_ISA_OTHER_TARGET, LLMC_RT_E_CORRUPT, "Plan.decode_isa 4 "
+                "(avx2+avx512vnni) is not a kernel table of target \"generic\"",
+                "decode_isa of another target's table");
+    expect_code(V_PREFILL_ISA_UNKNOWN, LLMC_RT_E_CORRUPT, "Plan.prefill_isa 7 (?) is not a "
+                "kernel table", "prefill_isa past the list");
+}
+
 static void test_arena_overflow(const uint8_t *bytes, size_t size)
 {
     llmc_rt_plan plan;
@@ -262,6 +295,7 @@ int main(void)
     test_bit_flips(bytes, size);
     test_defects(bytes, size);
     test_arena_overflow(bytes, size);
+    test_tuned_kernels();
     free(bytes);
     return TAP_DONE();
 }
