@@ -126,12 +126,14 @@
  * table of the plan's target that this CPU runs, the others one table by
  * its rt_kernels.isa, each with the target whose plans it runs.  The
  * tables of one target give bitwise the same outputs, so a step may run
- * on any of them.  X(SUFFIX, "name", TARGET_SUFFIX). */
+ * on any of them.  Values are stored in plans: new tables go at the end.
+ * X(SUFFIX, "name", TARGET_SUFFIX). */
 #define LLMC_PLAN_KERNEL_ISAS(X)                                            \
     X(FASTEST, "fastest", GENERIC) X(GENERIC, "generic", GENERIC)           \
     X(AVX2, "avx2", AVX2) X(AVX2_AVXVNNI, "avx2+avxvnni", AVX2)             \
     X(AVX2_AVX512VNNI, "avx2+avx512vnni", AVX2)                             \
-    X(NEON_DOT, "neon-dot", NEON_DOT) X(NEON_I8MM, "neon-i8mm", NEON_I8MM)
+    X(NEON_DOT, "neon-dot", NEON_DOT) X(NEON_I8MM, "neon-i8mm", NEON_I8MM)   \
+    X(AVX2_AVX512VNNI_YMM, "avx2+avx512vnni-ymm", AVX2)
 
 /* Every list, with the schema's enum name, for tools that print them all. */
 #define LLMC_PLAN_ENUM_LISTS(Y)                                  \

@@ -224,7 +224,7 @@ same_isa_output() {   # same_isa_output FAMILY MODE ISA
     done
     cmp "${out[0]}.tok" "${out[1]}.tok" && cmp "${out[0]}.bin" "${out[1]}.bin"
 }
-for isa in avx2+avx512vnni avx2+avxvnni; do
+for isa in avx2+avx512vnni avx2+avxvnni avx2+avx512vnni-ymm; do
     if [ "$TARGETS" != generic ] &&
         "$LLMC" run "$WORK/llama-w4a8-avx2.plan" --prompt-ids 1 --max-new 1 --isa "$isa" >/dev/null 2>&1; then
         for family in llama qwen2 gpt2 phi; do
@@ -275,7 +275,7 @@ if [ "$TARGETS" != generic ] && command -v qemu-x86_64 >/dev/null &&
         check "llama $mode under qemu -cpu Haswell: the AVX2 table's ids and logits byte for byte" \
             haswell_output llama "$mode"
     done
-    for isa in avx2+avx512vnni avx2+avxvnni; do
+    for isa in avx2+avx512vnni avx2+avxvnni avx2+avx512vnni-ymm; do
         check "qemu -cpu Haswell: --isa $isa refused, naming avx2 alone" haswell_refuses "$isa"
     done
     check "qemu -cpu Haswell: a plan tuned to AVX-512 and AVX-VNNI tables runs the AVX2 one, same bytes" \

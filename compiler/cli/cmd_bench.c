@@ -652,11 +652,13 @@ static const llmc_roofline_peak *avx2_mixes(const llmc_roofline_peaks *pk)
 }
 
 /* The vpdpbusd peak of the last column: ZMM where it ran, else the plan's
- * loops' own where they are YMM vpdpbusd (loops avx2+avxvnni). */
+ * loops' own where they are YMM vpdpbusd (loops avx2+avxvnni and
+ * avx2+avx512vnni-ymm). */
 static const llmc_roofline_peak *vpdpbusd_peak(const llmc_roofline_peaks *pk)
 {
 #if defined(__x86_64__)
-    bool ymm = !pk->int8_vnni.rate && !strcmp(pk->isa, llmc_roofline_avx2_avxvnni.isa);
+    bool ymm = !pk->int8_vnni.rate && (!strcmp(pk->isa, llmc_roofline_avx2_avxvnni.isa) ||
+                                       !strcmp(pk->isa, llmc_roofline_avx2_avx512ymm.isa));
 #else
     bool ymm = false;
 #endif
@@ -687,11 +689,11 @@ static void print_peaks(const bench_args *a, const llmc_roofline_peaks *pk, uint
         }
         return;
     }
-    printf("\n| threads | loops           | read GB/s | fp32 GFLOPS | int8 w8 GOPS (1:1) | int8 w4 GOPS (8:1) | int8 GOPS (vpdpbusd) |\n"
-           "| ------: | --------------- | --------: | ----------: | -----------------: | -----------------: | -------------------: |\n");
+    printf("\n| threads | loops               | read GB/s | fp32 GFLOPS | int8 w8 GOPS (1:1) | int8 w4 GOPS (8:1) | int8 GOPS (vpdpbusd) |\n"
+           "| ------: | ------------------- | --------: | ----------: | -----------------: | -----------------: | -------------------: |\n");
     for (uint32_t i = 0; i < n; i++) {
         const llmc_roofline_peak *mix = avx2_mixes(&pk[i]);
-        printf("| %7u | %-15s | %9.2f | %11s | %18s | %18s | %20s |\n", pk[i].threads, pk[i].isa, pk[i].read_gb_s,
+        printf("| %7u | %-19s | %9.2f | %11s | %18s | %18s | %20s |\n", pk[i].threads, pk[i].isa, pk[i].read_gb_s,
                cell(&pk[i].fp32, c[0], sizeof c[0]), cell(&mix[LLMC_INT8_W8], c[1], sizeof c[1]),
                cell(&mix[LLMC_INT8_W4], c[2], sizeof c[2]), cell(vpdpbusd_peak(&pk[i]), c[3], sizeof c[3]));
     }

@@ -294,7 +294,7 @@ static int measure_decode_table(tune_bench *b, const uint32_t *isa, uint32_t n, 
         if (time_decode(&b->s, b->tokens, steps, a->repeats, &ms[isa[i]], &b->rt))
             return llmc_fail(err, LLMC_E_RUNTIME, "'%s': decode on the %s kernels: %s", a->plan,
                              rt_kernel_isa_name(isa[i]), b->rt.msg);
-        printf("decode, %u steps,      %-16s %12s %10.3f ms a step (%.1f tok/s)\n", steps,
+        printf("decode, %u steps,      %-19s %12s %10.3f ms a step (%.1f tok/s)\n", steps,
                P->decode_kernels->isa, "", 1e3 * ms[isa[i]], 1 / ms[isa[i]]);
         if (ms[isa[i]] < ms[*best])
             *best = isa[i];
@@ -316,7 +316,7 @@ static int time_prefill_on(tune_bench *b, uint32_t isa, uint32_t k, uint32_t row
         return llmc_fail(err, LLMC_E_RUNTIME, "'%s': prefill of %u tokens on the %s kernels, "
                          "%s: %s", b->a->plan, rows, P->kernels->isa, rt_prefill_kernel_name(k),
                          b->rt.msg);
-    printf("prefill of %u tokens, %-16s %-12s %10.3f ms (%.1f tok/s)\n", rows, P->kernels->isa,
+    printf("prefill of %u tokens, %-19s %-12s %10.3f ms (%.1f tok/s)\n", rows, P->kernels->isa,
            rt_prefill_kernel_name(k), 1e3 * *ms, rows / *ms);
     return LLMC_OK;
 }

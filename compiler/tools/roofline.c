@@ -94,6 +94,8 @@ static const llmc_roofline_loops *pick_loops(const char *isa)
         return &llmc_roofline_avx2_avx512;
     if (kt && !strcmp(kt->isa, llmc_roofline_avx2_avxvnni.isa))
         return &llmc_roofline_avx2_avxvnni;
+    if (kt && !strcmp(kt->isa, llmc_roofline_avx2_avx512ymm.isa))
+        return &llmc_roofline_avx2_avx512ymm;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return &llmc_roofline_avx2;
 #endif
@@ -306,7 +308,7 @@ static void measure_peaks(llmc_threads *pool, uint32_t n_tasks, const llmc_roofl
     if (loops == vnni) {
         measure_int8(pool, n_tasks, avx2, j, out->int8_avx2);
         out->int8_vnni.rate = out->int8[LLMC_INT8_W8].rate;
-    } else if (loops == &llmc_roofline_avx2_avxvnni) {
+    } else if (loops == &llmc_roofline_avx2_avxvnni || loops == &llmc_roofline_avx2_avx512ymm) {
         measure_int8(pool, n_tasks, avx2, j, out->int8_avx2);
     } else if (loops == avx2) {
         memcpy(out->int8_avx2, out->int8, sizeof out->int8);

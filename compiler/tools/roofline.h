@@ -180,10 +180,12 @@ typedef struct {
 
 #if defined(__x86_64__)
 /* roofline_x86.c: the AVX2 loops, those of the AVX-512 kernels (FMA and
- * vpdpbusd on ZMM) and those of the AVX-VNNI ones (vpdpbusd on YMM) */
+ * vpdpbusd on ZMM), those of the AVX-VNNI ones (vpdpbusd on YMM) and those
+ * of the AVX-512 VNNI kernels on YMM (vpdpbusd EVEX-encoded) */
 extern const llmc_roofline_loops llmc_roofline_avx2;
 extern const llmc_roofline_loops llmc_roofline_avx2_avx512;
 extern const llmc_roofline_loops llmc_roofline_avx2_avxvnni;
+extern const llmc_roofline_loops llmc_roofline_avx2_avx512ymm;
 #endif
 
 /* Distinct sliding windows llmc_plan_cost_of tells apart (Gemma 2 and 3,

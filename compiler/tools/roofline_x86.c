@@ -235,6 +235,37 @@ static LOOP int32_t int8_loop_avxvnni(uint64_t iters)
     return (int32_t)(sum & 0x7fffffff);
 }
 
+/* The same on YMM EVEX-encoded (q_avx512_ymm.c: AVX-512 VNNI CPUs without
+ * AVX-VNNI, Zen 4 among them): any of the 32 registers, so each chain its
+ * own s8 operand as in the ZMM loop. */
+#define EDOT(acc, s) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s))
+
+__attribute__((target("avx512f,avx512vl,avx512vnni"))) static LOOP int32_t
+int8_loop_avx512_ymm(uint64_t iters)
+{
+    __m256i u = _mm256_set1_epi8(3);
+    const __m256i s0 = _mm256_set1_epi8(1), s1 = _mm256_set1_epi8(-2), s2 = _mm256_set1_epi8(3),
+                  s3 = _mm256_set1_epi8(-4), s4 = _mm256_set1_epi8(5), s5 = _mm256_set1_epi8(-6),
+                  s6 = _mm256_set1_epi8(7), s7 = _mm256_set1_epi8(-8), s8 = _mm256_set1_epi8(9),
+                  s9 = _mm256_set1_epi8(-10);
+    __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1), a2 = _mm256_set1_epi32(2),
+            a3 = _mm256_set1_epi32(3), a4 = _mm256_set1_epi32(4), a5 = _mm256_set1_epi32(5),
+            a6 = _mm256_set1_epi32(6), a7 = _mm256_set1_epi32(7), a8 = _mm256_set1_epi32(8),
+            a9 = _mm256_set1_epi32(9);
+    for (uint64_t i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+v"(u));
+        CHAINS10(EDOT, a, s);
+    }
+    __m256i t = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
+                                 _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7)));
+    t = _mm256_add_epi32(t, _mm256_add_epi32(a8, a9));
+    uint32_t lanes[8], sum = 0;
+    _mm256_storeu_si256((__m256i *)lanes, t);
+    for (int i = 0; i < 8; i++)
+        sum += lanes[i];
+    return (int32_t)(sum & 0x7fffffff);
+}
+
 _Static_assert(FMA_CHAINS == 10 && VNNI_CHAINS == 10, "CHAINS10 runs 10 chains");
 
 /* Instructions issued per cycle per core, for the bound of roofline.c
@@ -291,4 +322,16 @@ const llmc_roofline_loops llmc_roofline_avx2_avxvnni = {
     .int8_loop = {[LLMC_INT8_W8] = int8_loop_avxvnni, [LLMC_INT8_W4] = int8_loop_avxvnni},
     .fma = {"fma_loop_avx2", "vfmadd*ps", FMA_CHAINS, 256, 32, NULL, 0, PER_CYCLE(2, 1, 2)},
     .int8 = {[LLMC_INT8_W8] = YVNNI_INSN, [LLMC_INT8_W4] = YVNNI_INSN},
+};
+
+/* Both mixes are EVEX vpdpbusd on YMM in q_avx512_ymm.c. */
+#define EVNNI_INSN {"int8_loop_avx512_ymm", "vpdpbusd", VNNI_CHAINS, 256, 8, NULL, 0, PER_CYCLE(2, 2, 2)}
+
+const llmc_roofline_loops llmc_roofline_avx2_avx512ymm = {
+    .isa = "avx2+avx512vnni-ymm",
+    .read_sum = read_sum_avx2,
+    .fma_loop = fma_loop_avx2,
+    .int8_loop = {[LLMC_INT8_W8] = int8_loop_avx512_ymm, [LLMC_INT8_W4] = int8_loop_avx512_ymm},
+    .fma = {"fma_loop_avx2", "vfmadd*ps", FMA_CHAINS, 256, 32, NULL, 0, PER_CYCLE(2, 1, 2)},
+    .int8 = {[LLMC_INT8_W8] = EVNNI_INSN, [LLMC_INT8_W4] = EVNNI_INSN},
 };

@@ -133,12 +133,13 @@ const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_r
     for (int i = 0; k; k = faster_table(t, i++))
         if (same_name(isa, k->isa))
             return k;
-    /* the message names the target's table and up to two faster ones
-     * (x86-64 has two: rt_cpu_x86_faster_table) */
-    const rt_kernels *f0 = faster_table(t, 0), *f1 = faster_table(t, 1);
+    /* the message names the target's table and up to three faster ones
+     * (x86-64 has three: rt_cpu_x86_faster_table) */
+    const rt_kernels *f0 = faster_table(t, 0), *f1 = faster_table(t, 1), *f2 = faster_table(t, 2);
     rt_fail(err, LLMC_RT_E_TARGET, "target \"%s\" has no kernels \"%s\" on this CPU; it runs "
-            "%s%s%s%s%s", NULL, RT_S(target, isa, t->table->isa, f0 ? ", " : "",
-                                   f0 ? f0->isa : "", f1 ? ", " : "", f1 ? f1->isa : ""));
+            "%s%s%s%s%s%s%s", NULL, RT_S(target, isa, t->table->isa, f0 ? ", " : "",
+                                       f0 ? f0->isa : "", f1 ? ", " : "", f1 ? f1->isa : "",
+                                       f2 ? ", " : "", f2 ? f2->isa : ""));
     return NULL;
 }
 

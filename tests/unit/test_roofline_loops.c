@@ -134,7 +134,8 @@ int main(int argc, char **argv)
     int ok = disassemble(path) == 0;
     CHECK(ok, "objdump -d %s: %zu instructions", path, n_lines);
     const llmc_roofline_loops *tables[] = {&llmc_roofline_avx2, &llmc_roofline_avx2_avx512,
-                                           &llmc_roofline_avx2_avxvnni};
+                                           &llmc_roofline_avx2_avxvnni,
+                                           &llmc_roofline_avx2_avx512ymm};
     for (size_t t = 0; ok && t < sizeof tables / sizeof *tables; t++) {
         check_insn(tables[t]->isa, "fp32", &tables[t]->fma);
         for (int m = 0; m < LLMC_INT8_MIXES; m++) {

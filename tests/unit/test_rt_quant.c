@@ -1593,6 +1593,30 @@ static void test_avxvnni_table(void)
 #endif
 }
 
+/* An AVX-512 VNNI CPU also offers the AVX-VNNI kernels EVEX-encoded
+ * (rt_kernels_avx2_avx512ymm, --isa and llmc tune's choice): against the
+ * portable ones and bitwise against the AVX2 table. */
+static void test_avx512ymm_table(void)
+{
+#if defined(__x86_64__)
+    if (!rt_cpu_x86_avx2_ok())
+        return;
+    llmc_rt_error e = {0};
+    const rt_kernels *named = rt_kernels_for_isa("avx2", "avx2+avx512vnni-ymm", &e);
+    CHECK(rt_cpu_x86_avx512_vnni_ok() ? named == &rt_kernels_avx2_avx512ymm
+                                      : !named && strstr(e.msg, "no kernels \"avx2+avx512vnni-ymm\""),
+          "--isa avx2+avx512vnni-ymm: its table exactly when the CPU has AVX-512 VNNI (%s)",
+          named ? named->isa : e.msg);
+    if (!rt_cpu_x86_avx512_vnni_ok()) {
+        printf("# avx2+avx512vnni-ymm: this CPU lacks AVX-512 VNNI; its kernels are not run\n");
+        return;
+    }
+    test_table(&rt_kernels_avx2_avx512ymm);
+    test_tables_bitwise(&rt_kernels_avx2_avx512ymm, &rt_kernels_avx2);
+    test_qtile_pair(&rt_kernels_avx2_avx512ymm, rt_q_avx512ymm_qtile_pair);
+#endif
+}
+
 int main(void)
 {
     srand(14);
@@ -1617,5 +1641,6 @@ int main(void)
 #endif
     test_avx512_table();
     test_avxvnni_table();
+    test_avx512ymm_table();
     return TAP_DONE();
 }

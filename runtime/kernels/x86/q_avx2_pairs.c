@@ -107,3 +107,14 @@ void rt_qlinear_gemv_pair_avxvnni(const rt_qlinear_job *J, ptrdiff_t ht)
 {
     gemv_pair(J, ht, rt_q_avxvnni_gemv_pair);
 }
+
+void rt_qlinear_pair_column_avx512ymm(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
+                                      ptrdiff_t ht)
+{
+    pair_column(J, b0, b1, ht, rt_q_avx512ymm_qtile_pair);
+}
+
+void rt_qlinear_gemv_pair_avx512ymm(const rt_qlinear_job *J, ptrdiff_t ht)
+{
+    gemv_pair(J, ht, rt_q_avx512ymm_gemv_pair);
+}

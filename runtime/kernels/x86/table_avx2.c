@@ -48,3 +48,19 @@ const rt_kernels rt_kernels_avx2_avxvnni = {
     NULL, /* attn_block_lanes: no pair loops */
     "avx2+avxvnni",
 };
+
+/* AVX-512 VNNI on YMM: the AVX-VNNI table's kernels EVEX-encoded
+ * (q_avx512_ymm.c), for AVX-512 CPUs without AVX-VNNI; bitwise the same
+ * outputs. */
+const rt_kernels rt_kernels_avx2_avx512ymm = {
+    "avx2", 8, 4, 4, 16, 6, rt_q_avx2_quantize_rows, rt_q_avx512ymm_qtile, NULL,
+    rt_qlinear_pair_column_avx512ymm, rt_ftile_avx2,
+    rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
+    rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
+    rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avx512ymm,
+    NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
+    NULL, /* ftile_pair: ftile per panel */
+    NULL, /* attn_widen_rows: no pair loops */
+    NULL, /* attn_block_lanes: no pair loops */
+    "avx2+avx512vnni-ymm",
+};

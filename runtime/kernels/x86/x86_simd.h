@@ -11,10 +11,12 @@
 
 /* table_avx2.c: hp 8, lp 4, ep 4 (q_x86_tiles.h says why); the second
  * table is the first with the AVX-512 VNNI qtile, the third with the
- * AVX-VNNI one. */
+ * AVX-VNNI one, the fourth with the same kernels EVEX-encoded (AVX-512
+ * VNNI on YMM). */
 extern const rt_kernels rt_kernels_avx2;
 extern const rt_kernels rt_kernels_avx2_avx512;
 extern const rt_kernels rt_kernels_avx2_avxvnni;
+extern const rt_kernels rt_kernels_avx2_avx512ymm;
 
 /* cpu_x86.c: true when the CPU and the OS support AVX2, FMA and F16C (the
  * YMM state saved by XSAVE). */
@@ -43,6 +45,7 @@ void rt_q_avx512_vnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_
  * ht and ht + 1: out[0..8), out[8..16) */
 void rt_q_avx2_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
 void rt_q_avxvnni_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
+void rt_q_avx512ymm_gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out);
 /* q_avx2.c, q_avxvnni.c: rows 1..4 of activation tile et by W row tiles ht
  * and ht + 1 (bits 4: each activation word broadcast once for both): tile
  * ht's outputs at out[0..ep * hp), tile ht + 1's after them (qtile's
@@ -51,8 +54,12 @@ void rt_q_avx2_qtile_pair(const rt_qtile_args *a, int64_t et, int rows, int64_t 
                           float *out);
 void rt_q_avxvnni_qtile_pair(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
                              float *out);
-/* q_avxvnni.c: rt_kernels.qtile (vpdpbusd on YMM). */
+void rt_q_avx512ymm_qtile_pair(const rt_qtile_args *a, int64_t et, int rows, int64_t ht,
+                               float *out);
+/* q_avxvnni.c, q_avx512_ymm.c: rt_kernels.qtile (vpdpbusd on YMM, VEX- and
+ * EVEX-encoded). */
 void rt_q_avxvnni_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
+void rt_q_avx512ymm_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t ht, float *out);
 /* q_avx512_vnni.c: rt_kernels.qtile_block (8 or 16 activation rows by 16
  * W rows). */
 void rt_q_avx512_vnni_qtile_block(const rt_qtile_args *a, int64_t et, int tiles, int64_t ht,
@@ -64,10 +71,13 @@ void rt_q_avx512_vnni_qtile_block(const rt_qtile_args *a, int64_t et, int tiles,
 void rt_qlinear_gemv_pair_avx2(const rt_qlinear_job *J, ptrdiff_t ht);
 void rt_qlinear_pair_column_avx2(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
                                  ptrdiff_t ht);
-/* q_avx2_pairs.c: the same walks over the AVX-VNNI kernels. */
+/* q_avx2_pairs.c: the same walks over the YMM vpdpbusd kernels. */
 void rt_qlinear_gemv_pair_avxvnni(const rt_qlinear_job *J, ptrdiff_t ht);
 void rt_qlinear_pair_column_avxvnni(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
                                     ptrdiff_t ht);
+void rt_qlinear_gemv_pair_avx512ymm(const rt_qlinear_job *J, ptrdiff_t ht);
+void rt_qlinear_pair_column_avx512ymm(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
+                                      ptrdiff_t ht);
 void rt_qlinear_pair_column_avx512(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
                                    ptrdiff_t ht);
 
