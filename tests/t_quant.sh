@@ -117,7 +117,7 @@ tuned_kernel() {
     "$LLMC" inspect "$plan" --json | grep -q '"prefill_kernel": "int8"' &&
     "$LLMC" tune "$plan" --max-rows 3 --prefill-rows 64 -r 2 >"$WORK/tune-avx2.log" &&
     local rates want table
-    table=$(tail -1 "$WORK/tune-avx2.log" | sed -n 's/.*prefill_isa = \([a-z0-9+]*\) .*/\1/p') &&
+    table=$(tail -1 "$WORK/tune-avx2.log" | sed -n 's/.*prefill_isa = \([a-z0-9+-]*\) .*/\1/p') &&
     rates=$(awk -v t="$table" '/^prefill of 64 tokens/ && $5 == t { sub(/[(]/, "", $9); print $6, $9 }' \
         "$WORK/tune-avx2.log") &&
     want=$(tail -1 "$WORK/tune-avx2.log" | sed -n 's/.*prefill_kernel = \([a-z0-9-]*\),.*/\1/p') &&
@@ -155,8 +155,8 @@ tuned_tables() {
     "$LLMC" inspect "$plan" --json | grep -q '"decode_isa": "fastest", "prefill_isa": "fastest"' &&
     "$LLMC" tune "$plan" --max-rows 2 --prefill-rows 64 -r 3 >"$log" || return 1
     tables=$(sed -n 's/^kernel tables of target avx2 on this CPU: //p' "$log")
-    want_d=$(tail -1 "$log" | sed -n 's/.*decode_isa = \([a-z0-9+]*\),.*/\1/p')
-    want_p=$(tail -1 "$log" | sed -n 's/.*prefill_isa = \([a-z0-9+]*\) .*/\1/p')
+    want_d=$(tail -1 "$log" | sed -n 's/.*decode_isa = \([a-z0-9+-]*\),.*/\1/p')
+    want_p=$(tail -1 "$log" | sed -n 's/.*prefill_isa = \([a-z0-9+-]*\) .*/\1/p')
     # one line per table, and the table written has the best tok/s (to the
     # log's 0.1 tok/s)
     [ "$(grep -c '^decode, 32 steps' "$log")" -eq "$(wc -w <<<"$tables")" ] &&
