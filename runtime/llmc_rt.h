@@ -109,13 +109,15 @@ enum {
 
 /* Proves every offset, vector, string, tensor index, region and segment of
  * the plan in bounds before anything is executed, and picks the kernels of
- * the plan's target: LLMC_RT_E_TARGET when the target is unknown, or (without
- * LLMC_RT_OPEN_ANY_TARGET) not built into this runtime or not supported by
- * this CPU.  `bytes` must stay valid and unchanged while the plan is used,
- * and be LLMC_RT_PLAN_ALIGN-byte aligned (a plan linked into flash: align
- * its section to it, e.g. `. = ALIGN(8);` before it in the linker script,
- * or `.balign 8` before an .incbin); LLMC_RT_E_ARG names the address
- * otherwise.  Weight segments start at 64-byte multiples from the plan's
+ * the plan's target (on x86-64 the tables its decode_isa and prefill_isa
+ * name where this CPU runs them, else the fastest it does; every table of
+ * a target gives the same bits): LLMC_RT_E_TARGET when the target is
+ * unknown, or (without LLMC_RT_OPEN_ANY_TARGET) not built into this runtime
+ * or not supported by this CPU.  `bytes` must stay valid and unchanged
+ * while the plan is used, and be LLMC_RT_PLAN_ALIGN-byte aligned (a plan
+ * linked into flash: align its section to it, e.g. `. = ALIGN(8);` before
+ * it in the linker script, or `.balign 8` before an .incbin); LLMC_RT_E_ARG
+ * names the address otherwise.  Weight segments start at 64-byte multiples from the plan's
  * first byte, so aligning the plan to 64 puts them on cache lines. */
 #define LLMC_RT_PLAN_ALIGN 8
 llmc_rt_status llmc_rt_plan_open(llmc_rt_plan *plan, const void *bytes, size_t size,

@@ -258,6 +258,13 @@ static int measure_crossover(tune_bench *b, uint32_t *crossover, llmc_error *err
     return LLMC_OK;
 }
 
+/* The table a step tuned to `isa` (KISA_*) runs on this CPU, as the
+ * runtime resolves Plan.decode_isa and prefill_isa. */
+static const rt_kernels *table_of(const rt_plan *P, uint32_t isa)
+{
+    return rt_kernels_tuned(P->target, rt_kernels_for_target(P->target, NULL), isa);
+}
+
 /* The kernel tables of the plan's target this CPU runs (KISA_*), the
  * fastest first, so that a tie keeps the runtime's choice. */
 static uint32_t runnable_tables(const llmc_rt_plan *plan, uint32_t *isa)
@@ -284,13 +291,12 @@ static int measure_decode_table(tune_bench *b, const uint32_t *isa, uint32_t n, 
     const tune_args *a = b->a;
     rt_plan *P = rt_plan_of(b->plan);
     uint32_t steps = b->rows - 1 < TUNE_DECODE_STEPS ? b->rows - 1 : TUNE_DECODE_STEPS;
-    const rt_kernels *fastest = rt_kernels_for_target(P->target, NULL);
     double ms[KISA_COUNT];
     if (open_session(&b->s, b->plan, b->rows, b->mem, b->size, b->pool, &b->rt))
         return llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", a->plan, b->rt.msg);
     *best = isa[0];
     for (uint32_t i = 0; i < n; i++) {
-        P->decode_kernels = rt_kernels_tuned(P->target, fastest, isa[i]);
+        P->decode_kernels = table_of(P, isa[i]);
         if (time_decode(&b->s, b->tokens, steps, a->repeats, &ms[isa[i]], &b->rt))
             return llmc_fail(err, LLMC_E_RUNTIME, "'%s': decode on the %s kernels: %s", a->plan,
                              rt_kernel_isa_name(isa[i]), b->rt.msg);
@@ -299,7 +305,7 @@ static int measure_decode_table(tune_bench *b, const uint32_t *isa, uint32_t n, 
         if (ms[isa[i]] < ms[*best])
             *best = isa[i];
     }
-    P->decode_kernels = rt_kernels_tuned(P->target, fastest, *best);
+    P->decode_kernels = table_of(P, *best);
     return LLMC_OK;
 }
 
@@ -309,7 +315,7 @@ static int time_prefill_on(tune_bench *b, uint32_t isa, uint32_t k, uint32_t row
                            llmc_error *err)
 {
     rt_plan *P = rt_plan_of(b->plan);
-    P->kernels = rt_kernels_tuned(P->target, rt_kernels_for_target(P->target, NULL), isa);
+    P->kernels = table_of(P, isa);
     P->prefill_kernel = k;
     if (open_session(&b->s, b->plan, b->rows, b->mem, b->size, b->pool, &b->rt) ||
         time_prefill(&b->s, b->tokens, rows, b->a->repeats, ms, &b->rt))
@@ -349,8 +355,7 @@ static int measure_prefill(tune_bench *b, const uint32_t *isa, uint32_t n, uint3
         if (ms < best_ms)
             best_ms = ms, best->prefill_kernel = k;
     }
-    P->kernels = rt_kernels_tuned(P->target, rt_kernels_for_target(P->target, NULL),
-                                  best->prefill_isa);
+    P->kernels = table_of(P, best->prefill_isa);
     P->prefill_kernel = best->prefill_kernel;
     return LLMC_OK;
 }
@@ -371,9 +376,7 @@ static int measure_all(tune_bench *b, tune_result *out, llmc_error *err)
     int rc = LLMC_OK;
     if (a->decode_isa >= 0) {
         out->decode_isa = (uint32_t)a->decode_isa;
-        rt_plan_of(b->plan)->decode_kernels = rt_kernels_tuned(
-            rt_plan_of(b->plan)->target, rt_kernels_for_target(rt_plan_of(b->plan)->target, NULL),
-            out->decode_isa);
+        rt_plan_of(b->plan)->decode_kernels = table_of(rt_plan_of(b->plan), out->decode_isa);
     } else
         rc = measure_decode_table(b, isa, n, &out->decode_isa, err);
     if (!rc && a->prefill_isa >= 0)
