@@ -54,13 +54,6 @@ static int outputs_empty(const rt_view *out, uint32_t n)
     return 1;
 }
 
-/* Runs one op through its exec function (the operand counts were checked
- * at init): views its inputs and outputs first (Copy: none, its regions
- * name their tensors; Linear: only its inputs, it views its outputs one at
- * a time), skips it when no viewed output has an element (but Attention,
- * which checks and extends its cache even then), and adds the bytes it
- * wrote to *moved: its outputs', or what it counted itself (Copy, Linear,
- * QuantizeRows). */
 /* The table a step of S rows runs on: Plan.decode_isa's below
  * gemm_min_rows (the GEMV split's steps), else Plan.prefill_isa's. */
 static const rt_kernels *step_kernels(const rt_plan *plan, int64_t S)
@@ -74,6 +67,13 @@ const char *llmc_rt_plan_step_isa(const llmc_rt_plan *plan, uint32_t rows)
     return k ? k->isa : "none";
 }
 
+/* Runs one op through its exec function (the operand counts were checked
+ * at init): views its inputs and outputs first (Copy: none, its regions
+ * name their tensors; Linear: only its inputs, it views its outputs one at
+ * a time), skips it when no viewed output has an element (but Attention,
+ * which checks and extends its cache even then), and adds the bytes it
+ * wrote to *moved: its outputs', or what it counted itself (Copy, Linear,
+ * QuantizeRows). */
 static llmc_rt_status exec_op(llmc_rt_session *s, const rt_prep_op *op, int64_t S, int64_t P,
                               uint8_t *arena, uint64_t *moved, llmc_rt_error *err)
 {
