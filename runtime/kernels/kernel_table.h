@@ -231,7 +231,7 @@ const rt_kernels *rt_kernels_for_target(const char *target, llmc_rt_error *err);
  * compare them; NULL with LLMC_RT_E_TARGET naming the ones there are. */
 const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_rt_error *err);
 /* Whether a target has more than one table in this build (x86-64: "avx2"
- * plans run on three).  Elsewhere Plan.decode_isa and prefill_isa have
+ * plans run on up to four).  Elsewhere Plan.decode_isa and prefill_isa have
  * nothing to choose from: the verifier skips them, which keeps the
  * Cortex-M core's .text in its budget (firmware.md). */
 #if defined(__x86_64__)

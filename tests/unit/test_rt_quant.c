@@ -1593,6 +1593,26 @@ static void test_avxvnni_table(void)
 #endif
 }
 
+/* Every table an "avx2" plan can run here has its Plan.decode_isa /
+ * prefill_isa value (LLMC_PLAN_KERNEL_ISAS), which names it back: else
+ * llmc tune could not write it. */
+static void test_tables_tunable(void)
+{
+#if defined(__x86_64__)
+    if (!rt_cpu_x86_avx2_ok())
+        return;
+    const rt_kernels *k = &rt_kernels_avx2;
+    int named = 0, tables = 0;
+    for (int i = 0; k; k = rt_cpu_x86_faster_table(i++), tables++)
+        for (uint32_t v = 1; v < KISA_COUNT; v++)
+            named += !strcmp(rt_kernel_isa_name(v), k->isa) &&
+                     rt_kernel_isa_target(v) == TARGET_AVX2 &&
+                     rt_kernels_tuned("avx2", &rt_kernels_avx2, v) == k;
+    CHECK(named == tables, "each of the %d tables of avx2 plans on this CPU has a kernel-table "
+          "value that resolves to it (%d do)", tables, named);
+#endif
+}
+
 /* An AVX-512 VNNI CPU also offers the AVX-VNNI kernels EVEX-encoded
  * (rt_kernels_avx2_avx512ymm, --isa and llmc tune's choice): against the
  * portable ones and bitwise against the AVX2 table. */
@@ -1642,5 +1662,6 @@ int main(void)
     test_avx512_table();
     test_avxvnni_table();
     test_avx512ymm_table();
+    test_tables_tunable();
     return TAP_DONE();
 }
