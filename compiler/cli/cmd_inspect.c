@@ -59,13 +59,6 @@ typedef struct {
 } pass_row;
 
 /* The --kv-cache spelling of a Plan.kv_cache_dtype (verified known). */
-/* The table a step runs on this CPU ("none": the plan's target does not
- * run here). */
-static const char *kernels_here(const rt_kernels *k)
-{
-    return k ? k->isa : "none";
-}
-
 static const char *kv_dtype_name(int dtype)
 {
     return dtype == LLMC_RT_F16 ? "f16" : dtype == LLMC_RT_I8 ? "int8" : "f32";
@@ -207,8 +200,8 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
            (unsigned long long)rt_plan_of(p)->kv_bytes, (unsigned long long)s->weight_bytes, rt_plan_of(p)->n_segments, rt_plan_of(p)->n_tensors,
            s->arena_tensors, s->weight_tensors, rt_plan_of(p)->n_layers, rt_plan_of(p)->vocab_size, rt_plan_of(p)->gemm_min_rows,
            rt_prefill_kernel_name(rt_plan_of(p)->prefill_kernel), rt_kernel_isa_name(rt_plan_of(p)->decode_isa),
-           rt_kernel_isa_name(rt_plan_of(p)->prefill_isa), kernels_here(rt_plan_of(p)->decode_kernels),
-           kernels_here(rt_plan_of(p)->kernels), rt_plan_of(p)->n_ops, s->layer_ops_max,
+           rt_kernel_isa_name(rt_plan_of(p)->prefill_isa), llmc_rt_plan_step_isa(p, 1),
+           llmc_rt_plan_step_isa(p, rt_plan_of(p)->gemm_min_rows), rt_plan_of(p)->n_ops, s->layer_ops_max,
            kv_dtype_name(rt_plan_of(p)->kv_cache_dtype), (unsigned long long)s->kv_position_bytes,
            (unsigned long long)llmc_rt_session_memory(p), s->kv_layers[0],
            (unsigned long long)s->kv_layer_bytes[0], s->kv_layers[1], (unsigned long long)s->kv_layer_bytes[1],
@@ -292,8 +285,8 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
            rt_prefill_kernel_name(rt_plan_of(p)->prefill_kernel));
     printf("kernels     steps of < %u rows on %s, longer on %s; on this CPU: %s and %s\n",
            rt_plan_of(p)->gemm_min_rows, rt_kernel_isa_name(rt_plan_of(p)->decode_isa),
-           rt_kernel_isa_name(rt_plan_of(p)->prefill_isa), kernels_here(rt_plan_of(p)->decode_kernels),
-           kernels_here(rt_plan_of(p)->kernels));
+           rt_kernel_isa_name(rt_plan_of(p)->prefill_isa), llmc_rt_plan_step_isa(p, 1),
+           llmc_rt_plan_step_isa(p, rt_plan_of(p)->gemm_min_rows));
     print_quantization(p);
     printf("ops         %u, %u per decoder layer\n", rt_plan_of(p)->n_ops, s->layer_ops_max);
     print_tokenizer_text(p);

@@ -222,6 +222,7 @@ typedef struct {
     void *mem;
     size_t size;
     uint32_t rows;          /* the session's bound: the longest run */
+    uint32_t prefill_rows;  /* --prefill-rows, at most max_context */
     int64_t *tokens;
     llmc_threads *pool;
     llmc_rt_error rt;
@@ -365,9 +366,7 @@ static int measure_prefill(tune_bench *b, const uint32_t *isa, uint32_t n, uint3
 static int measure_all(tune_bench *b, tune_result *out, llmc_error *err)
 {
     const tune_args *a = b->a;
-    uint32_t isa[KISA_COUNT], prefill_rows = b->a->prefill_rows;
-    if (prefill_rows > rt_plan_of(b->plan)->max_context)
-        prefill_rows = rt_plan_of(b->plan)->max_context;
+    uint32_t isa[KISA_COUNT];
     uint32_t n = runnable_tables(b->plan, isa);
     printf("kernel tables of target %s on this CPU:", rt_plan_of(b->plan)->target);
     for (uint32_t i = 0; i < n; i++)
@@ -382,7 +381,7 @@ static int measure_all(tune_bench *b, tune_result *out, llmc_error *err)
     if (!rc && a->prefill_isa >= 0)
         isa[0] = (uint32_t)a->prefill_isa, n = 1;
     if (!rc)
-        rc = measure_prefill(b, isa, n, prefill_rows, out, err);
+        rc = measure_prefill(b, isa, n, b->prefill_rows, out, err);
     if (!rc)
         rc = measure_crossover(b, &out->gemm_min_rows, err);
     return rc;
@@ -393,7 +392,7 @@ static int measure(llmc_rt_plan *plan, const tune_args *a, tune_result *out, llm
 {
     tune_bench b = {.plan = plan, .a = a};
     uint32_t max_context = rt_plan_of(plan)->max_context;
-    b.rows = a->prefill_rows < max_context ? a->prefill_rows : max_context;
+    b.rows = b.prefill_rows = a->prefill_rows < max_context ? a->prefill_rows : max_context;
     if (b.rows < a->max_rows)
         b.rows = a->max_rows;
     if (b.rows < TUNE_DECODE_STEPS + 1)

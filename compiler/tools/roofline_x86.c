@@ -208,62 +208,44 @@ __attribute__((target("avx512f,avx512vnni"))) static LOOP int32_t int8_loop_avx5
  * into 8 int32 lanes.  5 cycles of latency and 2 issue per cycle (Alder
  * Lake P-cores, Sapphire Rapids: ports 0 and 1), so 10 chains as above;
  * 10 accumulators + 5 s8 operands (each shared by two chains that start
- * apart) + the u8 operand fill the 16 YMM registers. */
+ * apart) + the u8 operand fill the 16 YMM registers.  The same loop
+ * EVEX-encoded is that of q_avx512_ymm.c (AVX-512 VNNI CPUs without
+ * AVX-VNNI, Zen 4 among them).  REG: the asm constraint of a register the
+ * encoding reaches ("x": ymm0-15, "v": ymm0-31). */
+#define YMM_VNNI_LOOP(DOT, REG)                                                                    \
+    __m256i u = _mm256_set1_epi8(3);                                                               \
+    const __m256i s0 = _mm256_set1_epi8(1), s1 = _mm256_set1_epi8(-2), s2 = _mm256_set1_epi8(3),   \
+                  s3 = _mm256_set1_epi8(-4), s4 = _mm256_set1_epi8(5);                             \
+    const __m256i s5 = s0, s6 = s1, s7 = s2, s8 = s3, s9 = s4;                                     \
+    __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1), a2 = _mm256_set1_epi32(2),       \
+            a3 = _mm256_set1_epi32(3), a4 = _mm256_set1_epi32(4), a5 = _mm256_set1_epi32(5),       \
+            a6 = _mm256_set1_epi32(6), a7 = _mm256_set1_epi32(7), a8 = _mm256_set1_epi32(8),       \
+            a9 = _mm256_set1_epi32(9);                                                             \
+    for (uint64_t i = 0; i < iters; i++) {                                                         \
+        __asm__ volatile("" : "+" REG(u));                                                         \
+        CHAINS10(DOT, a, s);                                                                       \
+    }                                                                                              \
+    __m256i t = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)), \
+                                 _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7))); \
+    t = _mm256_add_epi32(t, _mm256_add_epi32(a8, a9));                                             \
+    uint32_t lanes[8], sum = 0;                                                                    \
+    _mm256_storeu_si256((__m256i *)lanes, t);                                                      \
+    for (int i = 0; i < 8; i++)                                                                    \
+        sum += lanes[i];                                                                           \
+    return (int32_t)(sum & 0x7fffffff)
+
 #define YDOT(acc, s) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s))
+#define EDOT(acc, s) __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s))
 
 static LOOP int32_t int8_loop_avxvnni(uint64_t iters)
 {
-    __m256i u = _mm256_set1_epi8(3);
-    const __m256i s0 = _mm256_set1_epi8(1), s1 = _mm256_set1_epi8(-2), s2 = _mm256_set1_epi8(3),
-                  s3 = _mm256_set1_epi8(-4), s4 = _mm256_set1_epi8(5);
-    const __m256i s5 = s0, s6 = s1, s7 = s2, s8 = s3, s9 = s4;
-    __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1), a2 = _mm256_set1_epi32(2),
-            a3 = _mm256_set1_epi32(3), a4 = _mm256_set1_epi32(4), a5 = _mm256_set1_epi32(5),
-            a6 = _mm256_set1_epi32(6), a7 = _mm256_set1_epi32(7), a8 = _mm256_set1_epi32(8),
-            a9 = _mm256_set1_epi32(9);
-    for (uint64_t i = 0; i < iters; i++) {
-        __asm__ volatile("" : "+x"(u));
-        CHAINS10(YDOT, a, s);
-    }
-    __m256i t = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
-                                 _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7)));
-    t = _mm256_add_epi32(t, _mm256_add_epi32(a8, a9));
-    uint32_t lanes[8], sum = 0;
-    _mm256_storeu_si256((__m256i *)lanes, t);
-    for (int i = 0; i < 8; i++)
-        sum += lanes[i];
-    return (int32_t)(sum & 0x7fffffff);
+    YMM_VNNI_LOOP(YDOT, "x");
 }
-
-/* The same on YMM EVEX-encoded (q_avx512_ymm.c: AVX-512 VNNI CPUs without
- * AVX-VNNI, Zen 4 among them): any of the 32 registers, so each chain its
- * own s8 operand as in the ZMM loop. */
-#define EDOT(acc, s) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s))
 
 __attribute__((target("avx512f,avx512vl,avx512vnni"))) static LOOP int32_t
 int8_loop_avx512_ymm(uint64_t iters)
 {
-    __m256i u = _mm256_set1_epi8(3);
-    const __m256i s0 = _mm256_set1_epi8(1), s1 = _mm256_set1_epi8(-2), s2 = _mm256_set1_epi8(3),
-                  s3 = _mm256_set1_epi8(-4), s4 = _mm256_set1_epi8(5), s5 = _mm256_set1_epi8(-6),
-                  s6 = _mm256_set1_epi8(7), s7 = _mm256_set1_epi8(-8), s8 = _mm256_set1_epi8(9),
-                  s9 = _mm256_set1_epi8(-10);
-    __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1), a2 = _mm256_set1_epi32(2),
-            a3 = _mm256_set1_epi32(3), a4 = _mm256_set1_epi32(4), a5 = _mm256_set1_epi32(5),
-            a6 = _mm256_set1_epi32(6), a7 = _mm256_set1_epi32(7), a8 = _mm256_set1_epi32(8),
-            a9 = _mm256_set1_epi32(9);
-    for (uint64_t i = 0; i < iters; i++) {
-        __asm__ volatile("" : "+v"(u));
-        CHAINS10(EDOT, a, s);
-    }
-    __m256i t = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
-                                 _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7)));
-    t = _mm256_add_epi32(t, _mm256_add_epi32(a8, a9));
-    uint32_t lanes[8], sum = 0;
-    _mm256_storeu_si256((__m256i *)lanes, t);
-    for (int i = 0; i < 8; i++)
-        sum += lanes[i];
-    return (int32_t)(sum & 0x7fffffff);
+    YMM_VNNI_LOOP(EDOT, "v");
 }
 
 _Static_assert(FMA_CHAINS == 10 && VNNI_CHAINS == 10, "CHAINS10 runs 10 chains");

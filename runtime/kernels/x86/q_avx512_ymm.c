@@ -9,10 +9,11 @@
  * file's (tests/unit/test_rt_quant.c). */
 #include "q_x86_tiles.h"
 
-/* As q_avxvnni.c's dot4, EVEX-encoded: any of the 32 registers. */
+/* As q_avxvnni.c's dot4, EVEX-encoded (said, not left to the assembler:
+ * a VEX vpdpbusd is AVX-VNNI, which Zen 4 lacks): any of the 32 registers. */
 static inline __m256i dot4(__m256i acc, __m256i u8, __m256i s8)
 {
-    __asm__("vpdpbusd %[s8], %[u8], %[acc]" : [acc] "+v"(acc) : [u8] "v"(u8), [s8] "v"(s8));
+    __asm__("%{evex%} vpdpbusd %[s8], %[u8], %[acc]" : [acc] "+v"(acc) : [u8] "v"(u8), [s8] "v"(s8));
     return acc;
 }
 
