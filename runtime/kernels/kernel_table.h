@@ -56,6 +56,37 @@ typedef struct {
     int64_t d;                                   /* head_dim, a multiple of 8 */
 } rt_attn_lanes;
 
+/* Cache lines the pair loops (attn_scores_pair, attn_accumulate_pair)
+ * prefetch while they compute: the score loop one K line per step of 8
+ * columns over 8 keys, the weighted-sum loop one V line per key and 64
+ * columns, each until its range is done.  A decode step at depth reads
+ * the KV cache from memory once, and a core keeps only ~16 L1 misses in
+ * flight: the lines of a whole key block prefetched at once fill them and
+ * stall the core until they drain, so the block's compute and its memory
+ * time add up; a line or two per key keeps misses in flight while the
+ * loops compute (ref_attention.c, prefetch_cursor). */
+typedef struct {
+    const char *next[2], *end[2]; /* the K and V lines still to prefetch */
+} rt_attn_prefetch;
+
+/* A loop's own copy of the cursor pf (NULL: one with nothing to fetch),
+ * kept in registers and stored back at the loop's end: stepped through
+ * the pointer, each step's store and reload chained the keys' work. */
+static inline rt_attn_prefetch rt_attn_prefetch_local(const rt_attn_prefetch *pf)
+{
+    rt_attn_prefetch none = {{NULL, NULL}, {NULL, NULL}};
+    return pf ? *pf : none;
+}
+
+/* The next line of the cursor's K (w 0) or V (w 1) range, if any. */
+static inline void rt_attn_prefetch_line(rt_attn_prefetch *pf, int w)
+{
+    if (pf->next[w] < pf->end[w]) {
+        __builtin_prefetch(pf->next[w]);
+        pf->next[w] += 64;
+    }
+}
+
 typedef struct rt_kernels {
     const char *target;     /* the Plan.target this table runs */
     int q_hp, q_lp, q_ep;   /* tile sizes of this target's quantized plans */
@@ -148,17 +179,19 @@ typedef struct rt_kernels {
      * attn_scores and its float16 and int8 siblings row by row): sa[t] =
      * qa . k_t, sb[t] = qb . k_t for key rows as stored in a cache of
      * dtype `dtype` (LLMC_RT_F32, F16, I8; the rows of attn_scores, _f16
-     * and _i8), each score the bits the table's single-row loop gives it.
-     * Only in a table that has all three. */
+     * and _i8), each score the bits the table's single-row loop gives it,
+     * prefetching pf's K lines (NULL: none).  Only in a table that has all
+     * three. */
     void (*attn_scores_pair)(const float *qa, const float *qb, const uint8_t *k, int dtype,
-                             int64_t nk, int64_t d, float *sa, float *sb);
+                             int64_t nk, int64_t d, float *sa, float *sb, rt_attn_prefetch *pf);
     /* Two rows' o += p[t] v_t over the same nk V rows (oa with pa, ob with
      * pb; NULL: attn_accumulate row by row), V rows of dtype `dtype`
      * (LLMC_RT_F32 or F16, rt_kv_row_dtype of the cache's V), each element
-     * the bits of the table's attn_accumulate (_f16).  Only in a table that
-     * has both. */
+     * the bits of the table's attn_accumulate (_f16), prefetching pf's V
+     * lines (NULL: none).  Only in a table that has both. */
     void (*attn_accumulate_pair)(float *oa, float *ob, const uint8_t *v, int dtype,
-                                 const float *pa, const float *pb, int64_t nk, int64_t d);
+                                 const float *pa, const float *pb, int64_t nk, int64_t d,
+                                 rt_attn_prefetch *pf);
     /* Two rows' softmax weights at once: pa[t] = exp(pa[t] - off_a), pb[t]
      * = exp(pb[t] - off_b) for t < n, each the bits of the table's
      * attn_exp (NULL: attn_exp row by row).  Only in a table that has

@@ -269,11 +269,11 @@ typedef struct {
     /* two rows' scores at once, each with the bits of the loop above for
      * the cache's dtype (NULL: row by row) */
     void (*scores_pair)(const float *qa, const float *qb, const uint8_t *k, int dtype,
-                        int64_t nk, int64_t d, float *sa, float *sb);
+                        int64_t nk, int64_t d, float *sa, float *sb, rt_attn_prefetch *pf);
     /* two rows' weighted sums of the same V rows, each the bits of
      * accumulate (_f16) (NULL: row by row) */
     void (*accumulate_pair)(float *oa, float *ob, const uint8_t *v, int dtype, const float *pa,
-                            const float *pb, int64_t nk, int64_t d);
+                            const float *pb, int64_t nk, int64_t d, rt_attn_prefetch *pf);
     /* both rows' weights at once, each the bits of exp (set with
      * accumulate_pair) */
     void (*exp_pair)(float *pa, float *pb, int64_t n, float off_a, float off_b);
@@ -671,10 +671,10 @@ static void attend_block_wide(const attention_job *J, row_state *r, const key_bl
 
 /* Rows a and b over the keys [k0, k1) of each in the key block blk (its
  * rows w for the pair loops), their scores in one sweep over the keys
- * either sees (a score's bits do not depend on the keys scored with it);
- * false where either row sees none. */
+ * either sees (a score's bits do not depend on the keys scored with it),
+ * the loops stepping pf; false where either row sees none. */
 static bool attend_block_pair(const attention_job *J, row_state *a, row_state *b,
-                              const key_block *blk, const pair_rows *w)
+                              const key_block *blk, const pair_rows *w, rt_attn_prefetch *pf)
 {
     ptrdiff_t b0 = blk->t0, b1 = blk->t1, D = J->a->D;
     ptrdiff_t a0 = a->lo > b0 ? a->lo : b0, a1 = min_idx(b1, a->n);
@@ -684,7 +684,7 @@ static bool attend_block_pair(const attention_job *J, row_state *a, row_state *b
     ptrdiff_t lo = min_idx(a0, c0), hi = a1 > c1 ? a1 : c1;
     float sa[KEY_BLOCK], sb[KEY_BLOCK], p[KEY_BLOCK];
     J->scores_pair(a->q, b->q, w->k + (size_t)(lo - b0) * w->k_bytes, w->k_dtype, hi - lo, D, sa,
-                   sb);
+                   sb, pf);
     if (w->scaled) {
         const uint8_t *stored = block_row(J->a, blk, 0, lo);
         scale_scores(J->a, stored, hi - lo, sa);
@@ -699,7 +699,7 @@ static bool attend_block_pair(const attention_job *J, row_state *a, row_state *b
         a->l += block_sum(sa);
         b->l += block_sum(sb);
         J->accumulate_pair(a->o, b->o, w->v + (size_t)(a0 - b0) * w->v_bytes, w->v_dtype, sa, sb,
-                           a1 - a0, D);
+                           a1 - a0, D, pf);
         return true;
     }
     memcpy(p, sa + (a0 - lo), (size_t)(a1 - a0) * sizeof *p);
@@ -748,17 +748,26 @@ static void start_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdi
  * depth reads the cache from memory once (the first row pair of a pass;
  * the others find the block in L1), in blocks of 8 KiB of K and 8 KiB of V
  * (float32, head_dim 64) on different pages, and computes between them, so
- * the hardware prefetchers stay behind.  24 layers' caches at depth 4096,
- * one attention call each, with and without (alternated 7 times, Intel
- * Xeon family 6 model 207): median time ratio 1.025 (float32), 1.089
- * (float16), 1.040 (int8) on one thread, 1.06-1.09 on two; 1 and 3 blocks
- * ahead, or into L2 only, measured the same as 2 within the noise; so did
- * issuing the prefetches spread over the row pairs, or only each page's
- * first lines.  Only decode-like calls prefetch (one query block per kv
- * head, so each key block is read by one pass): in a prefill the passes of
- * the query blocks before have just read the same keys, and the prefetches
- * cost instructions only (0.97x the time without them at S 512, at depth 0
- * and 3584). */
+ * the hardware prefetchers stay behind.  Only decode-like calls prefetch
+ * (one query block per kv head, so each key block is read by one pass): in
+ * a prefill the passes of the query blocks before have just read the same
+ * keys, and the prefetches cost instructions only (0.97x the time without
+ * them at S 512, at depth 0 and 3584).
+ *
+ * A pass with pair loops hands them a cursor over the block's lines
+ * (prefetch_cursor), a line per step of their work, and prefetches what
+ * they leave (the odd row's share) after the block; other passes prefetch
+ * the block at once (prefetch_block).  Issued at once, the 256 lines of a
+ * float32 block wait for the core's ~16 line fill buffers, and the core
+ * stalls until they drain: 24 layers' caches at depth 4096 (2 MiB pages,
+ * two threads, Intel Xeon family 6 model 207) took 278-334 us a call,
+ * about the 132-176 us of the same calls with every chunk on one slot (the
+ * compute alone) plus the 121-153 us a plain read of the bytes takes.
+ * Paced, 180-234 us (the cursor's median time ratio 0.73 float32, 0.79
+ * float16, 0.98 int8 over 8-10 alternations; 0.75 float32 on one thread).
+ * At a line per step the cursor matched a rate spread over every row
+ * (0.82 and 0.80), where spreading the lines over the pairs alone (1.33 a
+ * step) measured 0.92; 3 and 4 blocks ahead, 0.77 and 0.83 against 0.81. */
 #define PREFETCH_BLOCKS 2
 
 /* The K and V rows of kv head g at positions [t, t + KEY_BLOCK) (below
@@ -778,6 +787,31 @@ static inline __attribute__((always_inline)) void prefetch_block(const attn_shap
         }
         u = next;
     }
+}
+
+/* The same rows as a cursor the pair loops of a pass step while they
+ * compute (rt_attn_prefetch), only t's chunk: the rows of a block
+ * straddling a chunk's end past it are left to the hardware prefetchers. */
+static rt_attn_prefetch prefetch_cursor(const attn_shape *a, ptrdiff_t g, ptrdiff_t t,
+                                        ptrdiff_t end)
+{
+    rt_attn_prefetch pf = {{NULL, NULL}, {NULL, NULL}};
+    ptrdiff_t stop = min_idx(min_idx(t + KEY_BLOCK, (t / a->chunk + 1) * a->chunk), end);
+    for (int which = 0; which < 2 && stop > t; which++) {
+        const char *p = (const char *)cache_row(a, which, g, t);
+        pf.next[which] = p - ((uintptr_t)p & 63u); /* the first row's line */
+        pf.end[which] = p + (size_t)(stop - t) * a->row_bytes[which];
+    }
+    return pf;
+}
+
+/* The lines a cursor has left after a block's rows (more lines than the
+ * pair loops took steps: the odd row's share, long rows). */
+static inline __attribute__((always_inline)) void prefetch_rest(const rt_attn_prefetch *pf)
+{
+    for (int which = 0; which < 2; which++)
+        for (const char *p = pf->next[which]; p < pf->end[which]; p += 64)
+            __builtin_prefetch(p);
 }
 #endif
 
@@ -940,14 +974,18 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
         ptrdiff_t b1 = block_end(a, b0, end);
 #if defined(__x86_64__)
         key_block blk = block_at(a, g, b0, b1);
-        if (J->qblocks == 1)
+        rt_attn_prefetch pf = {{NULL, NULL}, {NULL, NULL}};
+        bool paced = J->qblocks == 1 && J->scores_pair && nr >= 2;
+        if (paced)
+            pf = prefetch_cursor(a, g, b0 + PREFETCH_BLOCKS * KEY_BLOCK, end);
+        else if (J->qblocks == 1)
             prefetch_block(a, g, b0 + PREFETCH_BLOCKS * KEY_BLOCK, end);
         pair_rows w = pair_rows_for(J, &blk, nr / 2, kf, vf);
 #endif
         for (int i = 0; i < nr; i++) {
 #if defined(__x86_64__)
             if (J->scores_pair && i + 1 < nr &&
-                attend_block_pair(J, &rows[i], &rows[i + 1], &blk, &w)) {
+                attend_block_pair(J, &rows[i], &rows[i + 1], &blk, &w, paced ? &pf : NULL)) {
                 i++;
                 continue;
             }
@@ -962,6 +1000,10 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
             if (k1 > k0)
                 attend_block(J, &rows[i], cache_row(a, 0, g, k0), cache_row(a, 1, g, k0), k1 - k0);
         }
+#if defined(__x86_64__)
+        if (paced)
+            prefetch_rest(&pf);
+#endif
         b0 = b1;
     }
     finish_rows(J, unit, split, u0, rows, nr);

@@ -584,27 +584,57 @@ static void single_scores(const rt_kernels *kt, int dtype, const float *q, const
         kt->attn_scores(q, (const float *)(const void *)k, nk, d, s);
 }
 
+/* A prefetch cursor whose range `which` (K 0, V 1) holds `lines` lines
+ * of buf, the other range empty. */
+static rt_attn_prefetch cursor_over(const char *buf, int which, int64_t lines)
+{
+    rt_attn_prefetch pf = {{buf, buf}, {buf, buf}};
+    pf.end[which] = buf + 64 * lines;
+    return pf;
+}
+
+/* After a loop that should have taken `steps` lines of a `lines`-line
+ * range: it took them (all of them, if fewer) and stored its cursor back. */
+static bool cursor_took(const rt_attn_prefetch *pf, const char *buf, int which, int64_t lines,
+                        int64_t steps)
+{
+    int64_t taken = steps < lines ? steps : lines;
+    return pf->next[which] == buf + 64 * taken && pf->next[1 - which] == buf;
+}
+
 /* Row a's and row b's scores of nk key rows k (cache dtype) by the pair
- * loop and by the single-row loops, byte for byte. */
+ * loop, without and with a prefetch cursor, and by the single-row loops,
+ * byte for byte; the cursor gave one K line per step of 8 columns over 8
+ * keys (of a range long enough and of one too short for them). */
 static bool scores_pair_same(const rt_kernels *kt, int dtype, const uint8_t *k, int64_t nk,
                              int64_t d)
 {
-    float qa[200], qb[200], sa[40], sb[40], wa[40], wb[40];
+    static char lines[64 * 64];
+    float qa[200], qb[200], sa[40], sb[40], pa[40], pb[40], wa[40], wb[40];
     for (int64_t c = 0; c < d; c++) {
         qa[c] = 2 * frand() - 1;
         qb[c] = 2 * frand() - 1;
     }
-    kt->attn_scores_pair(qa, qb, k, dtype, nk, d, sa, sb);
+    int64_t steps = (nk + 7) / 8 * (d / 8);
+    rt_attn_prefetch all = cursor_over(lines, 0, 64), short_of = cursor_over(lines, 0, steps / 2);
+    kt->attn_scores_pair(qa, qb, k, dtype, nk, d, sa, sb, NULL);
+    kt->attn_scores_pair(qa, qb, k, dtype, nk, d, pa, pb, &all);
+    kt->attn_scores_pair(qa, qb, k, dtype, nk, d, pa, pb, &short_of);
     single_scores(kt, dtype, qa, k, nk, d, wa);
     single_scores(kt, dtype, qb, k, nk, d, wb);
-    return !memcmp(sa, wa, sizeof(float) * (size_t)nk) && !memcmp(sb, wb, sizeof(float) * (size_t)nk);
+    size_t n = sizeof(float) * (size_t)nk;
+    return !memcmp(sa, wa, n) && !memcmp(sb, wb, n) && !memcmp(pa, wa, n) && !memcmp(pb, wb, n) &&
+           cursor_took(&all, lines, 0, 64, steps) &&
+           cursor_took(&short_of, lines, 0, steps / 2, steps);
 }
 
-/* Two rows' sums over nk V rows v (float32 or float16) by the pair loop and
- * row by row, byte for byte. */
+/* Two rows' sums over nk V rows v (float32 or float16) by the pair loop
+ * (with a prefetch cursor: one V line per key and 64 columns) and row by
+ * row, byte for byte. */
 static bool accumulate_pair_same(const rt_kernels *kt, int dtype, const uint8_t *v, int64_t nk,
                                  int64_t d)
 {
+    static char lines[128 * 64];
     float pa[40], pb[40], oa[200], ob[200], wa[200], wb[200];
     for (int64_t c = 0; c < nk; c++) {
         pa[c] = frand();
@@ -614,7 +644,10 @@ static bool accumulate_pair_same(const rt_kernels *kt, int dtype, const uint8_t 
         wa[c] = oa[c] = 2 * frand() - 1;
         wb[c] = ob[c] = 2 * frand() - 1;
     }
-    kt->attn_accumulate_pair(oa, ob, v, dtype, pa, pb, nk, d);
+    rt_attn_prefetch pf = cursor_over(lines, 1, 128);
+    kt->attn_accumulate_pair(oa, ob, v, dtype, pa, pb, nk, d, &pf);
+    if (!cursor_took(&pf, lines, 1, 128, nk * (d / 64)))
+        return false;
     if (dtype == LLMC_RT_F16) {
         kt->attn_accumulate_f16(wa, (const uint16_t *)(const void *)v, pa, nk, d);
         kt->attn_accumulate_f16(wb, (const uint16_t *)(const void *)v, pb, nk, d);
@@ -672,9 +705,12 @@ static void test_pair_loops(const rt_kernels *kt)
                 free(rows);
             }
     CHECK(scores, "%s attn_scores_pair: both rows' scores bitwise the single-row loops' on %d "
-          "shapes (float32, float16 and int8 rows, head_dim 1..200, 1..40 keys)", kt->isa, cases);
+          "shapes (float32, float16 and int8 rows, head_dim 1..200, 1..40 keys), with and "
+          "without a prefetch cursor, which gave a K line per 8 columns of 8 keys", kt->isa,
+          cases);
     CHECK(sums, "%s attn_accumulate_pair: both rows bitwise attn_accumulate's (float32, float16 "
-          "V rows) on the same head_dims and key counts", kt->isa);
+          "V rows) on the same head_dims and key counts; a V line per key and 64 columns",
+          kt->isa);
     bool exps = true;
     for (int64_t n = 1; n <= 40; n++)
         for (int rep = 0; rep < 8; rep++)

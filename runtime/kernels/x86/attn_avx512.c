@@ -111,9 +111,10 @@ INLINE __m512 sum_each2(const __m512 *a)
     return _mm512_shuffle_f32x4(_mm512_add_ps(lo, hi), _mm512_add_ps(lo, hi), 0xD8);
 }
 
-/* The two rows' 8 scores of key rows kr into sa, sb (count of them kept). */
+/* The two rows' 8 scores of key rows kr into sa, sb (count of them kept),
+ * a line of pf's K range prefetched per step of 8 columns. */
 INLINE void score_eight(const __m512 *q2, int64_t d, const uint8_t *const *kr, int kind,
-                        float *sa, float *sb, int64_t count)
+                        float *sa, float *sb, int64_t count, rt_attn_prefetch *pf)
 {
     __m512 acc[8];
 #pragma GCC unroll 8
@@ -122,6 +123,7 @@ INLINE void score_eight(const __m512 *q2, int64_t d, const uint8_t *const *kr, i
     int64_t i = 0;
     for (; i + 8 <= d; i += 8) {
         __m512 qv = q2[i / 8];
+        rt_attn_prefetch_line(pf, 0);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++)
             acc[j] = _mm512_fmadd_ps(qv, key8(kr[j], i, kind), acc[j]);
@@ -161,39 +163,43 @@ static void interleave_rows(const float *qa, const float *qb, int64_t d, __m512 
 }
 
 INLINE void pair_of(const float *qa, const float *qb, const uint8_t *k, uint64_t row_bytes,
-                    int64_t nk, int64_t d, float *sa, float *sb, int kind)
+                    int64_t nk, int64_t d, float *sa, float *sb, int kind, rt_attn_prefetch *pf)
 {
     __m512 q2[RT_ATTN_MAX_HEAD_DIM / 8];
     interleave_rows(qa, qb, d, q2);
     const uint8_t *kr[8];
+    rt_attn_prefetch c = rt_attn_prefetch_local(pf);
     int64_t t0 = 0;
     for (; t0 + 8 <= nk; t0 += 8) {
         key_group(k, row_bytes, t0, nk, kr);
-        score_eight(q2, d, kr, kind, sa + t0, sb + t0, 8);
+        score_eight(q2, d, kr, kind, sa + t0, sb + t0, 8, &c);
     }
-    if (t0 == nk)
-        return;
-    key_group(k, row_bytes, t0, nk, kr);
-    score_eight(q2, d, kr, kind, sa + t0, sb + t0, nk - t0);
+    if (t0 < nk) {
+        key_group(k, row_bytes, t0, nk, kr);
+        score_eight(q2, d, kr, kind, sa + t0, sb + t0, nk - t0, &c);
+    }
+    if (pf)
+        *pf = c;
 }
 
 void rt_attn_scores_pair_avx512(const float *qa, const float *qb, const uint8_t *k, int dtype,
-                                int64_t nk, int64_t d, float *sa, float *sb)
+                                int64_t nk, int64_t d, float *sa, float *sb,
+                                rt_attn_prefetch *pf)
 {
     if (dtype == LLMC_RT_F16)
-        pair_of(qa, qb, k, (uint64_t)d * 2, nk, d, sa, sb, ROW_F16);
+        pair_of(qa, qb, k, (uint64_t)d * 2, nk, d, sa, sb, ROW_F16, pf);
     else if (dtype == LLMC_RT_I8)
-        pair_of(qa, qb, k, rt_kv_row_bytes(LLMC_RT_I8, 0, d), nk, d, sa, sb, ROW_I8);
+        pair_of(qa, qb, k, rt_kv_row_bytes(LLMC_RT_I8, 0, d), nk, d, sa, sb, ROW_I8, pf);
     else
-        pair_of(qa, qb, k, (uint64_t)d * 4, nk, d, sa, sb, ROW_F32);
+        pair_of(qa, qb, k, (uint64_t)d * 4, nk, d, sa, sb, ROW_F32, pf);
 }
 
 /* ---- rt_kernels.attn_accumulate_pair ------------------------------------ */
 
 /* Columns [i, i + 64) of both rows over the nk V rows (v_t = v + t *
- * row_bytes). */
+ * row_bytes), a line of pf's V range prefetched per key. */
 INLINE void pair_64(float *oa, float *ob, const uint8_t *v, uint64_t row_bytes, const float *pa,
-                    const float *pb, int64_t nk, int64_t i, int kind)
+                    const float *pb, int64_t nk, int64_t i, int kind, rt_attn_prefetch *pf)
 {
     __m512 acc[8];
 #pragma GCC unroll 8
@@ -202,6 +208,7 @@ INLINE void pair_64(float *oa, float *ob, const uint8_t *v, uint64_t row_bytes, 
     for (int64_t t = 0; t < nk; t++) {
         __m512 pt = pair_weights(pa, pb, t);
         const uint8_t *vt = v + (uint64_t)t * row_bytes;
+        rt_attn_prefetch_line(pf, 1);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++)
             acc[j] = _mm512_fmadd_ps(pt, key8(vt, i + 8 * j, kind), acc[j]);
@@ -228,22 +235,27 @@ INLINE void pair_8(float *oa, float *ob, const uint8_t *v, uint64_t row_bytes, c
 }
 
 INLINE void accumulate_pair_of(float *oa, float *ob, const uint8_t *v, uint64_t row_bytes,
-                               const float *pa, const float *pb, int64_t nk, int64_t d, int kind)
+                               const float *pa, const float *pb, int64_t nk, int64_t d, int kind,
+                               rt_attn_prefetch *pf)
 {
+    rt_attn_prefetch c = rt_attn_prefetch_local(pf);
     int64_t i = 0;
     for (; i + 64 <= d; i += 64)
-        pair_64(oa, ob, v, row_bytes, pa, pb, nk, i, kind);
+        pair_64(oa, ob, v, row_bytes, pa, pb, nk, i, kind, &c);
     for (; i < d; i += 8)
         pair_8(oa, ob, v, row_bytes, pa, pb, nk, i, d - i < 8 ? d - i : 8, kind);
+    if (pf)
+        *pf = c;
 }
 
 void rt_attn_accumulate_pair_avx512(float *oa, float *ob, const uint8_t *v, int dtype,
-                                    const float *pa, const float *pb, int64_t nk, int64_t d)
+                                    const float *pa, const float *pb, int64_t nk, int64_t d,
+                                    rt_attn_prefetch *pf)
 {
     if (dtype == LLMC_RT_F16)
-        accumulate_pair_of(oa, ob, v, (uint64_t)d * 2, pa, pb, nk, d, ROW_F16);
+        accumulate_pair_of(oa, ob, v, (uint64_t)d * 2, pa, pb, nk, d, ROW_F16, pf);
     else
-        accumulate_pair_of(oa, ob, v, (uint64_t)d * 4, pa, pb, nk, d, ROW_F32);
+        accumulate_pair_of(oa, ob, v, (uint64_t)d * 4, pa, pb, nk, d, ROW_F32, pf);
 }
 
 /* ---- rt_kernels.attn_exp_pair ------------------------------------------- */
