@@ -10,7 +10,10 @@
  *            their fraction of the fp32 FMA peak (the loop of `llmc bench
  *            --roofline`) measured right before on as many threads;
  *   attention  head_dim 64, 14 heads / 2 kv heads: one decode step at
- *            P = 128, 512, 2048 and a prefill of S = 512 (us per call).
+ *            P = 128, 512, 2048 and a prefill of S = 512 (us per call);
+ *            and a decode step at depth 4096 over 24 layers' caches
+ *            (2 MiB pages), against its compute alone and a plain read of
+ *            the same bytes (what the call would take if the two overlapped).
  * Each at 1 and 2 threads (llmc_threads).  `bench_f32 linear` or
  * `bench_f32 attention` runs one half. */
 #include <stdio.h>
@@ -20,6 +23,7 @@
 
 #include "kernels/kernel_table.h"
 #include "llmc_threads.h"
+#include "support/file_map.h"
 #include "tools/roofline.h"
 
 #if defined(__x86_64__)
@@ -360,6 +364,82 @@ static void bench_attention(const rt_kernels *const *kts, int n, const rt_parall
     free(A.sn);
 }
 
+/* ---- Decode attention at depth ------------------------------------------ */
+
+enum { DEEP = 4096, DEEP_CHUNKS = DEEP / CHUNK + 1 };
+
+typedef struct {
+    uint8_t *pool;    /* LAYERS caches of DEEP_CHUNKS slots, one after the other */
+    size_t slot_bytes, pool_bytes;
+    uint32_t own[DEEP_CHUNKS], one[DEEP_CHUNKS]; /* slot tables: a cache's own, all on slot 0 */
+    float *q, *k, *v, *o, *cs, *sn;
+} deep_bench;
+
+/* One decode call (S 1 at P = DEEP) a layer over every layer's cache, with
+ * the slot table `slots`; seconds a call. */
+static double deep_sweep(deep_bench *B, const rt_kernels *kt, const uint32_t *slots,
+                         const rt_parallel *par)
+{
+    rt_attention_attrs a = {H, G, D, D, 0.125f, NULL, NULL, 0.0f, 0, 0.0f};
+    rt_view vq = {LLMC_RT_F32, 3, {1, 1, H * D}, B->q}, vk = {LLMC_RT_F32, 3, {1, 1, G * D}, B->k},
+            vv = {LLMC_RT_F32, 3, {1, 1, G * D}, B->v}, vc = {LLMC_RT_F32, 2, {DEEP + 1, D}, B->cs},
+            vs = {LLMC_RT_F32, 2, {DEEP + 1, D}, B->sn}, vo = {LLMC_RT_F32, 3, {1, 1, H * D}, B->o};
+    double t0 = now();
+    for (int l = 0; l < LAYERS; l++) {
+        rt_kv_cache cache = {B->pool + (size_t)l * DEEP_CHUNKS * B->slot_bytes, slots,
+                             B->slot_bytes, CHUNK, LLMC_RT_F32};
+        if (k_attention_kernels(kt, &a, &vq, &vk, &vv, &vc, &vs, &cache, DEEP, &vo, par, &err)) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            exit(1);
+        }
+    }
+    return (now() - t0) / LAYERS;
+}
+
+/* The call from memory, its compute alone (each cache's chunks all on its
+ * first slot, which stays in L1 and L2) and a plain read of the bytes the
+ * call reads, taking turns run by run; the medians, us a call. */
+static void bench_attention_depth(const rt_kernels *kt, const rt_parallel *pars)
+{
+    deep_bench B;
+    B.slot_bytes = 2u * G * CHUNK * D * sizeof(float);
+    B.pool_bytes = (size_t)LAYERS * DEEP_CHUNKS * B.slot_bytes;
+    B.pool = llmc_alloc_huge(B.pool_bytes);
+    float *buf = malloc(sizeof(float) * (size_t)(3 * H * D + 2 * G * D + 2 * (DEEP + 1) * D));
+    if (!B.pool || !buf) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    B.q = buf, B.o = B.q + H * D, B.k = B.o + H * D, B.v = B.k + G * D;
+    B.cs = B.v + G * D, B.sn = B.cs + (DEEP + 1) * D;
+    fill((float *)(void *)B.pool, B.pool_bytes / sizeof(float));
+    fill(B.q, 3 * H * D + 2 * G * D + 2 * (DEEP + 1) * D);
+    for (uint32_t c = 0; c < DEEP_CHUNKS; c++)
+        B.own[c] = c, B.one[c] = 0;
+    double kv_bytes = 2.0 * G * (double)DEEP * D * sizeof(float);
+    for (int th = 0; th < 2; th++) {
+        double t[3][RUNS];
+        for (int r = 0; r <= RUNS; r++) /* run 0 warms up */
+            for (int v = 0; v < 3; v++) {
+                int j = (v + r) % 3;
+                double s = j == 0   ? deep_sweep(&B, kt, B.own, &pars[th])
+                           : j == 1 ? deep_sweep(&B, kt, B.one, &pars[th])
+                                    : read_median((const float *)(const void *)B.pool,
+                                                  (int64_t)(B.pool_bytes / sizeof(float)),
+                                                  &pars[th]) / LAYERS;
+                if (r)
+                    t[j][r - 1] = s;
+            }
+        double mem = median(t[0], RUNS), cpu = median(t[1], RUNS), rd = median(t[2], RUNS);
+        printf("attention %-15s decode  P %d, 24 layers' caches, %d thr: %7.1f us per call "
+               "(KV %.1f GB/s); compute alone %.1f us, plain read %.1f us (%.1f GB/s)\n",
+               kt ? kt->isa : "portable", DEEP, th + 1, 1e6 * mem, kv_bytes / mem / 1e9,
+               1e6 * cpu, 1e6 * rd, kv_bytes / rd / 1e9);
+    }
+    llmc_free_huge(B.pool, B.pool_bytes);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     bool only_attention = argc > 1 && !strcmp(argv[1], "attention");
@@ -374,6 +454,8 @@ int main(int argc, char **argv)
         int n = avx2 && avx2 != tables[1] ? 2 : 1;
         bench_attention(&portable, 1, pars);
         bench_attention(tables + 2 - n, n, pars);
+        for (int i = 2 - n; i < 2; i++)
+            bench_attention_depth(tables[i], pars);
     }
     if (!only_attention) {
         float *x = malloc(sizeof(float) * 512 * 9728), *y = malloc(sizeof(float) * 512 * 9728);
