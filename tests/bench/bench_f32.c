@@ -266,8 +266,33 @@ static void bench_linear_layout(const rt_kernels *kt, const rt_parallel *pars, f
 
 enum { H = 14, G = 2, D = 64, CHUNK = 64, MAX_CTX = 2048 + 512 };
 
+/* A call's operands: q, k, v and o of up to the rows a bench calls with,
+ * cos and sin of rope_rows positions. */
 typedef struct {
-    float *pool, *q, *k, *v, *cs, *sn, *o;
+    float *q, *k, *v, *o, *cs, *sn;
+    int64_t rope_rows;
+} attn_io;
+
+/* One float32 attention call of S rows after P cached positions of cache,
+ * on table kt (NULL: the portable loops). */
+static void attend(const attn_io *io, const rt_kernels *kt, const rt_kv_cache *cache, int64_t P,
+                   int64_t S, const rt_parallel *par)
+{
+    rt_attention_attrs a = {H, G, D, D, 0.125f, NULL, NULL, 0.0f, 0, 0.0f};
+    rt_view vq = {LLMC_RT_F32, 3, {1, S, H * D}, io->q}, vk = {LLMC_RT_F32, 3, {1, S, G * D}, io->k},
+            vv = {LLMC_RT_F32, 3, {1, S, G * D}, io->v},
+            vc = {LLMC_RT_F32, 2, {io->rope_rows, D}, io->cs},
+            vs = {LLMC_RT_F32, 2, {io->rope_rows, D}, io->sn},
+            vo = {LLMC_RT_F32, 3, {1, S, H * D}, io->o};
+    if (k_attention_kernels(kt, &a, &vq, &vk, &vv, &vc, &vs, cache, P, &vo, par, &err)) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        exit(1);
+    }
+}
+
+typedef struct {
+    float *pool;
+    attn_io io;
     uint32_t slot[MAX_CTX / CHUNK + 1];
 } attn_bench;
 
@@ -277,15 +302,8 @@ static double attn_call(attn_bench *A, const rt_kernels *kt, int64_t P, int64_t 
 {
     uint64_t slot_bytes = 2u * G * CHUNK * D * sizeof(float);
     rt_kv_cache cache = {(uint8_t *)A->pool, A->slot, slot_bytes, CHUNK, LLMC_RT_F32};
-    rt_attention_attrs a = {H, G, D, D, 0.125f, NULL, NULL, 0.0f, 0, 0.0f};
-    rt_view vq = {LLMC_RT_F32, 3, {1, S, H * D}, A->q}, vk = {LLMC_RT_F32, 3, {1, S, G * D}, A->k},
-            vv = {LLMC_RT_F32, 3, {1, S, G * D}, A->v}, vc = {LLMC_RT_F32, 2, {MAX_CTX, D}, A->cs},
-            vs = {LLMC_RT_F32, 2, {MAX_CTX, D}, A->sn}, vo = {LLMC_RT_F32, 3, {1, S, H * D}, A->o};
     double t0 = now();
-    if (k_attention_kernels(kt, &a, &vq, &vk, &vv, &vc, &vs, &cache, P, &vo, par, &err)) {
-        fprintf(stderr, "bench: %s\n", err.msg);
-        exit(1);
-    }
+    attend(&A->io, kt, &cache, P, S, par);
     return now() - t0;
 }
 
@@ -310,18 +328,19 @@ static void bench_attention(const rt_kernels *const *kts, int n, const rt_parall
     attn_bench A;
     size_t chunks = MAX_CTX / CHUNK + 1, chunk_floats = 2u * G * CHUNK * D;
     A.pool = malloc(sizeof(float) * chunks * chunk_floats);
-    A.q = malloc(sizeof(float) * 512 * H * D);
-    A.o = malloc(sizeof(float) * 512 * H * D);
-    A.k = malloc(sizeof(float) * 512 * G * D);
-    A.v = malloc(sizeof(float) * 512 * G * D);
-    A.cs = malloc(sizeof(float) * MAX_CTX * D);
-    A.sn = malloc(sizeof(float) * MAX_CTX * D);
+    A.io.q = malloc(sizeof(float) * 512 * H * D);
+    A.io.o = malloc(sizeof(float) * 512 * H * D);
+    A.io.k = malloc(sizeof(float) * 512 * G * D);
+    A.io.v = malloc(sizeof(float) * 512 * G * D);
+    A.io.cs = malloc(sizeof(float) * MAX_CTX * D);
+    A.io.sn = malloc(sizeof(float) * MAX_CTX * D);
+    A.io.rope_rows = MAX_CTX;
     fill(A.pool, chunks * chunk_floats);
-    fill(A.q, 512 * H * D);
-    fill(A.k, 512 * G * D);
-    fill(A.v, 512 * G * D);
-    fill(A.cs, MAX_CTX * D);
-    fill(A.sn, MAX_CTX * D);
+    fill(A.io.q, 512 * H * D);
+    fill(A.io.k, 512 * G * D);
+    fill(A.io.v, 512 * G * D);
+    fill(A.io.cs, MAX_CTX * D);
+    fill(A.io.sn, MAX_CTX * D);
     for (size_t c = 0; c < chunks; c++)
         A.slot[c] = (uint32_t)c;
     static const int64_t Ps[] = {128, 512, 2048, 0}; /* 0: the prefill */
@@ -356,12 +375,12 @@ static void bench_attention(const rt_kernels *const *kts, int n, const rt_parall
             }
         }
     free(A.pool);
-    free(A.q);
-    free(A.o);
-    free(A.k);
-    free(A.v);
-    free(A.cs);
-    free(A.sn);
+    free(A.io.q);
+    free(A.io.o);
+    free(A.io.k);
+    free(A.io.v);
+    free(A.io.cs);
+    free(A.io.sn);
 }
 
 /* ---- Decode attention at depth ------------------------------------------ */
@@ -372,7 +391,7 @@ typedef struct {
     uint8_t *pool;    /* LAYERS caches of DEEP_CHUNKS slots, one after the other */
     size_t slot_bytes, pool_bytes;
     uint32_t own[DEEP_CHUNKS], one[DEEP_CHUNKS]; /* slot tables: a cache's own, all on slot 0 */
-    float *q, *k, *v, *o, *cs, *sn;
+    attn_io io;
 } deep_bench;
 
 /* One decode call (S 1 at P = DEEP) a layer over every layer's cache, with
@@ -380,18 +399,11 @@ typedef struct {
 static double deep_sweep(deep_bench *B, const rt_kernels *kt, const uint32_t *slots,
                          const rt_parallel *par)
 {
-    rt_attention_attrs a = {H, G, D, D, 0.125f, NULL, NULL, 0.0f, 0, 0.0f};
-    rt_view vq = {LLMC_RT_F32, 3, {1, 1, H * D}, B->q}, vk = {LLMC_RT_F32, 3, {1, 1, G * D}, B->k},
-            vv = {LLMC_RT_F32, 3, {1, 1, G * D}, B->v}, vc = {LLMC_RT_F32, 2, {DEEP + 1, D}, B->cs},
-            vs = {LLMC_RT_F32, 2, {DEEP + 1, D}, B->sn}, vo = {LLMC_RT_F32, 3, {1, 1, H * D}, B->o};
     double t0 = now();
     for (int l = 0; l < LAYERS; l++) {
         rt_kv_cache cache = {B->pool + (size_t)l * DEEP_CHUNKS * B->slot_bytes, slots,
                              B->slot_bytes, CHUNK, LLMC_RT_F32};
-        if (k_attention_kernels(kt, &a, &vq, &vk, &vv, &vc, &vs, &cache, DEEP, &vo, par, &err)) {
-            fprintf(stderr, "bench: %s\n", err.msg);
-            exit(1);
-        }
+        attend(&B->io, kt, &cache, DEEP, 1, par);
     }
     return (now() - t0) / LAYERS;
 }
@@ -410,10 +422,11 @@ static void bench_attention_depth(const rt_kernels *kt, const rt_parallel *pars)
         fprintf(stderr, "bench: out of memory\n");
         exit(1);
     }
-    B.q = buf, B.o = B.q + H * D, B.k = B.o + H * D, B.v = B.k + G * D;
-    B.cs = B.v + G * D, B.sn = B.cs + (DEEP + 1) * D;
+    attn_io *io = &B.io;
+    io->q = buf, io->o = io->q + H * D, io->k = io->o + H * D, io->v = io->k + G * D;
+    io->cs = io->v + G * D, io->sn = io->cs + (DEEP + 1) * D, io->rope_rows = DEEP + 1;
     fill((float *)(void *)B.pool, B.pool_bytes / sizeof(float));
-    fill(B.q, 3 * H * D + 2 * G * D + 2 * (DEEP + 1) * D);
+    fill(buf, 3 * H * D + 2 * G * D + 2 * (DEEP + 1) * D);
     for (uint32_t c = 0; c < DEEP_CHUNKS; c++)
         B.own[c] = c, B.one[c] = 0;
     double kv_bytes = 2.0 * G * (double)DEEP * D * sizeof(float);
