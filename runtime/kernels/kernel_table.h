@@ -41,6 +41,12 @@ typedef struct rt_qlinear_job rt_qlinear_job;
 #define RT_ATTN_KEY_BLOCK 32
 #define RT_ATTN_EXP_HEADROOM 32.0f
 
+/* The most query rows one call of the rows loops takes (a GQA group of a
+ * decode step: 1..8 in the families served), and the largest head_dim
+ * they take (Gemma's 256). */
+#define RT_ATTN_GROUP_ROWS 8
+#define RT_ATTN_ROWS_DIM 256
+
 /* The query rows of an attention pass as the lanes of 16-float vectors
  * (rt_kernels.attn_block_lanes): lane r is row r, and each query and
  * output column is one vector over the rows, so a key's value reaches
@@ -56,15 +62,16 @@ typedef struct {
     int64_t d;                                   /* head_dim, a multiple of 8 */
 } rt_attn_lanes;
 
-/* Cache lines the pair loops (attn_scores_pair, attn_accumulate_pair)
- * prefetch while they compute: the score loop one K line per step of 8
- * columns over 8 keys, the weighted-sum loop one V line per key and 64
- * columns, each until its range is done.  A decode step at depth reads
- * the KV cache from memory once, and a core keeps only ~16 L1 misses in
- * flight: the lines of a whole key block prefetched at once fill them and
- * stall the core until they drain, so the block's compute and its memory
- * time add up; a line or two per key keeps misses in flight while the
- * loops compute (ref_attention.c, prefetch_cursor). */
+/* Cache lines the rows loops (attn_scores_rows, attn_accumulate_rows)
+ * prefetch while they compute: the score loop a K and a V line per step
+ * of 8 columns over 4 keys, the weighted-sum loop a V and a K line per key
+ * and 32 columns, each range until it is done (a float32 block's lines in
+ * all, K and V taken in turn).  A decode step at depth reads the KV cache
+ * from memory once, and a core keeps only ~16 L1 misses in flight: the
+ * lines of a whole key block prefetched at once fill them and stall the
+ * core until they drain, so the block's compute and its memory time add
+ * up; a line or two per step keeps misses in flight while the loops
+ * compute (ref_attention.c, prefetch_cursor). */
 typedef struct {
     const char *next[2], *end[2]; /* the K and V lines still to prefetch */
 } rt_attn_prefetch;
@@ -175,23 +182,26 @@ typedef struct rt_kernels {
      * one's in-L2 rate 14 %.  In the table, as qlinear_pair_column, so
      * that a build whose tables have none links none of it. */
     void (*qlinear_gemv_pair)(const rt_qlinear_job *J, ptrdiff_t ht);
-    /* Two query rows' scores over the same nk keys in one sweep (NULL:
-     * attn_scores and its float16 and int8 siblings row by row): sa[t] =
-     * qa . k_t, sb[t] = qb . k_t for key rows as stored in a cache of
-     * dtype `dtype` (LLMC_RT_F32, F16, I8; the rows of attn_scores, _f16
-     * and _i8), each score the bits the table's single-row loop gives it,
-     * prefetching pf's K lines (NULL: none).  Only in a table that has all
-     * three. */
-    void (*attn_scores_pair)(const float *qa, const float *qb, const uint8_t *k, int dtype,
-                             int64_t nk, int64_t d, float *sa, float *sb, rt_attn_prefetch *pf);
-    /* Two rows' o += p[t] v_t over the same nk V rows (oa with pa, ob with
-     * pb; NULL: attn_accumulate row by row), V rows of dtype `dtype`
-     * (LLMC_RT_F32 or F16, rt_kv_row_dtype of the cache's V), each element
-     * the bits of the table's attn_accumulate (_f16), prefetching pf's V
-     * lines (NULL: none).  Only in a table that has both. */
-    void (*attn_accumulate_pair)(float *oa, float *ob, const uint8_t *v, int dtype,
-                                 const float *pa, const float *pb, int64_t nk, int64_t d,
-                                 rt_attn_prefetch *pf);
+    /* Up to RT_ATTN_GROUP_ROWS query rows' scores over the same nk keys in
+     * one sweep (NULL: attn_scores and its float16 and int8 siblings row
+     * by row): s[r * RT_ATTN_KEY_BLOCK + t] = q[r] . k_t, r < nr, t < nk
+     * <= RT_ATTN_KEY_BLOCK, for key rows as stored in a cache of dtype
+     * `dtype` (LLMC_RT_F32, F16, I8; the rows of attn_scores, _f16 and
+     * _i8), head_dim d <= RT_ATTN_ROWS_DIM, each score the bits the
+     * table's single-row loop gives it, prefetching pf's lines (NULL:
+     * none).  Only in a table that has all three. */
+    void (*attn_scores_rows)(const float *const *q, int nr, const uint8_t *k, int dtype,
+                             int64_t nk, int64_t d, float *s, rt_attn_prefetch *pf);
+    /* Up to RT_ATTN_GROUP_ROWS rows' o[r] += p[r * RT_ATTN_KEY_BLOCK + t]
+     * v_t over the same nk <= RT_ATTN_KEY_BLOCK V rows (NULL:
+     * attn_accumulate row by row), V rows of dtype `dtype` (LLMC_RT_F32 or
+     * F16, rt_kv_row_dtype of the cache's V), each element the bits of the
+     * table's attn_accumulate (_f16), prefetching pf's lines (NULL: none).
+     * Only in a table that has both.  (The weights at one stride: one
+     * register addresses every row's, where a pointer per row took 7 of
+     * the 15 and pushed the cursor onto the stack.) */
+    void (*attn_accumulate_rows)(float *const *o, const float *p, int nr, const uint8_t *v,
+                                 int dtype, int64_t nk, int64_t d, rt_attn_prefetch *pf);
     /* Two rows' softmax weights at once: pa[t] = exp(pa[t] - off_a), pb[t]
      * = exp(pb[t] - off_b) for t < n, each the bits of the table's
      * attn_exp (NULL: attn_exp row by row).  Only in a table that has
@@ -214,7 +224,7 @@ typedef struct rt_kernels {
      * over the widened rows (float32 loops, an int8 score times its row's
      * scale) has the bits of the loops over the stored rows; the pass
      * widens a key block once for all its query rows instead of once per
-     * row pair.  x86-64 only, with the pair loops. */
+     * group of them.  x86-64 only, with the rows loops. */
     void (*attn_widen_rows)(const uint8_t *rows, int dtype, uint64_t row_bytes, int64_t n,
                             int64_t d, float *out);
     /* Every row of a pass over one block of float32 key rows k and value
@@ -223,9 +233,9 @@ typedef struct rt_kernels {
      * factor after its sum), the rows' softmax state and sums in L
      * updated as ref_attention.c's row loops update one row's: each lane
      * the bits the table's attn_scores, attn_exp and attn_accumulate give
-     * that row, over the keys it sees (NULL: the pair or row loops), also
-     * a row whose first visible key lies inside the block.  x86-64 only,
-     * with the pair loops. */
+     * that row, over the keys it sees (NULL: the rows loops), also a row
+     * whose first visible key lies inside the block.  x86-64 only, with
+     * the rows loops. */
     void (*attn_block_lanes)(rt_attn_lanes *L, const float *k, const float *v,
                              const float *scale, int64_t t0, int64_t nk);
     /* The instruction set of the kernels, for reports: the target's name,

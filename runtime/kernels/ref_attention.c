@@ -46,9 +46,10 @@
  * S new rows are converted as they are appended (float16 rounded to nearest
  * even; int8 keys quantized per row with their scale), and the loops read
  * the stored rows as they are (the portable ones widen 4 rows at a time
- * into a stack buffer, the AVX2 ones 8 values per load; the AVX-512 pair
- * loops a key block at a time for all the row pairs of a pass), so no step
- * converts the cache.  Each dtype's storing and portable loops come with
+ * into a stack buffer, the AVX2 ones 8 values per load, the AVX-512 rows
+ * loops each value once for a whole row group; a pass of several groups
+ * widens a key block once for all of them), so no step converts the
+ * cache.  Each dtype's storing and portable loops come with
  * the op resolver's KV cache entry (llmc_rt_kv_Float32, ...): a firmware
  * whose plan caches float32 links neither conversion.
  *
@@ -266,22 +267,20 @@ typedef struct {
     float *stats;     /* splits > 1: [unit][row][split] (l, offset) */
     float *partial;   /* splits > 1: [unit][row][split - 1][head_dim] */
 #if defined(__x86_64__)
-    /* two rows' scores at once, each with the bits of the loop above for
-     * the cache's dtype (NULL: row by row) */
-    void (*scores_pair)(const float *qa, const float *qb, const uint8_t *k, int dtype,
-                        int64_t nk, int64_t d, float *sa, float *sb, rt_attn_prefetch *pf);
-    /* two rows' weighted sums of the same V rows, each the bits of
-     * accumulate (_f16) (NULL: row by row) */
-    void (*accumulate_pair)(float *oa, float *ob, const uint8_t *v, int dtype, const float *pa,
-                            const float *pb, int64_t nk, int64_t d, rt_attn_prefetch *pf);
-    /* both rows' weights at once, each the bits of exp (set with
-     * accumulate_pair) */
+    /* up to RT_ATTN_GROUP_ROWS rows' scores at once, each with the bits of
+     * the loop above for the cache's dtype, and their weighted sums of the
+     * same V rows, each the bits of accumulate (_f16), and two rows'
+     * weights at once, each the bits of exp (NULL, all three: row by row) */
+    void (*scores_rows)(const float *const *q, int nr, const uint8_t *k, int dtype, int64_t nk,
+                        int64_t d, float *s, rt_attn_prefetch *pf);
+    void (*accumulate_rows)(float *const *o, const float *p, int nr, const uint8_t *v, int dtype,
+                            int64_t nk, int64_t d, rt_attn_prefetch *pf);
     void (*exp_pair)(float *pa, float *pb, int64_t n, float off_a, float off_b);
-    /* stored float16 / int8 rows as floats (NULL: the pair loops read the
+    /* stored float16 / int8 rows as floats (NULL: the rows loops read the
      * stored rows) */
     void (*widen)(const uint8_t *rows, int dtype, uint64_t row_bytes, int64_t n, int64_t d,
                   float *out);
-    /* every row of a pass over a key block at once (NULL: pairs, rows) */
+    /* every row of a pass over a key block at once (NULL: the rows loops) */
     void (*block_lanes)(rt_attn_lanes *L, const float *k, const float *v, const float *scale,
                         int64_t t0, int64_t nk);
 #endif
@@ -578,8 +577,8 @@ static void attend_block(const attention_job *J, row_state *r, const uint8_t *k,
 }
 
 #if defined(__x86_64__)
-/* Only x86-64's tables have the pair loops: elsewhere (the Cortex-M core's
- * .text budget, firmware.md) the driver has no pair path. */
+/* Only x86-64's tables have the rows loops: elsewhere (the Cortex-M core's
+ * .text budget, firmware.md) the driver has no group path. */
 
 /* The K and V rows of kv head g at the positions [t0, t1) of one key block,
  * which lies inside one cache chunk: its rows are contiguous, so a row is
@@ -601,8 +600,8 @@ static const uint8_t *block_row(const attn_shape *a, const key_block *b, int whi
     return (which ? b->v : b->k) + (size_t)(t - b->t0) * a->row_bytes[which];
 }
 
-/* The K and V rows the pair loops read for a key block: the stored ones,
- * or the block widened to float32 once for all the row pairs of a pass
+/* The K and V rows the rows loops read for a key block: the stored ones,
+ * or the block widened to float32 once for all the row groups of a pass
  * (rt_kernels.attn_widen_rows).  Widened int8 keys leave their scales in
  * the stored rows, and each score is multiplied by its row's scale as the
  * int8 loops do after the sum. */
@@ -610,34 +609,34 @@ typedef struct {
     const uint8_t *k, *v;       /* the rows of the block's first position */
     int k_dtype, v_dtype;       /* LLMC_RT_F32 once widened */
     size_t k_bytes, v_bytes;    /* row strides */
-    bool widened;
     bool scaled;                /* widened int8 keys: scores times the stored scales */
-} pair_rows;
+} loop_rows;
 
 /* Keys per block times head_dim floats that a pass widens on its stack
  * (2 x 16 KiB): blocks of head_dim <= 128. */
 #define WIDEN_FLOATS (KEY_BLOCK * 128)
 
-/* The block's rows as the pair loops (and the single rows of the pass)
- * read them: widened into kf and vf when the table can, the cache stores
- * float16 or int8, and the pass has more than one row pair to share them;
- * else the stored rows. */
-static pair_rows pair_rows_for(const attention_job *J, const key_block *blk, int pairs,
+/* The block's rows as the rows loops (or the lanes loop) read them:
+ * widened into kf and vf where `wide` asks for it (the lanes loop, which
+ * reads float32 rows; a pass of more than one row group, which reads the
+ * block more than once), the table can, and the cache stores float16 or
+ * int8; else the stored rows. */
+static loop_rows loop_rows_for(const attention_job *J, const key_block *blk, bool wide,
                                float *kf, float *vf)
 {
     const attn_shape *a = J->a;
     int dtype = a->cache->dtype;
-    pair_rows w = {blk->k, blk->v, dtype, rt_kv_row_dtype(dtype, 1), a->row_bytes[0],
-                   a->row_bytes[1], false, false};
+    loop_rows w = {blk->k, blk->v, dtype, rt_kv_row_dtype(dtype, 1), a->row_bytes[0],
+                   a->row_bytes[1], false};
     ptrdiff_t n = blk->t1 - blk->t0;
-    if (!J->widen || dtype == LLMC_RT_F32 || pairs < 2 || n * a->D > WIDEN_FLOATS)
+    if (!wide || !J->widen || dtype == LLMC_RT_F32 || n * a->D > WIDEN_FLOATS)
         return w;
     J->widen(blk->k, dtype, a->row_bytes[0], n, a->D, kf);
     J->widen(blk->v, w.v_dtype, a->row_bytes[1], n, a->D, vf);
-    pair_rows wide = {(const uint8_t *)kf, (const uint8_t *)vf, LLMC_RT_F32, LLMC_RT_F32,
-                      (size_t)a->D * sizeof(float), (size_t)a->D * sizeof(float), true,
-                      dtype == LLMC_RT_I8};
-    return wide;
+    loop_rows wide_rows = {(const uint8_t *)kf, (const uint8_t *)vf, LLMC_RT_F32, LLMC_RT_F32,
+                           (size_t)a->D * sizeof(float), (size_t)a->D * sizeof(float),
+                           dtype == LLMC_RT_I8};
+    return wide_rows;
 }
 
 /* scores[i] *= the scale of the stored int8 key row t0 + i, i < nk (the
@@ -652,61 +651,70 @@ static void scale_scores(const attn_shape *a, const uint8_t *rows, ptrdiff_t nk,
     }
 }
 
-/* One row over its keys [k0, k1) of the key block whose rows w widened
- * (the float32 loops; the bits of attend_block over the stored rows). */
-static void attend_block_wide(const attention_job *J, row_state *r, const key_block *blk,
-                              const pair_rows *w, ptrdiff_t k0, ptrdiff_t k1)
+/* The weights of the n rows of a group over the same keys (the scores
+ * in s[i], padded to KEY_BLOCK), two rows at a time. */
+static void group_weights(const attention_job *J, row_state *const *r, float (*s)[KEY_BLOCK],
+                          int n)
 {
-    ptrdiff_t nk = k1 - k0, D = J->a->D;
-    float p[KEY_BLOCK];
-    J->scores(r->q, (const float *)(const void *)(w->k + (size_t)(k0 - blk->t0) * w->k_bytes), nk,
-              D, p);
-    if (w->scaled)
-        scale_scores(J->a, block_row(J->a, blk, 0, k0), nk, p);
-    cap_scores(p, nk, J->a->softcap);
-    softmax_block(J, r, nk, p);
-    J->accumulate(r->o, (const float *)(const void *)(w->v + (size_t)(k0 - blk->t0) * w->v_bytes),
-                  p, nk, D);
+    int i = 0;
+    for (; i + 1 < n; i += 2)
+        J->exp_pair(s[i], s[i + 1], KEY_BLOCK, r[i]->off, r[i + 1]->off);
+    if (i < n)
+        J->exp(s[i], KEY_BLOCK, r[i]->off);
 }
 
-/* Rows a and b over the keys [k0, k1) of each in the key block blk (its
- * rows w for the pair loops), their scores in one sweep over the keys
- * either sees (a score's bits do not depend on the keys scored with it),
- * the loops stepping pf; false where either row sees none. */
-static bool attend_block_pair(const attention_job *J, row_state *a, row_state *b,
-                              const key_block *blk, const pair_rows *w, rt_attn_prefetch *pf)
+/* The rows of a group (up to RT_ATTN_GROUP_ROWS) over the keys [k0, k1)
+ * each sees of the key block blk (its rows w for the rows loops): their
+ * scores in one sweep over the keys any of them sees (a score's bits do
+ * not depend on the keys scored with it), then, where they all see the
+ * same keys (a decode step's GQA group), their sums in one sweep over the
+ * V rows; the loops step pf.  Rows that see no key of the block skip it. */
+static void attend_block_rows(const attention_job *J, row_state *rows, int nr,
+                              const key_block *blk, const loop_rows *w, rt_attn_prefetch *pf)
 {
-    ptrdiff_t b0 = blk->t0, b1 = blk->t1, D = J->a->D;
-    ptrdiff_t a0 = a->lo > b0 ? a->lo : b0, a1 = min_idx(b1, a->n);
-    ptrdiff_t c0 = b->lo > b0 ? b->lo : b0, c1 = min_idx(b1, b->n);
-    if (a1 <= a0 || c1 <= c0)
-        return false;
-    ptrdiff_t lo = min_idx(a0, c0), hi = a1 > c1 ? a1 : c1;
-    float sa[KEY_BLOCK], sb[KEY_BLOCK], p[KEY_BLOCK];
-    J->scores_pair(a->q, b->q, w->k + (size_t)(lo - b0) * w->k_bytes, w->k_dtype, hi - lo, D, sa,
-                   sb, pf);
-    if (w->scaled) {
-        const uint8_t *stored = block_row(J->a, blk, 0, lo);
-        scale_scores(J->a, stored, hi - lo, sa);
-        scale_scores(J->a, stored, hi - lo, sb);
+    ptrdiff_t b0 = blk->t0, b1 = blk->t1, D = J->a->D, lo = b1, hi = b0;
+    ptrdiff_t k0[RT_ATTN_GROUP_ROWS], k1[RT_ATTN_GROUP_ROWS];
+    float s[RT_ATTN_GROUP_ROWS][KEY_BLOCK];
+    row_state *r[RT_ATTN_GROUP_ROWS];
+    const float *q[RT_ATTN_GROUP_ROWS];
+    int n = 0;
+    for (int i = 0; i < nr; i++) {
+        ptrdiff_t a0 = rows[i].lo > b0 ? rows[i].lo : b0, a1 = min_idx(b1, rows[i].n);
+        if (a1 <= a0)
+            continue;
+        k0[n] = a0, k1[n] = a1, r[n] = &rows[i], q[n] = rows[i].q;
+        lo = min_idx(lo, a0);
+        hi = a1 > hi ? a1 : hi;
+        n++;
     }
-    cap_scores(sa, hi - lo, J->a->softcap);
-    cap_scores(sb, hi - lo, J->a->softcap);
-    if (J->accumulate_pair && a0 == c0 && a1 == c1) { /* the same V rows: both sums at once */
-        block_offset(J, a, a1 - a0, sa);
-        block_offset(J, b, c1 - c0, sb);
-        J->exp_pair(sa, sb, KEY_BLOCK, a->off, b->off);
-        a->l += block_sum(sa);
-        b->l += block_sum(sb);
-        J->accumulate_pair(a->o, b->o, w->v + (size_t)(a0 - b0) * w->v_bytes, w->v_dtype, sa, sb,
-                           a1 - a0, D, pf);
-        return true;
+    if (!n)
+        return;
+    J->scores_rows(q, n, w->k + (size_t)(lo - b0) * w->k_bytes, w->k_dtype, hi - lo, D, s[0], pf);
+    bool same = true;
+    for (int i = 0; i < n; i++) {
+        if (w->scaled)
+            scale_scores(J->a, block_row(J->a, blk, 0, lo), hi - lo, s[i]);
+        cap_scores(s[i], hi - lo, J->a->softcap);
+        same &= k0[i] == lo && k1[i] == hi;
     }
-    memcpy(p, sa + (a0 - lo), (size_t)(a1 - a0) * sizeof *p);
-    attend_scored(J, a, block_row(J->a, blk, 1, a0), a1 - a0, p);
-    memcpy(p, sb + (c0 - lo), (size_t)(c1 - c0) * sizeof *p);
-    attend_scored(J, b, block_row(J->a, blk, 1, c0), c1 - c0, p);
-    return true;
+    if (!same) {
+        for (int i = 0; i < n; i++) {
+            float p[KEY_BLOCK];
+            memcpy(p, s[i] + (k0[i] - lo), (size_t)(k1[i] - k0[i]) * sizeof *p);
+            attend_scored(J, r[i], block_row(J->a, blk, 1, k0[i]), k1[i] - k0[i], p);
+        }
+        return;
+    }
+    float *o[RT_ATTN_GROUP_ROWS];
+    for (int i = 0; i < n; i++) {
+        block_offset(J, r[i], hi - lo, s[i]);
+        o[i] = r[i]->o;
+    }
+    group_weights(J, r, s, n);
+    for (int i = 0; i < n; i++)
+        r[i]->l += block_sum(s[i]);
+    J->accumulate_rows(o, s[0], n, w->v + (size_t)(lo - b0) * w->v_bytes, w->v_dtype, hi - lo, D,
+                       pf);
 }
 #endif
 
@@ -745,8 +753,8 @@ static void start_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdi
 
 #if defined(__x86_64__)
 /* Key blocks ahead of the pass whose K and V rows it prefetches.  Decode at
- * depth reads the cache from memory once (the first row pair of a pass;
- * the others find the block in L1), in blocks of 8 KiB of K and 8 KiB of V
+ * depth reads the cache from memory once (one sweep of a row group over
+ * each block), in blocks of 8 KiB of K and 8 KiB of V
  * (float32, head_dim 64) on different pages, and computes between them, so
  * the hardware prefetchers stay behind.  Only decode-like calls prefetch
  * (one query block per kv head, so each key block is read by one pass): in
@@ -754,20 +762,21 @@ static void start_row(const attention_job *J, ptrdiff_t unit, ptrdiff_t u, ptrdi
  * keys, and the prefetches cost instructions only (0.97x the time without
  * them at S 512, at depth 0 and 3584).
  *
- * A pass with pair loops hands them a cursor over the block's lines
- * (prefetch_cursor), a line per step of their work, and prefetches what
- * they leave (the odd row's share) after the block; other passes prefetch
- * the block at once (prefetch_block).  Issued at once, the 256 lines of a
+ * A pass with the rows loops hands them a cursor over the block's lines
+ * (prefetch_cursor), a K and a V line per step of their work, and
+ * prefetches what they leave after the block; other passes prefetch the
+ * block at once (prefetch_block).  Issued at once, the 256 lines of a
  * float32 block wait for the core's ~16 line fill buffers, and the core
  * stalls until they drain: 24 layers' caches at depth 4096 (2 MiB pages,
- * two threads, Intel Xeon family 6 model 207) took 278-334 us a call,
- * about the 132-176 us of the same calls with every chunk on one slot (the
- * compute alone) plus the 121-153 us a plain read of the bytes takes.
- * Paced, 180-234 us (the cursor's median time ratio 0.73 float32, 0.79
- * float16, 0.98 int8 over 8-10 alternations; 0.75 float32 on one thread).
- * At a line per step the cursor matched a rate spread over every row
- * (0.82 and 0.80), where spreading the lines over the pairs alone (1.33 a
- * step) measured 0.92; 3 and 4 blocks ahead, 0.77 and 0.83 against 0.81. */
+ * two threads, Intel Xeon family 6 model 207) took about the compute time
+ * of the calls (every chunk on one slot) plus the time a plain read of
+ * the bytes takes, and 1.19x the paced time (no prefetch at all: 1.46x).
+ * The lines go K and V in turn: the scores take all of a block's K lines
+ * before the sums start, and a cursor that gave the score loop K lines
+ * only and the sum loop V lines only took 1.05x the time (median of 12
+ * alternations).  Lines at half that rate (the rest after the block), to
+ * L2 only (prefetcht1, prefetcht2) and 4 blocks ahead all measured within
+ * 5 %. */
 #define PREFETCH_BLOCKS 2
 
 /* The K and V rows of kv head g at positions [t, t + KEY_BLOCK) (below
@@ -789,7 +798,7 @@ static inline __attribute__((always_inline)) void prefetch_block(const attn_shap
     }
 }
 
-/* The same rows as a cursor the pair loops of a pass step while they
+/* The same rows as a cursor the rows loops of a pass step while they
  * compute (rt_attn_prefetch), only t's chunk: the rows of a block
  * straddling a chunk's end past it are left to the hardware prefetchers. */
 static rt_attn_prefetch prefetch_cursor(const attn_shape *a, ptrdiff_t g, ptrdiff_t t,
@@ -806,7 +815,8 @@ static rt_attn_prefetch prefetch_cursor(const attn_shape *a, ptrdiff_t g, ptrdif
 }
 
 /* The lines a cursor has left after a block's rows (more lines than the
- * pair loops took steps: the odd row's share, long rows). */
+ * rows loops took steps: float16 and int8 rows, a head_dim not a multiple
+ * of 32, a short block). */
 static inline __attribute__((always_inline)) void prefetch_rest(const rt_attn_prefetch *pf)
 {
     for (int which = 0; which < 2; which++)
@@ -849,7 +859,7 @@ static void finish_rows(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
 #if defined(__x86_64__)
 /* Units of more rows than LANES_MIN_ROWS take the lanes loop: with fewer
  * (a decode step's GQA group, 1..8 rows) most of its 16 lanes would idle
- * and the pair loops do less work. */
+ * and the rows loops do less work. */
 #define LANES_MIN_ROWS 8
 
 /* The first key block of the unit's rows in the split [t0, t1) and the
@@ -932,7 +942,7 @@ static bool attend_lanes(const attention_job *J, ptrdiff_t unit, ptrdiff_t split
     while (b0 < end) {
         ptrdiff_t b1 = block_end(a, b0, end);
         key_block blk = block_at(a, g, b0, b1);
-        pair_rows w = pair_rows_for(J, &blk, (int)used / 2, kf, vf);
+        loop_rows w = loop_rows_for(J, &blk, true, kf, vf);
         float scale[KEY_BLOCK];
         size_t at = (size_t)rt_kv_scale_offset(D);
         for (ptrdiff_t t = 0; w.scaled && t < b1 - b0; t++)
@@ -961,6 +971,9 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
     row_state rows[PASS_ROWS];
 #if defined(__x86_64__)
     float kf[WIDEN_FLOATS], vf[WIDEN_FLOATS];
+    bool grouped = J->scores_rows && D <= RT_ATTN_ROWS_DIM;
+#else
+    const bool grouped = false;
 #endif
     int nr = 0;
     for (ptrdiff_t u = u0; u < u1; u++, nr++) {
@@ -975,28 +988,18 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
 #if defined(__x86_64__)
         key_block blk = block_at(a, g, b0, b1);
         rt_attn_prefetch pf = {{NULL, NULL}, {NULL, NULL}};
-        bool paced = J->qblocks == 1 && J->scores_pair && nr >= 2;
+        bool paced = J->qblocks == 1 && grouped;
         if (paced)
             pf = prefetch_cursor(a, g, b0 + PREFETCH_BLOCKS * KEY_BLOCK, end);
         else if (J->qblocks == 1)
             prefetch_block(a, g, b0 + PREFETCH_BLOCKS * KEY_BLOCK, end);
-        pair_rows w = pair_rows_for(J, &blk, nr / 2, kf, vf);
+        loop_rows w = loop_rows_for(J, &blk, nr > RT_ATTN_GROUP_ROWS, kf, vf);
+        for (int i = 0; grouped && i < nr; i += RT_ATTN_GROUP_ROWS)
+            attend_block_rows(J, rows + i, (int)min_idx(RT_ATTN_GROUP_ROWS, nr - i), &blk, &w,
+                              paced ? &pf : NULL);
 #endif
-        for (int i = 0; i < nr; i++) {
-#if defined(__x86_64__)
-            if (J->scores_pair && i + 1 < nr &&
-                attend_block_pair(J, &rows[i], &rows[i + 1], &blk, &w, paced ? &pf : NULL)) {
-                i++;
-                continue;
-            }
-#endif
+        for (int i = 0; !grouped && i < nr; i++) {
             ptrdiff_t k0 = rows[i].lo > b0 ? rows[i].lo : b0, k1 = min_idx(b1, rows[i].n);
-#if defined(__x86_64__)
-            if (k1 > k0 && w.widened) {
-                attend_block_wide(J, &rows[i], &blk, &w, k0, k1);
-                continue;
-            }
-#endif
             if (k1 > k0)
                 attend_block(J, &rows[i], cache_row(a, 0, g, k0), cache_row(a, 1, g, k0), k1 - k0);
         }
@@ -1113,15 +1116,15 @@ static void use_table_loops(attention_job *J, const rt_kernels *kt)
     if (kt->attn_exp)
         J->exp = kt->attn_exp;
 #if defined(__x86_64__)
-    if (kt->attn_scores && kt->attn_scores_f16 && kt->attn_scores_i8)
-        J->scores_pair = kt->attn_scores_pair;
-    if (kt->attn_accumulate && kt->attn_accumulate_f16 && kt->attn_exp && kt->attn_exp_pair) {
-        J->accumulate_pair = kt->attn_accumulate_pair;
+    if (kt->attn_scores && kt->attn_scores_f16 && kt->attn_scores_i8 && kt->attn_accumulate &&
+        kt->attn_accumulate_f16 && kt->attn_exp && kt->attn_scores_rows &&
+        kt->attn_accumulate_rows && kt->attn_exp_pair) {
+        J->scores_rows = kt->attn_scores_rows;
+        J->accumulate_rows = kt->attn_accumulate_rows;
         J->exp_pair = kt->attn_exp_pair;
-    }
-    if (J->scores_pair)
         J->widen = kt->attn_widen_rows;
-    if (J->scores_pair && J->accumulate_pair && J->widen)
+    }
+    if (J->scores_rows && J->widen)
         J->block_lanes = kt->attn_block_lanes;
 #endif
 }

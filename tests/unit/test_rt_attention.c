@@ -544,11 +544,11 @@ static void test_window_kernels(void)
             test_window_case(tables[t], &cases[i].c, cases[i].what);
 }
 
-/* ---- two query rows per sweep (attn_scores_pair) ------------------------ */
+/* ---- a group of query rows per sweep (attn_scores_rows) ---------------- */
 
 /* nk key rows of head_dim d in a cache of `dtype`, values in [-2, 2) (int8:
  * values in [-127, 127] and a scale per row). */
-static uint8_t *pair_keys(int dtype, int64_t nk, int64_t d)
+static uint8_t *stored_keys(int dtype, int64_t nk, int64_t d)
 {
     uint64_t row = rt_kv_row_bytes(dtype, 0, d);
     uint8_t *k = calloc((size_t)(row * (uint64_t)nk) + 1, 1);
@@ -584,78 +584,84 @@ static void single_scores(const rt_kernels *kt, int dtype, const float *q, const
         kt->attn_scores(q, (const float *)(const void *)k, nk, d, s);
 }
 
-/* A prefetch cursor whose range `which` (K 0, V 1) holds `lines` lines
- * of buf, the other range empty. */
-static rt_attn_prefetch cursor_over(const char *buf, int which, int64_t lines)
+/* A prefetch cursor of `lines` K lines at kl and as many V lines at vl. */
+static rt_attn_prefetch cursor_over(const char *kl, const char *vl, int64_t lines)
 {
-    rt_attn_prefetch pf = {{buf, buf}, {buf, buf}};
-    pf.end[which] = buf + 64 * lines;
+    rt_attn_prefetch pf = {{kl, vl}, {kl + 64 * lines, vl + 64 * lines}};
     return pf;
 }
 
-/* After a loop that should have taken `steps` lines of a `lines`-line
- * range: it took them (all of them, if fewer) and stored its cursor back. */
-static bool cursor_took(const rt_attn_prefetch *pf, const char *buf, int which, int64_t lines,
-                        int64_t steps)
+/* After a loop that should have taken `steps` lines of each of its two
+ * `lines`-line ranges: it took them (all of them, if fewer) and stored its
+ * cursor back. */
+static bool cursor_took(const rt_attn_prefetch *pf, const char *kl, const char *vl,
+                        int64_t lines, int64_t steps)
 {
     int64_t taken = steps < lines ? steps : lines;
-    return pf->next[which] == buf + 64 * taken && pf->next[1 - which] == buf;
+    return pf->next[0] == kl + 64 * taken && pf->next[1] == vl + 64 * taken;
 }
 
-/* Row a's and row b's scores of nk key rows k (cache dtype) by the pair
- * loop, without and with a prefetch cursor, and by the single-row loops,
- * byte for byte; the cursor gave one K line per step of 8 columns over 8
- * keys (of a range long enough and of one too short for them). */
-static bool scores_pair_same(const rt_kernels *kt, int dtype, const uint8_t *k, int64_t nk,
-                             int64_t d)
+enum { ROWS_KEYS = RT_ATTN_KEY_BLOCK, ROWS_DIMS = 200 };
+
+/* nr rows' scores of nk key rows k (cache dtype) by the rows loop, without
+ * and with a prefetch cursor, and by the single-row loops, byte for byte;
+ * the cursor gave a K and a V line per step of 8 columns over 4 keys (of
+ * ranges long enough and of ones too short for them). */
+static bool scores_rows_same(const rt_kernels *kt, int dtype, const uint8_t *k, int64_t nk,
+                             int64_t d, int nr)
 {
-    static char lines[64 * 64];
-    float qa[200], qb[200], sa[40], sb[40], pa[40], pb[40], wa[40], wb[40];
-    for (int64_t c = 0; c < d; c++) {
-        qa[c] = 2 * frand() - 1;
-        qb[c] = 2 * frand() - 1;
+    static char kl[64 * 512], vl[64 * 512];
+    float q[RT_ATTN_GROUP_ROWS][ROWS_DIMS], got[RT_ATTN_GROUP_ROWS][ROWS_KEYS];
+    float paced[RT_ATTN_GROUP_ROWS][ROWS_KEYS], want[ROWS_KEYS];
+    const float *qr[RT_ATTN_GROUP_ROWS];
+    for (int r = 0; r < nr; r++) {
+        for (int64_t c = 0; c < d; c++)
+            q[r][c] = 2 * frand() - 1;
+        qr[r] = q[r];
     }
-    int64_t steps = (nk + 7) / 8 * (d / 8);
-    rt_attn_prefetch all = cursor_over(lines, 0, 64), short_of = cursor_over(lines, 0, steps / 2);
-    kt->attn_scores_pair(qa, qb, k, dtype, nk, d, sa, sb, NULL);
-    kt->attn_scores_pair(qa, qb, k, dtype, nk, d, pa, pb, &all);
-    kt->attn_scores_pair(qa, qb, k, dtype, nk, d, pa, pb, &short_of);
-    single_scores(kt, dtype, qa, k, nk, d, wa);
-    single_scores(kt, dtype, qb, k, nk, d, wb);
+    int64_t steps = 2 * ((nk + 7) / 8) * (d / 8);
+    rt_attn_prefetch all = cursor_over(kl, vl, 512), short_of = cursor_over(kl, vl, steps / 2);
+    kt->attn_scores_rows(qr, nr, k, dtype, nk, d, got[0], NULL);
+    kt->attn_scores_rows(qr, nr, k, dtype, nk, d, paced[0], &all);
+    kt->attn_scores_rows(qr, nr, k, dtype, nk, d, paced[0], &short_of);
+    bool same = cursor_took(&all, kl, vl, 512, steps) &&
+                cursor_took(&short_of, kl, vl, steps / 2, steps);
     size_t n = sizeof(float) * (size_t)nk;
-    return !memcmp(sa, wa, n) && !memcmp(sb, wb, n) && !memcmp(pa, wa, n) && !memcmp(pb, wb, n) &&
-           cursor_took(&all, lines, 0, 64, steps) &&
-           cursor_took(&short_of, lines, 0, steps / 2, steps);
+    for (int r = 0; r < nr; r++) {
+        single_scores(kt, dtype, q[r], k, nk, d, want);
+        same &= !memcmp(got[r], want, n) && !memcmp(paced[r], want, n);
+    }
+    return same;
 }
 
-/* Two rows' sums over nk V rows v (float32 or float16) by the pair loop
- * (with a prefetch cursor: one V line per key and 64 columns) and row by
- * row, byte for byte. */
-static bool accumulate_pair_same(const rt_kernels *kt, int dtype, const uint8_t *v, int64_t nk,
-                                 int64_t d)
+/* nr rows' sums over nk V rows v (float32 or float16) by the rows loop
+ * (with a prefetch cursor: a V and a K line per key and 32 columns) and row
+ * by row, byte for byte. */
+static bool accumulate_rows_same(const rt_kernels *kt, int dtype, const uint8_t *v, int64_t nk,
+                                 int64_t d, int nr)
 {
-    static char lines[128 * 64];
-    float pa[40], pb[40], oa[200], ob[200], wa[200], wb[200];
-    for (int64_t c = 0; c < nk; c++) {
-        pa[c] = frand();
-        pb[c] = frand();
+    static char kl[64 * 512], vl[64 * 512];
+    float p[RT_ATTN_GROUP_ROWS][ROWS_KEYS], o[RT_ATTN_GROUP_ROWS][ROWS_DIMS];
+    float want[RT_ATTN_GROUP_ROWS][ROWS_DIMS];
+    float *orow[RT_ATTN_GROUP_ROWS];
+    for (int r = 0; r < nr; r++) {
+        for (int64_t t = 0; t < nk; t++)
+            p[r][t] = frand();
+        for (int64_t c = 0; c < d; c++)
+            want[r][c] = o[r][c] = 2 * frand() - 1;
+        orow[r] = o[r];
     }
-    for (int64_t c = 0; c < d; c++) {
-        wa[c] = oa[c] = 2 * frand() - 1;
-        wb[c] = ob[c] = 2 * frand() - 1;
+    rt_attn_prefetch pf = cursor_over(kl, vl, 512);
+    kt->attn_accumulate_rows(orow, p[0], nr, v, dtype, nk, d, &pf);
+    bool same = cursor_took(&pf, kl, vl, 512, nk * (d / 32));
+    for (int r = 0; r < nr; r++) {
+        if (dtype == LLMC_RT_F16)
+            kt->attn_accumulate_f16(want[r], (const uint16_t *)(const void *)v, p[r], nk, d);
+        else
+            kt->attn_accumulate(want[r], (const float *)(const void *)v, p[r], nk, d);
+        same &= !memcmp(o[r], want[r], sizeof(float) * (size_t)d);
     }
-    rt_attn_prefetch pf = cursor_over(lines, 1, 128);
-    kt->attn_accumulate_pair(oa, ob, v, dtype, pa, pb, nk, d, &pf);
-    if (!cursor_took(&pf, lines, 1, 128, nk * (d / 64)))
-        return false;
-    if (dtype == LLMC_RT_F16) {
-        kt->attn_accumulate_f16(wa, (const uint16_t *)(const void *)v, pa, nk, d);
-        kt->attn_accumulate_f16(wb, (const uint16_t *)(const void *)v, pb, nk, d);
-    } else {
-        kt->attn_accumulate(wa, (const float *)(const void *)v, pa, nk, d);
-        kt->attn_accumulate(wb, (const float *)(const void *)v, pb, nk, d);
-    }
-    return !memcmp(oa, wa, sizeof(float) * (size_t)d) && !memcmp(ob, wb, sizeof(float) * (size_t)d);
+    return same;
 }
 
 /* The table's attn_exp_pair against attn_exp row by row, byte for byte:
@@ -684,33 +690,36 @@ static bool exp_pair_same(const rt_kernels *kt, int64_t n)
     return !memcmp(pa, wa, sizeof(float) * (size_t)n) && !memcmp(pb, wb, sizeof(float) * (size_t)n);
 }
 
-/* A table's pair loops against its single-row ones, byte for byte: every
- * cache dtype's K rows (float32, float16, int8) and V rows (float32,
- * float16), head_dim 1..200 (whole and partial 8-column steps, 64-column
- * sweeps), 1..40 keys (whole and partial 8-key groups). */
-static void test_pair_loops(const rt_kernels *kt)
+/* A table's rows loops against its single-row ones, byte for byte: 1..8
+ * rows, every cache dtype's K rows (float32, float16, int8) and V rows
+ * (float32, float16), head_dim 1..200 (whole and partial 8-column steps,
+ * 16-, 32- and 64-column sweeps), 1..32 keys (a key block: whole and
+ * partial 8-key groups). */
+static void test_rows_loops(const rt_kernels *kt)
 {
-    static const int64_t ds[] = {1, 3, 8, 20, 64, 65, 96, 128, 200};
-    static const int64_t nks[] = {1, 5, 8, 13, 32, 40};
+    static const int64_t ds[] = {1, 3, 8, 20, 48, 64, 65, 80, 96, 128, 200};
+    static const int64_t nks[] = {1, 5, 8, 13, 31, 32};
     static const int dtypes[] = {LLMC_RT_F32, LLMC_RT_F16, LLMC_RT_I8};
     bool scores = true, sums = true;
     int cases = 0;
     for (size_t t = 0; t < 3; t++)
         for (size_t i = 0; i < sizeof ds / sizeof *ds; i++)
-            for (size_t j = 0; j < sizeof nks / sizeof *nks; j++, cases++) {
-                uint8_t *rows = pair_keys(dtypes[t], nks[j], ds[i]);
-                scores &= scores_pair_same(kt, dtypes[t], rows, nks[j], ds[i]);
-                if (dtypes[t] != LLMC_RT_I8) /* an int8 cache's V rows are float16 */
-                    sums &= accumulate_pair_same(kt, dtypes[t], rows, nks[j], ds[i]);
+            for (size_t j = 0; j < sizeof nks / sizeof *nks; j++) {
+                uint8_t *rows = stored_keys(dtypes[t], nks[j], ds[i]);
+                for (int nr = 1; nr <= RT_ATTN_GROUP_ROWS; nr++, cases++) {
+                    scores &= scores_rows_same(kt, dtypes[t], rows, nks[j], ds[i], nr);
+                    if (dtypes[t] != LLMC_RT_I8) /* an int8 cache's V rows are float16 */
+                        sums &= accumulate_rows_same(kt, dtypes[t], rows, nks[j], ds[i], nr);
+                }
                 free(rows);
             }
-    CHECK(scores, "%s attn_scores_pair: both rows' scores bitwise the single-row loops' on %d "
-          "shapes (float32, float16 and int8 rows, head_dim 1..200, 1..40 keys), with and "
-          "without a prefetch cursor, which gave a K line per 8 columns of 8 keys", kt->isa,
-          cases);
-    CHECK(sums, "%s attn_accumulate_pair: both rows bitwise attn_accumulate's (float32, float16 "
-          "V rows) on the same head_dims and key counts; a V line per key and 64 columns",
-          kt->isa);
+    CHECK(scores, "%s attn_scores_rows: every row's scores bitwise the single-row loops' on %d "
+          "cases (1..8 rows, float32, float16 and int8 rows, head_dim 1..200, 1..32 keys), "
+          "with and without a prefetch cursor, which gave a K and a V line per 8 columns of 4 "
+          "keys", kt->isa, cases);
+    CHECK(sums, "%s attn_accumulate_rows: every row bitwise attn_accumulate's (float32, "
+          "float16 V rows) on the same row counts, head_dims and key counts; a V and a K line "
+          "per key and 32 columns", kt->isa);
     bool exps = true;
     for (int64_t n = 1; n <= 40; n++)
         for (int rep = 0; rep < 8; rep++)
@@ -719,23 +728,23 @@ static void test_pair_loops(const rt_kernels *kt)
           "infinities, NaN, -0 and the clamp bounds", kt->isa);
 }
 
-/* kt without its multi-row attention loops (pairs, widened blocks,
+/* kt without its multi-row attention loops (row groups, widened blocks,
  * lanes): the single-row loops every other path is compared with. */
 static rt_kernels row_by_row(const rt_kernels *kt)
 {
     rt_kernels rows = *kt;
-    rows.attn_scores_pair = NULL;
-    rows.attn_accumulate_pair = NULL;
+    rows.attn_scores_rows = NULL;
+    rows.attn_accumulate_rows = NULL;
     rows.attn_exp_pair = NULL;
     rows.attn_widen_rows = NULL;
     rows.attn_block_lanes = NULL;
     return rows;
 }
 
-/* The attention op with a table's pair loops and without them (row by
+/* The attention op with a table's rows loops and without them (row by
  * row), byte for byte, on the window/softcap cases' shapes (decode,
  * prefill, causal and window edges inside key blocks, GQA groups of 1..7). */
-static void test_pair_op(const rt_kernels *kt)
+static void test_rows_op(const rt_kernels *kt)
 {
     /* the last four: passes of 9..16 rows (the lanes loop) with blocks cut
      * by chunks, head_dim 24 (an 8-column step), a window all rows start
@@ -749,8 +758,8 @@ static void test_pair_op(const rt_kernels *kt)
         {8, 2, 64, 48, 30, 40, 0, 0},    {12, 4, 24, 32, 5, 33, 0, 0},
         {16, 1, 64, 64, 0, 40, 64, 0},   {14, 2, 64, 32, 70, 30, 0, 0},
     };
-    rt_kernels rows = row_by_row(kt), pairs = *kt;
-    pairs.attn_block_lanes = NULL;
+    rt_kernels rows = row_by_row(kt), groups = *kt;
+    groups.attn_block_lanes = NULL;
     bool ok = true;
     size_t n_cases = sizeof cases / sizeof *cases;
     for (size_t i = 0; i < n_cases; i++) {
@@ -764,7 +773,7 @@ static void test_pair_op(const rt_kernels *kt)
         float *c = malloc(sizeof(float) * (size_t)n);
         ok &= win_run(kt, &d, a, NULL, &err) == LLMC_RT_OK &&
               win_run(&rows, &d, b, NULL, &err) == LLMC_RT_OK &&
-              win_run(&pairs, &d, c, NULL, &err) == LLMC_RT_OK &&
+              win_run(&groups, &d, c, NULL, &err) == LLMC_RT_OK &&
               !memcmp(a, b, sizeof(float) * (size_t)n) && !memcmp(c, b, sizeof(float) * (size_t)n);
         free(a);
         free(b);
@@ -775,7 +784,7 @@ static void test_pair_op(const rt_kernels *kt)
         free(d.k);
         free(d.v);
     }
-    CHECK(ok, "%s Attention with the lanes loop, with the pair loops only and row by row: "
+    CHECK(ok, "%s Attention with the lanes loop, with the rows loops only and row by row: "
           "bitwise the same on %d shapes (decode, prefill, windows, softcap, GQA, the exact "
           "fallback)", kt->isa, (int)n_cases);
 }
@@ -823,12 +832,12 @@ static float *rand_floats(int64_t n, float scale)
     return x;
 }
 
-/* The op on float16 and int8 caches with a table's pair loops reading key
+/* The op on float16 and int8 caches with a table's rows loops reading key
  * blocks widened to float32 once a pass (attn_widen_rows), reading the
  * stored rows, and row by row: byte for byte (decode and prefill, GQA
  * groups of 1..8, head_dim 8..136, blocks cut by chunks and the causal
  * edge; head_dim 136 is past what a pass widens). */
-static void test_pair_op_caches(const rt_kernels *kt)
+static void test_rows_op_caches(const rt_kernels *kt)
 {
     static const cache_case cases[] = {
         {14, 2, 64, 64, 300, 1}, {14, 2, 64, 64, 100, 37}, {6, 2, 20, 32, 50, 9},
@@ -863,12 +872,12 @@ static void test_pair_op_caches(const rt_kernels *kt)
             runs++;
             free(pool), free(q), free(k), free(v), free(o), free(want), free(got);
         }
-    CHECK(ok, "%s Attention on float16 and int8 caches: pair loops over widened key blocks, "
-          "pair loops over the stored rows and row by row bitwise the same (%d cases)", kt->isa,
+    CHECK(ok, "%s Attention on float16 and int8 caches: rows loops over widened key blocks, "
+          "rows loops over the stored rows and row by row bitwise the same (%d cases)", kt->isa,
           runs);
 }
 
-/* The op with the table's loops (lanes, pairs) and row by row, byte for
+/* The op with the table's loops (lanes, row groups) and row by row, byte for
  * byte, on 120 random shapes of a float32 cache: GQA groups 1..10,
  * head_dim 8..128 in steps of 8 (whole and half 16-column steps), chunks
  * that cut key blocks, 0..200 cached positions, 1..40 new rows, windows
@@ -892,7 +901,7 @@ static void test_lanes_random(const rt_kernels *kt)
                 !memcmp(a, b, sizeof(float) * (size_t)n);
         free(a), free(b), free(d.pool), free(d.slot), free(d.q), free(d.k), free(d.v);
     }
-    CHECK(same == cases, "%s Attention with its lanes and pair loops bitwise row by row on %d of "
+    CHECK(same == cases, "%s Attention with its lanes and rows loops bitwise row by row on %d of "
           "%d random shapes (GQA, head_dim, chunks, windows)", kt->isa, same, cases);
 }
 
@@ -933,21 +942,21 @@ static void test_task_stack(const rt_kernels *kt)
           "LLMC_RT_TASK_STACK + 48 KiB of stack", kt->isa);
 }
 
-static void test_pair_tables(void)
+static void test_rows_tables(void)
 {
     const rt_kernels *tables[3];
     int n_tables = x86_tables(tables), tested = 0;
     for (int t = 0; t < n_tables; t++)
-        if (tables[t] && tables[t]->attn_scores_pair) {
-            test_pair_loops(tables[t]);
-            test_pair_op(tables[t]);
-            test_pair_op_caches(tables[t]);
+        if (tables[t] && tables[t]->attn_scores_rows) {
+            test_rows_loops(tables[t]);
+            test_rows_op(tables[t]);
+            test_rows_op_caches(tables[t]);
             test_task_stack(tables[t]);
             test_lanes_random(tables[t]);
             tested++;
         }
     if (!tested)
-        printf("# skipped: no kernel table with attn_scores_pair on this CPU\n");
+        printf("# skipped: no kernel table with attn_scores_rows on this CPU\n");
 }
 
 /* ---- a 2-layer model: fused, unfused, mixed ---------------------------- */
@@ -1478,7 +1487,7 @@ int main(void)
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++)
         test_op(&cfgs[i].c, cfgs[i].what);
     test_window_kernels();
-    test_pair_tables();
+    test_rows_tables();
     test_lowering_errors();
     test_model();
     test_verifier();

@@ -1,8 +1,8 @@
 /* AVX-512 inner loops of the Attention kernel (ref_attention.c) for the
- * table "avx2" plans run on an AVX-512 CPU (table_avx2.c): two query rows'
- * scores over the same keys (attn_scores_pair), both rows' softmax weights
- * (attn_exp_pair) and two rows' weighted sums of the same V rows
- * (attn_accumulate_pair).
+ * table "avx2" plans run on an AVX-512 CPU (table_avx2.c): up to 8 query
+ * rows' scores over the same keys (attn_scores_rows: a decode step's GQA
+ * group), two rows' softmax weights (attn_exp_pair) and up to 8 rows'
+ * weighted sums of the same V rows (attn_accumulate_rows).
  * Built with the AVX-512 flags; chosen only after
  * rt_cpu_x86_avx512_vnni_ok().  Every value has the bits attn_avx2.c's
  * loops give it, so the two tables agree.
@@ -12,16 +12,26 @@
  * then the same hadd tree.  Here the low 8 lanes of a ZMM are row a's
  * accumulator of a key and the high 8 row b's, against the key's 8 columns
  * broadcast to both halves (vbroadcastf64x4: a load, no shuffle), so one
- * FMA does two rows' work and one key load serves both; the tree runs on
- * both halves at once (hadd as the shuffle_ps pair and add it is within
- * each 128-bit lane).  Per key and row: d / 16 FMAs and under 1.5 tree
+ * FMA does two rows' work; the tree runs on both halves at once (hadd as
+ * the shuffle_ps pair and add it is within each 128-bit lane).  The rows
+ * go as up to 4 such pairs (an odd count's last row paired with itself),
+ * so one key load serves the whole group: per step of 8 columns over 4
+ * keys, 4 key loads, 4 query loads and 16 FMAs for 8 rows, where a loop
+ * per pair loaded each key once per pair and an odd row ran the AVX2
+ * loop alone.  Per key and row: d / 16 FMAs and under 1.5 tree
  * instructions, against d / 8 and about 2.3 for a row alone.
+ *
+ * Each weighted sum has the bits of attn_avx2.c's: o += p[t] v_t per
+ * element in key order.  Here a row's 16 columns are one ZMM, a key's
+ * weight its embedded broadcast, and one V load serves every row: per key
+ * and 32 columns of 7 rows, 2 loads and 14 FMAs, none of them on a lane
+ * that is not used.
  *
  * Float16 and int8 rows widen 8 values per load (vcvtph2ps; vpmovsxbd +
  * vcvtdq2ps) as attn_avx2.c's loops do, and an int8 key's sum is
- * multiplied by its row's scale after the tree.  A pass of several row
- * pairs widens its key block once instead (attn_widen_rows) and runs the
- * float32 loops on it. */
+ * multiplied by its row's scale after the tree: a group converts each
+ * value once.  A pass of several groups widens its key block once instead
+ * (attn_widen_rows) and runs the float32 loops on it. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -92,18 +102,40 @@ INLINE __m512 key_tail(const uint8_t *row, int64_t i, int64_t n, int kind)
     return key8(buf, 0, kind);
 }
 
+/* acc + x * (*k in every lane) by an embedded broadcast: around
+ * _mm512_set1_ps gcc 12 issued a vbroadcastss per FMA and took the other
+ * factor from memory, two loads per FMA where the keys need one. */
+static inline __m512 fma_bcast(__m512 acc, __m512 x, const float *k)
+{
+    __asm__("vfmadd231ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(x), "m"(*k));
+    return acc;
+}
+
+/* The same in the lanes `live` only (the others keep acc). */
+static inline __m512 fma_bcast_mask(__m512 acc, __m512 x, const float *k, __mmask16 live)
+{
+    __asm__("vfmadd231ps %3%{1to16%}, %2, %0%{%1%}" : "+v"(acc) : "Yk"(live), "v"(x), "m"(*k));
+    return acc;
+}
+
 /* hadd (vhaddps) within each 128-bit lane: [x1 + x0, x3 + x2, y1 + y0, y3 + y2]. */
 static inline __m512 hadd(__m512 x, __m512 y)
 {
     return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0xDD), _mm512_shuffle_ps(x, y, 0x88));
 }
 
-/* attn_avx2.c's sum_each on both halves: lanes 0-7 the 8 keys' scores of
- * row a, lanes 8-15 row b's. */
-INLINE __m512 sum_each2(const __m512 *a)
+/* The first level of attn_avx2.c's sum_each on both halves of 4 keys'
+ * accumulators: in each 128-bit lane, the sums of the low and of the high
+ * half of every key's 8 lanes (keys 0-3). */
+static inline __m512 tree4(const __m512 *a)
 {
-    __m512 s0 = hadd(hadd(a[0], a[1]), hadd(a[2], a[3]));
-    __m512 s1 = hadd(hadd(a[4], a[5]), hadd(a[6], a[7]));
+    return hadd(hadd(a[0], a[1]), hadd(a[2], a[3]));
+}
+
+/* The last level for keys 0-3 (s0) and 4-7 (s1): lanes 0-7 the 8 keys'
+ * scores of the pair's row a, lanes 8-15 row b's. */
+static inline __m512 join_trees(__m512 s0, __m512 s1)
+{
     /* 128-bit lanes of s0: row a's low and high sums of keys 0-3, then row
      * b's; the AVX2 tree adds the low to the high */
     __m512 lo = _mm512_shuffle_f32x4(s0, s1, 0x88), hi = _mm512_shuffle_f32x4(s0, s1, 0xDD);
@@ -111,151 +143,244 @@ INLINE __m512 sum_each2(const __m512 *a)
     return _mm512_shuffle_f32x4(_mm512_add_ps(lo, hi), _mm512_add_ps(lo, hi), 0xD8);
 }
 
-/* The two rows' 8 scores of key rows kr into sa, sb (count of them kept),
- * a line of pf's K range prefetched per step of 8 columns. */
-INLINE void score_eight(const __m512 *q2, int64_t d, const uint8_t *const *kr, int kind,
-                        float *sa, float *sb, int64_t count, rt_attn_prefetch *pf)
+/* Query columns the rows loops keep interleaved on the stack (8 KiB for 4
+ * pairs): every head_dim of the families served (Gemma's 256 the
+ * largest); the driver takes the single-row loops past it. */
+#define ROWS_DIM RT_ATTN_ROWS_DIM
+
+/* The stride of the rows' scores and weights. */
+#define KB RT_ATTN_KEY_BLOCK
+
+/* acc[p][j] += pair p's query columns of step c times key j's (kv[j]). */
+INLINE void step_four(const __m512 (*q2)[ROWS_DIM / 8], int np, int64_t c, const __m512 *kv,
+                      __m512 (*acc)[4])
 {
-    __m512 acc[8];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++)
-        acc[j] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int p = 0; p < np; p++)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            acc[p][j] = _mm512_fmadd_ps(q2[p][c], kv[j], acc[p][j]);
+}
+
+/* Every pair's accumulators of 4 keys kr over head_dim d, one key load per
+ * step of 8 columns for all np pairs, a K and a V line of pf a step, then
+ * their first tree level into part[p]. */
+INLINE void score_four(const __m512 (*q2)[ROWS_DIM / 8], int np, int64_t d,
+                       const uint8_t *const *kr, int kind, __m512 *part, rt_attn_prefetch *pf)
+{
+    __m512 acc[4][4], kv[4];
+#pragma GCC unroll 16
+    for (int n = 0; n < 4 * np; n++)
+        acc[n / 4][n % 4] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= d; i += 8) {
-        __m512 qv = q2[i / 8];
         rt_attn_prefetch_line(pf, 0);
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; j++)
-            acc[j] = _mm512_fmadd_ps(qv, key8(kr[j], i, kind), acc[j]);
+        rt_attn_prefetch_line(pf, 1);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            kv[j] = key8(kr[j], i, kind);
+        step_four(q2, np, i / 8, kv, acc);
     }
     if (i < d) { /* the last d % 8 columns, the other lanes 0 in q and k */
-        __m512 qv = q2[i / 8];
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; j++)
-            acc[j] = _mm512_fmadd_ps(qv, key_tail(kr[j], i, d - i, kind), acc[j]);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            kv[j] = key_tail(kr[j], i, d - i, kind);
+        step_four(q2, np, i / 8, kv, acc);
     }
-    __m512 s = sum_each2(acc);
+#pragma GCC unroll 4
+    for (int p = 0; p < np; p++)
+        part[p] = tree4(acc[p]);
+}
+
+/* The nr rows' scores of the 8 key rows kr into row r's s + r KB + t0
+ * (count of them kept): row pair p's 8 scores in one ZMM, row a's low, row
+ * b's high. */
+INLINE void score_eight(const __m512 (*q2)[ROWS_DIM / 8], int np, int nr, int64_t d,
+                        const uint8_t *const *kr, int kind, float *s, int64_t t0,
+                        int64_t count, rt_attn_prefetch *pf)
+{
+    __m512 s0[4], s1[4];
+    score_four(q2, np, d, kr, kind, s0, pf);
+    score_four(q2, np, d, kr + 4, kind, s1, pf);
+    __m512 scale = _mm512_set1_ps(1.0f);
     if (kind == ROW_I8) {
-        float scale[8];
+        float f[8];
         uint64_t at = rt_kv_scale_offset(d);
         for (int j = 0; j < 8; j++)
-            memcpy(&scale[j], kr[j] + at, sizeof scale[j]);
-        s = _mm512_mul_ps(s, both_halves(_mm256_loadu_ps(scale)));
+            memcpy(&f[j], kr[j] + at, sizeof f[j]);
+        scale = both_halves(_mm256_loadu_ps(f));
     }
-    if (count == 8) {
-        split8(s, sa, sb);
-        return;
-    }
-    float out[16];
-    _mm512_storeu_ps(out, s);
-    memcpy(sa, out, (size_t)count * sizeof *sa);
-    memcpy(sb, out + 8, (size_t)count * sizeof *sb);
-}
-
-/* q2[c]: row a's columns 8c .. 8c + 7 in the low half, row b's in the high
- * one, past d zero (attn_avx2.c's masked last load). */
-static void interleave_rows(const float *qa, const float *qb, int64_t d, __m512 *q2)
-{
-    for (int64_t i = 0; i < d; i += 8) {
-        __mmask8 live = (__mmask8)(d - i >= 8 ? 0xFF : (1u << (d - i)) - 1u);
-        q2[i / 8] = join8_first(qa + i, qb + i, live);
+#pragma GCC unroll 4
+    for (int p = 0; p < np; p++) {
+        __m512 v = join_trees(s0[p], s1[p]);
+        if (kind == ROW_I8)
+            v = _mm512_mul_ps(v, scale);
+        float out[16];
+        _mm512_storeu_ps(out, v);
+        memcpy(s + 2 * p * KB + t0, out, (size_t)count * sizeof(float));
+        if (2 * p + 1 < nr)
+            memcpy(s + (2 * p + 1) * KB + t0, out + 8, (size_t)count * sizeof(float));
     }
 }
 
-INLINE void pair_of(const float *qa, const float *qb, const uint8_t *k, uint64_t row_bytes,
-                    int64_t nk, int64_t d, float *sa, float *sb, int kind, rt_attn_prefetch *pf)
+/* q2[p][c]: the columns 8c .. 8c + 7 of row 2p in the low half and of row
+ * 2p + 1 in the high one (an odd count's last row in both), past d zero
+ * (attn_avx2.c's masked last load). */
+static void interleave_rows(const float *const *q, int nr, int64_t d, __m512 (*q2)[ROWS_DIM / 8])
 {
-    __m512 q2[RT_ATTN_MAX_HEAD_DIM / 8];
-    interleave_rows(qa, qb, d, q2);
+    for (int p = 0; 2 * p < nr; p++) {
+        const float *qb = q[2 * p + 1 < nr ? 2 * p + 1 : 2 * p];
+        for (int64_t i = 0; i < d; i += 8) {
+            __mmask8 live = (__mmask8)(d - i >= 8 ? 0xFF : (1u << (d - i)) - 1u);
+            q2[p][i / 8] = join8_first(q[2 * p] + i, qb + i, live);
+        }
+    }
+}
+
+INLINE void scores_rows_of(const float *const *q, int nr, const uint8_t *k, uint64_t row_bytes,
+                           int64_t nk, int64_t d, float *s, int kind, int np,
+                           rt_attn_prefetch *pf)
+{
+    __m512 q2[4][ROWS_DIM / 8];
+    interleave_rows(q, nr, d, q2);
     const uint8_t *kr[8];
     rt_attn_prefetch c = rt_attn_prefetch_local(pf);
     int64_t t0 = 0;
-    for (; t0 + 8 <= nk; t0 += 8) {
+    for (; t0 < nk; t0 += 8) {
         key_group(k, row_bytes, t0, nk, kr);
-        score_eight(q2, d, kr, kind, sa + t0, sb + t0, 8, &c);
-    }
-    if (t0 < nk) {
-        key_group(k, row_bytes, t0, nk, kr);
-        score_eight(q2, d, kr, kind, sa + t0, sb + t0, nk - t0, &c);
+        score_eight(q2, np, nr, d, kr, kind, s, t0, nk - t0 < 8 ? nk - t0 : 8, &c);
     }
     if (pf)
         *pf = c;
 }
 
-void rt_attn_scores_pair_avx512(const float *qa, const float *qb, const uint8_t *k, int dtype,
-                                int64_t nk, int64_t d, float *sa, float *sb,
-                                rt_attn_prefetch *pf)
+/* One loop per pair count (np a constant: the accumulators stay in
+ * registers). */
+INLINE void scores_rows_kind(const float *const *q, int nr, const uint8_t *k, uint64_t row_bytes,
+                             int64_t nk, int64_t d, float *s, int kind, rt_attn_prefetch *pf)
+{
+#define PAIRS(np) scores_rows_of(q, nr, k, row_bytes, nk, d, s, kind, np, pf)
+    switch ((nr + 1) / 2) {
+    case 1: PAIRS(1); break;
+    case 2: PAIRS(2); break;
+    case 3: PAIRS(3); break;
+    default: PAIRS(4); break;
+    }
+#undef PAIRS
+}
+
+void rt_attn_scores_rows_avx512(const float *const *q, int nr, const uint8_t *k, int dtype,
+                                int64_t nk, int64_t d, float *s, rt_attn_prefetch *pf)
 {
     if (dtype == LLMC_RT_F16)
-        pair_of(qa, qb, k, (uint64_t)d * 2, nk, d, sa, sb, ROW_F16, pf);
+        scores_rows_kind(q, nr, k, (uint64_t)d * 2, nk, d, s, ROW_F16, pf);
     else if (dtype == LLMC_RT_I8)
-        pair_of(qa, qb, k, rt_kv_row_bytes(LLMC_RT_I8, 0, d), nk, d, sa, sb, ROW_I8, pf);
+        scores_rows_kind(q, nr, k, rt_kv_row_bytes(LLMC_RT_I8, 0, d), nk, d, s, ROW_I8, pf);
     else
-        pair_of(qa, qb, k, (uint64_t)d * 4, nk, d, sa, sb, ROW_F32, pf);
+        scores_rows_kind(q, nr, k, (uint64_t)d * 4, nk, d, s, ROW_F32, pf);
 }
 
-/* ---- rt_kernels.attn_accumulate_pair ------------------------------------ */
+/* ---- rt_kernels.attn_accumulate_rows ------------------------------------ */
 
-/* Columns [i, i + 64) of both rows over the nk V rows (v_t = v + t *
- * row_bytes), a line of pf's V range prefetched per key. */
-INLINE void pair_64(float *oa, float *ob, const uint8_t *v, uint64_t row_bytes, const float *pa,
-                    const float *pb, int64_t nk, int64_t i, int kind, rt_attn_prefetch *pf)
+/* 16 values of a V row from element i on as floats, the lanes past
+ * `live` 0 (nothing past them is read). */
+INLINE __m512 value16(const uint8_t *row, int64_t i, __mmask16 live, int kind)
 {
-    __m512 acc[8];
+    if (kind == ROW_F16)
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(live, row + 2 * i));
+    return _mm512_maskz_loadu_ps(live, (const float *)(const void *)row + i);
+}
+
+/* Columns [i, i + 16 cw) of the nr rows over the nk V rows (v_t = v + t *
+ * row_bytes; the last 16 masked by `tail`): each row's 16 columns one ZMM,
+ * a key's weight of that row its embedded broadcast, each V load shared
+ * by all the rows; a V and a K line of pf per key and 32 columns. */
+INLINE void accumulate_cols(float *const *o, const float *p, int nr, const uint8_t *v,
+                            uint64_t row_bytes, int64_t nk, int64_t i, int cw, __mmask16 tail,
+                            int kind, rt_attn_prefetch *pf)
+{
+    __m512 acc[8][4];
 #pragma GCC unroll 8
-    for (int j = 0; j < 8; j++)
-        acc[j] = join8(oa + i + 8 * j, ob + i + 8 * j);
+    for (int r = 0; r < nr; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < cw; c++)
+            acc[r][c] = _mm512_maskz_loadu_ps(c == cw - 1 ? tail : 0xFFFF, o[r] + i + 16 * c);
     for (int64_t t = 0; t < nk; t++) {
-        __m512 pt = pair_weights(pa, pb, t);
         const uint8_t *vt = v + (uint64_t)t * row_bytes;
-        rt_attn_prefetch_line(pf, 1);
+        __m512 x[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < cw; c++) {
+            if (c % 2) {
+                rt_attn_prefetch_line(pf, 1);
+                rt_attn_prefetch_line(pf, 0);
+            }
+            x[c] = value16(vt, i + 16 * c, c == cw - 1 ? tail : 0xFFFF, kind);
+        }
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++)
-            acc[j] = _mm512_fmadd_ps(pt, key8(vt, i + 8 * j, kind), acc[j]);
+        for (int r = 0; r < nr; r++)
+#pragma GCC unroll 4
+            for (int c = 0; c < cw; c++)
+                acc[r][c] = fma_bcast(acc[r][c], x[c], p + r * KB + t);
     }
 #pragma GCC unroll 8
-    for (int j = 0; j < 8; j++)
-        split8(acc[j], oa + i + 8 * j, ob + i + 8 * j);
+    for (int r = 0; r < nr; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < cw; c++)
+            _mm512_mask_storeu_ps(o[r] + i + 16 * c, c == cw - 1 ? tail : 0xFFFF, acc[r][c]);
 }
 
-/* The same for the n <= 8 columns from i (the other lanes 0, not stored). */
-INLINE void pair_8(float *oa, float *ob, const uint8_t *v, uint64_t row_bytes, const float *pa,
-                   const float *pb, int64_t nk, int64_t i, int64_t n, int kind)
-{
-    __mmask8 live = (__mmask8)(n == 8 ? 0xFF : (1u << n) - 1u);
-    __m512 acc = join8_first(oa + i, ob + i, live);
-    for (int64_t t = 0; t < nk; t++) {
-        __m512 pt = pair_weights(pa, pb, t);
-        const uint8_t *vt = v + (uint64_t)t * row_bytes;
-        acc = _mm512_fmadd_ps(pt, n == 8 ? key8(vt, i, kind) : key_tail(vt, i, n, kind), acc);
-    }
-    _mm256_mask_storeu_ps(oa + i, live, _mm512_castps512_ps256(acc));
-    _mm256_mask_storeu_ps(ob + i, live,
-                          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
-}
-
-INLINE void accumulate_pair_of(float *oa, float *ob, const uint8_t *v, uint64_t row_bytes,
-                               const float *pa, const float *pb, int64_t nk, int64_t d, int kind,
+/* The nr rows' sums, 16 cw columns a sweep (cw 4 up to 4 rows, else 2):
+ * 8 to 16 FMA chains whatever the row count (4 cycles of latency on 2 FMA
+ * ports) in 16 to 28 registers; then 32 columns, then the columns left 16
+ * at a time, the last masked. */
+INLINE void accumulate_rows_of(float *const *o, const float *p, const uint8_t *v,
+                               uint64_t row_bytes, int64_t nk, int64_t d, int kind, int nr,
                                rt_attn_prefetch *pf)
 {
+    const int cw = nr <= 4 ? 4 : 2;
     rt_attn_prefetch c = rt_attn_prefetch_local(pf);
     int64_t i = 0;
-    for (; i + 64 <= d; i += 64)
-        pair_64(oa, ob, v, row_bytes, pa, pb, nk, i, kind, &c);
-    for (; i < d; i += 8)
-        pair_8(oa, ob, v, row_bytes, pa, pb, nk, i, d - i < 8 ? d - i : 8, kind);
+    for (; i + 16 * cw <= d; i += 16 * cw)
+        accumulate_cols(o, p, nr, v, row_bytes, nk, i, cw, 0xFFFF, kind, &c);
+    if (cw == 4 && i + 32 <= d) {
+        accumulate_cols(o, p, nr, v, row_bytes, nk, i, 2, 0xFFFF, kind, &c);
+        i += 32;
+    }
+    for (; i < d; i += 16) {
+        __mmask16 live = (__mmask16)(d - i >= 16 ? 0xFFFF : (1u << (d - i)) - 1u);
+        accumulate_cols(o, p, nr, v, row_bytes, nk, i, 1, live, kind, &c);
+    }
     if (pf)
         *pf = c;
 }
 
-void rt_attn_accumulate_pair_avx512(float *oa, float *ob, const uint8_t *v, int dtype,
-                                    const float *pa, const float *pb, int64_t nk, int64_t d,
+/* One loop per row count (nr a constant, as above). */
+INLINE void accumulate_rows_kind(float *const *o, const float *p, int nr, const uint8_t *v,
+                                 uint64_t row_bytes, int64_t nk, int64_t d, int kind,
+                                 rt_attn_prefetch *pf)
+{
+#define ROWS(n) accumulate_rows_of(o, p, v, row_bytes, nk, d, kind, n, pf)
+    switch (nr) {
+    case 1: ROWS(1); break;
+    case 2: ROWS(2); break;
+    case 3: ROWS(3); break;
+    case 4: ROWS(4); break;
+    case 5: ROWS(5); break;
+    case 6: ROWS(6); break;
+    case 7: ROWS(7); break;
+    default: ROWS(8); break;
+    }
+#undef ROWS
+}
+
+void rt_attn_accumulate_rows_avx512(float *const *o, const float *p, int nr,
+                                    const uint8_t *v, int dtype, int64_t nk, int64_t d,
                                     rt_attn_prefetch *pf)
 {
     if (dtype == LLMC_RT_F16)
-        accumulate_pair_of(oa, ob, v, (uint64_t)d * 2, pa, pb, nk, d, ROW_F16, pf);
+        accumulate_rows_kind(o, p, nr, v, (uint64_t)d * 2, nk, d, ROW_F16, pf);
     else
-        accumulate_pair_of(oa, ob, v, (uint64_t)d * 4, pa, pb, nk, d, ROW_F32, pf);
+        accumulate_rows_kind(o, p, nr, v, (uint64_t)d * 4, nk, d, ROW_F32, pf);
 }
 
 /* ---- rt_kernels.attn_exp_pair ------------------------------------------- */
@@ -355,22 +480,6 @@ void rt_attn_widen_rows_avx512(const uint8_t *rows, int dtype, uint64_t row_byte
  * block): the sum is still theirs, since the zero weights before it add
  * nothing and block_sum's four partial sums ((0+2)+(1+3), any rotation of
  * them) join by commutative adds; the maximum does not depend on places. */
-
-/* acc + x * (*k in every lane) by an embedded broadcast: around
- * _mm512_set1_ps gcc 12 issued a vbroadcastss per FMA and took the other
- * factor from memory, two loads per FMA where the keys need one. */
-static inline __m512 fma_bcast(__m512 acc, __m512 x, const float *k)
-{
-    __asm__("vfmadd231ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(x), "m"(*k));
-    return acc;
-}
-
-/* The same in the lanes `live` only (the others keep acc). */
-static inline __m512 fma_bcast_mask(__m512 acc, __m512 x, const float *k, __mmask16 live)
-{
-    __asm__("vfmadd231ps %3%{1to16%}, %2, %0%{%1%}" : "+v"(acc) : "Yk"(live), "v"(x), "m"(*k));
-    return acc;
-}
 
 /* The keys t0 .. t0 + KEYS - 1 of k (rows of d floats): their scores in s. */
 INLINE void score_keys(const rt_attn_lanes *L, const float *k, int64_t d, int keys, __m512 *s)

@@ -3,10 +3,10 @@
  * f_avx2.c.  tests/unit/test_rt_quant.c checks them against plan_enums.h's
  * target list.  A CPU with AVX-512 VNNI runs the same plans with the table
  * whose quantized GEMV/GEMM use vpdpbusd on ZMM registers (q_avx512_vnni.c),
- * whose fp32 panels are ZMM FMAs (f_avx512.c), whose attention takes two
- * query rows per sweep over the keys (attn_avx512.c) and whose SwiGLU runs
- * on 16 lanes (act_avx512.c): bitwise the same outputs, about half the
- * instructions. */
+ * whose fp32 panels are ZMM FMAs (f_avx512.c), whose attention takes a
+ * GQA group's query rows per sweep over the keys (attn_avx512.c) and
+ * whose SwiGLU runs on 16 lanes (act_avx512.c): bitwise the same outputs,
+ * about half the instructions. */
 #include "x86_simd.h"
 
 const rt_kernels rt_kernels_avx2 = {
@@ -15,10 +15,10 @@ const rt_kernels rt_kernels_avx2 = {
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avx2,
-    NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
+    NULL, NULL, NULL, /* attn_scores_rows, attn_accumulate_rows, attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel (16 YMM registers hold one panel's 2 x 6) */
-    NULL, /* attn_widen_rows: no pair loops */
-    NULL, /* attn_block_lanes: no pair loops */
+    NULL, /* attn_widen_rows: no rows loops */
+    NULL, /* attn_block_lanes: no rows loops */
     "avx2",
 };
 
@@ -29,7 +29,7 @@ const rt_kernels rt_kernels_avx2_avx512 = {
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx512, rt_dequant_block_avx2, rt_rmsnorm_row_avx2,
     NULL, /* qlinear_gemv_pair: qtile per tile (vpdpbusd) */
-    rt_attn_scores_pair_avx512, rt_attn_accumulate_pair_avx512, rt_attn_exp_pair_avx512,
+    rt_attn_scores_rows_avx512, rt_attn_accumulate_rows_avx512, rt_attn_exp_pair_avx512,
     rt_ftile_pair_avx512, rt_attn_widen_rows_avx512, rt_attn_block_lanes_avx512,
     "avx2+avx512vnni",
 };
@@ -42,10 +42,10 @@ const rt_kernels rt_kernels_avx2_avxvnni = {
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avxvnni,
-    NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
+    NULL, NULL, NULL, /* attn_scores_rows, attn_accumulate_rows, attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel */
-    NULL, /* attn_widen_rows: no pair loops */
-    NULL, /* attn_block_lanes: no pair loops */
+    NULL, /* attn_widen_rows: no rows loops */
+    NULL, /* attn_block_lanes: no rows loops */
     "avx2+avxvnni",
 };
 
@@ -58,9 +58,9 @@ const rt_kernels rt_kernels_avx2_avx512ymm = {
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avx512ymm,
-    NULL, NULL, NULL, /* attn_scores_pair, attn_accumulate_pair, attn_exp_pair: row by row */
+    NULL, NULL, NULL, /* attn_scores_rows, attn_accumulate_rows, attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel */
-    NULL, /* attn_widen_rows: no pair loops */
-    NULL, /* attn_block_lanes: no pair loops */
+    NULL, /* attn_widen_rows: no rows loops */
+    NULL, /* attn_block_lanes: no rows loops */
     "avx2+avx512vnni-ymm",
 };

@@ -102,16 +102,14 @@ void rt_attn_scores_i8_avx2(const float *q, const uint8_t *k, int64_t nk, int64_
                             float *scores);
 void rt_attn_accumulate_f16_avx2(float *o, const uint16_t *v, const float *p, int64_t nk,
                                  int64_t d);
-/* attn_avx512.c (AVX512_VNNI_FLAGS as well): rt_kernels.attn_scores_pair,
+/* attn_avx512.c (AVX512_VNNI_FLAGS as well): rt_kernels.attn_scores_rows,
  * each score the bits of the attn_avx2.c loop of its dtype. */
-void rt_attn_scores_pair_avx512(const float *qa, const float *qb, const uint8_t *k, int dtype,
-                                int64_t nk, int64_t d, float *sa, float *sb,
-                                rt_attn_prefetch *pf);
-/* attn_avx512.c: rt_kernels.attn_accumulate_pair, each element the bits
+void rt_attn_scores_rows_avx512(const float *const *q, int nr, const uint8_t *k, int dtype,
+                                int64_t nk, int64_t d, float *s, rt_attn_prefetch *pf);
+/* attn_avx512.c: rt_kernels.attn_accumulate_rows, each element the bits
  * of the attn_avx2.c loop of its dtype. */
-void rt_attn_accumulate_pair_avx512(float *oa, float *ob, const uint8_t *v, int dtype,
-                                    const float *pa, const float *pb, int64_t nk, int64_t d,
-                                    rt_attn_prefetch *pf);
+void rt_attn_accumulate_rows_avx512(float *const *o, const float *p, int nr, const uint8_t *v,
+                                    int dtype, int64_t nk, int64_t d, rt_attn_prefetch *pf);
 /* attn_avx512.c: rt_kernels.attn_exp_pair, each value the bits of
  * rt_attn_exp_avx2. */
 void rt_attn_exp_pair_avx512(float *pa, float *pb, int64_t n, float off_a, float off_b);
