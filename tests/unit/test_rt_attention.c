@@ -746,15 +746,17 @@ static rt_kernels row_by_row(const rt_kernels *kt)
  * prefill, causal and window edges inside key blocks, GQA groups of 1..7). */
 static void test_rows_op(const rt_kernels *kt)
 {
-    /* the last four: passes of 9..16 rows (the lanes loop) with blocks cut
-     * by chunks, head_dim 24 (an 8-column step), a window all rows start
-     * before, and queries 6x as large (scores past phi + headroom: the
-     * exact fallback) */
+    /* then head_dim 256 (the rows loops' largest) and 264 (past it: row by
+     * row); the last four: passes of 9..16 rows (the lanes loop) with
+     * blocks cut by chunks, head_dim 24 (an 8-column step), a window all
+     * rows start before, and queries 6x as large (scores past phi +
+     * headroom: the exact fallback) */
     static const win_case cases[] = {
         {6, 2, 20, 32, 300, 1, 50, 0},   {2, 1, 33, 64, 1000, 1, 700, 3.0f},
         {4, 2, 12, 16, 0, 70, 16, 0},    {3, 3, 17, 32, 40, 9, 45, 5.0f},
         {14, 2, 64, 64, 100, 37, 0, 0},  {14, 2, 64, 64, 4096, 1, 0, 0},
         {5, 1, 128, 32, 7, 23, 0, 0},    {7, 7, 8, 16, 3, 50, 20, 0},
+        {8, 2, 256, 32, 90, 1, 0, 0},    {4, 1, 264, 16, 40, 2, 0, 0},
         {8, 2, 64, 48, 30, 40, 0, 0},    {12, 4, 24, 32, 5, 33, 0, 0},
         {16, 1, 64, 64, 0, 40, 64, 0},   {14, 2, 64, 32, 70, 30, 0, 0},
     };
@@ -785,8 +787,8 @@ static void test_rows_op(const rt_kernels *kt)
         free(d.v);
     }
     CHECK(ok, "%s Attention with the lanes loop, with the rows loops only and row by row: "
-          "bitwise the same on %d shapes (decode, prefill, windows, softcap, GQA, the exact "
-          "fallback)", kt->isa, (int)n_cases);
+          "bitwise the same on %d shapes (decode, prefill, windows, softcap, GQA, head_dim "
+          "8..264, the exact fallback)", kt->isa, (int)n_cases);
 }
 
 /* One call of the op on a float16 or int8 cache: n rows at position P of
