@@ -79,7 +79,11 @@ static inline __m512 pair_weights(const float *pa, const float *pb, int64_t t)
         _mm256_castps_pd(_mm256_broadcast_ss(pb + t)), 1));
 }
 
-/* The 8 values of a key row from element i on, as floats in both halves. */
+/* The 8 values of a key row from element i on, as floats in both halves:
+ * the load itself repeats them (vbroadcasti128, vpbroadcastq and
+ * vbroadcastf64x4 from memory are loads alone), so an int8 key costs a
+ * vpmovsxbd and a vcvtdq2ps, where a vpunpcklqdq to repeat its 8 bytes
+ * was a third shuffle-port instruction per step. */
 INLINE __m512 key8(const uint8_t *row, int64_t i, int kind)
 {
     if (kind == ROW_F16) {
@@ -88,7 +92,7 @@ INLINE __m512 key8(const uint8_t *row, int64_t i, int kind)
     }
     if (kind == ROW_I8) {
         __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(row + i));
-        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(b, b)));
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_broadcastq_epi64(b)));
     }
     return both_halves(_mm256_loadu_ps((const float *)(const void *)row + i));
 }
