@@ -639,16 +639,13 @@ static loop_rows loop_rows_for(const attention_job *J, const key_block *blk, boo
     return wide_rows;
 }
 
-/* scores[i] *= the scale of the stored int8 key row t0 + i, i < nk (the
- * block's rows from position t0 on, stride row_bytes). */
-static void scale_scores(const attn_shape *a, const uint8_t *rows, ptrdiff_t nk, float *scores)
+/* The scales of the nk stored int8 key rows from `rows` (a block's, from
+ * some position on). */
+static void key_scales(const attn_shape *a, const uint8_t *rows, ptrdiff_t nk, float *scale)
 {
     size_t at = (size_t)rt_kv_scale_offset(a->D);
-    for (ptrdiff_t i = 0; i < nk; i++) {
-        float scale;
-        memcpy(&scale, rows + (size_t)i * a->row_bytes[0] + at, sizeof scale);
-        scores[i] *= scale;
-    }
+    for (ptrdiff_t i = 0; i < nk; i++)
+        memcpy(&scale[i], rows + (size_t)i * a->row_bytes[0] + at, sizeof scale[i]);
 }
 
 /* The weights of the n rows of a group over the same keys (the scores
@@ -690,10 +687,13 @@ static void attend_block_rows(const attention_job *J, row_state *rows, int nr,
     if (!n)
         return;
     J->scores_rows(q, n, w->k + (size_t)(lo - b0) * w->k_bytes, w->k_dtype, hi - lo, D, s[0], pf);
+    float scale[KEY_BLOCK];
+    if (w->scaled)
+        key_scales(J->a, block_row(J->a, blk, 0, lo), hi - lo, scale);
     bool same = true;
     for (int i = 0; i < n; i++) {
-        if (w->scaled)
-            scale_scores(J->a, block_row(J->a, blk, 0, lo), hi - lo, s[i]);
+        for (ptrdiff_t t = 0; w->scaled && t < hi - lo; t++)
+            s[i][t] *= scale[t];
         cap_scores(s[i], hi - lo, J->a->softcap);
         same &= k0[i] == lo && k1[i] == hi;
     }
@@ -944,9 +944,8 @@ static bool attend_lanes(const attention_job *J, ptrdiff_t unit, ptrdiff_t split
         key_block blk = block_at(a, g, b0, b1);
         loop_rows w = loop_rows_for(J, &blk, true, kf, vf);
         float scale[KEY_BLOCK];
-        size_t at = (size_t)rt_kv_scale_offset(D);
-        for (ptrdiff_t t = 0; w.scaled && t < b1 - b0; t++)
-            memcpy(&scale[t], block_row(a, &blk, 0, b0 + t) + at, sizeof scale[t]);
+        if (w.scaled)
+            key_scales(a, blk.k, b1 - b0, scale);
         for (int i = 0; i < groups; i++)
             J->block_lanes(&L[i], (const float *)(const void *)w.k,
                            (const float *)(const void *)w.v, w.scaled ? scale : NULL, b0, b1 - b0);

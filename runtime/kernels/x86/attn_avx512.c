@@ -65,10 +65,23 @@ static inline __m512 join8_first(const float *a, const float *b, __mmask8 live)
         _mm256_castps_pd(_mm256_maskz_loadu_ps(live, b)), 1));
 }
 
-static inline void split8(__m512 v, float *a, float *b)
+/* The first n (1..8) lanes of v's low half to a and of its high half to b
+ * (NULL: not stored); n 8 by plain stores, which later loads of a few of
+ * the values can be forwarded from. */
+static inline void split8(__m512 v, float *a, float *b, int64_t n)
 {
-    _mm256_storeu_ps(a, _mm512_castps512_ps256(v));
-    _mm256_storeu_ps(b, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m256 lo = _mm512_castps512_ps256(v);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    if (n == 8) {
+        _mm256_storeu_ps(a, lo);
+        if (b)
+            _mm256_storeu_ps(b, hi);
+        return;
+    }
+    __mmask8 live = (__mmask8)((1u << n) - 1u);
+    _mm256_mask_storeu_ps(a, live, lo);
+    if (b)
+        _mm256_mask_storeu_ps(b, live, hi);
 }
 
 /* [p_a[t] x 8 | p_b[t] x 8]: both rows' weights of key t. */
@@ -219,11 +232,7 @@ INLINE void score_eight(const __m512 (*q2)[ROWS_DIM / 8], int np, int nr, int64_
         __m512 v = join_trees(s0[p], s1[p]);
         if (kind == ROW_I8)
             v = _mm512_mul_ps(v, scale);
-        float out[16];
-        _mm512_storeu_ps(out, v);
-        memcpy(s + 2 * p * KB + t0, out, (size_t)count * sizeof(float));
-        if (2 * p + 1 < nr)
-            memcpy(s + (2 * p + 1) * KB + t0, out + 8, (size_t)count * sizeof(float));
+        split8(v, s + 2 * p * KB + t0, 2 * p + 1 < nr ? s + (2 * p + 1) * KB + t0 : NULL, count);
     }
 }
 
@@ -334,9 +343,9 @@ INLINE void accumulate_cols(float *const *o, const float *p, int nr, const uint8
 }
 
 /* The nr rows' sums, 16 cw columns a sweep (cw 4 up to 4 rows, else 2):
- * 8 to 16 FMA chains whatever the row count (4 cycles of latency on 2 FMA
- * ports) in 16 to 28 registers; then 32 columns, then the columns left 16
- * at a time, the last masked. */
+ * 8 to 16 FMA chains from 2 rows on (4 cycles of latency on 2 FMA ports),
+ * in at most 28 registers; then 32 columns, then the columns left 16 at a
+ * time, the last masked. */
 INLINE void accumulate_rows_of(float *const *o, const float *p, const uint8_t *v,
                                uint64_t row_bytes, int64_t nk, int64_t d, int kind, int nr,
                                rt_attn_prefetch *pf)
@@ -426,14 +435,11 @@ void rt_attn_exp_pair_avx512(float *pa, float *pb, int64_t n, float off_a, float
     __m512 off = pair_weights(&off_a, &off_b, 0);
     int64_t t = 0;
     for (; t + 8 <= n; t += 8)
-        split8(exp16(_mm512_sub_ps(join8(pa + t, pb + t), off)), pa + t, pb + t);
+        split8(exp16(_mm512_sub_ps(join8(pa + t, pb + t), off)), pa + t, pb + t, 8);
     if (t == n)
         return;
     __mmask8 live = (__mmask8)((1u << (n - t)) - 1u);
-    __m512 e = exp16(_mm512_sub_ps(join8_first(pa + t, pb + t, live), off));
-    _mm256_mask_storeu_ps(pa + t, live, _mm512_castps512_ps256(e));
-    _mm256_mask_storeu_ps(pb + t, live,
-                          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+    split8(exp16(_mm512_sub_ps(join8_first(pa + t, pb + t, live), off)), pa + t, pb + t, n - t);
 }
 
 /* ---- rt_kernels.attn_widen_rows ----------------------------------------- */
