@@ -33,6 +33,7 @@ typedef struct {
     const struct rt_kernels *decode_kernels; /* for shorter steps (Plan.decode_isa) */
     uint32_t decode_isa, prefill_isa; /* Plan's KISA_* (plan_format.h) */
     uint32_t gemm_min_rows; /* Plan.gemm_min_rows, or the runtime's default */
+    uint32_t gemv_prefetch; /* Plan.gemv_prefetch, or this CPU's default */
     /* Entries of the session's prepared pools (counted by the verifier;
      * capped at 2^40, which no session can hold): */
     uint64_t n_operands;    /* op inputs plus outputs, over every op */

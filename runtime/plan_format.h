@@ -34,7 +34,8 @@
     X(KV_CHUNK, kv_chunk) X(GEMM_MIN_ROWS, gemm_min_rows)                           \
     X(PREFILL_KERNEL, prefill_kernel) X(KV_CACHE_DTYPE, kv_cache_dtype)             \
     X(TOKENIZER, tokenizer) X(NPU_CHUNK, npu_chunk) X(SUBGRAPHS, subgraphs)         \
-    X(NPU_COSTS, npu_costs) X(DECODE_ISA, decode_isa) X(PREFILL_ISA, prefill_isa)
+    X(NPU_COSTS, npu_costs) X(DECODE_ISA, decode_isa) X(PREFILL_ISA, prefill_isa)     \
+    X(GEMV_PREFETCH, gemv_prefetch)
 #define LLMC_PLAN_SUBGRAPH_FIELDS(X)                                          \
     X(NAME, name) X(FIRST_OP, first_op) X(N_OPS, n_ops) X(INPUTS, inputs) \
     X(OUTPUTS, outputs)

@@ -333,7 +333,8 @@ static llmc_rt_status qlinear_int8(rt_op_call *c, const rt_qact_shape *qx, int64
     const llmc_rt_plan *plan = rt_state(c->s)->plan;
     rt_parallel par = rt_session_parallel(c->s);
     return k_qlinear(c->kernels, &c->in[0], qx, c->in[1].data, &c->op->w.q, linear_bias(c),
-                     linear_residual(c), col0, ys, n_ys, rt_plan_of(plan)->gemm_min_rows, &par, err);
+                     linear_residual(c), col0, ys, n_ys, rt_plan_of(plan)->gemm_min_rows,
+                     rt_plan_of(plan)->gemv_prefetch, &par, err);
 }
 
 llmc_rt_status llmc_rt_linear_QWeightTiles(rt_op_call *c, int64_t col0, rt_view *ys,

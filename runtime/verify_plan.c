@@ -56,25 +56,31 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
                                         llmc_rt_error *err)
 {
 #define PF_(id, width, dflt, member) FB_SCALAR(id, width, dflt, rt_plan, member)
-    static const fb_scalar_spec fields[12] = {
+    static const fb_scalar_spec fields[13] = {
         PF_(PLAN_SOURCE_HASH, 8, 0, source_hash),   PF_(PLAN_MAX_CONTEXT, 4, 0, max_context),
         PF_(PLAN_ARENA_SIZE, 8, 0, arena_size),     PF_(PLAN_VOCAB_SIZE, 4, 0, vocab_size),
         PF_(PLAN_N_LAYERS, 4, 0, n_layers),         PF_(PLAN_N_CACHES, 4, 0, n_caches),
         PF_(PLAN_KV_CHUNK, 4, 0, kv_chunk),         PF_(PLAN_GEMM_MIN_ROWS, 4, 0, gemm_min_rows),
         PF_(PLAN_PREFILL_KERNEL, 4, 0, prefill_kernel),
         PF_(PLAN_KV_CACHE_DTYPE, 4, LLMC_RT_F32, kv_cache_dtype),
-        PF_(PLAN_DECODE_ISA, 4, 0, decode_isa),     PF_(PLAN_PREFILL_ISA, 4, 0, prefill_isa)};
+        PF_(PLAN_DECODE_ISA, 4, 0, decode_isa),     PF_(PLAN_PREFILL_ISA, 4, 0, prefill_isa),
+        PF_(PLAN_GEMV_PREFETCH, 4, 0, gemv_prefetch)};
 #undef PF_
     rt_plan *P = rt_plan_of(p);
     const char *compiler_version;
     llmc_rt_status st = fb_string_field(r, t, PLAN_COMPILER_VERSION, &compiler_version, err);
     if (!st)
-        st = fb_scalars(r, t, fields, 12, P, err);
+        st = fb_scalars(r, t, fields, 13, P, err);
     if (!st && P->prefill_kernel >= PREFILL_KERNEL_COUNT)
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.prefill_kernel %d is not a known kernel",
                      RT_N(P->prefill_kernel), NULL);
+    if (!st && (P->gemv_prefetch % 64 || P->gemv_prefetch > RT_GEMV_PREFETCH_MAX))
+        st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.gemv_prefetch %d is not a multiple of 64 "
+                     "up to 65536", RT_N(P->gemv_prefetch), NULL);
     if (!st)
         st = choose_tuned_kernels(P, err);
+    if (!P->gemv_prefetch)
+        P->gemv_prefetch = rt_gemv_prefetch_default();
     if (!P->gemm_min_rows)
         P->gemm_min_rows = RT_DEFAULT_GEMM_MIN_ROWS;
     if (P->kv_cache_dtype < 0) /* a uint32 past INT32_MAX: unknown */

@@ -117,7 +117,7 @@ tuned_kernel() {
     "$LLMC" inspect "$plan" --json | grep -q '"prefill_kernel": "int8"' &&
     "$LLMC" tune "$plan" --max-rows 3 --prefill-rows 64 -r 2 >"$WORK/tune-avx2.log" &&
     local rates want table
-    table=$(tail -1 "$WORK/tune-avx2.log" | sed -n 's/.*prefill_isa = \([a-z0-9+-]*\) .*/\1/p') &&
+    table=$(tail -1 "$WORK/tune-avx2.log" | sed -n 's/.*prefill_isa = \([a-z0-9+-]*\),.*/\1/p') &&
     rates=$(awk -v t="$table" '/^prefill of 64 tokens/ && $5 == t { sub(/[(]/, "", $9); print $6, $9 }' \
         "$WORK/tune-avx2.log") &&
     want=$(tail -1 "$WORK/tune-avx2.log" | sed -n 's/.*prefill_kernel = \([a-z0-9-]*\),.*/\1/p') &&
@@ -127,7 +127,7 @@ tuned_kernel() {
     echo "$rates" | awk -v w="$want" '{ r[$1] = $2 + 0; if (r[$1] > best) best = r[$1] }
         END { exit !(NR == 2 && (w in r) && r[w] >= best - 0.1) }' &&
     "$LLMC" inspect "$plan" --json | grep -q "\"prefill_kernel\": \"$want\"" &&
-    [ "$(cmp -l "$WORK/llama-w4a8-avx2.plan" "$plan" | wc -l)" -le 16 ] &&
+    [ "$(cmp -l "$WORK/llama-w4a8-avx2.plan" "$plan" | wc -l)" -le 20 ] &&
     "$LLMC" run "$plan" --prompt-ids 5,17,42,7,99,3,250 --max-new "$MAX_NEW" >"$WORK/tuned-avx2.tok" &&
     cmp "$WORK/tuned-avx2.tok" "$WORK/llama-w4a8-avx2-p2.tok"
 }
@@ -156,7 +156,8 @@ tuned_tables() {
     "$LLMC" tune "$plan" --max-rows 2 --prefill-rows 64 -r 3 >"$log" || return 1
     tables=$(sed -n 's/^kernel tables of target avx2 on this CPU: //p' "$log")
     want_d=$(tail -1 "$log" | sed -n 's/.*decode_isa = \([a-z0-9+-]*\),.*/\1/p')
-    want_p=$(tail -1 "$log" | sed -n 's/.*prefill_isa = \([a-z0-9+-]*\) .*/\1/p')
+    want_p=$(tail -1 "$log" | sed -n 's/.*prefill_isa = \([a-z0-9+-]*\),.*/\1/p')
+    want_g=$(tail -1 "$log" | sed -n 's/.*gemv_prefetch = \([0-9]*\) .*/\1/p')
     # one line per table, and the table written has the best tok/s (to the
     # log's 0.1 tok/s)
     [ "$(grep -c '^decode, 32 steps' "$log")" -eq "$(wc -w <<<"$tables")" ] &&
@@ -164,19 +165,25 @@ tuned_tables() {
         END { exit !((w in r) && r[w] >= b - 0.1) }' "$log" &&
     awk -v w="$want_p" '/^prefill of 64 tokens.* int8 / { sub(/[(]/, "", $9); r[$5] = $9 + 0; if (r[$5] > b) b = r[$5] }
         END { exit !((w in r) && r[w] >= b - 0.1) }' "$log" &&
-    "$LLMC" inspect "$plan" --json | grep -q "\"decode_isa\": \"$want_d\", \"prefill_isa\": \"$want_p\", \"decode_kernels_here\": \"$want_d\", \"prefill_kernels_here\": \"$want_p\"" &&
-    [ "$(cmp -l "$WORK/llama-w4a8-avx2.plan" "$plan" | wc -l)" -le 16 ] &&
+    # the GEMV's prefetch distance: 4 candidates, the one written the fastest
+    [ "$(grep -c '^GEMV prefetch ' "$log")" -eq 4 ] &&
+    awk -v w="$want_g" '/^GEMV prefetch / { sub(/[(]/, "", $13); r[$3] = $13 + 0; if (r[$3] > b) b = r[$3] }
+        END { exit !((w in r) && r[w] >= b - 0.1) }' "$log" &&
+    "$LLMC" inspect "$plan" --json | grep -q "\"decode_isa\": \"$want_d\", \"prefill_isa\": \"$want_p\", \"decode_kernels_here\": \"$want_d\", \"prefill_kernels_here\": \"$want_p\", \"gemv_prefetch_here\": $want_g," &&
+    [ "$(cmp -l "$WORK/llama-w4a8-avx2.plan" "$plan" | wc -l)" -le 20 ] &&
     "$LLMC" run "$plan" --prompt-ids 5,17,42,7,99,3,250 --max-new "$MAX_NEW" >"$WORK/tables-avx2.tok" &&
     cmp "$WORK/tables-avx2.tok" "$WORK/llama-w4a8-avx2-p2.tok"
 }
-# Pinned to two different tables, decode steps and prefills run on the one
-# each field names (bench's lines say which) and give the bytes of the
-# untuned plan: a 19-token prompt (GEMM) and 16 decode steps (GEMV).
+# Pinned to two different tables (and the GEMV prefetching 64 bytes ahead),
+# decode steps and prefills run on the one each field names (bench's lines
+# say which) and give the bytes of the untuned plan: a 19-token prompt
+# (GEMM) and 16 decode steps (GEMV).
 pinned_tables() {   # pinned_tables DECODE PREFILL
     local plan=$WORK/pinned-$1-$2.plan ids=3,14,15,92,65,35,89,79,32,38,46,26,43,38,32,79,50,28,84 p
     cp "$WORK/llama-w4a8-avx2.plan" "$plan" &&
     "$LLMC" tune "$plan" --max-rows 2 --decode-isa "$1" --prefill-isa "$2" --prefill-kernel int8 \
-        -r 1 >/dev/null &&
+        --gemv-prefetch 64 -r 1 >/dev/null &&
+    "$LLMC" inspect "$plan" --json | grep -q '"gemv_prefetch_here": 64,' &&
     "$LLMC" bench "$plan" -p 19 -n 2 -r 1 --json >"$WORK/pinned-bench.json" &&
     grep '"test": "pp19"' "$WORK/pinned-bench.json" | grep -q "\"kernels\": \"$2\"" &&
     grep '"test": "tg2"' "$WORK/pinned-bench.json" | grep -q "\"kernels\": \"$1\"" || return 1
@@ -206,7 +213,13 @@ case " $TARGETS " in
         out=$("$LLMC" tune "$WORK/llama-w4a8-avx2.plan" --decode-isa neon-dot 2>&1)
         [ $? -eq 2 ] && grep -q "neon-dot: not a kernel table of the plan's target avx2" <<<"$out"
     }
-    check "llmc tune --decode-isa of another target's table is refused" tune_refuses ;;
+    check "llmc tune --decode-isa of another target's table is refused" tune_refuses
+    prefetch_refused() {
+        local out
+        out=$("$LLMC" tune "$WORK/llama-w4a8-avx2.plan" --gemv-prefetch 100 2>&1)
+        [ $? -eq 2 ] && grep -q "gemv-prefetch wants a multiple of 64 up to 65536, got '100'" <<<"$out"
+    }
+    check "llmc tune --gemv-prefetch 100 (not a multiple of 64) is refused" prefetch_refused ;;
 esac
 
 # The AVX-512 and AVX-VNNI kernels (the tables "avx2" plans run on a CPU

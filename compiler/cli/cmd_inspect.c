@@ -191,7 +191,8 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
            "\"weight_bytes\": %llu, \"segments\": %u, \"tensors\": %u, \"arena_tensors\": %u, "
            "\"weight_tensors\": %u, \"layers\": %u, \"vocab_size\": %u, \"gemm_min_rows\": %u, "
            "\"prefill_kernel\": \"%s\", \"decode_isa\": \"%s\", \"prefill_isa\": \"%s\", "
-           "\"decode_kernels_here\": \"%s\", \"prefill_kernels_here\": \"%s\", \"ops_total\": %u, \"ops_per_layer\": %u, "
+           "\"decode_kernels_here\": \"%s\", \"prefill_kernels_here\": \"%s\", "
+           "\"gemv_prefetch_here\": %u, \"ops_total\": %u, \"ops_per_layer\": %u, "
            "\"kv_cache_dtype\": \"%s\", \"kv_bytes_per_position\": %llu, \"session_bytes\": %llu, "
            "\"kv_full_layers\": %u, \"kv_full_layer_bytes\": %llu, \"kv_window_layers\": %u, "
            "\"kv_window_layer_bytes\": %llu, \"attention_window\": %u, \"attention_softcap\": %g, "
@@ -201,7 +202,8 @@ static int print_json(const char *path, const llmc_rt_plan *p, const plan_summar
            s->arena_tensors, s->weight_tensors, rt_plan_of(p)->n_layers, rt_plan_of(p)->vocab_size, rt_plan_of(p)->gemm_min_rows,
            rt_prefill_kernel_name(rt_plan_of(p)->prefill_kernel), rt_kernel_isa_name(rt_plan_of(p)->decode_isa),
            rt_kernel_isa_name(rt_plan_of(p)->prefill_isa), llmc_rt_plan_step_isa(p, 1),
-           llmc_rt_plan_step_isa(p, rt_plan_of(p)->gemm_min_rows), rt_plan_of(p)->n_ops, s->layer_ops_max,
+           llmc_rt_plan_step_isa(p, rt_plan_of(p)->gemm_min_rows), rt_plan_of(p)->gemv_prefetch,
+           rt_plan_of(p)->n_ops, s->layer_ops_max,
            kv_dtype_name(rt_plan_of(p)->kv_cache_dtype), (unsigned long long)s->kv_position_bytes,
            (unsigned long long)llmc_rt_session_memory(p), s->kv_layers[0],
            (unsigned long long)s->kv_layer_bytes[0], s->kv_layers[1], (unsigned long long)s->kv_layer_bytes[1],
@@ -287,6 +289,9 @@ static int print_text(const char *path, const llmc_rt_plan *p, const plan_summar
            rt_plan_of(p)->gemm_min_rows, rt_kernel_isa_name(rt_plan_of(p)->decode_isa),
            rt_kernel_isa_name(rt_plan_of(p)->prefill_isa), llmc_rt_plan_step_isa(p, 1),
            llmc_rt_plan_step_isa(p, rt_plan_of(p)->gemm_min_rows));
+    if (rt_plan_of(p)->gemv_prefetch)
+        printf("gemv        prefetches %u bytes ahead of its weights on this CPU\n",
+               rt_plan_of(p)->gemv_prefetch);
     print_quantization(p);
     printf("ops         %u, %u per decoder layer\n", rt_plan_of(p)->n_ops, s->layer_ops_max);
     print_tokenizer_text(p);

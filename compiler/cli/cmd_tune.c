@@ -10,10 +10,14 @@
  * §5: the flat shapes of decode and short prompts want tasks that stream
  * weight blocks, longer prompts activations blocked for the cache), and
  * writes them into the plan's decode_isa, prefill_isa, prefill_kernel and
- * gemm_min_rows, in place and atomically.
+ * gemm_min_rows, in place and atomically; and how far ahead of its weight
+ * stream the decode GEMV prefetches (gemv_prefetch: the best distance
+ * differs by core, through how far the hardware prefetchers run ahead), in
+ * gemv_prefetch.
  *
  * All times are medians of R runs after one warm-up.  The decode table:
- * TUNE_DECODE_STEPS one-token steps on each table.  The prefill table: a
+ * TUNE_DECODE_STEPS one-token steps on each table, then on the fastest with
+ * the GEMV prefetching each of prefetch_candidates bytes ahead.  The prefill table: a
  * prefill of P tokens (default 512, at most max_context) on each table
  * with the int8 kernel, then the other kernels on the faster table (a
  * target without fp32 tiles keeps int8).  Last, for each row count m in
@@ -41,14 +45,21 @@
 #define TUNE_PREFILL_ROWS 512
 #define TUNE_DECODE_STEPS 32
 
+/* Distances the decode GEMV's prefetch is timed at: the best measured on
+ * the machines of docs/benchmarks.md lie in 2-8 KiB. */
+static const uint32_t prefetch_candidates[] = {1024, 2048, 4096, 8192};
+#define N_PREFETCH_CANDIDATES (sizeof prefetch_candidates / sizeof *prefetch_candidates)
+
 static const char tune_help[] =
     "usage: llmc tune PLAN [-t THREADS] [--max-rows M] [--prefill-rows P] [-r REPEATS]\n"
     "                 [--decode-isa NAME] [--prefill-isa NAME] [--prefill-kernel int8|f32-dequant]\n"
+    "                 [--gemv-prefetch BYTES]\n"
     "       llmc tune PLAN --npu [--delegate ref|cpu] [--npu-rows N] [-r REPEATS]\n"
     "\n"
     "Times, R times each (default 5, medians), 32 decode steps on each kernel\n"
     "table of the plan's target this CPU runs (on x86-64: avx2, avx2+avxvnni,\n"
-    "avx2+avx512vnni; they compute the same bits) and a prefill of P tokens\n"
+    "avx2+avx512vnni; they compute the same bits), then on the fastest with the\n"
+    "GEMV prefetching 1, 2, 4 and 8 KiB ahead of its weights, and a prefill of P tokens\n"
     "(default 512, at most the plan's max_context) on each, with the int8 kernel\n"
     "and then, on the faster table, on fp32 tiles of dequantized weights\n"
     "(targets with fp32 tiles).  Then times prefills of 2..M tokens (default 16)\n"
@@ -56,9 +67,11 @@ static const char tune_help[] =
     "split.  Writes into PLAN the decode table (decode_isa: steps of fewer rows\n"
     "than gemm_min_rows), the prefill table and kernel (prefill_isa,\n"
     "prefill_kernel) and the crossover row count (gemm_min_rows: Linears with\n"
-    "fewer rows take the GEMV split).  A CPU without a plan's table runs its\n"
-    "fastest one instead.  --decode-isa, --prefill-isa (a table or fastest) and\n"
-    "--prefill-kernel write the one named instead of measuring.  The plan is\n"
+    "fewer rows take the GEMV split) and the prefetch distance (gemv_prefetch).\n"
+    "A CPU without a plan's table runs its fastest one instead.  --decode-isa,\n"
+    "--prefill-isa (a table or fastest), --prefill-kernel and --gemv-prefetch (a\n"
+    "multiple of 64 up to 65536, or 0: the runtime's default for the CPU it runs\n"
+    "on) write the value given instead of measuring.  The plan is\n"
     "rewritten atomically; nothing else in it changes.\n"
     "\n"
     "--npu (a plan compiled with --npu-chunk): instead, times every node of a chunk\n"
@@ -72,13 +85,14 @@ typedef struct {
     uint32_t threads, max_rows, prefill_rows, repeats;
     int pinned_kernel;      /* --prefill-kernel, or -1: measure */
     int decode_isa, prefill_isa; /* --decode-isa, --prefill-isa (KISA_*), or -1: measure */
+    int64_t gemv_prefetch;  /* --gemv-prefetch, or -1: measure */
     bool npu;               /* --npu: node costs instead */
     llmc_tune_npu_options npu_options;
 } tune_args;
 
 /* What tune measured: the fields it writes. */
 typedef struct {
-    uint32_t gemm_min_rows, prefill_kernel, decode_isa, prefill_isa;
+    uint32_t gemm_min_rows, prefill_kernel, decode_isa, prefill_isa, gemv_prefetch;
 } tune_result;
 
 static int prefill_kernel_index(const char *name)
@@ -110,7 +124,8 @@ static const char *kernel_isa_names(void)
 
 static int parse_args(int argc, char **argv, tune_args *a)
 {
-    *a = (tune_args){NULL, 1, 16, TUNE_PREFILL_ROWS, 5, -1, -1, -1, false, {LLMC_NPU_REF, 256, 5}};
+    *a = (tune_args){NULL, 1, 16, TUNE_PREFILL_ROWS, 5, -1, -1, -1, -1, false,
+                     {LLMC_NPU_REF, 256, 5}};
     for (int i = 1; i < argc; i++) {
         int has_value = i + 1 < argc;
         int64_t v;
@@ -151,6 +166,12 @@ static int parse_args(int argc, char **argv, tune_args *a)
             if (*isa < 0)
                 return llmc_cli_usage("tune", "%s wants fastest or a kernel table (%s), got '%s'",
                                       argv[i - 1], kernel_isa_names(), argv[i]);
+        } else if (!strcmp(argv[i], "--gemv-prefetch") && has_value) {
+            a->gemv_prefetch = llmc_cli_parse_count(argv[++i]);
+            if (a->gemv_prefetch < 0 || a->gemv_prefetch % 64 ||
+                a->gemv_prefetch > RT_GEMV_PREFETCH_MAX)
+                return llmc_cli_usage("tune", "--gemv-prefetch wants a multiple of 64 up to %u, "
+                                      "got '%s'", RT_GEMV_PREFETCH_MAX, argv[i]);
         } else if (!strcmp(argv[i], "-r") && has_value) {
             v = llmc_cli_parse_count(argv[++i]);
             if (v < 1 || v > TUNE_MAX_REPEATS)
@@ -310,6 +331,31 @@ static int measure_decode_table(tune_bench *b, const uint32_t *isa, uint32_t n, 
     return LLMC_OK;
 }
 
+/* The GEMV's prefetch distance: the fastest per decode step of
+ * prefetch_candidates, on the decode table chosen. */
+static int measure_gemv_prefetch(tune_bench *b, uint32_t *best, llmc_error *err)
+{
+    rt_plan *P = rt_plan_of(b->plan);
+    uint32_t steps = b->rows - 1 < TUNE_DECODE_STEPS ? b->rows - 1 : TUNE_DECODE_STEPS;
+    double ms[N_PREFETCH_CANDIDATES];
+    if (open_session(&b->s, b->plan, b->rows, b->mem, b->size, b->pool, &b->rt))
+        return llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", b->a->plan, b->rt.msg);
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < N_PREFETCH_CANDIDATES; i++) {
+        P->gemv_prefetch = prefetch_candidates[i];
+        if (time_decode(&b->s, b->tokens, steps, b->a->repeats, &ms[i], &b->rt))
+            return llmc_fail(err, LLMC_E_RUNTIME, "'%s': decode with the GEMV prefetching %u "
+                             "bytes ahead: %s", b->a->plan, P->gemv_prefetch, b->rt.msg);
+        printf("GEMV prefetch %5u B ahead, %u decode steps on %-19s %10.3f ms a step "
+               "(%.1f tok/s)\n", P->gemv_prefetch, steps, P->decode_kernels->isa, 1e3 * ms[i],
+               1 / ms[i]);
+        if (ms[i] < ms[at])
+            at = i;
+    }
+    *best = P->gemv_prefetch = prefetch_candidates[at];
+    return LLMC_OK;
+}
+
 /* Median seconds of a prefill of `rows` tokens on table isa and kernel k
  * (a session of its own: the op resolver reads prefill_kernel at init). */
 static int time_prefill_on(tune_bench *b, uint32_t isa, uint32_t k, uint32_t rows, double *ms,
@@ -378,6 +424,10 @@ static int measure_all(tune_bench *b, tune_result *out, llmc_error *err)
         rt_plan_of(b->plan)->decode_kernels = table_of(rt_plan_of(b->plan), out->decode_isa);
     } else
         rc = measure_decode_table(b, isa, n, &out->decode_isa, err);
+    if (!rc && a->gemv_prefetch >= 0)
+        out->gemv_prefetch = (uint32_t)a->gemv_prefetch;
+    else if (!rc)
+        rc = measure_gemv_prefetch(b, &out->gemv_prefetch, err);
     if (!rc && a->prefill_isa >= 0)
         isa[0] = (uint32_t)a->prefill_isa, n = 1;
     if (!rc)
@@ -451,14 +501,14 @@ static void put_u32(uint8_t *p, uint32_t v)
 static int write_plan(const tune_args *a, const llmc_rt_plan *plan, const tune_result *res,
                       llmc_error *err)
 {
-    static const int fields[4] = {PLAN_GEMM_MIN_ROWS, PLAN_PREFILL_KERNEL, PLAN_DECODE_ISA,
-                                  PLAN_PREFILL_ISA};
-    static const char *const names[4] = {"gemm_min_rows", "prefill_kernel", "decode_isa",
-                                         "prefill_isa"};
-    const uint32_t values[4] = {res->gemm_min_rows, res->prefill_kernel, res->decode_isa,
-                                res->prefill_isa};
-    uint32_t pos[4];
-    for (int i = 0; i < 4; i++)
+    static const int fields[5] = {PLAN_GEMM_MIN_ROWS, PLAN_PREFILL_KERNEL, PLAN_DECODE_ISA,
+                                  PLAN_PREFILL_ISA, PLAN_GEMV_PREFETCH};
+    static const char *const names[5] = {"gemm_min_rows", "prefill_kernel", "decode_isa",
+                                         "prefill_isa", "gemv_prefetch"};
+    const uint32_t values[5] = {res->gemm_min_rows, res->prefill_kernel, res->decode_isa,
+                                res->prefill_isa, res->gemv_prefetch};
+    uint32_t pos[5];
+    for (int i = 0; i < 5; i++)
         if (!(pos[i] = field_pos(plan, fields[i])))
             return llmc_fail(err, LLMC_E_INPUT, "'%s' has no %s field to rewrite; recompile it "
                              "with this llmc", a->plan, names[i]);
@@ -466,7 +516,7 @@ static int write_plan(const tune_args *a, const llmc_rt_plan *plan, const tune_r
     if (!copy)
         return llmc_fail(err, LLMC_E_NOMEM, "out of memory copying the plan");
     memcpy(copy, rt_plan_of(plan)->base, rt_plan_of(plan)->size);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         put_u32(copy + pos[i], values[i]);
     llmc_output out = {0};
     int rc = llmc_out_create(a->plan, &out, err) ? LLMC_OK : err->code;
@@ -491,7 +541,7 @@ int llmc_cmd_tune(int argc, char **argv)
     llmc_mapped_file file = {0};
     llmc_rt_plan plan;
     llmc_rt_error rt = {0};
-    tune_result res = {0, PREFILL_INT8, KISA_FASTEST, KISA_FASTEST};
+    tune_result res = {0, PREFILL_INT8, KISA_FASTEST, KISA_FASTEST, 0};
     rc = llmc_open_input(a.plan, false, &file, &err);
     if (!rc && llmc_rt_plan_open(&plan, file.map, file.size, 0, &rt) != LLMC_RT_OK)
         rc = llmc_fail(&err, LLMC_E_RUNTIME, "'%s': %s", a.plan, rt.msg);
@@ -510,9 +560,10 @@ int llmc_cmd_tune(int argc, char **argv)
     if (!rc)
         rc = write_plan(&a, &plan, &res, &err);
     if (!rc)
-        printf("gemm_min_rows = %u, prefill_kernel = %s, decode_isa = %s, prefill_isa = %s "
-               "written to %s%s\n", res.gemm_min_rows, rt_prefill_kernel_name(res.prefill_kernel),
-               rt_kernel_isa_name(res.decode_isa), rt_kernel_isa_name(res.prefill_isa), a.plan,
+        printf("gemm_min_rows = %u, prefill_kernel = %s, decode_isa = %s, prefill_isa = %s, "
+               "gemv_prefetch = %u written to %s%s\n", res.gemm_min_rows,
+               rt_prefill_kernel_name(res.prefill_kernel), rt_kernel_isa_name(res.decode_isa),
+               rt_kernel_isa_name(res.prefill_isa), res.gemv_prefetch, a.plan,
                res.gemm_min_rows > a.max_rows ? " (GEMV won at every row count measured)" : "");
     llmc_unmap_file(&file);
     return rc ? llmc_cli_report(&err) : 0;

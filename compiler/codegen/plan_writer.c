@@ -371,6 +371,7 @@ static fb_ref write_plan(plan_image *img, const llmc_graph *g, const llmc_codege
     field_ref(b, PLAN_NPU_COSTS, costs); /* present, so `llmc tune --npu` rewrites it in place */
     fb_field_scalar(b, PLAN_DECODE_ISA, KISA_FASTEST, 4); /* `llmc tune` rewrites both */
     fb_field_scalar(b, PLAN_PREFILL_ISA, KISA_FASTEST, 4);
+    fb_field_scalar(b, PLAN_GEMV_PREFETCH, 0, 4); /* the CPU's default until `llmc tune` */
     return fb_table_end(b);
 }
 

@@ -30,6 +30,8 @@ typedef struct {
     rt_qact_shape xs;
     const uint8_t *w;
     rt_qweight_shape ws;
+    uint32_t prefetch;      /* bytes ahead of the weight stream the one-row
+                               GEMV prefetches (Plan.gemv_prefetch); 0: none */
 } rt_qtile_args;
 
 /* The QLinear driver's state (q_linear_job.h). */
@@ -286,6 +288,13 @@ const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_r
  * of `target`) runs on this CPU: that one where the CPU runs it, else
  * `fastest` (rt_kernels_for_target's; also for KISA_FASTEST). */
 const rt_kernels *rt_kernels_tuned(const char *target, const rt_kernels *fastest, uint32_t isa);
+
+/* Bytes ahead of its weight stream that the one-row GEMV prefetches on
+ * this CPU where the plan does not say (Plan.gemv_prefetch 0); 0 where the
+ * kernels do not prefetch (the x86-64 ones do).  A plan's value is a
+ * multiple of 64 up to RT_GEMV_PREFETCH_MAX. */
+uint32_t rt_gemv_prefetch_default(void);
+#define RT_GEMV_PREFETCH_MAX 65536u
 
 /* RMSNorm rows (ref_layernorm.c).  The square of element j of a row goes
  * to lane j % RT_RMS_LANES of a compensated sum (k_fsum): independent

@@ -403,12 +403,13 @@ llmc_rt_status k_shadow_linear(const rt_view *x, const uint8_t *w, const rt_qwei
  * row count (m = 1: rows = 1, the kernels' decode GEMV), so both paths make
  * the same calls and give the same bits; qtile cannot address one row of a
  * tile other than the first, so for 1 < m < gemm_min_rows the paths differ
- * only in task size and blocking. */
+ * only in task size and blocking.  gemv_prefetch: bytes ahead of the
+ * weight stream the one-row GEMV prefetches (rt_qtile_args.prefetch). */
 llmc_rt_status k_qlinear(const struct rt_kernels *kt, const rt_view *xq,
                          const rt_qact_shape *xs, const void *w, const rt_qweight_shape *ws,
                          const rt_view *bias, const rt_view *residual, int64_t col0, rt_view *ys,
-                         uint32_t n_ys, int64_t gemm_min_rows, const rt_parallel *par,
-                         llmc_rt_error *err);
+                         uint32_t n_ys, int64_t gemm_min_rows, uint32_t gemv_prefetch,
+                         const rt_parallel *par, llmc_rt_error *err);
 /* k_qlinear's operand checks (table, tile shapes, views), shared by its
  * fp32 prefill path. */
 llmc_rt_status k_qlinear_check(const struct rt_kernels *kt, const rt_view *xq,

@@ -431,6 +431,7 @@ typedef struct {
     const void *w;
     const rt_qweight_shape *ws;
     int64_t gemm_min_rows;
+    uint32_t gemv_prefetch;
     rt_qlinear_job J[RT_JOBS_MAX];
 } qlinear_outputs;
 
@@ -451,6 +452,7 @@ static llmc_rt_status qlinear_output_job(void *ctx, uint32_t slot, int64_t col0,
     J->a.xs = *xs;
     J->a.w = o->w;
     J->a.ws = *ws;
+    J->a.prefetch = o->gemv_prefetch;
     J->bias = o->bias ? (const float *)o->bias->data + col0 : NULL;
     J->res = o->residual ? o->residual->data : NULL;
     J->y = y->data;
@@ -470,8 +472,9 @@ static llmc_rt_status qlinear_output_job(void *ctx, uint32_t slot, int64_t col0,
 llmc_rt_status k_qlinear(const rt_kernels *kt, const rt_view *xq, const rt_qact_shape *xs,
                          const void *w, const rt_qweight_shape *ws, const rt_view *bias,
                          const rt_view *residual, int64_t col0, rt_view *ys, uint32_t n_ys,
-                         int64_t gemm_min_rows, const rt_parallel *par, llmc_rt_error *err)
+                         int64_t gemm_min_rows, uint32_t gemv_prefetch, const rt_parallel *par,
+                         llmc_rt_error *err)
 {
-    qlinear_outputs o = {kt, xq, bias, residual, xs, w, ws, gemm_min_rows, {{0}}};
+    qlinear_outputs o = {kt, xq, bias, residual, xs, w, ws, gemm_min_rows, gemv_prefetch, {{0}}};
     return rt_run_outputs(par, ys, n_ys, col0, residual != NULL, qlinear_output_job, &o, err);
 }

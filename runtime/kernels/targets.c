@@ -143,6 +143,15 @@ const rt_kernels *rt_kernels_for_isa(const char *target, const char *isa, llmc_r
     return NULL;
 }
 
+uint32_t rt_gemv_prefetch_default(void)
+{
+#if defined(__x86_64__)
+    return rt_cpu_x86_gemv_prefetch();
+#else
+    return 0;
+#endif
+}
+
 const rt_kernels *rt_kernels_tuned(const char *target, const rt_kernels *fastest, uint32_t isa)
 {
     const rt_kernels *k = fastest && isa ? rt_kernels_for_isa(target, rt_kernel_isa_name(isa), NULL)

@@ -26,7 +26,9 @@
  * plan under `llmc bench --hugepages`.  Median of 5 runs, on 1 and 2
  * threads (llmc_threads).  The kernels are the table this CPU runs "avx2"
  * plans with, or BENCH_ISA's (`BENCH_ISA=avx2+avxvnni make bench-kernels`),
- * the peaks those of its loops. */
+ * the peaks those of its loops; the GEMV prefetches this CPU's default
+ * distance ahead of its weights, or BENCH_PREFETCH bytes (`BENCH_PREFETCH=8192
+ * make bench-kernels`). */
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +178,16 @@ static void check(llmc_rt_status st, const llmc_rt_error *err)
 }
 
 /* One Linear of layer l: quantize its input (when `quantize`), then QLinear. */
+/* Bytes ahead the GEMV prefetches: BENCH_PREFETCH (a multiple of 64 up
+ * to RT_GEMV_PREFETCH_MAX), else this CPU's default. */
+static uint32_t gemv_prefetch(void)
+{
+    const char *v = getenv("BENCH_PREFETCH");
+    long n = v ? strtol(v, NULL, 10) : -1;
+    return n >= 0 && n % 64 == 0 && n <= (long)RT_GEMV_PREFETCH_MAX ? (uint32_t)n
+                                                                    : rt_gemv_prefetch_default();
+}
+
 static void linear(const rt_kernels *kt, const model *M, acts *A, int l, int i, bool quantize,
                    int64_t m, const rt_parallel *par)
 {
@@ -186,7 +198,8 @@ static void linear(const rt_kernels *kt, const model *M, acts *A, int l, int i, 
     rt_view y = {LLMC_RT_F32, 2, {m, n}, A->y};
     if (quantize)
         check(k_quantize_rows(kt, &x, &A->xs[i], 0.0f, &xq, par, &err), &err);
-    check(k_qlinear(kt, &xq, &A->xs[i], M->w[l][i], &M->ws[i], NULL, NULL, 0, &y, 1, 2, par, &err),
+    check(k_qlinear(kt, &xq, &A->xs[i], M->w[l][i], &M->ws[i], NULL, NULL, 0, &y, 1, 2,
+                    gemv_prefetch(), par, &err),
           &err);
 }
 
@@ -203,11 +216,12 @@ static double qkv(const rt_kernels *kt, const model *M, acts *A, int l, bool joi
         ys[j] = (rt_view){LLMC_RT_F32, 2, {1, widths[j]}, A->y + at};
     double t0 = now();
     if (joined)
-        check(k_qlinear(kt, &xq, &A->xs[0], M->w[l][0], &M->ws[0], NULL, NULL, 0, ys, 3, 2, par,
-                        &err), &err);
+        check(k_qlinear(kt, &xq, &A->xs[0], M->w[l][0], &M->ws[0], NULL, NULL, 0, ys, 3, 2,
+                        gemv_prefetch(), par, &err),
+              &err);
     for (int j = 0, col0 = 0; !joined && j < 3; col0 += (int)widths[j], j++)
         check(k_qlinear(kt, &xq, &A->xs[0], M->w[l][0], &M->ws[0], NULL, NULL, col0, &ys[j], 1,
-                        2, par, &err), &err);
+                        2, gemv_prefetch(), par, &err), &err);
     return now() - t0;
 }
 
@@ -387,6 +401,7 @@ int main(void)
         fprintf(stderr, "bench_qlinear: %s\n", err.msg);
         return 1;
     }
+    printf("the GEMV prefetches %u bytes ahead\n", gemv_prefetch());
     uint64_t big_bytes = 400ull << 20;
     uint8_t *big = llmc_alloc_huge(big_bytes);
     if (!big)

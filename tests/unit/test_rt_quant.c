@@ -555,7 +555,7 @@ static void test_shadow_linear(const rt_kernels *kt, bool spread)
                      view(LLMC_RT_F32, z1, 2, (int64_t[]){m, n - split})};
     rt_view xv = view(LLMC_RT_F32, x, 2, (int64_t[]){m, k});
     if (!st)
-        st = k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, NULL, &err);
+        st = k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, 2048, NULL, &err);
     if (!st)
         st = k_shadow_linear(&xv, w, &ws, scale, NULL, ys, zs, 2, NULL, &err);
     double worst = 0, worst_linear = 0;
@@ -580,13 +580,13 @@ static void test_shadow_linear(const rt_kernels *kt, bool spread)
           "Linear alone %.2g), two outputs %s", kt->isa, outliers,
           spread ? " in over 64 columns" : "", worst, worst_linear, st ? err.msg : "");
     if (!st)
-        st = k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, NULL, &err);
+        st = k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, 2048, NULL, &err);
     rt_view same[2] = {ys[0], ys[1]};
     if (!st)
         st = k_shadow_linear(&xv, w, &ws, scale, NULL, ys, same, 2, NULL, &err);
     CHECK(!st && !memcmp(y, z, sizeof *y * (size_t)(m * n)),
           "%s ShadowLinear in place (z = y): the same bytes", kt->isa);
-    bool same_split = !k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, NULL, &err);
+    bool same_split = !k_qlinear(kt, &xqv, &xs, w, &ws, NULL, NULL, 0, ys, 2, 4, 2048, NULL, &err);
     float *t = malloc(sizeof *t * (size_t)(m * n));
     rt_view ts[2] = {view(LLMC_RT_F32, t, 2, (int64_t[]){m, split}),
                      view(LLMC_RT_F32, t + m * split, 2, (int64_t[]){m, n - split})};
@@ -704,7 +704,7 @@ static llmc_rt_status run_qlinear(const rt_kernels *kt, const qfixture *f, int64
     rt_view bv = view(LLMC_RT_F32, f->b, 1, (int64_t[]){c->n});
     rt_view rv = view(LLMC_RT_F32, f->res, 2, (int64_t[]){c->m, c->n_y});
     return k_qlinear(kt, &xv, &f->xs, f->w, &f->ws, f->b ? &bv : NULL, f->res ? &rv : NULL,
-                     c->col0, &yv, 1, gemm_min_rows, par, &err);
+                     c->col0, &yv, 1, gemm_min_rows, 2048, par, &err);
 }
 
 static bool close_to(const float *y, const double *want, const double *mag, int64_t count,
@@ -865,7 +865,7 @@ static bool qtile_exact(const rt_kernels *kt, int bits, rt_qcoef coef, int64_t m
     }
     float *x = integer_rows(m, k, group, extreme);
     uint8_t *xq = quantize(&rt_kernels_generic, x, &xs, NULL);
-    rt_qtile_args a = {xq, xs, w, ws};
+    rt_qtile_args a = {xq, xs, w, ws, 2048};
     bool ok = xq != NULL;
     for (int64_t et = 0; ok && et < xs.mp / xs.ep; et++)
         for (int64_t ht = 0; ht < ws.np / ws.hp; ht++) {
@@ -966,7 +966,7 @@ static bool outputs_match_one(const rt_kernels *kt, int64_t m, const int64_t *wi
         rt_parallel par = parallel_number(i);
         for (int64_t gemm_min = 0; ok && gemm_min <= 1000; gemm_min += 1000) {
             memset(parts, 0, (size_t)(m * n) * sizeof(float));
-            ok &= k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, &bv, NULL, 0, ys, n_out, gemm_min, &par,
+            ok &= k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, &bv, NULL, 0, ys, n_out, gemm_min, 2048, &par,
                             &err) == LLMC_RT_OK;
             const float *part = parts;
             for (uint32_t j = 0, col = 0; ok && j < n_out; col += (uint32_t)widths[j], j++)
@@ -1236,32 +1236,32 @@ static void test_errors(void)
     rt_qweight_shape_init(&wk, 4, 8, 4, 20, 71, 32);
     rt_qweight_shape_init(&wg, 4, 8, 4, 20, 70, 64);
     rt_qweight_shape_init(&w_hp4, 4, 4, 4, 20, 70, 32);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &wk, NULL, NULL, 0, &yv, 1, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &wk, NULL, NULL, 0, &yv, 1, 1, 2048, NULL, &err),
                      "activations of k 70 in groups of 32, weights of k 71"),
           "k mismatch: %s", err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &wg, NULL, NULL, 0, &yv, 1, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &wg, NULL, NULL, 0, &yv, 1, 1, 2048, NULL, &err),
                      "weights of k 70 in groups of 64"), "group mismatch: %s", err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 1, &yv, 1, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 1, &yv, 1, 1, 2048, NULL, &err),
                      "cannot give columns 1.. as [5, 20]"), "columns past n: %s", err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 0, &bad_y, 1, 1, NULL,
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 0, &bad_y, 1, 1, 2048, NULL,
                                &err), "[5, 70] by W [20, 70] cannot give columns 0.. as [4, 20]"),
           "rows mismatch: %s", err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, &bias, NULL, 0, &yv, 1, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, &bias, NULL, 0, &yv, 1, 1, 2048, NULL, &err),
                      "bias [19] is not [20]"), "bias: %s", err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, &res, 0, &yv, 1, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, &res, 0, &yv, 1, 1, 2048, NULL, &err),
                      "residual [5, 21] does not match the output [5, 20]"), "residual: %s",
           err.msg);
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &w_hp4, NULL, NULL, 0, &yv, 1, 1, NULL, &err),
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &w_hp4, NULL, NULL, 0, &yv, 1, 1, 2048, NULL, &err),
                      "weight tiles hp 4 lp 4, but target 'generic' uses hp 8 lp 4"),
           "tile size of another target: %s", err.msg);
     rt_view halves[2] = {view(LLMC_RT_F32, y, 2, (int64_t[]){5, 10}),
                          view(LLMC_RT_F32, y + 50, 2, (int64_t[]){4, 10})};
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 0, halves, 2, 1, NULL,
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, NULL, 0, halves, 2, 1, 2048, NULL,
                                &err), "output 1: QLinear of [5, 70] by W [20, 70] cannot give "
                      "columns 10.. as [4, 10]"), "the second of two outputs: %s", err.msg);
     rt_view res_half = view(LLMC_RT_F32, f.res, 2, (int64_t[]){5, 10});
     halves[1].dims[0] = 5;
-    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, &res_half, 0, halves, 2, 1,
+    CHECK(fails_with(k_qlinear(kt, &xv, &f.xs, f.w, &f.ws, NULL, &res_half, 0, halves, 2, 1, 2048,
                                NULL, &err), "a residual needs exactly one output, not 2"),
           "a residual with two outputs: %s", err.msg);
     rt_view x_bad = view(LLMC_RT_F32, f.x, 2, (int64_t[]){5, 69});
@@ -1447,7 +1447,7 @@ static void test_tables_bitwise(const rt_kernels *a, const rt_kernels *b)
         qcase c = case_at(i);
         qfixture f;
         ok &= fixture_init(&f, &c, a);
-        rt_qtile_args args = {f.xq, f.xs, f.w, f.ws};
+        rt_qtile_args args = {f.xq, f.xs, f.w, f.ws, 2048};
         for (int64_t et = 0; ok && et < f.xs.mp / f.xs.ep; et++)
             for (int64_t ht = 0; ht < f.ws.np / f.ws.hp; ht++) {
                 int rows = c.m - et * f.xs.ep < f.xs.ep ? (int)(c.m - et * f.xs.ep) : f.xs.ep;
@@ -1471,7 +1471,7 @@ static bool qtile_block_case(const rt_kernels *kt, const qcase *c)
 {
     qfixture f;
     bool ok = fixture_init(&f, c, kt);
-    rt_qtile_args args = {f.xq, f.xs, f.w, f.ws};
+    rt_qtile_args args = {f.xq, f.xs, f.w, f.ws, 2048};
     int ep = f.xs.ep, tile = ep * f.ws.hp;
     for (int tiles = 2; tiles <= 4; tiles += 2)
         for (int64_t et = 0; ok && et + tiles <= f.xs.mp / ep; et++)
@@ -1511,7 +1511,7 @@ static bool qtile_pair_case(const rt_kernels *kt, qtile_pair_fn *pair, const qca
 {
     qfixture f;
     bool ok = fixture_init(&f, c, kt);
-    rt_qtile_args args = {f.xq, f.xs, f.w, f.ws};
+    rt_qtile_args args = {f.xq, f.xs, f.w, f.ws, 2048};
     int ep = f.xs.ep, hp = f.ws.hp;
     for (int64_t et = 0; ok && et < f.xs.mp / ep; et++)
         for (int64_t ht = 0; ok && ht + 1 < f.ws.np / hp; ht++) {

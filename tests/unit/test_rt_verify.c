@@ -15,7 +15,8 @@
 enum {
     V_VALID, V_VERSION, V_TARGET, V_BAD_SRC, V_BAD_INPUT, V_ARITY, V_DTYPE, V_REGION_LEN,
     V_ROLE_DTYPE, V_LAYER, V_WEIGHT_OUTPUT, V_AXES, V_LAYERNORM_2_OUTPUTS,
-    V_LAYERNORM_STATS_DTYPE, V_DECODE_ISA_OTHER_TARGET, V_PREFILL_ISA_UNKNOWN, V_TUNED_GENERIC
+    V_LAYERNORM_STATS_DTYPE, V_DECODE_ISA_OTHER_TARGET, V_PREFILL_ISA_UNKNOWN, V_TUNED_GENERIC,
+    V_GEMV_PREFETCH_4K, V_GEMV_PREFETCH_ODD, V_GEMV_PREFETCH_FAR
 };
 
 static tp_plan tp;
@@ -51,6 +52,11 @@ static uint8_t *build(int variant, size_t *size)
     if (variant == V_TUNED_GENERIC)
         snprintf(tp.extra, sizeof tp.extra, "decode_isa: %d, prefill_isa: %d,", KISA_GENERIC,
                  KISA_GENERIC);
+    if (variant == V_GEMV_PREFETCH_4K || variant == V_GEMV_PREFETCH_ODD ||
+        variant == V_GEMV_PREFETCH_FAR)
+        snprintf(tp.extra, sizeof tp.extra, "gemv_prefetch: %d,",
+                 variant == V_GEMV_PREFETCH_4K ? 4096 : variant == V_GEMV_PREFETCH_ODD ? 4100
+                                                                                      : 65600);
     int x = tp_tensor(&tp, "x", "Float32", "S,4");
     int t_wt = tp_weight(&tp, "wt", "Float32", "3,4", wt, sizeof wt);
     int w = tp_tensor(&tp, "w", "Float32", "4,3");
@@ -275,6 +281,30 @@ static void test_tuned_kernels(void)
     expect_code(V_PREFILL_ISA_UNKNOWN, LLMC_RT_E_CORRUPT, past, "prefill_isa past the list");
 }
 
+/* Plan.gemv_prefetch: the plan's distance where it gives one (a multiple
+ * of 64 up to 65536), else this CPU's default. */
+static void test_gemv_prefetch(void)
+{
+    size_t size;
+    llmc_rt_plan plan;
+    llmc_rt_error err;
+    const int variants[2] = {V_VALID, V_GEMV_PREFETCH_4K};
+    const uint32_t want[2] = {rt_gemv_prefetch_default(), 4096};
+    for (int i = 0; i < 2; i++) {
+        uint8_t *bytes = build(variants[i], &size);
+        CHECK(bytes && llmc_rt_plan_open(&plan, bytes, size, 0, &err) == LLMC_RT_OK &&
+              rt_plan_of(&plan)->gemv_prefetch == want[i],
+              "gemv_prefetch %s: %u bytes ahead", i ? "4096" : "absent", want[i]);
+        free(bytes);
+    }
+    expect_code(V_GEMV_PREFETCH_ODD, LLMC_RT_E_CORRUPT,
+                "Plan.gemv_prefetch 4100 is not a multiple of 64 up to 65536",
+                "gemv_prefetch not a multiple of 64");
+    expect_code(V_GEMV_PREFETCH_FAR, LLMC_RT_E_CORRUPT,
+                "Plan.gemv_prefetch 65600 is not a multiple of 64 up to 65536",
+                "gemv_prefetch past 65536");
+}
+
 static void test_arena_overflow(const uint8_t *bytes, size_t size)
 {
     llmc_rt_plan plan;
@@ -297,6 +327,7 @@ int main(void)
     test_defects(bytes, size);
     test_arena_overflow(bytes, size);
     test_tuned_kernels();
+    test_gemv_prefetch();
     free(bytes);
     return TAP_DONE();
 }

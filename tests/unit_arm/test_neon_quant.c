@@ -350,7 +350,7 @@ static bool qtile_case(const rt_kernels *kt, int bits, rt_qcoef coef, int64_t gr
     ref_write_act(&ra, &xs, 0, sh.m, xq);
     ref_make_weights(&ws, exact, &rw);
     uint8_t *w = ref_pack_weights(&rw, &ws);
-    rt_qtile_args a = {xq, xs, w, ws};
+    rt_qtile_args a = {xq, xs, w, ws, 0};
     tile_check tc = {kt, &a, &ra, &rw, exact, why};
     bool ok = true;
     for (int64_t et = 0; ok && et < xs.mp / xs.ep; et++) {

@@ -95,3 +95,23 @@ void rt_cpu_x86_avx2_missing(char *buf, size_t cap)
     }
     buf[len] = '\0';
 }
+
+/* How far ahead the decode GEMV prefetches, by vendor (`llmc tune`
+ * measures it per machine: Plan.gemv_prefetch).  The software prefetches
+ * must run ahead of the loads by about the bytes the core streams in one
+ * memory latency, but no further than the hardware prefetchers keep up:
+ * a prefetch that reaches memory before them holds one of the core's ~16
+ * line fill buffers for the whole latency.  Measured with `make
+ * bench-kernels` (GEMV against a plain read of the same bytes, weights in
+ * 2 MiB pages): on an Intel Xeon (family 6 model 167, AVX-512), 2 KiB
+ * 84-85 % on one thread and 77-81 % on two, 8 KiB 57-67 % and 65-66 %;
+ * 1 and 3 KiB in between.  On AMD, Zen 1 and 3 gave 95-105 % from 2 KiB
+ * to 4 KiB, and Zen 5, whose core streams faster, 24-30 GB/s at 2 KiB and
+ * 35-37 GB/s at 8 KiB (the whole model's decode 1.2x on one thread). */
+uint32_t rt_cpu_x86_gemv_prefetch(void)
+{
+    unsigned a, b, c, d;
+    bool amd = __get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541u /* "Auth" */ &&
+               d == 0x69746e65u /* "enti" */ && c == 0x444d4163u /* "cAMD" */;
+    return amd ? 8192 : 2048;
+}

@@ -57,25 +57,21 @@ static inline operands operands_of(const rt_qtile_args *a, int64_t et, int64_t h
     return o;
 }
 
-/* Bytes ahead of the weight stream that the decode GEMV prefetches (about
- * fifty blocks of g32 W4; a quarter of a 32 KiB L1D).  Measured against a
- * plain read of the same bytes, one core: on a Zen 1/3 machine none
- * 82-90%, 1 KiB 89-98%, 2 KiB and 4 KiB 95-105% (the hardware prefetcher
- * alone keeps too few lines in flight while the kernel computes between
- * loads); on a Zen 5 machine, whose core streams faster, 2 KiB gave 24-30
- * GB/s and 8 KiB 35-37 GB/s (make bench-kernels, interleaved runs), and
- * the whole model's decode +20% on one thread. */
-#ifndef PREFETCH_AHEAD
-#define PREFETCH_AHEAD 8192
-#endif
-
-/* Always inlined: gcc 12's IPA finds a function whose only statements are
- * prefetches free of side effects and deletes its calls (an out-of-line
- * prefetch_block left the GEMV without a single prefetch instruction). */
-INLINE void prefetch_block(const uint8_t *p, uint64_t bytes)
+/* The lines of a weight block `ahead` bytes past p (a->prefetch: none when
+ * 0).  Measured against a plain read of the same bytes, one core: on a Zen
+ * 1/3 machine no prefetch 82-90%, 1 KiB ahead 89-98%, 2 KiB and 4 KiB
+ * 95-105% (the hardware prefetcher alone keeps too few lines in flight
+ * while the kernel computes between loads); how far ahead is best differs
+ * by core (rt_gemv_prefetch_default, `llmc tune`).  Always inlined: gcc
+ * 12's IPA finds a function whose only statements are prefetches free of
+ * side effects and deletes its calls (an out-of-line prefetch_block left
+ * the GEMV without a single prefetch instruction). */
+INLINE void prefetch_block(const uint8_t *p, uint32_t ahead, uint64_t bytes)
 {
+    if (!ahead)
+        return;
     for (uint64_t o = 0; o < bytes; o += 64)
-        _mm_prefetch((const char *)(p + PREFETCH_AHEAD + o), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + ahead + o), _MM_HINT_T0);
 }
 
 /* acc + one row's group term (quant_format.h) for the row tile whose block
@@ -119,7 +115,7 @@ INLINE void gemv(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int
     const uint8_t *w = o.w, *x = o.x;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t g = 0; g < o.groups; g++, w += o.block, x += o.x_step) {
-        prefetch_block(w, o.block);
+        prefetch_block(w, a->prefetch, o.block);
         __m256i dot = bits == 4 ? w4_group_row(w, x, o.pairs)
                                 : w8_group_row(w, x, o.tiles, o.sums[g]);
         acc = group_floats(acc, w, &o, dot, o.sums[g], o.sx[g], bits, coef);
@@ -219,8 +215,8 @@ INLINE void gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out
     const uint8_t *w = o.w, *x = o.x;
     __m256 acc_a = _mm256_setzero_ps(), acc_b = _mm256_setzero_ps();
     for (int64_t g = 0; g < o.groups; g++, w += o.block, x += o.x_step) {
-        prefetch_block(w, o.block);
-        prefetch_block(w + tile, o.block);
+        prefetch_block(w, a->prefetch, o.block);
+        prefetch_block(w + tile, a->prefetch, o.block);
         __m256i dot_a = _mm256_setzero_si256(), dot_b = _mm256_setzero_si256();
         if (bits == 4)
             w4_group_row_pair(w, w + tile, x, o.pairs, &dot_a, &dot_b);

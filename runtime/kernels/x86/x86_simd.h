@@ -33,6 +33,8 @@ bool rt_cpu_x86_avxvnni_ok(void);
 /* cpu_x86.c: the i-th table faster than rt_kernels_avx2 that this CPU runs
  * (bitwise its outputs), the fastest first; NULL past the last. */
 const rt_kernels *rt_cpu_x86_faster_table(int i);
+/* cpu_x86.c: rt_gemv_prefetch_default on this CPU (by vendor). */
+uint32_t rt_cpu_x86_gemv_prefetch(void);
 
 /* q_avx2_quantize.c: rt_kernels.quantize_rows (kernel_table.h). */
 void rt_q_avx2_quantize_rows(const float *x, int64_t x_stride, const rt_qact_shape *s,
