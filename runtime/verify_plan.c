@@ -76,7 +76,7 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
                      RT_N(P->prefill_kernel), NULL);
     if (!st && (P->gemv_prefetch % 64 || P->gemv_prefetch > RT_GEMV_PREFETCH_MAX))
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.gemv_prefetch %d is not a multiple of 64 "
-                     "up to 65536", RT_N(P->gemv_prefetch), NULL);
+                     "up to %d", RT_N(P->gemv_prefetch, RT_GEMV_PREFETCH_MAX), NULL);
     if (!st)
         st = choose_tuned_kernels(P, err);
     if (!P->gemv_prefetch)

@@ -10,10 +10,10 @@
  * §5: the flat shapes of decode and short prompts want tasks that stream
  * weight blocks, longer prompts activations blocked for the cache), and
  * writes them into the plan's decode_isa, prefill_isa, prefill_kernel and
- * gemm_min_rows, in place and atomically; and how far ahead of its weight
- * stream the decode GEMV prefetches (gemv_prefetch: the best distance
- * differs by core, through how far the hardware prefetchers run ahead), in
- * gemv_prefetch.
+ * gemm_min_rows, and how far ahead of its weight stream the decode GEMV
+ * prefetches (the best distance differs by core, through how far the
+ * hardware prefetchers run ahead) into gemv_prefetch, in place and
+ * atomically.
  *
  * All times are medians of R runs after one warm-up.  The decode table:
  * TUNE_DECODE_STEPS one-token steps on each table, then on the fastest with
@@ -306,13 +306,20 @@ static uint32_t runnable_tables(const llmc_rt_plan *plan, uint32_t *isa)
     return n;
 }
 
+/* One-token steps a decode measurement times: TUNE_DECODE_STEPS, fewer if
+ * the session's rows do not hold them after the prompt. */
+static uint32_t decode_steps(const tune_bench *b)
+{
+    return b->rows - 1 < TUNE_DECODE_STEPS ? b->rows - 1 : TUNE_DECODE_STEPS;
+}
+
 /* The decode table: the fastest per step of `steps` one-token steps. */
 static int measure_decode_table(tune_bench *b, const uint32_t *isa, uint32_t n, uint32_t *best,
                                 llmc_error *err)
 {
     const tune_args *a = b->a;
     rt_plan *P = rt_plan_of(b->plan);
-    uint32_t steps = b->rows - 1 < TUNE_DECODE_STEPS ? b->rows - 1 : TUNE_DECODE_STEPS;
+    uint32_t steps = decode_steps(b);
     double ms[KISA_COUNT];
     if (open_session(&b->s, b->plan, b->rows, b->mem, b->size, b->pool, &b->rt))
         return llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", a->plan, b->rt.msg);
@@ -336,7 +343,7 @@ static int measure_decode_table(tune_bench *b, const uint32_t *isa, uint32_t n, 
 static int measure_gemv_prefetch(tune_bench *b, uint32_t *best, llmc_error *err)
 {
     rt_plan *P = rt_plan_of(b->plan);
-    uint32_t steps = b->rows - 1 < TUNE_DECODE_STEPS ? b->rows - 1 : TUNE_DECODE_STEPS;
+    uint32_t steps = decode_steps(b);
     double ms[N_PREFETCH_CANDIDATES];
     if (open_session(&b->s, b->plan, b->rows, b->mem, b->size, b->pool, &b->rt))
         return llmc_fail(err, LLMC_E_RUNTIME, "'%s': %s", b->a->plan, b->rt.msg);
