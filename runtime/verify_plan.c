@@ -52,6 +52,10 @@ static llmc_rt_status choose_tuned_kernels(rt_plan *P, llmc_rt_error *err)
     return LLMC_RT_OK;
 }
 
+/* the bound spelled out in read_plan_scalars' message (a second %d there
+ * costs the Cortex-M core's .text budget) */
+LLMC_STATIC_ASSERT(gemv_prefetch_max, RT_GEMV_PREFETCH_MAX == 65536u);
+
 static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt_plan *p,
                                         llmc_rt_error *err)
 {
@@ -76,7 +80,7 @@ static llmc_rt_status read_plan_scalars(fb_reader *r, const fb_table *t, llmc_rt
                      RT_N(P->prefill_kernel), NULL);
     if (!st && (P->gemv_prefetch % 64 || P->gemv_prefetch > RT_GEMV_PREFETCH_MAX))
         st = rt_fail(err, LLMC_RT_E_CORRUPT, "Plan.gemv_prefetch %d is not a multiple of 64 "
-                     "up to %d", RT_N(P->gemv_prefetch, RT_GEMV_PREFETCH_MAX), NULL);
+                     "up to 65536", RT_N(P->gemv_prefetch), NULL);
     if (!st)
         st = choose_tuned_kernels(P, err);
     if (!P->gemv_prefetch)
