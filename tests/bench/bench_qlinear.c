@@ -21,7 +21,10 @@
  *       above it;
  *   (e) a layer's q, k and v at m = 1 as one call of three outputs (the
  *       runtime's merged Linear: one parallel job) against three calls,
- *       within decode tokens (2 threads).
+ *       within decode tokens (2 threads);
+ *   (f) the prefill micro-kernel (qtile_block) alone, its operands in L1,
+ *       at groups of 32 to 256, and the split of its time into the
+ *       multiply-add loop and the groups' ends (1 thread).
  * Weights and the read buffer in 2 MiB pages (llmc_alloc_huge), as a
  * plan under `llmc bench --hugepages`.  Median of 5 runs, on 1 and 2
  * threads (llmc_threads).  The kernels are the table this CPU runs "avx2"
@@ -272,6 +275,85 @@ static double gemv_in_cache(const rt_kernels *kt, const model *M, acts *A, const
     return (now() - t0) / CALLS;
 }
 
+/* ---- the prefill micro-kernel alone --------------------------------------- */
+
+/* qtile_block on four activation tiles by one W row tile pair (16 x 16
+ * outputs on x86) of depth L1_DEPTH, called again and again: its operands
+ * stay in L1, so this is
+ * the micro-kernel without the walk around it.  Timed at several group
+ * sizes, it separates the kernel's two costs: a group's multiply-adds take
+ * time in proportion to the group, its end (the float scaling) a fixed
+ * time per group, so seconds per op = a + b / group, fitted by least
+ * squares over L1_GROUPS; 1 / a is the multiply-add loop's own rate. */
+#define L1_DEPTH 1024
+#define L1_CALLS 20000
+#define L1_TILES 4    /* activation tiles per call */
+#define L1_OUT 256    /* outputs a call may write (q_avx512_pairs.c's buffer) */
+
+static const int64_t l1_groups[] = {32, 64, 128, 256};
+#define L1_GROUPS (int)(sizeof l1_groups / sizeof l1_groups[0])
+
+/* GOPS of qtile_block at this group size (median of RUNS). */
+static double kernel_in_l1(const rt_kernels *kt, int bits, int64_t group)
+{
+    int64_t rows = L1_TILES * kt->q_ep, cols = 2 * kt->q_hp;
+    rt_qweight_shape ws;
+    rt_qact_shape xs;
+    rt_qweight_shape_init(&ws, bits, kt->q_hp, kt->q_lp, cols, L1_DEPTH, group);
+    rt_qact_shape_init(&xs, kt->q_ep, kt->q_lp, rows, L1_DEPTH, group);
+    uint8_t *w = random_weights(&ws);
+    uint8_t *xq = aligned_alloc(64, (rt_qact_bytes(&xs) + 63) / 64 * 64);
+    float *x = aligned_alloc(64, sizeof(float) * (size_t)(rows * L1_DEPTH));
+    if (!w || !xq || !x) {
+        fprintf(stderr, "bench_qlinear: out of memory\n");
+        exit(1);
+    }
+    for (int64_t i = 0; i < rows * L1_DEPTH; i++)
+        x[i] = (float)(next_byte() - 128) / 64.0f;
+    kt->quantize_rows(x, L1_DEPTH, &xs, 0, rows, 0.0f, xq);
+    rt_qtile_args a = {xq, xs, w, ws, 0};
+    float out[L1_OUT];
+    double t[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        double t0 = now();
+        for (int c = 0; c < L1_CALLS; c++)
+            kt->qtile_block(&a, 0, L1_TILES, 0, out);
+        t[r] = now() - t0;
+    }
+    free(x);
+    free(xq);
+    llmc_free_huge(w, rt_qweight_bytes(&ws));
+    return 2.0 * (double)(rows * cols) * L1_DEPTH * L1_CALLS / median(t) / 1e9;
+}
+
+/* The GEMM micro-kernel's rate at each group size, and the fit that splits
+ * it into the multiply-add loop and the groups' ends (one thread; tables
+ * without qtile_block have no such kernel). */
+static void report_kernel_in_l1(const rt_kernels *kt, int bits, double peak)
+{
+    if (!kt->qtile_block || L1_TILES * kt->q_ep * 2 * kt->q_hp > L1_OUT)
+        return;
+    double gops[L1_GROUPS], sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < L1_GROUPS; i++) {
+        gops[i] = kernel_in_l1(kt, bits, l1_groups[i]);
+        double u = 1.0 / (double)l1_groups[i], v = 1.0 / gops[i];
+        sx += u;
+        sy += v;
+        sxx += u * u;
+        sxy += u * v;
+    }
+    double b = (L1_GROUPS * sxy - sx * sy) / (L1_GROUPS * sxx - sx * sx);
+    double a = (sy - b * sx) / L1_GROUPS;
+    printf("w%da8 %s 1 thread : GEMM kernel in L1 (%d x %d outputs, depth %d), GOPS at groups of",
+           bits, kt->isa, L1_TILES * kt->q_ep, 2 * kt->q_hp, L1_DEPTH);
+    for (int i = 0; i < L1_GROUPS; i++)
+        printf(" %d: %.1f (%.0f%%)%s", (int)l1_groups[i], gops[i], 100.0 * gops[i] / peak,
+               i + 1 < L1_GROUPS ? "," : ";");
+    printf(" fit: multiply-adds alone %.1f GOPS (%.0f%% of the peak %.0f), a group's end %.0f%% "
+           "of the time at group 64\n", 1.0 / a, 100.0 / a / peak, peak,
+           100.0 * (b / 64.0) / (a + b / 64.0));
+}
+
 /* ---- STREAM-like read ------------------------------------------------------ */
 
 /* The GEMV's task size (q_linear.c's GEMV_TASK_BYTES): on a Zen 5 machine
@@ -321,6 +403,7 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
         fprintf(stderr, "bench_qlinear: out of memory\n");
         exit(1);
     }
+    report_kernel_in_l1(kt, bits, peaks[0].int8[bits == 4 ? LLMC_INT8_W4 : LLMC_INT8_W8].rate);
     double ops = 0;
     for (int i = 0; i < 4; i++)
         ops += 2.0 * 512 * (double)shapes[i][0] * (double)shapes[i][1];
