@@ -24,7 +24,10 @@
  *       within decode tokens (2 threads);
  *   (f) the prefill micro-kernel (qtile_block) alone, its operands in L1,
  *       at groups of 32 to 256, and the split of its time into the
- *       multiply-add loop and the groups' ends (1 thread).
+ *       multiply-add loop and the groups' ends (1 thread);
+ *   (g) decode through the table's qlinear_gemv_pair (two W row tiles per
+ *       kernel call) against qtile per tile, alternated, as a model and
+ *       with the weights in L2 as in (d).
  * Weights and the read buffer in 2 MiB pages (llmc_alloc_huge), as a
  * plan under `llmc bench --hugepages`.  Median of 5 runs, on 1 and 2
  * threads (llmc_threads).  The kernels are the table this CPU runs "avx2"
@@ -443,10 +446,10 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
                (double)M.bytes / 1e6, read_gbs, 100.0 * median(ratio),
                (double)rt_qweight_bytes(&M.ws[1]) / median(l2) / 1e9, ops / t_pre / 1e9,
                100.0 * ops / t_pre / 1e9 / peak, llmc_int8_mix_name(mix), peak);
-        if (threads > 1 && kt->qlinear_gemv_pair && bits == 8) {
+        if (kt->qlinear_gemv_pair) {
             rt_kernels per_tile = *kt;
             per_tile.qlinear_gemv_pair = NULL;
-            double paired[RUNS], single[RUNS], gain[RUNS];
+            double paired[RUNS], single[RUNS], gain[RUNS], l2_paired[RUNS], l2_single[RUNS];
             for (int r = 0; r < RUNS; r++) { /* which goes first alternates */
                 if (r & 1)
                     single[r] = decode_token(&per_tile, &M, &A1, &par);
@@ -454,11 +457,15 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
                 if (!(r & 1))
                     single[r] = decode_token(&per_tile, &M, &A1, &par);
                 gain[r] = single[r] / paired[r];
+                l2_paired[r] = gemv_in_cache(kt, &M, &A1, &par);
+                l2_single[r] = gemv_in_cache(&per_tile, &M, &A1, &par);
             }
-            printf("w%da8 g%d %s %u threads: decode with qlinear_gemv_pair %.1f tok/s, qtile "
-                   "per tile %.1f tok/s (paired median ratio %.3f)\n", bits, (int)M.ws[0].group,
-                   kt->isa, threads, 1.0 / median(paired), 1.0 / median(single),
-                   median(gain));
+            double o_bytes = (double)rt_qweight_bytes(&M.ws[1]);
+            printf("w%da8 g%d %s %u thread%s: decode with qlinear_gemv_pair %.1f tok/s, qtile "
+                   "per tile %.1f tok/s (paired median ratio %.3f); in L2 %.1f and %.1f GB/s\n",
+                   bits, (int)M.ws[0].group, kt->isa, threads, threads > 1 ? "s" : " ",
+                   1.0 / median(paired), 1.0 / median(single), median(gain),
+                   o_bytes / median(l2_paired) / 1e9, o_bytes / median(l2_single) / 1e9);
         }
         if (threads > 1) {
             double joined[RUNS], three[RUNS], gain[RUNS];
