@@ -183,7 +183,6 @@ static void check(llmc_rt_status st, const llmc_rt_error *err)
     }
 }
 
-/* One Linear of layer l: quantize its input (when `quantize`), then QLinear. */
 /* Bytes ahead the GEMV prefetches: BENCH_PREFETCH (a multiple of 64 up
  * to RT_GEMV_PREFETCH_MAX), else this CPU's default.  Found once, as a
  * session does when it verifies a plan: the default asks cpuid, which in
@@ -204,6 +203,7 @@ static uint32_t gemv_prefetch(void)
     return bytes;
 }
 
+/* One Linear of layer l: quantize its input (when `quantize`), then QLinear. */
 static void linear(const rt_kernels *kt, const model *M, acts *A, int l, int i, bool quantize,
                    int64_t m, const rt_parallel *par)
 {
@@ -292,12 +292,12 @@ static double gemv_in_cache(const rt_kernels *kt, const model *M, acts *A, const
 
 /* qtile_block on four activation tiles by one W row tile pair (16 x 16
  * outputs on x86) of depth L1_DEPTH, called again and again: its operands
- * stay in L1, so this is
- * the micro-kernel without the walk around it.  Timed at several group
- * sizes, it separates the kernel's two costs: a group's multiply-adds take
- * time in proportion to the group, its end (the float scaling) a fixed
- * time per group, so seconds per op = a + b / group, fitted by least
- * squares over L1_GROUPS; 1 / a is the multiply-add loop's own rate. */
+ * stay in L1, so this is the micro-kernel without the walk around it.
+ * Timed at several group sizes, it separates the kernel's two costs: a
+ * group's multiply-adds take time in proportion to the group, its end (the
+ * float scaling) a fixed time per group, so seconds per op = a + b /
+ * group, fitted by least squares over L1_GROUPS; 1 / a is the multiply-add
+ * loop's own rate. */
 #define L1_DEPTH 1024
 #define L1_CALLS 20000
 #define L1_TILES 4    /* activation tiles per call */
