@@ -184,8 +184,8 @@ static void check(llmc_rt_status st, const llmc_rt_error *err)
 }
 
 /* Bytes ahead the GEMV prefetches: BENCH_PREFETCH (a multiple of 64 up
- * to RT_GEMV_PREFETCH_MAX), else this CPU's default.  Found once, as a
- * session does when it verifies a plan: the default asks cpuid, which in
+ * to RT_GEMV_PREFETCH_MAX), else this CPU's default.  Found once, as the
+ * runtime does when it opens a plan: the default asks cpuid, which in
  * a VM exits to the hypervisor (6.5 us a call measured on a KVM Xeon, half
  * the time of a GEMV of a [896, 896] w4 Linear in L2). */
 static uint32_t gemv_prefetch(void)
