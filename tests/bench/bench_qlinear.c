@@ -27,7 +27,13 @@
  *       multiply-add loop and the groups' ends (1 thread);
  *   (g) decode through the table's qlinear_gemv_pair (two W row tiles per
  *       kernel call) against qtile per tile, alternated, as a model and
- *       with the weights in L2 as in (d).
+ *       with the weights in L2 as in (d);
+ *   (h) where a decode GEMV's time goes on 2 threads: each Linear shape
+ *       alone through the 24 layers (weights from DRAM), every task timed:
+ *       the threads' busy share of the calls, the weights' GB/s while a
+ *       thread runs a task (against the same on 1 thread), and per call
+ *       the medians of how late the last thread starts its first task and
+ *       how far apart the threads finish their last.
  * Weights and the read buffer in 2 MiB pages (llmc_alloc_huge), as a
  * plan under `llmc bench --hugepages`.  Median of 5 runs, on 1 and 2
  * threads (llmc_threads).  The kernels are the table this CPU runs "avx2"
@@ -74,10 +80,15 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    return n ? v[n / 2] : 0;
+}
+
 static double median(double *v)
 {
-    qsort(v, RUNS, sizeof *v, by_value);
-    return v[RUNS / 2];
+    return median_of(v, RUNS);
 }
 
 static uint64_t rng = 88172645463325252ull;
@@ -369,9 +380,9 @@ static void report_kernel_in_l1(const rt_kernels *kt, int bits, double peak)
 
 /* ---- STREAM-like read ------------------------------------------------------ */
 
-/* The GEMV's task size (q_linear.c's GEMV_TASK_BYTES): on a Zen 5 machine
- * two threads read 43-45 GB/s in 64 KiB tasks and 65-67 in 1 MiB ones
- * (the roofline's 64 MiB tasks: 63-68). */
+/* Read tasks of 1 MiB: on a Zen 5 machine two threads read 43-45 GB/s in
+ * 64 KiB tasks handed out one at a time and 65-67 in 1 MiB ones (the
+ * roofline's 64 MiB tasks: 63-68). */
 #define READ_TASK_BYTES 1048576
 
 typedef struct {
@@ -403,6 +414,114 @@ static double read_all(const uint8_t *p, uint64_t bytes, const rt_parallel *par)
     double t0 = now();
     par->fn(par->pool, (uint32_t)((bytes + READ_TASK_BYTES - 1) / READ_TASK_BYTES), read_task, &J);
     return now() - t0;
+}
+
+/* ---- where a GEMV call's time goes (h) ---------------------------------------- */
+
+#define SPLIT_THREADS 2
+#define SPLIT_CALLS (RUNS * LAYERS)
+
+/* Task times of one parallel call, by thread: slot 0 the caller's, 1 the
+ * worker's (a thread is told by the address of its own `thread_mark`). */
+typedef struct {
+    llmc_rt_task_fn task;
+    void *ctx;
+    const char *caller;
+    double first[SPLIT_THREADS], last[SPLIT_THREADS], busy[SPLIT_THREADS];
+} split_call;
+
+static _Thread_local char thread_mark;
+
+static void timed_task(void *ctx, uint32_t i)
+{
+    split_call *c = ctx;
+    double t0 = now();
+    c->task(c->ctx, i);
+    double t1 = now();
+    int s = &thread_mark == c->caller ? 0 : 1;
+    if (c->first[s] == 0)
+        c->first[s] = t0;
+    c->last[s] = t1;
+    c->busy[s] += t1 - t0;
+}
+
+/* Per call: lag, the last thread's first task start after the call's;
+ * gap, how far apart the threads' last tasks end (calls that ran on one
+ * thread have none); busy, the threads' summed task time. */
+typedef struct {
+    llmc_threads *pool;
+    uint32_t threads;
+    double call, busy;
+    double lag[SPLIT_CALLS], gap[SPLIT_CALLS];
+    int n_lag, n_one;
+} split_stats;
+
+static void split_parallel(void *pool, uint32_t n, llmc_rt_task_fn task, void *ctx)
+{
+    split_stats *S = pool;
+    split_call c = {task, ctx, &thread_mark, {0}, {0}, {0}};
+    double t0 = now();
+    llmc_threads_parallel(S->pool, n, timed_task, &c);
+    S->call += now() - t0;
+    double lag = 0, end_hi = 0, end_lo = 1e300;
+    int ran = 0;
+    for (uint32_t s = 0; s < SPLIT_THREADS; s++) {
+        S->busy += c.busy[s];
+        if (c.first[s] == 0)
+            continue;
+        ran++;
+        lag = c.first[s] - t0 > lag ? c.first[s] - t0 : lag;
+        end_hi = c.last[s] > end_hi ? c.last[s] : end_hi;
+        end_lo = c.last[s] < end_lo ? c.last[s] : end_lo;
+    }
+    if (ran < 2 || S->n_lag == SPLIT_CALLS) {
+        S->n_one += ran < 2;
+        return;
+    }
+    S->lag[S->n_lag] = lag;
+    S->gap[S->n_lag++] = end_hi - end_lo;
+}
+
+/* Shape i of every layer, RUNS rounds, each after a read of `big` that
+ * evicts the weights; the quantized input is made once. */
+static void split_shape(const rt_kernels *kt, const model *M, acts *A, int i,
+                        const uint8_t *big, uint64_t big_bytes, split_stats *S)
+{
+    rt_parallel serial = {llmc_threads_parallel, S->pool};
+    rt_parallel timed = {split_parallel, S};
+    linear(kt, M, A, 0, i, true, 1, &serial);
+    for (int r = 0; r < RUNS; r++) {
+        read_all(big, big_bytes, &serial);
+        for (int l = 0; l < LAYERS; l++)
+            linear(kt, M, A, l, i, false, 1, &timed);
+    }
+}
+
+static void report_call_split(const rt_kernels *kt, const model *M, acts *A, int bits,
+                              const uint8_t *big, uint64_t big_bytes)
+{
+    static split_stats S[SPLIT_THREADS];
+    for (int i = 0; i < 4; i++) {
+        double bytes = (double)RUNS * LAYERS * (double)rt_qweight_bytes(&M->ws[i]);
+        for (uint32_t t = 1; t <= SPLIT_THREADS; t++) {
+            memset(&S[t - 1], 0, sizeof S[t - 1]);
+            S[t - 1].threads = t;
+            S[t - 1].pool = llmc_threads_create(t);
+            split_shape(kt, M, A, i, big, big_bytes, &S[t - 1]);
+            llmc_threads_destroy(S[t - 1].pool);
+        }
+        split_stats *one = &S[0], *two = &S[1];
+        printf("w%da8 %s [%lld, %lld] %.0f KB: 1 thread %.1f us a call, in tasks %.2f GB/s; "
+               "2 threads %.1f us, busy %.0f%%, in tasks %.2f GB/s a thread, median lag "
+               "%.2f us, median gap %.2f us (%d calls on one thread)\n",
+               bits, kt->isa, (long long)shapes[i][0], (long long)shapes[i][1],
+               (double)rt_qweight_bytes(&M->ws[i]) / 1e3, 1e6 * one->call / SPLIT_CALLS,
+               bytes / one->busy / 1e9, 1e6 * two->call / SPLIT_CALLS,
+               100.0 * two->busy / (SPLIT_THREADS * two->call), bytes / two->busy / 1e9,
+               1e6 * median_of(two->lag, two->n_lag), 1e6 * median_of(two->gap, two->n_lag),
+               two->n_one);
+        fflush(stdout);
+    }
 }
 
 /* ---- report ------------------------------------------------------------------- */
@@ -486,6 +605,7 @@ static void bench_bits(const rt_kernels *kt, int bits, const uint8_t *big, uint6
         fflush(stdout);
         llmc_threads_destroy(pool);
     }
+    report_call_split(kt, &M, &A1, bits, big, big_bytes);
     acts_free(&A1);
     acts_free(&A512);
     model_free(&M);
