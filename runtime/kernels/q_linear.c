@@ -174,19 +174,19 @@ llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_
 
 /* ---- QLinear --------------------------------------------------------------- */
 
-/* GEMV path (few rows, bound by the weight stream): a task reads about
- * GEMV_TASK_BYTES of weights, then the tail's smaller tasks (below) keep
- * the threads even.  Every task costs more than its hand-out (two atomics,
- * ~0.1 us): its stream starts cold, with no line in flight.  Measured on
- * 2-core Zen machines: on a Zen 1/3 one, 16 KiB tasks lost ~15-25% of the
- * bandwidth, 64 KiB ones reached the read bandwidth; on a Zen 5 one, whose
- * cores each stream faster, two threads read 33-36 GB/s in 64 KiB tasks,
- * 42-47 in 256 KiB and 47-55 in 1 MiB (make bench-kernels' GEMV,
- * interleaved runs), and the Qwen2-0.5B w4a8 decode went 63-78 -> 86-104
- * tok/s from 64 KiB to 1 MiB.  A Linear under 2 MiB is all tail: tasks
- * of at most 256 KiB, a multiple of four of them. */
+/* GEMV path (few rows, bound by the weight stream): tasks of about
+ * GEMV_TASK_BYTES of weights, then the tail's smaller ones (below),
+ * numbered in memory order, so that a pool which gives each thread a
+ * contiguous range of task indices (llmc_threads) streams each thread's
+ * share of a Linear as one run, and the last tasks are small enough to
+ * even the threads out.  Measured on an Intel Xeon (family 6 model 167,
+ * Qwen2-0.5B w4a8 decode, paired runs against tasks of 1 MiB handed out
+ * one at a time, medians of four or five): equal tasks of 32 KiB 1.06x
+ * the tok/s on two threads and 0.99-1.01x on one (a task's call and
+ * claim, ~10,000 a token), of 64 KiB 1.03-1.04x and 1.00-1.02x, of 128
+ * KiB 1.04x and 1.00x. */
 #ifndef GEMV_TASK_BYTES
-#define GEMV_TASK_BYTES 1048576
+#define GEMV_TASK_BYTES 32768
 #endif
 /* GEMM path (compute-bound): a task's weights (~GEMM_TASK_BYTES) stay in L2
  * while blocks of ~ACT_BLOCK_BYTES activation tiles pass over them, so each
@@ -245,11 +245,8 @@ void rt_qlinear_store_tile(const rt_qlinear_job *J, ptrdiff_t et, int rows, ptrd
 /* The work of a Linear ends with about TAIL_BIG_TASKS tasks' worth of W
  * row tiles cut into tasks about TAIL_SPLIT times smaller, so the threads
  * run out of work at nearly the same time (a thread that finishes early
- * idles up to one task's time otherwise).  The tail is cut into a multiple
- * of TAIL_TASK_MULTIPLE equal tasks: a decode step's small Linears are all
- * tail (Qwen2-0.5B w4a8: q/k/v 580 KB, o 451 KB), and 256 KiB tasks left
- * them as 256 + 256 + 68 KB and 256 + 195 KB, one thread idle for a fifth
- * of the Linear. */
+ * idles up to one task's time otherwise), in a multiple of
+ * TAIL_TASK_MULTIPLE equal tasks. */
 #define TAIL_BIG_TASKS 2
 #define TAIL_SPLIT 4
 #define TAIL_TASK_MULTIPLE 4

@@ -9,10 +9,11 @@
  *
  * Between calls workers poll a few hundred microseconds (a call is handed
  * over without a lock), then sleep on a condition variable; the calling thread
- * runs tasks too; tasks are handed out one at a time from an atomic
- * counter, so which thread runs which task varies but each runs once.  One
- * call at a time per pool: a task must not call llmc_threads_parallel on
- * its own pool, and two threads must not share a pool at once. */
+ * runs tasks too.  Each thread takes a contiguous range of the task
+ * indices in order, then tasks left at the end of the others' ranges, so
+ * which thread runs which task varies but each runs once.  One call at a
+ * time per pool: a task must not call llmc_threads_parallel on its own
+ * pool, and two threads must not share a pool at once. */
 #ifndef LLMC_THREADS_H
 #define LLMC_THREADS_H
 
@@ -37,7 +38,8 @@ void llmc_threads_parallel(void *pool, uint32_t n_tasks, llmc_rt_task_fn task, v
 
 /* The same tasks in the background: llmc_threads_start hands them to the
  * workers and returns at once, the caller running none (a pool without
- * workers runs them all before it returns).  llmc_threads_finished reports
+ * workers, or a call of more than 65535 tasks a thread, runs them all
+ * before it returns).  llmc_threads_finished reports
  * whether they all have returned (block: once they have; 1 when none was
  * started).  Until it reports 1 the pool takes no other call; destroy
  * first waits for them with block = 1 (it may drop tasks not yet begun). */

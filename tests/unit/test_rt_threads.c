@@ -72,6 +72,96 @@ static void test_pool_stress(void)
     }
 }
 
+/* The order a pool of 2 runs 1000 tasks in: each thread takes its own
+ * half (the caller [0, 500), the worker [500, 1000)) from the front, in
+ * ascending order, and whatever it takes of the other half from the back,
+ * in descending order, whoever ends up running what. */
+#define ORDER_TASKS 1000
+static _Thread_local bool is_caller;
+
+typedef struct {
+    uint32_t log[2][ORDER_TASKS]; /* [caller, worker]: indices in the order run */
+    uint32_t n[2];
+    uint32_t runs[ORDER_TASKS];
+} order_job;
+
+static void order_task(void *ctx, uint32_t i)
+{
+    order_job *J = ctx;
+    int who = is_caller ? 0 : 1;
+    J->log[who][J->n[who]++] = i;
+    J->runs[i]++;
+    for (volatile int spin = 0; spin < 2000; spin++) /* long enough for both to take part */
+        ;
+}
+
+/* Whether thread `who`'s indices in half h run ascending (its own half)
+ * or descending (the other's). */
+static bool half_in_order(const order_job *J, int who, int h)
+{
+    bool ascending = who == h, ok = true, first = true;
+    uint32_t last = 0;
+    for (uint32_t k = 0; k < J->n[who]; k++) {
+        uint32_t i = J->log[who][k];
+        if ((int)(i / (ORDER_TASKS / 2)) != h)
+            continue;
+        ok &= first || (ascending ? i > last : i < last);
+        first = false;
+        last = i;
+    }
+    return ok;
+}
+
+static void test_pool_order(void)
+{
+    static order_job J;
+    llmc_threads *pool = llmc_threads_create(2);
+    bool ok = pool != NULL, both = false;
+    is_caller = true;
+    for (int rep = 0; rep < 200 && ok; rep++) {
+        memset(&J, 0, sizeof J);
+        llmc_threads_parallel(pool, ORDER_TASKS, order_task, &J);
+        for (uint32_t i = 0; i < ORDER_TASKS; i++)
+            ok &= J.runs[i] == 1;
+        for (int who = 0; who < 2; who++)
+            for (int h = 0; h < 2; h++)
+                ok &= half_in_order(&J, who, h);
+        both |= J.n[0] && J.n[1];
+    }
+    is_caller = false;
+    CHECK(ok, "a pool of 2 runs each thread's half front to back and the other's back to "
+              "front, 200 times over");
+    CHECK(both, "both threads ran tasks in at least one of those calls");
+    llmc_threads_destroy(pool);
+}
+
+/* More tasks than a call's ranges hold (65535 a thread) run in rounds,
+ * through llmc_threads_parallel and llmc_threads_start alike. */
+static void test_pool_rounds(void)
+{
+    enum { MANY = 300000 };
+    static uint32_t runs[MANY];
+    for (uint32_t threads = 2; threads <= 4; threads++) {
+        llmc_threads *pool = llmc_threads_create(threads);
+        bool ok = pool != NULL;
+        for (int started = 0; started < 2 && ok; started++) {
+            memset(runs, 0, sizeof runs);
+            count_job J = {runs};
+            if (started) {
+                llmc_threads_start(pool, MANY, count_task, &J);
+                ok &= llmc_threads_finished(pool, 1) == 1;
+            } else {
+                llmc_threads_parallel(pool, MANY, count_task, &J);
+            }
+            for (uint32_t i = 0; i < MANY; i++)
+                ok &= runs[i] == 1;
+        }
+        CHECK(ok, "a pool of %u threads runs each of 300000 tasks once, called and started",
+              threads);
+        llmc_threads_destroy(pool);
+    }
+}
+
 static void test_pool(void)
 {
     static const uint32_t sizes[] = {0, 1, 2, 3, 7, 64, 1000, 20000};
@@ -96,6 +186,8 @@ static void test_pool(void)
     }
     CHECK(llmc_threads_create(0) == NULL, "a pool of 0 threads is refused");
     test_pool_stress();
+    test_pool_order();
+    test_pool_rounds();
     memset(runs, 0, sizeof runs);
     count_job J = {runs};
     llmc_threads_parallel(NULL, 5, count_task, &J);
