@@ -396,9 +396,9 @@ llmc_rt_status k_shadow_linear(const rt_view *x, const uint8_t *w, const rt_qwei
  * consecutive columns (ys[0] from col0, ys[j + 1] after ys[j]'s), up to
  * RT_JOBS_MAX of them in one parallel-for; a residual needs n_ys == 1.
  * Tasks are blocks of row tiles of W (paper 002 §5.2).
- * m < gemm_min_rows takes the GEMV path (paper 001 §5: equal tasks of ~32
- * KiB of weights in memory order, for a pool that gives each thread a
- * contiguous range of them), else the GEMM path (tasks of
+ * m < gemm_min_rows takes the GEMV path (paper 001 §5: tasks of ~32 KiB of
+ * weights, the last ones smaller, in memory order, for a pool that gives
+ * each thread a contiguous range of them), else the GEMM path (tasks of
  * ~32 KiB of weights that stay in L2 while blocks of activation tiles pass
  * over them).  Either way each activation tile goes to qtile with its real
  * row count (m = 1: rows = 1, the kernels' decode GEMV), so both paths make

@@ -181,10 +181,10 @@ llmc_rt_status k_quantize_rows(const rt_kernels *kt, const rt_view *x, const rt_
  * share of a Linear as one run, and the last tasks are small enough to
  * even the threads out.  Measured on an Intel Xeon (family 6 model 167,
  * Qwen2-0.5B w4a8 decode, paired runs against tasks of 1 MiB handed out
- * one at a time, medians of four or five): equal tasks of 32 KiB 1.06x
- * the tok/s on two threads and 0.99-1.01x on one (a task's call and
- * claim, ~10,000 a token), of 64 KiB 1.03-1.04x and 1.00-1.02x, of 128
- * KiB 1.04x and 1.00x. */
+ * one at a time, medians of four or five): these 32 KiB tasks and their
+ * tail 1.05x the tok/s on two threads and 0.99x on one (a task's call and
+ * claim, ~11,000 a token); equal tasks of 32 KiB 1.06x and 0.99-1.01x, of
+ * 64 KiB 1.03-1.04x and 1.00-1.02x, of 128 KiB 1.04x and 1.00x. */
 #ifndef GEMV_TASK_BYTES
 #define GEMV_TASK_BYTES 32768
 #endif

@@ -353,8 +353,8 @@ static uint32_t round_tasks(const llmc_threads *t)
     return most < UINT32_MAX ? (uint32_t)most : UINT32_MAX;
 }
 
-/* Publishes tasks [base, base + n) as a job (the caller runs its range too
- * when spin is SPIN) and waits for them. */
+/* Publishes tasks [base, base + n) as a job, runs the caller's range and
+ * what it can take of the others', and waits for the rest. */
 static void run_round(llmc_threads *t, uint32_t base, uint32_t n, llmc_rt_task_fn task,
                       void *ctx)
 {

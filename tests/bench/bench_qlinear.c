@@ -450,7 +450,6 @@ static void timed_task(void *ctx, uint32_t i)
  * thread have none); busy, the threads' summed task time. */
 typedef struct {
     llmc_threads *pool;
-    uint32_t threads;
     double call, busy;
     double lag[SPLIT_CALLS], gap[SPLIT_CALLS];
     int n_lag, n_one;
@@ -505,7 +504,6 @@ static void report_call_split(const rt_kernels *kt, const model *M, acts *A, int
         double bytes = (double)RUNS * LAYERS * (double)rt_qweight_bytes(&M->ws[i]);
         for (uint32_t t = 1; t <= SPLIT_THREADS; t++) {
             memset(&S[t - 1], 0, sizeof S[t - 1]);
-            S[t - 1].threads = t;
             S[t - 1].pool = llmc_threads_create(t);
             split_shape(kt, M, A, i, big, big_bytes, &S[t - 1]);
             llmc_threads_destroy(S[t - 1].pool);
