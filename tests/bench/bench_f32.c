@@ -12,10 +12,12 @@
  *   attention  head_dim 64, 14 heads / 2 kv heads: one decode step at
  *            P = 128, 512, 2048 and a prefill of S = 512 (us per call);
  *            and a decode step at depth 4096 over 24 layers' caches
- *            (2 MiB pages), against its compute alone and a plain read of
- *            the same bytes (what the call would take if the two overlapped).
+ *            (2 MiB pages; float32, float16 and int8 caches), against
+ *            its compute alone and a plain read of the same bytes (what
+ *            the call would take if the two overlapped).
  * Each at 1 and 2 threads (llmc_threads).  `bench_f32 linear` or
- * `bench_f32 attention` runs one half. */
+ * `bench_f32 attention` runs one half, `bench_f32 depth` the decode at
+ * depth 4096 alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,6 +392,7 @@ enum { DEEP = 4096, DEEP_CHUNKS = DEEP / CHUNK + 1 };
 typedef struct {
     uint8_t *pool;    /* LAYERS caches of DEEP_CHUNKS slots, one after the other */
     size_t slot_bytes, pool_bytes;
+    int dtype;        /* the caches' dtype: LLMC_RT_F32, F16 or I8 */
     uint32_t own[DEEP_CHUNKS], one[DEEP_CHUNKS]; /* slot tables: a cache's own, all on slot 0 */
     attn_io io;
 } deep_bench;
@@ -402,19 +405,44 @@ static double deep_sweep(deep_bench *B, const rt_kernels *kt, const uint32_t *sl
     double t0 = now();
     for (int l = 0; l < LAYERS; l++) {
         rt_kv_cache cache = {B->pool + (size_t)l * DEEP_CHUNKS * B->slot_bytes, slots,
-                             B->slot_bytes, CHUNK, LLMC_RT_F32};
+                             B->slot_bytes, CHUNK, B->dtype};
         attend(&B->io, kt, &cache, DEEP, 1, par);
     }
     return (now() - t0) / LAYERS;
 }
 
+/* Rows of the cache's dtype with finite values: float16 magnitudes in
+ * [0.5, 1), int8 K rows with a scale of 1/127 after their values. */
+static void fill_rows(uint8_t *pool, size_t bytes, int dtype, uint64_t k_row)
+{
+    if (dtype == LLMC_RT_F32) {
+        fill((float *)(void *)pool, bytes / sizeof(float));
+        return;
+    }
+    uint32_t s = 2463534242u;
+    for (size_t i = 0; i + 1 < bytes; i += 2) {
+        s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+        uint16_t h = (uint16_t)((s & 0x83FFu) | 0x3800u);
+        memcpy(pool + i, &h, sizeof h);
+    }
+    if (dtype != LLMC_RT_I8)
+        return;
+    /* K planes: each slot's first G * CHUNK rows; the rest are V (float16) */
+    size_t slot = (size_t)rt_kv_position_bytes(dtype, G, D) * CHUNK;
+    float scale = 1.0f / 127.0f;
+    for (size_t base = 0; base + slot <= bytes; base += slot)
+        for (size_t r = 0; r < (size_t)G * CHUNK; r++)
+            memcpy(pool + base + r * k_row + rt_kv_scale_offset(D), &scale, sizeof scale);
+}
+
 /* The call from memory, its compute alone (each cache's chunks all on its
  * first slot, which stays in L1 and L2) and a plain read of the bytes the
  * call reads, taking turns run by run; the medians, us a call. */
-static void bench_attention_depth(const rt_kernels *kt, const rt_parallel *pars)
+static void bench_attention_depth(const rt_kernels *kt, const rt_parallel *pars, int dtype)
 {
     deep_bench B;
-    B.slot_bytes = 2u * G * CHUNK * D * sizeof(float);
+    B.dtype = dtype;
+    B.slot_bytes = (size_t)rt_kv_position_bytes(dtype, G, D) * CHUNK;
     B.pool_bytes = (size_t)LAYERS * DEEP_CHUNKS * B.slot_bytes;
     B.pool = llmc_alloc_huge(B.pool_bytes);
     float *buf = malloc(sizeof(float) * (size_t)(3 * H * D + 2 * G * D + 2 * (DEEP + 1) * D));
@@ -425,11 +453,12 @@ static void bench_attention_depth(const rt_kernels *kt, const rt_parallel *pars)
     attn_io *io = &B.io;
     io->q = buf, io->o = io->q + H * D, io->k = io->o + H * D, io->v = io->k + G * D;
     io->cs = io->v + G * D, io->sn = io->cs + (DEEP + 1) * D, io->rope_rows = DEEP + 1;
-    fill((float *)(void *)B.pool, B.pool_bytes / sizeof(float));
+    fill_rows(B.pool, B.pool_bytes, dtype, rt_kv_row_bytes(dtype, 0, D));
     fill(buf, 3 * H * D + 2 * G * D + 2 * (DEEP + 1) * D);
     for (uint32_t c = 0; c < DEEP_CHUNKS; c++)
         B.own[c] = c, B.one[c] = 0;
-    double kv_bytes = 2.0 * G * (double)DEEP * D * sizeof(float);
+    double kv_bytes = (double)DEEP * (double)rt_kv_position_bytes(dtype, G, D);
+    const char *dname = dtype == LLMC_RT_F32 ? "float32" : dtype == LLMC_RT_F16 ? "float16" : "int8";
     for (int th = 0; th < 2; th++) {
         double t[3][RUNS];
         for (int r = 0; r <= RUNS; r++) /* run 0 warms up */
@@ -444,9 +473,9 @@ static void bench_attention_depth(const rt_kernels *kt, const rt_parallel *pars)
                     t[j][r - 1] = s;
             }
         double mem = median(t[0], RUNS), cpu = median(t[1], RUNS), rd = median(t[2], RUNS);
-        printf("attention %-15s decode  P %d, 24 layers' caches, %d thr: %7.1f us per call "
+        printf("attention %-15s decode  P %d, 24 layers' %s caches, %d thr: %7.1f us per call "
                "(KV %.1f GB/s); compute alone %.1f us, plain read %.1f us (%.1f GB/s)\n",
-               kt ? kt->isa : "portable", DEEP, th + 1, 1e6 * mem, kv_bytes / mem / 1e9,
+               kt ? kt->isa : "portable", DEEP, dname, th + 1, 1e6 * mem, kv_bytes / mem / 1e9,
                1e6 * cpu, 1e6 * rd, kv_bytes / rd / 1e9);
     }
     llmc_free_huge(B.pool, B.pool_bytes);
@@ -457,6 +486,7 @@ int main(int argc, char **argv)
 {
     bool only_attention = argc > 1 && !strcmp(argv[1], "attention");
     bool only_linear = argc > 1 && !strcmp(argv[1], "linear");
+    bool only_depth = argc > 1 && !strcmp(argv[1], "depth");
     llmc_threads *two = llmc_threads_create(2);
     rt_parallel pars[2] = {{NULL, NULL}, {llmc_threads_parallel, two}};
     if (!only_linear) {
@@ -465,12 +495,16 @@ int main(int argc, char **argv)
         const rt_kernels *portable = NULL, *avx2 = rt_kernels_for_isa("avx2", "avx2", NULL);
         const rt_kernels *tables[2] = {avx2, tile_table()};
         int n = avx2 && avx2 != tables[1] ? 2 : 1;
-        bench_attention(&portable, 1, pars);
-        bench_attention(tables + 2 - n, n, pars);
+        static const int dtypes[] = {LLMC_RT_F32, LLMC_RT_F16, LLMC_RT_I8};
+        if (!only_depth) {
+            bench_attention(&portable, 1, pars);
+            bench_attention(tables + 2 - n, n, pars);
+        }
         for (int i = 2 - n; i < 2; i++)
-            bench_attention_depth(tables[i], pars);
+            for (int d = 0; d < 3; d++)
+                bench_attention_depth(tables[i], pars, dtypes[d]);
     }
-    if (!only_attention) {
+    if (!only_attention && !only_depth) {
         float *x = malloc(sizeof(float) * 512 * 9728), *y = malloc(sizeof(float) * 512 * 9728);
         fill(x, 512 * 9728);
         bench_linear_layout(tile_table(), pars, x, y);
