@@ -49,6 +49,13 @@ typedef struct rt_qlinear_job rt_qlinear_job;
 #define RT_ATTN_GROUP_ROWS 8
 #define RT_ATTN_ROWS_DIM 256
 
+/* A group's query rows as the table's attn_scores_rows reads them (its
+ * own layout, written by attn_rows_queries): a decode step's group keeps
+ * one for all its key blocks. */
+typedef struct {
+    float f[RT_ATTN_GROUP_ROWS * RT_ATTN_ROWS_DIM];
+} __attribute__((aligned(64))) rt_attn_rows_q;
+
 /* The query rows of an attention pass as the lanes of 16-float vectors
  * (rt_kernels.attn_block_lanes): lane r is row r, and each query and
  * output column is one vector over the rows, so a key's value reaches
@@ -187,13 +194,17 @@ typedef struct rt_kernels {
     /* Up to RT_ATTN_GROUP_ROWS query rows' scores over the same nk keys in
      * one sweep (NULL: attn_scores and its float16 and int8 siblings row
      * by row): s[r * RT_ATTN_KEY_BLOCK + t] = q[r] . k_t, r < nr, t < nk
-     * <= RT_ATTN_KEY_BLOCK, for key rows as stored in a cache of dtype
-     * `dtype` (LLMC_RT_F32, F16, I8; the rows of attn_scores, _f16 and
-     * _i8), head_dim d <= RT_ATTN_ROWS_DIM, each score the bits the
-     * table's single-row loop gives it, prefetching pf's lines (NULL:
-     * none).  Only in a table that has all three. */
-    void (*attn_scores_rows)(const float *const *q, int nr, const uint8_t *k, int dtype,
+     * <= RT_ATTN_KEY_BLOCK, the rows q[0..nr) as attn_rows_queries wrote
+     * them, for key rows as stored in a cache of dtype `dtype`
+     * (LLMC_RT_F32, F16, I8; the rows of attn_scores, _f16 and _i8),
+     * head_dim d <= RT_ATTN_ROWS_DIM, each score the bits the table's
+     * single-row loop gives it, prefetching pf's lines (NULL: none).  Only
+     * in a table that has all three, with attn_rows_queries. */
+    void (*attn_scores_rows)(const rt_attn_rows_q *q, int nr, const uint8_t *k, int dtype,
                              int64_t nk, int64_t d, float *s, rt_attn_prefetch *pf);
+    /* The nr <= RT_ATTN_GROUP_ROWS query rows q[r] (head_dim d) into the
+     * layout attn_scores_rows reads. */
+    void (*attn_rows_queries)(const float *const *q, int nr, int64_t d, rt_attn_rows_q *out);
     /* Up to RT_ATTN_GROUP_ROWS rows' o[r] += p[r * RT_ATTN_KEY_BLOCK + t]
      * v_t over the same nk <= RT_ATTN_KEY_BLOCK V rows (NULL:
      * attn_accumulate row by row), V rows of dtype `dtype` (LLMC_RT_F32 or

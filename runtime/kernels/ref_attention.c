@@ -271,8 +271,9 @@ typedef struct {
      * the loop above for the cache's dtype, and their weighted sums of the
      * same V rows, each the bits of accumulate (_f16), and two rows'
      * weights at once, each the bits of exp (NULL, all three: row by row) */
-    void (*scores_rows)(const float *const *q, int nr, const uint8_t *k, int dtype, int64_t nk,
+    void (*scores_rows)(const rt_attn_rows_q *q, int nr, const uint8_t *k, int dtype, int64_t nk,
                         int64_t d, float *s, rt_attn_prefetch *pf);
+    void (*rows_queries)(const float *const *q, int nr, int64_t d, rt_attn_rows_q *out);
     void (*accumulate_rows)(float *const *o, const float *p, int nr, const uint8_t *v, int dtype,
                             int64_t nk, int64_t d, rt_attn_prefetch *pf);
     void (*exp_pair)(float *pa, float *pb, int64_t n, float off_a, float off_b);
@@ -649,15 +650,42 @@ static void key_scales(const attn_shape *a, const uint8_t *rows, ptrdiff_t nk, f
 }
 
 /* The weights of the n rows of a group over the same keys (the scores
- * in s[i], padded to KEY_BLOCK), two rows at a time. */
+ * in s[i], padded to KEY_BLOCK), two rows at a time; an odd count's last
+ * row as a pair with itself, whose 16-lane loop took 0.97x the compute
+ * time of the decode step's attention at depth 4096 against the table's
+ * 8-lane attn_exp (the same bits). */
 static void group_weights(const attention_job *J, row_state *const *r, float (*s)[KEY_BLOCK],
                           int n)
 {
-    int i = 0;
-    for (; i + 1 < n; i += 2)
-        J->exp_pair(s[i], s[i + 1], KEY_BLOCK, r[i]->off, r[i + 1]->off);
-    if (i < n)
-        J->exp(s[i], KEY_BLOCK, r[i]->off);
+    for (int i = 0; i < n; i += 2) {
+        int b = i + 1 < n ? i + 1 : i;
+        J->exp_pair(s[i], s[b], KEY_BLOCK, r[i]->off, r[b]->off);
+    }
+}
+
+/* A group's queries in the table's layout and the rows they are of: a
+ * pass keeps them from key block to key block while its group keeps its
+ * rows (a decode step's GQA group sees every key of the block). */
+typedef struct {
+    rt_attn_rows_q q;
+    const row_state *of[RT_ATTN_GROUP_ROWS];
+    int n;
+} group_queries;
+
+static const rt_attn_rows_q *queries_of(const attention_job *J, group_queries *g,
+                                        row_state *const *r, int n)
+{
+    bool held = g->n == n;
+    for (int i = 0; held && i < n; i++)
+        held = g->of[i] == r[i];
+    if (held)
+        return &g->q;
+    const float *q[RT_ATTN_GROUP_ROWS];
+    for (int i = 0; i < n; i++)
+        q[i] = r[i]->q, g->of[i] = r[i];
+    g->n = n;
+    J->rows_queries(q, n, J->a->D, &g->q);
+    return &g->q;
 }
 
 /* The rows of a group (up to RT_ATTN_GROUP_ROWS) over the keys [k0, k1)
@@ -667,26 +695,27 @@ static void group_weights(const attention_job *J, row_state *const *r, float (*s
  * same keys (a decode step's GQA group), their sums in one sweep over the
  * V rows; the loops step pf.  Rows that see no key of the block skip it. */
 static void attend_block_rows(const attention_job *J, row_state *rows, int nr,
-                              const key_block *blk, const loop_rows *w, rt_attn_prefetch *pf)
+                              const key_block *blk, const loop_rows *w, group_queries *gq,
+                              rt_attn_prefetch *pf)
 {
     ptrdiff_t b0 = blk->t0, b1 = blk->t1, D = J->a->D, lo = b1, hi = b0;
     ptrdiff_t k0[RT_ATTN_GROUP_ROWS], k1[RT_ATTN_GROUP_ROWS];
     float s[RT_ATTN_GROUP_ROWS][KEY_BLOCK];
     row_state *r[RT_ATTN_GROUP_ROWS];
-    const float *q[RT_ATTN_GROUP_ROWS];
     int n = 0;
     for (int i = 0; i < nr; i++) {
         ptrdiff_t a0 = rows[i].lo > b0 ? rows[i].lo : b0, a1 = min_idx(b1, rows[i].n);
         if (a1 <= a0)
             continue;
-        k0[n] = a0, k1[n] = a1, r[n] = &rows[i], q[n] = rows[i].q;
+        k0[n] = a0, k1[n] = a1, r[n] = &rows[i];
         lo = min_idx(lo, a0);
         hi = a1 > hi ? a1 : hi;
         n++;
     }
     if (!n)
         return;
-    J->scores_rows(q, n, w->k + (size_t)(lo - b0) * w->k_bytes, w->k_dtype, hi - lo, D, s[0], pf);
+    J->scores_rows(queries_of(J, gq, r, n), n, w->k + (size_t)(lo - b0) * w->k_bytes, w->k_dtype,
+                   hi - lo, D, s[0], pf);
     float scale[KEY_BLOCK];
     if (w->scaled)
         key_scales(J->a, block_row(J->a, blk, 0, lo), hi - lo, scale);
@@ -978,6 +1007,8 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
 #if defined(__x86_64__)
     float kf[WIDEN_FLOATS], vf[WIDEN_FLOATS];
     bool grouped = J->scores_rows && D <= RT_ATTN_ROWS_DIM;
+    group_queries gq;
+    gq.n = 0;
 #else
     const bool grouped = false;
 #endif
@@ -1000,7 +1031,7 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
         ptrdiff_t share = paced && !grouped && nr ? lines_per_row(&pf, nr) : 0;
         loop_rows w = loop_rows_for(J, &blk, nr > RT_ATTN_GROUP_ROWS, kf, vf);
         for (int i = 0; grouped && i < nr; i += RT_ATTN_GROUP_ROWS)
-            attend_block_rows(J, rows + i, (int)min_idx(RT_ATTN_GROUP_ROWS, nr - i), &blk, &w,
+            attend_block_rows(J, rows + i, (int)min_idx(RT_ATTN_GROUP_ROWS, nr - i), &blk, &w, &gq,
                               paced ? &pf : NULL);
 #endif
         for (int i = 0; !grouped && i < nr; i++) {
@@ -1126,8 +1157,9 @@ static void use_table_loops(attention_job *J, const rt_kernels *kt)
 #if defined(__x86_64__)
     if (kt->attn_scores && kt->attn_scores_f16 && kt->attn_scores_i8 && kt->attn_accumulate &&
         kt->attn_accumulate_f16 && kt->attn_exp && kt->attn_scores_rows &&
-        kt->attn_accumulate_rows && kt->attn_exp_pair) {
+        kt->attn_rows_queries && kt->attn_accumulate_rows && kt->attn_exp_pair) {
         J->scores_rows = kt->attn_scores_rows;
+        J->rows_queries = kt->attn_rows_queries;
         J->accumulate_rows = kt->attn_accumulate_rows;
         J->exp_pair = kt->attn_exp_pair;
         J->widen = kt->attn_widen_rows;
@@ -1201,7 +1233,7 @@ llmc_rt_status k_attention_loops(const rt_kernels *kt, llmc_rt_kv_fn kv,
                        block_scores, add_weighted_rows, sh.loops.scores_f16, sh.loops.scores_i8,
                        sh.loops.accumulate_f16, exp_block, o->data, scratch, NULL,
 #if defined(__x86_64__)
-                       NULL, NULL, NULL, NULL, NULL
+                       NULL, NULL, NULL, NULL, NULL, NULL
 #endif
     };
     use_table_loops(&J, kt);

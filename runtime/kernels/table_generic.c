@@ -12,7 +12,8 @@ const rt_kernels rt_kernels_generic = {
     NULL, /* dequant_block: rt_dequant_block_generic */
     NULL, /* rmsnorm_row: rt_rmsnorm_row_generic */
     NULL, /* qlinear_gemv_pair: qtile per tile */
-    NULL, NULL, NULL, /* attn_scores_rows, attn_accumulate_rows, attn_exp_pair: row by row */
+    NULL, NULL, NULL, NULL, /* attn_scores_rows, attn_rows_queries, attn_accumulate_rows,
+                             * attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel */
     NULL, /* attn_widen_rows: no rows loops */
     NULL, /* attn_block_lanes: no rows loops */

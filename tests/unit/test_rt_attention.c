@@ -621,9 +621,11 @@ static bool scores_rows_same(const rt_kernels *kt, int dtype, const uint8_t *k, 
     }
     int64_t steps = 2 * ((nk + 7) / 8) * (d / 8);
     rt_attn_prefetch all = cursor_over(kl, vl, 512), short_of = cursor_over(kl, vl, steps / 2);
-    kt->attn_scores_rows(qr, nr, k, dtype, nk, d, got[0], NULL);
-    kt->attn_scores_rows(qr, nr, k, dtype, nk, d, paced[0], &all);
-    kt->attn_scores_rows(qr, nr, k, dtype, nk, d, paced[0], &short_of);
+    rt_attn_rows_q rows;
+    kt->attn_rows_queries(qr, nr, d, &rows);
+    kt->attn_scores_rows(&rows, nr, k, dtype, nk, d, got[0], NULL);
+    kt->attn_scores_rows(&rows, nr, k, dtype, nk, d, paced[0], &all);
+    kt->attn_scores_rows(&rows, nr, k, dtype, nk, d, paced[0], &short_of);
     bool same = cursor_took(&all, kl, vl, 512, steps) &&
                 cursor_took(&short_of, kl, vl, steps / 2, steps);
     size_t n = sizeof(float) * (size_t)nk;

@@ -13,7 +13,8 @@ const rt_kernels rt_kernels_neon_dot = {
     rt_neon_swiglu, NULL, /* dequant_block: rt_dequant_block_generic */
     rt_neon_rmsnorm_row,
     NULL, /* qlinear_gemv_pair: qtile per tile */
-    NULL, NULL, NULL, /* attn_scores_rows, attn_accumulate_rows, attn_exp_pair: row by row */
+    NULL, NULL, NULL, NULL, /* attn_scores_rows, attn_rows_queries, attn_accumulate_rows,
+                             * attn_exp_pair: row by row */
     NULL, /* ftile_pair: no fp32 tiles */
     NULL, /* attn_widen_rows: no rows loops */
     NULL, /* attn_block_lanes: no rows loops */
@@ -29,7 +30,8 @@ const rt_kernels rt_kernels_neon_i8mm = {
     rt_neon_swiglu, NULL, /* dequant_block: rt_dequant_block_generic */
     rt_neon_rmsnorm_row,
     NULL, /* qlinear_gemv_pair: qtile per tile */
-    NULL, NULL, NULL, /* attn_scores_rows, attn_accumulate_rows, attn_exp_pair: row by row */
+    NULL, NULL, NULL, NULL, /* attn_scores_rows, attn_rows_queries, attn_accumulate_rows,
+                             * attn_exp_pair: row by row */
     NULL, /* ftile_pair: no fp32 tiles */
     NULL, /* attn_widen_rows: no rows loops */
     NULL, /* attn_block_lanes: no rows loops */

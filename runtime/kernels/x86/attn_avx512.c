@@ -160,8 +160,8 @@ static inline __m512 join_trees(__m512 s0, __m512 s1)
     return _mm512_shuffle_f32x4(_mm512_add_ps(lo, hi), _mm512_add_ps(lo, hi), 0xD8);
 }
 
-/* Query columns the rows loops keep interleaved on the stack (8 KiB for 4
- * pairs): every head_dim of the families served (Gemma's 256 the
+/* Query columns the rows loops keep interleaved (rt_attn_rows_q, 8 KiB
+ * for 4 pairs): every head_dim of the families served (Gemma's 256 the
  * largest); the driver takes the single-row loops past it. */
 #define ROWS_DIM RT_ATTN_ROWS_DIM
 
@@ -236,11 +236,17 @@ INLINE void score_eight(const __m512 (*q2)[ROWS_DIM / 8], int np, int nr, int64_
     }
 }
 
-/* q2[p][c]: the columns 8c .. 8c + 7 of row 2p in the low half and of row
- * 2p + 1 in the high one (an odd count's last row in both), past d zero
- * (attn_avx2.c's masked last load). */
-static void interleave_rows(const float *const *q, int nr, int64_t d, __m512 (*q2)[ROWS_DIM / 8])
+/* The layout of rt_attn_rows_q here: q2[p][c], the columns 8c .. 8c + 7
+ * of row 2p in the low half and of row 2p + 1 in the high one (an odd
+ * count's last row in both), past d zero (attn_avx2.c's masked last
+ * load).  Written once for a decode step's group, where writing it for
+ * every key block took 3 % of the attention's compute at depth 4096. */
+typedef __m512 rows_q2[ROWS_DIM / 8];
+LLMC_STATIC_ASSERT(rows_q_holds_4_pairs, sizeof(rt_attn_rows_q) == 4 * sizeof(rows_q2));
+
+void rt_attn_rows_queries_avx512(const float *const *q, int nr, int64_t d, rt_attn_rows_q *out)
 {
+    rows_q2 *q2 = (rows_q2 *)(void *)out->f;
     for (int p = 0; 2 * p < nr; p++) {
         const float *qb = q[2 * p + 1 < nr ? 2 * p + 1 : 2 * p];
         for (int64_t i = 0; i < d; i += 8) {
@@ -250,12 +256,11 @@ static void interleave_rows(const float *const *q, int nr, int64_t d, __m512 (*q
     }
 }
 
-INLINE void scores_rows_of(const float *const *q, int nr, const uint8_t *k, uint64_t row_bytes,
+INLINE void scores_rows_of(const rt_attn_rows_q *q, int nr, const uint8_t *k, uint64_t row_bytes,
                            int64_t nk, int64_t d, float *s, int kind, int np,
                            rt_attn_prefetch *pf)
 {
-    __m512 q2[4][ROWS_DIM / 8];
-    interleave_rows(q, nr, d, q2);
+    const rows_q2 *q2 = (const rows_q2 *)(const void *)q->f;
     const uint8_t *kr[8];
     rt_attn_prefetch c = rt_attn_prefetch_local(pf);
     int64_t t0 = 0;
@@ -269,7 +274,7 @@ INLINE void scores_rows_of(const float *const *q, int nr, const uint8_t *k, uint
 
 /* One loop per pair count (np a constant: the accumulators stay in
  * registers). */
-INLINE void scores_rows_kind(const float *const *q, int nr, const uint8_t *k, uint64_t row_bytes,
+INLINE void scores_rows_kind(const rt_attn_rows_q *q, int nr, const uint8_t *k, uint64_t row_bytes,
                              int64_t nk, int64_t d, float *s, int kind, rt_attn_prefetch *pf)
 {
 #define PAIRS(np) scores_rows_of(q, nr, k, row_bytes, nk, d, s, kind, np, pf)
@@ -282,7 +287,7 @@ INLINE void scores_rows_kind(const float *const *q, int nr, const uint8_t *k, ui
 #undef PAIRS
 }
 
-void rt_attn_scores_rows_avx512(const float *const *q, int nr, const uint8_t *k, int dtype,
+void rt_attn_scores_rows_avx512(const rt_attn_rows_q *q, int nr, const uint8_t *k, int dtype,
                                 int64_t nk, int64_t d, float *s, rt_attn_prefetch *pf)
 {
     if (dtype == LLMC_RT_F16)

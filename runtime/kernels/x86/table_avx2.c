@@ -15,7 +15,8 @@ const rt_kernels rt_kernels_avx2 = {
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avx2,
-    NULL, NULL, NULL, /* attn_scores_rows, attn_accumulate_rows, attn_exp_pair: row by row */
+    NULL, NULL, NULL, NULL, /* attn_scores_rows, attn_rows_queries, attn_accumulate_rows,
+                             * attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel (16 YMM registers hold one panel's 2 x 6) */
     NULL, /* attn_widen_rows: no rows loops */
     NULL, /* attn_block_lanes: no rows loops */
@@ -32,7 +33,8 @@ const rt_kernels rt_kernels_avx2_avx512 = {
            * lanes of qtile_block ran 1.27x as fast with the weights in L2 but
            * 0.92x from memory on one thread (their blocks are two streams),
            * Intel Xeon family 6 model 167: docs/benchmarks.md */
-    rt_attn_scores_rows_avx512, rt_attn_accumulate_rows_avx512, rt_attn_exp_pair_avx512,
+    rt_attn_scores_rows_avx512, rt_attn_rows_queries_avx512, rt_attn_accumulate_rows_avx512,
+    rt_attn_exp_pair_avx512,
     rt_ftile_pair_avx512, rt_attn_widen_rows_avx512, rt_attn_block_lanes_avx512,
     "avx2+avx512vnni",
 };
@@ -45,7 +47,8 @@ const rt_kernels rt_kernels_avx2_avxvnni = {
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avxvnni,
-    NULL, NULL, NULL, /* attn_scores_rows, attn_accumulate_rows, attn_exp_pair: row by row */
+    NULL, NULL, NULL, NULL, /* attn_scores_rows, attn_rows_queries, attn_accumulate_rows,
+                             * attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel */
     NULL, /* attn_widen_rows: no rows loops */
     NULL, /* attn_block_lanes: no rows loops */
@@ -61,7 +64,8 @@ const rt_kernels rt_kernels_avx2_avx512ymm = {
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avx512ymm,
-    NULL, NULL, NULL, /* attn_scores_rows, attn_accumulate_rows, attn_exp_pair: row by row */
+    NULL, NULL, NULL, NULL, /* attn_scores_rows, attn_rows_queries, attn_accumulate_rows,
+                             * attn_exp_pair: row by row */
     NULL, /* ftile_pair: ftile per panel */
     NULL, /* attn_widen_rows: no rows loops */
     NULL, /* attn_block_lanes: no rows loops */

@@ -106,8 +106,11 @@ void rt_attn_accumulate_f16_avx2(float *o, const uint16_t *v, const float *p, in
                                  int64_t d);
 /* attn_avx512.c (AVX512_VNNI_FLAGS as well): rt_kernels.attn_scores_rows,
  * each score the bits of the attn_avx2.c loop of its dtype. */
-void rt_attn_scores_rows_avx512(const float *const *q, int nr, const uint8_t *k, int dtype,
+void rt_attn_scores_rows_avx512(const rt_attn_rows_q *q, int nr, const uint8_t *k, int dtype,
                                 int64_t nk, int64_t d, float *s, rt_attn_prefetch *pf);
+/* attn_avx512.c: rt_kernels.attn_rows_queries, the layout of
+ * rt_attn_scores_rows_avx512. */
+void rt_attn_rows_queries_avx512(const float *const *q, int nr, int64_t d, rt_attn_rows_q *out);
 /* attn_avx512.c: rt_kernels.attn_accumulate_rows, each element the bits
  * of the attn_avx2.c loop of its dtype. */
 void rt_attn_accumulate_rows_avx512(float *const *o, const float *p, int nr, const uint8_t *v,
