@@ -12,9 +12,11 @@
  *   attention  head_dim 64, 14 heads / 2 kv heads: one decode step at
  *            P = 128, 512, 2048 and a prefill of S = 512 (us per call);
  *            and a decode step at depth 4096 over 24 layers' caches
- *            (2 MiB pages; float32, float16 and int8 caches), against
- *            its compute alone and a plain read of the same bytes (what
- *            the call would take if the two overlapped).
+ *            (2 MiB pages; float32, float16 and int8 caches; each sweep
+ *            over another copy of them, 1 GiB in all, so that they come
+ *            from memory), against its compute alone and a plain read of
+ *            as many bytes (what the call would take if the two
+ *            overlapped).
  * Each at 1 and 2 threads (llmc_threads).  `bench_f32 linear` or
  * `bench_f32 attention` runs one half, `bench_f32 depth` the decode at
  * depth 4096 alone. */
@@ -387,24 +389,32 @@ static void bench_attention(const rt_kernels *const *kts, int n, const rt_parall
 
 /* ---- Decode attention at depth ------------------------------------------ */
 
+/* The caches of a sweep from memory span at least DEEP_POOL bytes (copies
+ * of the 24 layers' caches, a sweep over the next copy): a host's last-level
+ * cache can hold one copy (a VM of family 6 model 167 reports 480 MiB),
+ * and a plan's decode reads its weights between two visits of a layer's
+ * cache. */
 enum { DEEP = 4096, DEEP_CHUNKS = DEEP / CHUNK + 1 };
+#define DEEP_POOL (1ull << 30)
 
 typedef struct {
-    uint8_t *pool;    /* LAYERS caches of DEEP_CHUNKS slots, one after the other */
-    size_t slot_bytes, pool_bytes;
+    uint8_t *pool;    /* copies of LAYERS caches of DEEP_CHUNKS slots, one after the other */
+    size_t slot_bytes, set_bytes, pool_bytes; /* set: one copy's */
     int dtype;        /* the caches' dtype: LLMC_RT_F32, F16 or I8 */
+    uint32_t copies, next;                    /* copies in the pool; the next sweep's */
     uint32_t own[DEEP_CHUNKS], one[DEEP_CHUNKS]; /* slot tables: a cache's own, all on slot 0 */
     attn_io io;
 } deep_bench;
 
-/* One decode call (S 1 at P = DEEP) a layer over every layer's cache, with
- * the slot table `slots`; seconds a call. */
-static double deep_sweep(deep_bench *B, const rt_kernels *kt, const uint32_t *slots,
-                         const rt_parallel *par)
+/* One decode call (S 1 at P = DEEP) a layer over every layer's cache of
+ * the next copy (slot table own), or over the first copy's with every
+ * chunk on slot 0 (one: the compute alone); seconds a call. */
+static double deep_sweep(deep_bench *B, const rt_kernels *kt, bool own, const rt_parallel *par)
 {
+    uint8_t *set = B->pool + (own ? B->next++ % B->copies : 0) * B->set_bytes;
     double t0 = now();
     for (int l = 0; l < LAYERS; l++) {
-        rt_kv_cache cache = {B->pool + (size_t)l * DEEP_CHUNKS * B->slot_bytes, slots,
+        rt_kv_cache cache = {set + (size_t)l * DEEP_CHUNKS * B->slot_bytes, own ? B->own : B->one,
                              B->slot_bytes, CHUNK, B->dtype};
         attend(&B->io, kt, &cache, DEEP, 1, par);
     }
@@ -436,14 +446,18 @@ static void fill_rows(uint8_t *pool, size_t bytes, int dtype, uint64_t k_row)
 }
 
 /* The call from memory, its compute alone (each cache's chunks all on its
- * first slot, which stays in L1 and L2) and a plain read of the bytes the
- * call reads, taking turns run by run; the medians, us a call. */
+ * first slot, which stays in L1 and L2) and a plain read of as many bytes
+ * as the call reads (the whole pool's read time over its calls), taking
+ * turns run by run; the medians, us a call. */
 static void bench_attention_depth(const rt_kernels *kt, const rt_parallel *pars, int dtype)
 {
     deep_bench B;
     B.dtype = dtype;
     B.slot_bytes = (size_t)rt_kv_position_bytes(dtype, G, D) * CHUNK;
-    B.pool_bytes = (size_t)LAYERS * DEEP_CHUNKS * B.slot_bytes;
+    B.set_bytes = (size_t)LAYERS * DEEP_CHUNKS * B.slot_bytes;
+    B.copies = (uint32_t)((DEEP_POOL + B.set_bytes - 1) / B.set_bytes);
+    B.next = 0;
+    B.pool_bytes = B.copies * B.set_bytes;
     B.pool = llmc_alloc_huge(B.pool_bytes);
     float *buf = malloc(sizeof(float) * (size_t)(3 * H * D + 2 * G * D + 2 * (DEEP + 1) * D));
     if (!B.pool || !buf) {
@@ -464,11 +478,11 @@ static void bench_attention_depth(const rt_kernels *kt, const rt_parallel *pars,
         for (int r = 0; r <= RUNS; r++) /* run 0 warms up */
             for (int v = 0; v < 3; v++) {
                 int j = (v + r) % 3;
-                double s = j == 0   ? deep_sweep(&B, kt, B.own, &pars[th])
-                           : j == 1 ? deep_sweep(&B, kt, B.one, &pars[th])
+                double s = j == 0   ? deep_sweep(&B, kt, true, &pars[th])
+                           : j == 1 ? deep_sweep(&B, kt, false, &pars[th])
                                     : read_median((const float *)(const void *)B.pool,
                                                   (int64_t)(B.pool_bytes / sizeof(float)),
-                                                  &pars[th]) / LAYERS;
+                                                  &pars[th]) / (LAYERS * B.copies);
                 if (r)
                     t[j][r - 1] = s;
             }
