@@ -663,29 +663,38 @@ static void group_weights(const attention_job *J, row_state *const *r, float (*s
     }
 }
 
-/* A group's queries in the table's layout and the rows they are of: a
- * pass keeps them from key block to key block while its group keeps its
- * rows (a decode step's GQA group sees every key of the block). */
+/* The queries a pass of one row group keeps in the table's layout from
+ * key block to key block (a decode step's GQA group sees every key of a
+ * block), and the rows they are of. */
 typedef struct {
-    rt_attn_rows_q q;
+    rt_attn_rows_q *q; /* NULL: a pass of several groups, which holds none */
     const row_state *of[RT_ATTN_GROUP_ROWS];
     int n;
 } group_queries;
 
-static const rt_attn_rows_q *queries_of(const attention_job *J, group_queries *g,
-                                        row_state *const *r, int n)
+/* The n rows r's scores of the nk key rows k (w's dtype) into s, from the
+ * queries g holds where they are these rows', else laid out again (into g,
+ * or into this call's frame when g holds none: a task's deepest stack,
+ * under the weighted sums that run after this returns, stays where it
+ * was). */
+static __attribute__((noinline)) void group_scores(const attention_job *J, group_queries *g,
+                                                   row_state *const *r, int n,
+                                                   const uint8_t *k, int dtype, ptrdiff_t nk,
+                                                   float *s, rt_attn_prefetch *pf)
 {
-    bool held = g->n == n;
+    rt_attn_rows_q own;
+    rt_attn_rows_q *q = g->q ? g->q : &own;
+    bool held = g->q && g->n == n;
     for (int i = 0; held && i < n; i++)
         held = g->of[i] == r[i];
-    if (held)
-        return &g->q;
-    const float *q[RT_ATTN_GROUP_ROWS];
-    for (int i = 0; i < n; i++)
-        q[i] = r[i]->q, g->of[i] = r[i];
-    g->n = n;
-    J->rows_queries(q, n, J->a->D, &g->q);
-    return &g->q;
+    if (!held) {
+        const float *rows[RT_ATTN_GROUP_ROWS];
+        for (int i = 0; i < n; i++)
+            rows[i] = r[i]->q, g->of[i] = r[i];
+        g->n = n;
+        J->rows_queries(rows, n, J->a->D, q);
+    }
+    J->scores_rows(q, n, k, dtype, nk, J->a->D, s, pf);
 }
 
 /* The rows of a group (up to RT_ATTN_GROUP_ROWS) over the keys [k0, k1)
@@ -714,8 +723,8 @@ static void attend_block_rows(const attention_job *J, row_state *rows, int nr,
     }
     if (!n)
         return;
-    J->scores_rows(queries_of(J, gq, r, n), n, w->k + (size_t)(lo - b0) * w->k_bytes, w->k_dtype,
-                   hi - lo, D, s[0], pf);
+    group_scores(J, gq, r, n, w->k + (size_t)(lo - b0) * w->k_bytes, w->k_dtype, hi - lo, s[0],
+                 pf);
     float scale[KEY_BLOCK];
     if (w->scaled)
         key_scales(J->a, block_row(J->a, blk, 0, lo), hi - lo, scale);
@@ -1005,9 +1014,16 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
     float qbuf[PASS_FLOATS];
     row_state rows[PASS_ROWS];
 #if defined(__x86_64__)
-    float kf[WIDEN_FLOATS], vf[WIDEN_FLOATS];
+    /* a pass of one row group reads the stored rows (loop_rows_for), so
+     * the widening buffer of K holds the group's queries instead */
+    union {
+        float f[WIDEN_FLOATS];
+        rt_attn_rows_q q;
+    } kf;
+    float vf[WIDEN_FLOATS];
     bool grouped = J->scores_rows && D <= RT_ATTN_ROWS_DIM;
     group_queries gq;
+    gq.q = u1 - u0 <= RT_ATTN_GROUP_ROWS ? &kf.q : NULL;
     gq.n = 0;
 #else
     const bool grouped = false;
@@ -1029,7 +1045,7 @@ static void attend_pass(const attention_job *J, ptrdiff_t unit, ptrdiff_t split,
         if (paced)
             pf = prefetch_cursor(a, g, b0 + PREFETCH_BLOCKS * KEY_BLOCK, end);
         ptrdiff_t share = paced && !grouped && nr ? lines_per_row(&pf, nr) : 0;
-        loop_rows w = loop_rows_for(J, &blk, nr > RT_ATTN_GROUP_ROWS, kf, vf);
+        loop_rows w = loop_rows_for(J, &blk, nr > RT_ATTN_GROUP_ROWS, kf.f, vf);
         for (int i = 0; grouped && i < nr; i += RT_ATTN_GROUP_ROWS)
             attend_block_rows(J, rows + i, (int)min_idx(RT_ATTN_GROUP_ROWS, nr - i), &blk, &w, &gq,
                               paced ? &pf : NULL);
