@@ -672,11 +672,10 @@ typedef struct {
     int n;
 } group_queries;
 
-/* The n rows r's scores of the nk key rows k (w's dtype) into s, from the
- * queries g holds where they are these rows', else laid out again (into g,
- * or into this call's frame when g holds none: a task's deepest stack,
- * under the weighted sums that run after this returns, stays where it
- * was). */
+/* The n rows r's scores of the nk key rows k (stored as `dtype`) into s,
+ * from the queries g holds where they are these rows', else laid out
+ * again (into g, or into this call's frame when g holds none: the frame
+ * is gone before the weighted sums run, where a task's stack is deepest). */
 static __attribute__((noinline)) void group_scores(const attention_job *J, group_queries *g,
                                                    row_state *const *r, int n,
                                                    const uint8_t *k, int dtype, ptrdiff_t nk,
