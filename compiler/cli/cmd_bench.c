@@ -697,7 +697,8 @@ static void print_peaks(const bench_args *a, const llmc_roofline_peaks *pk, uint
                cell(&pk[i].fp32, c[0], sizeof c[0]), cell(&mix[LLMC_INT8_W8], c[1], sizeof c[1]),
                cell(&mix[LLMC_INT8_W4], c[2], sizeof c[2]), cell(vpdpbusd_peak(&pk[i]), c[3], sizeof c[3]));
     }
-    printf("\nread: sum of a %s buffer, median of 7 passes; fp32: FMA chains, 2 ops per lane;\n"
+    printf("\nread: sum of a %s buffer, median of 7 passes, the faster of two loop shapes;\n"
+           "fp32: FMA chains, 2 ops per lane;\n"
            "int8: u8 x s8 chains, 2 ops per product, in the mix of the kernels of each weight width:\n"
            "w8 (8-bit weights) a vpmaddwd per vpmaddubsw (1:1), w4 (4-bit) 8 vpmaddubsw added in int16\n"
            "per vpmaddwd (8:1), vpdpbusd for both on AVX-512 VNNI (ZMM) or AVX-VNNI (YMM: loops\n"

@@ -76,7 +76,7 @@ static int32_t int8_loop_portable(uint64_t iters)
 #define PORTABLE_INT8 {.insns_per_iter = PORTABLE_INT8_LANES, .bits = 8, .elem_bits = 8}
 static const llmc_roofline_loops roofline_portable = {
     .isa = "portable",
-    .read_sum = read_sum_portable,
+    .read_sum = {read_sum_portable, NULL},
     .fma_loop = fma_loop_portable,
     .int8_loop = {[LLMC_INT8_W8] = int8_loop_portable, [LLMC_INT8_W4] = int8_loop_portable},
     .fma = {.insns_per_iter = PORTABLE_FMA_CHAINS, .bits = 32, .elem_bits = 32},
@@ -115,6 +115,7 @@ static const llmc_roofline_loops *pick_loops(const char *isa)
 typedef struct {
     const llmc_roofline_loops *loops;
     llmc_int8_mix mix;  /* the int8 loop int8_task runs */
+    int read_loop;      /* the read_sum loop read_task runs */
     const uint64_t *words;
     size_t words_per_task;
     uint64_t iters_per_task;
@@ -131,7 +132,8 @@ double llmc_seconds_now(void)
 static void read_task(void *ctx, uint32_t i)
 {
     roofline_job *j = ctx;
-    j->results[i] = j->loops->read_sum(j->words + (size_t)i * j->words_per_task, j->words_per_task);
+    j->results[i] = j->loops->read_sum[j->read_loop](j->words + (size_t)i * j->words_per_task,
+                                                    j->words_per_task);
 }
 
 static void fma_task(void *ctx, uint32_t i)
@@ -190,13 +192,22 @@ static int measure_read(llmc_threads *pool, uint32_t n_tasks, roofline_job *j, l
         return ENOMEM;
     memset(buf, 0x5a, bytes); /* non-zero: every page is really backed */
     j->words = buf;
-    double gbs[READ_PASSES];
-    timed_parallel(pool, n_tasks, read_task, j);
-    for (int k = 0; k < READ_PASSES; k++)
-        gbs[k] = (double)bytes / timed_parallel(pool, n_tasks, read_task, j) / 1e9;
+    /* the loops take turns pass by pass; the faster's median */
+    double gbs[LLMC_READ_LOOPS][READ_PASSES];
+    int loops = j->loops->read_sum[1] ? 2 : 1;
+    for (int k = -1; k < READ_PASSES; k++) /* pass -1 warms up */
+        for (j->read_loop = 0; j->read_loop < loops; j->read_loop++) {
+            double gb_s = (double)bytes / timed_parallel(pool, n_tasks, read_task, j) / 1e9;
+            if (k >= 0)
+                gbs[j->read_loop][k] = gb_s;
+        }
     llmc_free_huge(buf, bytes);
     out->read_bytes = bytes;
-    out->read_gb_s = llmc_median(gbs, READ_PASSES);
+    out->read_gb_s = 0.0;
+    for (int l = 0; l < loops; l++) {
+        double m = llmc_median(gbs[l], READ_PASSES);
+        out->read_gb_s = m > out->read_gb_s ? m : out->read_gb_s;
+    }
     return 0;
 }
 

@@ -2,7 +2,8 @@
  *
  * Peaks (roofline.c drives, the loops are per ISA):
  *   read bandwidth  sum of a buffer 8x the last-level cache (>= 64 MiB),
- *                   GB/s = bytes / seconds, median of several passes
+ *                   GB/s = bytes / seconds, median of several passes, the
+ *                   faster of two loop shapes (llmc_roofline_loops.read_sum)
  *   fp32            independent FMA chains (MegPeak-like), GFLOPS, 2 per lane
  *   int8            one loop per instruction mix of the quantized kernels
  *                   (llmc_int8_mix): on AVX2 u8 x s8 -> s16 pairs by
@@ -164,12 +165,17 @@ static inline double llmc_roofline_ops_per_issue(const llmc_roofline_insn *in)
     return llmc_roofline_ops_per_iter(in) / (in->insns_per_iter + in->widens_per_iter);
 }
 
+#define LLMC_READ_LOOPS 2
+
 /* One ISA's loops.  Each returns a value derived from everything it
  * computed so that no loop can be optimized away. */
 typedef struct {
     const char *isa;
-    /* Sum of n 64-bit words (n a multiple of 64). */
-    uint64_t (*read_sum)(const uint64_t *words, size_t n);
+    /* Sums of n 64-bit words (n a multiple of 64), by loops of different
+     * shapes (the second NULL where there is one only): the same loads
+     * stream at different rates on some cores, and the read bandwidth is
+     * what the faster attains. */
+    uint64_t (*read_sum[LLMC_READ_LOOPS])(const uint64_t *words, size_t n);
     /* `iters` iterations of fma's instructions. */
     float (*fma_loop)(uint64_t iters);
     /* `iters` iterations of int8[mix]'s instructions (one loop may serve

@@ -7,7 +7,8 @@
  * from, and widens_per_iter of its widening instruction (the int8 mixes'
  * vpmaddwd: 1 per vpmaddubsw for bits 8, 1 per 8 for bits 4), which its
  * bound counts.  A compiler merging chains, or a loop edited without its table
- * row, fails here.  No AVX-512 hardware needed: the object is only read. */
+ * row, fails here.  No AVX-512 hardware needed: the object is only read
+ * (the read loops, AVX2, also run: both shapes must sum a buffer alike). */
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,24 @@ static void check_insn(const char *isa, const char *what, const llmc_roofline_in
               isa, what, c.widens, in->widen, in->symbol, c.widens_any, in->widens_per_iter);
 }
 
+/* Every table's read loops sum a buffer alike (a word per position,
+ * 4096 words): the two shapes read the same bytes. */
+static void check_read_sums(const llmc_roofline_loops *t)
+{
+    if (!__builtin_cpu_supports("avx2"))
+        return;
+    enum { WORDS = 4096 };
+    static uint64_t words[WORDS] __attribute__((aligned(32)));
+    uint64_t want = 0;
+    for (uint64_t i = 0; i < WORDS; i++)
+        want += words[i] = i * 2654435761u;
+    for (int l = 0; l < LLMC_READ_LOOPS && t->read_sum[l]; l++) {
+        uint64_t got = t->read_sum[l](words, WORDS);
+        CHECK(got == want, "%s read loop %d sums 4096 words: %llu, want %llu", t->isa, l,
+              (unsigned long long)got, (unsigned long long)want);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
@@ -137,6 +156,7 @@ int main(int argc, char **argv)
                                            &llmc_roofline_avx2_avxvnni,
                                            &llmc_roofline_avx2_avx512ymm};
     for (size_t t = 0; ok && t < sizeof tables / sizeof *tables; t++) {
+        check_read_sums(tables[t]);
         check_insn(tables[t]->isa, "fp32", &tables[t]->fma);
         for (int m = 0; m < LLMC_INT8_MIXES; m++) {
             char what[32];
