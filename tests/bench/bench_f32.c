@@ -30,10 +30,6 @@
 #include "support/file_map.h"
 #include "tools/roofline.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 enum { LAYERS = 24, SHAPES = 4, RUNS = 5 };
 static const int64_t shape_n[SHAPES] = {1152, 896, 9728, 896};
 static const int64_t shape_k[SHAPES] = {896, 896, 896, 4864};
@@ -125,46 +121,31 @@ static double sweep_median(const linear_bench *B, int64_t m)
 typedef struct {
     const float *p;
     int64_t n, per_task;
-    float sums[4096];
+    uint64_t sums[4096];
 } read_job;
 
+/* The words of n floats at p summed by `llmc bench --roofline`'s indexed
+ * read loop (its faster shape on Intel Xeon family 6 model 167), whole
+ * 128-byte blocks only; a plain loop without AVX2. */
+static uint64_t read_sum(const float *p, int64_t n)
+{
+    const uint64_t *w = (const uint64_t *)(const void *)p;
 #if defined(__x86_64__)
-/* Addressed as base + byte index, all four loads before the index steps:
- * the shape of `llmc bench --roofline`'s faster read loop (a pointer
- * stepped between the loads streamed ~15 % slower on Intel Xeon family 6
- * model 167). */
-__attribute__((target("avx2"))) static float sum_avx2(const float *p, int64_t n)
-{
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t at = 0; at + 128 <= (size_t)n * sizeof *p; at += 128)
-        __asm__("vaddps (%4,%5), %0, %0\n\t"
-                "vaddps 32(%4,%5), %1, %1\n\t"
-                "vaddps 64(%4,%5), %2, %2\n\t"
-                "vaddps 96(%4,%5), %3, %3"
-                : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3)
-                : "r"(p), "r"(at)
-                : "memory");
-    __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-    float v[8];
-    _mm256_storeu_ps(v, s);
-    return v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
-}
-#else
-static float sum_avx2(const float *p, int64_t n)
-{
-    float s = 0.0f;
-    for (int64_t i = 0; i < n; i++)
-        s += p[i];
+    if (__builtin_cpu_supports("avx2"))
+        return llmc_roofline_avx2.read_sum[1](w, (size_t)n / 32 * 16);
+#endif
+    uint64_t s = 0;
+    for (int64_t i = 0; i < n / 2; i++)
+        s += w[i];
     return s;
 }
-#endif
 
 static void read_task(void *ctx, uint32_t i)
 {
     read_job *J = ctx;
     int64_t i0 = (int64_t)i * J->per_task;
     int64_t n = J->n - i0 < J->per_task ? J->n - i0 : J->per_task;
-    J->sums[i % 4096] += sum_avx2(J->p + i0, n);
+    J->sums[i % 4096] += read_sum(J->p + i0, n);
 }
 
 static double read_median(const float *p, int64_t n, const rt_parallel *par)
