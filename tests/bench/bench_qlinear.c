@@ -8,8 +8,8 @@
  *       each input quantized once (QuantizeRows) then QLinear at m = 1:
  *       GB/s of packed weight bytes and tok/s, for w4a8 (groups of 64) and
  *       w8a8 (groups of 32), the compiler's default groups;
- *   (b) a STREAM-like read of the same byte count (AVX2 sum of bytes,
- *       split into tasks like the GEMV);
+ *   (b) a STREAM-like read of the same byte count (the roofline's
+ *       indexed read loop, in tasks of 1 MiB);
  *   (c) prefill: QLinear at m = 512 over one layer's Linears, GOPS
  *       (2 m n k per second, 2 ops per u8 x s8 product as the roofline
  *       loops count them), against the int8 peak of the weights' mix in
@@ -41,7 +41,6 @@
  * the peaks those of its loops; the GEMV prefetches this CPU's default
  * distance ahead of its weights, or BENCH_PREFETCH bytes (`BENCH_PREFETCH=8192
  * make bench-kernels`). */
-#include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -391,19 +390,16 @@ typedef struct {
     uint64_t sums[8192];
 } read_job;
 
+/* Task i's bytes (whole 128-byte blocks) by `llmc bench --roofline`'s
+ * indexed read loop, the faster of its two shapes on Intel Xeon family 6
+ * model 167. */
 static void read_task(void *ctx, uint32_t i)
 {
     read_job *J = ctx;
     uint64_t at = (uint64_t)i * READ_TASK_BYTES, end = at + READ_TASK_BYTES;
     end = end < J->bytes ? end : J->bytes;
-    __m256i s0 = _mm256_setzero_si256(), s1 = s0, zero = s0;
-    for (; at + 64 <= end; at += 64) {
-        s0 = _mm256_add_epi64(s0, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(J->p + at)), zero));
-        s1 = _mm256_add_epi64(s1, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(J->p + at + 32)), zero));
-    }
-    uint64_t lanes[4];
-    _mm256_storeu_si256((__m256i *)lanes, _mm256_add_epi64(s0, s1));
-    J->sums[i % 8192] = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    J->sums[i % 8192] = llmc_roofline_avx2.read_sum[1](
+        (const uint64_t *)(const void *)(J->p + at), (size_t)(end - at) / 128 * 16);
 }
 
 static double read_all(const uint8_t *p, uint64_t bytes, const rt_parallel *par)
