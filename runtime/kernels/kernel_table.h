@@ -34,6 +34,40 @@ typedef struct {
                                GEMV prefetches (Plan.gemv_prefetch); 0: none */
 } rt_qtile_args;
 
+/* Where the two-tile decode GEMV (rt_kernels.qlinear_gemv_pair) prefetches:
+ * each of W row tiles ht and ht + 1 `ahead` bytes further along its own
+ * stream, the tiles of the pairs the driver calls next (ht + 2 and ht + 3,
+ * ...) being each stream's continuation.  A target past its tile's end
+ * moves on by one tile: left in place, tile ht's last targets land in
+ * ht + 1, which the call reads already, and the head of ht + 3 is never
+ * prefetched (1.15x decode tok/s from memory, w4a8, AVX2 table on an Intel
+ * Xeon, docs/benchmarks.md). */
+typedef struct {
+    uint64_t reach; /* ahead + the bytes of the tile walked so far */
+    uint64_t skip;  /* what the targets move on by: whole tiles */
+    uint64_t edge;  /* the reach at which they move on once more */
+    uint64_t tile;  /* bytes of a row tile */
+} rt_pair_prefetch;
+
+static inline rt_pair_prefetch rt_pair_prefetch_start(uint64_t ahead, uint64_t tile)
+{
+    uint64_t skip = ahead / tile * tile;
+    rt_pair_prefetch p = {ahead, skip, skip + tile, tile};
+    return p;
+}
+
+/* The next block's skip: its targets are at block + skip + ahead in each
+ * tile of the pair.  block <= tile, so a step crosses one edge at most. */
+static inline uint64_t rt_pair_prefetch_next(rt_pair_prefetch *p, uint64_t block)
+{
+    if (p->reach >= p->edge) {
+        p->skip += p->tile;
+        p->edge += p->tile;
+    }
+    p->reach += block;
+    return p->skip;
+}
+
 /* The QLinear driver's state (q_linear_job.h). */
 typedef struct rt_qlinear_job rt_qlinear_job;
 

@@ -1056,6 +1056,55 @@ static void test_gemv_pair(const rt_kernels *kt)
           "threads", kt->isa, shapes);
 }
 
+/* A pair GEMV's stream position of byte `at` of a task's weights (row
+ * tiles of `tile` bytes, called in pairs): which tile of the pair, and
+ * where along that stream (its tiles of every pair, in order). */
+static void stream_of(uint64_t at, uint64_t tile, uint64_t *which, uint64_t *pos)
+{
+    *which = at / tile % 2;
+    *pos = at / (2 * tile) * tile + at % tile;
+}
+
+/* rt_pair_prefetch over `pairs` pairs of tiles of `groups` blocks: every
+ * block's two targets are exactly `ahead` bytes further along the stream
+ * of the tile it reads (none past its tile into the other one). */
+static bool pair_prefetch_walk(uint64_t block, int64_t groups, uint64_t ahead, int pairs)
+{
+    uint64_t tile = (uint64_t)groups * block;
+    for (int p = 0; p < pairs; p++) {
+        rt_pair_prefetch pf = rt_pair_prefetch_start(ahead, tile);
+        for (int64_t g = 0; g < groups; g++) {
+            uint64_t skip = rt_pair_prefetch_next(&pf, block);
+            for (uint64_t t = 0; t < 2; t++) {
+                uint64_t at = (2 * (uint64_t)p + t) * tile + (uint64_t)g * block;
+                uint64_t which, pos, to_which, to_pos;
+                stream_of(at, tile, &which, &pos);
+                stream_of(at + skip + ahead, tile, &to_which, &to_pos);
+                if (to_which != which || to_pos != pos + ahead)
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* The two-tile GEMV's prefetch targets on the decode shapes' tiles (w4
+ * g64 and w8 g32 blocks of K 896 and 4864) and odd ones, `ahead` from
+ * none to beyond two tiles. */
+static void test_pair_prefetch(void)
+{
+    static const uint64_t blocks[] = {288, 272, 96};
+    static const int64_t groups[] = {14, 76, 1, 3};
+    static const uint64_t aheads[] = {0, 64, 1024, 2048, 4032, 8192, 20000};
+    int bad = 0, cases = 0;
+    for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++)
+        for (size_t g = 0; g < sizeof groups / sizeof *groups; g++)
+            for (size_t a = 0; a < sizeof aheads / sizeof *aheads; a++, cases++)
+                bad += !pair_prefetch_walk(blocks[b], groups[g], aheads[a], 5);
+    CHECK(bad == 0, "rt_pair_prefetch: each tile's targets `ahead` bytes along its own "
+          "stream, never in the pair's other tile (%d of %d cases wrong)", bad, cases);
+}
+
 /* Within 1e-5 of the sum of |terms| of both the portable int8 path on the
  * same operands and fp64: every case_at shape, plus one of several row
  * passes, reduction panels and tasks. */
@@ -1646,6 +1695,7 @@ int main(void)
     test_errors();
     test_generic_tile_sizes();
     test_dequant();
+    test_pair_prefetch();
     const char *names[] = {"generic", "avx2", "neon-dot", "neon-i8mm"};
     for (int i = 0; i < 4; i++) {
         const rt_kernels *kt = rt_kernels_for_target(names[i], &err);

@@ -206,17 +206,20 @@ static inline void qtile_x86(const rt_qtile_args *a, int64_t et, int rows, int64
  * Each tile's outputs have the bits qtile gives it: the same int32
  * products, then group_floats in the same order. */
 
-/* gemv of row tiles ht and ht + 1 at once (bits and coef constants). */
+/* gemv of row tiles ht and ht + 1 at once (bits and coef constants),
+ * prefetching as rt_pair_prefetch says. */
 INLINE void gemv_pair(const rt_qtile_args *a, int64_t et, int64_t ht, float *out, int bits,
                       rt_qcoef coef)
 {
     operands o = operands_of(a, et, ht);
     uint64_t tile = (uint64_t)o.groups * o.block; /* bytes of a row tile */
     const uint8_t *w = o.w, *x = o.x;
+    rt_pair_prefetch pf = rt_pair_prefetch_start(a->prefetch, tile);
     __m256 acc_a = _mm256_setzero_ps(), acc_b = _mm256_setzero_ps();
     for (int64_t g = 0; g < o.groups; g++, w += o.block, x += o.x_step) {
-        prefetch_block(w, a->prefetch, o.block);
-        prefetch_block(w + tile, a->prefetch, o.block);
+        uint64_t skip = rt_pair_prefetch_next(&pf, o.block);
+        prefetch_block(w + skip, a->prefetch, o.block);
+        prefetch_block(w + tile + skip, a->prefetch, o.block);
         __m256i dot_a = _mm256_setzero_si256(), dot_b = _mm256_setzero_si256();
         if (bits == 4)
             w4_group_row_pair(w, w + tile, x, o.pairs, &dot_a, &dot_b);

@@ -31,8 +31,9 @@ const rt_kernels rt_kernels_avx2_avx512 = {
     rt_swiglu_avx512, rt_dequant_block_avx2, rt_rmsnorm_row_avx2,
     NULL, /* qlinear_gemv_pair: qtile per tile.  Two tiles per call in the
            * lanes of qtile_block ran 1.27x as fast with the weights in L2 but
-           * 0.92x from memory on one thread (their blocks are two streams),
-           * Intel Xeon family 6 model 167: docs/benchmarks.md */
+           * 0.92x from memory on one thread, Intel Xeon family 6 model 167,
+           * with every second tile's head prefetched late (rt_pair_prefetch
+           * now): docs/benchmarks.md */
     rt_attn_scores_rows_avx512, rt_attn_rows_queries_avx512, rt_attn_accumulate_rows_avx512,
     rt_attn_exp_pair_avx512,
     rt_ftile_pair_avx512, rt_attn_widen_rows_avx512, rt_attn_block_lanes_avx512,
