@@ -46,14 +46,33 @@ static inline bool rt_qlinear_whole_line(const rt_qlinear_job *J, ptrdiff_t ht)
 /* Asks for the lines of y that tile (et, ht) will write, so that fetching
  * them for the write (rows n_y floats apart: no hardware prefetcher follows
  * them) overlaps the micro-kernel instead of stalling the stores after it
- * (measured: ~7% of a 512-row prefill was those stores).  Always inlined:
- * gcc 12's IPA takes a function of prefetches alone for one without side
- * effects and deletes its calls (q_linear.o had no prefetch instruction). */
+ * (measured: ~7% of a 512-row prefill was those stores).  On x86-64 a
+ * decode step's one row asks for its line RT_GEMV_OUTPUT_LEAD row tiles
+ * further on: by the time the GEMV reaches a line, its weight stream has
+ * pushed the line out of L1, and asked for just before its stores it
+ * still cost the 4-bit GEMV 5-8 % of its rate (Intel Xeon family 6 model
+ * 167, docs/benchmarks.md; not measured elsewhere, so 0 there).  Always
+ * inlined: gcc 12's IPA takes a function of prefetches alone for one
+ * without side effects and deletes its calls (q_linear.o had no prefetch
+ * instruction). */
+#if defined(__x86_64__)
+#define RT_GEMV_OUTPUT_LEAD 16
+#else
+#define RT_GEMV_OUTPUT_LEAD 0
+#endif
 static inline __attribute__((always_inline)) void rt_qlinear_prefetch_outputs(
     const rt_qlinear_job *J, ptrdiff_t et, int rows, ptrdiff_t ht)
 {
     ptrdiff_t j = ht * J->a.ws.hp - J->col0;
     j = j < 0 ? 0 : j;
+#if RT_GEMV_OUTPUT_LEAD
+    if (J->m == 1) {
+        j += RT_GEMV_OUTPUT_LEAD * J->a.ws.hp;
+        if (j < J->n_y)
+            __builtin_prefetch(J->y + j, 1);
+        return;
+    }
+#endif
     for (int e = 0; e < rows; e++)
         __builtin_prefetch(J->y + (et * J->a.xs.ep + e) * J->n_y + j, 1);
 }
