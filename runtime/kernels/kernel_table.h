@@ -161,15 +161,16 @@ typedef struct rt_kernels {
      * the bits qtile gives it for rows >= 2.  For ISAs whose registers hold
      * more than one tile's outputs (NULL: the driver calls qtile). */
     void (*qtile_block)(const rt_qtile_args *a, int64_t et, int tiles, int64_t ht, float *out);
-    /* The QLinear driver's GEMM walk over W row tiles ht, ht + 1 for the
-     * activation tiles [b0, b1) of a cache block, with qtile_block where the
+    /* The QLinear driver's GEMM task over W row tiles [ht0, ht1): the
+     * walk of rt_qlinear_pair_walk (q_linear_job.h) with a column of the
+     * table's own for each pair of W row tiles, with qtile_block where the
      * table has one and stores of its own (x86: whole output lines
-     * streamed), the outputs' bits those of qtile per tile and the
-     * portable stores (NULL: qtile per tile; a table with qtile_block needs
-     * it).  In the table rather than the driver, so that a build whose
-     * tables have none (the Cortex-M core) links none of it. */
-    void (*qlinear_pair_column)(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
-                                ptrdiff_t ht);
+     * streamed, made visible once at the task's end), the outputs' bits
+     * those of qtile per tile and the portable stores (NULL: qtile per
+     * tile; a table with qtile_block needs it).  In the table rather than
+     * the driver, so that a build whose tables have none (the Cortex-M
+     * core) links none of it. */
+    void (*qlinear_pair_task)(const rt_qlinear_job *J, ptrdiff_t ht0, ptrdiff_t ht1);
     /* acc[e * hp + h] += sum over c < kc of x[e * x_stride + c] *
      * panel[c * hp + h] for e < rows (1 <= rows <= f_ep), h < hp (hp ==
      * f_hp): rows of x against one [kc][hp] micro-panel of fp32 weights (a
@@ -222,7 +223,7 @@ typedef struct rt_kernels {
      * ht + 1, each activation word loaded once for both, stored with the
      * portable stores, each output's bits qtile's (NULL: qtile per tile).
      * The AVX2 pair made the 8-bit decode GEMV 6-10 % faster and the 4-bit
-     * one's in-L2 rate 14 %.  In the table, as qlinear_pair_column, so
+     * one's in-L2 rate 14 %.  In the table, as qlinear_pair_task, so
      * that a build whose tables have none links none of it. */
     void (*qlinear_gemv_pair)(const rt_qlinear_job *J, ptrdiff_t ht);
     /* Up to RT_ATTN_GROUP_ROWS query rows' scores over the same nk keys in

@@ -291,28 +291,23 @@ void rt_qlinear_one_tile(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht)
     rt_qlinear_store_tile(J, et, rows, ht, out);
 }
 
+/* A decode step (m == 1: one activation tile) takes the table's GEMV pairs
+ * where it has them. */
 static void qlinear_task(void *ctx, uint32_t i)
 {
     const rt_qlinear_job *J = ctx;
-    ptrdiff_t ht0, ht1, act_tiles = (ptrdiff_t)J->a.xs.mp / J->a.xs.ep;
+    ptrdiff_t ht0, ht1;
     task_tiles(J, i, &ht0, &ht1);
     ht0 += J->ht0;
     ht1 += J->ht0;
-    for (ptrdiff_t b0 = 0; b0 < act_tiles; b0 += J->block_tiles) {
-        ptrdiff_t b1 = b0 + J->block_tiles < act_tiles ? b0 + J->block_tiles : act_tiles;
-        /* W row tile outer: it stays in L1 while the block's activation
-         * tiles pass over it */
-        ptrdiff_t ht = ht0;
-        if (J->tile_step == 2)
-            for (; ht + 1 < ht1; ht += 2)
-                J->kt->qlinear_pair_column(J, b0, b1, ht);
-        if (J->m == 1 && J->kt->qlinear_gemv_pair)
-            for (; ht + 1 < ht1; ht += 2)
-                J->kt->qlinear_gemv_pair(J, ht);
-        for (; ht < ht1; ht++)
-            for (ptrdiff_t et = b0; et < b1; et++)
-                rt_qlinear_one_tile(J, et, ht);
+    if (J->tile_step == 2) {
+        J->kt->qlinear_pair_task(J, ht0, ht1);
+        return;
     }
+    if (J->m == 1 && J->kt->qlinear_gemv_pair)
+        for (; ht0 + 1 < ht1; ht0 += 2)
+            J->kt->qlinear_gemv_pair(J, ht0);
+    rt_qlinear_pair_walk(J, ht0, ht1, NULL);
 }
 
 static llmc_rt_status check_qlinear_shapes(const rt_kernels *kt, const rt_qact_shape *xs,
@@ -388,7 +383,7 @@ static int64_t size_tasks(rt_qlinear_job *J, bool gemv)
     ptrdiff_t act_tiles = (ptrdiff_t)J->a.xs.mp / J->a.xs.ep;
     ptrdiff_t task_bytes = gemv ? GEMV_TASK_BYTES : GEMM_TASK_BYTES;
     J->tiles_per_task = tile_bytes < task_bytes ? task_bytes / (tile_bytes ? tile_bytes : 1) : 1;
-    J->tile_step = !gemv && J->kt->qlinear_pair_column ? 2 : 1;
+    J->tile_step = !gemv && J->kt->qlinear_pair_task ? 2 : 1;
     J->tiles_per_task = whole_steps(J, J->tiles_per_task);
     J->block_tiles = act_tiles ? act_tiles : 1;
     if (!gemv && act_tile_bytes * act_tiles > ACT_BLOCK_BYTES)

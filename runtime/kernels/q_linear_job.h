@@ -1,6 +1,6 @@
 /* Internal: the QLinear driver's job (q_linear.c), shared with the GEMM
- * walks over pairs of W row tiles that a table points at
- * (rt_kernels.qlinear_pair_column: x86/q_avx2_pairs.c and
+ * tasks over pairs of W row tiles that a table points at
+ * (rt_kernels.qlinear_pair_task: x86/q_avx2_pairs.c and
  * q_avx512_pairs.c), so that a build whose tables have none (the Cortex-M
  * core) links none of them. */
 #ifndef LLMC_RT_Q_LINEAR_JOB_H
@@ -24,7 +24,7 @@ struct rt_qlinear_job {
     ptrdiff_t big_tasks;             /* tasks of tiles_per_task before the tail */
     ptrdiff_t tail_tiles;            /* W row tiles per task of the tail */
     ptrdiff_t block_tiles;           /* activation tiles per cache block */
-    ptrdiff_t tile_step;             /* W row tiles per walk step: 2 with qlinear_pair_column */
+    ptrdiff_t tile_step;             /* W row tiles per walk step: 2 with qlinear_pair_task */
 };
 
 /* The rows of activation tile et that exist (the last one may be short). */
@@ -83,5 +83,32 @@ void rt_qlinear_store_tile(const rt_qlinear_job *J, ptrdiff_t et, int rows, ptrd
                            const float *out);
 /* Tile (et, ht) by the table's qtile, stored. */
 void rt_qlinear_one_tile(const rt_qlinear_job *J, ptrdiff_t et, ptrdiff_t ht);
+
+/* A walk's step over activation tiles [b0, b1) of a cache block by W row
+ * tiles ht, ht + 1. */
+typedef void rt_qlinear_column_fn(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
+                                  ptrdiff_t ht);
+
+/* A task's walk over W row tiles [ht0, ht1): for each cache block of
+ * J->block_tiles activation tiles, W row tile outer, so a tile (or a pair,
+ * by `pair`, where it is not NULL) stays in L1 while the block's
+ * activation tiles pass over it; what no pair covers goes by qtile.
+ * Inlined into the driver (pair NULL) and into each table's
+ * qlinear_pair_task, which calls its column directly. */
+static inline __attribute__((always_inline)) void rt_qlinear_pair_walk(
+    const rt_qlinear_job *J, ptrdiff_t ht0, ptrdiff_t ht1, rt_qlinear_column_fn *pair)
+{
+    ptrdiff_t act_tiles = (ptrdiff_t)J->a.xs.mp / J->a.xs.ep;
+    for (ptrdiff_t b0 = 0; b0 < act_tiles; b0 += J->block_tiles) {
+        ptrdiff_t b1 = b0 + J->block_tiles < act_tiles ? b0 + J->block_tiles : act_tiles;
+        ptrdiff_t ht = ht0;
+        if (pair)
+            for (; ht + 1 < ht1; ht += 2)
+                pair(J, b0, b1, ht);
+        for (; ht < ht1; ht++)
+            for (ptrdiff_t et = b0; et < b1; et++)
+                rt_qlinear_one_tile(J, et, ht);
+    }
+}
 
 #endif

@@ -5,7 +5,7 @@
 
 const rt_kernels rt_kernels_generic = {
     "generic", 8, 4, 4, 0, 0, rt_q_generic_quantize_rows, rt_q_generic_qtile,
-    NULL, NULL, /* qtile_block, qlinear_pair_column: qtile per tile */
+    NULL, NULL, /* qtile_block, qlinear_pair_task: qtile per tile */
     rt_ftile_generic,
     NULL, NULL, NULL, NULL, NULL, NULL, /* attention: ref_attention.c's portable loops */
     NULL, /* swiglu: rt_swiglu_generic */

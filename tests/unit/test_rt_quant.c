@@ -1386,7 +1386,7 @@ static void test_generic_tile_sizes(void)
     }
 }
 
-/* An x86 table's QLinear GEMM walk (qlinear_pair_column) streams whole
+/* An x86 table's QLinear GEMM walk (qlinear_pair_task) streams whole
  * output lines to y: bitwise the same table's qtile per tile and portable
  * stores (the table without its walk and qtile_block), on shapes where
  * every line streams (col0 and n_y multiples of 16, y 64-byte aligned,
@@ -1399,7 +1399,7 @@ static void test_streamed_stores(const rt_kernels *fast)
     static const int64_t ms[] = {8, 13, 16, 24, 20, 30};
     rt_kernels plain = *fast;
     plain.qtile_block = NULL;
-    plain.qlinear_pair_column = NULL;
+    plain.qlinear_pair_task = NULL;
     bool ok = true;
     for (int i = 0; i < 48; i++) {
         qcase c = {i % 2 ? 8 : 4, ms[i % 6], 80, i % 3 ? 96 : 200, 32, i % 8 < 4 ? 0 : 16, 0,
@@ -1438,7 +1438,7 @@ static void test_deep_reductions(const rt_kernels *fast)
                                        {9, 4100, 0, 32}};
     rt_kernels plain = *fast;
     plain.qtile_block = NULL;
-    plain.qlinear_pair_column = NULL;
+    plain.qlinear_pair_task = NULL;
     bool ok = true;
     for (int i = 0; i < 16; i++) {
         const int64_t *sh = shape[i % 4];
@@ -1465,8 +1465,8 @@ static void test_deep_reductions(const rt_kernels *fast)
 
 static void test_table(const rt_kernels *kt)
 {
-    CHECK(!kt->qtile_block || kt->qlinear_pair_column,
-          "%s: a qtile_block comes with a pair walk (qlinear_pair_column)", kt->isa);
+    CHECK(!kt->qtile_block || kt->qlinear_pair_task,
+          "%s: a qtile_block comes with a pair walk (qlinear_pair_task)", kt->isa);
     test_quantize_rows(kt);
     test_group_outlier(kt);
     test_quantize_static(kt);
@@ -1479,7 +1479,7 @@ static void test_table(const rt_kernels *kt)
         test_table_vs_generic(kt);
         test_qtile_exact(kt);
     }
-    if (kt->qlinear_pair_column) {
+    if (kt->qlinear_pair_task) {
         test_streamed_stores(kt);
         test_deep_reductions(kt);
     }

@@ -5,7 +5,7 @@
 
 const rt_kernels rt_kernels_neon_dot = {
     "neon-dot", 8, 4, 12, 0, 0, rt_neon_quantize_rows, rt_neon_dot_qtile,
-    NULL, NULL, /* qtile_block, qlinear_pair_column: qtile per tile */
+    NULL, NULL, /* qtile_block, qlinear_pair_task: qtile per tile */
     NULL, /* ftile: dense fp32 weights */
     NULL, NULL, /* float32 attention: ref_attention.c's portable loops */
     rt_neon_attn_scores_f16, rt_neon_attn_scores_i8, rt_neon_attn_accumulate_f16,
@@ -23,7 +23,7 @@ const rt_kernels rt_kernels_neon_dot = {
 
 const rt_kernels rt_kernels_neon_i8mm = {
     "neon-i8mm", 8, 8, 10, 0, 0, rt_neon_quantize_rows, rt_neon_i8mm_qtile,
-    NULL, NULL, /* qtile_block, qlinear_pair_column: qtile per tile */
+    NULL, NULL, /* qtile_block, qlinear_pair_task: qtile per tile */
     NULL, /* ftile: dense fp32 weights */
     NULL, NULL, rt_neon_attn_scores_f16, rt_neon_attn_scores_i8, rt_neon_attn_accumulate_f16,
     NULL, /* attn_exp: the portable loop */

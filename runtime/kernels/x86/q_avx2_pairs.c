@@ -1,5 +1,5 @@
 /* The QLinear driver's walks over pairs of W row tiles for the AVX2 and
- * AVX-VNNI tables: the GEMM's (rt_kernels.qlinear_pair_column): activation
+ * AVX-VNNI tables: the GEMM's (rt_kernels.qlinear_pair_task): activation
  * tile et by W row tiles ht and ht + 1 in one qtile_pair call of the table
  * (each activation word broadcast once for both), then the 4 x 16 outputs;
  * and the decode GEMV's (rt_kernels.qlinear_gemv_pair).
@@ -9,7 +9,8 @@
  * (+ bias) (+ res) goes out as two non-temporal YMM stores that fill the
  * line, so no store waits for the line to be read from memory first.  The
  * values are rt_qlinear_store_tile's bit for bit (the bias, then the
- * residual); any other tile takes the portable stores. */
+ * residual); any other tile takes the portable stores.  A task ends with
+ * one sfence for the streamed lines (why once per task: q_avx512_pairs.c). */
 #include "../q_linear_job.h"
 #include "x86_simd.h"
 
@@ -71,9 +72,22 @@ static inline __attribute__((always_inline)) void pair_column(const rt_qlinear_j
 {
     for (ptrdiff_t et = b0; et < b1; et++)
         two_tiles(J, et, ht, pair);
-    /* the streamed lines are weakly ordered: visible before the task ends */
-    _mm_sfence();
 }
+
+/* A table's GEMM task: the walk with pair_column on the table's
+ * qtile_pair, then one sfence, so the streamed lines are visible before
+ * the task ends. */
+#define PAIR_TASK(name, qtile_pair)                                                            \
+    static void column_##name(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,           \
+                              ptrdiff_t ht)                                                   \
+    {                                                                                          \
+        pair_column(J, b0, b1, ht, qtile_pair);                                                \
+    }                                                                                          \
+    void rt_qlinear_pair_task_##name(const rt_qlinear_job *J, ptrdiff_t ht0, ptrdiff_t ht1)  \
+    {                                                                                          \
+        rt_qlinear_pair_walk(J, ht0, ht1, column_##name);                                      \
+        _mm_sfence();                                                                          \
+    }
 
 /* rows == 1, W row tiles ht and ht + 1 in one kernel call. */
 static inline __attribute__((always_inline)) void gemv_pair(const rt_qlinear_job *J, ptrdiff_t ht,
@@ -86,33 +100,21 @@ static inline __attribute__((always_inline)) void gemv_pair(const rt_qlinear_job
     rt_qlinear_store_tile(J, 0, 1, ht + 1, out + J->a.ws.hp);
 }
 
-void rt_qlinear_pair_column_avx2(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
-                                 ptrdiff_t ht)
-{
-    pair_column(J, b0, b1, ht, rt_q_avx2_qtile_pair);
-}
+PAIR_TASK(avx2, rt_q_avx2_qtile_pair)
 
 void rt_qlinear_gemv_pair_avx2(const rt_qlinear_job *J, ptrdiff_t ht)
 {
     gemv_pair(J, ht, rt_q_avx2_gemv_pair);
 }
 
-void rt_qlinear_pair_column_avxvnni(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
-                                    ptrdiff_t ht)
-{
-    pair_column(J, b0, b1, ht, rt_q_avxvnni_qtile_pair);
-}
+PAIR_TASK(avxvnni, rt_q_avxvnni_qtile_pair)
 
 void rt_qlinear_gemv_pair_avxvnni(const rt_qlinear_job *J, ptrdiff_t ht)
 {
     gemv_pair(J, ht, rt_q_avxvnni_gemv_pair);
 }
 
-void rt_qlinear_pair_column_avx512ymm(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
-                                      ptrdiff_t ht)
-{
-    pair_column(J, b0, b1, ht, rt_q_avx512ymm_qtile_pair);
-}
+PAIR_TASK(avx512ymm, rt_q_avx512ymm_qtile_pair)
 
 void rt_qlinear_gemv_pair_avx512ymm(const rt_qlinear_job *J, ptrdiff_t ht)
 {

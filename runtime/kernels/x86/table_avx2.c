@@ -11,7 +11,7 @@
 
 const rt_kernels rt_kernels_avx2 = {
     "avx2", 8, 4, 4, 16, 6, rt_q_avx2_quantize_rows, rt_q_avx2_qtile, NULL,
-    rt_qlinear_pair_column_avx2, rt_ftile_avx2,
+    rt_qlinear_pair_task_avx2, rt_ftile_avx2,
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avx2,
@@ -25,7 +25,7 @@ const rt_kernels rt_kernels_avx2 = {
 
 const rt_kernels rt_kernels_avx2_avx512 = {
     "avx2", 8, 4, 4, 16, 6, rt_q_avx2_quantize_rows, rt_q_avx512_vnni_qtile,
-    rt_q_avx512_vnni_qtile_block, rt_qlinear_pair_column_avx512, rt_ftile_avx512,
+    rt_q_avx512_vnni_qtile_block, rt_qlinear_pair_task_avx512, rt_ftile_avx512,
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx512, rt_dequant_block_avx2, rt_rmsnorm_row_avx2,
@@ -44,7 +44,7 @@ const rt_kernels rt_kernels_avx2_avx512 = {
  * quantized GEMV/GEMM (q_avxvnni.c), bitwise the same outputs. */
 const rt_kernels rt_kernels_avx2_avxvnni = {
     "avx2", 8, 4, 4, 16, 6, rt_q_avx2_quantize_rows, rt_q_avxvnni_qtile, NULL,
-    rt_qlinear_pair_column_avxvnni, rt_ftile_avx2,
+    rt_qlinear_pair_task_avxvnni, rt_ftile_avx2,
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avxvnni,
@@ -61,7 +61,7 @@ const rt_kernels rt_kernels_avx2_avxvnni = {
  * outputs. */
 const rt_kernels rt_kernels_avx2_avx512ymm = {
     "avx2", 8, 4, 4, 16, 6, rt_q_avx2_quantize_rows, rt_q_avx512ymm_qtile, NULL,
-    rt_qlinear_pair_column_avx512ymm, rt_ftile_avx2,
+    rt_qlinear_pair_task_avx512ymm, rt_ftile_avx2,
     rt_attn_scores_avx2, rt_attn_accumulate_avx2, rt_attn_scores_f16_avx2,
     rt_attn_scores_i8_avx2, rt_attn_accumulate_f16_avx2, rt_attn_exp_avx2,
     rt_swiglu_avx2, rt_dequant_block_avx2, rt_rmsnorm_row_avx2, rt_qlinear_gemv_pair_avx512ymm,

@@ -67,21 +67,17 @@ void rt_q_avx512ymm_qtile(const rt_qtile_args *a, int64_t et, int rows, int64_t 
 void rt_q_avx512_vnni_qtile_block(const rt_qtile_args *a, int64_t et, int tiles, int64_t ht,
                                   float *out);
 /* q_avx2_pairs.c, q_avx512_pairs.c (AVX512_VNNI_FLAGS as well):
- * rt_kernels.qlinear_pair_column, the GEMM walks over pairs of W row tiles
+ * rt_kernels.qlinear_pair_task, the GEMM tasks over pairs of W row tiles
  * (qtile twice; qtile_block) with streamed stores; q_avx2_pairs.c:
  * rt_kernels.qlinear_gemv_pair (rt_q_avx2_gemv_pair, portable stores). */
 void rt_qlinear_gemv_pair_avx2(const rt_qlinear_job *J, ptrdiff_t ht);
-void rt_qlinear_pair_column_avx2(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
-                                 ptrdiff_t ht);
+void rt_qlinear_pair_task_avx2(const rt_qlinear_job *J, ptrdiff_t ht0, ptrdiff_t ht1);
 /* q_avx2_pairs.c: the same walks over the YMM vpdpbusd kernels. */
 void rt_qlinear_gemv_pair_avxvnni(const rt_qlinear_job *J, ptrdiff_t ht);
-void rt_qlinear_pair_column_avxvnni(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
-                                    ptrdiff_t ht);
+void rt_qlinear_pair_task_avxvnni(const rt_qlinear_job *J, ptrdiff_t ht0, ptrdiff_t ht1);
 void rt_qlinear_gemv_pair_avx512ymm(const rt_qlinear_job *J, ptrdiff_t ht);
-void rt_qlinear_pair_column_avx512ymm(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
-                                      ptrdiff_t ht);
-void rt_qlinear_pair_column_avx512(const rt_qlinear_job *J, ptrdiff_t b0, ptrdiff_t b1,
-                                   ptrdiff_t ht);
+void rt_qlinear_pair_task_avx512ymm(const rt_qlinear_job *J, ptrdiff_t ht0, ptrdiff_t ht1);
+void rt_qlinear_pair_task_avx512(const rt_qlinear_job *J, ptrdiff_t ht0, ptrdiff_t ht1);
 
 /* dequant_avx2.c: rt_kernels.dequant_block. */
 void rt_dequant_block_avx2(const uint8_t *block, const rt_qweight_shape *ws, int64_t i0,
