@@ -77,6 +77,24 @@ static inline __attribute__((always_inline)) void rt_qlinear_prefetch_outputs(
         __builtin_prefetch(J->y + (et * J->a.xs.ep + e) * J->n_y + j, 1);
 }
 
+/* Asks for the residual's lines that a streamed block of `rows` rows from
+ * row r0 will read at columns j0 .. j0 + 15 (one aligned line of each
+ * row: rt_qlinear_whole_line), before the micro-kernel runs, so that their
+ * loads do not stall the stores after it.  The residual rows are n_y
+ * floats apart, which no hardware prefetcher follows, and an earlier op
+ * streamed them to memory: in a w4a8 512-row prefill without this, half
+ * the samples of the x86 walks' stores sat on those loads (perf
+ * cpu-clock, Intel Xeon family 6 model 167).  Always inlined (see
+ * rt_qlinear_prefetch_outputs). */
+static inline __attribute__((always_inline)) void rt_qlinear_prefetch_residual(
+    const rt_qlinear_job *J, ptrdiff_t r0, int rows, ptrdiff_t j0)
+{
+    if (!J->res)
+        return;
+    for (int e = 0; e < rows; e++)
+        __builtin_prefetch(J->res + (r0 + e) * J->n_y + j0, 0);
+}
+
 /* y for rows of activation tile et and W row tile ht from a micro-kernel's
  * out (only the columns y has), with the bias and residual. */
 void rt_qlinear_store_tile(const rt_qlinear_job *J, ptrdiff_t et, int rows, ptrdiff_t ht,

@@ -49,6 +49,8 @@ static inline __attribute__((always_inline)) void two_tiles(const rt_qlinear_job
     if (!stream) {
         rt_qlinear_prefetch_outputs(J, et, rows, ht);
         rt_qlinear_prefetch_outputs(J, et, rows, ht + 1);
+    } else {
+        rt_qlinear_prefetch_residual(J, et * ep, ep, ht * hp - J->col0);
     }
     pair(&J->a, et, rows, ht, out);
     if (!stream) {

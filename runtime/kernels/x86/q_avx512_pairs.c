@@ -74,6 +74,8 @@ static void block_tiles(const rt_qlinear_job *J, ptrdiff_t et, int tiles, ptrdif
     float out[8 * TILE_OUT];
     int tile = J->a.xs.ep * J->a.ws.hp;
     if (streams(J, et, tiles, ht)) {
+        rt_qlinear_prefetch_residual(J, et * J->a.xs.ep, tiles * J->a.xs.ep,
+                                     ht * J->a.ws.hp - J->col0);
         J->kt->qtile_block(&J->a, et, tiles, ht, out);
         stream_block(J, et, tiles, ht, out);
         return;
