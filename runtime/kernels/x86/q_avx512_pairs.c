@@ -20,8 +20,8 @@
  * The streamed lines are weakly ordered, so a task ends with an sfence,
  * which waits until they have left the core: once per task, not once per
  * pair of W row tiles (every 5 qtile_block calls of a 512-row prefill),
- * made a w4a8 pp512 1.04x as fast on one thread (1.036-1.044 in five
- * paired runs, Intel Xeon family 6 model 167; two threads 0.96-1.05). */
+ * made a w4a8 pp512 1.015-1.028x as fast on one thread and 1.004-1.025x on
+ * two (four paired runs each, Intel Xeon family 6 model 167). */
 #include "../q_linear_job.h"
 #include "x86_simd.h"
 
